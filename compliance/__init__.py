@@ -1,0 +1,1 @@
+"""Tamper-evident audit log (see docs; built in a later issue)."""

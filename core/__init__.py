@@ -1,0 +1,40 @@
+"""sectorflow: one-line, offline, auditable ML pipelines on PaddlePaddle.
+
+Public API (plugins import only these names)::
+
+    from sectorflow import Taskflow, TaskSpec, TaskResult, Pipeline, hookimpl
+"""
+
+from __future__ import annotations
+
+from .bundle import Bundle, PredictorPool, load_bundle, load_pdparams, sha256_file, write_manifest
+from .device import Device, DeviceProbe, resolve_device, set_default_probe
+from .errors import (
+    BundleError,
+    BundleIntegrityError,
+    ConfigError,
+    DeviceUnavailableError,
+    InvalidInputError,
+    PluginConflictError,
+    PluginError,
+    SectorflowError,
+    UnknownTaskError,
+    UnsafePickleError,
+    UnsupportedPrecisionError,
+)
+from .hookspecs import hookimpl
+from .pipeline import Pipeline
+from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec
+from .taskflow import Taskflow
+from .trainable import Trainable, TrainableSpec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Taskflow", "TaskSpec", "TaskResult", "ResultMeta", "TaskEvent", "CallContext", "Pipeline", "hookimpl",
+    "Bundle", "PredictorPool", "load_bundle", "load_pdparams", "sha256_file", "write_manifest",
+    "Device", "DeviceProbe", "resolve_device", "set_default_probe", "Trainable", "TrainableSpec",
+    "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",
+    "DeviceUnavailableError", "UnsupportedPrecisionError", "BundleError", "BundleIntegrityError", "UnsafePickleError",
+    "ConfigError", "__version__",
+]

@@ -1,0 +1,156 @@
+"""The ``sectorflow`` command line (typer). Plugins add sub-commands through ``sectorflow_register_commands``."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from collections.abc import Iterator
+from enum import Enum
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import plugins
+from .errors import InvalidInputError, SectorflowError
+from .io import reader_for
+from .spec import CallContext
+from .taskflow import Taskflow, validate_items
+
+app = typer.Typer(help="sectorflow: offline, auditable ML pipelines on PaddlePaddle.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+err = Console(stderr=True, soft_wrap=True)
+
+
+class OnError(str, Enum):
+    skip = "skip"
+    reject = "reject"
+
+
+@app.command("tasks")
+def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
+    """List every registered task with its plugin, version and languages."""
+    rows = Taskflow.tasks()
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    table = Table("task", "plugin", "version", "languages", "devices", "precisions", "description")
+    for row in rows:
+        table.add_row(row["task"], row["plugin"], row["version"], ",".join(row["languages"]),
+                      ",".join(row["devices"]), ",".join(row["precisions"]), row["description"])
+    Console().print(table)
+
+
+@app.command("schema")
+def schema_command(task: str) -> None:
+    """Print the JSON Schema of a task's input and output items."""
+    spec = plugins.get_task(task)
+    typer.echo(json.dumps({"task": spec.name, "input": spec.input_model.model_json_schema(),
+                           "output": spec.output_model.model_json_schema()}, indent=2, ensure_ascii=False))
+
+
+def _validated(spec: Any, rows: Iterator[tuple[int, dict[str, Any]]], on_error: OnError,
+               skipped: list[dict[str, Any]]) -> Iterator[Any]:
+    for row, record in rows:
+        try:
+            yield validate_items(spec.input_model, [record], first_row=row)[0]
+        except InvalidInputError as exc:
+            if on_error is OnError.reject:
+                raise
+            skipped.extend(exc.details or [])
+
+
+@app.command("run")
+def run_command(
+    task: str = typer.Argument(..., help="Task name, e.g. aml."),
+    source: str = typer.Argument(..., help="Input file (JSON lines, CSV or a task format; .gz ok) or - for stdin."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write JSON lines here (default stdout)."),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format: jsonl, csv, or a task's own."),
+    device: str = typer.Option("cpu", help="cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto."),
+    precision: str = typer.Option("fp32", help="fp32, fp16, bf16 or int8."),
+    batch_size: int = typer.Option(256, help="Items per model forward pass."),
+    num_threads: Optional[int] = typer.Option(None, help="CPU threads (default SECTORFLOW_NUM_THREADS or 1)."),
+    task_path: Optional[Path] = typer.Option(None, help="A model bundle folder to use instead of the default."),
+    on_error: OnError = typer.Option(OnError.reject, help="Bad rows: reject the whole input, or skip and report."),
+    option: list[str] = typer.Option([], "--option", "-O", help="Task option KEY=VALUE (JSON value), repeatable."),
+) -> None:
+    """Run TASK over an input file and write one JSON line per result; a progress bar goes to stderr."""
+    options: dict[str, Any] = {}
+    for item in option:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"--option {item!r}: write KEY=VALUE.")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    tf = Taskflow(task, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
+                  task_path=task_path, **options)
+    reader = reader_for(tf.spec, fmt, source)
+    context = CallContext(channel="cli", source="cli")
+    if on_error is OnError.reject and source != "-":
+        # First pass: validate every row, so that a rejected file produces no partial output.
+        for _ in _validated(tf.spec, reader(source), on_error, []):
+            pass
+    skipped: list[dict[str, Any]] = []
+    out = open(output, "w", encoding="utf-8") if output else sys.stdout
+    count = 0
+    try:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+            bar = progress.add_task(f"{tf.spec.name}", total=None)
+            items = _validated(tf.spec, reader(source), on_error, skipped)
+            while chunk := list(itertools.islice(items, max(batch_size, 1024))):
+                for result in tf.run(chunk, context=context):
+                    out.write(result.model_dump_json() + "\n")
+                count += len(chunk)
+                progress.update(bar, completed=count)
+    finally:
+        if output:
+            out.close()
+    for problem in skipped:
+        err.print(f"[yellow]skipped row {problem['row']}[/]: {problem['field']}: {problem['reason']}")
+    err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped.")
+
+
+_commands_loaded = False
+
+
+def _load_plugin_commands() -> None:
+    global _commands_loaded
+    if not _commands_loaded:
+        plugins.get_plugin_manager().hook.sectorflow_register_commands(app=app)
+        _commands_loaded = True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``sectorflow`` script. A ``SectorflowError`` prints its message and exits with 2."""
+    try:
+        _load_plugin_commands()
+        app(args=argv, standalone_mode=False)
+    except SectorflowError as exc:
+        err.print(f"[red]error[/]: {exc}")
+        if isinstance(exc, InvalidInputError) and exc.details:
+            for problem in exc.details[:20]:
+                err.print(f"  row {problem.get('row')}: {problem.get('field')}: {problem.get('reason')}")
+        return 2
+    except (typer.Abort, KeyboardInterrupt):
+        return 130
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    except Exception as exc:  # click usage errors arrive here with standalone_mode=False
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            return exc.exit_code
+        raise
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,137 @@
+"""Device choice: ``cpu``, ``gpu[:N]``, ``npu[:N]``, ``mlu[:N]`` (any Paddle custom device), ``xpu[:N]`` or ``auto``.
+
+The choice never calls ``paddle.set_device``: each predictor is configured for its own device, so one Taskflow's
+device does not leak into another's. What hardware exists is asked of a :class:`DeviceProbe`; tests inject a fake
+one (there is no GPU or NPU on the CI machine).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+from ._paddle import import_paddle
+from .errors import DeviceUnavailableError
+
+log = logging.getLogger("sectorflow.device")
+_DEVICE_RE = re.compile(r"^(?P<kind>[a-z_]+)(?::(?P<index>\d+))?$")
+
+
+class DeviceProbe(Protocol):
+    """What hardware this process can use."""
+
+    def gpu_count(self) -> int:
+        """Number of CUDA/ROCm GPUs Paddle can use (0 when Paddle is a CPU build)."""
+
+    def custom_devices(self) -> dict[str, int]:
+        """Paddle custom devices (``{"npu": 8, "mlu": 0}``): type -> count."""
+
+    def xpu_count(self) -> int:
+        """Number of Kunlun XPUs."""
+
+
+class PaddleDeviceProbe:
+    """The real probe: asks the installed Paddle build."""
+
+    def gpu_count(self) -> int:
+        paddle = import_paddle()
+
+        if not paddle.is_compiled_with_cuda() and not paddle.is_compiled_with_rocm():
+            return 0
+        return int(paddle.device.cuda.device_count())
+
+    def custom_devices(self) -> dict[str, int]:
+        paddle = import_paddle()
+
+        found: dict[str, int] = {}
+        for kind in paddle.device.get_all_custom_device_type() or []:
+            found[kind] = len([d for d in paddle.device.get_available_custom_device() if d.startswith(kind)])
+        return found
+
+    def xpu_count(self) -> int:
+        paddle = import_paddle()
+
+        if not paddle.is_compiled_with_xpu():
+            return 0
+        return int(paddle.device.xpu.device_count())
+
+
+_default_probe: DeviceProbe = PaddleDeviceProbe()
+
+
+def set_default_probe(probe: DeviceProbe) -> DeviceProbe:
+    """Replace the process-wide probe (tests); returns the previous one."""
+    global _default_probe
+    previous, _default_probe = _default_probe, probe
+    return previous
+
+
+def default_probe() -> DeviceProbe:
+    return _default_probe
+
+
+@dataclass(frozen=True)
+class Device:
+    """A resolved device: ``kind`` is ``cpu``, ``gpu``, ``xpu`` or a custom device type; ``index`` its ordinal."""
+
+    kind: str
+    index: int = 0
+
+    def __str__(self) -> str:
+        return "cpu" if self.kind == "cpu" else f"{self.kind}:{self.index}"
+
+    @property
+    def family(self) -> str:
+        """The task-level device kind: ``cpu``, ``gpu``, ``xpu`` or the custom type (``npu``, ``mlu``, ...)."""
+        return self.kind
+
+
+def resolve_device(requested: str = "auto", supported: tuple[str, ...] = ("cpu",),
+                   probe: DeviceProbe | None = None) -> Device:
+    """Turn a user's device string into a :class:`Device`.
+
+    ``auto`` tries GPU, then custom devices (npu, mlu, ...), then xpu, then CPU, keeping only kinds in
+    ``supported``, and logs a warning when it falls back to CPU. An explicit device is honoured exactly.
+
+    Raises:
+        DeviceUnavailableError: malformed string, a kind the task does not support, or a device that is not present
+            (e.g. ``gpu:1`` with one GPU).
+    """
+    probe = probe or _default_probe
+    text = (requested or "auto").strip().lower()
+    if text == "auto":
+        if "gpu" in supported and probe.gpu_count() > 0:
+            return Device("gpu", 0)
+        for kind, count in sorted(probe.custom_devices().items()):
+            if kind in supported and count > 0:
+                return Device(kind, 0)
+        if "xpu" in supported and probe.xpu_count() > 0:
+            return Device("xpu", 0)
+        log.warning("device='auto': no accelerator usable by this task was found (task supports %s); using CPU",
+                    ", ".join(supported))
+        return Device("cpu", 0)
+    match = _DEVICE_RE.match(text)
+    if not match:
+        raise DeviceUnavailableError(
+            f"Device {requested!r} is not of the form cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto.")
+    kind, index = match["kind"], int(match["index"] or 0)
+    if kind not in supported:
+        raise DeviceUnavailableError(
+            f"This task runs on {', '.join(supported)}; device {requested!r} is not supported by it.")
+    if kind == "cpu":
+        if index != 0:
+            raise DeviceUnavailableError(f"Device {requested!r}: use plain 'cpu' (CPU threads are set by num_threads).")
+        return Device("cpu", 0)
+    if kind == "gpu":
+        count = probe.gpu_count()
+    elif kind == "xpu":
+        count = probe.xpu_count()
+    else:
+        count = probe.custom_devices().get(kind, 0)
+    if index >= count:
+        raise DeviceUnavailableError(
+            f"Device {requested!r} is not available: this machine has {count} {kind} device(s). "
+            f"Use device='cpu' or device='auto'.")
+    return Device(kind, index)

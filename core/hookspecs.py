@@ -1,0 +1,72 @@
+"""The hook specifications of sectorflow: the whole contract between the core and its plugins.
+
+A plugin is a module (or object) with functions decorated by ``sectorflow.hookimpl`` and named like the specs
+below, published under the entry-point group ``sectorflow``::
+
+    [project.entry-points.sectorflow]
+    my_plugin = "my_package.plugin"
+
+Built-in behaviour registers through these same hooks. Every hook here is documented in ``docs/hooks.md`` with its
+exact signature (``tests/test_hooks_documented.py`` checks this).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover
+    import typer
+
+    from .spec import TaskEvent, TaskSpec
+    from .trainable import TrainableSpec
+
+PROJECT_NAME = "sectorflow"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+@hookspec
+def sectorflow_register_tasks(register: Callable[[TaskSpec], None]) -> None:
+    """Register the plugin's tasks.
+
+    Called once per process, when the task registry is first needed (``Taskflow(...)``, ``Taskflow.tasks()``,
+    ``sectorflow tasks``, the server's start). Call ``register(spec)`` once per task. Registering a name or alias
+    that another plugin already registered raises :class:`~sectorflow.errors.PluginConflictError` naming both
+    plugins. Returns nothing.
+    """
+
+
+@hookspec
+def sectorflow_register_trainables(register: Callable[[TrainableSpec], None]) -> None:
+    """Offer trainable models to the federated layer.
+
+    Called once per process when ``sectorflow.federated`` (or ``sectorflow federate``) looks for models. Call
+    ``register(spec)`` with a :class:`~sectorflow.trainable.TrainableSpec` whose ``build(partition)`` returns a
+    :class:`~sectorflow.trainable.Trainable` over one institution's data. Returns nothing.
+    """
+
+
+@hookspec
+def sectorflow_task_event(event: TaskEvent) -> None:
+    """Observe a task event: a call started, finished or failed; a model loaded, reloaded or unloaded; a
+    configuration change; a plugin load.
+
+    Called synchronously, in the thread that caused the event, for every event of every task (audit logging and
+    metrics are built on it). ``event.inputs``/``event.outputs`` hold the call's items: never store them in clear.
+    An observer that raises makes the call fail: a compliance log that cannot write must stop the work it
+    records. Returns nothing.
+    """
+
+
+@hookspec
+def sectorflow_register_commands(app: typer.Typer) -> None:
+    """Add sub-commands to the ``sectorflow`` command line.
+
+    Called once when the CLI starts, with the root ``typer.Typer`` app; add a command group with
+    ``app.add_typer(sub_app, name="aml")`` or a command with ``app.command()``. Names must not clash with the
+    built-in commands (``tasks``, ``run``, ``schema``). Returns nothing.
+    """

@@ -1,0 +1,84 @@
+"""Input files for ``sectorflow run``: JSON lines and CSV built in, task-specific formats from the task spec.
+
+Every reader yields ``(row_number, record)`` pairs, rows counted from 1 (a CSV header is not a row), so that bad
+rows can be reported by number. Files ending in ``.gz`` are decompressed on the fly; ``-`` is standard input.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from .errors import ConfigError, InvalidInputError
+from .spec import Reader, TaskSpec
+
+
+@contextmanager
+def open_text(source: str | Path) -> Iterator[IO[str]]:
+    """Open a path (``.gz`` transparently) or ``-`` (standard input) as UTF-8 text."""
+    if str(source) == "-":
+        yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+        return
+    path = Path(source)
+    if not path.is_file():
+        raise ConfigError(f"Input file {source} does not exist.")
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="") as handle:  # type: ignore[operator]
+        yield handle
+
+
+def read_jsonl(source: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """One JSON object per line; blank lines are skipped but counted.
+
+    Raises:
+        InvalidInputError: a line that is not a JSON object (names the row).
+    """
+    with open_text(source) as handle:
+        for row, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(f"Row {row} is not valid JSON: {exc.msg}.",
+                                        details=[{"row": row, "field": None, "reason": exc.msg}]) from exc
+            if not isinstance(record, dict):
+                raise InvalidInputError(f"Row {row} is a JSON {type(record).__name__}, not an object.",
+                                        details=[{"row": row, "field": None, "reason": "not an object"}])
+            yield row, record
+
+
+def read_csv(source: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """CSV with a header row; empty cells are left out of the record (so model defaults apply)."""
+    with open_text(source) as handle:
+        for row, record in enumerate(csv.DictReader(handle), start=1):
+            yield row, {k: v for k, v in record.items() if k is not None and v not in ("", None)}
+
+
+BUILTIN_READERS: dict[str, Reader] = {"jsonl": read_jsonl, "csv": read_csv}
+
+
+def guess_format(source: str | Path) -> str:
+    """``csv`` for ``*.csv[.gz]``, else ``jsonl``."""
+    name = str(source).lower().removesuffix(".gz")
+    return "csv" if name.endswith(".csv") else "jsonl"
+
+
+def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path) -> Reader:
+    """The reader for ``fmt`` (task-specific formats first), or the guess from the file name.
+
+    Raises:
+        ConfigError: an unknown format; the message lists the ones this task reads.
+    """
+    fmt = fmt or guess_format(source)
+    readers = {**BUILTIN_READERS, **spec.readers}
+    if fmt not in readers:
+        raise ConfigError(f"Task {spec.name!r} reads the formats {', '.join(sorted(readers))}; not {fmt!r}.")
+    return readers[fmt]

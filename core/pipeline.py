@@ -1,0 +1,74 @@
+"""The pipeline base class: preprocess / forward / postprocess, as in Hugging Face pipelines.
+
+The runtime (:class:`~sectorflow.taskflow.Taskflow`) calls, for each call with a list of validated input items:
+
+1. ``preprocess(items) -> features``: one feature object per item (tokenise, look up state, build vectors).
+2. ``forward(batch) -> raw``: once per batch of at most ``batch_size`` features; the only place batching lives, and
+   the only place a model runs. Returns one raw output per feature.
+3. ``postprocess(items, raw) -> results``: one output-model instance per item.
+
+A subclass sets up heavy state (predictors, rule tables) in :meth:`load`, which the runtime calls once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from .bundle import Bundle, PredictorPool, make_predictor_config
+from .device import Device
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .spec import TaskSpec
+
+In = TypeVar("In", bound=BaseModel)
+Out = TypeVar("Out", bound=BaseModel)
+
+
+class Pipeline(Generic[In, Out]):
+    """Base class of every task's pipeline.
+
+    Attributes set by the runtime before :meth:`load`:
+        spec: the task spec.
+        bundle: the verified model bundle, or ``None`` for tasks without a model.
+        device: the resolved device.
+        precision: ``fp32``, ``fp16``, ``bf16`` or ``int8``.
+        batch_size: the most features per :meth:`forward` call.
+        num_threads: CPU threads for the predictor.
+        options: the task-specific keyword options given to ``Taskflow(...)``.
+    """
+
+    def __init__(self, spec: TaskSpec, bundle: Bundle | None, device: Device, precision: str, batch_size: int,
+                 num_threads: int, options: dict[str, Any]) -> None:
+        self.spec = spec
+        self.bundle = bundle
+        self.device = device
+        self.precision = precision
+        self.batch_size = batch_size
+        self.num_threads = num_threads
+        self.options = options
+
+    def load(self) -> None:
+        """Set up predictors and tables. Default: nothing. Raise a ``SectorflowError`` for a bad bundle/option."""
+
+    def predictor_pool(self) -> PredictorPool:
+        """A thread-safe predictor pool for a ``paddle-inference`` bundle on this pipeline's device."""
+        assert self.bundle is not None, "predictor_pool() needs a model bundle"
+        return PredictorPool(make_predictor_config(self.bundle, self.device, self.precision, self.num_threads))
+
+    def preprocess(self, items: Sequence[In]) -> list[Any]:
+        """Features for each item (same length and order). Default: the items themselves."""
+        return list(items)
+
+    def forward(self, batch: Sequence[Any]) -> list[Any]:
+        """Run the model on one batch (``len(batch) <= batch_size``); one raw output per feature."""
+        raise NotImplementedError
+
+    def postprocess(self, items: Sequence[In], raw: Sequence[Any]) -> list[Out]:
+        """Turn raw outputs into output-model instances (same length and order as ``items``)."""
+        raise NotImplementedError
+
+    def reset_state(self) -> None:
+        """Forget state kept across calls (stateful tasks such as a transaction window). Default: nothing."""

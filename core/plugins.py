@@ -1,0 +1,176 @@
+"""Plugin discovery (entry-point group ``sectorflow``) and the task registry.
+
+Environment:
+    SECTORFLOW_LOAD_PLUGINS: comma-separated entry-point names to load; unset loads every installed plugin, the
+        empty string loads none (not even the built-in ones).
+    SECTORFLOW_TRACE_HOOKS: ``1`` logs every hook call and result at DEBUG level on logger ``sectorflow.hooks``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.metadata
+import logging
+import os
+import re
+import threading
+from typing import Any
+
+import pluggy
+
+from . import hookspecs
+from .errors import PluginConflictError, PluginError, UnknownTaskError
+from .spec import DEVICE_KINDS, PRECISIONS, TaskResult, TaskSpec
+from .trainable import TrainableSpec
+
+log = logging.getLogger("sectorflow.plugins")
+ENTRY_POINT_GROUP = "sectorflow"
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+
+_lock = threading.RLock()
+_pm: pluggy.PluginManager | None = None
+_tasks: dict[str, TaskSpec] | None = None
+_aliases: dict[str, str] = {}
+
+
+def _selected_names() -> set[str] | None:
+    raw = os.environ.get("SECTORFLOW_LOAD_PLUGINS")
+    if raw is None:
+        return None
+    return {part.strip() for part in raw.split(",") if part.strip()}
+
+
+def get_plugin_manager() -> pluggy.PluginManager:
+    """The process-wide plugin manager, with every selected entry-point plugin loaded (thread-safe, lazy)."""
+    global _pm
+    with _lock:
+        if _pm is not None:
+            return _pm
+        pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+        pm.add_hookspecs(hookspecs)
+        selected = _selected_names()
+        for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            if selected is not None and ep.name not in selected:
+                continue
+            if pm.get_plugin(ep.name) is not None:
+                continue
+            try:
+                plugin = ep.load()
+            except Exception as exc:  # a broken third-party plugin must not take the others down silently
+                raise PluginError(f"Plugin {ep.name!r} ({ep.value}) failed to import: {exc!r}. "
+                                  f"Reinstall it, or leave it out with SECTORFLOW_LOAD_PLUGINS.") from exc
+            pm.register(plugin, name=ep.name)
+            log.debug("loaded plugin %s from %s", ep.name, ep.value)
+        if os.environ.get("SECTORFLOW_TRACE_HOOKS", "") not in ("", "0"):
+            trace_log = logging.getLogger("sectorflow.hooks")
+
+            def before(hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+                trace_log.debug("call %s(%s) -> %s", hook_name, ", ".join(kwargs),
+                                [impl.plugin_name for impl in hook_impls])
+
+            def after(outcome: Any, hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
+                trace_log.debug("done %s: %r", hook_name, outcome.exception or "ok")
+
+            pm.add_hookcall_monitoring(before, after)
+        _pm = pm
+        return pm
+
+
+def reset() -> None:
+    """Forget loaded plugins and tasks (tests, or after installing a plugin into a running process)."""
+    global _pm, _tasks
+    with _lock:
+        _pm = None
+        _tasks = None
+        _aliases.clear()
+
+
+def _check_spec(spec: TaskSpec) -> None:
+    where = f"task {spec.name!r} of plugin {spec.plugin!r}"
+    if not _NAME_RE.match(spec.name):
+        raise PluginError(f"{where}: the name must match {_NAME_RE.pattern}.")
+    if not issubclass(spec.output_model, TaskResult):
+        raise PluginError(f"{where}: output_model must subclass sectorflow.TaskResult.")
+    bad = [d for d in spec.devices if d not in DEVICE_KINDS] + [p for p in spec.precisions if p not in PRECISIONS]
+    if bad:
+        raise PluginError(f"{where}: unknown devices/precisions {bad}; allowed {DEVICE_KINDS} and {PRECISIONS}.")
+
+
+def _plugin_of(pm: pluggy.PluginManager, impl_plugin: Any) -> str:
+    return pm.get_name(impl_plugin) or repr(impl_plugin)
+
+
+def registered_tasks() -> dict[str, TaskSpec]:
+    """All registered tasks by name (loads plugins on first use).
+
+    Raises:
+        PluginConflictError: two plugins register the same name or alias; the message names both.
+        PluginError: a spec is malformed.
+    """
+    global _tasks
+    with _lock:
+        if _tasks is not None:
+            return _tasks
+        pm = get_plugin_manager()
+        tasks: dict[str, TaskSpec] = {}
+        aliases: dict[str, str] = {}
+        for impl in pm.hook.sectorflow_register_tasks.get_hookimpls():
+            plugin_name = _plugin_of(pm, impl.plugin)
+
+            def register(spec: TaskSpec, _plugin: str = plugin_name) -> None:
+                spec.plugin = spec.plugin or _plugin
+                _check_spec(spec)
+                for name in (spec.name, *spec.aliases):
+                    owner = tasks.get(name) or tasks.get(aliases.get(name, ""))
+                    if owner is not None:
+                        raise PluginConflictError(
+                            f"Task name {name!r} is registered by both plugin {owner.plugin!r} and plugin "
+                            f"{spec.plugin!r}. Uninstall one, or leave one out with SECTORFLOW_LOAD_PLUGINS.",
+                            details={"task": name, "plugins": [owner.plugin, spec.plugin]})
+                tasks[spec.name] = spec
+                for alias in spec.aliases:
+                    aliases[alias] = spec.name
+
+            impl.function(register=register)
+        _tasks = tasks
+        _aliases.clear()
+        _aliases.update(aliases)
+        return tasks
+
+
+def get_task(name: str) -> TaskSpec:
+    """The spec registered under ``name`` or one of its aliases.
+
+    Raises:
+        UnknownTaskError: no such task; the error lists the known tasks and the closest match.
+    """
+    tasks = registered_tasks()
+    key = name.strip().lower() if isinstance(name, str) else name
+    if key in tasks:
+        return tasks[key]
+    if key in _aliases:
+        return tasks[_aliases[key]]
+    known = list(tasks) + list(_aliases)
+    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.5)
+    closest = _aliases.get(close[0], close[0]) if close else None
+    raise UnknownTaskError(str(name), list(tasks), closest)
+
+
+def registered_trainables() -> list[TrainableSpec]:
+    """Every trainable model offered through ``sectorflow_register_trainables``."""
+    pm = get_plugin_manager()
+    found: list[TrainableSpec] = []
+    for impl in pm.hook.sectorflow_register_trainables.get_hookimpls():
+        plugin_name = _plugin_of(pm, impl.plugin)
+
+        def register(spec: TrainableSpec, _plugin: str = plugin_name) -> None:
+            spec.plugin = spec.plugin or _plugin
+            found.append(spec)
+
+        impl.function(register=register)
+    return found
+
+
+def emit(event: Any) -> None:
+    """Send a :class:`~sectorflow.spec.TaskEvent` to every ``sectorflow_task_event`` observer."""
+    get_plugin_manager().hook.sectorflow_task_event(event=event)

@@ -1,0 +1,166 @@
+"""Task specifications, result metadata and task events: the data that flows through the hooks."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .pipeline import Pipeline
+
+DEVICE_KINDS = ("cpu", "gpu", "npu", "mlu", "xpu")
+"""Device kinds a task may declare. ``npu``/``mlu`` and other custom devices run through Paddle's custom-device
+plugins; ``gpu`` is CUDA/ROCm; ``xpu`` is Kunlun."""
+
+PRECISIONS = ("fp32", "fp16", "bf16", "int8")
+"""Precisions a task may declare. What a task does not declare is refused with
+:class:`~sectorflow.errors.UnsupportedPrecisionError`, never replaced."""
+
+
+class ResultMeta(BaseModel):
+    """Provenance carried by every result, so a user can prove which model answered.
+
+    ``bundle_sha256`` is the SHA-256 of the bundle's ``manifest.json``, which itself lists the SHA-256 of every
+    weight file; ``None`` for tasks without a model bundle (pure rule engines).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    task: str
+    plugin: str
+    model_name: str | None = None
+    model_version: str | None = None
+    bundle_sha256: str | None = None
+    device: str = "cpu"
+    precision: str = "fp32"
+
+
+class TaskResult(BaseModel):
+    """Base class of every task's output model. ``meta`` is filled in by the runtime."""
+
+    meta: ResultMeta | None = Field(default=None, description="Which task, plugin and model bundle answered.")
+
+
+# A reader turns a file (path or open binary stream) into (row_number, raw_record) pairs; the runtime validates each
+# raw record against the task's input model. Row numbers are 1-based data rows (the header is not counted).
+Reader = Callable[[Any], Iterator[tuple[int, dict[str, Any]]]]
+
+
+@dataclass
+class TaskSpec:
+    """What a plugin registers for one task.
+
+    Attributes:
+        name: the task name users type (``"aml"``); lower case, letters, digits and ``_``.
+        input_model: pydantic model of one input item.
+        output_model: pydantic model of one result; must subclass :class:`TaskResult`.
+        pipeline: the :class:`~sectorflow.pipeline.Pipeline` subclass that runs the task.
+        version: the task implementation's version (usually the plugin distribution's).
+        description: one line for ``sectorflow tasks``.
+        aliases: other names that resolve to this task.
+        default_bundle: folder of the default model bundle (shipped inside the plugin package), or ``None`` when the
+            task has no model.
+        devices: device kinds the task can run on (subset of :data:`DEVICE_KINDS`).
+        precisions: precisions the task can run at (subset of :data:`PRECISIONS`).
+        languages: ISO 639-1 codes of the languages handled (``["zh", "en"]``).
+        readers: extra input formats for ``sectorflow run --format NAME`` (``jsonl`` and ``csv`` are built in).
+        options: names of the extra keyword options ``Taskflow(task, **options)`` accepts, with one-line help.
+        stateful: ``True`` when calls depend on earlier calls (e.g. a sliding transaction window); the runtime then
+            serialises calls on one Taskflow instead of running them concurrently.
+        plugin: filled in by the registry: the name of the plugin that registered the spec.
+    """
+
+    name: str
+    input_model: type[BaseModel]
+    output_model: type[TaskResult]
+    pipeline: type[Pipeline]
+    version: str = "0.0.0"
+    description: str = ""
+    aliases: tuple[str, ...] = ()
+    default_bundle: Path | None = None
+    devices: tuple[str, ...] = ("cpu",)
+    precisions: tuple[str, ...] = ("fp32",)
+    languages: tuple[str, ...] = ("en",)
+    readers: dict[str, Reader] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)
+    stateful: bool = False
+    plugin: str = ""
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready row for ``Taskflow.tasks()`` and ``sectorflow tasks``."""
+        return {
+            "task": self.name,
+            "aliases": list(self.aliases),
+            "plugin": self.plugin,
+            "version": self.version,
+            "languages": list(self.languages),
+            "devices": list(self.devices),
+            "precisions": list(self.precisions),
+            "description": self.description,
+            "default_bundle": str(self.default_bundle) if self.default_bundle else None,
+        }
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """Who asked, from where: attached to every task event so that audit records can name the actor.
+
+    ``actor`` is a user or service id (an API key id over HTTP), ``tenant`` the organisation, ``source`` an IP
+    address, host or federated node id, ``request_id`` a unique id per call (generated when not given).
+    """
+
+    actor: str = "local"
+    tenant: str | None = None
+    source: str = "local"
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    channel: Literal["python", "cli", "http", "federated"] = "python"
+
+
+EventKind = Literal[
+    "call_started",
+    "call_finished",
+    "call_failed",
+    "model_loaded",
+    "model_unloaded",
+    "model_load_failed",
+    "config_changed",
+    "plugin_loaded",
+]
+
+
+@dataclass
+class TaskEvent:
+    """One thing that happened to a task, passed to the ``sectorflow_task_event`` hook.
+
+    Attributes:
+        kind: what happened (see :data:`EventKind`).
+        task: the task name.
+        context: who asked and from where.
+        meta: the model bundle involved, if any.
+        time: UTC time of the event.
+        n_items: number of input items in the call (0 for model events).
+        duration_ms: wall time of the call or load, for ``*_finished``/``*_loaded`` events.
+        inputs: the validated input items (only on call events). Observers must not keep them in clear: the audit
+            log stores keyed digests.
+        outputs: the result items (only on ``call_finished``).
+        error: ``"ErrorClass: message"`` for failures.
+        details: free-form JSON-ready extra data (e.g. the changed configuration keys).
+    """
+
+    kind: EventKind
+    task: str
+    context: CallContext
+    meta: ResultMeta | None = None
+    time: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    n_items: int = 0
+    duration_ms: float | None = None
+    inputs: list[Any] | None = None
+    outputs: list[Any] | None = None
+    error: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,254 @@
+"""``Taskflow``: a task by name, on the device and at the precision the user picks, thread-safe and typed."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from . import plugins
+from .bundle import Bundle, load_bundle
+from .device import DeviceProbe, resolve_device
+from .errors import ConfigError, InvalidInputError, SectorflowError, UnsupportedPrecisionError
+from .pipeline import Pipeline
+from .spec import PRECISIONS, CallContext, ResultMeta, TaskEvent, TaskSpec
+
+log = logging.getLogger("sectorflow.taskflow")
+
+
+def _default_threads() -> int:
+    raw = os.environ.get("SECTORFLOW_NUM_THREADS", "1")
+    try:
+        return max(1, int(raw))
+    except ValueError as exc:
+        raise ConfigError(f"SECTORFLOW_NUM_THREADS={raw!r} is not an integer.") from exc
+
+
+def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: int = 1) -> list[BaseModel]:
+    """Validate raw items (dicts or model instances) against ``model``.
+
+    Raises:
+        InvalidInputError: with ``details`` listing every bad item as ``{"row", "field", "reason"}`` (rows 1-based,
+            counted from ``first_row``).
+    """
+    out: list[BaseModel] = []
+    problems: list[dict[str, Any]] = []
+    for offset, item in enumerate(items):
+        if isinstance(item, model):
+            out.append(item)
+            continue
+        try:
+            out.append(model.model_validate(item))
+        except ValidationError as exc:
+            for err in exc.errors():
+                problems.append({"row": first_row + offset, "field": ".".join(str(p) for p in err["loc"]) or None,
+                                 "reason": err["msg"]})
+    if problems:
+        shown = "; ".join(f"row {p['row']}: {p['field']}: {p['reason']}" for p in problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise InvalidInputError(f"Invalid input for {model.__name__}: {shown}{more}.", details=problems)
+    return out
+
+
+class Taskflow:
+    """Run a registered task.
+
+    Example::
+
+        tf = Taskflow("aml", device="cpu", precision="fp32", batch_size=64)
+        results = tf(records)          # list in, list out; one item in, one result out
+        for r in tf.stream(iterable):  # long inputs, in order, bounded memory
+            ...
+
+    Args:
+        task: task name or alias (``Taskflow.tasks()`` lists them).
+        device: ``cpu``, ``gpu[:N]``, ``npu[:N]``, ``mlu[:N]``, ``xpu[:N]`` or ``auto`` (GPU, then custom devices,
+            then xpu, then CPU with a warning).
+        precision: ``fp32``, ``fp16``, ``bf16`` or ``int8``; one the task does not declare is refused.
+        batch_size: the most items per model forward pass (1 to 65,536).
+        num_threads: CPU threads of the predictor (default ``SECTORFLOW_NUM_THREADS`` or 1).
+        task_path: a user's model bundle folder instead of the task's default bundle.
+        device_probe: what hardware exists (tests inject a fake one).
+        **options: task-specific options (the task spec's ``options`` lists them).
+
+    Raises:
+        UnknownTaskError, DeviceUnavailableError, UnsupportedPrecisionError, BundleError, BundleIntegrityError,
+        ConfigError.
+
+    Thread safety: concurrent calls on one instance give exactly the serial results; stateless tasks run concurrently
+    on a predictor pool, stateful tasks (``spec.stateful``) take turns.
+    """
+
+    def __init__(self, task: str, *, device: str = "cpu", precision: str = "fp32", batch_size: int = 32,
+                 num_threads: int | None = None, task_path: str | Path | None = None,
+                 device_probe: DeviceProbe | None = None, **options: Any) -> None:
+        self.spec: TaskSpec = plugins.get_task(task)
+        if precision not in PRECISIONS:
+            raise UnsupportedPrecisionError(f"precision={precision!r} is not one of {', '.join(PRECISIONS)}.")
+        if precision not in self.spec.precisions:
+            raise UnsupportedPrecisionError(
+                f"Task {self.spec.name!r} runs at {', '.join(self.spec.precisions)}; precision={precision!r} is not "
+                f"available for its model.")
+        if not isinstance(batch_size, int) or not 1 <= batch_size <= 65536:
+            raise ConfigError(f"batch_size={batch_size!r}: give an integer from 1 to 65536.")
+        unknown = sorted(set(options) - set(self.spec.options))
+        if unknown:
+            allowed = ", ".join(sorted(self.spec.options)) or "none"
+            raise ConfigError(f"Task {self.spec.name!r} has no option(s) {unknown}; its options are: {allowed}.")
+        self.device = resolve_device(device, self.spec.devices, device_probe)
+        self.precision = precision
+        self.batch_size = batch_size
+        self.num_threads = num_threads if num_threads is not None else _default_threads()
+        self.options = dict(options)
+        self._call_lock = threading.Lock()
+        self._swap_lock = threading.Lock()
+        self._pipeline, self.meta = self._build(task_path, CallContext())
+
+    # --- construction and hot reload ---------------------------------------------------------------------------
+
+    def _build(self, task_path: str | Path | None, context: CallContext) -> tuple[Pipeline, ResultMeta]:
+        start = time.perf_counter()
+        bundle_dir = Path(task_path) if task_path is not None else self.spec.default_bundle
+        base_meta = ResultMeta(task=self.spec.name, plugin=self.spec.plugin, device=str(self.device),
+                               precision=self.precision)
+        try:
+            bundle: Bundle | None = (load_bundle(bundle_dir, expected_task=self.spec.name)
+                                     if bundle_dir is not None else None)
+            meta = base_meta.model_copy(update={
+                "model_name": bundle.name if bundle else None,
+                "model_version": bundle.version if bundle else None,
+                "bundle_sha256": bundle.sha256 if bundle else None,
+            })
+            pipeline = self.spec.pipeline(self.spec, bundle, self.device, self.precision, self.batch_size,
+                                          self.num_threads, dict(self.options))
+            pipeline.load()
+        except SectorflowError as exc:
+            plugins.emit(TaskEvent("model_load_failed", self.spec.name, context, base_meta,
+                                   error=f"{type(exc).__name__}: {exc}",
+                                   details={"task_path": str(bundle_dir) if bundle_dir else None}))
+            raise
+        plugins.emit(TaskEvent("model_loaded", self.spec.name, context, meta,
+                               duration_ms=(time.perf_counter() - start) * 1000,
+                               details={"task_path": str(bundle_dir) if bundle_dir else None,
+                                        "batch_size": self.batch_size, "num_threads": self.num_threads,
+                                        "options": {k: repr(v) for k, v in self.options.items()}}))
+        return pipeline, meta
+
+    def reload(self, task_path: str | Path | None = None, *, context: CallContext | None = None) -> ResultMeta:
+        """Load a bundle beside the current one and swap atomically once it is ready.
+
+        Calls in flight finish on the old pipeline. If the new bundle fails to load (or fails its hash check) the
+        old one keeps serving and the error is raised. Returns the new result metadata.
+        """
+        context = context or CallContext()
+        with self._swap_lock:
+            old = self.meta
+            pipeline, meta = self._build(task_path, context)
+            self._pipeline, self.meta = pipeline, meta
+        plugins.emit(TaskEvent("model_unloaded", self.spec.name, context, old))
+        return meta
+
+    # --- calling -------------------------------------------------------------------------------------------------
+
+    def __call__(self, inputs: Any, *, context: CallContext | None = None) -> Any:
+        """Run the task on one item (dict or input model) or a list of items.
+
+        Returns one output-model instance for one item, a list for a list (same order).
+
+        Raises:
+            InvalidInputError: an item does not fit the input model (``details`` lists rows and fields).
+        """
+        single = isinstance(inputs, (dict, BaseModel)) or not isinstance(inputs, (list, tuple))
+        items = [inputs] if single else list(inputs)
+        results = self.run(items, context=context)
+        return results[0] if single else results
+
+    def run(self, items: Sequence[Any], *, context: CallContext | None = None, first_row: int = 1) -> list[Any]:
+        """Run the task on a list of items; always returns a list. ``first_row`` numbers rows in errors."""
+        context = context or CallContext()
+        pipeline, meta = self._pipeline, self.meta
+        start = time.perf_counter()
+        try:
+            validated = validate_items(self.spec.input_model, items, first_row=first_row)
+        except InvalidInputError as exc:
+            plugins.emit(TaskEvent("call_failed", self.spec.name, context, meta, n_items=len(items),
+                                   error=f"InvalidInputError: {exc}"))
+            raise
+        plugins.emit(TaskEvent("call_started", self.spec.name, context, meta, n_items=len(validated),
+                               inputs=validated))
+        try:
+            if self.spec.stateful:
+                with self._call_lock:
+                    outputs = self._execute(pipeline, validated)
+            else:
+                outputs = self._execute(pipeline, validated)
+        except Exception as exc:
+            plugins.emit(TaskEvent("call_failed", self.spec.name, context, meta, n_items=len(validated),
+                                   inputs=validated, error=f"{type(exc).__name__}: {exc}",
+                                   duration_ms=(time.perf_counter() - start) * 1000))
+            raise
+        for out in outputs:
+            out.meta = meta
+        plugins.emit(TaskEvent("call_finished", self.spec.name, context, meta, n_items=len(validated),
+                               inputs=validated, outputs=outputs, duration_ms=(time.perf_counter() - start) * 1000))
+        return outputs
+
+    def _execute(self, pipeline: Pipeline, items: list[BaseModel]) -> list[Any]:
+        if not items:
+            return []
+        features = pipeline.preprocess(items)
+        if len(features) != len(items):
+            raise RuntimeError(f"{type(pipeline).__name__}.preprocess returned {len(features)} features for "
+                               f"{len(items)} items")
+        raw: list[Any] = []
+        for begin in range(0, len(features), self.batch_size):
+            raw.extend(pipeline.forward(features[begin:begin + self.batch_size]))
+        outputs = pipeline.postprocess(items, raw)
+        if len(outputs) != len(items):
+            raise RuntimeError(f"{type(pipeline).__name__}.postprocess returned {len(outputs)} results for "
+                               f"{len(items)} items")
+        return outputs
+
+    def stream(self, iterable: Iterable[Any], *, chunk_size: int | None = None,
+               context: CallContext | None = None) -> Iterator[Any]:
+        """Yield one result per input item, in order, holding at most ``chunk_size`` items (default
+        ``batch_size``) in memory at a time."""
+        size = chunk_size or self.batch_size
+        iterator = iter(iterable)
+        row = 1
+        while chunk := list(itertools.islice(iterator, size)):
+            yield from self.run(chunk, context=context, first_row=row)
+            row += len(chunk)
+
+    def reset_state(self) -> None:
+        """Forget the state kept across calls (stateful tasks)."""
+        with self._call_lock:
+            self._pipeline.reset_state()
+
+    # --- introspection -------------------------------------------------------------------------------------------
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """The live pipeline (swapped by :meth:`reload`)."""
+        return self._pipeline
+
+    def schema(self) -> dict[str, Any]:
+        """JSON Schema of the task's input item and output item: ``{"input": {...}, "output": {...}}``."""
+        return {"task": self.spec.name, "input": self.spec.input_model.model_json_schema(),
+                "output": self.spec.output_model.model_json_schema()}
+
+    @staticmethod
+    def tasks() -> list[dict[str, Any]]:
+        """Every registered task: name, aliases, plugin, version, languages, devices, precisions, description."""
+        return [spec.summary() for _, spec in sorted(plugins.registered_tasks().items())]
+
+    def __repr__(self) -> str:
+        return (f"Taskflow({self.spec.name!r}, device={str(self.device)!r}, precision={self.precision!r}, "
+                f"batch_size={self.batch_size}, model={self.meta.model_name}@{self.meta.model_version})")
