@@ -1,0 +1,1 @@
+"""``sectorflow serve``: every registered task as a FastAPI endpoint (needs the ``serve`` extra)."""

@@ -1,0 +1,1 @@
+"""Built-in plugin that adds ``sectorflow serve`` (filled in by the serving work)."""

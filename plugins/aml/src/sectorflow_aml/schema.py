@@ -1,0 +1,121 @@
+"""Input and output models of the ``aml`` task.
+
+One input item is a :class:`Transaction`; one result is a :class:`TransactionAssessment`. Alerts and report drafts
+appear on the result of the transaction that completed them (the one whose arrival made the pattern or the
+threshold true), so that batch and one-at-a-time streaming give the same alerts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from decimal import Decimal
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sectorflow import TaskResult
+
+
+class Channel(str, Enum):
+    """How the money moved. ``cash_*`` channels count towards cash (currency) transaction reporting."""
+
+    cash_deposit = "cash_deposit"
+    cash_withdrawal = "cash_withdrawal"
+    transfer = "transfer"
+    wire = "wire"
+    card = "card"
+    cheque = "cheque"
+    ach = "ach"
+    mobile = "mobile"
+    other = "other"
+
+    @property
+    def is_cash(self) -> bool:
+        return self in (Channel.cash_deposit, Channel.cash_withdrawal)
+
+
+class Transaction(BaseModel):
+    """One transaction.
+
+    ``timestamp``: ISO 8601; a naive time is taken as UTC. ``amount``: a positive decimal in ``currency`` (ISO 4217
+    alphabetic code). Countries are ISO 3166-1 alpha-2. For cash deposits the sender may be the depositor's own
+    account or a walk-in id; for cash withdrawals the receiver likewise.
+    """
+
+    model_config = ConfigDict(frozen=True, str_strip_whitespace=True)
+
+    transaction_id: str = Field(min_length=1)
+    timestamp: datetime
+    sender_account: str = Field(min_length=1)
+    receiver_account: str = Field(min_length=1)
+    amount: Decimal = Field(gt=0, description="Positive amount in `currency` units.")
+    currency: str = Field(default="CNY", pattern=r"^[A-Z]{3}$", description="ISO 4217 code, e.g. CNY, USD.")
+    channel: Channel = Channel.transfer
+    sender_country: str | None = Field(default=None, pattern=r"^[A-Z]{2}$")
+    receiver_country: str | None = Field(default=None, pattern=r"^[A-Z]{2}$")
+    customer_type: Literal["individual", "corporate"] | None = None
+    sender_bank: str | None = None
+    receiver_bank: str | None = None
+
+    @field_validator("timestamp")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+    @field_validator("currency", "sender_country", "receiver_country", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+
+class Reason(BaseModel):
+    """A short, human-readable reason in English and Chinese, with the rule or model that produced it."""
+
+    code: str = Field(description="Machine code, e.g. 'typology.fan_in' or 'model.risk'.")
+    en: str
+    zh: str
+    source: str = Field(description="Rule module or model bundle that fired, e.g. 'sectorflow_aml.typologies.fan_in'.")
+
+
+class Alert(BaseModel):
+    """A detected typology instance."""
+
+    alert_id: str = Field(description="Stable id: typology + hash of the transactions involved.")
+    typology: str = Field(description="structuring, fan_in, fan_out, cycle, scatter_gather, gather_scatter, "
+                                      "rapid_pass_through, dormant_reactivation, high_risk_jurisdiction")
+    accounts: list[str]
+    transaction_ids: list[str]
+    score: float = Field(ge=0, le=1)
+    reasons: list[Reason]
+    fired_by: str = Field(description="Rule module or model that raised the alert.")
+    time: datetime = Field(description="Time of the transaction that completed the pattern (UTC).")
+
+
+class ReportDraft(BaseModel):
+    """A draft regulatory report: large-value (大额交易报告), suspicious (可疑交易报告) or US CTR."""
+
+    report_id: str
+    kind: Literal["large_value", "suspicious", "ctr"]
+    jurisdiction: Literal["CN", "US"]
+    regulation: str = Field(description="Article the report is filed under, e.g. 'PBOC Order 2016 No. 3, Art. 5'.")
+    customer_account: str
+    transaction_ids: list[str]
+    total_amount: Decimal
+    currency: str
+    business_date: str = Field(description="ISO date the transactions were aggregated on.")
+    elements: dict[str, object] = Field(default_factory=dict, description="The report's data elements.")
+    due_by: str | None = Field(default=None, description="ISO date the report is due.")
+
+
+class TransactionAssessment(TaskResult):
+    """The result for one transaction."""
+
+    transaction_id: str
+    risk_score: float = Field(ge=0, le=1, description="Combined rule and model risk in [0, 1].")
+    model_score: float | None = Field(default=None, ge=0, le=1, description="The learned scorer's output alone.")
+    alert: bool
+    typologies: list[str] = Field(default_factory=list)
+    reasons: list[Reason] = Field(default_factory=list)
+    alerts: list[Alert] = Field(default_factory=list, description="Alerts completed by this transaction.")
+    reports: list[ReportDraft] = Field(default_factory=list, description="Report drafts triggered by it.")
