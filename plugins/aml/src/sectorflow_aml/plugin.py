@@ -1,0 +1,1 @@
+"""Hook implementations of the aml plugin (filled in by the AML work)."""
