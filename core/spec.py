@@ -71,6 +71,8 @@ class TaskSpec:
         languages: ISO 639-1 codes of the languages handled (``["zh", "en"]``).
         readers: extra input formats for ``sectorflow run --format NAME`` (``jsonl`` and ``csv`` are built in).
         options: names of the extra keyword options ``Taskflow(task, **options)`` accepts, with one-line help.
+        examples: a few valid input items (dicts); used by docs, ``sectorflow schema``, the server's OpenAPI examples
+            and the offline test that runs every registered task with sockets blocked.
         stateful: ``True`` when calls depend on earlier calls (e.g. a sliding transaction window); the runtime then
             serialises calls on one Taskflow instead of running them concurrently.
         plugin: filled in by the registry: the name of the plugin that registered the spec.
@@ -89,6 +91,7 @@ class TaskSpec:
     languages: tuple[str, ...] = ("en",)
     readers: dict[str, Reader] = field(default_factory=dict)
     options: dict[str, str] = field(default_factory=dict)
+    examples: tuple[dict[str, Any], ...] = ()
     stateful: bool = False
     plugin: str = ""
 
