@@ -109,7 +109,7 @@ class Taskflow:
         self.options = dict(options)
         self._call_lock = threading.Lock()
         self._swap_lock = threading.Lock()
-        self._pipeline, self.meta = self._build(task_path, CallContext())
+        self._current: tuple[Pipeline, ResultMeta] = self._build(task_path, CallContext())
 
     # --- construction and hot reload ---------------------------------------------------------------------------
 
@@ -151,7 +151,7 @@ class Taskflow:
         with self._swap_lock:
             old = self.meta
             pipeline, meta = self._build(task_path, context)
-            self._pipeline, self.meta = pipeline, meta
+            self._current = (pipeline, meta)  # one assignment: a call sees the old pair or the new, never a mix
         plugins.emit(TaskEvent("model_unloaded", self.spec.name, context, old))
         return meta
 
@@ -173,7 +173,7 @@ class Taskflow:
     def run(self, items: Sequence[Any], *, context: CallContext | None = None, first_row: int = 1) -> list[Any]:
         """Run the task on a list of items; always returns a list. ``first_row`` numbers rows in errors."""
         context = context or CallContext()
-        pipeline, meta = self._pipeline, self.meta
+        pipeline, meta = self._current
         start = time.perf_counter()
         try:
             validated = validate_items(self.spec.input_model, items, first_row=first_row)
@@ -230,14 +230,19 @@ class Taskflow:
     def reset_state(self) -> None:
         """Forget the state kept across calls (stateful tasks)."""
         with self._call_lock:
-            self._pipeline.reset_state()
+            self._current[0].reset_state()
 
     # --- introspection -------------------------------------------------------------------------------------------
 
     @property
     def pipeline(self) -> Pipeline:
         """The live pipeline (swapped by :meth:`reload`)."""
-        return self._pipeline
+        return self._current[0]
+
+    @property
+    def meta(self) -> ResultMeta:
+        """Which model answers now: task, plugin, bundle name, version and SHA-256, device, precision."""
+        return self._current[1]
 
     def schema(self) -> dict[str, Any]:
         """JSON Schema of the task's input item and output item: ``{"input": {...}, "output": {...}}``."""
