@@ -1,0 +1,230 @@
+"""Sliding-window transaction graph: per-account incoming and outgoing edges within a lookback window.
+
+API (other modules — typology rules, the feature extractor — read the window through these names only)::
+
+    w = TransactionWindow(lookback_days=30.0, rate=None)   # rate(currency) -> factor to the base currency
+    e = w.add(txn)           # Transaction -> Edge; evicts edges older than (clock - lookback) first, then inserts
+    w.now                    # float: window clock = latest timestamp seen (POSIX seconds, UTC)
+    w.lookback               # float: lookback in seconds
+    a = w.get(account_id)    # AccountState | None
+    a.incoming / a.outgoing  # collections.deque[Edge], oldest first, only edges inside the window
+    a.senders / a.receivers  # dict[counterparty_id, int]: distinct counterparties in the window -> edge count
+    a.in_sum / a.out_sum     # float: total amount in / out inside the window (base currency)
+    a.prev_active            # float | None: time of this account's previous transaction before the current one
+                             #   (kept for ever, not evicted: dormant-account rules look past the window)
+    a.last_active, a.first_seen, a.lifetime_count
+    w.edges                  # deque[Edge]: every edge in the window, in arrival order
+    w.cooldown(key, ts, seconds) -> bool   # True (and arms the key) if `key` has not fired within `seconds`
+    w.reset()                # forget everything
+    len(w)                   # number of edges in the window
+
+``Edge`` (``__slots__``): ``seq`` (int, arrival order from 0), ``ts`` (float, POSIX seconds UTC), ``src``, ``dst``
+(account ids), ``amount`` (float, in base currency via ``rate``), ``txn`` (the original
+:class:`~sectorflow_aml.schema.Transaction`).
+
+Semantics:
+
+- Time is the transaction's own ``timestamp``, never wall-clock time, so a replay gives the same state.
+- The clock is the largest timestamp seen. An edge stays while ``edge.ts >= now - lookback`` (inclusive).
+  Eviction follows arrival order: input is expected in (roughly) time order. A late transaction (timestamp behind
+  the clock) is kept until every earlier-arrived edge has expired; it never moves the clock backwards.
+- Everything is incremental: ``add`` costs O(1) amortised plus the number of edges it evicts, so feeding
+  transactions one at a time or in batches gives exactly the same state.
+- Not thread-safe: one window belongs to one pipeline, and the runtime serialises calls on stateful tasks.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sectorflow import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .schema import Transaction
+
+DAY = 86_400.0
+"""Seconds in a day."""
+
+
+class Edge:
+    """One transaction as an edge ``src -> dst`` of the window graph (see the module docstring)."""
+
+    __slots__ = ("seq", "ts", "src", "dst", "amount", "txn")
+
+    def __init__(self, seq: int, ts: float, src: str, dst: str, amount: float, txn: Transaction) -> None:
+        self.seq = seq
+        self.ts = ts
+        self.src = src
+        self.dst = dst
+        self.amount = amount
+        self.txn = txn
+
+    @property
+    def transaction_id(self) -> str:
+        return self.txn.transaction_id
+
+    def __repr__(self) -> str:
+        return f"Edge({self.src}->{self.dst} {self.amount:.2f} @ {self.ts:.0f} #{self.seq})"
+
+
+class AccountState:
+    """Windowed state of one account (see the module docstring for the fields)."""
+
+    __slots__ = ("account", "incoming", "outgoing", "senders", "receivers", "in_sum", "out_sum", "first_seen",
+                 "last_active", "prev_active", "lifetime_count")
+
+    def __init__(self, account: str, ts: float) -> None:
+        self.account = account
+        self.incoming: deque[Edge] = deque()
+        self.outgoing: deque[Edge] = deque()
+        self.senders: dict[str, int] = {}
+        self.receivers: dict[str, int] = {}
+        self.in_sum = 0.0
+        self.out_sum = 0.0
+        self.first_seen = ts
+        self.last_active = ts
+        self.prev_active: float | None = None
+        self.lifetime_count = 0
+
+    @property
+    def in_degree(self) -> int:
+        """Distinct senders inside the window."""
+        return len(self.senders)
+
+    @property
+    def out_degree(self) -> int:
+        """Distinct receivers inside the window."""
+        return len(self.receivers)
+
+    def __repr__(self) -> str:
+        return (f"AccountState({self.account!r}, in={len(self.incoming)}/{self.in_sum:.2f}, "
+                f"out={len(self.outgoing)}/{self.out_sum:.2f})")
+
+
+class TransactionWindow:
+    """The sliding-window transaction graph, keyed by account id.
+
+    Args:
+        lookback_days: how far back edges are kept, in days (> 0; fractions allowed).
+        rate: ``rate(currency) -> float``, the factor that turns an amount in ``currency`` into the base currency
+            used for sums and ratios. ``None``: amounts are taken as they are (single-currency data).
+
+    Raises:
+        ConfigError: a non-positive lookback.
+    """
+
+    def __init__(self, lookback_days: float = 30.0, rate: Callable[[str], float] | None = None) -> None:
+        if not lookback_days or lookback_days <= 0:
+            raise ConfigError(f"lookback_days={lookback_days!r}: give a positive number of days.")
+        self.lookback = float(lookback_days) * DAY
+        self._rate = rate
+        self._rates: dict[str, float] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every edge, account and cooldown."""
+        self.accounts: dict[str, AccountState] = {}
+        self.edges: deque[Edge] = deque()
+        self.now = float("-inf")
+        self._seq = 0
+        self._fired: dict[object, float] = {}
+
+    def __len__(self) -> int:
+        return len(self.edges)
+
+    def get(self, account: str) -> AccountState | None:
+        """The account's state, or ``None`` if it has never been seen."""
+        return self.accounts.get(account)
+
+    def _factor(self, currency: str) -> float:
+        factor = self._rates.get(currency)
+        if factor is None:
+            factor = float(self._rate(currency)) if self._rate is not None else 1.0
+            self._rates[currency] = factor
+        return factor
+
+    def _evict(self, horizon: float) -> None:
+        edges = self.edges
+        accounts = self.accounts
+        while edges and edges[0].ts < horizon:
+            e = edges.popleft()
+            s = accounts[e.src]
+            d = accounts[e.dst]
+            s.outgoing.popleft()
+            s.out_sum -= e.amount
+            n = s.receivers[e.dst] - 1
+            if n:
+                s.receivers[e.dst] = n
+            else:
+                del s.receivers[e.dst]
+            d.incoming.popleft()
+            d.in_sum -= e.amount
+            n = d.senders[e.src] - 1
+            if n:
+                d.senders[e.src] = n
+            else:
+                del d.senders[e.src]
+            if not s.outgoing and not s.incoming:
+                s.in_sum = s.out_sum = 0.0  # drop accumulated float error
+            if not d.outgoing and not d.incoming:
+                d.in_sum = d.out_sum = 0.0
+
+    def add(self, txn: Transaction) -> Edge:
+        """Evict expired edges, then insert ``txn`` as an edge and update both accounts.
+
+        Returns:
+            The new :class:`Edge`. ``prev_active`` of sender and receiver then holds their previous activity time.
+        """
+        ts = txn.timestamp.timestamp()
+        if ts > self.now:
+            self.now = ts
+            self._evict(ts - self.lookback)
+        src = txn.sender_account
+        dst = txn.receiver_account
+        currency = txn.currency
+        factor = self._rates.get(currency)
+        if factor is None:
+            factor = self._factor(currency)
+        amount = float(txn.amount) * factor
+        edge = Edge(self._seq, ts, src, dst, amount, txn)
+        self._seq += 1
+        self.edges.append(edge)
+        accounts = self.accounts
+        s = accounts.get(src)
+        if s is None:
+            s = accounts[src] = AccountState(src, ts)
+        d = accounts.get(dst)
+        if d is None:
+            d = accounts[dst] = AccountState(dst, ts)
+        s.outgoing.append(edge)
+        s.out_sum += amount
+        s.receivers[dst] = s.receivers.get(dst, 0) + 1
+        d.incoming.append(edge)
+        d.in_sum += amount
+        d.senders[src] = d.senders.get(src, 0) + 1
+        if s.lifetime_count:
+            s.prev_active = s.last_active
+        if ts > s.last_active or not s.lifetime_count:
+            s.last_active = ts
+        s.lifetime_count += 1
+        if d is not s:
+            if d.lifetime_count:
+                d.prev_active = d.last_active
+            if ts > d.last_active or not d.lifetime_count:
+                d.last_active = ts
+            d.lifetime_count += 1
+        return edge
+
+    def cooldown(self, key: object, ts: float, seconds: float) -> bool:
+        """Return ``True`` and arm ``key`` if it has not fired in the last ``seconds`` before ``ts``.
+
+        Rules use it so that a pattern that stays true (a fan-in with a sixth, seventh ... sender) raises one alert
+        per account per cooldown instead of one per transaction. The state resets with :meth:`reset`.
+        """
+        last = self._fired.get(key)
+        if last is not None and ts - last < seconds:
+            return False
+        self._fired[key] = ts
+        return True
