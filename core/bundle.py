@@ -29,7 +29,13 @@ import numpy as np
 
 from ._paddle import import_paddle
 from .device import Device
-from .errors import BundleError, BundleIntegrityError, UnsafePickleError, UnsupportedPrecisionError
+from .errors import (
+    BundleError,
+    BundleIntegrityError,
+    DeviceUnavailableError,
+    UnsafePickleError,
+    UnsupportedPrecisionError,
+)
 
 MANIFEST = "manifest.json"
 _REQUIRED = ("task", "name", "version", "format", "files")
@@ -150,9 +156,15 @@ def make_predictor_config(bundle: Bundle, device: Device, precision: str = "fp32
     CPU: oneDNN on, ``num_threads`` math threads. GPU: ``enable_use_gpu``; custom devices (npu, mlu, ...):
     ``enable_custom_device``; xpu: ``enable_xpu``. Never calls ``paddle.set_device``.
 
+    Precision: the bundle's stored precision (manifest ``precision``, default fp32) always runs; besides that, CPU
+    converts to bf16 (oneDNN, AVX-512 BF16/AMX only) and GPU to fp16/bf16. Anything else is refused, never replaced.
+
     Raises:
         BundleError: the bundle is not ``paddle-inference``.
-        UnsupportedPrecisionError: ``fp16`` on CPU, or ``bf16`` on a CPU without AVX-512 BF16.
+        UnsupportedPrecisionError: ``fp16`` on CPU, ``bf16`` on a CPU without AVX-512 BF16, ``int8`` with a bundle
+            that does not store int8 weights, or a conversion the device cannot do.
+        DeviceUnavailableError: this Paddle build cannot drive the device (CPU build asked for gpu or xpu; no
+            custom-device plugin for npu/mlu).
     """
     inference = import_paddle().inference
 
@@ -161,28 +173,52 @@ def make_predictor_config(bundle: Bundle, device: Device, precision: str = "fp32
     prefix = bundle.manifest.get("model_prefix", "model")
     config = inference.Config(str(bundle.file(f"{prefix}.json")), str(bundle.file(f"{prefix}.pdiparams")))
     config.disable_glog_info()
+    stored = str(bundle.manifest.get("precision", "fp32"))
+
+    def refuse(why: str) -> UnsupportedPrecisionError:
+        return UnsupportedPrecisionError(f"precision={precision!r} on {device}: {why} The bundle stores its weights "
+                                         f"at {stored}; use precision={stored!r}.")
+
     if device.kind == "cpu":
         config.disable_gpu()
         config.enable_mkldnn()
         config.set_cpu_math_library_num_threads(max(1, int(num_threads)))
         if precision == "fp16":
             raise UnsupportedPrecisionError("precision='fp16' needs a GPU or NPU; on CPU use fp32, bf16 or int8.")
-        if precision == "bf16":
+        if precision == "bf16" and stored != "bf16":
             if not _cpu_has_bf16():
                 raise UnsupportedPrecisionError("precision='bf16' on CPU needs AVX-512 BF16 or AMX; this CPU has "
                                                 "neither. Use fp32.")
             config.enable_mkldnn_bfloat16()
+        elif precision not in (stored, "bf16"):
+            raise refuse("a CPU predictor does not convert weights to this precision.")
     elif device.kind == "gpu":
         precision_type = {"fp32": inference.PrecisionType.Float32, "fp16": inference.PrecisionType.Half,
                           "bf16": inference.PrecisionType.Bfloat16}.get(precision)
         if precision_type is None:
             raise UnsupportedPrecisionError(f"precision={precision!r} is not available on GPU through this bundle.")
         config.enable_use_gpu(256, device.index, precision_type)
-    elif device.kind == "xpu":
-        config.enable_xpu()
-        config.set_xpu_device_id(device.index)
+        if not config.use_gpu():  # a CPU build of Paddle only logs an error and would quietly run on the CPU
+            raise DeviceUnavailableError(f"Device {device} was asked for, but this Paddle build has no CUDA/ROCm "
+                                         f"support. Install a GPU build of paddlepaddle, or use device='cpu'.")
     else:
-        config.enable_custom_device(device.kind, device.index)
+        if precision != stored:
+            raise refuse(f"sectorflow runs {device.kind} predictors at the bundle's stored precision only.")
+        if device.kind == "xpu":
+            try:
+                config.enable_xpu()
+            except RuntimeError as exc:  # CPU builds raise "please compile with option 'WITH_XPU'"
+                raise DeviceUnavailableError(f"Device {device} was asked for, but this Paddle build has no XPU "
+                                             f"support ({exc}). Use device='cpu'.") from exc
+            config.set_xpu_device_id(device.index)
+        else:
+            paddle = import_paddle()
+            known = list(paddle.device.get_all_custom_device_type() or [])
+            if device.kind not in known:  # the predictor would abort the whole process ("No allocator found")
+                raise DeviceUnavailableError(f"Device {device} was asked for, but Paddle has no custom-device plugin "
+                                             f"for {device.kind!r} (it knows {known or 'none'}). Install the "
+                                             f"vendor's Paddle plugin, or use device='cpu'.")
+            config.enable_custom_device(device.kind, device.index)
     return config
 
 

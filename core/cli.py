@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from enum import Enum
 from pathlib import Path
@@ -91,8 +94,24 @@ def run_command(
     tf = Taskflow(task, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
                   task_path=task_path, **options)
     reader = reader_for(tf.spec, fmt, source)
+    spool: Optional[str] = None
+    if source == "-":
+        # Standard input can be read only once: keep it in a temporary file, so that --on-error reject can check
+        # every row before any output is written, exactly as for a named file.
+        with tempfile.NamedTemporaryFile(prefix="sectorflow-stdin-", delete=False) as handle:
+            shutil.copyfileobj(sys.stdin.buffer, handle)
+        source = spool = handle.name
+    try:
+        _run_file(tf, reader, source, output, batch_size, on_error)
+    finally:
+        if spool:
+            os.unlink(spool)
+
+
+def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], batch_size: int,
+              on_error: OnError) -> None:
     context = CallContext(channel="cli", source="cli")
-    if on_error is OnError.reject and source != "-":
+    if on_error is OnError.reject:
         # First pass: validate every row, so that a rejected file produces no partial output.
         for _ in _validated(tf.spec, reader(source), on_error, []):
             pass

@@ -88,12 +88,21 @@ class Device:
         return self.kind
 
 
+CUSTOM_DEVICE_PREFERENCE = ("npu", "mlu")
+"""The order ``auto`` tries custom devices in; other custom types follow alphabetically."""
+
+
+def _custom_rank(kind: str) -> tuple[int, str]:
+    order = CUSTOM_DEVICE_PREFERENCE
+    return (order.index(kind) if kind in order else len(order), kind)
+
+
 def resolve_device(requested: str = "auto", supported: tuple[str, ...] = ("cpu",),
                    probe: DeviceProbe | None = None) -> Device:
     """Turn a user's device string into a :class:`Device`.
 
-    ``auto`` tries GPU, then custom devices (npu, mlu, ...), then xpu, then CPU, keeping only kinds in
-    ``supported``, and logs a warning when it falls back to CPU. An explicit device is honoured exactly.
+    ``auto`` tries GPU, then custom devices (npu, then mlu, then any other type alphabetically), then xpu, then CPU,
+    keeping only kinds in ``supported``, and logs a warning when it falls back to CPU. An explicit device is honoured exactly.
 
     Raises:
         DeviceUnavailableError: malformed string, a kind the task does not support, or a device that is not present
@@ -104,8 +113,9 @@ def resolve_device(requested: str = "auto", supported: tuple[str, ...] = ("cpu",
     if text == "auto":
         if "gpu" in supported and probe.gpu_count() > 0:
             return Device("gpu", 0)
-        for kind, count in sorted(probe.custom_devices().items()):
-            if kind in supported and count > 0:
+        custom = probe.custom_devices()
+        for kind in sorted(custom, key=_custom_rank):
+            if kind in supported and custom[kind] > 0:
                 return Device(kind, 0)
         if "xpu" in supported and probe.xpu_count() > 0:
             return Device("xpu", 0)

@@ -8,6 +8,7 @@ Environment:
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import importlib.metadata
 import logging
@@ -118,7 +119,8 @@ def registered_tasks() -> dict[str, TaskSpec]:
             plugin_name = _plugin_of(pm, impl.plugin)
 
             def register(spec: TaskSpec, _plugin: str = plugin_name) -> None:
-                spec.plugin = spec.plugin or _plugin
+                # A copy: a plugin's module-level spec must not keep the name of the first plugin manager it met.
+                spec = dataclasses.replace(spec, plugin=spec.plugin or _plugin)
                 _check_spec(spec)
                 for name in (spec.name, *spec.aliases):
                     owner = tasks.get(name) or tasks.get(aliases.get(name, ""))
