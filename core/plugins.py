@@ -32,6 +32,8 @@ _lock = threading.RLock()
 _pm: pluggy.PluginManager | None = None
 _tasks: dict[str, TaskSpec] | None = None
 _aliases: dict[str, str] = {}
+_trace_hooks = False
+_trace_log = logging.getLogger("sectorflow.hooks")
 
 
 def _selected_names() -> set[str] | None:
@@ -43,7 +45,7 @@ def _selected_names() -> set[str] | None:
 
 def get_plugin_manager() -> pluggy.PluginManager:
     """The process-wide plugin manager, with every selected entry-point plugin loaded (thread-safe, lazy)."""
-    global _pm
+    global _pm, _trace_hooks
     with _lock:
         if _pm is not None:
             return _pm
@@ -62,15 +64,15 @@ def get_plugin_manager() -> pluggy.PluginManager:
                                   f"Reinstall it, or leave it out with SECTORFLOW_LOAD_PLUGINS.") from exc
             pm.register(plugin, name=ep.name)
             log.debug("loaded plugin %s from %s", ep.name, ep.value)
-        if os.environ.get("SECTORFLOW_TRACE_HOOKS", "") not in ("", "0"):
-            trace_log = logging.getLogger("sectorflow.hooks")
+        _trace_hooks = os.environ.get("SECTORFLOW_TRACE_HOOKS", "") not in ("", "0")
+        if _trace_hooks:
 
             def before(hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
-                trace_log.debug("call %s(%s) -> %s", hook_name, ", ".join(kwargs),
-                                [impl.plugin_name for impl in hook_impls])
+                _trace_log.debug("call %s(%s) -> %s", hook_name, ", ".join(kwargs),
+                                 [impl.plugin_name for impl in hook_impls])
 
             def after(outcome: Any, hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:
-                trace_log.debug("done %s: %r", hook_name, outcome.exception or "ok")
+                _trace_log.debug("done %s: %r", hook_name, outcome.exception or "ok")
 
             pm.add_hookcall_monitoring(before, after)
         _pm = pm
@@ -99,6 +101,21 @@ def _check_spec(spec: TaskSpec) -> None:
 
 def _plugin_of(pm: pluggy.PluginManager, impl_plugin: Any) -> str:
     return pm.get_name(impl_plugin) or repr(impl_plugin)
+
+
+def _call_impl(hook_name: str, impl: Any, plugin_name: str, **kwargs: Any) -> None:
+    """Call one plugin's implementation of a hook directly (the registry must know which plugin registered what),
+    traced like pluggy's monitored calls when ``SECTORFLOW_TRACE_HOOKS`` is on."""
+    if _trace_hooks:
+        _trace_log.debug("call %s(%s) -> %s", hook_name, ", ".join(kwargs), [plugin_name])
+    try:
+        impl.function(**kwargs)
+    except Exception as exc:
+        if _trace_hooks:
+            _trace_log.debug("done %s: %r", hook_name, exc)
+        raise
+    if _trace_hooks:
+        _trace_log.debug("done %s: %r", hook_name, "ok")
 
 
 def registered_tasks() -> dict[str, TaskSpec]:
@@ -133,7 +150,7 @@ def registered_tasks() -> dict[str, TaskSpec]:
                 for alias in spec.aliases:
                     aliases[alias] = spec.name
 
-            impl.function(register=register)
+            _call_impl("sectorflow_register_tasks", impl, plugin_name, register=register)
         _tasks = tasks
         _aliases.clear()
         _aliases.update(aliases)
@@ -169,7 +186,7 @@ def registered_trainables() -> list[TrainableSpec]:
             spec.plugin = spec.plugin or _plugin
             found.append(spec)
 
-        impl.function(register=register)
+        _call_impl("sectorflow_register_trainables", impl, plugin_name, register=register)
     return found
 
 

@@ -1,0 +1,214 @@
+"""The task registry and plugin loading: tasks(), aliases, unknown names, conflicts, malformed specs,
+SECTORFLOW_LOAD_PLUGINS and SECTORFLOW_TRACE_HOOKS."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+from pydantic import BaseModel
+
+from core_support import echo_plugin
+from sectorflow import (
+    PluginConflictError,
+    PluginError,
+    SectorflowError,
+    Taskflow,
+    TaskResult,
+    TaskSpec,
+    UnknownTaskError,
+    hookimpl,
+    plugins,
+)
+
+
+def plugin_registering(*specs: TaskSpec) -> SimpleNamespace:
+    """A plugin object whose register hook registers the given specs."""
+
+    @hookimpl
+    def sectorflow_register_tasks(register):
+        for spec in specs:
+            register(spec)
+
+    return SimpleNamespace(sectorflow_register_tasks=sectorflow_register_tasks)
+
+
+def echo_spec(**changes) -> TaskSpec:
+    """A copy of the echo plugin's ``echo`` spec with some fields changed."""
+    captured: list[TaskSpec] = []
+    echo_plugin().sectorflow_register_tasks(register=captured.append)
+    return replace(next(s for s in captured if s.name == "echo"), **changes)
+
+
+def test_tasks_lists_every_task_with_plugin_version_and_languages(echo_registry):
+    rows = Taskflow.tasks()
+    assert [row["task"] for row in rows] == ["echo", "echo_counter"]
+    echo = rows[0]
+    assert echo["plugin"] == "echo"
+    assert echo["version"] == "0.1.0"
+    assert echo["languages"] == ["en"]
+    assert echo["aliases"] == ["parrot"]
+    assert echo["devices"] == ["cpu", "gpu", "npu", "mlu", "xpu"]
+    assert echo["precisions"] == ["fp32", "fp16", "bf16"]
+    assert echo["default_bundle"].endswith("sectorflow_echo/bundle")
+
+
+def test_alias_and_case_resolve_to_the_same_task(echo_registry):
+    assert plugins.get_task("parrot") is plugins.get_task("echo")
+    assert plugins.get_task("  ECHO ") is plugins.get_task("echo")
+    assert Taskflow("parrot").spec.name == "echo"
+
+
+def test_unknown_task_lists_known_tasks_and_closest_match(echo_registry):
+    with pytest.raises(UnknownTaskError) as info:
+        Taskflow("ecko")
+    err = info.value
+    assert isinstance(err, SectorflowError) and isinstance(err, KeyError)
+    assert err.closest == "echo"
+    assert err.known == ["echo", "echo_counter"]
+    assert str(err) == "Unknown task 'ecko'. Did you mean 'echo'? Known tasks: echo, echo_counter."
+    assert err.http_status == 404
+
+
+def test_unknown_task_alias_typo_suggests_the_task_not_the_alias(echo_registry):
+    with pytest.raises(UnknownTaskError) as info:
+        plugins.get_task("parot")
+    assert info.value.closest == "echo"
+
+
+def test_unknown_task_with_nothing_close_has_no_suggestion(echo_registry):
+    with pytest.raises(UnknownTaskError) as info:
+        plugins.get_task("zzzzzz")
+    assert info.value.closest is None
+    assert "Did you mean" not in str(info.value)
+
+
+def test_unknown_task_with_no_plugins_says_how_to_get_one(registry):
+    registry({})
+    with pytest.raises(UnknownTaskError, match=r"Known tasks: \(none: install a plugin"):
+        Taskflow("echo")
+    assert Taskflow.tasks() == []
+
+
+def test_two_plugins_registering_one_name_is_an_error_naming_both(registry):
+    registry({"echo": echo_plugin(), "impostor": plugin_registering(echo_spec())})
+    with pytest.raises(PluginConflictError) as info:
+        Taskflow.tasks()
+    message = str(info.value)
+    assert "'echo'" in message and "plugin 'echo'" in message and "plugin 'impostor'" in message
+    assert sorted(info.value.details["plugins"]) == ["echo", "impostor"]
+    assert info.value.details["task"] == "echo"
+
+
+def test_a_name_clashing_with_another_plugins_alias_is_a_conflict(registry):
+    registry({"echo": echo_plugin(), "birds": plugin_registering(echo_spec(name="parrot", aliases=()))})
+    with pytest.raises(PluginConflictError) as info:
+        plugins.registered_tasks()
+    assert sorted(info.value.details["plugins"]) == ["birds", "echo"]
+    assert info.value.details["task"] == "parrot"
+
+
+def test_registering_does_not_rename_a_plugins_own_spec_object(registry):
+    spec = echo_spec(name="solo", aliases=())
+    registry({"first": plugin_registering(spec)})
+    assert plugins.get_task("solo").plugin == "first"
+    registry({"second": plugin_registering(spec)})
+    assert plugins.get_task("solo").plugin == "second"
+    assert spec.plugin == ""
+
+
+class NotAResult(BaseModel):
+    text: str
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"name": "Bad-Name"}, "the name must match"),
+        ({"name": "9lives"}, "the name must match"),
+        ({"output_model": NotAResult}, "output_model must subclass sectorflow.TaskResult"),
+        ({"devices": ("cpu", "tpu")}, "unknown devices/precisions ['tpu']"),
+        ({"precisions": ("fp32", "fp64")}, "unknown devices/precisions ['fp64']"),
+    ],
+)
+def test_malformed_spec_is_a_plugin_error_naming_task_and_plugin(registry, changes, fragment):
+    registry({"sloppy": plugin_registering(echo_spec(aliases=(), **changes))})
+    with pytest.raises(PluginError) as info:
+        Taskflow.tasks()
+    assert fragment in str(info.value)
+    assert "of plugin 'sloppy'" in str(info.value)
+
+
+def test_result_models_subclass_taskresult():
+    assert issubclass(echo_spec().output_model, TaskResult)
+
+
+# --- SECTORFLOW_LOAD_PLUGINS ---------------------------------------------------------------------------------------
+
+def installed_entry_points() -> set[str]:
+    return {ep.name for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP)}
+
+
+def test_load_plugins_unset_loads_every_installed_plugin(monkeypatch):
+    monkeypatch.delenv("SECTORFLOW_LOAD_PLUGINS", raising=False)
+    plugins.reset()
+    try:
+        names = {name for name, _ in plugins.get_plugin_manager().list_name_plugin()}
+    finally:
+        plugins.reset()
+    assert "builtin_observers" in installed_entry_points()
+    assert names == installed_entry_points()
+
+
+def test_load_plugins_empty_loads_none_not_even_builtin(monkeypatch):
+    monkeypatch.setenv("SECTORFLOW_LOAD_PLUGINS", "")
+    plugins.reset()
+    try:
+        assert plugins.get_plugin_manager().list_name_plugin() == []
+        assert Taskflow.tasks() == []
+    finally:
+        plugins.reset()
+
+
+def test_load_plugins_list_loads_exactly_those_named(monkeypatch):
+    monkeypatch.setenv("SECTORFLOW_LOAD_PLUGINS", " builtin_observers , no_such_plugin,")
+    plugins.reset()
+    try:
+        pm = plugins.get_plugin_manager()
+        names = [name for name, _ in pm.list_name_plugin()]
+        assert names == ["builtin_observers"]
+        assert pm.get_plugin("builtin_observers") is importlib.import_module("sectorflow.builtin")
+    finally:
+        plugins.reset()
+
+
+# --- SECTORFLOW_TRACE_HOOKS ----------------------------------------------------------------------------------------
+
+def hook_lines(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "sectorflow.hooks"]
+
+
+def test_trace_hooks_logs_each_hook_call_with_its_plugins(registry, monkeypatch, caplog):
+    monkeypatch.setenv("SECTORFLOW_TRACE_HOOKS", "1")
+    caplog.set_level(logging.DEBUG, logger="sectorflow.hooks")
+    from core_support import EventRecorder
+
+    registry({"echo": echo_plugin(), "recorder": EventRecorder()})
+    Taskflow("echo")({"text": "traced"})
+    lines = hook_lines(caplog)
+    assert lines[:2] == ["call sectorflow_register_tasks(register) -> ['echo']",
+                         "done sectorflow_register_tasks: 'ok'"]
+    assert "call sectorflow_task_event(event) -> ['recorder']" in lines
+    assert lines.count("done sectorflow_task_event: 'ok'") == 3  # model_loaded, call_started, call_finished
+
+
+def test_trace_hooks_off_logs_nothing(echo_registry, monkeypatch, caplog):
+    monkeypatch.setenv("SECTORFLOW_TRACE_HOOKS", "0")
+    plugins.reset()
+    caplog.set_level(logging.DEBUG, logger="sectorflow.hooks")
+    plugins.get_plugin_manager().register(echo_plugin(), name="echo")
+    Taskflow("echo")({"text": "quiet"})
+    assert hook_lines(caplog) == []
