@@ -1,0 +1,322 @@
+"""Transaction readers: CSV, JSON lines and Parquet with a column mapping, plus AMLSim and AMLworld adapters.
+
+Every reader has the core reader signature ``reader(source) -> Iterator[(row_number, record)]``: rows are counted
+from 1 (a header is not a row) and each record is a raw dict with :class:`~sectorflow_aml.schema.Transaction` field
+names. Readers never judge values: a negative amount, an unknown currency or an unparsable time is passed on as
+found, so that validation against ``Transaction`` (by ``sectorflow run`` or :func:`load_transactions`) reports it
+with its row number and skips or rejects it as the caller chose.
+
+Formats (``READERS`` keys, also ``sectorflow run aml FILE --format NAME``):
+
+- ``csv`` / ``jsonl`` / ``parquet``: columns named like ``Transaction`` fields, or renamed with ``mapping``.
+- ``amlsim``: IBM AMLSim ``transactions.csv`` (``sourceNodeId,targetNodeId,value,time``). ``time`` is a simulation
+  step of one day counted from ``base_date`` (AMLSim's ``conf.json`` ``general.base_date`` default, 2017-01-01, is
+  step 0). AMLSim amounts carry no unit; the currency is configurable and defaults to CNY, the ``Transaction``
+  default. Ids are ``amlsim-<row>``.
+- ``amlworld``: IBM "Transactions for Anti Money Laundering" (Altman et al., NeurIPS 2023) ``*_Trans.csv``, whose
+  header has two columns named ``Account``; they are read by position. The paid side (``Amount Paid``, ``Payment
+  Currency``) is the transaction amount. Ids are ``amlworld-<row>``.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from typing import IO, Any, Literal
+
+from pydantic import ValidationError
+
+from sectorflow import ConfigError, InvalidInputError
+
+from .schema import Transaction
+
+Record = dict[str, Any]
+Reader = Callable[[Any], Iterator[tuple[int, Record]]]
+FIELDS = tuple(Transaction.model_fields)
+
+AMLSIM_HEADER = ("sourceNodeId", "targetNodeId", "value", "time")
+AMLSIM_BASE_DATE = date(2017, 1, 1)
+"""AMLSim's default ``general.base_date`` (the date of step 0) in its ``conf.json``."""
+
+AMLWORLD_HEADER = ("Timestamp", "From Bank", "Account", "To Bank", "Account", "Amount Received",
+                   "Receiving Currency", "Amount Paid", "Payment Currency", "Payment Format", "Is Laundering")
+
+AMLWORLD_CURRENCIES: dict[str, str] = {
+    "US Dollar": "USD", "Euro": "EUR", "Yuan": "CNY", "Yen": "JPY", "UK Pound": "GBP", "Rupee": "INR",
+    "Ruble": "RUB", "Canadian Dollar": "CAD", "Australian Dollar": "AUD", "Swiss Franc": "CHF",
+    "Mexican Peso": "MXN", "Brazil Real": "BRL", "Shekel": "ILS", "Saudi Riyal": "SAR",
+}
+"""AMLworld currency names to ISO 4217. ``Bitcoin`` has no ISO 4217 code, so it is passed on unmapped and such rows
+fail validation as an unknown currency (skip them with ``on_error="skip"``, or map it yourself with
+``amlworld_reader(currencies=...)``)."""
+
+AMLWORLD_CHANNELS: dict[str, str] = {
+    "Cash": "cash_deposit", "Wire": "wire", "ACH": "ach", "Cheque": "cheque", "Credit Card": "card",
+    "Reinvestment": "transfer", "Bitcoin": "other",
+}
+"""AMLworld ``Payment Format`` to ``Channel``. AMLworld does not say which side handled the cash; ``Cash`` is read as
+cash paid in to the receiving account (``cash_deposit``). Override with ``amlworld_reader(channels=...)``."""
+
+
+@contextmanager
+def open_text(source: str | Path) -> Iterator[IO[str]]:
+    """A path (``.gz`` decompressed on the fly) or ``-`` (standard input) as UTF-8 text.
+
+    Raises:
+        ConfigError: the file does not exist.
+    """
+    if str(source) == "-":
+        yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
+        return
+    path = Path(source)
+    if not path.is_file():
+        raise ConfigError(f"Input file {source} does not exist.")
+    opener: Any = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="") as handle:
+        yield handle
+
+
+def _remap(record: Mapping[str, Any], mapping: Mapping[str, str] | None,
+           defaults: Mapping[str, Any] | None) -> Record:
+    """Rename source columns to ``Transaction`` fields; keep only those fields; drop empty cells; add defaults."""
+    out: Record = dict(defaults or {})
+    sources = {field: (mapping or {}).get(field, field) for field in FIELDS}
+    for field, column in sources.items():
+        value = record.get(column)
+        if value is None or value == "":
+            continue
+        out[field] = repr(value) if isinstance(value, float) else value  # floats: shortest exact decimal text
+    return out
+
+
+def _check_mapping(mapping: Mapping[str, str] | None) -> None:
+    unknown = set(mapping or {}) - set(FIELDS)
+    if unknown:
+        raise ConfigError(f"Column mapping keys must be Transaction fields ({', '.join(FIELDS)}); "
+                          f"unknown: {', '.join(sorted(unknown))}.")
+
+
+def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None) -> Reader:
+    """A CSV reader (header row required). ``mapping`` is ``{transaction_field: source_column}``; ``defaults``
+    fills fields the file lacks (e.g. ``{"currency": "USD"}``)."""
+    _check_mapping(mapping)
+
+    def read_csv(source: Any) -> Iterator[tuple[int, Record]]:
+        with open_text(source) as handle:
+            for row, record in enumerate(csv.DictReader(handle), start=1):
+                yield row, _remap(record, mapping, defaults)
+
+    return read_csv
+
+
+def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None) -> Reader:
+    """A JSON-lines reader (one object per line; blank lines counted but skipped). Same ``mapping`` as CSV.
+
+    Raises (while iterating):
+        InvalidInputError: a line that is not a JSON object (names the row).
+    """
+    _check_mapping(mapping)
+
+    def read_jsonl(source: Any) -> Iterator[tuple[int, Record]]:
+        with open_text(source) as handle:
+            for row, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line, parse_float=str)  # keep decimal text exact
+                except json.JSONDecodeError as exc:
+                    raise InvalidInputError(f"Row {row} is not valid JSON: {exc.msg}.",
+                                            details=[{"row": row, "field": None, "reason": exc.msg}]) from exc
+                if not isinstance(record, dict):
+                    raise InvalidInputError(f"Row {row} is a JSON {type(record).__name__}, not an object.",
+                                            details=[{"row": row, "field": None, "reason": "not an object"}])
+                yield row, _remap(record, mapping, defaults)
+
+    return read_jsonl
+
+
+def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None,
+                   batch_rows: int = 65536) -> Reader:
+    """A Parquet reader (pyarrow), streaming ``batch_rows`` rows at a time. Same ``mapping`` as CSV.
+
+    Raises:
+        ConfigError: the file does not exist or is not Parquet.
+    """
+    _check_mapping(mapping)
+
+    def read_parquet(source: Any) -> Iterator[tuple[int, Record]]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not Path(source).is_file():
+            raise ConfigError(f"Input file {source} does not exist.")
+        try:
+            handle = pq.ParquetFile(source)
+        except pa.ArrowInvalid as exc:
+            raise ConfigError(f"{source} is not a Parquet file: {exc}.") from exc
+        row = 0
+        for batch in handle.iter_batches(batch_size=batch_rows):
+            for record in batch.to_pylist():
+                row += 1
+                yield row, _remap(record, mapping, defaults)
+
+    return read_parquet
+
+
+def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", channel: str = "transfer",
+                  id_prefix: str = "amlsim-") -> Reader:
+    """A reader for AMLSim ``transactions.csv`` (``sourceNodeId,targetNodeId,value,time``).
+
+    ``time`` (a step of one day) becomes ``base_date + time days`` at 00:00 UTC; a step that is not an integer is
+    passed on as found so that validation reports the row. Source: IBM/AMLSim (Suzumura and Kanezashi, 2021).
+
+    Raises (while iterating):
+        ConfigError: the header is not AMLSim's.
+    """
+    start = datetime(base_date.year, base_date.month, base_date.day, tzinfo=timezone.utc)
+
+    def read_amlsim(source: Any) -> Iterator[tuple[int, Record]]:
+        with open_text(source) as handle:
+            rows = csv.reader(handle)
+            header = tuple(h.strip() for h in next(rows, ()))
+            if header[:4] != AMLSIM_HEADER:
+                raise ConfigError(f"{source} is not an AMLSim transaction file: header {','.join(header)!r}, "
+                                  f"expected {','.join(AMLSIM_HEADER)!r}.")
+            for row, cells in enumerate(rows, start=1):
+                if not cells:
+                    continue
+                cells = cells + [""] * (4 - len(cells))
+                step = cells[3].strip()
+                try:
+                    timestamp: Any = (start + timedelta(days=int(step))).isoformat()
+                except ValueError:
+                    timestamp = step
+                yield row, {"transaction_id": f"{id_prefix}{row}", "timestamp": timestamp,
+                            "sender_account": cells[0].strip(), "receiver_account": cells[1].strip(),
+                            "amount": cells[2].strip(), "currency": currency, "channel": channel}
+
+    return read_amlsim
+
+
+def amlworld_reader(currencies: Mapping[str, str] | None = None, channels: Mapping[str, str] | None = None,
+                    qualify_accounts: bool = True, id_prefix: str = "amlworld-") -> Reader:
+    """A reader for AMLworld ``*_Trans.csv`` (IBM "Transactions for Anti Money Laundering", Altman et al. 2023).
+
+    Columns are read by position (the header repeats ``Account``). ``Timestamp`` is ``YYYY/MM/DD HH:MM`` (UTC);
+    amounts are the paid side. Accounts become ``<bank>:<account>`` (``qualify_accounts=True``, as IBM's own
+    formatting script keys accounts by bank and account) or the bare account id. Currency names and payment formats
+    are mapped by :data:`AMLWORLD_CURRENCIES` and :data:`AMLWORLD_CHANNELS` (extended or overridden by
+    ``currencies`` and ``channels``); unmapped names pass through and fail validation.
+
+    Raises (while iterating):
+        ConfigError: the header is not AMLworld's.
+    """
+    currency_map = {**AMLWORLD_CURRENCIES, **(currencies or {})}
+    channel_map = {**AMLWORLD_CHANNELS, **(channels or {})}
+
+    def read_amlworld(source: Any) -> Iterator[tuple[int, Record]]:
+        with open_text(source) as handle:
+            rows = csv.reader(handle)
+            header = tuple(h.strip() for h in next(rows, ()))
+            if header != AMLWORLD_HEADER:
+                raise ConfigError(f"{source} is not an AMLworld transaction file: header {','.join(header)!r}, "
+                                  f"expected {','.join(AMLWORLD_HEADER)!r}.")
+            for row, cells in enumerate(rows, start=1):
+                if not cells:
+                    continue
+                c = [x.strip() for x in cells] + [""] * (11 - len(cells))
+                try:
+                    timestamp: Any = datetime.strptime(c[0], "%Y/%m/%d %H:%M").isoformat()
+                except ValueError:
+                    timestamp = c[0]
+                sender = f"{c[1]}:{c[2]}" if qualify_accounts else c[2]
+                receiver = f"{c[3]}:{c[4]}" if qualify_accounts else c[4]
+                yield row, {"transaction_id": f"{id_prefix}{row}", "timestamp": timestamp,
+                            "sender_account": sender, "receiver_account": receiver, "amount": c[7],
+                            "currency": currency_map.get(c[8], c[8]), "channel": channel_map.get(c[9], c[9]),
+                            "sender_bank": c[1] or None, "receiver_bank": c[3] or None}
+
+    return read_amlworld
+
+
+READERS: dict[str, Reader] = {
+    "amlsim": amlsim_reader(),
+    "amlworld": amlworld_reader(),
+    "csv": csv_reader(),
+    "jsonl": jsonl_reader(),
+    "parquet": parquet_reader(),
+}
+"""The formats ``sectorflow run aml FILE --format NAME`` reads, with default settings."""
+
+Format = Literal["amlsim", "amlworld", "csv", "jsonl", "parquet"]
+
+
+def guess_format(path: str | Path) -> str:
+    """``parquet``, ``jsonl`` or ``csv`` from the file name; a CSV whose header is AMLSim's or AMLworld's is that."""
+    name = str(path).lower().removesuffix(".gz")
+    if name.endswith((".parquet", ".pq")):
+        return "parquet"
+    if name.endswith((".jsonl", ".json", ".ndjson")):
+        return "jsonl"
+    with open_text(path) as handle:
+        header = tuple(h.strip() for h in next(csv.reader(handle), ()))
+    if header[:4] == AMLSIM_HEADER:
+        return "amlsim"
+    if header == AMLWORLD_HEADER:
+        return "amlworld"
+    return "csv"
+
+
+def load_transactions(path: str | Path, format: str | None = None, mapping: Mapping[str, str] | None = None,
+                      on_error: Literal["skip", "reject"] = "skip", **reader_options: Any,
+                      ) -> tuple[list[Transaction], list[dict[str, Any]]]:
+    """Read and validate a transaction file.
+
+    Args:
+        path: the file (``.gz`` allowed).
+        format: one of ``READERS`` (``None``: guessed by :func:`guess_format`).
+        mapping: ``{transaction_field: source_column}`` for ``csv``, ``jsonl`` and ``parquet``.
+        on_error: ``"skip"`` drops bad rows and returns them as problems; ``"reject"`` raises on any bad row.
+        reader_options: passed to the format's reader factory (e.g. ``base_date=``, ``currency=`` for AMLSim).
+
+    Returns:
+        ``(transactions, problems)``; a problem is ``{"row": int, "field": str | None, "reason": str}``.
+
+    Raises:
+        InvalidInputError: with ``on_error="reject"``, listing every bad row.
+        ConfigError: unknown format, missing file, mapping for a fixed format, or a bad ``on_error``.
+    """
+    if on_error not in ("skip", "reject"):
+        raise ConfigError(f"on_error must be 'skip' or 'reject', not {on_error!r}.")
+    fmt = format or guess_format(path)
+    factories: dict[str, Callable[..., Reader]] = {"csv": csv_reader, "jsonl": jsonl_reader,
+                                                   "parquet": parquet_reader, "amlsim": amlsim_reader,
+                                                   "amlworld": amlworld_reader}
+    if fmt not in factories:
+        raise ConfigError(f"Unknown transaction format {fmt!r}; use one of {', '.join(sorted(factories))}.")
+    if mapping is not None:
+        if fmt in ("amlsim", "amlworld"):
+            raise ConfigError(f"The {fmt} format has fixed columns; a column mapping applies to csv, jsonl, parquet.")
+        reader_options["mapping"] = mapping
+    reader = factories[fmt](**reader_options)
+    transactions: list[Transaction] = []
+    problems: list[dict[str, Any]] = []
+    for row, record in reader(path):
+        try:
+            transactions.append(Transaction.model_validate(record))
+        except ValidationError as exc:
+            problems.extend({"row": row, "field": ".".join(str(p) for p in e["loc"]) or None, "reason": e["msg"]}
+                            for e in exc.errors())
+    if problems and on_error == "reject":
+        shown = "; ".join(f"row {p['row']}: {p['field']}: {p['reason']}" for p in problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        raise InvalidInputError(f"Invalid transactions in {path}: {shown}{more}.", details=problems)
+    return transactions, problems
+

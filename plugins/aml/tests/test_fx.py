@@ -1,0 +1,65 @@
+"""FX conversion with caller-supplied rate tables."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+import pytest
+
+from sectorflow import ConfigError
+from sectorflow_aml.fx import FxRates, FxTable, MissingRateError, illustrative_table, is_iso4217
+
+
+def test_direct_inverse_and_cross_rates() -> None:
+    fx = FxRates.from_mapping({"USD/CNY": "7.20", "EUR/USD": "1.10"}, as_of=date(2024, 1, 2))
+    on = date(2024, 1, 5)
+    assert fx.convert(Decimal("100"), "USD", "CNY", on) == Decimal("720.00")
+    assert fx.convert(Decimal("720"), "CNY", "USD", on) == Decimal("100")
+    assert fx.rate("EUR", "CNY", on) == Decimal("7.920")  # EUR -> USD -> CNY
+    assert fx.convert(Decimal("5"), "JPY", "JPY", on) == Decimal("5")
+
+
+def test_latest_table_on_or_before_the_date_is_used() -> None:
+    fx = FxRates([FxTable(date(2024, 1, 1), {("USD", "CNY"): Decimal("7.0")}),
+                  FxTable(date(2024, 2, 1), {("USD", "CNY"): Decimal("7.3")})])
+    assert fx.rate("USD", "CNY", date(2024, 1, 31)) == Decimal("7.0")
+    assert fx.rate("USD", "CNY", date(2024, 2, 1)) == Decimal("7.3")
+    with pytest.raises(MissingRateError, match="USD/CNY.*2023-12-31"):
+        fx.rate("USD", "CNY", date(2023, 12, 31))
+
+
+def test_missing_pair_and_stale_tables_raise() -> None:
+    fx = FxRates.from_mapping({"USD/CNY": "7.2"}, as_of=date(2024, 1, 2))
+    with pytest.raises(MissingRateError, match="GBP/CNY"):
+        fx.convert(Decimal("1"), "GBP", "CNY", date(2024, 1, 3))
+    stale = FxRates(fx.tables, max_age_days=30)
+    with pytest.raises(MissingRateError):
+        stale.rate("USD", "CNY", date(2024, 6, 1))
+
+
+def test_csv_rate_table(tmp_path) -> None:
+    path = tmp_path / "rates.csv"
+    path.write_text("as_of,base,quote,rate\n2024-01-02,USD,CNY,7.1\n2024-01-02,eur,usd,1.09\n"
+                    "2024-02-01,USD,CNY,7.15\n", encoding="utf-8")
+    fx = FxRates.from_csv(path)
+    assert [t.as_of for t in fx.tables] == [date(2024, 1, 2), date(2024, 2, 1)]
+    assert fx.rate("EUR", "USD", date(2024, 2, 3)) == Decimal("1.09")  # only the January table has EUR
+    assert fx.rate("USD", "CNY", date(2024, 2, 3)) == Decimal("7.15")
+    path.write_text("as_of,base,quote,rate\n2024-01-02,USD,CNY,seven\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="line 2"):
+        FxRates.from_csv(path)
+
+
+def test_bad_tables_are_refused() -> None:
+    with pytest.raises(ConfigError, match="ISO 4217"):
+        FxTable(date(2024, 1, 1), {("USD", "BTC"): Decimal("0.00002")})
+    with pytest.raises(ConfigError, match="positive"):
+        FxTable(date(2024, 1, 1), {("USD", "CNY"): Decimal("-7")})
+    with pytest.raises(ConfigError, match="not a float"):
+        FxRates.from_mapping({"USD/CNY": 7.1}, as_of=date(2024, 1, 1))
+
+
+def test_iso_codes_and_illustrative_table_is_labelled() -> None:
+    assert is_iso4217("CNY") and is_iso4217("USD") and not is_iso4217("XYZ") and not is_iso4217("BITCOIN")
+    assert "ILLUSTRATIVE" in illustrative_table().tables[0].source

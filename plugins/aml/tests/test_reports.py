@@ -1,0 +1,165 @@
+"""Regulatory edges of the report engine: China large-value reports and US currency transaction reports."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timezone
+from decimal import Decimal
+
+import pytest
+
+from sectorflow import ConfigError
+from sectorflow_aml.fx import FxRates, MissingRateError
+from sectorflow_aml.reports import ReportEngine, suspicious_report
+from sectorflow_aml.schema import Alert, Reason, Transaction
+from sectorflow_aml.thresholds import Threshold
+
+
+def txn(tid: str, amount: str, channel: str = "cash_deposit", when: str = "2024-03-05T02:00:00",
+        currency: str = "CNY", sender: str = "walk-in", receiver: str = "acct-A", **extra: object) -> Transaction:
+    return Transaction(transaction_id=tid, timestamp=when, sender_account=sender, receiver_account=receiver,
+                       amount=Decimal(amount), currency=currency, channel=channel, **extra)
+
+
+# -- China: PBOC Order 2016 No. 3, Art. 5 ---------------------------------------------------------------------------
+
+def test_cn_cash_at_50000_reports_and_just_below_does_not() -> None:
+    engine = ReportEngine("CN")
+    assert engine.observe(txn("t1", "49999.99")) == []
+    engine.reset()
+    drafts = engine.observe(txn("t2", "50000.00"))
+    assert len(drafts) == 1
+    draft = drafts[0]
+    assert (draft.kind, draft.jurisdiction, draft.customer_account) == ("large_value", "CN", "acct-A")
+    assert draft.total_amount == Decimal("50000.00") and draft.currency == "CNY"
+    assert draft.regulation == "PBOC Order 2016 No. 3, Art. 5(1)"
+    assert draft.elements["aggregation"] == "single" and draft.elements["direction"] == "in"
+    assert draft.elements["transactions"][0]["counterparty_account"] == "walk-in"
+    # 2024-03-05 is a Tuesday: five working days later is Tuesday 2024-03-12.
+    assert draft.business_date == "2024-03-05" and draft.due_by == "2024-03-12"
+
+
+def test_cn_same_day_cumulative_cash_fires_once_at_the_crossing_transaction() -> None:
+    engine = ReportEngine("CN")
+    got = [engine.observe(txn(f"d{i}", amount, when=f"2024-03-05T0{i + 1}:00:00"))
+           for i, amount in enumerate(["49900", "49800", "49950"])]
+    assert got[0] == [] and got[2] == []
+    (draft,) = got[1]
+    assert draft.transaction_ids == ["d0", "d1"] and draft.total_amount == Decimal("99700")
+    assert draft.elements["aggregation"] == "cumulative"
+    (updated,) = engine.open_reports()  # the third deposit joins the open draft, no second draft
+    assert updated.report_id == draft.report_id
+    assert updated.transaction_ids == ["d0", "d1", "d2"] and updated.total_amount == Decimal("149650")
+
+
+def test_cn_cash_in_and_out_are_not_netted() -> None:
+    engine = ReportEngine("CN")
+    assert engine.observe(txn("in1", "30000")) == []
+    assert engine.observe(txn("out1", "30000", channel="cash_withdrawal", sender="acct-A", receiver="teller")) == []
+    assert engine.observe(txn("in2", "10000")) == []  # in: 40,000 (not 10,000 after netting, nor 70,000 together)
+    drafts = engine.observe(txn("in3", "10000"))
+    assert [(d.elements["direction"], d.total_amount) for d in drafts] == [("in", Decimal("50000"))]
+
+
+def test_cn_business_day_is_beijing_date_and_next_day_starts_fresh() -> None:
+    engine = ReportEngine("CN")
+    # 15:59 UTC is 23:59 in Beijing on 03-05; 16:01 UTC is already 03-06 there.
+    assert engine.observe(txn("a", "30000", when="2024-03-05T15:59:00")) == []
+    assert engine.observe(txn("b", "30000", when="2024-03-05T16:01:00")) == []
+    drafts = engine.observe(txn("c", "20000", when="2024-03-06T03:00:00"))
+    assert [d.business_date for d in drafts] == ["2024-03-06"] and drafts[0].total_amount == Decimal("50000")
+
+
+def test_cn_transfer_rows_by_customer_type_and_border() -> None:
+    engine = ReportEngine("CN")
+    # Individual domestic transfer: >= 500,000 RMB; both the payer (out) and the payee (in) reach it.
+    drafts = engine.observe(txn("p1", "500000", channel="transfer", sender="ind-1", receiver="ind-2"))
+    assert sorted((d.customer_account, d.elements["rule"]) for d in drafts) == [
+        ("ind-1", "individual_domestic_transfer"), ("ind-2", "individual_domestic_transfer")]
+    # Corporate: 1,999,999.99 is below 2,000,000.
+    assert engine.observe(txn("c1", "1999999.99", channel="transfer", sender="co-1", receiver="co-2",
+                              customer_type="corporate")) == []
+    # Individual cross-border: >= 200,000 RMB.
+    drafts = engine.observe(txn("x1", "200000", channel="wire", sender="ind-3", receiver="hk-9",
+                                sender_country="CN", receiver_country="HK", customer_type="individual"))
+    assert {d.elements["rule"] for d in drafts} == {"individual_cross_border_transfer"}
+
+
+def test_cn_foreign_currency_cash_uses_usd_equivalent_with_supplied_rates() -> None:
+    fx = FxRates.from_mapping({"EUR/USD": "1.25"}, as_of=date(2024, 3, 1))
+    engine = ReportEngine("CN", fx=fx)
+    assert engine.observe(txn("e1", "7999.99", currency="EUR")) == []  # 9,999.99 USD: below 10,000
+    (draft,) = engine.observe(txn("e2", "0.01", currency="EUR"))  # day total 8,000 EUR = 10,000 USD
+    assert draft.currency == "USD" and draft.total_amount == Decimal("10000.0000")
+    assert draft.regulation.endswith("Art. 5(1)") and draft.elements["transactions"][0]["fx_rate"] == "EUR/USD=1.25"
+    # RMB and foreign-currency totals are kept apart.
+    assert engine.observe(txn("r1", "49999", currency="CNY")) == []
+
+
+def test_missing_rate_is_an_error_not_a_guess() -> None:
+    engine = ReportEngine("CN")
+    with pytest.raises(MissingRateError, match="EUR/USD"):
+        engine.observe(txn("e1", "100", currency="EUR"))
+
+
+def test_thresholds_are_configuration() -> None:
+    engine = ReportEngine("CN", thresholds={"cash:domestic": "200000"})  # the pre-2017 RMB 200,000 cash level
+    assert engine.observe(txn("a", "199999.99")) == []
+    assert len(engine.observe(txn("b", "0.01"))) == 1
+    with pytest.raises(ConfigError, match="Unknown CN threshold"):
+        ReportEngine("CN", thresholds={"cash:nowhere": "1"})
+    strict = Threshold("cash", Decimal("50000"), "CNY", False, "domestic", "test: exclusive")
+    assert ReportEngine("CN", thresholds=[strict]).observe(txn("c", "50000")) == []
+
+
+# -- United States: 31 CFR 1010.311 and 1010.313 --------------------------------------------------------------------
+
+def test_us_ctr_needs_more_than_10000() -> None:
+    engine = ReportEngine("US")
+    assert engine.observe(txn("u1", "10000.00", currency="USD", when="2024-03-05T15:00:00")) == []
+    engine.reset()
+    (draft,) = engine.observe(txn("u2", "10000.01", currency="USD", when="2024-03-05T15:00:00"))
+    assert draft.kind == "ctr" and draft.total_amount == Decimal("10000.01") and draft.currency == "USD"
+    assert draft.due_by == "2024-03-20"  # 15 days after the transaction
+    assert draft.elements["threshold"] == "> 10000 USD" and draft.elements["threshold_verified"] is True
+
+
+def test_us_same_day_aggregation_in_and_out_separately() -> None:
+    engine = ReportEngine("US")
+    when = "2024-03-05T{:02d}:00:00"
+    assert engine.observe(txn("i1", "6000", currency="USD", when=when.format(14))) == []
+    assert engine.observe(txn("o1", "6000", channel="cash_withdrawal", sender="acct-A", receiver="teller",
+                              currency="USD", when=when.format(15))) == []
+    assert engine.observe(txn("o2", "4000", channel="cash_withdrawal", sender="acct-A", receiver="teller",
+                              currency="USD", when=when.format(16))) == []  # out 10,000.00: not more than
+    (draft,) = engine.observe(txn("i2", "4000.01", currency="USD", when=when.format(17)))
+    assert draft.elements["direction"] == "in" and draft.transaction_ids == ["i1", "i2"]
+    assert engine.observe(txn("i3", "50000", currency="USD", when=when.format(18))) == []  # already reported
+    # A transfer is not a currency transaction.
+    assert engine.observe(txn("w1", "50000", channel="wire", currency="USD", when=when.format(19))) == []
+
+
+def test_us_next_business_day_starts_fresh_and_weekend_counts_on_monday() -> None:
+    engine = ReportEngine("US")
+    assert engine.observe(txn("f", "6000", currency="USD", when="2024-03-08T15:00:00")) == []  # Friday
+    assert engine.observe(txn("s", "3000", currency="USD", when="2024-03-09T15:00:00")) == []  # Saturday -> Mon
+    (draft,) = engine.observe(txn("m", "7000.01", currency="USD", when="2024-03-11T15:00:00"))  # Monday
+    assert draft.business_date == "2024-03-11" and draft.transaction_ids == ["s", "m"]
+    assert draft.total_amount == Decimal("10000.01")
+
+
+def test_suspicious_report_draft_carries_alert_elements() -> None:
+    txns = [txn(f"s{i}", amount, when=f"2024-03-05T0{i + 1}:00:00")
+            for i, amount in enumerate(["49900", "49800", "49950"])]
+    alert = Alert(alert_id="structuring-1", typology="structuring", accounts=["acct-A"],
+                  transaction_ids=["s0", "s1", "s2", "gone"], score=0.9, fired_by="sectorflow_aml.typologies.test",
+                  time=datetime(2024, 3, 5, 3, tzinfo=timezone.utc),
+                  reasons=[Reason(code="typology.structuring", en="deposits just under the threshold",
+                                  zh="接近大额标准的现金存入", source="test")])
+    draft = suspicious_report(alert, txns + [txn("other", "1")], confirmed_on=date(2024, 3, 7))
+    assert draft.kind == "suspicious" and draft.regulation == "PBOC Order 2016 No. 3, Arts. 11-15"
+    assert draft.total_amount == Decimal("149650") and draft.currency == "CNY"
+    assert [t["transaction_id"] for t in draft.elements["transactions"]] == ["s0", "s1", "s2"]
+    assert draft.elements["transactions_not_supplied"] == ["gone"]
+    assert draft.elements["indicators"][0]["zh"] == "接近大额标准的现金存入"
+    assert draft.due_by == "2024-03-14"  # 5 working days after confirmation (Thursday -> next Thursday)
+    assert suspicious_report(alert, txns).due_by is None
