@@ -136,3 +136,13 @@ def test_cli_run_reports_bad_rows_by_number(tmp_path: Path, capsys: pytest.Captu
     err = capsys.readouterr().err
     assert "row 2: amount" in err and "row 3: timestamp" in err
     assert not out.exists() or out.read_text() == ""
+
+
+def test_committed_sample_slice_loads_cleanly() -> None:
+    txns, problems = load_transactions(SAMPLE, format="amlsim", on_error="reject")
+    assert problems == [] and len(txns) == 3814
+    accounts = {a for t in txns for a in (t.sender_account, t.receiver_account)}
+    with open(REPO / "samples" / "aml" / "patterns.csv", newline="") as handle:
+        groups = [row["accounts"].split(";") for row in csv.DictReader(handle)]
+    assert len(groups) == 8 and all(set(g) <= accounts for g in groups)
+    assert "Apache License" in (REPO / "samples" / "aml" / "LICENSE").read_text()[:200]
