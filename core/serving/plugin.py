@@ -1,1 +1,51 @@
-"""Built-in plugin that adds ``sectorflow serve`` (filled in by the serving work)."""
+"""Built-in plugin that adds ``sectorflow serve`` and ``sectorflow serve-key`` to the command line.
+
+FastAPI and uvicorn are imported only when the command runs, so the CLI works without the ``serve`` extra.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from ..errors import ConfigError
+from ..hookspecs import hookimpl
+
+if TYPE_CHECKING:  # pragma: no cover
+    import typer
+
+
+@hookimpl
+def sectorflow_register_commands(app: typer.Typer) -> None:
+    """Add ``serve`` (run the HTTP server) and ``serve-key`` (make an API key and its stored hash)."""
+    import typer
+
+    @app.command("serve")
+    def serve(
+        host: str = typer.Option("127.0.0.1", help="Address to bind (loopback by default)."),
+        port: int = typer.Option(8866, help="TCP port."),
+        config: Optional[Path] = typer.Option(None, "--config", "-c", help="Server configuration (TOML or JSON)."),
+        log_level: str = typer.Option("info", help="uvicorn log level."),
+    ) -> None:
+        """Serve every registered task over HTTP (POST /v1/tasks/NAME; docs at /docs)."""
+        try:
+            import uvicorn
+
+            from .app import create_app
+        except ImportError as exc:
+            raise ConfigError(f"sectorflow serve needs the serve extra: pip install 'sectorflow[serve]' ({exc}).") \
+                from exc
+        uvicorn.run(create_app(config), host=host, port=port, log_level=log_level)
+
+    @app.command("serve-key")
+    def serve_key(
+        key_id: str = typer.Argument(..., help="Key id (the actor in audit records)."),
+        scope: list[str] = typer.Option(["task:*"], "--scope", "-s", help="Scope, repeatable."),
+    ) -> None:
+        """Print a new API key (give it to the client) and the [[keys]] entry to put in the server config."""
+        from .auth import generate_key, hash_key
+
+        secret = generate_key()
+        typer.echo(f"# API key for {key_id} (shown once; only its SHA-256 goes into the config):\n# {secret}")
+        scopes = ", ".join(f'"{s}"' for s in scope)
+        typer.echo(f'[[keys]]\nid = "{key_id}"\nsha256 = "{hash_key(secret)}"\nscopes = [{scopes}]')

@@ -1,0 +1,118 @@
+"""``create_app(config)``: every registered task as a typed FastAPI route, with health, readiness and metrics.
+
+Run it with ``sectorflow serve --config FILE`` or under any ASGI server::
+
+    uvicorn --factory sectorflow.serving:app_from_env   # reads SECTORFLOW_SERVE_CONFIG
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+
+from .. import __version__, plugins
+from ..errors import ConfigError
+from .access import require
+from .auth import SCOPE_METRICS, ApiKey, KeyStore
+from .config import ServeConfig, load_config
+from .handlers import ServingMiddleware, install_error_handlers
+from .metrics import CONTENT_TYPE, ServerMetrics
+from .ratelimit import RateLimits
+from .reload import admin_router
+from .routes_tasks import ERRORS, task_router
+from .state import ServerState
+
+log = logging.getLogger("sectorflow.serving")
+CONFIG_ENV = "SECTORFLOW_SERVE_CONFIG"
+
+
+def _served_specs(config: ServeConfig) -> dict[str, Any]:
+    registered = plugins.registered_tasks()
+    if not config.serve:
+        return dict(sorted(registered.items()))
+    specs = {}
+    for name in config.serve:
+        spec = plugins.get_task(name)  # UnknownTaskError lists the known tasks
+        specs[spec.name] = spec
+    return specs
+
+
+def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
+    """A FastAPI app serving every task of ``config.serve`` (default: every registered task).
+
+    Args:
+        config: a :class:`ServeConfig`, a path to a TOML/JSON configuration file, or ``None`` for the defaults
+            (then only keys from ``SECTORFLOW_SERVE_KEYS`` exist).
+
+    Models load in the background after startup (``/readyz`` answers 503 until every task is loaded), unless
+    ``server.load_in_background`` is false. Raises :class:`~sectorflow.errors.ConfigError` for a bad
+    configuration and :class:`~sectorflow.errors.UnknownTaskError` for an unknown task in ``serve``.
+    """
+    if not isinstance(config, ServeConfig):
+        config = load_config(config)
+    specs = _served_specs(config)
+    unknown = sorted(set(config.tasks) - set(specs))
+    if unknown:
+        raise ConfigError(f"[tasks.*] configures tasks that are not served: {unknown}; served: {sorted(specs)}.")
+    metrics = ServerMetrics()
+    state = ServerState(
+        config=config, specs=specs, keys=KeyStore(config.keys), limits=RateLimits(config.tenants), metrics=metrics,
+        executor=ThreadPoolExecutor(config.server.threads, thread_name_prefix="sectorflow-infer"),
+        reload_executor=ThreadPoolExecutor(1, thread_name_prefix="sectorflow-load"))
+    if not len(state.keys):
+        log.warning("no API keys configured: every route but /healthz and /readyz will answer 401")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        loader = asyncio.create_task(state.load_all())
+        if not config.server.load_in_background:
+            await loader
+        try:
+            yield
+        finally:
+            loader.cancel()
+            await asyncio.gather(loader, return_exceptions=True)
+            await state.shutdown()
+
+    app = FastAPI(title="sectorflow", version=__version__, lifespan=lifespan,
+                  max_body_size=config.server.max_body_bytes,
+                  description="Offline, auditable ML pipelines on PaddlePaddle. Every route but /healthz and /readyz "
+                              "needs an API key (Authorization: Bearer KEY or X-API-Key).")
+    app.state.sectorflow = state
+    app.add_middleware(ServingMiddleware, metrics=metrics)
+    install_error_handlers(app)
+
+    @app.get("/healthz", tags=["health"], operation_id="healthz", summary="The process is up")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"], operation_id="readyz", summary="Every served model is loaded",
+             responses={503: {"description": "Some models are loading or failed to load."}})
+    async def readyz() -> JSONResponse:
+        body = {"ready": state.ready, "tasks": {name: state.status(name) for name in specs}, "failed": state.failed}
+        return JSONResponse(body, status_code=200 if state.ready else 503,
+                            headers=None if state.ready else {"Retry-After": "5"})
+
+    @app.get("/metrics", tags=["health"], operation_id="metrics", summary="Prometheus metrics (scope metrics)",
+             response_class=Response, responses={401: ERRORS[401], 403: ERRORS[403],
+                                                 200: {"content": {"text/plain": {}}}})
+    async def metrics_route(request: Request, key: ApiKey = Depends(require(SCOPE_METRICS))) -> Response:
+        return Response(metrics.render(), media_type=CONTENT_TYPE)
+
+    app.include_router(task_router(app, specs, config.server.max_items_per_request))
+    app.include_router(admin_router())
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """App factory for ``uvicorn --factory``: the configuration file named by ``SECTORFLOW_SERVE_CONFIG``."""
+    return create_app(os.environ.get(CONFIG_ENV))

@@ -1,0 +1,82 @@
+"""API keys: stored as SHA-256 digests, presented as ``Authorization: Bearer KEY`` or ``X-API-Key: KEY``.
+
+Keys are 256-bit random tokens (:func:`generate_key`), so one SHA-256 is enough to make the stored digest useless
+for logging in (the same reasoning as GitHub's and Stripe's token storage); a slow password hash would only slow
+every request down.
+
+Scopes:
+    ``task:NAME`` call one task; ``task:*`` call every task; ``admin`` reload models; ``audit`` read and export
+    audit records (the audit-admin scope, kept separate from ``admin``); ``metrics`` read ``/metrics``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+
+from .config import KeyConfig, Lane
+
+KEY_PREFIX = "sf_"
+SCOPE_ADMIN = "admin"
+SCOPE_AUDIT = "audit"
+SCOPE_METRICS = "metrics"
+
+
+def generate_key() -> str:
+    """A new random API key (``sf_`` + 43 URL-safe characters, 256 bits)."""
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_key(secret: str) -> str:
+    """Hex SHA-256 of an API key, as stored in the configuration."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """A configured key, without its secret."""
+
+    id: str
+    tenant: str | None
+    scopes: frozenset[str]
+    rate_limit: str | None
+    lane: Lane
+
+    def allows(self, scope: str) -> bool:
+        """Whether the key holds ``scope`` (``task:*`` covers every ``task:NAME``)."""
+        return scope in self.scopes or (scope.startswith("task:") and "task:*" in self.scopes)
+
+
+class KeyStore:
+    """Look keys up by the digest of the presented secret."""
+
+    def __init__(self, keys: list[KeyConfig]) -> None:
+        self._by_digest = {k.sha256: ApiKey(k.id, k.tenant, frozenset(k.scopes), k.rate_limit, k.lane)
+                           for k in keys}
+
+    def __len__(self) -> int:
+        return len(self._by_digest)
+
+    def authenticate(self, secret: str | None) -> ApiKey | None:
+        """The key whose digest matches ``secret``, or ``None``. Compares digests in constant time."""
+        if not secret:
+            return None
+        digest = hash_key(secret)
+        found = None
+        for stored, key in self._by_digest.items():
+            if hmac.compare_digest(stored, digest):
+                found = key
+        return found
+
+
+def presented_secret(authorization: str | None, x_api_key: str | None) -> str | None:
+    """The secret from ``Authorization: Bearer ...`` or ``X-API-Key``."""
+    if x_api_key:
+        return x_api_key.strip()
+    if authorization:
+        scheme, _, value = authorization.partition(" ")
+        if scheme.lower() == "bearer" and value.strip():
+            return value.strip()
+    return None

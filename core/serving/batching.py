@@ -1,0 +1,250 @@
+"""Dynamic batching of one task: requests queue in priority lanes and merge into model calls.
+
+The knobs are Triton's dynamic batcher's: a merged call holds at most ``max_batch_size`` items (a request carrying
+``k`` items counts ``k``; a request larger than ``max_batch_size`` runs alone, never split), and the first queued
+request waits at most ``max_queue_delay_ms`` for company. The interactive lane is always drained before the batch
+lane. Each lane is bounded in items and in waiting time; past either bound a request is refused with
+:class:`Overloaded` (HTTP 503 with Retry-After) and is never run.
+
+Only requests with the same caller (key id, tenant, client address) are merged, so that the single
+``call_started``/``call_finished`` event of a merged call names exactly one actor. Inference runs in a thread pool,
+off the event loop. If a merged call fails, each of its requests is run again alone, so that one bad request fails
+alone; a request once taken into a call is never dropped (a stateful task that accepts a call atomically thus keeps
+every request it answered with 200, and none it refused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import deque
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..spec import CallContext
+from ..taskflow import Taskflow
+from .config import LANES, Lane, TaskConfig
+from .metrics import ServerMetrics
+
+
+class Overloaded(Exception):
+    """A request refused before inference because a lane is full or it waited too long (HTTP 503)."""
+
+    def __init__(self, reason: str, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a request gets back: its outputs and the id of the task call (and audit event) that made them."""
+
+    outputs: list[Any]
+    call_id: str
+    batch_items: int
+
+
+@dataclass(eq=False)
+class _Pending:
+    items: Sequence[Any]
+    context: CallContext
+    lane: Lane
+    future: asyncio.Future[Answer]
+    arrived: float = field(default_factory=time.perf_counter)
+    taken: bool = False
+
+    @property
+    def group(self) -> tuple[str, str | None, str]:
+        return (self.context.actor, self.context.tenant, self.context.source)
+
+
+class TaskBatcher:
+    """Queue, merge and run the requests of one task on one :class:`~sectorflow.Taskflow`.
+
+    Call :meth:`start` inside a running event loop, :meth:`submit` per request, :meth:`stop` at shutdown.
+    """
+
+    def __init__(self, taskflow: Taskflow, config: TaskConfig, executor: Executor, metrics: ServerMetrics) -> None:
+        self.taskflow = taskflow
+        self.name = taskflow.spec.name
+        self.config = config
+        self._executor = executor
+        self._metrics = metrics
+        self._lanes: dict[Lane, deque[_Pending]] = {lane: deque() for lane in LANES}
+        self._queued: dict[Lane, int] = {lane: 0 for lane in LANES}
+        self._wakeup = asyncio.Event()
+        self._workers: list[asyncio.Task[None]] = []
+        self._running: set[asyncio.Task[None]] = set()
+
+    # --- lifecycle ------------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start ``config.instances`` worker coroutines (each forms and runs one merged call at a time)."""
+        for i in range(self.config.instances):
+            self._workers.append(asyncio.create_task(self._worker(), name=f"batcher-{self.name}-{i}"))
+
+    async def stop(self) -> None:
+        """Stop the workers after the calls already running finish; refuse whatever still waits."""
+        for worker in self._workers:
+            worker.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        if self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
+        for lane in LANES:
+            while self._lanes[lane]:
+                pending = self._lanes[lane].popleft()
+                if not pending.future.done():
+                    pending.future.set_exception(Overloaded("shutdown", "The server is shutting down.", 5))
+
+    # --- requests -------------------------------------------------------------------------------------------------
+
+    def queued_items(self, lane: Lane) -> int:
+        """Items waiting in ``lane`` now."""
+        return self._queued[lane]
+
+    async def submit(self, items: Sequence[Any], context: CallContext, lane: Lane) -> Answer:
+        """Queue validated items and wait for their outputs.
+
+        Raises:
+            Overloaded: the lane is full (``queue_full``) or the request waited longer than the lane's timeout
+                (``queue_timeout``) without being taken into a call.
+            SectorflowError: the task refused the items (e.g. ``InvalidInputError`` from the pipeline).
+        """
+        lane_config = getattr(self.config, lane)
+        if self._queued[lane] + len(items) > lane_config.max_queue_items:
+            self._metrics.rejections.labels(self.name, "queue_full").inc()
+            raise Overloaded("queue_full", f"The {lane} queue of task {self.name!r} is full "
+                             f"({self._queued[lane]} items waiting, bound {lane_config.max_queue_items}).",
+                             self._retry_hint(lane))
+        pending = _Pending(items, context, lane, asyncio.get_running_loop().create_future())
+        self._lanes[lane].append(pending)
+        self._count(lane, len(items))
+        self._wakeup.set()
+        try:
+            done, _ = await asyncio.wait({pending.future}, timeout=lane_config.queue_timeout_ms / 1000)
+        except asyncio.CancelledError:
+            self._withdraw(pending)
+            raise
+        if not done and self._withdraw(pending):
+            self._metrics.rejections.labels(self.name, "queue_timeout").inc()
+            raise Overloaded("queue_timeout", f"Task {self.name!r} did not start the request within "
+                             f"{lane_config.queue_timeout_ms:.0f} ms in the {lane} lane.", self._retry_hint(lane))
+        return await asyncio.shield(pending.future)
+
+    def _retry_hint(self, lane: Lane) -> int:
+        return max(1, round(getattr(self.config, lane).queue_timeout_ms / 1000))
+
+    def _count(self, lane: Lane, delta: int) -> None:
+        self._queued[lane] += delta
+        self._metrics.queue_items.labels(self.name, lane).set(self._queued[lane])
+
+    def _withdraw(self, pending: _Pending) -> bool:
+        """Remove a request not yet taken into a call; ``False`` if it was already taken."""
+        if pending.taken:
+            return False
+        try:
+            self._lanes[pending.lane].remove(pending)
+        except ValueError:
+            return False
+        self._count(pending.lane, -len(pending.items))
+        return True
+
+    # --- forming batches ------------------------------------------------------------------------------------------
+
+    def _take(self, pending: _Pending) -> None:
+        self._lanes[pending.lane].remove(pending)
+        self._count(pending.lane, -len(pending.items))
+        pending.taken = True
+
+    def _head(self) -> _Pending | None:
+        for lane in LANES:
+            if self._lanes[lane]:
+                head = self._lanes[lane][0]
+                self._take(head)
+                return head
+        return None
+
+    def _collect(self, batch: list[_Pending], size: int) -> int:
+        group = batch[0].group
+        for lane in LANES:
+            for pending in list(self._lanes[lane]):
+                if size >= self.config.max_batch_size:
+                    return size
+                if pending.group == group and size + len(pending.items) <= self.config.max_batch_size:
+                    self._take(pending)
+                    batch.append(pending)
+                    size += len(pending.items)
+        return size
+
+    async def _worker(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            self._wakeup.clear()
+            head = self._head()
+            if head is None:
+                await self._wakeup.wait()
+                continue
+            batch, size = [head], len(head.items)
+            deadline = loop.time() + self.config.max_queue_delay_ms / 1000
+            while True:
+                self._wakeup.clear()
+                size = self._collect(batch, size)
+                remaining = deadline - loop.time()
+                if size >= self.config.max_batch_size or remaining <= 0:
+                    break
+                try:
+                    await asyncio.wait_for(self._wakeup.wait(), remaining)
+                except TimeoutError:
+                    size = self._collect(batch, size)
+                    break
+            now = time.perf_counter()
+            for pending in batch:
+                self._metrics.queue_seconds.labels(self.name, pending.lane).observe(now - pending.arrived)
+            task = asyncio.create_task(self._run(batch))
+            self._running.add(task)
+            task.add_done_callback(self._running.discard)
+            await asyncio.shield(task)
+
+    # --- running ----------------------------------------------------------------------------------------------------
+
+    async def _run(self, batch: list[_Pending]) -> None:
+        started = time.perf_counter()
+        items = [item for pending in batch for item in pending.items]
+        head = batch[0].context
+        context = head if len(batch) == 1 else replace(head, request_id=uuid.uuid4().hex)
+        version = self.taskflow.meta.model_version or ""
+        try:
+            outputs = await asyncio.get_running_loop().run_in_executor(self._executor, self._call, items, context)
+        except Exception as exc:
+            if len(batch) > 1:  # isolate the request that failed; the others run again alone
+                for pending in batch:
+                    await self._run([pending])
+                return
+            self._finish_failed(batch[0], exc, version)
+            return
+        elapsed = time.perf_counter() - started
+        version = (outputs[0].meta.model_version if outputs and outputs[0].meta else version) or ""
+        self._metrics.compute_seconds.labels(self.name, version).observe(elapsed)
+        self._metrics.batch_size.labels(self.name).observe(len(items))
+        offset = 0
+        for pending in batch:
+            n = len(pending.items)
+            answer = Answer(outputs[offset:offset + n], context.request_id, len(items))
+            offset += n
+            self._metrics.requests.labels(self.name, version, "success").inc()
+            self._metrics.items.labels(self.name, version, "success").inc(n)
+            if not pending.future.done():
+                pending.future.set_result(answer)
+
+    def _call(self, items: list[Any], context: CallContext) -> list[Any]:
+        return self.taskflow.run(items, context=context)
+
+    def _finish_failed(self, pending: _Pending, exc: Exception, version: str) -> None:
+        self._metrics.requests.labels(self.name, version, "failure").inc()
+        self._metrics.items.labels(self.name, version, "failure").inc(len(pending.items))
+        if not pending.future.done():
+            pending.future.set_exception(exc)

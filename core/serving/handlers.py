@@ -1,0 +1,118 @@
+"""Error responses and the ASGI middleware (body size limit, request id, HTTP metrics).
+
+Every error body is :class:`~sectorflow.serving.schemas.ErrorBody`. Bad input never becomes a 500: request
+validation gives 422 with field and reason, a :class:`~sectorflow.errors.SectorflowError` gives its
+``http_status``, overload gives 503 and rate limits 429, both with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import SectorflowError
+from .access import AccessDenied
+from .batching import Overloaded
+
+
+class RateLimited(Exception):
+    """A key or tenant over its rate limit (429), or a request larger than a whole window (413)."""
+
+    def __init__(self, message: str, retry_after_s: int, too_large: bool = False) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+        self.too_large = too_large
+
+
+def error_response(status: int, error: str, message: str, details: Any = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": error, "message": message, "details": details}, status_code=status,
+                        headers=headers)
+
+
+def _field(loc: Any) -> str:
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    return ".".join(parts)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map every expected exception to a 4xx/503 JSON response."""
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [{"field": _field(e.get("loc", ())), "reason": e.get("msg", "invalid"), "row": None}
+                    for e in exc.errors()]
+        shown = "; ".join(f"{p['field'] or '(body)'}: {p['reason']}" for p in problems[:5])
+        return error_response(422, "InvalidInputError", f"Invalid request: {shown}.", problems)
+
+    @app.exception_handler(SectorflowError)
+    async def _sectorflow(request: Request, exc: SectorflowError) -> JSONResponse:
+        details = exc.details
+        try:
+            json.dumps(details)
+        except (TypeError, ValueError):
+            details = repr(details)
+        return error_response(exc.http_status, type(exc).__name__, str(exc), details)
+
+    @app.exception_handler(AccessDenied)
+    async def _denied(request: Request, exc: AccessDenied) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return error_response(exc.status, "Unauthorized" if exc.status == 401 else "Forbidden", str(exc),
+                              headers=headers)
+
+    @app.exception_handler(RateLimited)
+    async def _limited(request: Request, exc: RateLimited) -> JSONResponse:
+        if exc.too_large:
+            return error_response(413, "RequestTooLarge", str(exc))
+        return error_response(429, "RateLimited", str(exc), headers={"Retry-After": str(exc.retry_after_s)})
+
+    @app.exception_handler(Overloaded)
+    async def _overloaded(request: Request, exc: Overloaded) -> JSONResponse:
+        return error_response(503, "Overloaded", str(exc), {"reason": exc.reason},
+                              headers={"Retry-After": str(exc.retry_after_s)})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return error_response(exc.status_code, "HTTPError", str(exc.detail), headers=exc.headers)
+
+
+class ServingMiddleware:
+    """Pure ASGI middleware: echoes the request id as ``X-Request-ID`` and counts responses in
+    ``sectorflow_http_requests_total`` by route template (``unmatched`` for unknown paths). The body size limit is
+    FastAPI's own ``max_body_size`` (413)."""
+
+    def __init__(self, app: ASGIApp, metrics: Any) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = {"code": 500}
+
+        async def tracking_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+                rid = (scope.get("state") or {}).get("request_id")
+                if rid:
+                    message["headers"] = list(message.get("headers", [])) + [(b"x-request-id", rid.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        finally:
+            route = scope.get("route")
+            self.metrics.http.labels(scope.get("method", ""), getattr(route, "path", "unmatched"),
+                                     str(status["code"])).inc()
+
+
+__all__ = ["RateLimited", "ServingMiddleware", "error_response", "install_error_handlers"]

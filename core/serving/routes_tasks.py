@@ -1,0 +1,109 @@
+"""``POST /v1/tasks/{task}`` (one typed route per task), ``GET /v1/tasks`` and the unknown-task fallback.
+
+This module does not use ``from __future__ import annotations``: FastAPI reads the per-task request and response
+models from the annotations of endpoint functions made in a closure.
+"""
+
+import difflib
+from typing import Any, Literal, Optional
+
+from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Response
+
+from ..errors import UnknownTaskError
+from ..spec import CallContext, TaskSpec
+from .access import AccessDenied, client_address, request_id, require
+from .auth import ApiKey
+from .handlers import RateLimited
+from .schemas import ErrorBody, ModelInfo, TaskListing, request_model, response_model
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorBody, "description": text} for code, text in {
+        401: "No API key, or an unknown one.",
+        403: "The key lacks the scope task:NAME (or asks for a lane it may not use).",
+        413: "Body larger than the server's limit, or more items than the key's whole rate window.",
+        422: "Invalid input: `details` lists each field and reason.",
+        429: "The key or its tenant is over its rate limit; see Retry-After.",
+        503: "The model is not loaded yet, or the task's queue is full or too slow; see Retry-After.",
+    }.items()}
+
+
+def _task_route(spec: TaskSpec, max_items: int) -> Any:
+    Req = request_model(spec, max_items)
+    Resp = response_model(spec)
+    examples = ({"example": {"summary": f"{len(spec.examples)} example item(s) of {spec.name}",
+                             "value": {"inputs": list(spec.examples)}}} if spec.examples else None)
+    name = spec.name
+
+    async def run_task(request: Request, response: Response,
+                       body: Req = Body(..., openapi_examples=examples),  # type: ignore[valid-type]
+                       lane: Optional[Literal["interactive", "batch"]] = Query(
+                           None, description="Priority lane; default: the key's lane. interactive runs first."),
+                       key: ApiKey = Depends(require(f"task:{name}"))) -> Resp:  # type: ignore[valid-type]
+        state = request.app.state.sectorflow
+        chosen = lane or key.lane
+        if key.lane == "batch" and chosen == "interactive":
+            raise AccessDenied(403, f"API key {key.id!r} may use the batch lane only.")
+        batcher = state.batchers.get(name)
+        if batcher is None:
+            from .batching import Overloaded
+
+            why = state.failed.get(name)
+            raise Overloaded("not_ready", f"Task {name!r} " + (f"failed to load: {why}" if why else
+                                                               "is still loading its model."), 5 if not why else 60)
+        items = body.inputs  # type: ignore[attr-defined]
+        verdict = state.limits.hit(key.id, key.rate_limit, key.tenant, len(items))
+        if not verdict.allowed:
+            state.metrics.rejections.labels(name, "rate_limited").inc()
+            if verdict.too_large:
+                raise RateLimited(f"{len(items)} items exceed the whole rate window {verdict.limit!r} of key "
+                                  f"{key.id!r}; send fewer items per request.", 0, too_large=True)
+            raise RateLimited(f"API key {key.id!r} is over its limit {verdict.limit!r}; retry after "
+                              f"{verdict.retry_after_s} s.", verdict.retry_after_s)
+        context = CallContext(actor=key.id, tenant=key.tenant, source=client_address(request),
+                              request_id=request_id(request), channel="http")
+        answer = await batcher.submit(items, context, chosen)
+        response.headers["X-Sectorflow-Call-ID"] = answer.call_id
+        response.headers["X-Sectorflow-Batch-Items"] = str(answer.batch_items)
+        return Resp(outputs=answer.outputs, call_id=answer.call_id)
+
+    run_task.__name__ = f"run_{name}"
+    return run_task, Resp
+
+
+def task_router(app: FastAPI, specs: dict[str, TaskSpec], max_items: int) -> APIRouter:
+    """The router with one typed ``POST /v1/tasks/NAME`` per task (and hidden ones per alias)."""
+    router = APIRouter(prefix="/v1/tasks")
+    for name, spec in specs.items():
+        endpoint, resp = _task_route(spec, max_items)
+        summary = spec.description or f"Run {name}"
+        router.add_api_route(f"/{name}", endpoint, methods=["POST"], response_model=resp, responses=ERRORS,
+                             summary=summary, tags=["tasks"], operation_id=f"run_{name}",
+                             description=f"Task `{name}` of plugin `{spec.plugin}` {spec.version}. Needs scope "
+                                         f"`task:{name}`. Outputs follow the order of `inputs`.")
+        for alias in spec.aliases:
+            router.add_api_route(f"/{alias}", endpoint, methods=["POST"], response_model=resp, responses=ERRORS,
+                                 include_in_schema=False)
+
+    @router.get("", response_model=list[TaskListing], tags=["tasks"], operation_id="list_tasks",
+                responses={401: ERRORS[401]}, summary="Served tasks with their model versions and hashes")
+    async def list_tasks(request: Request, key: ApiKey = Depends(require(""))) -> list[TaskListing]:
+        state = request.app.state.sectorflow
+        rows = []
+        for name, spec in specs.items():
+            tf = state.taskflows.get(name)
+            config = state.config.task(name)
+            rows.append(TaskListing(
+                task=name, plugin=spec.plugin, version=spec.version, description=spec.description,
+                languages=list(spec.languages), status=state.status(name), error=state.failed.get(name),
+                model=ModelInfo(name=tf.meta.model_name, version=tf.meta.model_version,
+                                bundle_sha256=tf.meta.bundle_sha256) if tf else None,
+                max_batch_size=config.max_batch_size, max_queue_delay_ms=config.max_queue_delay_ms,
+                allowed=key.allows(f"task:{name}")))
+        return rows
+
+    @router.post("/{task}", include_in_schema=False)
+    async def unknown_task(task: str, key: ApiKey = Depends(require(""))) -> None:
+        close = difflib.get_close_matches(task, list(specs), n=1, cutoff=0.5)
+        raise UnknownTaskError(task, list(specs), close[0] if close else None)
+
+    return router

@@ -1,0 +1,82 @@
+"""What one running server holds: configuration, keys, limits, metrics, the thread pools and one
+:class:`~sectorflow.Taskflow` plus :class:`~sectorflow.serving.batching.TaskBatcher` per served task."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from ..errors import SectorflowError
+from ..spec import TaskSpec
+from ..taskflow import Taskflow
+from .auth import KeyStore
+from .batching import TaskBatcher
+from .config import ServeConfig
+from .metrics import ServerMetrics
+from .ratelimit import RateLimits
+
+log = logging.getLogger("sectorflow.serving")
+
+
+@dataclass
+class ServerState:
+    """Shared by every route through ``app.state.sectorflow``."""
+
+    config: ServeConfig
+    specs: dict[str, TaskSpec]
+    keys: KeyStore
+    limits: RateLimits
+    metrics: ServerMetrics
+    executor: ThreadPoolExecutor
+    reload_executor: ThreadPoolExecutor
+    taskflows: dict[str, Taskflow] = field(default_factory=dict)
+    batchers: dict[str, TaskBatcher] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    loaded_at: float | None = None
+
+    def status(self, task: str) -> str:
+        """``ready``, ``failed`` or ``loading``."""
+        if task in self.batchers:
+            return "ready"
+        return "failed" if task in self.failed else "loading"
+
+    @property
+    def ready(self) -> bool:
+        """Every served task's model is loaded."""
+        return all(name in self.batchers for name in self.specs)
+
+    async def load_all(self) -> None:
+        """Construct each task's Taskflow in the reload pool (off the event loop), then start its batcher.
+
+        A task whose model fails to load is recorded in :attr:`failed` (``/readyz`` reports it) and its route
+        answers 503; the other tasks still serve.
+        """
+        loop = asyncio.get_running_loop()
+        for name in self.specs:
+            task_config = self.config.task(name)
+            start = time.perf_counter()
+            try:
+                taskflow = await loop.run_in_executor(self.reload_executor, lambda c=task_config, n=name: Taskflow(
+                    n, device=c.device, precision=c.precision, batch_size=c.batch_size, num_threads=c.num_threads,
+                    task_path=c.task_path, **c.options))
+            except SectorflowError as exc:
+                self.failed[name] = f"{type(exc).__name__}: {exc}"
+                log.error("task %s failed to load: %s", name, exc)
+                continue
+            self.taskflows[name] = taskflow
+            self.metrics.set_model(name, taskflow.meta)
+            batcher = TaskBatcher(taskflow, task_config, self.executor, self.metrics)
+            batcher.start()
+            self.batchers[name] = batcher
+            log.info("task %s ready (%s@%s) in %.1f s", name, taskflow.meta.model_name, taskflow.meta.model_version,
+                     time.perf_counter() - start)
+        self.loaded_at = time.time()
+
+    async def shutdown(self) -> None:
+        """Stop every batcher (running calls finish), then the thread pools."""
+        await asyncio.gather(*(b.stop() for b in self.batchers.values()), return_exceptions=True)
+        self.executor.shutdown(wait=True, cancel_futures=True)
+        self.reload_executor.shutdown(wait=False, cancel_futures=True)
