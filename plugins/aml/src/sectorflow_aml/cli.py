@@ -1,0 +1,114 @@
+"""``sectorflow aml ...`` commands: list the alerts of a results file and draw one of them.
+
+The flow (alerts live in the results that ``sectorflow run`` writes, amounts in the input file)::
+
+    sectorflow run aml samples/aml/transactions.csv.gz --format amlsim --output results.jsonl
+    sectorflow aml alerts --results results.jsonl
+    sectorflow aml explain ALERT_ID --results results.jsonl --input samples/aml/transactions.csv.gz \\
+        --format amlsim --png alert.png
+
+``cli.register(app)`` adds the ``aml`` sub-app to the ``sectorflow`` typer app (called from the plugin's
+``sectorflow_register_commands`` hook).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from pydantic import ValidationError
+
+from sectorflow import ConfigError, InvalidInputError
+
+from .explain import draw_alert
+from .loaders import READERS, guess_format, open_text
+from .schema import Alert, Transaction
+
+aml_app = typer.Typer(help="Anti-money-laundering tools: list alerts, draw an alert's fund flow.",
+                      no_args_is_help=True)
+
+
+def iter_alerts(results: str | Path) -> Iterator[Alert]:
+    """Every alert in a ``sectorflow run aml`` results file (JSON lines of ``TransactionAssessment``).
+
+    Raises:
+        ConfigError: the file is missing. InvalidInputError: a line that is not a result object (names the line).
+    """
+    with open_text(results) as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                alerts = [Alert.model_validate(a) for a in record.get("alerts", [])]
+            except (json.JSONDecodeError, AttributeError, ValidationError) as exc:
+                raise InvalidInputError(f"{results}, line {line_no}: not a sectorflow aml result ({exc}).",
+                                        details=[{"row": line_no, "field": "alerts", "reason": str(exc)}]) from exc
+            yield from alerts
+
+
+def find_alert(results: str | Path, alert_id: str) -> Alert:
+    """The alert ``alert_id`` in ``results``. Raises ConfigError naming a few known ids when it is not there."""
+    known: list[str] = []
+    for alert in iter_alerts(results):
+        if alert.alert_id == alert_id:
+            return alert
+        known.append(alert.alert_id)
+    sample = ", ".join(known[:5]) or "none"
+    raise ConfigError(f"No alert {alert_id!r} in {results} ({len(known)} alerts; e.g. {sample}). "
+                      f"List them with `sectorflow aml alerts --results {results}`.")
+
+
+def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str]) -> list[Transaction]:
+    """The transactions of ``source`` whose ids are in ``ids`` (other rows are not validated)."""
+    fmt = fmt or guess_format(source)
+    if fmt not in READERS:
+        raise ConfigError(f"Unknown format {fmt!r}; use one of {', '.join(sorted(READERS))}.")
+    found = []
+    for _, record in READERS[fmt](source):
+        if record.get("transaction_id") in ids:
+            found.append(Transaction.model_validate(record))
+    return found
+
+
+def explain_alert(alert_id: str, results: str | Path, source: str | Path, png: str | Path,
+                  fmt: str | None = None) -> Path:
+    """Python equivalent of ``sectorflow aml explain``: find the alert, read its transactions, draw the PNG."""
+    alert = find_alert(results, alert_id)
+    transactions = load_alert_transactions(source, fmt, set(alert.transaction_ids))
+    return draw_alert(alert, transactions, png)
+
+
+@aml_app.command("alerts")
+def alerts_command(results: Path = typer.Option(..., "--results", "-r", help="JSON lines from `sectorflow run aml`."),
+                   as_json: bool = typer.Option(False, "--json", help="One JSON alert per line.")) -> None:
+    """List the alerts in a results file (id, typology, score, accounts, number of transactions)."""
+    for alert in iter_alerts(results):
+        if as_json:
+            typer.echo(alert.model_dump_json())
+        else:
+            accounts = ",".join(alert.accounts[:6]) + ("..." if len(alert.accounts) > 6 else "")
+            typer.echo(f"{alert.alert_id}\t{alert.typology}\t{alert.score:.2f}\t{len(alert.transaction_ids)} tx"
+                       f"\t{accounts}")
+
+
+@aml_app.command("explain")
+def explain_command(
+    alert_id: str = typer.Argument(..., help="Alert id, as listed by `sectorflow aml alerts`."),
+    results: Path = typer.Option(..., "--results", "-r", help="JSON lines from `sectorflow run aml`."),
+    source: str = typer.Option(..., "--input", "-i", help="The transaction file the results came from."),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format: amlsim, amlworld, csv, jsonl, "
+                                                                   "parquet (default: guessed)."),
+    png: Path = typer.Option(..., "--png", help="PNG file to write."),
+) -> None:
+    """Draw ALERT_ID's fund flow (accounts as nodes, transfers as arrows with amount and time) as a PNG."""
+    path = explain_alert(alert_id, results, source, png, fmt)
+    typer.echo(str(path))
+
+
+def register(app: Any) -> None:
+    """Add the ``aml`` command group to the ``sectorflow`` typer app."""
+    app.add_typer(aml_app, name="aml")

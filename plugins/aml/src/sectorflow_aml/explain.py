@@ -1,0 +1,153 @@
+"""Draw an alert's fund flow: accounts as nodes, transfers as arrows labelled with amount and time.
+
+:func:`draw_alert` is the Python entry point; ``sectorflow aml explain`` (:mod:`sectorflow_aml.cli`) finds the alert
+in a results file and the transactions in the input file, then calls it. Parallel transfers between the same two
+accounts share one arrow whose label lists them (earliest first, at most ``max_lines`` lines). The alert's own
+accounts are drawn in red, counterparties in grey. Layout: a ring for cycles, the hub in the middle for fan-in and
+fan-out, a seeded spring layout otherwise (the same picture every time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import time
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from sectorflow import ConfigError, InvalidInputError
+
+from .schema import Alert, Transaction
+
+ALERT_COLOUR = "#d62728"
+OTHER_COLOUR = "#bbbbbb"
+
+
+def _layout(graph: Any, typology: str) -> dict[str, Any]:
+    import networkx as nx
+
+    nodes = list(graph.nodes)
+    if len(nodes) <= 2:
+        return nx.circular_layout(graph)
+    if typology == "cycle":
+        try:
+            ring = nx.find_cycle(graph)
+            order = [u for u, _ in ring]
+            rest = [n for n in nodes if n not in order]
+            return nx.shell_layout(graph, [order, rest] if rest else [order])
+        except nx.NetworkXNoCycle:
+            pass
+    degrees = dict(graph.degree())
+    hub = max(nodes, key=lambda n: (degrees[n], str(n)))
+    if degrees[hub] >= max(3, len(nodes) - 1) or typology in ("fan_in", "fan_out"):
+        return nx.shell_layout(graph, [[hub], [n for n in nodes if n != hub]])
+    return nx.spring_layout(graph, seed=0, k=1.5 / max(len(nodes), 1) ** 0.5)
+
+
+def _amount(txn: Transaction) -> str:
+    return f"{txn.amount:,.2f} {txn.currency}"
+
+
+def flow_graph(alert: Alert, transactions: Iterable[Transaction], *, max_lines: int = 3,
+               ) -> tuple[Any, list[Transaction]]:
+    """The fund-flow graph of ``alert``: a ``networkx.DiGraph`` with one edge per (sender, receiver) pair.
+
+    Edge attributes: ``transactions`` (the transfers, earliest first), ``label`` (amount, currency and time per
+    transfer, at most ``max_lines`` then "+N more"). Also returns the alert's transactions found, in time order.
+
+    Raises:
+        InvalidInputError: none of the alert's transactions is among ``transactions``.
+    """
+    import networkx as nx
+
+    wanted = set(alert.transaction_ids)
+    chosen = sorted((t for t in transactions if t.transaction_id in wanted),
+                    key=lambda t: (t.timestamp, t.transaction_id))
+    if not chosen:
+        raise InvalidInputError(f"None of the {len(wanted)} transactions of alert {alert.alert_id} was supplied; "
+                                f"pass the input file the results were computed from.",
+                                details=[{"row": None, "field": "transaction_ids", "reason": "not found"}])
+    clock = "%Y-%m-%d" if all(t.timestamp.time() == time(0) for t in chosen) else "%Y-%m-%d %H:%M"
+    graph = nx.DiGraph(clock=clock)
+    graph.add_nodes_from(alert.accounts)
+    for t in chosen:
+        if not graph.has_edge(t.sender_account, t.receiver_account):
+            graph.add_edge(t.sender_account, t.receiver_account, transactions=[])
+        graph.edges[t.sender_account, t.receiver_account]["transactions"].append(t)
+    for _, _, data in graph.edges(data=True):
+        items = data["transactions"]
+        lines = [f"{_amount(t)} · {t.timestamp:{clock}}" for t in items[:max_lines]]
+        if len(items) > max_lines:
+            lines.append(f"+{len(items) - max_lines} more")
+        data["label"] = "\n".join(lines)
+    return graph, chosen
+
+
+def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Path, *, max_lines: int = 3,
+               dpi: int = 150) -> Path:
+    """Write a PNG of ``alert``'s fund flow to ``path`` and return the path.
+
+    Args:
+        alert: the alert (its ``transaction_ids`` choose the transactions and ``accounts`` are highlighted).
+        transactions: any transactions; those named by the alert are drawn (times in UTC).
+        path: the PNG file to write (parent folders are created).
+        max_lines: transfers listed per arrow before "+N more".
+        dpi: resolution.
+
+    Raises:
+        InvalidInputError: none of the alert's transactions is among ``transactions``.
+        ConfigError: ``path`` does not end in ``.png``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    path = Path(path)
+    if path.suffix.lower() != ".png":
+        raise ConfigError(f"The picture is written as PNG; give a path ending in .png, not {path.name!r}.")
+    graph, chosen = flow_graph(alert, transactions, max_lines=max_lines)
+    wanted = set(alert.transaction_ids)
+    clock = graph.graph["clock"]
+    labels = {(u, v): data["label"] for u, v, data in graph.edges(data=True)}
+
+    n = graph.number_of_nodes()
+    size = min(6 + 0.6 * n, 18)
+    fig, ax = plt.subplots(figsize=(size, size * 0.8))
+    pos = _layout(graph, alert.typology)
+    highlighted = set(alert.accounts)
+    colours = [ALERT_COLOUR if node in highlighted else OTHER_COLOUR for node in graph.nodes]
+    nx.draw_networkx_nodes(graph, pos, ax=ax, node_color=colours, node_size=1400, edgecolors="black")
+    nx.draw_networkx_labels(graph, pos, ax=ax, font_size=9, font_weight="bold")
+    both_ways = {(u, v) for u, v in graph.edges if graph.has_edge(v, u)}
+    style = {True: "arc3,rad=0.15", False: "arc3,rad=0.0"}
+    for curved in (False, True):
+        edges = [e for e in graph.edges if (e in both_ways) == curved]
+        if not edges:
+            continue
+        nx.draw_networkx_edges(graph, pos, edgelist=edges, ax=ax, arrows=True, arrowstyle="-|>", arrowsize=22,
+                               width=1.6, node_size=1400, connectionstyle=style[curved])
+        nx.draw_networkx_edge_labels(graph, pos, edge_labels={e: labels[e] for e in edges}, ax=ax, font_size=7,
+                                     label_pos=0.5, connectionstyle=style[curved], rotate=False,
+                                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "#888888",
+                                           "alpha": 0.9})
+    first, last = chosen[0].timestamp, chosen[-1].timestamp
+    total: dict[str, Decimal] = {}
+    for t in chosen:
+        total[t.currency] = total.get(t.currency, Decimal(0)) + t.amount
+    sums = ", ".join(f"{v:,.2f} {k}" for k, v in sorted(total.items()))
+    reasons = "; ".join(r.en for r in alert.reasons[:2])
+    ax.set_title(f"{alert.typology} alert {alert.alert_id}  (score {alert.score:.2f}, by {alert.fired_by})\n"
+                 f"{len(chosen)} transfers, {sums}, {first:{clock}} to {last:{clock}} (UTC)"
+                 + (f"\n{reasons}" if reasons else ""), fontsize=10)
+    missing = len(wanted) - len(chosen)
+    if missing:
+        fig.text(0.01, 0.01, f"{missing} transaction(s) of the alert were not in the input supplied.", fontsize=8)
+    ax.set_axis_off()
+    ax.margins(0.12)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path

@@ -1,0 +1,87 @@
+"""The fund-flow picture of an alert: graph content, the PNG itself, and ``sectorflow aml explain``."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+import typer
+from matplotlib.image import imread
+from typer.testing import CliRunner
+
+from sectorflow import ConfigError, InvalidInputError
+from sectorflow_aml.cli import explain_alert, register
+from sectorflow_aml.explain import draw_alert, flow_graph
+from sectorflow_aml.loaders import load_transactions
+from sectorflow_aml.schema import Alert, Reason, Transaction, TransactionAssessment
+
+REPO = Path(__file__).resolve().parents[3]
+SAMPLE = REPO / "samples" / "aml" / "transactions.csv.gz"
+
+
+def _cycle_alert() -> tuple[Alert, list[Transaction]]:
+    txns, _ = load_transactions(SAMPLE, format="amlsim")
+    with open(REPO / "samples" / "aml" / "patterns.csv", newline="") as handle:
+        accounts = next(r["accounts"].split(";") for r in csv.DictReader(handle) if r["pattern"] == "cycle")
+    members = set(accounts)
+    inside = [t for t in txns if t.sender_account in members and t.receiver_account in members]
+    alert = Alert(alert_id="cycle-sample", typology="cycle", accounts=accounts,
+                  transaction_ids=[t.transaction_id for t in inside], score=0.8, fired_by="test",
+                  time=inside[-1].timestamp,
+                  reasons=[Reason(code="typology.cycle", en="funds return to their origin", zh="资金闭环",
+                                  source="test")])
+    return alert, txns
+
+
+def test_flow_graph_has_every_transfer_of_the_alert() -> None:
+    alert, txns = _cycle_alert()
+    graph, chosen = flow_graph(alert, txns, max_lines=2)
+    assert len(chosen) == len(alert.transaction_ids)
+    assert set(graph.nodes) == set(alert.accounts)
+    assert sum(len(d["transactions"]) for _, _, d in graph.edges(data=True)) == len(chosen)
+    pairs = {(t.sender_account, t.receiver_account) for t in chosen}
+    assert set(graph.edges) == pairs
+    u, v, data = next(iter(graph.edges(data=True)))
+    first = data["transactions"][0]
+    assert data["label"].splitlines()[0] == f"{first.amount:,.2f} CNY · {first.timestamp:%Y-%m-%d}"
+
+
+def test_draw_alert_writes_a_readable_png(tmp_path: Path) -> None:
+    alert, txns = _cycle_alert()
+    path = draw_alert(alert, txns, tmp_path / "out" / "cycle.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    image = imread(path)[..., :3]
+    assert image.shape[0] >= 800 and image.shape[1] >= 1000
+    red = np.all(np.abs(image - np.array([0xD6, 0x27, 0x28]) / 255) < 0.02, axis=-1)
+    assert red.sum() > 5 * 2000  # five account discs drawn in the alert colour
+
+
+def test_errors_name_what_to_fix(tmp_path: Path) -> None:
+    alert, txns = _cycle_alert()
+    with pytest.raises(InvalidInputError, match="None of the"):
+        draw_alert(alert, txns[:1], tmp_path / "x.png")
+    with pytest.raises(ConfigError, match=r"\.png"):
+        draw_alert(alert, txns, tmp_path / "x.svg")
+
+
+def test_cli_explain_from_a_results_file(tmp_path: Path) -> None:
+    alert, _ = _cycle_alert()
+    results = tmp_path / "results.jsonl"
+    other = TransactionAssessment(transaction_id="amlsim-1", risk_score=0.1, alert=False)
+    hit = TransactionAssessment(transaction_id=alert.transaction_ids[-1], risk_score=0.8, alert=True,
+                                typologies=["cycle"], alerts=[alert])
+    results.write_text(other.model_dump_json() + "\n" + hit.model_dump_json() + "\n")
+    app = typer.Typer()
+    register(app)
+    runner = CliRunner()
+    listed = runner.invoke(app, ["aml", "alerts", "--results", str(results)])
+    assert listed.exit_code == 0 and listed.output.startswith("cycle-sample\tcycle\t0.80")
+    png = tmp_path / "alert.png"
+    done = runner.invoke(app, ["aml", "explain", "cycle-sample", "--results", str(results), "--input", str(SAMPLE),
+                               "--format", "amlsim", "--png", str(png)])
+    assert done.exit_code == 0, done.output
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ConfigError, match="No alert 'nope'.*cycle-sample"):
+        explain_alert("nope", results, SAMPLE, tmp_path / "n.png", "amlsim")
