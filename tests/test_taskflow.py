@@ -1,0 +1,328 @@
+"""The Taskflow runtime on the echo test plugin's real Paddle predictor: calls, streaming, schema, result metadata,
+thread safety, task events and hot reload."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core_support import ECHO_BUNDLE, EventRecorder, echo_plugin, load_make_bundle
+from sectorflow import (
+    BundleIntegrityError,
+    CallContext,
+    ConfigError,
+    InvalidInputError,
+    ResultMeta,
+    Taskflow,
+    hookimpl,
+    load_pdparams,
+)
+
+WORDS = ["alpha", "Beta", "42", "gamma delta", "x", "Ship 7 crates", "   spaced   ", "UPPER lower 123"]
+
+
+def texts(n: int, seed: int = 0) -> list[dict]:
+    rng = random.Random(seed)
+    return [{"text": " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))} for _ in range(n)]
+
+
+def dumps(results) -> list[dict]:
+    return [r.model_dump(mode="json") for r in results]
+
+
+# --- calling -------------------------------------------------------------------------------------------------------
+
+def test_one_item_gives_one_result_and_a_list_gives_a_list(echo_registry):
+    tf = Taskflow("echo")
+    one = tf({"text": "hello world"})
+    assert type(one).__name__ == "EchoResult"
+    assert one.text == "hello world" and len(one.scores) == 3 and abs(sum(one.scores) - 1) < 1e-6
+    as_model = tf(echo_plugin().EchoInput(text="hello world"))
+    listed = tf([{"text": "hello world"}, {"text": "bye"}])
+    assert isinstance(listed, list) and len(listed) == 2
+    assert as_model == one == listed[0]
+    assert tf(({"text": "bye"},)) == [listed[1]]
+    assert tf([]) == []
+
+
+def test_invalid_items_are_one_typed_error_listing_every_bad_row(echo_registry):
+    with pytest.raises(InvalidInputError) as info:
+        Taskflow("echo")([{"text": "ok"}, {"text": ""}, {"txt": "typo"}])
+    assert info.value.http_status == 422
+    assert [(d["row"], d["field"]) for d in info.value.details] == [(2, "text"), (3, "text")]
+    assert "row 2: text: String should have at least 1 character" in str(info.value)
+
+
+def test_options_reach_the_pipeline_and_unknown_options_are_refused(echo_registry):
+    assert Taskflow("echo", uppercase=True)({"text": "Hi there"}).text == "HI THERE"
+    with pytest.raises(ConfigError, match=r"has no option\(s\) \['shout'\]; its options are: uppercase"):
+        Taskflow("echo", shout=True)
+    for bad in (0, 65537, "8"):
+        with pytest.raises(ConfigError, match="give an integer from 1 to 65536"):
+            Taskflow("echo", batch_size=bad)
+
+
+def test_batching_lives_in_forward_and_does_not_change_results(echo_registry):
+    items = texts(7)
+    reference = Taskflow("echo", batch_size=64)(items)
+    tf = Taskflow("echo", batch_size=3)
+    sizes: list[int] = []
+    forward = tf.pipeline.forward
+    tf.pipeline.forward = lambda batch: sizes.append(len(batch)) or forward(batch)
+    assert dumps(tf(items)) == dumps(reference)
+    assert sizes == [3, 3, 1]
+
+
+def test_stream_keeps_order_and_holds_at_most_one_chunk(echo_registry):
+    tf = Taskflow("echo", batch_size=4)
+    items = texts(23, seed=1)
+    pulled = 0
+
+    def source():
+        nonlocal pulled
+        for item in items:
+            pulled += 1
+            yield item
+
+    delivered = 0
+    out = []
+    for result in tf.stream(source(), chunk_size=5):
+        delivered += 1
+        assert pulled - delivered < 5  # never more than one chunk read ahead of what was delivered
+        out.append(result)
+    assert dumps(out) == dumps(tf(items))
+    assert list(tf.stream(iter([]))) == []
+
+
+def test_stream_numbers_bad_rows_across_chunks(echo_registry):
+    items = texts(15)
+    items[11] = {"text": ""}
+    results = Taskflow("echo").stream(items, chunk_size=5)
+    assert len([next(results) for _ in range(10)]) == 10
+    with pytest.raises(InvalidInputError) as info:
+        next(results)
+    assert [d["row"] for d in info.value.details] == [12]
+
+
+def test_schema_is_json_schema_of_input_and_output(echo_registry):
+    schema = Taskflow("echo").schema()
+    assert schema["task"] == "echo"
+    assert schema["input"]["required"] == ["text"]
+    assert schema["input"]["properties"]["text"]["minLength"] == 1
+    assert schema["output"]["required"] == ["text", "label", "scores"]
+    assert set(schema["output"]["properties"]) == {"meta", "text", "label", "scores"}
+    assert schema["output"]["$defs"]["ResultMeta"]["required"] == ["task", "plugin"]
+    json.dumps(schema)  # JSON-ready
+
+
+def test_every_result_names_the_bundle_that_answered(echo_registry):
+    tf = Taskflow("echo")
+    result = tf({"text": "who answered?"})
+    manifest = json.loads((ECHO_BUNDLE / "manifest.json").read_text())
+    assert result.meta == ResultMeta(
+        task="echo", plugin="echo", model_name=manifest["name"], model_version=manifest["version"],
+        bundle_sha256=hashlib.sha256((ECHO_BUNDLE / "manifest.json").read_bytes()).hexdigest(),
+        device="cpu", precision="fp32")
+    assert json.loads(result.model_dump_json())["meta"]["bundle_sha256"] == result.meta.bundle_sha256
+    assert "model=echo-linear@1.0.0" in repr(tf)
+
+
+# --- thread safety -------------------------------------------------------------------------------------------------
+
+def run_threads(n_threads: int, work) -> list:
+    barrier = threading.Barrier(n_threads)
+    out: list = [None] * n_threads
+    errors: list[BaseException] = []
+
+    def body(i: int) -> None:
+        try:
+            barrier.wait()
+            out[i] = work(i)
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(n_threads)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, errors
+    return out
+
+
+def test_eight_threads_on_one_stateless_taskflow_give_the_serial_results(echo_registry):
+    tf = Taskflow("echo", batch_size=2)
+    calls = [[texts(1 + (t + c) % 5, seed=100 * t + c) for c in range(12)] for t in range(8)]
+    serial = [[dumps(tf(call)) for call in thread_calls] for thread_calls in calls]
+    concurrent = run_threads(8, lambda t: [dumps(tf(call)) for call in calls[t]])
+    assert concurrent == serial
+
+
+def test_eight_threads_on_one_stateful_taskflow_equal_a_serial_run_in_the_same_order(echo_registry):
+    tf = Taskflow("echo_counter", batch_size=2)
+    calls = [[texts(3, seed=100 * t + c) for c in range(6)] for t in range(8)]
+    per_thread = run_threads(8, lambda t: [(call, dumps(tf(call))) for call in calls[t]])
+    done = sorted(((results[0]["seq"], call, results) for thread in per_thread for call, results in thread),
+                  key=lambda entry: entry[0])
+    # Each call was atomic: its items got consecutive numbers, and all 144 numbers were handed out once.
+    assert [r["seq"] for _, _, results in done for r in results] == list(range(1, 8 * 6 * 3 + 1))
+    # Replaying the calls one at a time, in the order they took, gives exactly the same results.
+    replay = Taskflow("echo_counter", batch_size=2)
+    assert [dumps(replay(call)) for _, call, _ in done] == [results for _, _, results in done]
+    replay.reset_state()
+    assert replay({"text": "again"}).seq == 1
+
+
+# --- task events ---------------------------------------------------------------------------------------------------
+
+def test_events_come_in_order_with_the_callers_context(echo_registry):
+    tf = Taskflow("echo")
+    context = CallContext(actor="alice", tenant="bank-1", source="10.0.0.7", request_id="req-1", channel="http")
+    results = tf.run([{"text": "one"}, {"text": "two"}], context=context)
+    with pytest.raises(InvalidInputError):
+        tf.run([{"text": ""}], context=context)
+    events = echo_registry.events
+    assert [e.kind for e in events] == ["model_loaded", "call_started", "call_finished", "call_failed"]
+    loaded, started, finished, failed = events
+    assert loaded.meta == tf.meta and loaded.details["batch_size"] == 32 and loaded.duration_ms >= 0
+    assert loaded.context.channel == "python" and loaded.context.actor == "local"
+    for event in (started, finished, failed):
+        assert event.context is context and event.task == "echo" and event.meta == tf.meta
+    assert started.n_items == finished.n_items == 2
+    assert [i.text for i in started.inputs] == ["one", "two"] and started.outputs is None
+    assert finished.outputs == results and finished.duration_ms >= 0
+    assert failed.n_items == 1 and failed.error.startswith("InvalidInputError: ") and failed.inputs is None
+    assert started.time <= finished.time <= failed.time
+
+
+def test_each_call_gets_its_own_request_id_by_default(echo_registry):
+    tf = Taskflow("echo")
+    tf({"text": "a"})
+    tf({"text": "b"})
+    ids = [e.context.request_id for e in echo_registry.events if e.kind == "call_started"]
+    assert len(ids) == 2 and ids[0] != ids[1] and all(len(i) == 32 for i in ids)
+
+
+class BrokenPipeline(echo_plugin().EchoPipeline):
+    def forward(self, batch):
+        raise RuntimeError("the model fell over")
+
+
+def test_a_failing_pipeline_emits_call_failed_after_call_started(registry):
+    from core_support import EventRecorder
+
+    spec = replace(_echo_spec(), pipeline=BrokenPipeline, aliases=())
+    recorder = EventRecorder()
+    registry({"broken": _plugin(spec), "recorder": recorder})
+    with pytest.raises(RuntimeError, match="the model fell over"):
+        Taskflow("echo")({"text": "boom"})
+    assert recorder.kinds() == ["model_loaded", "call_started", "call_failed"]
+    assert recorder.events[-1].error == "RuntimeError: the model fell over"
+
+
+class FailingObserver:
+    @hookimpl
+    def sectorflow_task_event(self, event):
+        if event.kind == "call_finished":
+            raise OSError("audit log is full")
+
+
+def test_an_observer_that_raises_makes_the_call_fail(registry):
+    registry({"echo": echo_plugin(), "audit": FailingObserver()})
+    tf = Taskflow("echo")
+    with pytest.raises(OSError, match="audit log is full"):
+        tf({"text": "must be recorded"})
+
+
+def _echo_spec():
+    captured = []
+    echo_plugin().sectorflow_register_tasks(register=captured.append)
+    return captured[0]
+
+
+def _plugin(spec):
+    class One:
+        @hookimpl
+        def sectorflow_register_tasks(self, register):
+            register(spec)
+
+    return One()
+
+
+# --- hot reload ----------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def second_bundle(tmp_path_factory) -> Path:
+    """A bundle with other weights (seed 1) and version 2.0.0, made by the plugin's committed script."""
+    return load_make_bundle().make_bundle(tmp_path_factory.mktemp("v2") / "bundle", task="echo", seed=1,
+                                          version="2.0.0")
+
+
+def numpy_scores(bundle: Path, text: str) -> np.ndarray:
+    weights = load_pdparams(bundle / "weights.pdparams")
+    logits = echo_plugin().features(text) @ weights["linear.weight"] + weights["linear.bias"]
+    return np.exp(logits) / np.exp(logits).sum()
+
+
+def test_reload_swaps_to_a_good_bundle(echo_registry, second_bundle):
+    tf = Taskflow("echo")
+    old = tf({"text": "reload me"})
+    context = CallContext(actor="ops")
+    new_meta = tf.reload(second_bundle, context=context)
+    new = tf({"text": "reload me"})
+    assert new.meta == new_meta == tf.meta
+    assert (new_meta.model_version, new_meta.bundle_sha256) == (
+        "2.0.0", hashlib.sha256((second_bundle / "manifest.json").read_bytes()).hexdigest())
+    np.testing.assert_allclose(old.scores, numpy_scores(ECHO_BUNDLE, "reload me"), rtol=1e-5)
+    np.testing.assert_allclose(new.scores, numpy_scores(second_bundle, "reload me"), rtol=1e-5)
+    assert not np.allclose(old.scores, new.scores)
+    kinds = [(e.kind, e.meta.model_version, e.context.actor) for e in echo_registry.events if e.kind.startswith("model")]
+    assert kinds == [("model_loaded", "1.0.0", "local"), ("model_loaded", "2.0.0", "ops"),
+                     ("model_unloaded", "1.0.0", "ops")]
+
+
+def test_reload_of_a_corrupt_bundle_raises_and_keeps_the_old_one_serving(echo_registry, second_bundle, tmp_path):
+    import shutil
+
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(second_bundle, corrupt)
+    (corrupt / "model.pdiparams").write_bytes(b"\0" * 110)
+    tf = Taskflow("echo")
+    before_meta, before = tf.meta, tf({"text": "still here"})
+    with pytest.raises(BundleIntegrityError, match="model.pdiparams"):
+        tf.reload(corrupt)
+    assert tf.meta == before_meta
+    assert tf({"text": "still here"}) == before
+    assert echo_registry.kinds()[-4:] == ["call_finished", "model_load_failed", "call_started", "call_finished"]
+
+
+def test_reload_while_eight_threads_call_never_mixes_bundles(echo_registry, second_bundle):
+    tf = Taskflow("echo")
+    expected = {m: dumps([r])[0] for m, r in (("1.0.0", tf({"text": "swap"})),)}
+    stop = threading.Event()
+
+    def caller(_: int) -> list:
+        seen = []
+        while not stop.is_set() or len(seen) < 5:
+            seen.append(dumps([tf({"text": "swap"})])[0])
+        return seen
+
+    def swapper() -> None:
+        for path in (second_bundle, ECHO_BUNDLE, second_bundle):
+            tf.reload(path)
+        stop.set()
+
+    threading.Thread(target=swapper).start()
+    seen = [r for batch in run_threads(8, caller) for r in batch]
+    tf.reload(second_bundle)
+    expected["2.0.0"] = dumps([tf({"text": "swap"})])[0]
+    assert {r["meta"]["model_version"] for r in seen} <= {"1.0.0", "2.0.0"}
+    for result in seen:  # scores always come from the bundle the metadata names
+        assert result == expected[result["meta"]["model_version"]]
