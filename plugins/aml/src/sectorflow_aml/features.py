@@ -1,0 +1,248 @@
+"""Per-transaction graph and behaviour features for the learned risk scorer.
+
+:class:`FeatureExtractor` turns each transaction, at its arrival, into a float32 vector of ``len(FEATURE_NAMES)``
+values. It reads the sliding-window graph of :mod:`sectorflow_aml.window` (which the pipeline has already updated
+with ``window.add(txn)``) and keeps a little state of its own for what the window does not hold: time-decayed
+velocity, per-account running amount statistics, the last incoming amount, and cycle membership.
+
+The training script (``plugins/aml/scripts/train_scorer.py``) replays AMLSim runs through this same class and the same
+window, so training and serving compute identical features.
+
+The vector holds raw, interpretable values (counts, sums, hours); the model's first layers clip them to
+``FEATURE_CAPS`` and apply ``log1p`` to the ``LOG_FEATURES`` before standardising, so this per-transaction Python code
+does as little arithmetic as possible. Features are computed *after* the current transaction is in the window
+(``s`` = sender, ``r`` = receiver; "deg" = distinct counterparties in the window, "cnt" = edges in the window):
+
+======================  =========================================================================================
+amount                  amount in base currency
+s_out_deg, s_in_deg     sender's distinct receivers / senders in the window
+r_in_deg, r_out_deg     receiver's distinct senders / receivers in the window (fan-in, fan-out)
+s_out_cnt, r_in_cnt     sender's outgoing / receiver's incoming edge count in the window
+pair_cnt                edges ``s -> r`` in the window, this one included (repeated transfers)
+reverse_edge            1 if ``r -> s`` is in the window (round trip)
+s_in_sum, s_out_sum     sender's windowed incoming / outgoing totals (their log difference is the pass-through
+                        ratio, 快进快出)
+r_in_sum, r_out_sum     the same for the receiver
+s_hours_since_in        hours since the sender last received money (the lookback if never)
+amount_over_last_in     amount / the sender's last incoming amount (0 if none; capped at 10 by the model)
+s_mean_log_amount       mean of log1p(amount) over the sender's earlier transactions (0 if none)
+r_mean_log_amount       the same for the receiver
+s_velocity, r_velocity  the account's transactions, exponentially decayed with a one-day time constant
+s_hours_since_prev      hours since the sender's previous transaction (the lookback if none)
+r_hours_since_prev      the same for the receiver
+cycle_closed            1 if this transfer closes a directed cycle of at most 4 edges in the window
+s_in_cycle, r_in_cycle  1 if the account lay on such a cycle within the lookback
+s_age_days, r_age_days  days since the account was first seen
+s_lifetime, r_lifetime  the account's lifetime transaction count (this one included)
+======================  =========================================================================================
+
+Source of the typology features: FFIEC BSA/AML Examination Manual, Appendix F (rapid movement of funds,
+round-tripping); FinCEN FIN-2014-A005 (funnel accounts, fan-in); AMLSim typologies (Suzumura & Kanezashi 2021).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sectorflow import ConfigError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .schema import Transaction
+    from .window import TransactionWindow
+
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "amount", "s_out_deg", "s_in_deg", "r_in_deg", "r_out_deg", "s_out_cnt", "r_in_cnt", "pair_cnt",
+    "reverse_edge", "s_in_sum", "s_out_sum", "r_in_sum", "r_out_sum", "s_hours_since_in", "amount_over_last_in",
+    "s_mean_log_amount", "r_mean_log_amount", "s_velocity", "r_velocity", "s_hours_since_prev",
+    "r_hours_since_prev", "cycle_closed", "s_in_cycle", "r_in_cycle", "s_age_days", "r_age_days", "s_lifetime",
+    "r_lifetime",
+)
+"""Names of the feature vector's entries, in order (the bundle records them; a mismatch is refused)."""
+
+N_FEATURES = len(FEATURE_NAMES)
+
+LOG_FEATURES: frozenset[str] = frozenset(FEATURE_NAMES) - {
+    "reverse_edge", "s_mean_log_amount", "r_mean_log_amount", "cycle_closed", "s_in_cycle", "r_in_cycle"}
+"""Features the model passes through ``log1p`` (after clipping at 0 and at their cap)."""
+
+FEATURE_CAPS: dict[str, float] = {"amount_over_last_in": 10.0}
+"""Upper caps the model applies before ``log1p`` (the hours features are capped at the lookback by construction)."""
+
+HOUR = 3600.0
+DAY = 86_400.0
+VELOCITY_TAU = DAY
+"""Time constant (seconds) of the decayed velocity counters."""
+
+_NEG_INF = -math.inf
+# Slots of the per-account state list (a list is faster than an object with attributes here).
+_LAST_T, _VEL, _MEAN, _N, _LAST_IN_AMT, _LAST_IN_T, _CYCLE_T = range(7)
+
+
+def find_cycle(window: TransactionWindow, src: str, dst: str) -> list[str] | None:
+    """Accounts of a directed path ``dst -> ... -> src`` of at most 3 edges in the window, so that the transfer
+    ``src -> dst`` closes a cycle of at most 4 edges; ``None`` if there is none.
+
+    Bidirectional: up to two hops forward from ``dst`` (distinct receivers) meet one hop backward from ``src``
+    (distinct senders), so the cost is about the square of the windowed degree. Returns the path from ``dst`` to
+    ``src``, both included, shortest first. A self-transfer is not a cycle here. (On AMLSim run 20K_cycle200,
+    5-edge closures were 92 % between non-laundering accounts, so the search stops at 4 edges.)
+    """
+    if src == dst:
+        return None
+    accounts = window.accounts
+    d = accounts.get(dst)
+    s = accounts.get(src)
+    if d is None or s is None or not d.receivers or not s.senders:
+        return None
+    fwd1 = d.receivers
+    if src in fwd1:
+        return [dst, src]
+    back1 = s.senders
+    for a in fwd1:
+        if a in back1:
+            return [dst, a, src]
+    # two forward hops meet one backward hop
+    for a in fwd1:
+        st = accounts.get(a)
+        if st is None:
+            continue
+        for b in st.receivers:
+            if b in back1 and b != dst and b != src:
+                return [dst, a, b, src]
+    return None
+
+
+class FeatureExtractor:
+    """Stateful feature computation, one call per transaction in arrival order.
+
+    Args:
+        lookback_seconds: the window's lookback; the value of the "hours since" features when there was no
+            earlier event, and the cycle memory. Must equal the window's ``lookback`` (checked on every call; the
+            bundle records the value it was trained with).
+
+    Raises:
+        ConfigError: a non-positive lookback.
+    """
+
+    def __init__(self, lookback_seconds: float) -> None:
+        if not lookback_seconds or lookback_seconds <= 0:
+            raise ConfigError(f"lookback_seconds={lookback_seconds!r}: give a positive number of seconds.")
+        self.lookback = float(lookback_seconds)
+        self._lookback_hours = self.lookback / HOUR
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget all per-account state (the window is reset separately by its owner)."""
+        self._acc: dict[str, list[float]] = {}
+
+    def row(self, txn: Transaction, window: TransactionWindow) -> list[float]:
+        """The feature values of ``txn`` as a Python list of ``N_FEATURES`` floats (the fast path).
+
+        Call once per transaction, in arrival order, right after ``window.add(txn)``.
+
+        Raises:
+            ConfigError: ``txn`` is not the window's latest edge (``window.add`` was not called first), or the
+                window's lookback differs from this extractor's.
+        """
+        edges = window.edges
+        if not edges or edges[-1].txn is not txn:
+            raise ConfigError("FeatureExtractor.row(txn, window) must follow window.add(txn) for the same txn.")
+        if window.lookback != self.lookback:
+            raise ConfigError(f"The window's lookback ({window.lookback} s) differs from the scorer's "
+                              f"({self.lookback} s); use the lookback the bundle was trained with.")
+        edge = edges[-1]
+        t = edge.ts
+        amount = edge.amount
+        src = edge.src
+        dst = edge.dst
+        accounts = window.accounts
+        ws = accounts[src]
+        wr = accounts[dst]
+        acc = self._acc
+        ss = acc.get(src)
+        if ss is None:
+            ss = acc[src] = [t, 0.0, 0.0, 0.0, 0.0, _NEG_INF, _NEG_INF]
+        sr = acc.get(dst)
+        if sr is None:
+            sr = acc[dst] = [t, 0.0, 0.0, 0.0, 0.0, _NEG_INF, _NEG_INF]
+        lookback_h = self._lookback_hours
+        horizon = t - self.lookback
+
+        log_amt = math.log1p(amount)
+        s_mean = ss[_MEAN]
+        r_mean = sr[_MEAN]
+        last_in_t = ss[_LAST_IN_T]
+        s_since_in = (t - last_in_t) / HOUR if last_in_t >= horizon else lookback_h
+        last_in_amt = ss[_LAST_IN_AMT]
+        over_last_in = amount / last_in_amt if last_in_amt > 0.0 else 0.0
+        prev = ws.prev_active
+        s_since_prev = (t - prev) / HOUR if prev is not None and prev >= horizon else lookback_h
+        prev = wr.prev_active
+        r_since_prev = (t - prev) / HOUR if prev is not None and prev >= horizon else lookback_h
+
+        # own state: decayed velocity, running mean of log amounts, last inbound
+        dt = t - ss[_LAST_T]
+        if dt > 0.0:
+            ss[_VEL] = ss[_VEL] * math.exp(-dt / VELOCITY_TAU) + 1.0
+            ss[_LAST_T] = t
+        else:
+            ss[_VEL] += 1.0
+        n = ss[_N] + 1.0
+        ss[_MEAN] = s_mean + (log_amt - s_mean) / n
+        ss[_N] = n
+        if sr is not ss:
+            dt = t - sr[_LAST_T]
+            if dt > 0.0:
+                sr[_VEL] = sr[_VEL] * math.exp(-dt / VELOCITY_TAU) + 1.0
+                sr[_LAST_T] = t
+            else:
+                sr[_VEL] += 1.0
+            n = sr[_N] + 1.0
+            sr[_MEAN] = r_mean + (log_amt - r_mean) / n
+            sr[_N] = n
+        sr[_LAST_IN_AMT] = amount
+        sr[_LAST_IN_T] = t
+
+        closed = 0.0
+        if wr.receivers and ws.senders:
+            path = find_cycle(window, src, dst)
+            if path is not None:
+                closed = 1.0
+                for account in path:
+                    st = acc.get(account)
+                    if st is None:
+                        st = acc[account] = [t, 0.0, 0.0, 0.0, 0.0, _NEG_INF, _NEG_INF]
+                    st[_CYCLE_T] = t
+
+        s_recv = ws.receivers
+        return [
+            amount, len(s_recv), len(ws.senders), len(wr.senders), len(wr.receivers),
+            len(ws.outgoing), len(wr.incoming), s_recv.get(dst, 0), 1.0 if src in wr.receivers else 0.0,
+            ws.in_sum, ws.out_sum, wr.in_sum, wr.out_sum, s_since_in, over_last_in, s_mean, r_mean,
+            ss[_VEL], sr[_VEL], s_since_prev, r_since_prev,
+            closed, 1.0 if ss[_CYCLE_T] >= horizon else 0.0, 1.0 if sr[_CYCLE_T] >= horizon else 0.0,
+            (t - ws.first_seen) / DAY, (t - wr.first_seen) / DAY, ws.lifetime_count, wr.lifetime_count,
+        ]
+
+    def vector(self, txn: Transaction, window: TransactionWindow) -> np.ndarray:
+        """:meth:`row` as a float32 array of shape ``[N_FEATURES]``."""
+        return np.asarray(self.row(txn, window), dtype=np.float32)
+
+
+def stack(rows: list[list[float]]) -> np.ndarray:
+    """Rows from :meth:`FeatureExtractor.row` as one float32 matrix ``[n, N_FEATURES]``."""
+    if not rows:
+        return np.zeros((0, N_FEATURES), dtype=np.float32)
+    return np.asarray(rows, dtype=np.float32)
+
+
+def transform_spec() -> tuple[np.ndarray, np.ndarray]:
+    """``(caps, log_mask)`` over the feature columns, as the model applies them: clip to ``[0, cap]``, then
+    ``log1p`` where ``log_mask``. Float32 arrays of shape ``[N_FEATURES]`` (``inf`` where uncapped)."""
+    caps = np.array([FEATURE_CAPS.get(n, np.inf) for n in FEATURE_NAMES], dtype=np.float32)
+    mask = np.array([n in LOG_FEATURES for n in FEATURE_NAMES], dtype=np.float32)
+    return caps, mask
