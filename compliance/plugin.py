@@ -1,1 +1,35 @@
-"""Built-in plugin that records task events in the audit log (filled in by the compliance work)."""
+"""Built-in plugin ``audit``: records every task event in the audit log and adds ``sectorflow audit``.
+
+It observes the core's ``sectorflow_task_event`` hook, so every task of every plugin is covered without plugin
+code. The observer is a first-run hook wrapper: it writes the record before any ordinary observer runs (so no
+observer can change or drop the event first), and an exception from it fails the call for tasks configured as
+regulated (the core runs observers synchronously and lets their exceptions fail the call; ``call_started`` is
+emitted before the pipeline runs, so a regulated call whose start cannot be recorded does no work).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+from sectorflow import TaskEvent, hookimpl
+
+from . import runtime
+
+if TYPE_CHECKING:  # pragma: no cover
+    import typer
+
+
+@hookimpl(wrapper=True, tryfirst=True)
+def sectorflow_task_event(event: TaskEvent) -> Generator[None, Any, Any]:
+    """Record ``event`` (see :func:`sectorflow.compliance.runtime.record_task_event`), then let other observers run."""
+    runtime.record_task_event(event)
+    return (yield)
+
+
+@hookimpl
+def sectorflow_register_commands(app: typer.Typer) -> None:
+    """Add the ``sectorflow audit`` command group."""
+    from .cli import audit_app
+
+    app.add_typer(audit_app, name="audit")

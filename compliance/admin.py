@@ -1,0 +1,176 @@
+"""Audit-admin operations: verify, prove, export, archive, shred. Each needs the audit-admin role, which is
+separate from the operator role, and each use (or refusal) is itself recorded (MLPS 2.0 8.1.5.2 a)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from . import merkle
+from .config import AuditConfig
+from .errors import AuditAccessDenied
+from .keys import b64
+from .log import AuditLog
+from .records import utc_iso
+from .verify import VerifyReport, verify_log
+
+AUDIT_ADMIN = "audit_admin"
+OPERATOR = "operator"
+
+
+class AuditAdmin:
+    """Audit-admin access to a log on behalf of ``actor``.
+
+    Args:
+        log: the audit log.
+        actor: who asks (the OS user on the command line; the authenticated API key's actor over HTTP).
+        roles: the actor's roles when an authenticator supplies them (the server); ``None`` looks the actor up in
+            the configuration's ``audit_admins``.
+        source: where the request comes from (IP, host).
+
+    Raises:
+        AuditAccessDenied: the actor is not an audit admin (the refusal is recorded as ``access.decision``).
+    """
+
+    def __init__(self, log: AuditLog, actor: str, *, roles: set[str] | None = None, source: str | None = None,
+                 config: AuditConfig | None = None) -> None:
+        self.log, self.actor, self.source = log, actor, source or "local"
+        cfg = config or log.config
+        has_role = AUDIT_ADMIN in roles if roles is not None else actor in cfg.audit_admins
+        is_operator = OPERATOR in roles if roles is not None else actor in cfg.operators
+        if not has_role or is_operator:
+            why = ("holds the operator role too (separation of duties)" if has_role
+                   else "is not an audit admin")
+            log.append("access.decision", actor=actor, source=self.source, outcome="denied",
+                       reason=f"{actor!r} {why}", details={"action": "audit.read", "roles": sorted(roles or [])})
+            raise AuditAccessDenied(f"{actor!r} {why}: reading or exporting the audit log needs the audit-admin "
+                                    f"role (SECTORFLOW_AUDIT_ADMINS), held by nobody who is also an operator.")
+
+    def _logged(self, action: str, **details: Any) -> None:
+        self.log.append("audit.read", actor=self.actor, source=self.source, outcome="success",
+                        details={"action": action, **details})
+
+    def verify(self, trusted: dict[str, bytes], external: list[dict[str, Any]] | None = None) -> VerifyReport:
+        """Verify the whole log (see :func:`~.verify.verify_log`); recorded as ``audit.read`` action ``verify``
+        before the check (so the check covers its own record)."""
+        self._logged("verify")
+        self.log.checkpoint()
+        return verify_log(self.log.store, trusted, external=external, log_id=self.log.log_id)
+
+    def prove(self, seq: int) -> dict[str, Any]:
+        """An inclusion proof of record ``seq`` against a freshly signed checkpoint: a JSON-ready document that
+        :func:`~.verify.verify_proof_document` checks offline.
+
+        Raises:
+            merkle.ProofError: no such record.
+        """
+        self._logged("prove", seq=seq)
+        self.log.checkpoint()
+        cp = self.log.store.last_checkpoint()
+        if cp is None or not 0 <= seq < cp.size:
+            raise merkle.ProofError(f"record {seq} is not in the log (size {cp.size if cp else 0}).")
+        leaves = self.log.store.leaf_hashes(0, cp.size)
+        rec = next(self.log.store.iter_records(seq, seq + 1))
+        return {"leaf_index": seq, "tree_size": cp.size, "leaf_hash": b64(leaves[seq]),
+                "proof": [b64(p) for p in merkle.inclusion_proof(seq, leaves)],
+                "record": rec.body.decode("utf-8") if rec.body is not None else None,
+                "checkpoint": cp.to_json(self.log.log_id)}
+
+    def prove_consistency(self, first: int, second: int | None = None) -> dict[str, Any]:
+        """A consistency proof between tree sizes ``first`` and ``second`` (default: the latest checkpoint)."""
+        self._logged("prove_consistency", first=first, second=second)
+        self.log.checkpoint()
+        second = second if second is not None else self.log.store.size()
+        leaves = self.log.store.leaf_hashes(0, second)
+        return {"first": first, "second": second, "first_root": b64(merkle.root_of(leaves[:first])),
+                "second_root": b64(merkle.root_of(leaves)),
+                "proof": [b64(p) for p in merkle.consistency_proof(first, leaves)]}
+
+    def export(self, since: str | None = None, until: str | None = None) -> Iterator[dict[str, Any]]:
+        """Records with ``since <= time < until`` (ISO-8601 UTC) as dicts for a SIEM, each with its
+        ``leaf_hash``; archived records come as ``{"seq", "archived": file}``."""
+        self._logged("export", since=since, until=until)
+        for rec in self.log.store.iter_records(since=since, until=until):
+            if rec.body is None:
+                yield {"seq": rec.seq, "time": rec.time, "event": rec.event, "archived": rec.archive,
+                       "leaf_hash": b64(rec.leaf)}
+            else:
+                yield {**json.loads(rec.body), "leaf_hash": b64(rec.leaf)}
+
+    def export_checkpoints(self, path: str | Path) -> int:
+        """Append to ``path`` (JSON lines) every checkpoint it does not hold yet, for a third party to keep.
+        Returns how many were added."""
+        self._logged("export_checkpoints", path=str(path))
+        self.log.checkpoint()
+        path = Path(path)
+        have = set()
+        if path.exists():
+            have = {json.loads(line)["size"] for line in path.read_text(encoding="utf-8").splitlines() if line}
+        new = [cp for cp in self.log.store.checkpoints() if cp.size not in have]
+        with open(path, "a", encoding="utf-8") as fh:
+            for cp in new:
+                fh.write(json.dumps(cp.to_json(self.log.log_id)) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        return len(new)
+
+    def archive_expired(self, out_dir: str | Path, *, now: datetime | None = None) -> Path | None:
+        """Move records older than ``retention_days`` out of the live store into a gzip JSON-lines archive file.
+
+        The file holds a signed checkpoint, then every record with its inclusion proof against it; it is written
+        and fsynced before the store clears those bodies (leaf hashes stay, so the tree still verifies), and an
+        ``audit.archived`` record names the file and its SHA-256. Nothing is deleted without its archive.
+        Returns the archive path, or ``None`` when nothing has expired.
+        """
+        cutoff = utc_iso((now or datetime.now(timezone.utc)) - timedelta(days=self.log.config.retention_days))
+        expired = [r for r in self.log.store.iter_records(until=cutoff) if r.archive is None]
+        if not expired:
+            return None
+        self.log.checkpoint()
+        cp = self.log.store.last_checkpoint()
+        assert cp is not None
+        start, stop = expired[0].seq, expired[-1].seq + 1
+        expired = [r for r in self.log.store.iter_records(start, stop) if r.archive is None]
+        leaves = self.log.store.leaf_hashes(0, cp.size)
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"audit-{self.log.log_id[:8]}-{start:012d}-{stop - 1:012d}.jsonl.gz"
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(json.dumps({"checkpoint": cp.to_json(self.log.log_id)}) + "\n")
+            for rec in expired:
+                fh.write(json.dumps({"leaf_index": rec.seq, "leaf_hash": b64(rec.leaf),
+                                     "record": rec.body.decode("utf-8") if rec.body is not None else None,
+                                     "proof": [b64(p) for p in merkle.inclusion_proof(rec.seq, leaves)]}) + "\n")
+        with open(path, "rb") as fh:
+            os.fsync(fh.fileno())
+            digest = hashlib.sha256(fh.read()).hexdigest()
+        with self.log._lock, self.log.store.transaction():
+            self.log.store.mark_archived(start, stop, path.name)
+        self.log.append("audit.archived", actor=self.actor, source=self.source, outcome="success",
+                        details={"first_seq": start, "last_seq": stop - 1, "file": path.name, "sha256": digest,
+                                 "retention_days": self.log.config.retention_days})
+        return path
+
+    def read_payloads(self, seq: int) -> list[dict[str, Any]]:
+        """Decrypted opt-in payloads of record ``seq`` (``items`` is ``None`` for a shredded subject)."""
+        self._logged("read_payloads", seq=seq)
+        return self.log.read_payloads(seq)
+
+    def shred_subject(self, subject: str, reason: str | None = None) -> int:
+        """Crypto-shred one data subject (see :meth:`AuditLog.shred_subject`)."""
+        return self.log.shred_subject(subject, actor=self.actor, source=self.source, reason=reason)
+
+
+def read_archive(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """``(checkpoint, entries)`` of an archive file; each entry is a proof document for
+    :func:`~.verify.verify_proof_document` once given the checkpoint."""
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        lines = [json.loads(line) for line in fh if line.strip()]
+    head = lines[0]["checkpoint"]
+    return head, [{**e, "checkpoint": head} for e in lines[1:]]

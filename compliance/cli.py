@@ -1,0 +1,169 @@
+"""``sectorflow audit ...``: key generation, verification, proofs, SIEM export, checkpoint export, archiving.
+
+The acting user is the operating-system user; reading commands need the audit-admin role
+(``SECTORFLOW_AUDIT_ADMINS``) and are themselves recorded. ``verify`` exits 1 on tampering.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from . import runtime
+from .admin import AuditAdmin, read_archive
+from .errors import AuditConfigError
+from .keys import generate_key_file, load_key_file, load_trust_file, write_trust_file
+from .log import AuditLog
+from .records import utc_iso
+from .verify import verify_proof_document
+
+audit_app = typer.Typer(help="Tamper-evident audit log: verify, prove, export, archive.", no_args_is_help=True)
+
+
+def _log() -> AuditLog:
+    lg = runtime.get_log()
+    if lg is None:
+        raise AuditConfigError("The audit log is not configured: set SECTORFLOW_AUDIT_DB and SECTORFLOW_AUDIT_KEY.")
+    return lg
+
+
+def _admin() -> AuditAdmin:
+    return AuditAdmin(_log(), getpass.getuser(), source="cli")
+
+
+def _when(text: Optional[str]) -> Optional[str]:
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise typer.BadParameter(f"{text!r}: give an ISO-8601 date or time, e.g. 2026-01-31T00:00:00Z.") from exc
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return utc_iso(when)
+
+
+def _trusted(trust: Optional[Path]) -> dict[str, bytes]:
+    if trust is not None:
+        return load_trust_file(trust)
+    return _log().keys.trusted_keys()
+
+
+@audit_app.command("keygen")
+def keygen(path: Path = typer.Argument(..., help="Where to write the key file (outside the database folder)."),
+           trust_out: Optional[Path] = typer.Option(None, help="Also write the public trust file here."),
+           force: bool = typer.Option(False, help="Overwrite an existing key file (old digests stop matching).")) -> None:
+    """Create a key file: Ed25519 signing key, HMAC digest key, payload key-wrapping key (mode 0600)."""
+    kf = generate_key_file(path, overwrite=force)
+    if trust_out:
+        write_trust_file(kf.trusted_keys(), trust_out)
+    typer.echo(f"{kf.key_id} written to {path}")
+
+
+@audit_app.command("trust")
+def trust(out: Path = typer.Argument(..., help="Trust file to write (public keys only).")) -> None:
+    """Write the public keys of the configured key file, for a third party who verifies offline."""
+    write_trust_file(load_key_file(runtime.config().key_file or "").trusted_keys(), out)
+    typer.echo(f"public keys written to {out}")
+
+
+@audit_app.command("rotate-key")
+def rotate_key(reason: Optional[str] = typer.Option(None, help="Why (recorded).")) -> None:
+    """Replace the signing key; the rotation is recorded and signed by the old key."""
+    admin = _admin()
+    typer.echo(admin.log.rotate_key(actor=admin.actor, source="cli", reason=reason))
+
+
+@audit_app.command("verify")
+def verify(trust: Optional[Path] = typer.Option(None, help="Trust file (default: the configured key file)."),
+           checkpoints: Optional[Path] = typer.Option(None, help="Checkpoints kept by a third party (JSON lines)."),
+           as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+    """Recompute every leaf and root from the store and check every checkpoint signature. Exit 1 on tampering."""
+    external = None
+    if checkpoints is not None:
+        external = [json.loads(line) for line in checkpoints.read_text(encoding="utf-8").splitlines() if line]
+    report = _admin().verify(_trusted(trust), external)
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        typer.echo(f"records: {report.size}  checkpoints verified: {report.checkpoints}  archived: {report.archived}"
+                   f"  unsigned tail: {report.unsigned_tail}  root: {report.root}")
+        if report.ok:
+            typer.echo("OK: no tampering found")
+        else:
+            typer.echo(f"TAMPERED: first bad record {report.first_bad_seq}")
+            for problem in report.problems:
+                typer.echo(f"  {problem}")
+    if not report.ok:
+        raise SystemExit(1)
+
+
+@audit_app.command("prove")
+def prove(seq: int = typer.Argument(..., help="Sequence number of the record."),
+          out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the proof here (default stdout).")) -> None:
+    """Print an RFC 9162 inclusion proof of record SEQ with the signed checkpoint it leads to."""
+    text = json.dumps(_admin().prove(seq), indent=2)
+    if out:
+        out.write_text(text + "\n", encoding="utf-8")
+    else:
+        typer.echo(text)
+
+
+@audit_app.command("check-proof")
+def check_proof(proof: Path = typer.Argument(..., help="A proof file from `prove`, or an archive file (.jsonl.gz)."),
+                trust: Path = typer.Option(..., help="Trust file with the signer's public key.")) -> None:
+    """Check a proof (or every record of an archive file) offline: no store, no secret key. Exit 1 if bad."""
+    keys = load_trust_file(trust)
+    if proof.name.endswith(".gz"):
+        _head, docs = read_archive(proof)
+    else:
+        docs = [json.loads(proof.read_text(encoding="utf-8"))]
+    for doc in docs:
+        try:
+            verify_proof_document(doc, keys)
+        except Exception as exc:
+            typer.echo(f"BAD: record {doc.get('leaf_index')}: {exc}")
+            raise SystemExit(1) from exc
+    typer.echo(f"OK: {len(docs)} record(s) proven")
+
+
+@audit_app.command("export")
+def export(since: Optional[str] = typer.Option(None, help="ISO-8601 UTC start (inclusive)."),
+           until: Optional[str] = typer.Option(None, help="ISO-8601 UTC end (exclusive)."),
+           out: Optional[Path] = typer.Option(None, "--out", "-o", help="JSON lines file (default stdout).")) -> None:
+    """Write records as JSON lines for a SIEM."""
+    stream = open(out, "w", encoding="utf-8") if out else sys.stdout
+    try:
+        for row in _admin().export(_when(since), _when(until)):
+            stream.write(json.dumps(row, ensure_ascii=False) + "\n")
+    finally:
+        if out:
+            stream.close()
+
+
+@audit_app.command("checkpoints")
+def checkpoints_command(out: Path = typer.Argument(..., help="JSON lines file a third party keeps (appended).")) -> None:
+    """Append the signed checkpoints not yet in OUT (give OUT to an independent party)."""
+    typer.echo(f"{_admin().export_checkpoints(out)} checkpoint(s) added to {out}")
+
+
+@audit_app.command("archive")
+def archive(out: Path = typer.Argument(..., help="Folder for archive files."),
+            now: Optional[str] = typer.Option(None, help="Pretend the time is this (ISO-8601).")) -> None:
+    """Move records older than the retention period into an archive file with their proofs."""
+    when = datetime.fromisoformat(_when(now).replace("Z", "+00:00")) if now else None
+    path = _admin().archive_expired(out, now=when)
+    typer.echo(f"archived to {path}" if path else "nothing has expired")
+
+
+@audit_app.command("shred")
+def shred(subject: str = typer.Argument(..., help="The data subject's id (as in the configured subject field)."),
+          reason: Optional[str] = typer.Option(None, help="E.g. the PIPL deletion request's reference.")) -> None:
+    """Crypto-shred one data subject's encrypted payloads (the chain stays verifiable)."""
+    typer.echo(f"{_admin().shred_subject(subject, reason)} payload(s) shredded")

@@ -1,0 +1,127 @@
+"""Audit-log configuration: environment variables, optionally a TOML file; the environment wins.
+
+Environment:
+    SECTORFLOW_AUDIT: ``off`` turns the log off without the one-time notice; ``on`` (or unset) leaves it to the
+        settings below.
+    SECTORFLOW_AUDIT_DB: the store: a SQLite file path, or a ``postgresql://`` connection string. Unset (and no
+        ``db`` in the file) means the log is off and a one-time notice says how to turn it on.
+    SECTORFLOW_AUDIT_KEY: the key file made by ``sectorflow audit keygen`` (Ed25519 signing key, HMAC key, key-wrapping
+        key). Kept apart from the store: never inside the database.
+    SECTORFLOW_AUDIT_REGULATED: task names (comma-separated) or ``*`` whose calls fail when their record cannot be
+        written (fail closed, MLPS 2.0 8.1.4.3 d).
+    SECTORFLOW_AUDIT_ADMINS / SECTORFLOW_AUDIT_OPERATORS: actor ids (comma-separated) holding the audit-admin and the
+        operator role; nobody may hold both (MLPS 2.0 8.1.5.2).
+    SECTORFLOW_AUDIT_RETENTION_DAYS: days records stay in the live store before ``sectorflow audit archive`` moves
+        them to an archive file with their proofs (default 180: Cybersecurity Law art. 21(3), at least six months).
+    SECTORFLOW_AUDIT_CONFIG: a TOML file with an ``[audit]`` table holding the same settings under the names of
+        :class:`AuditConfig`'s fields (``db``, ``key_file``, ``regulated``, ...).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError, model_validator
+
+from .errors import AuditConfigError
+
+DEFAULT_RETENTION_DAYS = 180
+"""Cybersecurity Law (2016) art. 21(3): network logs kept at least six months."""
+
+
+class AuditConfig(BaseModel):
+    """Settings of the audit log.
+
+    Attributes:
+        enabled: ``False`` when no store is configured or ``SECTORFLOW_AUDIT=off``.
+        db: SQLite path or ``postgresql://`` DSN.
+        key_file: path of the key file (``sectorflow audit keygen``).
+        regulated: task names whose calls fail closed; ``"*"`` means every task.
+        retention_days: days in the live store before archiving (>= 180 unless ``allow_short_retention``).
+        checkpoint_every: sign a checkpoint after this many records (and at close).
+        checkpoint_seconds: ... or when the last checkpoint is older than this at an append.
+        retries: extra write attempts for non-regulated tasks before the record is counted as lost.
+        encrypt_payloads: also store the items, AES-GCM encrypted under a per-subject key (crypto-shredding).
+        subject_fields: task name -> input field naming the data subject (e.g. ``{"aml": "customer_id"}``).
+        audit_admins / operators: actor ids holding each role.
+        pg_schema: PostgreSQL schema holding the tables.
+    """
+
+    enabled: bool = False
+    db: str | None = None
+    key_file: Path | None = None
+    regulated: frozenset[str] = frozenset()
+    retention_days: int = Field(DEFAULT_RETENTION_DAYS, ge=1)
+    allow_short_retention: bool = False
+    checkpoint_every: int = Field(64, ge=1)
+    checkpoint_seconds: float = Field(60.0, gt=0)
+    retries: int = Field(3, ge=0, le=20)
+    encrypt_payloads: bool = False
+    subject_fields: dict[str, str] = Field(default_factory=dict)
+    audit_admins: frozenset[str] = frozenset()
+    operators: frozenset[str] = frozenset()
+    pg_schema: str = Field("sectorflow_audit", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+
+    @model_validator(mode="after")
+    def _check(self) -> AuditConfig:
+        both = self.audit_admins & self.operators
+        if both:
+            raise ValueError(f"actor(s) {sorted(both)} hold both the operator and the audit-admin role; MLPS 2.0 "
+                             f"8.1.5.2 separates them: remove them from one list")
+        if self.retention_days < DEFAULT_RETENTION_DAYS and not self.allow_short_retention:
+            raise ValueError(f"retention_days={self.retention_days} is under {DEFAULT_RETENTION_DAYS} (Cybersecurity "
+                             f"Law art. 21: at least six months); set allow_short_retention=true to force it")
+        return self
+
+    def is_regulated(self, task: str | None) -> bool:
+        """Whether calls of ``task`` must fail when their audit record cannot be written."""
+        return "*" in self.regulated or (task is not None and task in self.regulated)
+
+
+def _split(raw: str) -> frozenset[str]:
+    return frozenset(p.strip() for p in raw.split(",") if p.strip())
+
+
+def load_config(environ: dict[str, str] | None = None) -> AuditConfig:
+    """Read the configuration from ``environ`` (default ``os.environ``) and the TOML file it names.
+
+    Raises:
+        AuditConfigError: unreadable TOML file or invalid values (the message names the setting).
+    """
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    cfg_path = env.get("SECTORFLOW_AUDIT_CONFIG")
+    if cfg_path:
+        try:
+            with open(cfg_path, "rb") as fh:
+                values.update(tomllib.load(fh).get("audit", {}))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise AuditConfigError(f"SECTORFLOW_AUDIT_CONFIG={cfg_path!r}: {exc}") from exc
+    for name, key, conv in (("SECTORFLOW_AUDIT_DB", "db", str), ("SECTORFLOW_AUDIT_KEY", "key_file", str),
+                            ("SECTORFLOW_AUDIT_REGULATED", "regulated", _split),
+                            ("SECTORFLOW_AUDIT_ADMINS", "audit_admins", _split),
+                            ("SECTORFLOW_AUDIT_OPERATORS", "operators", _split),
+                            ("SECTORFLOW_AUDIT_RETENTION_DAYS", "retention_days", str)):
+        if env.get(name):
+            values[key] = conv(env[name])
+    for key in ("regulated", "audit_admins", "operators"):
+        if isinstance(values.get(key), str):
+            values[key] = _split(values[key])
+    switch = env.get("SECTORFLOW_AUDIT", "").strip().lower()
+    if switch not in ("", "on", "off", "1", "0", "true", "false"):
+        raise AuditConfigError(f"SECTORFLOW_AUDIT={switch!r}: write on or off.")
+    values["enabled"] = bool(values.get("db")) and switch not in ("off", "0", "false")
+    try:
+        return AuditConfig(**values)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'audit'}: {e['msg']}" for e in exc.errors())
+        raise AuditConfigError(f"Bad audit configuration: {problems}.") from exc
+
+
+def notice_disabled(environ: dict[str, str] | None = None) -> bool:
+    """Whether the one-time 'audit log is off' notice should be shown (off by default, not by choice)."""
+    env = os.environ if environ is None else environ
+    return env.get("SECTORFLOW_AUDIT", "").strip().lower() not in ("off", "0", "false")

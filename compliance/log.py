@@ -1,0 +1,217 @@
+"""``AuditLog``: append records, sign checkpoints, rotate the signing key, encrypt and shred payloads."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time as _time
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from . import merkle
+from .config import AuditConfig
+from .errors import AuditKeyError, AuditWriteError
+from .keys import KeyFile, b64, verify_signature
+from .records import canonical, checkpoint_body, items_bytes, items_digest, make_object, make_record, utc_iso
+from .store import Checkpoint, Store
+
+
+class AuditLog:
+    """An append-only, Merkle-hashed, checkpoint-signed audit log over a :class:`~.store.Store`.
+
+    Thread-safe; several processes may append to one store (the store's write lock orders them).
+
+    Args:
+        store: where records live.
+        keys: the key file (signing, digest and key-wrapping keys), kept apart from the store.
+        config: checkpoint cadence, payload encryption and subject fields.
+    """
+
+    def __init__(self, store: Store, keys: KeyFile, config: AuditConfig | None = None) -> None:
+        self.store = store
+        self.keys = keys
+        self.config = config or AuditConfig()
+        self._lock = threading.Lock()
+        self.stats = {"appended": 0, "retried": 0, "lost": 0, "checkpoints": 0}
+        with store.transaction():
+            store.set_meta("log_id", uuid.uuid4().hex)
+        self.log_id = store.get_meta("log_id") or ""
+        last = store.last_checkpoint()
+        self._cr = merkle.CompactRange.restore(last.size, last.peaks) if last else merkle.CompactRange()
+        self._last_cp_size = last.size if last else 0
+        self._last_cp_time = _time.monotonic()
+        if store.size() > self._last_cp_size:  # a writer died before its checkpoint: sign the tail now
+            self.checkpoint()
+
+    # --- appending -------------------------------------------------------------------------------------------
+    def append(self, event: str, *, actor: str, tenant: str | None = None, source: str | None = None,
+               channel: str | None = None, obj: dict[str, Any] | None = None, outcome: str = "success",
+               reason: str | None = None, request_id: str | None = None, n_items: int = 0,
+               inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
+               subjects: Sequence[str | None] | None = None, duration_ms: float | None = None,
+               details: dict[str, Any] | None = None, when: datetime | None = None) -> int:
+        """Append one record durably and return its sequence number.
+
+        ``inputs``/``outputs`` are digested with HMAC-SHA256 and never stored in clear; with
+        ``config.encrypt_payloads`` and ``subjects`` (one subject id per input item) they are also stored AES-GCM
+        encrypted under each subject's own key.
+
+        Raises:
+            AuditWriteError: the store refused the write (the record is not in the log).
+            ValueError: malformed fields (unknown outcome, empty event or actor).
+        """
+        digests = {"input_digest": items_digest(self.keys, inputs), "output_digest": items_digest(self.keys, outputs)}
+        sealed = self._seal(inputs, outputs, subjects) if self.config.encrypt_payloads and subjects else []
+        with self._lock:
+            try:
+                with self.store.transaction():
+                    seq = self.store.size()
+                    payload_refs = []
+                    for part, subject, _nonce, ct in sealed:
+                        payload_refs.append({"part": part, "subject": subject,
+                                             "sha256": hashlib.sha256(ct).hexdigest()})
+                    record = make_record(seq=seq, event=event, actor=actor, tenant=tenant, source=source,
+                                         channel=channel, obj=obj or make_object(), outcome=outcome, reason=reason,
+                                         request_id=request_id, n_items=n_items, digest_key=self.keys.hmac_key_id,
+                                         duration_ms=duration_ms, payloads=payload_refs, details=details,
+                                         time=utc_iso(when), **digests)
+                    body = canonical(record)
+                    self.store.insert_record(seq, record["time"], event, body, merkle.leaf_hash(body))
+                    for part, subject, nonce, ct in sealed:
+                        self.store.insert_payload(seq, part, subject, nonce, ct)
+                    if (seq + 1 - self._last_cp_size >= self.config.checkpoint_every
+                            or _time.monotonic() - self._last_cp_time >= self.config.checkpoint_seconds):
+                        self._checkpoint_locked()
+            except (ValueError, AuditKeyError):
+                raise
+            except Exception as exc:
+                raise AuditWriteError(f"Audit record {event!r} could not be written: {type(exc).__name__}: {exc}. "
+                                      f"Check the audit store ({type(self.store).__name__}).") from exc
+            self.stats["appended"] += 1
+            return seq
+
+    # --- checkpoints -------------------------------------------------------------------------------------------
+    def checkpoint(self) -> Checkpoint | None:
+        """Sign a checkpoint of the current tree now (``None`` if nothing was appended since the last one)."""
+        with self._lock, self.store.transaction():
+            return self._checkpoint_locked()
+
+    def _checkpoint_locked(self) -> Checkpoint | None:
+        size = self.store.size()
+        last = self.store.last_checkpoint()
+        if last is not None and last.size >= size:
+            self._last_cp_size = last.size
+            return None
+        if self._cr.size > size:
+            self._cr = merkle.CompactRange()
+        if last is not None and last.size > self._cr.size:
+            self._cr = merkle.CompactRange.restore(last.size, last.peaks)
+        for leaf in self.store.leaf_hashes(self._cr.size, size):
+            self._cr.append(leaf)
+        if self._cr.size != size:
+            raise AuditWriteError(f"The store has gaps: {self._cr.size} leaf hashes for {size} records.")
+        root, when = self._cr.root(), utc_iso()
+        signature = self.keys.sign(checkpoint_body(self.log_id, size, b64(root), when))
+        cp = Checkpoint(size, root, when, self.keys.key_id, signature, tuple(self._cr.peaks))
+        self.store.insert_checkpoint(cp)
+        self._last_cp_size, self._last_cp_time = size, _time.monotonic()
+        self.stats["checkpoints"] += 1
+        return cp
+
+    def verify_checkpoint_signature(self, cp: Checkpoint, public_key: bytes) -> bool:
+        """Ed25519 check of ``cp`` under ``public_key`` (raw 32 bytes)."""
+        return verify_signature(public_key, cp.signature, checkpoint_body(self.log_id, cp.size, b64(cp.root), cp.time))
+
+    # --- key rotation ------------------------------------------------------------------------------------------
+    def rotate_key(self, *, actor: str, source: str | None = None, reason: str | None = None) -> str:
+        """Replace the Ed25519 signing key and return the new key id.
+
+        Order: a ``key.rotated`` record naming the new public key is appended and covered by a checkpoint signed
+        with the OLD key (so a verifier trusting the old key learns the new one from the log), then the key file
+        is rewritten atomically. Later checkpoints use the new key.
+        """
+        new = self.keys.rotated()
+        self.append("key.rotated", actor=actor, source=source, reason=reason, details={
+            "old_key_id": self.keys.key_id, "new_key_id": new.key_id, "new_public_key": b64(new.public_key)})
+        self.checkpoint()
+        with self._lock:
+            new.save()
+            self.keys = new
+        return new.key_id
+
+    # --- payloads (opt-in) -------------------------------------------------------------------------------------
+    def subject_id(self, subject: str) -> str:
+        """The pseudonymous id of a data subject in records: HMAC-SHA256 of its id (hex), never the id itself."""
+        return self.keys.digest(b"subject:" + subject.encode("utf-8")).split(":", 1)[1]
+
+    def _subject_key(self, subject_id: str) -> bytes | None:
+        row = self.store.get_subject_key(subject_id)
+        if row is None:
+            return None
+        nonce, wrapped = row
+        return AESGCM(self.keys.kek).decrypt(nonce, wrapped, subject_id.encode("ascii"))
+
+    def _ensure_subject_key(self, subject_id: str) -> bytes:
+        key = self._subject_key(subject_id)
+        if key is None:
+            key = AESGCM.generate_key(bit_length=256)
+            nonce = os.urandom(12)
+            self.store.put_subject_key(subject_id, nonce, AESGCM(self.keys.kek).encrypt(nonce, key,
+                                                                                       subject_id.encode("ascii")))
+        return key
+
+    def _seal(self, inputs: Sequence[Any] | None, outputs: Sequence[Any] | None,
+              subjects: Sequence[str | None]) -> list[tuple[str, str, bytes, bytes]]:
+        groups: dict[tuple[str, str], list[Any]] = {}
+        for part, items in (("input", inputs), ("output", outputs)):
+            for item, subject in zip(items or [], subjects):
+                if subject is not None:
+                    groups.setdefault((part, self.subject_id(str(subject))), []).append(item)
+        sealed = []
+        with self._lock, self.store.transaction():
+            for (part, sid), items in groups.items():
+                key = self._ensure_subject_key(sid)
+                nonce = os.urandom(12)
+                sealed.append((part, sid, nonce,
+                               AESGCM(key).encrypt(nonce, items_bytes(items), f"{part}:{sid}".encode("ascii"))))
+        return sealed
+
+    def read_payloads(self, seq: int) -> list[dict[str, Any]]:
+        """Decrypted payloads of record ``seq``: ``[{"part", "subject", "items" (JSON text) or None if shredded}]``."""
+        out = []
+        for part, sid, nonce, ct in self.store.payloads(seq):
+            key = self._subject_key(sid)
+            text = (AESGCM(key).decrypt(nonce, ct, f"{part}:{sid}".encode("ascii")).decode("utf-8")
+                    if key is not None else None)
+            out.append({"part": part, "subject": sid, "items": text})
+        return out
+
+    def shred_subject(self, subject: str, *, actor: str, source: str | None = None,
+                      reason: str | None = None) -> int:
+        """Crypto-shred one data subject (PIPL art. 47 deletion): delete its key and ciphertexts and record it.
+
+        The records (and so the Merkle tree and checkpoints) are untouched: they hold only SHA-256 of the
+        ciphertexts. Returns the number of payloads deleted.
+        """
+        sid = self.subject_id(subject)
+        with self._lock, self.store.transaction():
+            deleted = self.store.shred_subject(sid)
+        self.append("privacy.subject_erased", actor=actor, source=source, reason=reason,
+                    details={"subject": sid, "payloads_deleted": deleted})
+        return deleted
+
+    def close(self) -> None:
+        """Sign a final checkpoint and close the store."""
+        try:
+            self.checkpoint()
+        finally:
+            self.store.close()
+
+
+def now_utc() -> datetime:
+    return datetime.now(timezone.utc)

@@ -1,0 +1,103 @@
+"""Audit records: fields, canonical encoding, keyed digests of items, and checkpoint bodies.
+
+A record is a JSON object encoded canonically (sorted keys, no spaces, UTF-8); those bytes are the Merkle leaf
+input (RFC 9162 2.1.1). Fields (all present in every record, ``null`` when not applicable):
+
+``v`` format version (1); ``seq`` 0-based sequence number; ``time`` UTC ISO-8601 with microseconds and ``Z``;
+``event`` event type (``task.call_started``, ``task.model_loaded``, ``federated.round_finished``,
+``access.decision``, ``key.rotated``, ``config.changed``, ``plugin.loaded``, ``audit.read``, ...);
+``actor``, ``tenant``, ``source`` (IP or node id), ``channel``; ``object`` (``task``, ``plugin``, ``model_name``,
+``model_version``, ``weights_sha256``, ``dataset_id``, ``device``, ``precision``); ``outcome`` (``success``,
+``failure``, ``started`` or ``denied``) and ``reason``; ``request_id``; ``n_items``; ``input_digest`` and
+``output_digest`` (``hmac-sha256:<hex>`` under the key file's digest key, never the items themselves);
+``digest_key`` (which HMAC key); ``duration_ms``; ``payloads`` (SHA-256 of encrypted payloads, opt-in);
+``details`` (free JSON).
+
+These cover MLPS 2.0 (GB/T 22239-2019) 8.1.4.3 b): date and time (``time``), user (``actor``/``tenant``), event type
+(``event``), success or failure (``outcome``) and other audit-related information (the rest).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import BaseModel
+
+from .keys import KeyFile
+
+FORMAT_VERSION = 1
+OUTCOMES = ("success", "failure", "started", "denied")
+OBJECT_FIELDS = ("task", "plugin", "model_name", "model_version", "weights_sha256", "dataset_id", "device",
+                 "precision")
+CHECKPOINT_ORIGIN = "sectorflow-audit"
+
+
+def canonical(obj: Any) -> bytes:
+    """Canonical JSON bytes: sorted keys, compact separators, UTF-8, no NaN."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                      default=str).encode("utf-8")
+
+
+def utc_iso(when: datetime | None = None) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.ffffffZ`` in UTC."""
+    when = (when or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def items_bytes(items: Sequence[Any]) -> bytes:
+    """The bytes digested for a list of items: a JSON array of each item's JSON (pydantic ``model_dump_json`` for
+    models, canonical JSON otherwise)."""
+    parts = [item.model_dump_json().encode("utf-8") if isinstance(item, BaseModel) else canonical(item)
+             for item in items]
+    return b"[" + b",".join(parts) + b"]"
+
+
+def items_digest(keys: KeyFile, items: Sequence[Any] | None) -> str | None:
+    """HMAC-SHA256 of :func:`items_bytes` (keyed, so short values such as account numbers cannot be guessed by
+    hashing candidates); ``None`` when there are no items."""
+    if items is None:
+        return None
+    return keys.digest(items_bytes(items))
+
+
+def make_object(**fields: Any) -> dict[str, Any]:
+    """The ``object`` field with every key of :data:`OBJECT_FIELDS` (missing ones ``null``).
+
+    Raises:
+        ValueError: an unknown key.
+    """
+    unknown = set(fields) - set(OBJECT_FIELDS)
+    if unknown:
+        raise ValueError(f"unknown object field(s) {sorted(unknown)}; allowed {OBJECT_FIELDS}")
+    return {name: fields.get(name) for name in OBJECT_FIELDS}
+
+
+def make_record(*, seq: int, event: str, actor: str, tenant: str | None, source: str | None, channel: str | None,
+                obj: dict[str, Any], outcome: str, reason: str | None, request_id: str | None,
+                n_items: int = 0, input_digest: str | None = None, output_digest: str | None = None,
+                digest_key: str | None = None, duration_ms: float | None = None,
+                payloads: list[dict[str, Any]] | None = None, details: dict[str, Any] | None = None,
+                time: str | None = None) -> dict[str, Any]:
+    """One record as a dict with every field (see the module docstring).
+
+    Raises:
+        ValueError: an outcome not in :data:`OUTCOMES` or an empty event/actor.
+    """
+    if outcome not in OUTCOMES:
+        raise ValueError(f"outcome {outcome!r} is not one of {OUTCOMES}")
+    if not event or not actor:
+        raise ValueError("event and actor must not be empty")
+    return {"v": FORMAT_VERSION, "seq": seq, "time": time or utc_iso(), "event": event, "actor": actor,
+            "tenant": tenant, "source": source, "channel": channel, "object": obj, "outcome": outcome,
+            "reason": reason, "request_id": request_id, "n_items": n_items, "input_digest": input_digest,
+            "output_digest": output_digest, "digest_key": digest_key,
+            "duration_ms": round(duration_ms, 3) if duration_ms is not None else None,
+            "payloads": payloads or [], "details": details or {}}
+
+
+def checkpoint_body(log_id: str, size: int, root_b64: str, time: str) -> bytes:
+    """The signed text of a checkpoint: origin line, tree size, base64 root hash, UTC time, each ending in ``\\n``."""
+    return f"{CHECKPOINT_ORIGIN}/{log_id}\n{size}\n{root_b64}\n{time}\n".encode("ascii")

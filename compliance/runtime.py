@@ -1,0 +1,227 @@
+"""The process-wide audit log and the public recording functions (task events, federated runs, access decisions,
+configuration changes), with fail-closed handling for regulated tasks and retries for the rest."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sectorflow.spec import TaskEvent
+
+from .config import AuditConfig, load_config, notice_disabled
+from .errors import AuditConfigError, AuditWriteError
+from .keys import load_key_file
+from .log import AuditLog
+from .records import make_object
+from .store import open_store
+
+log = logging.getLogger("sectorflow.audit")
+_lock = threading.RLock()
+_config: AuditConfig | None = None
+_log: AuditLog | None = None
+_noticed = False
+_plugins_recorded: set[str] = set()
+failures = {"lost": 0, "retried": 0}
+"""Process-wide counts of records lost (non-regulated tasks, after retries) and of retried writes."""
+
+
+def config() -> AuditConfig:
+    """The audit configuration of this process (read once; :func:`reset` re-reads)."""
+    global _config
+    with _lock:
+        if _config is None:
+            _config = load_config()
+        return _config
+
+
+def get_log() -> AuditLog | None:
+    """The process-wide :class:`AuditLog`, opened on first use; ``None`` when the log is off.
+
+    Raises:
+        AuditConfigError: a store or key file is configured but cannot be opened.
+    """
+    global _log, _noticed
+    with _lock:
+        if _log is not None:
+            return _log
+        cfg = config()
+        if not cfg.enabled:
+            if not _noticed and notice_disabled():
+                log.warning("sectorflow audit log is off: set SECTORFLOW_AUDIT_DB (SQLite path or postgresql:// DSN) "
+                            "and SECTORFLOW_AUDIT_KEY (from `sectorflow audit keygen`) to record every call, or "
+                            "SECTORFLOW_AUDIT=off to silence this notice.")
+            _noticed = True
+            return None
+        if cfg.key_file is None:
+            raise AuditConfigError("SECTORFLOW_AUDIT_DB is set but SECTORFLOW_AUDIT_KEY is not: create a key file "
+                                   "with `sectorflow audit keygen PATH` (keep it outside the database's folder).")
+        assert cfg.db is not None
+        _log = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema), load_key_file(cfg.key_file), cfg)
+        return _log
+
+
+def reset() -> None:
+    """Close the process-wide log and forget the configuration (tests; after changing the environment)."""
+    global _log, _config, _noticed
+    with _lock:
+        if _log is not None:
+            _log.close()
+        _log, _config, _noticed = None, None, False
+        _plugins_recorded.clear()
+        failures.update(lost=0, retried=0)
+
+
+atexit.register(reset)
+
+
+def write(regulated: bool, append: Callable[[AuditLog], int]) -> int | None:
+    """Run ``append`` on the log with retries.
+
+    Regulated (fail closed): after ``config.retries`` retries the error propagates, failing the operation being
+    recorded (MLPS 2.0 8.1.4.3 d). Not regulated: the record is counted in ``failures["lost"]``, logged at ERROR,
+    and ``None`` is returned.
+
+    Raises:
+        AuditWriteError, AuditConfigError: only when ``regulated``.
+    """
+    cfg = config()
+    try:
+        audit_log = get_log()
+    except AuditConfigError:
+        if regulated:
+            raise
+        failures["lost"] += 1
+        log.error("audit record lost: the audit log cannot be opened", exc_info=True)
+        return None
+    if audit_log is None:
+        if regulated:
+            raise AuditConfigError("This task is configured as regulated (SECTORFLOW_AUDIT_REGULATED) but no audit "
+                                   "store is configured: set SECTORFLOW_AUDIT_DB and SECTORFLOW_AUDIT_KEY.")
+        return None
+    for attempt in range(cfg.retries + 1):
+        try:
+            return append(audit_log)
+        except AuditWriteError:
+            if attempt == cfg.retries:
+                if regulated:
+                    raise
+                failures["lost"] += 1
+                audit_log.stats["lost"] += 1
+                log.error("audit record lost after %d attempts", attempt + 1, exc_info=True)
+                return None
+            failures["retried"] += 1
+            audit_log.stats["retried"] += 1
+            time.sleep(0.01 * (2 ** attempt))
+    return None  # pragma: no cover
+
+
+def _record_plugins(audit_log: AuditLog) -> None:
+    from sectorflow import plugins  # the core's plugin manager: which plugins this process loaded
+
+    pm = plugins.get_plugin_manager()
+    versions = {pm.get_name(p): f"{d.project_name}=={d.version}" for p, d in pm.list_plugin_distinfo()}
+    for name, _plugin in sorted(pm.list_name_plugin(), key=lambda x: str(x[0])):
+        if name in _plugins_recorded:
+            continue
+        audit_log.append("plugin.loaded", actor="sectorflow", source="local", outcome="success",
+                         details={"plugin": name, "distribution": versions.get(name)})
+        _plugins_recorded.add(name)
+
+
+_OUTCOME = {"call_started": "started", "call_failed": "failure", "model_load_failed": "failure"}
+
+
+def record_task_event(event: TaskEvent) -> int | None:
+    """Record a core :class:`~sectorflow.TaskEvent` (called by the built-in ``audit`` plugin's hook).
+
+    Event type ``task.<kind>``; the object carries task, plugin, model name, version and weights hash
+    (``bundle_sha256``); inputs and outputs are HMAC digests. Fails closed for regulated tasks.
+    """
+    cfg = config()
+    regulated = cfg.is_regulated(event.task)
+    meta = event.meta
+    subjects = None
+    field_name = cfg.subject_fields.get(event.task)
+    if cfg.encrypt_payloads and field_name and event.inputs:
+        subjects = [getattr(item, field_name, None) if not isinstance(item, dict) else item.get(field_name)
+                    for item in event.inputs]
+    details = dict(event.details)
+    obj = make_object(task=event.task, plugin=meta.plugin if meta else None,
+                      model_name=meta.model_name if meta else None, model_version=meta.model_version if meta else None,
+                      weights_sha256=meta.bundle_sha256 if meta else None, dataset_id=details.pop("dataset_id", None),
+                      device=meta.device if meta else None, precision=meta.precision if meta else None)
+    ctx = event.context
+
+    def append(audit_log: AuditLog) -> int:
+        if len(_plugins_recorded) == 0:
+            _record_plugins(audit_log)
+        return audit_log.append(
+            f"task.{event.kind}", actor=ctx.actor, tenant=ctx.tenant, source=ctx.source, channel=ctx.channel,
+            obj=obj, outcome=_OUTCOME.get(event.kind, "success"), reason=event.error, request_id=ctx.request_id,
+            n_items=event.n_items, inputs=event.inputs, outputs=event.outputs, subjects=subjects,
+            duration_ms=event.duration_ms, details=details, when=event.time)
+
+    return write(regulated, append)
+
+
+FEDERATED_EVENTS = ("run_started", "run_finished", "run_failed", "round_started", "round_finished",
+                    "round_failed", "node_joined", "node_left", "model_aggregated")
+
+
+def record_federated(event: str, *, run_id: str, round: int | None = None, node: str | None = None,
+                     actor: str = "federated", tenant: str | None = None, model_name: str | None = None,
+                     model_version: str | None = None, weights_sha256: str | None = None,
+                     dataset_id: str | None = None, outcome: str = "success", reason: str | None = None,
+                     details: dict[str, Any] | None = None) -> int | None:
+    """Record a federated-learning run or round (for ``sectorflow.federated``).
+
+    Args:
+        event: one of :data:`FEDERATED_EVENTS` (recorded as ``federated.<event>``).
+        run_id: the run's id; round: 1-based round number; node: institution / node id (recorded as ``source``).
+        weights_sha256: SHA-256 hex of the aggregated or local weights; dataset_id: the partition's id.
+        outcome: ``success`` or ``failure`` (with ``reason``).
+
+    Returns the record's sequence number, or ``None`` when the log is off (or the write was lost and the
+    ``federated`` pseudo-task is not regulated).
+
+    Raises:
+        ValueError: unknown event. AuditWriteError / AuditConfigError: write failed and ``federated`` is regulated
+        (``SECTORFLOW_AUDIT_REGULATED`` contains ``federated`` or ``*``).
+    """
+    if event not in FEDERATED_EVENTS:
+        raise ValueError(f"federated event {event!r} is not one of {FEDERATED_EVENTS}")
+    obj = make_object(task="federated", model_name=model_name, model_version=model_version,
+                      weights_sha256=weights_sha256, dataset_id=dataset_id)
+    det = {"run_id": run_id, "round": round, **(details or {})}
+    return write(config().is_regulated("federated"), lambda lg: lg.append(
+        f"federated.{event}", actor=actor, tenant=tenant, source=node, channel="federated", obj=obj,
+        outcome=outcome, reason=reason, request_id=run_id, details=det))
+
+
+def record_access(*, actor: str, resource: str, action: str, allowed: bool, reason: str | None = None,
+                  tenant: str | None = None, source: str | None = None, request_id: str | None = None,
+                  roles: list[str] | None = None, channel: str = "http") -> int | None:
+    """Record an access-control decision (for the HTTP server: every authentication and authorisation outcome).
+
+    ``outcome`` is ``success`` when allowed, ``denied`` otherwise, with ``reason``. Access decisions fail closed
+    when ``access`` is listed in ``SECTORFLOW_AUDIT_REGULATED`` (or ``*``).
+    """
+    return write(config().is_regulated("access"), lambda lg: lg.append(
+        "access.decision", actor=actor, tenant=tenant, source=source, channel=channel,
+        obj=make_object(task=resource), outcome="success" if allowed else "denied", reason=reason,
+        request_id=request_id, details={"action": action, "roles": sorted(roles or [])}))
+
+
+def record_config_change(*, actor: str, changes: dict[str, Any], source: str | None = None,
+                         task: str | None = None, request_id: str | None = None) -> int | None:
+    """Record a configuration change. Values are stored as HMAC digests (they may be secrets); keys in clear."""
+    def append(lg: AuditLog) -> int:
+        digested = {k: lg.keys.digest(repr(v).encode("utf-8")) for k, v in sorted(changes.items())}
+        return lg.append("config.changed", actor=actor, source=source, obj=make_object(task=task),
+                         request_id=request_id, details={"changed": digested})
+
+    return write(config().is_regulated(task), append)

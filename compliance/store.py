@@ -1,0 +1,263 @@
+"""Log stores: one interface, two SQL backends (SQLite embedded default, PostgreSQL).
+
+Tables: ``records`` (seq, time, event, body = canonical record bytes or NULL once archived, leaf = RFC 9162 leaf
+hash, archive = archive file name), ``checkpoints`` (size, root, time, key_id, signature, peaks), ``payloads``
+(encrypted items, opt-in), ``subject_keys`` (wrapped per-subject keys), ``meta`` (log id). Triggers refuse DELETE
+and UPDATE of records and checkpoints except archiving (body -> NULL with an archive name): a guard against
+mistakes; deliberate tampering is caught by ``verify``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import AuditConfigError
+from .keys import b64, unb64
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A signed tree head: ``size`` leaves, ``root`` hash, UTC ``time``, signed by ``key_id`` (Ed25519)."""
+
+    size: int
+    root: bytes
+    time: str
+    key_id: str
+    signature: bytes
+    peaks: tuple[bytes, ...] = ()
+
+    def to_json(self, log_id: str) -> dict[str, Any]:
+        return {"log_id": log_id, "size": self.size, "root": b64(self.root), "time": self.time,
+                "key_id": self.key_id, "signature": b64(self.signature)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Checkpoint:
+        return cls(int(data["size"]), unb64(data["root"]), data["time"], data["key_id"], unb64(data["signature"]))
+
+
+@dataclass(frozen=True)
+class StoredRecord:
+    seq: int
+    time: str
+    event: str
+    body: bytes | None
+    leaf: bytes
+    archive: str | None
+
+
+_SCHEMA = [
+    "CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS records (seq BIGINT PRIMARY KEY, time TEXT NOT NULL, event TEXT NOT NULL, "
+    "body {blob}, leaf {blob} NOT NULL, archive TEXT)",
+    "CREATE INDEX IF NOT EXISTS records_time ON records (time)",
+    "CREATE TABLE IF NOT EXISTS checkpoints (size BIGINT PRIMARY KEY, root {blob} NOT NULL, time TEXT NOT NULL, "
+    "key_id TEXT NOT NULL, signature {blob} NOT NULL, peaks TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS payloads (seq BIGINT NOT NULL, part TEXT NOT NULL, subject TEXT NOT NULL, "
+    "nonce {blob} NOT NULL, ciphertext {blob} NOT NULL, PRIMARY KEY (seq, part, subject))",
+    "CREATE TABLE IF NOT EXISTS subject_keys (subject TEXT PRIMARY KEY, nonce {blob} NOT NULL, "
+    "wrapped {blob} NOT NULL)",
+]
+_GUARD = ("NEW.seq IS DISTINCT FROM OLD.seq OR NEW.leaf IS DISTINCT FROM OLD.leaf OR NEW.time IS DISTINCT FROM "
+          "OLD.time OR NEW.event IS DISTINCT FROM OLD.event OR OLD.archive IS NOT NULL OR NEW.archive IS NULL OR "
+          "NEW.body IS NOT NULL")
+_SQLITE_TRIGGERS = [
+    "CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records BEGIN "
+    "SELECT RAISE(ABORT, 'audit records are append-only'); END",
+    f"CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records WHEN "
+    f"{_GUARD.replace('IS DISTINCT FROM', 'IS NOT')} BEGIN "
+    "SELECT RAISE(ABORT, 'audit records are append-only (only archiving may clear a body)'); END",
+    "CREATE TRIGGER IF NOT EXISTS checkpoints_no_change BEFORE UPDATE ON checkpoints BEGIN "
+    "SELECT RAISE(ABORT, 'checkpoints are append-only'); END",
+    "CREATE TRIGGER IF NOT EXISTS checkpoints_no_delete BEFORE DELETE ON checkpoints BEGIN "
+    "SELECT RAISE(ABORT, 'checkpoints are append-only'); END",
+]
+
+
+class Store:
+    """The interface of a log store over a DB-API connection; subclasses give the connection and the write lock.
+
+    Every method that writes must run inside :meth:`transaction` (the one writer lock across processes).
+    """
+
+    placeholder = "?"
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+
+    # --- backend-specific -----------------------------------------------------------------------------------
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        raise NotImplementedError
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Hold the exclusive write lock (across processes) and commit durably on exit; roll back on error."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # --- common SQL ---------------------------------------------------------------------------------------------
+    def _q(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        if self.placeholder != "?":
+            sql = sql.replace("?", self.placeholder)
+        return self._execute(sql, params)
+
+    def get_meta(self, key: str) -> str | None:
+        row = self._q("SELECT v FROM meta WHERE k = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Insert ``key`` once (an existing value is kept). Inside a transaction."""
+        self._q("INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO NOTHING", (key, value))
+
+    def size(self) -> int:
+        """Number of records (the next sequence number)."""
+        row = self._q("SELECT MAX(seq) FROM records").fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def insert_record(self, seq: int, time: str, event: str, body: bytes, leaf: bytes) -> None:
+        self._q("INSERT INTO records (seq, time, event, body, leaf) VALUES (?, ?, ?, ?, ?)",
+                (seq, time, event, body, leaf))
+
+    def iter_records(self, start: int = 0, stop: int | None = None, *, since: str | None = None,
+                     until: str | None = None, batch: int = 20000) -> Iterator[StoredRecord]:
+        """Records in sequence order, optionally only ``start <= seq < stop`` and ``since <= time < until``."""
+        last = start - 1
+        while True:
+            sql = "SELECT seq, time, event, body, leaf, archive FROM records WHERE seq > ?"
+            params: list[Any] = [last]
+            if stop is not None:
+                sql += " AND seq < ?"
+                params.append(stop)
+            if since is not None:
+                sql += " AND time >= ?"
+                params.append(since)
+            if until is not None:
+                sql += " AND time < ?"
+                params.append(until)
+            rows = self._q(sql + f" ORDER BY seq LIMIT {int(batch)}", tuple(params)).fetchall()
+            for row in rows:
+                yield StoredRecord(int(row[0]), row[1], row[2], bytes(row[3]) if row[3] is not None else None,
+                                   bytes(row[4]), row[5])
+            if len(rows) < batch:
+                return
+            last = int(rows[-1][0])
+
+    def leaf_hashes(self, start: int, stop: int) -> list[bytes]:
+        """Stored leaf hashes of records ``start <= seq < stop`` in order."""
+        rows = self._q("SELECT leaf FROM records WHERE seq >= ? AND seq < ? ORDER BY seq", (start, stop)).fetchall()
+        return [bytes(r[0]) for r in rows]
+
+    def mark_archived(self, start: int, stop: int, archive: str) -> None:
+        """Clear the bodies of ``start <= seq < stop`` (kept in ``archive``); leaf hashes stay. In a transaction."""
+        self._q("UPDATE records SET body = NULL, archive = ? WHERE seq >= ? AND seq < ? AND archive IS NULL",
+                (archive, start, stop))
+
+    def insert_checkpoint(self, cp: Checkpoint) -> None:
+        self._q("INSERT INTO checkpoints (size, root, time, key_id, signature, peaks) VALUES (?, ?, ?, ?, ?, ?)",
+                (cp.size, cp.root, cp.time, cp.key_id, cp.signature, json.dumps([b64(p) for p in cp.peaks])))
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """Every checkpoint, by size."""
+        rows = self._q("SELECT size, root, time, key_id, signature, peaks FROM checkpoints ORDER BY size").fetchall()
+        return [self._cp(r) for r in rows]
+
+    def last_checkpoint(self) -> Checkpoint | None:
+        row = self._q("SELECT size, root, time, key_id, signature, peaks FROM checkpoints "
+                      "ORDER BY size DESC LIMIT 1").fetchone()
+        return self._cp(row) if row else None
+
+    @staticmethod
+    def _cp(r: Any) -> Checkpoint:
+        return Checkpoint(int(r[0]), bytes(r[1]), r[2], r[3], bytes(r[4]), tuple(unb64(p) for p in json.loads(r[5])))
+
+    # payloads and subject keys (crypto-shredding)
+    def insert_payload(self, seq: int, part: str, subject: str, nonce: bytes, ciphertext: bytes) -> None:
+        self._q("INSERT INTO payloads (seq, part, subject, nonce, ciphertext) VALUES (?, ?, ?, ?, ?)",
+                (seq, part, subject, nonce, ciphertext))
+
+    def payloads(self, seq: int) -> list[tuple[str, str, bytes, bytes]]:
+        """``(part, subject, nonce, ciphertext)`` rows of one record."""
+        rows = self._q("SELECT part, subject, nonce, ciphertext FROM payloads WHERE seq = ? ORDER BY part, subject",
+                       (seq,)).fetchall()
+        return [(r[0], r[1], bytes(r[2]), bytes(r[3])) for r in rows]
+
+    def get_subject_key(self, subject: str) -> tuple[bytes, bytes] | None:
+        row = self._q("SELECT nonce, wrapped FROM subject_keys WHERE subject = ?", (subject,)).fetchone()
+        return (bytes(row[0]), bytes(row[1])) if row else None
+
+    def put_subject_key(self, subject: str, nonce: bytes, wrapped: bytes) -> None:
+        self._q("INSERT INTO subject_keys (subject, nonce, wrapped) VALUES (?, ?, ?)", (subject, nonce, wrapped))
+
+    def shred_subject(self, subject: str) -> int:
+        """Delete a subject's key and ciphertexts (not its records). Returns the number of payloads deleted."""
+        self._q("DELETE FROM subject_keys WHERE subject = ?", (subject,))
+        cur = self._q("DELETE FROM payloads WHERE subject = ?", (subject,))
+        return max(cur.rowcount, 0)
+
+
+class SQLiteStore(Store):
+    """SQLite in WAL mode with ``synchronous=FULL``: a commit that returned survives power loss and kill -9.
+
+    One connection per store, shared by threads under a lock; ``BEGIN IMMEDIATE`` serialises writers across
+    processes (``busy_timeout`` 30 s).
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__()
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False,
+                                         timeout=30.0)
+            for pragma in ("journal_mode=WAL", "synchronous=FULL", "busy_timeout=30000", "secure_delete=ON",
+                           "foreign_keys=ON"):
+                self._conn.execute(f"PRAGMA {pragma}")
+            with self.transaction():
+                for stmt in _SCHEMA + _SQLITE_TRIGGERS:
+                    self._conn.execute(stmt.format(blob="BLOB"))
+        except sqlite3.Error as exc:
+            raise AuditConfigError(f"Cannot open the SQLite audit store {self.path}: {exc}.") from exc
+
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        with self._lock:
+            return self._conn.execute(sql, params)
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def open_store(url: str, *, pg_schema: str = "sectorflow_audit") -> Store:
+    """A store for ``url``: ``postgresql://...`` (or ``postgres://``) opens PostgreSQL, anything else is a SQLite
+    file path (``sqlite:///path`` also accepted).
+
+    Raises:
+        AuditConfigError: the store cannot be opened (message says why).
+    """
+    if url.startswith(("postgresql://", "postgres://")):
+        from .store_pg import PostgresStore
+
+        return PostgresStore(url, schema=pg_schema)
+    if url.startswith("sqlite:///"):
+        url = url[len("sqlite://"):]
+    return SQLiteStore(url)

@@ -1,0 +1,173 @@
+"""Offline verification of a whole log, of single proofs, and of archive files.
+
+``verify_log`` recomputes every leaf hash from the stored record bytes, rebuilds the RFC 9162 tree, compares the
+root at every checkpoint size, checks every checkpoint's Ed25519 signature against trusted public keys (keys
+introduced by ``key.rotated`` records become trusted once a checkpoint signed by an already trusted key covers that
+record), and names the first bad record. It needs no secret key.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import merkle
+from .keys import b64, unb64, verify_signature
+from .records import checkpoint_body
+from .store import Checkpoint, Store
+
+
+@dataclass
+class VerifyReport:
+    """Outcome of :func:`verify_log`.
+
+    Attributes:
+        ok: no tampering found.
+        size: records in the store.
+        checkpoints: checkpoints whose signature and root were checked.
+        first_bad_seq: the first record that is missing, altered, or not covered by a matching checkpoint.
+        problems: human-readable findings, first one first.
+        unsigned_tail: records after the last checkpoint (not yet signed; not an error).
+        archived: records whose bodies are in archive files (checked through their stored leaf hashes).
+        root: root hash of the whole tree (base64).
+    """
+
+    ok: bool = True
+    size: int = 0
+    checkpoints: int = 0
+    first_bad_seq: int | None = None
+    problems: list[str] = field(default_factory=list)
+    unsigned_tail: int = 0
+    archived: int = 0
+    root: str = ""
+
+    def fail(self, message: str, seq: int | None = None, *, precise: bool = True) -> None:
+        """Note a problem; ``precise`` findings name a record exactly, others (a checkpoint range) only when no
+        record was named yet."""
+        self.ok = False
+        if seq is not None and (self.first_bad_seq is None or (precise and seq < self.first_bad_seq)):
+            self.first_bad_seq = seq
+        self.problems.append(message)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[str, Any]] | None = None,
+               log_id: str | None = None) -> VerifyReport:
+    """Verify everything in ``store``.
+
+    Args:
+        store: the log store (read only).
+        trusted: ``{key_id: raw Ed25519 public key}`` from a trust file or the key file.
+        external: checkpoints exported earlier (``Checkpoint.to_json`` dicts) that a third party kept; each must
+            verify and match the tree recomputed now (catches truncation or a rewritten history).
+        log_id: expected log id (default the store's own).
+
+    Returns:
+        a :class:`VerifyReport`.
+    """
+    report = VerifyReport()
+    log_id = log_id or store.get_meta("log_id") or ""
+    trusted = dict(trusted)
+    announced: dict[str, tuple[int, bytes]] = {}
+    cps = store.checkpoints()
+    ext = sorted((Checkpoint.from_json(e) for e in external or []), key=lambda c: c.size)
+    ext_ids = {e.get("log_id") for e in external or []}
+    if ext_ids - {log_id}:
+        report.fail(f"external checkpoints belong to log(s) {sorted(ext_ids - {log_id})}, not {log_id}")
+    cr = merkle.CompactRange()
+    roots: dict[int, bytes] = {0: merkle.empty_root()} if any(c.size == 0 for c in cps + ext) else {}
+    wanted = {c.size for c in cps} | {c.size for c in ext}
+    expected = 0
+    for rec in store.iter_records():
+        if rec.seq != expected:
+            report.fail(f"records {expected}..{rec.seq - 1} are missing (deleted)", expected)
+            break
+        if rec.body is None:
+            if not rec.archive:
+                report.fail(f"record {rec.seq}: body removed without an archive", rec.seq)
+            report.archived += 1
+            leaf = rec.leaf
+        else:
+            leaf = merkle.leaf_hash(rec.body)
+            if leaf != rec.leaf:
+                report.fail(f"record {rec.seq}: content does not match its stored leaf hash (altered)", rec.seq)
+            try:
+                data = json.loads(rec.body)
+            except ValueError:
+                report.fail(f"record {rec.seq}: body is not JSON", rec.seq)
+                data = {}
+            if data.get("seq") != rec.seq:
+                report.fail(f"record {rec.seq}: body says seq {data.get('seq')} (moved or altered)", rec.seq)
+            if data.get("event") == "key.rotated":
+                det = data.get("details") or {}
+                try:
+                    announced[det["new_key_id"]] = (rec.seq, unb64(det["new_public_key"]))
+                except (KeyError, ValueError, TypeError):
+                    report.fail(f"record {rec.seq}: malformed key.rotated record", rec.seq)
+        cr.append(leaf)
+        expected += 1
+        if cr.size in wanted:
+            roots[cr.size] = cr.root()
+    report.size = expected
+    report.root = b64(cr.root())
+    prev_size = 0
+    for cp in cps:
+        start = prev_size
+        prev_size = cp.size
+        if cp.size not in roots:
+            report.fail(f"checkpoint at size {cp.size} is beyond the {report.size} records (log truncated)",
+                        report.size)
+            continue
+        key = trusted.get(cp.key_id)
+        if key is None:
+            report.fail(f"checkpoint at size {cp.size} is signed by untrusted key {cp.key_id}", start,
+                        precise=False)
+            continue
+        if not verify_signature(key, cp.signature, checkpoint_body(log_id, cp.size, b64(cp.root), cp.time)):
+            report.fail(f"checkpoint at size {cp.size}: bad signature (checkpoint altered)", start, precise=False)
+            continue
+        if roots[cp.size] != cp.root:
+            report.fail(f"records {start}..{cp.size - 1} do not match the checkpoint signed at {cp.time} "
+                        f"(size {cp.size}): a record in that range was altered", start, precise=False)
+            continue
+        report.checkpoints += 1
+        for kid, (seq, pub) in announced.items():
+            if seq < cp.size:
+                trusted.setdefault(kid, pub)
+    for cp in ext:
+        key = trusted.get(cp.key_id)
+        if key is None or not verify_signature(key, cp.signature,
+                                               checkpoint_body(log_id, cp.size, b64(cp.root), cp.time)):
+            report.fail(f"external checkpoint at size {cp.size}: signature does not verify with the trusted keys")
+        elif cp.size not in roots:
+            report.fail(f"external checkpoint at size {cp.size} but the store has only {report.size} records "
+                        f"(log truncated)", report.size)
+        elif roots[cp.size] != cp.root:
+            report.fail(f"the store's first {cp.size} records do not match an externally kept checkpoint "
+                        f"({cp.time}): history rewritten", 0)
+    report.unsigned_tail = report.size - (cps[-1].size if cps else 0)
+    return report
+
+
+def verify_proof_document(doc: dict[str, Any], trusted: dict[str, bytes]) -> None:
+    """Check a proof document written by ``sectorflow audit prove``: the record's leaf hash, its inclusion proof,
+    and the checkpoint signature, with no access to the log.
+
+    Raises:
+        merkle.ProofError: any part does not verify (says which).
+    """
+    cp = Checkpoint.from_json(doc["checkpoint"])
+    key = trusted.get(cp.key_id)
+    if key is None:
+        raise merkle.ProofError(f"the checkpoint is signed by {cp.key_id}, which is not in the trust file.")
+    if not verify_signature(key, cp.signature, checkpoint_body(doc["checkpoint"]["log_id"], cp.size, b64(cp.root),
+                                                               cp.time)):
+        raise merkle.ProofError("the checkpoint signature does not verify.")
+    leaf = unb64(doc["leaf_hash"])
+    if "record" in doc and doc["record"] is not None:
+        if merkle.leaf_hash(doc["record"].encode("utf-8")) != leaf:
+            raise merkle.ProofError("the record text does not hash to the leaf hash.")
+    merkle.verify_inclusion(int(doc["leaf_index"]), cp.size, leaf, [unb64(p) for p in doc["proof"]], cp.root)
