@@ -1,0 +1,193 @@
+"""The learned risk scorer: shipped bundle, predictor vs eager equality, feature semantics on a tiny graph."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sectorflow import (BundleError, BundleIntegrityError, ConfigError, InvalidInputError, load_bundle,
+                        load_pdparams, write_manifest)
+from sectorflow_aml.features import FEATURE_NAMES, N_FEATURES, FeatureExtractor, find_cycle
+from sectorflow_aml.schema import Transaction
+from sectorflow_aml.scorer import RiskScorer
+from sectorflow_aml.window import TransactionWindow
+
+BUNDLE = Path(__file__).resolve().parents[1] / "src" / "sectorflow_aml" / "bundle"
+DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "amlsim_sample"
+T0 = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+IDX = {name: i for i, name in enumerate(FEATURE_NAMES)}
+
+
+@pytest.fixture(scope="module")
+def scorer() -> RiskScorer:
+    return RiskScorer(load_bundle(BUNDLE, expected_task="aml"), None)
+
+
+def txn(i: int, src: str, dst: str, amount: str, hours: float) -> Transaction:
+    return Transaction(transaction_id=f"t{i}", timestamp=T0 + timedelta(hours=hours), sender_account=src,
+                       receiver_account=dst, amount=Decimal(amount))
+
+
+def replay(edges: list[tuple[str, str, str, float]]) -> list[dict[str, float]]:
+    """Feature dicts of each transaction of ``edges`` (src, dst, amount, hours after T0)."""
+    window = TransactionWindow(lookback_days=30.0)
+    extractor = FeatureExtractor(window.lookback)
+    out = []
+    for i, (src, dst, amount, hours) in enumerate(edges):
+        t = txn(i, src, dst, amount, hours)
+        window.add(t)
+        vec = extractor.vector(t, window)
+        assert vec.dtype == np.float32 and vec.shape == (N_FEATURES,)
+        out.append(dict(zip(FEATURE_NAMES, vec.tolist())))
+    return out
+
+
+def random_rows(n: int, seed: int = 0) -> np.ndarray:
+    rows = replay([(f"a{i % 7}", f"a{(i * 3 + 1) % 7}", f"{100 + 37 * i}.50", 5.0 * i) for i in range(n)])
+    return np.array([[r[k] for k in FEATURE_NAMES] for r in rows], dtype=np.float32)
+
+
+def test_shipped_bundle_loads_and_records_its_training(scorer: RiskScorer) -> None:
+    manifest = scorer.bundle.manifest
+    assert manifest["task"] == "aml" and manifest["format"] == "paddle-inference"
+    assert set(manifest["files"]) == {"model.json", "model.pdiparams", "model.pdparams", "scorer.json"}
+    prov = manifest["provenance"]
+    assert prov["licence"] == "Apache-2.0" and "Suzumura" in prov["citation"]
+    roles = {d["name"].split("/")[1]: d["role"] for d in prov["datasets"]}
+    test_runs = [name for name, role in roles.items() if role == "test"]
+    assert len(test_runs) == 1 and test_runs[0] not in [n for n, r in roles.items() if r == "train"]
+    assert test_runs[0] in manifest["metrics"]["account_level"]["test"]["split"]
+    assert 0.0 < scorer.threshold < 1.0 and scorer.lookback_days == 30.0
+    for split in ("validation", "test"):
+        m = manifest["metrics"]["account_level"][split]
+        p, r = m["tp"] / (m["tp"] + m["fp"]), m["tp"] / (m["tp"] + m["fn"])
+        assert m["precision"] == pytest.approx(p, abs=1e-4) and m["recall"] == pytest.approx(r, abs=1e-4)
+        assert m["f1"] == pytest.approx(2 * p * r / (p + r), abs=1e-4)
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/amlsim_sample not present")
+def test_provenance_hashes_match_the_data_files() -> None:
+    sums = {}
+    for line in (DATA / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        sums[name.removeprefix("./")] = digest
+    for dataset in load_bundle(BUNDLE).manifest["provenance"]["datasets"]:
+        assert dataset["files"] and all(sums[k] == v for k, v in dataset["files"].items())
+
+
+def test_scores_are_probabilities_and_deterministic(scorer: RiskScorer) -> None:
+    x = random_rows(40)
+    first = scorer.score(x)
+    assert first.shape == (40,) and first.dtype == np.float32
+    assert ((first >= 0) & (first <= 1)).all()
+    np.testing.assert_array_equal(first, scorer.score(x.copy()))
+    np.testing.assert_array_equal(first[:5], scorer.score(x[:5]))  # batch composition does not change a score
+    assert scorer.score(np.zeros((0, N_FEATURES), np.float32)).shape == (0,)
+
+
+def test_predictor_equals_eager_forward_of_the_same_weights(scorer: RiskScorer) -> None:
+    from sectorflow_aml.scorer_model import RiskMLP, paddle
+
+    state = load_pdparams(scorer.bundle.file("model.pdparams"))
+    model = RiskMLP(np.zeros(N_FEATURES, np.float32), np.ones(N_FEATURES, np.float32))
+    model.set_state_dict({k: paddle.to_tensor(v) for k, v in state.items()})
+    model.eval()
+    x = random_rows(12)
+    eager = model(paddle.to_tensor(x)).numpy().reshape(-1)
+    np.testing.assert_allclose(scorer.score(x), eager, atol=1e-5)
+    assert not np.allclose(eager, eager[0])  # the rows really differ
+
+
+def test_bad_batches_are_refused(scorer: RiskScorer) -> None:
+    with pytest.raises(InvalidInputError, match=r"\[n, 28\]"):
+        scorer.score(np.zeros((3, 5), np.float32))
+    bad = random_rows(2)
+    bad[1, 0] = np.nan
+    with pytest.raises(InvalidInputError, match="NaN"):
+        scorer.score(bad)
+
+
+def test_degrees_pairs_and_pass_through_on_a_fan_in() -> None:
+    f = replay([("A", "Z", "9000", 0), ("B", "Z", "9100", 1), ("C", "Z", "9200", 2), ("A", "Z", "9300", 3),
+                ("Z", "Q", "36000", 4)])
+    assert [r["r_in_deg"] for r in f[:4]] == [1, 2, 3, 3]          # distinct senders into Z
+    assert [r["r_in_cnt"] for r in f[:4]] == [1, 2, 3, 4]          # edges into Z
+    assert f[3]["pair_cnt"] == 2 and f[2]["pair_cnt"] == 1          # A -> Z twice
+    assert f[3]["s_out_deg"] == 1 and f[3]["s_lifetime"] == 2
+    last = f[4]                                                     # Z forwards the money at once
+    assert last["s_in_deg"] == 3 and last["s_in_sum"] == pytest.approx(36600)
+    assert last["s_out_sum"] == pytest.approx(36000) and last["s_hours_since_in"] == pytest.approx(1.0)
+    assert last["amount_over_last_in"] == pytest.approx(36000 / 9300)
+    assert last["s_mean_log_amount"] == pytest.approx(np.mean(np.log1p([9000, 9100, 9200, 9300])), rel=1e-6)
+    assert last["r_hours_since_prev"] == pytest.approx(30 * 24)     # Q never seen: capped at the lookback
+
+
+def test_chain_is_not_a_cycle_but_closing_edge_is() -> None:
+    f = replay([("A", "B", "500", 0), ("B", "C", "490", 1), ("C", "D", "480", 2)])
+    assert all(r["cycle_closed"] == 0 and r["s_in_cycle"] == 0 for r in f)
+    f = replay([("A", "B", "500", 0), ("B", "C", "490", 1), ("C", "D", "480", 2), ("D", "A", "470", 3),
+                ("B", "X", "10", 4), ("Y", "Z", "10", 5)])
+    assert [r["cycle_closed"] for r in f] == [0, 0, 0, 1, 0, 0]
+    assert f[4]["s_in_cycle"] == 1 and f[5]["s_in_cycle"] == 0      # B lay on the closed loop, Y did not
+    f = replay([("A", "B", "5", 0), ("B", "A", "5", 1)])
+    assert f[1]["reverse_edge"] == 1 and f[1]["cycle_closed"] == 1
+
+
+def test_cycle_search_stops_at_four_edges() -> None:
+    window = TransactionWindow(lookback_days=30.0)
+    for i, (s, d) in enumerate([("A", "B"), ("B", "C"), ("C", "D"), ("D", "E")]):
+        window.add(txn(i, s, d, "100", i))
+    assert find_cycle(window, "E", "A") is None                     # would be a 5-edge loop
+    assert find_cycle(window, "D", "A") == ["A", "B", "C", "D"]
+
+
+def test_window_lapse_expires_degrees_and_cycle_membership() -> None:
+    f = replay([("A", "Z", "10", 0), ("B", "Z", "10", 1), ("Z", "A", "10", 2), ("C", "Z", "10", 24 * 40),
+                ("A", "Q", "10", 24 * 40 + 1)])
+    assert f[2]["cycle_closed"] == 1
+    assert f[3]["r_in_deg"] == 1 and f[3]["r_in_cnt"] == 1          # A and B fell out of the 30-day window
+    assert f[4]["s_in_cycle"] == 0                                  # membership older than the lookback
+
+
+def test_features_need_window_add_first_and_the_same_lookback() -> None:
+    window = TransactionWindow(lookback_days=30.0)
+    extractor = FeatureExtractor(window.lookback)
+    t = txn(0, "A", "B", "10", 0)
+    with pytest.raises(ConfigError, match="window.add"):
+        extractor.row(t, window)
+    other = TransactionWindow(lookback_days=7.0)
+    other.add(t)
+    with pytest.raises(ConfigError, match="lookback"):
+        extractor.row(t, other)
+
+
+def test_reset_forgets_state(scorer: RiskScorer) -> None:
+    window = TransactionWindow(lookback_days=scorer.lookback_days)
+    t = txn(0, "A", "B", "10", 0)
+    window.add(t)
+    first = scorer.features(t, window)
+    window.reset()
+    scorer.reset()
+    window.add(t)
+    np.testing.assert_array_equal(first, scorer.features(t, window))
+
+
+def test_bundle_from_other_features_is_refused(tmp_path: Path) -> None:
+    copy = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, copy)
+    config = json.loads((copy / "scorer.json").read_text())
+    config["feature_names"] = config["feature_names"][:-1]
+    (copy / "scorer.json").write_text(json.dumps(config))
+    with pytest.raises(BundleIntegrityError):
+        load_bundle(copy)                                           # edited without a new manifest
+    manifest = json.loads((copy / "manifest.json").read_text())
+    del manifest["files"]
+    write_manifest(copy, **manifest)
+    with pytest.raises(BundleError, match="trained on features"):
+        RiskScorer(load_bundle(copy), None)
