@@ -1,0 +1,153 @@
+"""The ``sectorflow`` command line: tasks, schema, run (JSON lines, CSV, a plugin's format, stdin), bad rows."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from core_support import PYTHON, VENV_BIN, child_env
+from sectorflow import Taskflow
+from sectorflow.cli import main
+
+ITEMS = [{"text": "hello world"}, {"text": "Ship 42 crates"}, {"text": "x"}, {"text": "UPPER lower"},
+         {"text": "  spaced  "}]
+
+
+@pytest.fixture
+def cli(echo_registry, capsys, monkeypatch):
+    """``cli(*args) -> (exit code, stdout, stderr)``, in-process, with only the echo plugin registered."""
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+        if stdin is not None:
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8"))
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def expected_lines(items, **options) -> list[dict]:
+    return [r.model_dump(mode="json") for r in Taskflow("echo", **options)(items)]
+
+
+def write_jsonl(path, rows) -> None:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_tasks_lists_the_registered_tasks(cli):
+    code, out, _ = cli("tasks", "--json")
+    assert code == 0
+    assert json.loads(out) == Taskflow.tasks()
+    code, out, _ = cli("tasks")
+    assert code == 0
+    table_rows = [line for line in out.splitlines() if "echo" in line and "0.1.0" in line]
+    assert len(table_rows) == 2 and "echo_counter" in table_rows[1] and "cpu,gpu,npu,mlu,xpu" in table_rows[0]
+
+
+def test_schema_prints_the_tasks_json_schema(cli):
+    code, out, _ = cli("schema", "parrot")
+    assert code == 0 and json.loads(out) == Taskflow("echo").schema()
+
+
+def test_run_jsonl_to_a_file(cli, tmp_path):
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_jsonl(source, ITEMS)
+    code, out, err = cli("run", "echo", str(source), "--output", str(target), "--batch-size", "2")
+    assert code == 0 and out == ""
+    assert [json.loads(line) for line in target.read_text().splitlines()] == expected_lines(ITEMS)
+    assert "5 item(s) processed, 0 row(s) skipped." in err
+
+
+def test_run_csv_to_stdout(cli, tmp_path):
+    source = tmp_path / "in.csv"
+    with source.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["id", "text"])
+        writer.writeheader()
+        writer.writerows({"id": i, **item} for i, item in enumerate(ITEMS))
+    code, out, _ = cli("run", "echo", str(source))
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == expected_lines(ITEMS)
+
+
+def test_run_reads_stdin_a_plugin_format_and_options(cli, tmp_path):
+    code, out, _ = cli("run", "echo", "-", "--option", "uppercase=true", stdin="".join(json.dumps(i) + "\n" for i in ITEMS))
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == expected_lines(ITEMS, uppercase=True)
+    source = tmp_path / "texts.txt"
+    source.write_text("".join(item["text"] + "\n" for item in ITEMS))
+    code, out, _ = cli("run", "echo", str(source), "--format", "lines")
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == expected_lines(ITEMS)
+
+
+def test_on_error_skip_runs_the_good_rows_and_reports_bad_row_numbers(cli, tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text("text\nfine\n\"\"\nalso fine\n\"\"\nlast\n")  # data rows 2 and 4 have an empty text
+    target = tmp_path / "out.jsonl"
+    code, _, err = cli("run", "echo", str(source), "-o", str(target), "--on-error", "skip")
+    assert code == 0
+    assert [json.loads(line)["text"] for line in target.read_text().splitlines()] == ["fine", "also fine", "last"]
+    assert "skipped row 2: text: Field required" in err and "skipped row 4: text: Field required" in err
+    assert "3 item(s) processed, 2 row(s) skipped." in err
+
+
+def test_on_error_reject_writes_nothing_and_exits_2(cli, tmp_path):
+    rows = ITEMS * 300 + [{"text": ""}]  # the bad row comes after more than one chunk of good ones
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_jsonl(source, rows)
+    code, out, err = cli("run", "echo", str(source), "-o", str(target))
+    assert code == 2 and not target.exists() and out == ""
+    assert f"row {len(rows)}: text: String should have at least 1 character" in err
+    code, out, err = cli("run", "echo", "-", stdin="".join(json.dumps(r) + "\n" for r in rows))
+    assert code == 2 and out == ""
+    assert f"row {len(rows)}: text" in err
+
+
+def test_a_line_that_is_not_json_is_rejected_by_row(cli, tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "ok"}\n[1, 2]\n')
+    code, out, err = cli("run", "echo", str(source))
+    assert code == 2 and out == "" and "Row 2 is a JSON list, not an object." in err
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [(("run", "ecko", "in.jsonl"), "Unknown task 'ecko'. Did you mean 'echo'? Known tasks: echo, echo_counter."),
+     (("run", "echo", "missing.jsonl"), "Input file missing.jsonl does not exist."),
+     (("run", "echo", "in.jsonl", "--format", "xml"), "Task 'echo' reads the formats csv, jsonl, lines; not 'xml'."),
+     (("run", "echo", "in.jsonl", "--device", "npu"), "has 0 npu device(s)"),
+     (("run", "echo", "in.jsonl", "--precision", "int8"), "precision='int8' is not available"),
+     (("schema", "nope"), "Unknown task 'nope'.")],
+)
+def test_user_errors_print_a_message_and_exit_2(cli, tmp_path, monkeypatch, args, fragment):
+    monkeypatch.chdir(tmp_path)
+    write_jsonl(tmp_path / "in.jsonl", ITEMS)
+    code, out, err = cli(*args)
+    assert code == 2 and out == ""
+    assert fragment in err
+
+
+def test_usage_errors_exit_2(cli, tmp_path):
+    code, _, err = cli("run", "echo", "x.jsonl", "--option", "no-equals-sign")
+    assert code == 2 and "write KEY=VALUE" in err
+    code, _, _ = cli("run", "echo")
+    assert code == 2
+
+
+def test_console_script_in_a_fresh_process():
+    script = VENV_BIN / "sectorflow"
+    command = [str(script)] if script.exists() else [PYTHON, "-m", "sectorflow.cli"]
+    env = child_env(SECTORFLOW_LOAD_PLUGINS="")
+    done = subprocess.run([*command, "tasks", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, json.loads(done.stdout)) == (0, [])
+    done = subprocess.run([*command, "run", "echo", "-"], env=env, capture_output=True, text=True, timeout=120,
+                          input="")
+    assert done.returncode == 2 and "Unknown task 'echo'." in done.stderr and done.stdout == ""
