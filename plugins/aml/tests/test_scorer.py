@@ -191,3 +191,26 @@ def test_bundle_from_other_features_is_refused(tmp_path: Path) -> None:
     write_manifest(copy, **manifest)
     with pytest.raises(BundleError, match="trained on features"):
         RiskScorer(load_bundle(copy), None)
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/amlsim_sample not present")
+def test_training_replay_builds_the_same_transactions_as_the_amlsim_reader(tmp_path: Path) -> None:
+    """No train/serve skew in the input: the training script's fast AMLSim parser gives the transactions that
+    ``load_transactions(..., "amlsim")`` (what ``sectorflow run aml --format amlsim`` uses) gives."""
+    import gzip
+    import itertools
+
+    from sectorflow_aml.loaders import load_transactions
+    from sectorflow_aml.training import amlsim_transactions, read_amlsim_csv
+
+    folder = DATA / "20K_cycle200"
+    head = tmp_path / "head.csv"
+    with gzip.open(folder / "transactions.csv.gz", "rt") as src, open(head, "w") as out:
+        out.writelines(itertools.islice(src, 3001))
+    served, problems = load_transactions(head, "amlsim")
+    src_ids, dst_ids, values, steps, _ = read_amlsim_csv(folder)
+    assert not problems and len(served) == 3000
+    trained = amlsim_transactions(src_ids[:3000], dst_ids[:3000], values[:3000], steps[:3000])
+    for a, b in zip(served, trained):
+        assert (a.timestamp, a.sender_account, a.receiver_account, a.amount, a.currency) == \
+               (b.timestamp, b.sender_account, b.receiver_account, b.amount, b.currency)
