@@ -183,6 +183,7 @@ def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", cha
     start = datetime(base_date.year, base_date.month, base_date.day, tzinfo=timezone.utc)
 
     def read_amlsim(source: Any) -> Iterator[tuple[int, Record]]:
+        stamps: dict[str, str] = {}
         with open_text(source) as handle:
             rows = csv.reader(handle)
             header = tuple(h.strip() for h in next(rows, ()))
@@ -194,10 +195,12 @@ def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", cha
                     continue
                 cells = cells + [""] * (4 - len(cells))
                 step = cells[3].strip()
-                try:
-                    timestamp: Any = (start + timedelta(days=int(step))).isoformat()
-                except ValueError:
-                    timestamp = step
+                timestamp = stamps.get(step)
+                if timestamp is None:
+                    try:
+                        timestamp = stamps[step] = (start + timedelta(days=int(step))).isoformat()
+                    except (ValueError, OverflowError):
+                        timestamp = step
                 yield row, {"transaction_id": f"{id_prefix}{row}", "timestamp": timestamp,
                             "sender_account": cells[0].strip(), "receiver_account": cells[1].strip(),
                             "amount": cells[2].strip(), "currency": currency, "channel": channel}

@@ -42,7 +42,7 @@ FIELD_LIST_NOTE = ("PBOC data-standard field list not verified; elements use pla
 Direction = Literal["in", "out"]
 
 
-@dataclass
+@dataclass(slots=True)
 class _Open:
     """State of one (customer, direction, rule, currency class, business day) aggregate."""
 
@@ -101,12 +101,18 @@ class ReportEngine:
         self.home_currency = HOME_CURRENCY[jurisdiction]
         self.calendar = BusinessCalendar(self.home_country if self.home_country in ("CN", "US") else jurisdiction)
         self.retention_days = retention_days
+        self._table: dict[tuple[str, str], list[Threshold]] = {}
+        for t in self.thresholds:  # (rule, currency scope) -> thresholds to check
+            for scope in (("domestic", "foreign") if t.applies_to == "any" else (t.applies_to,)):
+                self._table.setdefault((t.rule, scope), []).append(t)
         self._open: dict[tuple[str, str, str, str, date], _Open] = {}
+        self._days: dict[date, list[tuple[str, str, str, str, date]]] = {}
         self._latest: date | None = None
 
     def reset(self) -> None:
         """Forget every aggregate (start a new stream)."""
         self._open.clear()
+        self._days.clear()
         self._latest = None
 
     def observe(self, txn: Transaction) -> list[ReportDraft]:
@@ -118,13 +124,16 @@ class ReportEngine:
         day = txn.timestamp.astimezone(self.timezone).date()
         business_date = self.calendar.roll_forward(day) if self.jurisdiction == "US" else day
         drafts: list[ReportDraft] = []
+        scope = "domestic" if txn.currency == self.home_currency else "foreign"
         for customer, account, direction, rule in self._legs(txn):
-            for threshold in self._applicable(rule, txn.currency):
-                amount = self._convert(txn, threshold, day)
+            for threshold in self._table.get((rule, scope), ()):
+                amount = txn.amount if txn.currency == threshold.currency else \
+                    self.fx.convert(txn.amount, txn.currency, threshold.currency, day)
                 key = (customer, direction, threshold.rule, threshold.applies_to, business_date)
                 state = self._open.get(key)
                 if state is None:
                     state = self._open[key] = _Open(threshold, customer, direction, business_date)
+                    self._days.setdefault(business_date, []).append(key)
                 state.total += amount
                 state.rows.append((txn, account, amount))
                 if not state.fired and threshold.met(state.total):
@@ -143,45 +152,35 @@ class ReportEngine:
 
     def _legs(self, txn: Transaction) -> list[tuple[str, str, Direction, str]]:
         """(customer, account, direction, rule) for each side of ``txn`` that is a customer of the institution."""
-        sides: list[tuple[str, Direction, str | None]] = []
-        if txn.channel is Channel.cash_deposit:
-            sides.append((txn.receiver_account, "in", txn.receiver_bank))
-        elif txn.channel is Channel.cash_withdrawal:
-            sides.append((txn.sender_account, "out", txn.sender_bank))
+        channel = txn.channel
+        sides: tuple[tuple[str, Direction, str | None], ...]
+        if channel is Channel.cash_deposit:
+            sides, cash = ((txn.receiver_account, "in", txn.receiver_bank),), True
+        elif channel is Channel.cash_withdrawal:
+            sides, cash = ((txn.sender_account, "out", txn.sender_bank),), True
         elif self.jurisdiction == "US":
             return []  # a CTR covers currency (cash) only
         else:
-            sides = [(txn.sender_account, "out", txn.sender_bank), (txn.receiver_account, "in", txn.receiver_bank)]
+            sides = ((txn.sender_account, "out", txn.sender_bank), (txn.receiver_account, "in", txn.receiver_bank))
+            cash = False
         legs = []
+        cross_border: bool | None = None
         for account, direction, bank in sides:
             if self.institution is not None and bank is not None and bank != self.institution:
                 continue
-            customer = self.customers.get(account, account)
             if self.jurisdiction == "US":
                 rule = "ctr_cash"
-            elif txn.channel.is_cash:
+            elif cash:
                 rule = "cash"
             elif self.customer_types.get(account, txn.customer_type) == "corporate":
                 rule = "corporate_transfer"
-            elif self._cross_border(txn):
-                rule = "individual_cross_border_transfer"
             else:
-                rule = "individual_domestic_transfer"
-            legs.append((customer, account, direction, rule))
+                if cross_border is None:
+                    home, s, r = self.home_country, txn.sender_country, txn.receiver_country
+                    cross_border = (s is not None and s != home) or (r is not None and r != home)
+                rule = "individual_cross_border_transfer" if cross_border else "individual_domestic_transfer"
+            legs.append((self.customers.get(account, account), account, direction, rule))
         return legs
-
-    def _cross_border(self, txn: Transaction) -> bool:
-        countries = {c for c in (txn.sender_country, txn.receiver_country) if c}
-        return bool(countries) and countries != {self.home_country}
-
-    def _applicable(self, rule: str, currency: str) -> list[Threshold]:
-        scope = "domestic" if currency == self.home_currency else "foreign"
-        return [t for t in self.thresholds if t.rule == rule and t.applies_to in (scope, "any")]
-
-    def _convert(self, txn: Transaction, threshold: Threshold, day: date) -> Decimal:
-        if txn.currency == threshold.currency:
-            return txn.amount
-        return self.fx.convert(txn.amount, txn.currency, threshold.currency, day)
 
     def _row(self, txn: Transaction, account: str, direction: Direction, amount: Decimal, currency: str,
              ) -> dict[str, Any]:
@@ -205,8 +204,9 @@ class ReportEngine:
     def _prune(self) -> None:
         assert self._latest is not None
         cutoff = self._latest.toordinal() - self.retention_days
-        for key in [k for k, s in self._open.items() if s.business_date.toordinal() < cutoff]:
-            del self._open[key]
+        for day in [d for d in self._days if d.toordinal() < cutoff]:
+            for key in self._days.pop(day):
+                self._open.pop(key, None)
 
     def _draft(self, state: _Open) -> ReportDraft:
         t = state.threshold
