@@ -1,0 +1,121 @@
+"""Dynamic batching, atomic stateful calls, priority lanes and overload, against a real uvicorn server.
+
+Assertions are on the batch-size histogram, headers, events and outputs, never on timings: the merge window
+(``max_queue_delay_ms``) is set far longer than the requests need to arrive, and a full batch leaves at once.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from .conftest import GATE, PROCESSED, auth
+
+
+@pytest.fixture(scope="module")
+def server(make_server):
+    return make_server(tasks={
+        "score": {"max_batch_size": 8, "max_queue_delay_ms": 3000},
+        "ledger": {"max_batch_size": 64, "max_queue_delay_ms": 1500},
+        "echo": {"max_batch_size": 4, "max_queue_delay_ms": 0,
+                 "interactive": {"max_queue_items": 2, "queue_timeout_ms": 20000},
+                 "batch": {"max_queue_items": 100, "queue_timeout_ms": 1500}},
+    })
+
+
+def _post(url: str, task: str, inputs: list, key: str = "alice", lane: str | None = None) -> httpx.Response:
+    params = {"lane": lane} if lane else None
+    return httpx.post(f"{url}/v1/tasks/{task}", headers=auth(key), json={"inputs": inputs}, params=params,
+                      timeout=30)
+
+
+def test_concurrent_requests_merge_into_one_model_call(server, tasks):
+    count0 = server.metric("sectorflow_batch_size_count", task="score")
+    sum0 = server.metric("sectorflow_batch_size_sum", task="score")
+    with ThreadPoolExecutor(8) as pool:
+        responses = list(pool.map(lambda i: _post(server.url, "score", [{"features": [i, 0, 0, 0]}]), range(8)))
+    assert [r.status_code for r in responses] == [200] * 8
+    assert [r.json()["outputs"][0]["score"] for r in responses] == pytest.approx([float(i) for i in range(8)])
+    batches = server.metric("sectorflow_batch_size_count", task="score") - count0
+    assert server.metric("sectorflow_batch_size_sum", task="score") - sum0 == 8
+    assert batches < 8  # at least two requests shared a model call
+    assert max(int(r.headers["x-sectorflow-batch-items"]) for r in responses) > 1
+    # every request of one merged call carries the call id of its single audit event, which names the key
+    call_ids = {r.headers["x-sectorflow-call-id"] for r in responses}
+    finished = [e for e in tasks.events if e.kind == "call_finished" and e.context.request_id in call_ids]
+    assert sum(e.n_items for e in finished) == 8 and {e.context.actor for e in finished} == {"alice"}
+
+
+def test_a_request_counts_as_many_items_and_is_never_split(server):
+    count0 = server.metric("sectorflow_batch_size_count", task="score")
+    r = _post(server.url, "score", [{"features": [1, 1, 1, 1]}] * 11)  # larger than max_batch_size=8
+    assert r.status_code == 200 and len(r.json()["outputs"]) == 11
+    assert r.headers["x-sectorflow-batch-items"] == "11"
+    assert server.metric("sectorflow_batch_size_count", task="score") == count0 + 1
+    assert server.metric("sectorflow_batch_size_bucket", task="score", le="8.0") < \
+        server.metric("sectorflow_batch_size_bucket", task="score", le="16.0")
+
+
+def test_stateful_task_keeps_every_accepted_request_and_none_refused(server, tasks):
+    good = [[{"account": f"acc-{i}", "amount": 10.0}, {"account": f"acc-{i}", "amount": 1.0}] for i in range(5)]
+    bad = [{"account": "acc-x", "amount": 1.0}, {"account": "frozen", "amount": 5.0}]
+    with ThreadPoolExecutor(6) as pool:
+        futures = [pool.submit(_post, server.url, "ledger", inputs) for inputs in good[:3]]
+        futures.append(pool.submit(_post, server.url, "ledger", bad))
+        futures += [pool.submit(_post, server.url, "ledger", inputs) for inputs in good[3:]]
+        responses = [f.result() for f in futures]
+    statuses = [r.status_code for r in responses]
+    assert statuses == [200, 200, 200, 422, 200, 200]
+    assert responses[3].json()["details"] == [{"row": 2, "field": "account", "reason": "frozen"}]
+    for r in responses[:3] + responses[4:]:
+        assert [o["balance"] for o in r.json()["outputs"]] == [10.0, 11.0]
+    # the ledger holds exactly the 10 accepted items: the next one is the 11th, and acc-x never moved
+    probe = _post(server.url, "ledger", [{"account": "acc-x", "amount": 0.0}]).json()["outputs"][0]
+    assert probe["seen"] == 11 and probe["balance"] == 0.0
+    # the refused request was merged with others; that call failed whole, and the others were run again alone
+    merged_failures = [e for e in tasks.events if e.task == "ledger" and e.kind == "call_failed" and e.n_items > 2]
+    assert merged_failures and "frozen" in merged_failures[0].error
+
+
+def _wait_gauge(server, task: str, lane: str, value: float) -> None:
+    deadline = time.monotonic() + 20
+    while server.metric("sectorflow_queue_items", task=task, lane=lane) != value:
+        assert time.monotonic() < deadline, "queue never reached the expected depth"
+        time.sleep(0.02)
+
+
+def test_interactive_lane_first_and_bounded_queues(server):
+    GATE["entered"].clear()
+    GATE["release"].clear()
+    PROCESSED.clear()
+    with ThreadPoolExecutor(8) as pool:
+        blocker = pool.submit(_post, server.url, "echo", [{"text": "block"}])
+        assert GATE["entered"].wait(20)  # the only worker is busy now
+        slow = pool.submit(_post, server.url, "echo", [{"text": "b1"}], "batchy")
+        _wait_gauge(server, "echo", "batch", 1)
+        fast = pool.submit(_post, server.url, "echo", [{"text": "i1"}, {"text": "i2"}])
+        _wait_gauge(server, "echo", "interactive", 2)
+        full = _post(server.url, "echo", [{"text": "i3"}])  # the interactive lane holds 2 items at most
+        assert full.status_code == 503 and int(full.headers["retry-after"]) >= 1
+        assert full.json()["details"] == {"reason": "queue_full"}
+        GATE["release"].set()
+        assert [f.result().status_code for f in (blocker, slow, fast)] == [200, 200, 200]
+    assert PROCESSED[:4] == ["block", "i1", "i2", "b1"]
+
+
+def test_queue_timeout_is_503_and_the_request_never_runs(server):
+    GATE["entered"].clear()
+    GATE["release"].clear()
+    PROCESSED.clear()
+    with ThreadPoolExecutor(2) as pool:
+        blocker = pool.submit(_post, server.url, "echo", [{"text": "block"}])
+        assert GATE["entered"].wait(20)
+        late = _post(server.url, "echo", [{"text": "late"}], "batchy")  # batch lane: 1.5 s at most in the queue
+        GATE["release"].set()
+        assert blocker.result().status_code == 200
+    assert late.status_code == 503 and late.json()["details"] == {"reason": "queue_timeout"}
+    assert "late" not in PROCESSED
+    assert server.metric("sectorflow_rejections_total", task="echo", reason="queue_timeout") == 1

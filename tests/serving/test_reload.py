@@ -1,0 +1,91 @@
+"""Hot reload under load: a corrupt or unloadable bundle leaves the old model serving, with zero failed requests."""
+
+from __future__ import annotations
+
+import threading
+
+import httpx
+import pytest
+
+from .conftest import auth
+
+
+@pytest.fixture(scope="module")
+def server(make_server, bundles):
+    return make_server(tasks={"score": {"max_batch_size": 16, "max_queue_delay_ms": 1, "instances": 2}},
+                       server={"allowed_bundle_roots": [str(bundles["root"])], "threads": 2})
+
+
+class Hammer:
+    """Clients that call ``score`` without pause until stopped, recording status and model version."""
+
+    def __init__(self, url: str, clients: int = 3) -> None:
+        self.results: list[tuple[int, str | None, float | None]] = []
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._loop, args=(url,)) for _ in range(clients)]
+        for t in self._threads:
+            t.start()
+
+    def _loop(self, url: str) -> None:
+        with httpx.Client(base_url=url, headers=auth("alice"), timeout=30) as client:
+            while not self._stop.is_set():
+                r = client.post("/v1/tasks/score", json={"inputs": [{"features": [1, 2, 3, 4]}]})
+                out = r.json()["outputs"][0] if r.status_code == 200 else {}
+                self.results.append((r.status_code, out.get("meta", {}).get("model_version"), out.get("score")))
+
+    def stop(self) -> list[tuple[int, str | None, float | None]]:
+        self._stop.set()
+        for t in self._threads:
+            t.join(30)
+        return self.results
+
+
+def _reload(server, path, key: str = "admin") -> httpx.Response:
+    return server.client.post("/v1/admin/models/score/reload", headers=auth(key),
+                              json={"task_path": str(path)} if path else None)
+
+
+def test_reload_under_load_with_bad_bundles_then_a_good_one(server, bundles, tasks):
+    hammer = Hammer(server.url)
+    try:
+        corrupt = _reload(server, bundles["corrupt"])
+        garbage = _reload(server, bundles["garbage"])
+        good = _reload(server, bundles["v2"])
+        after = server.client.post("/v1/tasks/score", headers=auth("alice"),
+                                   json={"inputs": [{"features": [1, 2, 3, 4]}]}).json()["outputs"][0]
+    finally:
+        results = hammer.stop()
+
+    assert corrupt.status_code == 400 and corrupt.json()["error"] == "BundleIntegrityError"
+    assert "model.pdiparams" in corrupt.json()["message"]
+    assert garbage.status_code == 400 and garbage.json()["error"] == "BundleError"
+    assert good.status_code == 200, good.text
+    assert good.json()["previous"]["model_version"] == "1" and good.json()["current"]["model_version"] == "2"
+    assert after["meta"]["model_version"] == "2" and after["score"] == pytest.approx(20.0)
+
+    assert len(results) > 10
+    assert {status for status, _, _ in results} == {200}  # zero failed requests during the reloads
+    for _, version, score in results:  # every answer is wholly from one bundle
+        assert (version, score) in (("1", pytest.approx(10.0)), ("2", pytest.approx(20.0)))
+
+    load_events = [e for e in tasks.events if e.task == "score" and e.kind in ("model_load_failed", "model_loaded")
+                   and e.context.actor == "admin"]
+    kinds = [e.kind for e in load_events]
+    assert kinds[0] == "model_load_failed" and kinds[-1] == "model_loaded"  # the hash failure is audited
+    assert load_events[-1].meta.model_version == "2" and load_events[-1].context.channel == "http"
+    assert server.metric("sectorflow_model_reloads_total", task="score", outcome="failure") == 2
+    assert server.metric("sectorflow_model_reloads_total", task="score", outcome="success") == 1
+    assert server.metric("sectorflow_model_info", task="score", model_version="2") == 1
+    assert server.metric("sectorflow_model_info", task="score", model_version="1") == 0
+    listing = {r["task"]: r for r in server.client.get("/v1/tasks", headers=auth("alice")).json()}
+    assert listing["score"]["model"]["version"] == "2"
+
+
+def test_reload_needs_admin_scope_and_an_allowed_root(server, bundles, tmp_path):
+    assert _reload(server, bundles["v1"], key="alice").status_code == 403
+    outside = _reload(server, tmp_path)
+    assert outside.status_code == 403 and "allowed bundle roots" in outside.json()["message"]
+    missing = _reload(server, bundles["root"] / "nope")
+    assert missing.status_code == 400 and missing.json()["error"] == "BundleError"
+    unknown = server.client.post("/v1/admin/models/nope/reload", headers=auth("admin"))
+    assert unknown.status_code == 404
