@@ -80,6 +80,13 @@ _SQLITE_TRIGGERS = [
 ]
 
 
+def _as_bytes(value: Any) -> bytes | None:
+    """Column value as bytes (a tampered row may hold text where bytes were written)."""
+    if value is None:
+        return None
+    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
+
+
 class Store:
     """The interface of a log store over a DB-API connection; subclasses give the connection and the write lock.
 
@@ -145,8 +152,7 @@ class Store:
                 params.append(until)
             rows = self._q(sql + f" ORDER BY seq LIMIT {int(batch)}", tuple(params)).fetchall()
             for row in rows:
-                yield StoredRecord(int(row[0]), row[1], row[2], bytes(row[3]) if row[3] is not None else None,
-                                   bytes(row[4]), row[5])
+                yield StoredRecord(int(row[0]), row[1], row[2], _as_bytes(row[3]), _as_bytes(row[4]) or b"", row[5])
             if len(rows) < batch:
                 return
             last = int(rows[-1][0])

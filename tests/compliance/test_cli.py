@@ -1,0 +1,107 @@
+"""``sectorflow audit ...`` end to end through the real CLI entry point (``sectorflow.cli.main``)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from audit_support import drop_guards, raw_sql
+from sectorflow import Taskflow, cli
+from sectorflow.compliance import plugin as audit_plugin
+
+TXNS = [{"customer_id": "c-100", "amount": 5.0}, {"customer_id": "c-200", "amount": 7.5}]
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    if not any(g.name == "audit" for g in cli.app.registered_groups):
+        audit_plugin.sectorflow_register_commands(app=cli.app)  # another test may have loaded commands first
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_keygen_verify_prove_check_proof(audited: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(["audit", "keygen", str(tmp_path / "k2.json"), "--trust-out", str(tmp_path / "k2.trust")], capsys)
+    assert code == 0 and "ed25519:" in out and (tmp_path / "k2.json").stat().st_mode & 0o777 == 0o600
+    lg = audited()
+    Taskflow("score")(TXNS)
+    code, out = run(["audit", "verify"], capsys)
+    assert code == 0 and "OK: no tampering found" in out
+    code, out = run(["audit", "trust", str(tmp_path / "trust.json")], capsys)
+    assert code == 0
+    proof = tmp_path / "proof.json"
+    code, _ = run(["audit", "prove", "3", "--out", str(proof)], capsys)
+    assert code == 0 and json.loads(proof.read_text())["leaf_index"] == 3
+    code, out = run(["audit", "check-proof", str(proof), "--trust", str(tmp_path / "trust.json")], capsys)
+    assert code == 0 and "OK: 1 record(s) proven" in out
+    code, out = run(["audit", "check-proof", str(proof), "--trust", str(tmp_path / "k2.trust")], capsys)
+    assert code == 1 and "not in the trust file" in out
+    assert lg.store.size() > 5
+
+
+def test_verify_names_the_first_bad_record_and_exits_nonzero(audited: Any,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    lg = audited()
+    tf = Taskflow("score")
+    for _ in range(3):
+        tf(TXNS)
+    lg.checkpoint()
+    drop_guards(lg.store)
+    raw_sql(lg.store, "UPDATE records SET body = replace(body, 'success', 'failure') WHERE seq = 6")
+    code, out = run(["audit", "verify"], capsys)
+    assert code == 1 and "TAMPERED: first bad record 6" in out and "record 6: content does not match" in out
+
+
+def test_export_since_writes_json_lines_and_is_logged(audited: Any, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    lg = audited()
+    Taskflow("score")(TXNS)
+    out_file = tmp_path / "siem.jsonl"
+    code, _ = run(["audit", "export", "--since", "2000-01-01", "--out", str(out_file)], capsys)
+    assert code == 0
+    rows = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert [r["seq"] for r in rows] == list(range(len(rows)))
+    assert [r["event"] for r in rows[-2:]] == ["task.call_finished", "audit.read"]  # the read is logged first
+    assert all("leaf_hash" in r and "input_digest" in r for r in rows)
+    code, _ = run(["audit", "export", "--since", "2999-01-01"], capsys)
+    assert code == 0
+    last = json.loads(next(lg.store.iter_records(lg.store.size() - 1)).body)
+    assert last["event"] == "audit.read" and last["details"]["action"] == "export"
+    code, out = run(["audit", "export", "--since", "yesterday"], capsys)
+    assert code != 0
+
+
+def test_non_admin_is_refused_and_the_refusal_is_recorded(audited: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    lg = audited(SECTORFLOW_AUDIT_ADMINS="somebody-else")
+    code, out = run(["audit", "export"], capsys)
+    assert code == 2 and "audit-admin role" in out
+    last = json.loads(next(lg.store.iter_records(lg.store.size() - 1)).body)
+    assert (last["event"], last["outcome"]) == ("access.decision", "denied")
+
+
+def test_archive_keeps_proofs_and_the_chain(audited: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lg = audited()
+    Taskflow("score")(TXNS)
+    n = lg.store.size()
+    code, out = run(["audit", "archive", str(tmp_path / "arch"), "--now", "2099-01-01T00:00:00Z"], capsys)
+    assert code == 0 and "archived to" in out
+    files = list((tmp_path / "arch").glob("*.jsonl.gz"))
+    assert len(files) == 1
+    with gzip.open(files[0], "rt") as fh:
+        lines = fh.read().splitlines()
+    assert len(lines) == 1 + n  # checkpoint + every expired record
+    archived = [r for r in lg.store.iter_records() if r.archive]
+    assert len(archived) == n and all(r.body is None for r in archived)
+    code, out = run(["audit", "verify"], capsys)
+    assert code == 0 and f"archived: {n}" in out
+    code, _ = run(["audit", "trust", str(tmp_path / "t.json")], capsys)
+    code, out = run(["audit", "check-proof", str(files[0]), "--trust", str(tmp_path / "t.json")], capsys)
+    assert code == 0 and f"OK: {n} record(s) proven" in out
+    last = [json.loads(r.body) for r in lg.store.iter_records() if r.body][-2]
+    assert last["event"] == "audit.archived" and last["details"]["retention_days"] == 180
+    code, out = run(["audit", "archive", str(tmp_path / "arch"), "--now", "2000-01-01T00:00:00Z"], capsys)
+    assert "nothing has expired" in out

@@ -1,0 +1,55 @@
+"""Audit configuration: environment and TOML file, retention default, role separation, key-file errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sectorflow.compliance import AuditConfigError, AuditKeyError, generate_key_file, load_config, load_key_file
+
+
+def test_defaults_are_off_with_180_days_retention() -> None:
+    cfg = load_config({})
+    assert not cfg.enabled and cfg.retention_days == 180 and cfg.regulated == frozenset()
+    assert not cfg.is_regulated("aml")
+
+
+def test_toml_file_and_environment_override(tmp_path: Path) -> None:
+    toml = tmp_path / "audit.toml"
+    toml.write_text('[audit]\ndb = "/tmp/x.db"\nkey_file = "/tmp/k.json"\nregulated = ["aml", "federated"]\n'
+                    'retention_days = 400\nencrypt_payloads = true\nsubject_fields = { aml = "customer_id" }\n'
+                    'audit_admins = "alice"\n')
+    cfg = load_config({"SECTORFLOW_AUDIT_CONFIG": str(toml), "SECTORFLOW_AUDIT_DB": "/tmp/y.db"})
+    assert cfg.enabled and cfg.db == "/tmp/y.db" and str(cfg.key_file) == "/tmp/k.json"
+    assert cfg.is_regulated("aml") and cfg.is_regulated("federated") and not cfg.is_regulated("ocr")
+    assert cfg.retention_days == 400 and cfg.subject_fields == {"aml": "customer_id"}
+    assert cfg.audit_admins == frozenset({"alice"})
+    off = load_config({"SECTORFLOW_AUDIT_CONFIG": str(toml), "SECTORFLOW_AUDIT": "off"})
+    assert not off.enabled
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"SECTORFLOW_AUDIT_RETENTION_DAYS": "30"}, "six months"),
+    ({"SECTORFLOW_AUDIT_ADMINS": "alice,bob", "SECTORFLOW_AUDIT_OPERATORS": "bob"}, "separates"),
+    ({"SECTORFLOW_AUDIT": "maybe"}, "on or off"),
+    ({"SECTORFLOW_AUDIT_CONFIG": "/nonexistent/audit.toml"}, "SECTORFLOW_AUDIT_CONFIG"),
+])
+def test_bad_settings_say_what_to_fix(env: dict[str, str], message: str) -> None:
+    with pytest.raises(AuditConfigError, match=message):
+        load_config(env)
+
+
+def test_key_file_errors(tmp_path: Path, audited: Any) -> None:
+    with pytest.raises(AuditKeyError, match="keygen"):
+        load_key_file(tmp_path / "missing.json")
+    kf = generate_key_file(tmp_path / "k.json")
+    with pytest.raises(AuditKeyError, match="exists"):
+        generate_key_file(tmp_path / "k.json")
+    assert load_key_file(tmp_path / "k.json").key_id == kf.key_id
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(AuditKeyError, match="unreadable"):
+        load_key_file(tmp_path / "bad.json")
+    with pytest.raises(AuditConfigError, match="SECTORFLOW_AUDIT_KEY"):
+        audited(SECTORFLOW_AUDIT_KEY=None)
