@@ -163,3 +163,17 @@ def test_suspicious_report_draft_carries_alert_elements() -> None:
     assert draft.elements["indicators"][0]["zh"] == "接近大额标准的现金存入"
     assert draft.due_by == "2024-03-14"  # 5 working days after confirmation (Thursday -> next Thursday)
     assert suspicious_report(alert, txns).due_by is None
+
+
+def test_engine_from_task_options(tmp_path) -> None:
+    rates = tmp_path / "rates.csv"
+    rates.write_text("as_of,base,quote,rate\n2024-03-01,USD,CNY,7.0\n", encoding="utf-8")
+    engine = ReportEngine.from_options({"jurisdiction": "US", "fx_rates": str(rates), "institution": "B1"})
+    (draft,) = engine.observe(txn("c1", "70000.07", currency="CNY", when="2024-03-05T15:00:00", receiver_bank="B1"))
+    assert draft.kind == "ctr" and draft.total_amount == Decimal("10000.01")
+    assert engine.observe(txn("c2", "90000", currency="CNY", when="2024-03-05T15:00:00", receiver="acct-B",
+                              receiver_bank="OTHER")) == []  # another bank's customer
+    inline = ReportEngine.from_options({"fx_rates": {"as_of": "2024-03-01", "EUR/USD": "1.25"}})
+    assert len(inline.observe(txn("e", "8000", currency="EUR"))) == 1
+    with pytest.raises(ConfigError, match="as_of"):
+        ReportEngine.from_options({"fx_rates": {"EUR/USD": "1.25"}})

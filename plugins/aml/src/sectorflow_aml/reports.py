@@ -25,6 +25,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
+from pathlib import Path
 from decimal import Decimal
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
@@ -108,6 +109,43 @@ class ReportEngine:
         self._open: dict[tuple[str, str, str, str, date], _Open] = {}
         self._days: dict[date, list[tuple[str, str, str, str, date]]] = {}
         self._latest: date | None = None
+
+    OPTIONS = {
+        "jurisdiction": "CN (PBOC large-value reports, default) or US (currency transaction reports)",
+        "thresholds": "threshold amount overrides, e.g. {\"cash:domestic\": \"50000\"}",
+        "fx_rates": "FX rate table: a CSV path (as_of,base,quote,rate) or {\"as_of\": \"2024-01-02\", "
+                    "\"USD/CNY\": \"7.10\", ...}",
+        "institution": "reporting institution's bank id (only its sides of transfers are its customers)",
+        "report_timezone": "IANA time zone of the business day (default Asia/Shanghai for CN, America/New_York "
+                           "for US)",
+    }
+    """Task options :meth:`from_options` understands (for ``Taskflow("aml", **options)`` / ``--option``)."""
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> ReportEngine:
+        """An engine from task options (keys in :attr:`OPTIONS`; other keys are ignored).
+
+        Raises:
+            ConfigError: a bad value (names the option).
+        """
+        fx: FxRates | None = None
+        raw = options.get("fx_rates")
+        if isinstance(raw, (str, Path)):
+            fx = FxRates.from_csv(raw)
+        elif isinstance(raw, Mapping):
+            rates = dict(raw)
+            try:
+                as_of = date.fromisoformat(str(rates.pop("as_of")))
+            except (KeyError, ValueError) as exc:
+                raise ConfigError("fx_rates needs an ISO date under 'as_of', e.g. {'as_of': '2024-01-02', "
+                                  "'USD/CNY': '7.10'}.") from exc
+            fx = FxRates.from_mapping(rates, as_of=as_of, source="fx_rates option")
+        elif isinstance(raw, FxRates):
+            fx = raw
+        elif raw is not None:
+            raise ConfigError(f"fx_rates must be a CSV path or a mapping, not {type(raw).__name__}.")
+        return cls(options.get("jurisdiction", "CN"), options.get("thresholds"), fx,
+                   institution=options.get("institution"), timezone=options.get("report_timezone"))
 
     def reset(self) -> None:
         """Forget every aggregate (start a new stream)."""
