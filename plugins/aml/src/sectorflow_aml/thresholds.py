@@ -12,8 +12,10 @@ row of Art. 5                                   RMB          foreign currency
 (4) natural-person account, cross-border       200,000      USD 10,000
 =============================================  ===========  =================
 
-**UNVERIFIED**: the PBOC original was not available; these figures come from exam and Q&A sites that agree with each
-other (``/work/shared/notes/domain-facts.md`` section 1). PBOC may change them: pass your own table.
+**Mostly UNVERIFIED**: the PBOC original was not available. Row (1) was read in an unofficial copy of the decree text
+(cdgyf.com.cn, with the PBOC's promulgation note; the search tool returned only the start of the page); rows (2)-(4)
+come from exam and Q&A sites that agree with each other (``/work/shared/notes/domain-facts.md`` section 1). PBOC may
+change the levels: pass your own table.
 
 United States, 31 CFR 1010.311 (verified): a transaction in currency of **more than** USD 10,000 (exactly 10,000.00
 is not reportable); 1010.313 (verified against an unofficial copy): currency transactions by or for one person in
