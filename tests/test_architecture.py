@@ -1,0 +1,134 @@
+"""Dependencies point one way (docs/architecture.md): core imports no plugin and nothing outside core; plugins import
+only sectorflow's public API; no plugin imports another. Checked on the source (AST), so lazy imports count too."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import sectorflow
+from core_support import REPO_ROOT
+
+CORE = REPO_ROOT / "core"
+CORE_THIRD_PARTY = {"numpy", "pydantic", "pluggy", "typer", "rich", "paddle"}
+# The HTTP server may also use its web stack (starlette is FastAPI's own base and is re-exported by it).
+SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "starlette", "uvicorn", "prometheus_client", "limits", "httpx"}
+# sectorflow subpackages that are public API for plugins (they ship as documented parts of the distribution).
+PUBLIC_SUBPACKAGES = {"federated", "compliance", "serving"}
+# Subpackages of the `sectorflow` distribution that live outside core/: core must not import them.
+OUTSIDE_CORE = {"federated", "compliance"}
+PLUGIN_ROOTS = sorted([*REPO_ROOT.glob("plugins/*/src"), *REPO_ROOT.glob("tests/plugins/*/src")])
+
+
+def module_name(path: Path, root: Path, package: str) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join([package, *parts])
+
+
+def imports(path: Path, module: str) -> Iterator[tuple[int, str, list[str]]]:
+    """(line, absolute module, imported names) for every import in a file, relative ones resolved."""
+    is_package = path.name == "__init__.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name, []
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            yield node.lineno, target, [alias.name for alias in node.names]
+
+
+def core_files() -> list[Path]:
+    return sorted(CORE.rglob("*.py"))
+
+
+def test_core_imports_only_stdlib_its_own_modules_and_its_declared_dependencies():
+    problems = []
+    for path in core_files():
+        module = module_name(path, CORE, "sectorflow")
+        allowed = SERVING_THIRD_PARTY if module.startswith("sectorflow.serving") else CORE_THIRD_PARTY
+        for line, target, _ in imports(path, module):
+            top = target.split(".")[0]
+            where = f"{path.relative_to(REPO_ROOT)}:{line} imports {target}"
+            if top == "sectorflow":
+                if len(target.split(".")) > 1 and target.split(".")[1] in OUTSIDE_CORE:
+                    problems.append(f"{where} (outside core)")
+            elif top not in sys.stdlib_module_names and top not in allowed:
+                problems.append(f"{where} (not stdlib, not in {sorted(allowed)})")
+    assert not problems, "\n".join(problems)
+    assert len(core_files()) >= 12  # the scan really saw the core
+
+
+def plugin_packages(roots: list[Path]) -> dict[str, Path]:
+    """Top-level import package -> its plugin's src folder."""
+    found = {}
+    for root in roots:
+        for init in root.glob("*/__init__.py"):
+            found[init.parent.name] = root
+    return found
+
+
+def shown(path: Path) -> str:
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+
+
+def plugin_violations(roots: list[Path]) -> list[str]:
+    packages = plugin_packages(roots)
+    public = set(sectorflow.__all__)
+    problems = []
+    for package, root in sorted(packages.items()):
+        for path in sorted((root / package).rglob("*.py")):
+            module = module_name(path, root, "").lstrip(".")
+            for line, target, names in imports(path, module):
+                parts = target.split(".")
+                where = f"{shown(path)}:{line} imports {target}"
+                if parts[0] == "sectorflow":
+                    if len(parts) == 1:
+                        private = [n for n in names if n not in public]
+                        if private:
+                            problems.append(f"{where}: {private} not in sectorflow.__all__")
+                    elif parts[1] not in PUBLIC_SUBPACKAGES:
+                        problems.append(f"{where}: sectorflow.{parts[1]} is not public API; use `from sectorflow "
+                                        f"import ...` (ask for an export if the name is missing)")
+                elif parts[0] in packages and parts[0] != package:
+                    problems.append(f"{where}: a plugin must not import another plugin")
+    return problems
+
+
+def test_plugins_import_only_the_public_api_and_no_other_plugin():
+    assert {"sectorflow_echo", "sectorflow_aml"} <= set(plugin_packages(PLUGIN_ROOTS))
+    problems = plugin_violations(PLUGIN_ROOTS)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("source", ["from sectorflow.bundle import make_predictor_config\n",
+                                    "from sectorflow import plugins\n", "import sectorflow_aml.schema\n"])
+def test_the_plugin_scan_catches_violations(tmp_path, source):
+    package = tmp_path / "src" / "sectorflow_rogue"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(source)
+    other = tmp_path / "src" / "sectorflow_aml"
+    other.mkdir()
+    (other / "__init__.py").write_text("")
+    (problem,) = plugin_violations([tmp_path / "src"])
+    assert problem.startswith(f"{package / '__init__.py'}:1 imports ")
+
+
+def test_the_core_scan_resolves_relative_imports(tmp_path):
+    (tmp_path / "serving").mkdir()
+    path = tmp_path / "serving" / "app.py"
+    path.write_text("from ..compliance import log\nfrom . import auth\nimport fastapi\n")
+    found = [(t, n) for _, t, n in imports(path, module_name(path, tmp_path, "sectorflow"))]
+    assert found == [("sectorflow.compliance", ["log"]), ("sectorflow.serving", ["auth"]), ("fastapi", [])]
