@@ -15,6 +15,7 @@ exactly; pass your own calendar if it matters). Due dates:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import date, timedelta
 from typing import Any
 
@@ -58,6 +59,12 @@ class BusinessCalendar:
             if self.is_working_day(day):
                 count += 1
         return day
+
+
+@lru_cache(maxsize=8)
+def calendar_for(country: str) -> BusinessCalendar:
+    """A shared :class:`BusinessCalendar` per country (building one loads the holiday rules)."""
+    return BusinessCalendar(country)
 
 
 def large_value_due(jurisdiction: str, calendar: BusinessCalendar, business_date: date) -> date:

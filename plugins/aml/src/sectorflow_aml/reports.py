@@ -32,7 +32,7 @@ from zoneinfo import ZoneInfo
 
 from sectorflow import ConfigError
 
-from .calendars import BusinessCalendar, large_value_due, suspicious_due
+from .calendars import calendar_for, large_value_due, suspicious_due
 from .fx import FxRates, FxTable, ensure_rates
 from .schema import Alert, Channel, ReportDraft, Transaction
 from .thresholds import HOME_CURRENCY, Threshold, thresholds_for
@@ -100,7 +100,7 @@ class ReportEngine:
         self.customer_types = dict(customer_types or {})
         self.home_country = home_country or jurisdiction
         self.home_currency = HOME_CURRENCY[jurisdiction]
-        self.calendar = BusinessCalendar(self.home_country if self.home_country in ("CN", "US") else jurisdiction)
+        self.calendar = calendar_for(self.home_country if self.home_country in ("CN", "US") else jurisdiction)
         self.retention_days = retention_days
         self._table: dict[tuple[str, str], list[Threshold]] = {}
         for t in self.thresholds:  # (rule, currency scope) -> thresholds to check
@@ -302,7 +302,7 @@ def suspicious_report(alert: Alert, transactions: Iterable[Transaction], jurisdi
     chosen = sorted((t for t in transactions if t.transaction_id in wanted), key=lambda t: t.timestamp)
     total = sum((rates.convert(t.amount, t.currency, home, t.timestamp.date()) for t in chosen), Decimal(0))
     found = {t.transaction_id for t in chosen}
-    calendar = BusinessCalendar(jurisdiction)
+    calendar = calendar_for(jurisdiction)
     detected = alert.time.date()
     due = suspicious_due(jurisdiction, calendar, confirmed_on if jurisdiction == "CN" else detected) \
         if (confirmed_on or jurisdiction == "US") else None
