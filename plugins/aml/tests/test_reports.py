@@ -147,6 +147,17 @@ def test_us_next_business_day_starts_fresh_and_weekend_counts_on_monday() -> Non
     assert draft.total_amount == Decimal("10000.01")
 
 
+def test_us_night_deposit_after_cutoff_counts_next_business_day() -> None:
+    engine = ReportEngine("US", timezone="America/New_York", cutoff="18:00")
+    # 23:30 UTC on Friday 2024-03-08 is 18:30 in New York: after the cut-off, so it counts on Monday 03-11.
+    assert engine.observe(txn("n", "6000", currency="USD", when="2024-03-08T23:30:00")) == []
+    assert engine.observe(txn("f", "6000", currency="USD", when="2024-03-08T20:00:00")) == []  # Friday 15:00
+    (draft,) = engine.observe(txn("m", "4000.01", currency="USD", when="2024-03-11T14:00:00"))
+    assert draft.business_date == "2024-03-11" and draft.transaction_ids == ["n", "m"]
+    with pytest.raises(ConfigError, match="HH:MM"):
+        ReportEngine("US", cutoff="6pm")
+
+
 def test_suspicious_report_draft_carries_alert_elements() -> None:
     txns = [txn(f"s{i}", amount, when=f"2024-03-05T0{i + 1}:00:00")
             for i, amount in enumerate(["49900", "49800", "49950"])]

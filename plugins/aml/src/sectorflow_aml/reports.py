@@ -24,7 +24,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
+from datetime import time as dt_time
 from pathlib import Path
 from decimal import Decimal
 from typing import Any, Literal
@@ -77,6 +78,8 @@ class ReportEngine:
         home_country: ISO 3166 country of the institution (default the jurisdiction); a transfer whose known
             sender or receiver country differs is cross-border.
         retention_days: business days of aggregates kept before the latest one seen (older ones are dropped).
+        cutoff: US only: local ``"HH:MM"`` after which a transaction counts on the next business day (night
+            deposits, 31 CFR 1010.313(b)); ``None`` (default): the calendar day, weekends and holidays rolled forward.
 
     Raises:
         ConfigError: unknown jurisdiction, bad thresholds or an unknown time zone.
@@ -87,7 +90,7 @@ class ReportEngine:
                  fx: FxRates | FxTable | Iterable[FxTable] | None = None, *, institution: str | None = None,
                  timezone: str | None = None, customers: Mapping[str, str] | None = None,
                  customer_types: Mapping[str, str] | None = None, home_country: str | None = None,
-                 retention_days: int = 7) -> None:
+                 retention_days: int = 7, cutoff: str | None = None) -> None:
         self.thresholds = thresholds_for(jurisdiction, thresholds)
         self.jurisdiction = jurisdiction
         self.fx = ensure_rates(fx)
@@ -102,6 +105,10 @@ class ReportEngine:
         self.home_currency = HOME_CURRENCY[jurisdiction]
         self.calendar = calendar_for(self.home_country if self.home_country in ("CN", "US") else jurisdiction)
         self.retention_days = retention_days
+        try:
+            self.cutoff = dt_time.fromisoformat(cutoff) if cutoff else None
+        except ValueError as exc:
+            raise ConfigError(f"cutoff must be a local time 'HH:MM', not {cutoff!r}.") from exc
         self._table: dict[tuple[str, str], list[Threshold]] = {}
         for t in self.thresholds:  # (rule, currency scope) -> thresholds to check
             for scope in (("domestic", "foreign") if t.applies_to == "any" else (t.applies_to,)):
@@ -159,8 +166,13 @@ class ReportEngine:
         Raises:
             MissingRateError: a foreign-currency amount with no rate in ``fx``.
         """
-        day = txn.timestamp.astimezone(self.timezone).date()
-        business_date = self.calendar.roll_forward(day) if self.jurisdiction == "US" else day
+        local = txn.timestamp.astimezone(self.timezone)
+        day = local.date()
+        if self.jurisdiction == "US":
+            after_cutoff = self.cutoff is not None and local.time() >= self.cutoff
+            business_date = self.calendar.roll_forward(day + timedelta(days=1) if after_cutoff else day)
+        else:
+            business_date = day
         drafts: list[ReportDraft] = []
         scope = "domestic" if txn.currency == self.home_currency else "foreign"
         for customer, account, direction, rule in self._legs(txn):
