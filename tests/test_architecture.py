@@ -59,12 +59,14 @@ def test_core_imports_only_stdlib_its_own_modules_and_its_declared_dependencies(
     for path in core_files():
         module = module_name(path, CORE, "sectorflow")
         allowed = SERVING_THIRD_PARTY if module.startswith("sectorflow.serving") else CORE_THIRD_PARTY
-        for line, target, _ in imports(path, module):
+        for line, target, names in imports(path, module):
             top = target.split(".")[0]
             where = f"{path.relative_to(REPO_ROOT)}:{line} imports {target}"
             if top == "sectorflow":
-                if len(target.split(".")) > 1 and target.split(".")[1] in OUTSIDE_CORE:
-                    problems.append(f"{where} (outside core)")
+                sub = target.split(".")[1] if "." in target else None
+                if sub in OUTSIDE_CORE or (sub is None and OUTSIDE_CORE & set(names)):
+                    problems.append(f"{where} {sorted(OUTSIDE_CORE & {sub, *names})} (outside core: emit a "
+                                    f"TaskEvent or add a hook instead)")
             elif top not in sys.stdlib_module_names and top not in allowed:
                 problems.append(f"{where} (not stdlib, not in {sorted(allowed)})")
     assert not problems, "\n".join(problems)
@@ -129,6 +131,7 @@ def test_the_plugin_scan_catches_violations(tmp_path, source):
 def test_the_core_scan_resolves_relative_imports(tmp_path):
     (tmp_path / "serving").mkdir()
     path = tmp_path / "serving" / "app.py"
-    path.write_text("from ..compliance import log\nfrom . import auth\nimport fastapi\n")
+    path.write_text("from ..compliance import log\nfrom . import auth\nimport fastapi\nfrom .. import compliance\n")
     found = [(t, n) for _, t, n in imports(path, module_name(path, tmp_path, "sectorflow"))]
-    assert found == [("sectorflow.compliance", ["log"]), ("sectorflow.serving", ["auth"]), ("fastapi", [])]
+    assert found == [("sectorflow.compliance", ["log"]), ("sectorflow.serving", ["auth"]), ("fastapi", []),
+                     ("sectorflow", ["compliance"])]
