@@ -1,0 +1,272 @@
+"""Load generator for ``sectorflow serve``: throughput and p50/p99 latency, batching on and off (loopback only).
+
+The server runs in a subprocess (so the client does not share its GIL) on 127.0.0.1 and serves one task: ``mlp``,
+a paddle.inference predictor of a 256 -> 1024 -> 1024 -> 1024 -> 8 ReLU MLP (about 2.4 M weights, random, made
+with paddle.jit.save in a temporary folder; no download). Its pipeline pads each batch to 1, 2, 4, ..., 64 rows
+and builds those shapes at load, since oneDNN builds kernels per input shape. Each request carries one item. For each concurrency
+(default 1, 16, 64, 200 clients) and each mode, the clients send requests back to back for ``--seconds`` or until
+``--max-requests`` answers, whichever comes first; the first second is warm-up and not counted.
+
+    batching on:  max_batch_size=64, max_queue_delay_ms=2
+    batching off: max_batch_size=1,  max_queue_delay_ms=0
+    both:         --threads inference threads (= batcher instances), predictor num_threads=1
+
+Run::
+
+    .venv/bin/python benchmarks/serve_load.py                 # about 1.5 minutes
+    .venv/bin/python benchmarks/serve_load.py --clients 1 64 --seconds 3
+
+PaddleNLP's SimpleServing is not run as a reference: paddlenlp is not installed in the project's environment and
+needs pinned extras (see ../shared/notes/stack-facts.md); the comparison is left for later.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SECRET = "sf_benchmark_key_0123456789abcdefghijklmnop"
+HIDDEN = 1024
+IN_FEATURES = 256
+BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+
+
+# --- server role ---------------------------------------------------------------------------------------------------
+
+
+def make_bundle(folder: Path) -> Path:
+    import numpy as np
+
+    from sectorflow import write_manifest
+    from sectorflow._paddle import import_paddle
+
+    paddle = import_paddle()
+    paddle.seed(0)
+    net = paddle.nn.Sequential(paddle.nn.Linear(IN_FEATURES, HIDDEN), paddle.nn.ReLU(),
+                               paddle.nn.Linear(HIDDEN, HIDDEN), paddle.nn.ReLU(),
+                               paddle.nn.Linear(HIDDEN, HIDDEN), paddle.nn.ReLU(), paddle.nn.Linear(HIDDEN, 8))
+    net.eval()
+    paddle.jit.save(net, str(folder / "model"),
+                    input_spec=[paddle.static.InputSpec([None, IN_FEATURES], "float32", name="x")])
+    write_manifest(folder, task="mlp", name="bench-mlp", version="1", format="paddle-inference")
+    del np
+    return folder
+
+
+def serve(port: int, bundle: Path, batching: bool, threads: int) -> None:
+    import numpy as np
+    import uvicorn
+    from pydantic import BaseModel, Field
+
+    from sectorflow import Pipeline, TaskResult, TaskSpec, hookimpl, plugins
+    from sectorflow.serving import create_app, hash_key, load_config
+
+    class In(BaseModel):
+        x: list[float] = Field(min_length=IN_FEATURES, max_length=IN_FEATURES)
+
+    class Out(TaskResult):
+        label: int
+
+    class MLP(Pipeline):
+        def load(self) -> None:
+            self.pool = self.predictor_pool()
+            for size in BUCKETS:  # oneDNN builds kernels per input shape: build them before serving
+                for _ in range(threads):
+                    self.pool.run({"x": np.zeros((size, IN_FEATURES), dtype="float32")})
+
+        def preprocess(self, items: Any) -> list[Any]:
+            return [item.x for item in items]
+
+        def forward(self, batch: Any) -> list[Any]:
+            size = next(b for b in BUCKETS if b >= len(batch))  # pad to a bucket: a few shapes, all warmed up
+            x = np.zeros((size, IN_FEATURES), dtype="float32")
+            x[:len(batch)] = batch
+            logits = self.pool.run({"x": x})[0][:len(batch)]
+            return [int(i) for i in logits.argmax(axis=1)]
+
+        def postprocess(self, items: Any, raw: Any) -> list[Out]:
+            return [Out(label=r) for r in raw]
+
+    class BenchPlugin:
+        @hookimpl
+        def sectorflow_register_tasks(self, register: Any) -> None:
+            register(TaskSpec("mlp", In, Out, MLP, default_bundle=bundle))
+
+    os.environ["SECTORFLOW_LOAD_PLUGINS"] = "builtin_observers"
+    plugins.reset()
+    plugins.get_plugin_manager().register(BenchPlugin(), name="bench")
+    knobs = {"max_batch_size": 64, "max_queue_delay_ms": 2} if batching else {"max_batch_size": 1,
+                                                                              "max_queue_delay_ms": 0}
+    config = load_config(data={
+        "server": {"threads": threads, "load_in_background": False},
+        "tasks": {"mlp": {**knobs, "instances": threads, "num_threads": 1, "batch_size": 64,
+                          "interactive": {"max_queue_items": 100000, "queue_timeout_ms": 60000}}},
+        "keys": [{"id": "bench", "sha256": hash_key(SECRET), "scopes": ["task:*", "metrics"]}],
+    }, environ={})
+    uvicorn.run(create_app(config), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+# --- client role ---------------------------------------------------------------------------------------------------
+
+
+class _Connection:
+    """A minimal HTTP/1.1 keep-alive client on asyncio streams: the load generator shares the machine with the
+    server, so it must cost as little CPU as possible (httpx costs several times more per request)."""
+
+    def __init__(self, port: int, request: bytes) -> None:
+        self.port = port
+        self.request = request
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self) -> int:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        assert self.reader is not None
+        self.writer.write(self.request)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line[:15].lower() == b"content-length:":
+                length = int(line[15:])
+        await self.reader.readexactly(length)
+        return status
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+async def _load(port: int, clients: int, seconds: float, max_requests: int, warmup: float) -> dict[str, Any]:
+    body = json.dumps({"inputs": [{"x": [((i * 37) % 101) / 101 for i in range(IN_FEATURES)]}]}).encode()
+    request = (f"POST /v1/tasks/mlp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {SECRET}\r\n"
+               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    latencies: list[float] = []
+    errors = 0
+    start = time.perf_counter()
+    measure_from = start + warmup
+    stop_at = measure_from + seconds
+
+    async def worker() -> None:
+        nonlocal errors
+        connection = _Connection(port, request)
+        try:
+            while time.perf_counter() < stop_at and len(latencies) < max_requests:
+                t0 = time.perf_counter()
+                status = await connection.post()
+                t1 = time.perf_counter()
+                if t0 >= measure_from:
+                    if status == 200:
+                        latencies.append(t1 - t0)
+                    else:
+                        errors += 1
+        finally:
+            connection.close()
+
+    await asyncio.gather(*(worker() for _ in range(clients)))
+    elapsed = time.perf_counter() - measure_from  # counted requests all finished within this span
+    latencies.sort()
+    pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000  # noqa: E731
+    return {"clients": clients, "requests": len(latencies), "errors": errors, "rps": len(latencies) / elapsed,
+            "p50_ms": pick(0.50) if latencies else float("nan"), "p99_ms": pick(0.99) if latencies else float("nan"),
+            "mean_ms": statistics.fmean(latencies) * 1000 if latencies else float("nan")}
+
+
+def _batch_stats(url: str) -> tuple[float, float]:
+    import httpx
+
+    text = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {SECRET}"}).text
+    values = {line.split("{")[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+              if line.startswith("sectorflow_batch_size_sum") or line.startswith("sectorflow_batch_size_count")}
+    return values.get("sectorflow_batch_size_sum", 0.0), values.get("sectorflow_batch_size_count", 0.0)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def run_mode(batching: bool, args: argparse.Namespace, bundle: Path) -> list[dict[str, Any]]:
+    import httpx
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--bundle", str(bundle),
+                             "--threads", str(args.threads)] + (["--batching"] if batching else []))
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/readyz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                if proc.poll() is not None:
+                    raise SystemExit("benchmark server exited")
+            if time.monotonic() > deadline:
+                raise SystemExit("benchmark server did not start")
+            time.sleep(0.2)
+        rows = []
+        for clients in args.clients:
+            before = _batch_stats(url)
+            row = asyncio.run(_load(port, clients, args.seconds, args.max_requests, args.warmup))
+            after = _batch_stats(url)
+            calls = after[1] - before[1]
+            row["mean_batch"] = (after[0] - before[0]) / calls if calls else float("nan")
+            row["batching"] = "on" if batching else "off"
+            rows.append(row)
+            print(f"batching {row['batching']:>3}  clients {clients:>3}  {row['rps']:8.1f} req/s  "
+                  f"p50 {row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  mean batch {row['mean_batch']:5.1f}  "
+                  f"({row['requests']} requests, {row['errors']} errors)", flush=True)
+        return rows
+    finally:
+        proc.send_signal(signal.SIGINT)  # uvicorn stops cleanly on SIGINT; Paddle prints a trace on SIGTERM
+        proc.wait(30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 16, 64, 200])
+    parser.add_argument("--seconds", type=float, default=5.0, help="Measured seconds per point.")
+    parser.add_argument("--warmup", type=float, default=1.0, help="Unmeasured seconds before each point.")
+    parser.add_argument("--max-requests", type=int, default=20000, help="Cap on answers per point.")
+    parser.add_argument("--threads", type=int, default=2, help="Inference threads (= batcher instances).")
+    parser.add_argument("--json", type=Path, help="Also write the rows here.")
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--bundle", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--batching", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve, args.bundle, args.batching, args.threads)
+        return
+    print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores, "
+          f"load average {os.getloadavg()[0]:.1f}; Python {platform.python_version()}; server and client on "
+          f"127.0.0.1; model: MLP {IN_FEATURES}-{HIDDEN}x3-8 fp32 paddle.inference (oneDNN); {args.threads} "
+          f"inference threads x 1 predictor thread; 1 item per request; on: max_batch_size 64, delay 2 ms; "
+          f"off: max_batch_size 1", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        bundle = make_bundle(Path(tmp))
+        rows = run_mode(False, args, bundle) + run_mode(True, args, bundle)
+    by = {(r["batching"], r["clients"]): r for r in rows}
+    for clients in args.clients:
+        off, on = by[("off", clients)], by[("on", clients)]
+        print(f"clients {clients:>3}: batching speed-up {on['rps'] / off['rps']:.2f}x", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
