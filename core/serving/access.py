@@ -1,7 +1,7 @@
 """Authentication and scope checks for routes, with every access decision recorded.
 
-Decisions go to logger ``sectorflow.serving.access`` and, when the compliance package offers one, to its
-access-decision recorder (:func:`record_access_decision` is the single seam for that).
+Decisions go to logger ``sectorflow.serving.access`` and to the audit log (``sectorflow.compliance.record_access``)
+through :func:`record_access_decision`.
 """
 
 from __future__ import annotations
@@ -43,25 +43,37 @@ class AccessDecision:
     source: str
     request_id: str
     route: str
+    roles: tuple[str, ...] = ()
 
 
 def record_access_decision(decision: AccessDecision) -> None:
-    """Record an access decision: to the log, and to ``sectorflow.compliance.record_access_decision`` if the
-    compliance package provides it (it is called with the decision's fields as keyword arguments)."""
+    """Record an access decision: to the log, and to the audit log through
+    ``sectorflow.compliance.record_access`` when the compliance package is installed (it writes an
+    ``access.decision`` record, and fails closed, raising a 503 ``AuditWriteError``, when access decisions are
+    regulated and cannot be written)."""
     log.log(logging.DEBUG if decision.allowed else logging.INFO, "access %s actor=%s scope=%s source=%s request=%s %s",
             "allow" if decision.allowed else "deny", decision.actor, decision.scope, decision.source,
             decision.request_id, decision.reason)
     recorder = _compliance_recorder()
     if recorder is not None:
-        recorder(**decision.__dict__)
+        resource = decision.scope[5:] if decision.scope.startswith("task:") else decision.scope
+        recorder(actor=decision.actor or "anonymous", resource=resource, action=decision.route,
+                 allowed=decision.allowed, reason=decision.reason, tenant=decision.tenant, source=decision.source,
+                 request_id=decision.request_id, roles=list(decision.roles), channel="http")
+
+
+_recorder: Any = None
 
 
 def _compliance_recorder() -> Any:
-    try:
-        from .. import compliance  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return getattr(compliance, "record_access_decision", None)
+    global _recorder
+    if _recorder is None:
+        try:
+            from ..compliance import record_access  # type: ignore[import-not-found]
+        except ImportError:
+            record_access = False
+        _recorder = record_access
+    return _recorder or None
 
 
 def client_address(request: Request) -> str:
@@ -98,7 +110,8 @@ def require(scope: str):  # noqa: ANN201 - a FastAPI dependency
         record_access_decision(AccessDecision(
             actor=key.id if key else None, tenant=key.tenant if key else None, scope=scope or "authenticated",
             allowed=allowed, reason=reason, source=client_address(request), request_id=request_id(request),
-            route=getattr(route, "path", request.url.path)))
+            route=f"{request.method} {getattr(route, 'path', 'unmatched')}",
+            roles=tuple(sorted(key.scopes)) if key else ()))
         if key is None:
             raise AccessDenied(401, f"{reason.capitalize()}: send 'Authorization: Bearer <key>' or 'X-API-Key'.")
         if not allowed:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import numpy as np
@@ -31,7 +31,8 @@ from sectorflow.serving import create_app, hash_key, load_config
 
 
 class ScoreIn(BaseModel):
-    features: list[float] = Field(min_length=4, max_length=4, description="Four numbers.")
+    features: list[Annotated[float, Field(ge=-1e6, le=1e6)]] = Field(min_length=4, max_length=4,
+                                                                     description="Four numbers.")
 
 
 class ScoreOut(TaskResult):
