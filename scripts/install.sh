@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Install sectorflow (with its test extra) and the AML plugin into ./.venv, creating it with python3 if missing.
+# This is the one place the install command lives: README.md and .ci/run both run this script.
+#
+#   bash scripts/install.sh          # PYTHON=python3.12 bash scripts/install.sh to pick the interpreter
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+# setuptools>=68 and wheel: the build backend of every pyproject here; the plugin install test builds without
+# isolation, so they must be in the venv itself.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip "setuptools>=68" wheel
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]' -e plugins/aml
