@@ -77,6 +77,10 @@ DAY = 86_400.0
 VELOCITY_TAU = DAY
 """Time constant (seconds) of the decayed velocity counters."""
 
+CYCLE_BUDGET = 64
+"""Most membership checks of one cycle search's 3-edge stage (on AMLSim, 99 % of searches need fewer than 160
+without the budget, and the median 4)."""
+
 _NEG_INF = -math.inf
 # Slots of the per-account state list (a list is faster than an object with attributes here).
 _LAST_T, _VEL, _MEAN, _N, _LAST_IN_AMT, _LAST_IN_T, _CYCLE_T = range(7)
@@ -86,8 +90,9 @@ def find_cycle(window: TransactionWindow, src: str, dst: str) -> list[str] | Non
     """Accounts of a directed path ``dst -> ... -> src`` of at most 3 edges in the window, so that the transfer
     ``src -> dst`` closes a cycle of at most 4 edges; ``None`` if there is none.
 
-    Bidirectional: up to two hops forward from ``dst`` (distinct receivers) meet one hop backward from ``src``
-    (distinct senders), so the cost is about the square of the windowed degree. Returns the path from ``dst`` to
+    Bidirectional: hops forward from ``dst`` (distinct receivers) meet hops backward from ``src`` (distinct
+    senders); the 3-edge stage starts from the side with fewer first hops and gives up after ``CYCLE_BUDGET``
+    membership checks (deterministic: dicts keep arrival order), which bounds the cost on hub accounts. Returns the path from ``dst`` to
     ``src``, both included, shortest first. A self-transfer is not a cycle here. (On AMLSim run 20K_cycle200,
     5-edge closures were 92 % between non-laundering accounts, so the search stops at 4 edges.)
     """
@@ -105,14 +110,30 @@ def find_cycle(window: TransactionWindow, src: str, dst: str) -> list[str] | Non
     for a in fwd1:
         if a in back1:
             return [dst, a, src]
-    # two forward hops meet one backward hop
-    for a in fwd1:
-        st = accounts.get(a)
-        if st is None:
-            continue
-        for b in st.receivers:
-            if b in back1 and b != dst and b != src:
-                return [dst, a, b, src]
+    # a 3-edge path dst -> a -> b -> src: walk from the side with fewer first hops, at most CYCLE_BUDGET checks
+    budget = CYCLE_BUDGET
+    if len(fwd1) <= len(back1):
+        for a in fwd1:
+            st = accounts.get(a)
+            if st is None:
+                continue
+            for b in st.receivers:
+                if b in back1 and b != dst and b != src:
+                    return [dst, a, b, src]
+                budget -= 1
+                if not budget:
+                    return None
+    else:
+        for b in back1:
+            st = accounts.get(b)
+            if st is None:
+                continue
+            for a in st.senders:
+                if a in fwd1 and a != dst and a != src:
+                    return [dst, a, b, src]
+                budget -= 1
+                if not budget:
+                    return None
     return None
 
 
