@@ -171,3 +171,22 @@ def test_metrics_count_successes_and_failures_per_model_version(server):
     assert server.metric("sectorflow_compute_seconds_count", task="score") >= 1
     assert server.metric("sectorflow_queue_seconds_count", task="score", lane="interactive") >= 1
     assert server.metric("sectorflow_http_requests_total", route="/v1/tasks/score", status="200") >= 1
+
+
+def test_grafana_dashboard_uses_only_exported_metrics(server):
+    import json
+    import re
+    from pathlib import Path
+
+    dashboard = json.loads((Path(__file__).parents[2] / "docs" / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
+    used = {name for expr in exprs for name in re.findall(r"\bsectorflow_[a-z_]+", expr)}
+    text = server.client.get("/metrics", headers=auth("admin")).text
+    families = {line.split()[2]: line.split()[3] for line in text.splitlines() if line.startswith("# TYPE")}
+    exported = set()
+    for family, kind in families.items():
+        exported.add(family)
+        suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"]}.get(kind, [])
+        exported.update(family + s for s in suffixes)
+    assert used and used <= exported, used - exported
+    assert {"sectorflow_batch_size_bucket", "sectorflow_queue_seconds_bucket", "sectorflow_requests_total"} <= used
