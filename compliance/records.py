@@ -19,12 +19,13 @@ These cover MLPS 2.0 (GB/T 22239-2019) 8.1.4.3 b): date and time (``time``), use
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from .keys import KeyFile
 
@@ -47,9 +48,18 @@ def utc_iso(when: datetime | None = None) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@functools.lru_cache(maxsize=256)
+def _list_adapter(model: type[BaseModel]) -> TypeAdapter[Any]:
+    return TypeAdapter(list[model])  # type: ignore[valid-type]
+
+
 def items_bytes(items: Sequence[Any]) -> bytes:
-    """The bytes digested for a list of items: a JSON array of each item's JSON (pydantic ``model_dump_json`` for
-    models, canonical JSON otherwise)."""
+    """The bytes digested for a list of items: a JSON array of each item's JSON (pydantic's compact JSON for
+    models, in field order; canonical JSON otherwise)."""
+    if items and isinstance(items[0], BaseModel):
+        model = type(items[0])
+        if all(type(item) is model for item in items):
+            return _list_adapter(model).dump_json(list(items))  # one pass in pydantic-core
     parts = [item.model_dump_json().encode("utf-8") if isinstance(item, BaseModel) else canonical(item)
              for item in items]
     return b"[" + b",".join(parts) + b"]"

@@ -253,13 +253,14 @@ class SQLiteStore(Store):
             self._conn.close()
 
 
-def open_store(url: str, *, pg_schema: str = "sectorflow_audit") -> Store:
+def open_store(url: str | Path, *, pg_schema: str = "sectorflow_audit") -> Store:
     """A store for ``url``: ``postgresql://...`` (or ``postgres://``) opens PostgreSQL, anything else is a SQLite
     file path (``sqlite:///path`` also accepted).
 
     Raises:
         AuditConfigError: the store cannot be opened (message says why).
     """
+    url = str(url)
     if url.startswith(("postgresql://", "postgres://")):
         from .store_pg import PostgresStore
 
