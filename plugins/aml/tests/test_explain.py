@@ -83,5 +83,7 @@ def test_cli_explain_from_a_results_file(tmp_path: Path) -> None:
                                "--format", "amlsim", "--png", str(png)])
     assert done.exit_code == 0, done.output
     assert png.read_bytes()[:4] == b"\x89PNG"
+    drafts = runner.invoke(app, ["aml", "reports", "--results", str(results)])
+    assert drafts.exit_code == 0 and drafts.output == ""  # these results carry no report drafts
     with pytest.raises(ConfigError, match="No alert 'nope'.*cycle-sample"):
         explain_alert("nope", results, SAMPLE, tmp_path / "n.png", "amlsim")

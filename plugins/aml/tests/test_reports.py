@@ -188,3 +188,28 @@ def test_engine_from_task_options(tmp_path) -> None:
     assert len(inline.observe(txn("e", "8000", currency="EUR"))) == 1
     with pytest.raises(ConfigError, match="as_of"):
         ReportEngine.from_options({"fx_rates": {"EUR/USD": "1.25"}})
+
+
+def test_cli_lists_report_drafts_from_results(tmp_path) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from sectorflow_aml.cli import register
+    from sectorflow_aml.schema import TransactionAssessment
+
+    engine = ReportEngine("CN")
+    lines = []
+    for i, amount in enumerate(["49900", "49800", "49950"]):
+        t = txn(f"d{i}", amount, when=f"2024-03-05T0{i + 1}:00:00")
+        lines.append(TransactionAssessment(transaction_id=t.transaction_id, risk_score=0.5, alert=False,
+                                           reports=engine.observe(t)).model_dump_json())
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    app = typer.Typer()
+    register(app)
+    out = CliRunner().invoke(app, ["aml", "reports", "--results", str(path), "--kind", "large_value"])
+    assert out.exit_code == 0, out.output
+    (row,) = out.output.splitlines()
+    assert row.split("\t")[1:] == ["large_value", "PBOC Order 2016 No. 3, Art. 5(1)", "acct-A", "99700 CNY",
+                                   "2024-03-05", "due 2024-03-12"]
+    assert CliRunner().invoke(app, ["aml", "reports", "--results", str(path), "--kind", "ctr"]).output == ""

@@ -4,6 +4,7 @@ The flow (alerts live in the results that ``sectorflow run`` writes, amounts in 
 
     sectorflow run aml samples/aml/transactions.csv.gz --format amlsim --output results.jsonl
     sectorflow aml alerts --results results.jsonl
+    sectorflow aml reports --results results.jsonl --kind large_value
     sectorflow aml explain ALERT_ID --results results.jsonl --input samples/aml/transactions.csv.gz \\
         --format amlsim --png alert.png
 
@@ -25,7 +26,7 @@ from sectorflow import ConfigError, InvalidInputError
 
 from .explain import draw_alert
 from .loaders import READERS, guess_format, open_text
-from .schema import Alert, Transaction
+from .schema import Alert, ReportDraft, Transaction
 
 aml_app = typer.Typer(help="Anti-money-laundering tools: list alerts, draw an alert's fund flow.",
                       no_args_is_help=True)
@@ -48,6 +49,20 @@ def iter_alerts(results: str | Path) -> Iterator[Alert]:
                 raise InvalidInputError(f"{results}, line {line_no}: not a sectorflow aml result ({exc}).",
                                         details=[{"row": line_no, "field": "alerts", "reason": str(exc)}]) from exc
             yield from alerts
+
+
+def iter_reports(results: str | Path) -> Iterator[ReportDraft]:
+    """Every report draft in a ``sectorflow run aml`` results file (same errors as :func:`iter_alerts`)."""
+    with open_text(results) as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                drafts = [ReportDraft.model_validate(r) for r in json.loads(line).get("reports", [])]
+            except (json.JSONDecodeError, AttributeError, ValidationError) as exc:
+                raise InvalidInputError(f"{results}, line {line_no}: not a sectorflow aml result ({exc}).",
+                                        details=[{"row": line_no, "field": "reports", "reason": str(exc)}]) from exc
+            yield from drafts
 
 
 def find_alert(results: str | Path, alert_id: str) -> Alert:
@@ -93,6 +108,21 @@ def alerts_command(results: Path = typer.Option(..., "--results", "-r", help="JS
             accounts = ",".join(alert.accounts[:6]) + ("..." if len(alert.accounts) > 6 else "")
             typer.echo(f"{alert.alert_id}\t{alert.typology}\t{alert.score:.2f}\t{len(alert.transaction_ids)} tx"
                        f"\t{accounts}")
+
+
+@aml_app.command("reports")
+def reports_command(results: Path = typer.Option(..., "--results", "-r", help="JSON lines from `sectorflow run aml`."),
+                    kind: Optional[str] = typer.Option(None, help="Only large_value, ctr or suspicious."),
+                    as_json: bool = typer.Option(False, "--json", help="One JSON draft per line.")) -> None:
+    """List the report drafts in a results file (id, kind, regulation, customer, total, business date, due date)."""
+    for draft in iter_reports(results):
+        if kind and draft.kind != kind:
+            continue
+        if as_json:
+            typer.echo(draft.model_dump_json())
+        else:
+            typer.echo(f"{draft.report_id}\t{draft.kind}\t{draft.regulation}\t{draft.customer_account}\t"
+                       f"{draft.total_amount} {draft.currency}\t{draft.business_date}\tdue {draft.due_by or '-'}")
 
 
 @aml_app.command("explain")
