@@ -315,9 +315,11 @@ def test_reload_while_eight_threads_call_never_mixes_bundles(echo_registry, seco
         return seen
 
     def swapper() -> None:
-        for path in (second_bundle, ECHO_BUNDLE, second_bundle):
-            tf.reload(path)
-        stop.set()
+        try:
+            for path in (second_bundle, ECHO_BUNDLE, second_bundle):
+                tf.reload(path)
+        finally:
+            stop.set()
 
     threading.Thread(target=swapper).start()
     seen = [r for batch in run_threads(8, caller) for r in batch]
