@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +22,14 @@ REPO = Path(__file__).resolve().parents[3]
 SAMPLE = REPO / "samples" / "aml" / "transactions.csv.gz"
 
 
-def _cycle_alert() -> tuple[Alert, list[Transaction]]:
+@lru_cache(maxsize=1)
+def _sample() -> tuple[Transaction, ...]:
     txns, _ = load_transactions(SAMPLE, format="amlsim")
+    return tuple(txns)
+
+
+def _cycle_alert() -> tuple[Alert, list[Transaction]]:
+    txns = list(_sample())
     with open(REPO / "samples" / "aml" / "patterns.csv", newline="") as handle:
         accounts = next(r["accounts"].split(";") for r in csv.DictReader(handle) if r["pattern"] == "cycle")
     members = set(accounts)
