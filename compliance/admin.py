@@ -137,7 +137,7 @@ class AuditAdmin:
         assert cp is not None
         start, stop = expired[0].seq, expired[-1].seq + 1
         expired = [r for r in self.log.store.iter_records(start, stop) if r.archive is None]
-        leaves = self.log.store.leaf_hashes(0, cp.size)
+        builder = merkle.ProofBuilder(self.log.store.leaf_hashes(0, cp.size))
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"audit-{self.log.log_id[:8]}-{start:012d}-{stop - 1:012d}.jsonl.gz"
@@ -146,7 +146,7 @@ class AuditAdmin:
             for rec in expired:
                 fh.write(json.dumps({"leaf_index": rec.seq, "leaf_hash": b64(rec.leaf),
                                      "record": rec.body.decode("utf-8") if rec.body is not None else None,
-                                     "proof": [b64(p) for p in merkle.inclusion_proof(rec.seq, leaves)]}) + "\n")
+                                     "proof": [b64(p) for p in builder.inclusion(rec.seq)]}) + "\n")
         with open(path, "rb") as fh:
             os.fsync(fh.fileno())
             digest = hashlib.sha256(fh.read()).hexdigest()

@@ -108,26 +108,83 @@ def root_of(leaves: Sequence[bytes]) -> bytes:
     return cr.root()
 
 
+class ProofBuilder:
+    """Inclusion and consistency proofs over one list of leaf hashes, remembering the roots of subtrees of at least
+    ``memo_min`` leaves so that many proofs over one tree cost O(n + k log n) rather than O(k n)."""
+
+    def __init__(self, leaves: Sequence[bytes], memo_min: int = 256) -> None:
+        self.leaves = leaves
+        self.memo_min = memo_min
+        self._memo: dict[tuple[int, int], bytes] = {}
+
+    def root(self, lo: int, hi: int) -> bytes:
+        """``MTH(D[lo:hi])``."""
+        if hi - lo < self.memo_min:
+            return root_of(self.leaves[lo:hi])
+        key = (lo, hi)
+        h = self._memo.get(key)
+        if h is None:
+            k = _split(hi - lo)
+            h = self._memo[key] = node_hash(self.root(lo, lo + k), self.root(lo + k, hi))
+        return h
+
+    def inclusion(self, index: int) -> list[bytes]:
+        """``PATH(index, D[n])`` (RFC 9162 2.1.3.1).
+
+        Raises:
+            ProofError: ``index`` is not in ``[0, n)``.
+        """
+        if not 0 <= index < len(self.leaves):
+            raise ProofError(f"leaf index {index} is outside a tree of size {len(self.leaves)}.")
+        path: list[bytes] = []
+        lo, hi, m = 0, len(self.leaves), index
+        while hi - lo > 1:
+            k = _split(hi - lo)
+            if m < k:
+                path.append(self.root(lo + k, hi))
+                hi = lo + k
+            else:
+                path.append(self.root(lo, lo + k))
+                lo, m = lo + k, m - k
+        path.reverse()
+        return path
+
+    def consistency(self, first: int) -> list[bytes]:
+        """``PROOF(first, D[n])`` (RFC 9162 2.1.4.1).
+
+        Raises:
+            ProofError: ``first`` is not in ``[0, n]``.
+        """
+        n = len(self.leaves)
+        if not 0 <= first <= n:
+            raise ProofError(f"size {first} is outside [0, {n}].")
+        if first == 0 or first == n:
+            return []
+        path: list[bytes] = []
+        lo, hi, m, complete = 0, n, first, True
+        while True:
+            if m == hi - lo:
+                if not complete:
+                    path.append(self.root(lo, hi))
+                break
+            k = _split(hi - lo)
+            if m <= k:
+                path.append(self.root(lo + k, hi))
+                hi = lo + k
+            else:
+                path.append(self.root(lo, lo + k))
+                lo, m, complete = lo + k, m - k, False
+        path.reverse()
+        return path
+
+
 def inclusion_proof(index: int, leaves: Sequence[bytes]) -> list[bytes]:
     """``PATH(index, D[n])`` (RFC 9162 2.1.3.1) over the leaf hashes ``leaves`` (n = ``len(leaves)``).
 
     Raises:
         ProofError: ``index`` is not in ``[0, n)``.
     """
-    if not 0 <= index < len(leaves):
-        raise ProofError(f"leaf index {index} is outside a tree of size {len(leaves)}.")
-    path: list[bytes] = []
-    lo, hi, m = 0, len(leaves), index
-    while hi - lo > 1:
-        k = _split(hi - lo)
-        if m < k:
-            path.append(root_of(leaves[lo + k:hi]))
-            hi = lo + k
-        else:
-            path.append(root_of(leaves[lo:lo + k]))
-            lo, m = lo + k, m - k
-    path.reverse()
-    return path
+    return ProofBuilder(leaves).inclusion(index)
 
 
 def consistency_proof(first: int, leaves: Sequence[bytes]) -> list[bytes]:
@@ -136,27 +193,7 @@ def consistency_proof(first: int, leaves: Sequence[bytes]) -> list[bytes]:
     Raises:
         ProofError: ``first`` is not in ``[0, n]``.
     """
-    n = len(leaves)
-    if not 0 <= first <= n:
-        raise ProofError(f"size {first} is outside [0, {n}].")
-    if first == 0 or first == n:
-        return []
-    path: list[bytes] = []
-    lo, hi, m, complete = 0, n, first, True
-    while True:
-        if m == hi - lo:
-            if not complete:
-                path.append(root_of(leaves[lo:hi]))
-            break
-        k = _split(hi - lo)
-        if m <= k:
-            path.append(root_of(leaves[lo + k:hi]))
-            hi = lo + k
-        else:
-            path.append(root_of(leaves[lo:lo + k]))
-            lo, m, complete = lo + k, m - k, False
-    path.reverse()
-    return path
+    return ProofBuilder(leaves).consistency(first)
 
 
 def _check_hashes(*hashes: bytes | Iterable[bytes]) -> None:

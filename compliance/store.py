@@ -10,6 +10,7 @@ mistakes; deliberate tampering is caught by ``verify``.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -222,6 +223,8 @@ class SQLiteStore(Store):
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            if not self.path.exists():  # readable by its owner only (the audit admin's account)
+                os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False,
                                          timeout=30.0)
             for pragma in ("journal_mode=WAL", "synchronous=FULL", "busy_timeout=30000", "secure_delete=ON",

@@ -98,3 +98,15 @@ def test_compact_range_matches_recursive_definition_and_restores() -> None:
     assert again.root() == mth(leaves + [merkle.leaf_hash(b"x")])
     with pytest.raises(merkle.ProofError):
         merkle.CompactRange.restore(7, cr.peaks[:1])
+
+
+def test_memoised_proof_builder_gives_the_same_proofs() -> None:
+    leaves = [merkle.leaf_hash(i.to_bytes(2, "big")) for i in range(300)]
+    plain, memo = merkle.ProofBuilder(leaves, memo_min=10**9), merkle.ProofBuilder(leaves, memo_min=2)
+    root = merkle.root_of(leaves)
+    assert memo.root(0, 300) == root
+    for i in (0, 1, 127, 128, 255, 256, 299):
+        assert memo.inclusion(i) == plain.inclusion(i)
+        merkle.verify_inclusion(i, 300, leaves[i], memo.inclusion(i), root)
+    for m in (1, 2, 100, 256, 257, 299):
+        assert memo.consistency(m) == plain.consistency(m)
