@@ -13,6 +13,7 @@ Environment:
         operator role; nobody may hold both (MLPS 2.0 8.1.5.2).
     SECTORFLOW_AUDIT_RETENTION_DAYS: days records stay in the live store before ``sectorflow audit archive`` moves
         them to an archive file with their proofs (default 180: Cybersecurity Law art. 21(3), at least six months).
+    SECTORFLOW_AUDIT_SQLITE_SYNCHRONOUS: ``FULL`` (default) or ``NORMAL`` (see :class:`AuditConfig`).
     SECTORFLOW_AUDIT_CONFIG: a TOML file with an ``[audit]`` table holding the same settings under the names of
         :class:`AuditConfig`'s fields (``db``, ``key_file``, ``regulated``, ...).
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
@@ -48,6 +49,9 @@ class AuditConfig(BaseModel):
         subject_fields: task name -> input field naming the data subject (e.g. ``{"aml": "customer_id"}``).
         audit_admins / operators: actor ids holding each role.
         pg_schema: PostgreSQL schema holding the tables.
+        sqlite_synchronous: ``FULL`` (default: every commit fsynced, survives power loss) or ``NORMAL`` (WAL
+            commits survive a killed process but the last ones may be lost on power loss or an OS crash; about
+            half the per-call overhead, see ``benchmarks/audit_bench.py``).
     """
 
     enabled: bool = False
@@ -64,6 +68,7 @@ class AuditConfig(BaseModel):
     audit_admins: frozenset[str] = frozenset()
     operators: frozenset[str] = frozenset()
     pg_schema: str = Field("sectorflow_audit", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
 
     @model_validator(mode="after")
     def _check(self) -> AuditConfig:
@@ -104,7 +109,8 @@ def load_config(environ: dict[str, str] | None = None) -> AuditConfig:
                             ("SECTORFLOW_AUDIT_REGULATED", "regulated", _split),
                             ("SECTORFLOW_AUDIT_ADMINS", "audit_admins", _split),
                             ("SECTORFLOW_AUDIT_OPERATORS", "operators", _split),
-                            ("SECTORFLOW_AUDIT_RETENTION_DAYS", "retention_days", str)):
+                            ("SECTORFLOW_AUDIT_RETENTION_DAYS", "retention_days", str),
+                            ("SECTORFLOW_AUDIT_SQLITE_SYNCHRONOUS", "sqlite_synchronous", str.upper)):
         if env.get(name):
             values[key] = conv(env[name])
     for key in ("regulated", "audit_admins", "operators"):

@@ -60,7 +60,7 @@ def get_log() -> AuditLog | None:
             raise AuditConfigError("SECTORFLOW_AUDIT_DB is set but SECTORFLOW_AUDIT_KEY is not: create a key file "
                                    "with `sectorflow audit keygen PATH` (keep it outside the database's folder).")
         assert cfg.db is not None
-        _log = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema), load_key_file(cfg.key_file), cfg)
+        _log = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous), load_key_file(cfg.key_file), cfg)
         return _log
 
 

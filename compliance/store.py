@@ -212,22 +212,25 @@ class Store:
 
 
 class SQLiteStore(Store):
-    """SQLite in WAL mode with ``synchronous=FULL``: a commit that returned survives power loss and kill -9.
+    """SQLite in WAL mode with ``synchronous=FULL`` (default): a commit that returned survives power loss and kill -9.
+    ``NORMAL`` keeps kill -9 safety but may lose the last commits on power loss.
 
     One connection per store, shared by threads under a lock; ``BEGIN IMMEDIATE`` serialises writers across
     processes (``busy_timeout`` 30 s).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
         super().__init__()
         self.path = Path(path)
+        if synchronous not in ("FULL", "NORMAL"):
+            raise AuditConfigError(f"sqlite_synchronous={synchronous!r}: write FULL or NORMAL.")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if not self.path.exists():  # readable by its owner only (the audit admin's account)
                 os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False,
                                          timeout=30.0)
-            for pragma in ("journal_mode=WAL", "synchronous=FULL", "busy_timeout=30000", "secure_delete=ON",
+            for pragma in ("journal_mode=WAL", f"synchronous={synchronous}", "busy_timeout=30000", "secure_delete=ON",
                            "foreign_keys=ON"):
                 self._conn.execute(f"PRAGMA {pragma}")
             with self.transaction():
@@ -256,7 +259,7 @@ class SQLiteStore(Store):
             self._conn.close()
 
 
-def open_store(url: str | Path, *, pg_schema: str = "sectorflow_audit") -> Store:
+def open_store(url: str | Path, *, pg_schema: str = "sectorflow_audit", sqlite_synchronous: str = "FULL") -> Store:
     """A store for ``url``: ``postgresql://...`` (or ``postgres://``) opens PostgreSQL, anything else is a SQLite
     file path (``sqlite:///path`` also accepted).
 
@@ -270,4 +273,4 @@ def open_store(url: str | Path, *, pg_schema: str = "sectorflow_audit") -> Store
         return PostgresStore(url, schema=pg_schema)
     if url.startswith("sqlite:///"):
         url = url[len("sqlite://"):]
-    return SQLiteStore(url)
+    return SQLiteStore(url, synchronous=sqlite_synchronous)
