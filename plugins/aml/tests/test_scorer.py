@@ -214,3 +214,11 @@ def test_training_replay_builds_the_same_transactions_as_the_amlsim_reader(tmp_p
     for a, b in zip(served, trained):
         assert (a.timestamp, a.sender_account, a.receiver_account, a.amount, a.currency) == \
                (b.timestamp, b.sender_account, b.receiver_account, b.amount, b.currency)
+
+
+def test_describe_states_the_notable_features(scorer: RiskScorer) -> None:
+    f = replay([("A", "B", "500", 0), ("B", "C", "490", 1), ("C", "A", "480", 2)])
+    codes = [code for code, en, zh in scorer.describe([f[2][k] for k in FEATURE_NAMES])]
+    assert codes[0] == "model.feature.cycle_closed" and "model.feature.pass_through" in codes
+    quiet = scorer.describe([f[0][k] for k in FEATURE_NAMES])
+    assert quiet == []

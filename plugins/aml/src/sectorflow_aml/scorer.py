@@ -120,6 +120,44 @@ class RiskScorer:
             return np.zeros(0, dtype=np.float32)
         return self.score(np.asarray(rows, dtype=np.float32))
 
+    def describe(self, row: list[float] | np.ndarray, limit: int = 3) -> list[tuple[str, str, str]]:
+        """Notable feature values of one transaction, for the reasons of a high model score.
+
+        These state what the model saw (facts of the feature row), not an attribution of the score. Returns up to
+        ``limit`` ``(code, en, zh)`` tuples, most specific first; codes are ``model.feature.<name>``.
+        """
+        f = dict(zip(FEATURE_NAMES, (float(v) for v in row)))
+        out: list[tuple[str, str, str]] = []
+        days = int(self.lookback_days)
+        if f["cycle_closed"]:
+            out.append(("model.feature.cycle_closed", "closes a loop of at most 4 accounts within "
+                        f"{days} days", f"{days}天内构成不超过4个账户的资金闭环"))
+        elif f["s_in_cycle"] or f["r_in_cycle"]:
+            out.append(("model.feature.in_cycle", f"an account of this transfer lay on a fund loop within {days} "
+                        "days", f"交易账户{days}天内处于资金闭环中"))
+        if f["pair_cnt"] >= 3:
+            n = int(f["pair_cnt"])
+            out.append(("model.feature.pair_cnt", f"{n} transfers between the same two accounts within {days} days",
+                        f"同一对账户{days}天内转账{n}笔"))
+        if f["r_in_deg"] >= 5:
+            n = int(f["r_in_deg"])
+            out.append(("model.feature.r_in_deg", f"receiver got money from {n} distinct accounts within {days} "
+                        "days", f"收款账户{days}天内有{n}个不同的付款方"))
+        if f["s_out_deg"] >= 5:
+            n = int(f["s_out_deg"])
+            out.append(("model.feature.s_out_deg", f"sender paid {n} distinct accounts within {days} days",
+                        f"付款账户{days}天内向{n}个不同账户付款"))
+        if 0.5 <= f["amount_over_last_in"] <= 1.0 and f["s_hours_since_in"] <= 48:
+            pct, hours = round(100 * f["amount_over_last_in"]), round(f["s_hours_since_in"])
+            out.append(("model.feature.pass_through", f"forwards {pct}% of money received {hours} h earlier",
+                        f"转出{hours}小时前收到资金的{pct}%"))
+        if f["s_lifetime"] > 2 and f["s_mean_log_amount"] > 0:
+            typical = float(np.expm1(f["s_mean_log_amount"]))
+            if f["amount"] < typical / 5 or f["amount"] > typical * 5:
+                out.append(("model.feature.amount_unusual", f"amount {f['amount']:,.2f} far from the sender's "
+                            f"typical {typical:,.2f}", f"金额{f['amount']:,.2f}与付款账户常见金额{typical:,.2f}差异大"))
+        return out[:limit]
+
     def reset(self) -> None:
         """Forget the feature state kept across transactions (call with the window's ``reset``)."""
         self._extractor.reset()
