@@ -46,3 +46,30 @@ def test_kill_9_mid_append_loses_no_acknowledged_record(store_url: tuple[str, st
         assert lg.store.size() == len(stored)
     finally:
         store.close()
+
+
+def test_two_processes_appending_at_once_share_one_gap_free_log(store_url: tuple[str, str], keyfile: Any) -> None:
+    url, schema = store_url
+    AuditLog(open_store(url, pg_schema=schema), keyfile, AuditConfig(pg_schema=schema)).store.close()  # create
+    children = [subprocess.Popen([sys.executable, str(WRITER), url, schema, str(keyfile.path)],
+                                 stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    acks: list[list[int]] = [[], []]
+    for child, mine in zip(children, acks):
+        assert child.stdout is not None
+        while len(mine) < 40:
+            line = child.stdout.readline()
+            assert line, f"writer exited early with {child.wait()}"
+            mine.append(int(line))
+    for child in children:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        assert child.stdout is not None
+        child.stdout.close()
+    assert not set(acks[0]) & set(acks[1])  # no sequence number handed out twice
+    store = open_store(url, pg_schema=schema)
+    try:
+        assert set(acks[0]) | set(acks[1]) <= {r.seq for r in store.iter_records()}
+        report = verify_log(store, keyfile.trusted_keys())
+        assert report.ok, report.problems
+    finally:
+        store.close()
