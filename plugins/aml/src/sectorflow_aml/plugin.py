@@ -1,1 +1,53 @@
-"""Hook implementations of the aml plugin (filled in by the AML work)."""
+"""Hook implementations of the aml plugin: the ``aml`` task and the ``sectorflow aml ...`` commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sectorflow import TaskSpec, hookimpl
+
+from . import __version__
+from .loaders import READERS
+from .pipeline import OPTIONS, AMLPipeline
+from .schema import Transaction, TransactionAssessment
+
+BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
+"""The shipped risk-scorer bundle (made by ``plugins/aml/scripts/train_scorer.py``)."""
+
+EXAMPLES: tuple[dict[str, Any], ...] = (
+    {"transaction_id": "t1", "timestamp": "2024-03-01T09:15:00", "sender_account": "C001",
+     "receiver_account": "A100", "amount": "49900.00", "currency": "CNY", "channel": "cash_deposit"},
+    {"transaction_id": "t2", "timestamp": "2024-03-01T11:40:00", "sender_account": "C001",
+     "receiver_account": "A100", "amount": "49800.00", "currency": "CNY", "channel": "cash_deposit"},
+    {"transaction_id": "t3", "timestamp": "2024-03-02T10:00:00", "sender_account": "A100",
+     "receiver_account": "B200", "amount": "95000.00", "currency": "CNY", "channel": "wire",
+     "sender_country": "CN", "receiver_country": "HK", "customer_type": "individual"},
+)
+"""Valid sample inputs (the first two are same-day cash deposits just under RMB 50,000: a structuring alert)."""
+
+
+def spec() -> TaskSpec:
+    """The ``aml`` task spec."""
+    bundle = BUNDLE_DIR if (BUNDLE_DIR / "manifest.json").is_file() else None
+    return TaskSpec(
+        name="aml", input_model=Transaction, output_model=TransactionAssessment, pipeline=AMLPipeline,
+        version=__version__, aliases=("anti_money_laundering",),
+        description="Anti-money-laundering: typology rules + learned risk score over a sliding transaction window; "
+                    "alerts with zh/en reasons, large-value/CTR and suspicious transaction report drafts.",
+        default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32",),
+        languages=("zh", "en"), readers=dict(READERS), options=dict(OPTIONS), examples=EXAMPLES, stateful=True)
+
+
+@hookimpl
+def sectorflow_register_tasks(register: Any) -> None:
+    """Register the ``aml`` task."""
+    register(spec())
+
+
+@hookimpl
+def sectorflow_register_commands(app: Any) -> None:
+    """Add ``sectorflow aml ...`` (explain, alerts, reports) from :mod:`sectorflow_aml.cli`."""
+    from .cli import register
+
+    register(app)

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sectorflow import TaskResult
 
+from .fx import is_iso4217
+
 
 class Channel(str, Enum):
     """How the money moved. ``cash_*`` channels count towards cash (currency) transaction reporting."""
@@ -68,6 +70,13 @@ class Transaction(BaseModel):
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
 
+    @field_validator("currency")
+    @classmethod
+    def _iso4217(cls, value: str) -> str:
+        if not is_iso4217(value):
+            raise ValueError(f"{value!r} is not an ISO 4217 currency code")
+        return value
+
 
 class Reason(BaseModel):
     """A short, human-readable reason in English and Chinese, with the rule or model that produced it."""
@@ -89,6 +98,8 @@ class Alert(BaseModel):
     score: float = Field(ge=0, le=1)
     reasons: list[Reason]
     fired_by: str = Field(description="Rule module or model that raised the alert.")
+    variant: str | None = Field(default=None, description="Variant of the typology, e.g. 'cumulative' or 'fan_in' "
+                                                          "for structuring.")
     time: datetime = Field(description="Time of the transaction that completed the pattern (UTC).")
 
 

@@ -2,7 +2,8 @@
 
 API (other modules — typology rules, the feature extractor — read the window through these names only)::
 
-    w = TransactionWindow(lookback_days=30.0, rate=None)   # rate(currency) -> factor to the base currency
+    w = TransactionWindow(lookback_days=30.0, rate=None, dormancy_days=180.0)
+                             # rate(currency) -> factor to the base currency
     e = w.add(txn)           # Transaction -> Edge; evicts edges older than (clock - lookback) first, then inserts
     w.now                    # float: window clock = latest timestamp seen (POSIX seconds, UTC)
     w.lookback               # float: lookback in seconds
@@ -13,6 +14,8 @@ API (other modules — typology rules, the feature extractor — read the window
     a.prev_active            # float | None: time of this account's previous transaction before the current one
                              #   (kept for ever, not evicted: dormant-account rules look past the window)
     a.last_active, a.first_seen, a.lifetime_count
+    a.resumed_at, a.idle_seconds   # start and preceding idle time of the latest reactivation: the first transaction
+                             #   after at least `dormancy_days` without any (None / 0.0 if never dormant)
     w.edges                  # deque[Edge]: every edge in the window, in arrival order
     w.cooldown(key, ts, seconds) -> bool   # True (and arms the key) if `key` has not fired within `seconds`
     w.reset()                # forget everything
@@ -73,7 +76,7 @@ class AccountState:
     """Windowed state of one account (see the module docstring for the fields)."""
 
     __slots__ = ("account", "incoming", "outgoing", "senders", "receivers", "in_sum", "out_sum", "first_seen",
-                 "last_active", "prev_active", "lifetime_count")
+                 "last_active", "prev_active", "lifetime_count", "resumed_at", "idle_seconds")
 
     def __init__(self, account: str, ts: float) -> None:
         self.account = account
@@ -87,6 +90,8 @@ class AccountState:
         self.last_active = ts
         self.prev_active: float | None = None
         self.lifetime_count = 0
+        self.resumed_at: float | None = None
+        self.idle_seconds = 0.0
 
     @property
     def in_degree(self) -> int:
@@ -110,15 +115,20 @@ class TransactionWindow:
         lookback_days: how far back edges are kept, in days (> 0; fractions allowed).
         rate: ``rate(currency) -> float``, the factor that turns an amount in ``currency`` into the base currency
             used for sums and ratios. ``None``: amounts are taken as they are (single-currency data).
+        dormancy_days: an account idle for at least this many days is dormant; its next transaction sets
+            ``resumed_at`` and ``idle_seconds``.
 
     Raises:
         ConfigError: a non-positive lookback.
     """
 
-    def __init__(self, lookback_days: float = 30.0, rate: Callable[[str], float] | None = None) -> None:
-        if not lookback_days or lookback_days <= 0:
-            raise ConfigError(f"lookback_days={lookback_days!r}: give a positive number of days.")
+    def __init__(self, lookback_days: float = 30.0, rate: Callable[[str], float] | None = None,
+                 dormancy_days: float = 180.0) -> None:
+        for name, value in (("lookback_days", lookback_days), ("dormancy_days", dormancy_days)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(f"{name}={value!r}: give a positive number of days.")
         self.lookback = float(lookback_days) * DAY
+        self.dormancy = float(dormancy_days) * DAY
         self._rate = rate
         self._rates: dict[str, float] = {}
         self.reset()
@@ -204,18 +214,23 @@ class TransactionWindow:
         d.incoming.append(edge)
         d.in_sum += amount
         d.senders[src] = d.senders.get(src, 0) + 1
-        if s.lifetime_count:
-            s.prev_active = s.last_active
-        if ts > s.last_active or not s.lifetime_count:
-            s.last_active = ts
-        s.lifetime_count += 1
+        self._touch(s, ts)
         if d is not s:
-            if d.lifetime_count:
-                d.prev_active = d.last_active
-            if ts > d.last_active or not d.lifetime_count:
-                d.last_active = ts
-            d.lifetime_count += 1
+            self._touch(d, ts)
         return edge
+
+    def _touch(self, a: AccountState, ts: float) -> None:
+        if a.lifetime_count:
+            last = a.last_active
+            a.prev_active = last
+            if ts - last >= self.dormancy:
+                a.resumed_at = ts
+                a.idle_seconds = ts - last
+            if ts > last:
+                a.last_active = ts
+        else:
+            a.last_active = ts
+        a.lifetime_count += 1
 
     def cooldown(self, key: object, ts: float, seconds: float) -> bool:
         """Return ``True`` and arm ``key`` if it has not fired in the last ``seconds`` before ``ts``.

@@ -1,0 +1,234 @@
+"""The ``aml`` pipeline: sliding window -> typology rules + learned scorer -> risk, alerts and report drafts.
+
+For each transaction, in arrival order (:meth:`AMLPipeline.preprocess`):
+
+1. ``window.add(txn)`` (:mod:`sectorflow_aml.window`);
+2. every enabled typology rule's ``check(window, edge)`` (:mod:`sectorflow_aml.typologies`);
+3. the scorer's feature row (:mod:`sectorflow_aml.scorer`), when a model bundle is loaded;
+4. ``ReportEngine.observe(txn)`` for large-value / currency transaction report drafts (:mod:`sectorflow_aml.reports`).
+
+:meth:`forward` scores a batch of feature rows with the Paddle predictor; :meth:`postprocess` combines rule alerts
+and the model score into ``risk_score``, the alert flag, typologies, reasons (en and zh, from both), alerts (a model
+alert when the model alone crosses its threshold) and report drafts (suspicious transaction report drafts for
+alerts scoring at least ``str_threshold``).
+
+Risk: ``rule_risk = 1 - prod(1 - alert.score)`` over the rule alerts completed by the transaction; the model score
+``m`` is rescaled piecewise-linearly so that the bundle's decision threshold ``t`` lands on ``alert_threshold``
+(``m < t``: ``m / t * a``; else ``a + (m - t) / (1 - t) * (1 - a)``); ``risk = 1 - (1 - rule_risk)(1 - model_risk)``.
+The alert flag is ``risk >= alert_threshold``.
+
+State (window, scorer features, report aggregates, alert cooldowns) is kept across calls, so feeding transactions
+one at a time, in chunks or in one batch gives the same results; :meth:`reset_state` forgets it. The runtime
+serialises calls (``TaskSpec.stateful``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+from typing import Any
+
+from sectorflow import ConfigError, Pipeline
+
+from .reports import ReportEngine, suspicious_report
+from .schema import Alert, Reason, ReportDraft, Transaction, TransactionAssessment
+from .typologies import RULES, build_rules
+from .typologies.base import alert_id
+from .window import TransactionWindow
+
+DEFAULT_LOOKBACK_DAYS = 30.0
+"""Lookback when no model bundle fixes it (the shipped bundle was trained at 30 days)."""
+
+OPTIONS: dict[str, str] = {
+    "lookback_days": "days of transaction history the window keeps (default: the model bundle's, else 30); a "
+                     "value other than the bundle's needs model=False",
+    "rules": "typology settings: {name: False | True | {param: value}}, names: " + ", ".join(RULES),
+    "model": "use the learned risk scorer (default True when a bundle is loaded)",
+    "alert_threshold": "risk score at or above which a transaction is flagged (default 0.5)",
+    "str_threshold": "alert score at or above which a suspicious transaction report draft is made (default 0.75)",
+    **ReportEngine.OPTIONS,
+}
+"""The options ``Taskflow("aml", **options)`` accepts."""
+
+
+def _fraction(options: dict[str, Any], name: str, default: float) -> float:
+    value = options.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ConfigError(f"{name}={value!r}: give a number from 0 to 1.")
+    return float(value)
+
+
+class _Item:
+    """What :meth:`AMLPipeline.preprocess` hands on for one transaction."""
+
+    __slots__ = ("row", "alerts", "reports", "edge", "score")
+
+    def __init__(self, row: list[float] | None, alerts: list[Alert], reports: list[ReportDraft], edge: Any) -> None:
+        self.score: float | None = None
+        self.row = row
+        self.alerts = alerts
+        self.reports = reports
+        self.edge = edge
+
+
+class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
+    """Typology rules and the learned scorer over a sliding transaction window (see the module docstring)."""
+
+    def load(self) -> None:
+        """Build the report engine, the rules, the scorer (if a bundle is loaded and ``model`` is on) and the window.
+
+        Raises:
+            ConfigError: a bad option (names it), or a ``lookback_days`` other than the bundle's with the model on.
+            BundleError: the bundle is not a risk-scorer bundle.
+        """
+        opts = dict(self.options)
+        self.reports_engine = ReportEngine.from_options(opts)
+        self.jurisdiction = self.reports_engine.jurisdiction
+        self.alert_threshold = _fraction(opts, "alert_threshold", 0.5)
+        self.str_threshold = _fraction(opts, "str_threshold", 0.75)
+        use_model = opts.get("model", True)
+        if not isinstance(use_model, bool):
+            raise ConfigError(f"model={use_model!r}: give True or False.")
+        self.scorer = None
+        lookback = opts.get("lookback_days")
+        if self.bundle is not None and use_model:
+            from .scorer import RiskScorer  # imports Paddle only when a model is used
+
+            self.scorer = RiskScorer(self.bundle, self.predictor_pool())
+            if lookback is not None and float(lookback) != self.scorer.lookback_days:
+                raise ConfigError(f"lookback_days={lookback!r}, but the model bundle {self.bundle.name} was trained "
+                                  f"with {self.scorer.lookback_days:g} days; drop the option or pass model=False.")
+            lookback = self.scorer.lookback_days
+        self.model_source = f"{self.bundle.name}@{self.bundle.version}" if self.scorer else None
+        self.lookback_days = float(lookback if lookback is not None else DEFAULT_LOOKBACK_DAYS)
+        rules_opt = opts.get("rules")
+        if rules_opt is not None and not isinstance(rules_opt, dict):
+            raise ConfigError(f"rules={rules_opt!r}: give a dict {{typology: False | True | {{param: value}}}}.")
+        self.rules = build_rules(rules_opt, self._rule_defaults())
+        dormant = next((r for r in self.rules if r.name == "dormant_reactivation"), None)
+        self._dormancy = dormant.params.dormant_days if dormant is not None else 180.0
+        self._home = {"CN": "CNY", "US": "USD"}[self.jurisdiction]
+        self.window = TransactionWindow(self.lookback_days, rate=self._rate, dormancy_days=self._dormancy)
+
+    def _rule_defaults(self) -> dict[str, dict[str, Any]]:
+        """Structuring thresholds from the jurisdiction's cash reporting thresholds (single source of truth)."""
+        cash = [t for t in self.reports_engine.thresholds if t.rule in ("cash", "ctr_cash")]
+        if not cash:
+            return {}
+        return {"structuring": {"thresholds": {t.currency: float(t.amount) for t in cash},
+                                "inclusive": all(t.inclusive for t in cash)}}
+
+    def _rate(self, currency: str) -> float:
+        """Factor from ``currency`` to the home currency (CNY or USD) for windowed sums: the latest rate in the
+        ``fx_rates`` table. Raises MissingRateError when a foreign currency has no rate."""
+        if currency == self._home:
+            return 1.0
+        return float(self.reports_engine.fx.rate(currency, self._home, date.max))
+
+    def reset_state(self) -> None:
+        """Forget the window, the scorer's per-account state, report aggregates and alert cooldowns."""
+        self.window.reset()
+        self.reports_engine.reset()
+        if self.scorer is not None:
+            self.scorer.reset()
+
+    # --- the three stages ----------------------------------------------------------------------------------------
+
+    def preprocess(self, items: Sequence[Transaction]) -> list[_Item]:
+        """Update the window and run the rules, the feature extractor and the report engine, in order."""
+        window = self.window
+        rules = self.rules
+        scorer = self.scorer
+        observe = self.reports_engine.observe
+        out: list[_Item] = []
+        for txn in items:
+            edge = window.add(txn)
+            alerts: list[Alert] = []
+            for rule in rules:
+                hits = rule.check(window, edge)
+                if hits:
+                    alerts.extend(hits)
+            row = scorer.feature_row(txn, window) if scorer is not None else None
+            out.append(_Item(row, alerts, observe(txn), edge))
+        return out
+
+    def forward(self, batch: Sequence[_Item]) -> list[_Item]:
+        """Score one batch with the model: sets each item's ``score`` (left ``None`` when no model runs)."""
+        if self.scorer is not None:
+            for item, score in zip(batch, self.scorer.score_rows([item.row for item in batch]).tolist()):
+                item.score = score
+        return list(batch)
+
+    def postprocess(self, items: Sequence[Transaction], raw: Sequence[Any]) -> list[TransactionAssessment]:
+        """Combine rule alerts and model scores into one :class:`TransactionAssessment` per transaction."""
+        results: list[TransactionAssessment] = []
+        a = self.alert_threshold
+        t = self.scorer.threshold if self.scorer is not None else None
+        for txn, item in zip(items, raw):
+            model_score = item.score
+            rule_keep = 1.0
+            for alert in item.alerts:
+                rule_keep *= 1.0 - alert.score
+            model_risk = None
+            if model_score is not None and t is not None:
+                model_risk = model_score / t * a if model_score < t else a + (model_score - t) / (1.0 - t) * (1 - a)
+                model_risk = min(1.0, max(0.0, model_risk))
+            risk = 1.0 - rule_keep * (1.0 - (model_risk or 0.0))
+            flagged = risk >= a
+            alerts = item.alerts
+            reasons: list[Reason] = []
+            if flagged:
+                alerts = list(alerts)
+                for alert in alerts:
+                    reasons.extend(alert.reasons)
+                if model_risk is not None:
+                    model_reasons = self._model_reasons(model_score, item.row)
+                    reasons.extend(model_reasons)
+                    if model_risk >= a:
+                        alerts.append(self._model_alert(item, model_risk, model_reasons))
+            reports = item.reports
+            strs = [a_ for a_ in alerts if a_.score >= self.str_threshold]
+            if strs:
+                reports = list(reports) + [self._str(alert) for alert in strs]
+            results.append(TransactionAssessment.model_construct(
+                meta=None, transaction_id=txn.transaction_id, risk_score=round(risk, 6),
+                model_score=None if model_score is None else round(float(model_score), 6), alert=flagged,
+                typologies=list(dict.fromkeys(x.typology for x in alerts)), reasons=reasons, alerts=alerts,
+                reports=reports))
+        return results
+
+    # --- helpers -------------------------------------------------------------------------------------------------
+
+    def _model_reasons(self, score: float, row: list[float] | None) -> list[Reason]:
+        assert self.scorer is not None
+        source = f"model:{self.model_source}"
+        reasons = [Reason(code="model.risk", en=f"learned risk model score {score:.4f} (flags at >= "
+                                                f"{self.scorer.threshold:.4f})",
+                          zh=f"风险模型评分 {score:.4f}（≥ {self.scorer.threshold:.4f} 预警）", source=source)]
+        if row is not None:
+            reasons.extend(Reason(code=code, en=en, zh=zh, source=source)
+                           for code, en, zh in self.scorer.describe(row))
+        return reasons
+
+    def _model_alert(self, item: _Item, risk: float, reasons: list[Reason]) -> Alert:
+        edge = item.edge
+        tid = edge.txn.transaction_id
+        return Alert(alert_id=alert_id("model_risk", [tid]), typology="model_risk",
+                     accounts=list(dict.fromkeys((edge.src, edge.dst))), transaction_ids=[tid],
+                     score=round(risk, 4), reasons=reasons, fired_by=f"model:{self.model_source}",
+                     time=edge.txn.timestamp)
+
+    def _str(self, alert: Alert) -> ReportDraft:
+        wanted = set(alert.transaction_ids)
+        txns: dict[str, Transaction] = {}
+        for account in alert.accounts:
+            state = self.window.get(account)
+            if state is None:
+                continue
+            for side in (state.incoming, state.outgoing):
+                for e in side:
+                    tid = e.txn.transaction_id
+                    if tid in wanted:
+                        txns[tid] = e.txn
+        return suspicious_report(alert, txns.values(), self.jurisdiction, fx=self.reports_engine.fx,
+                                 institution=self.reports_engine.institution)

@@ -1,0 +1,114 @@
+"""Shared parts of the typology rules: the :class:`Rule` base class, parameter handling and alert construction.
+
+A rule is a small object with documented parameters (a frozen dataclass ``Params`` on the class) and one method,
+``check(window, edge) -> list[Alert]``, called once per transaction right after ``window.add(txn)`` returned
+``edge``. A rule raises an alert on the transaction that completes its pattern; it keeps no state of its own (all
+state lives in the :class:`~sectorflow_aml.window.TransactionWindow`, including alert cooldowns), so a replay of the
+same transactions, in one batch or one at a time, gives the same alerts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any, ClassVar
+
+from sectorflow import ConfigError
+
+from ..schema import Alert, Reason
+from ..window import Edge, TransactionWindow
+
+
+def alert_id(typology: str, transaction_ids: Iterable[str]) -> str:
+    """Stable alert id: ``<typology>-<first 16 hex of SHA-256 of the sorted, '|'-joined transaction ids>``."""
+    digest = hashlib.sha256("|".join(sorted(transaction_ids)).encode()).hexdigest()[:16]
+    return f"{typology}-{digest}"
+
+
+def fmt_amount(value: float) -> str:
+    """``1234.5 -> '1,234.50'``: amounts in reasons."""
+    return f"{value:,.2f}"
+
+
+class Rule:
+    """Base class of a typology rule.
+
+    Subclasses set ``name`` (the typology), ``source`` (where the definition comes from), a frozen dataclass
+    ``Params`` with defaults, and implement :meth:`check`.
+
+    Args:
+        **params: overrides of fields of ``Params``.
+
+    Raises:
+        ConfigError: an unknown parameter or a value of the wrong type/sign.
+    """
+
+    name: ClassVar[str] = ""
+    source: ClassVar[str] = ""
+    Params: ClassVar[type]
+
+    def __init__(self, **params: Any) -> None:
+        fields = {f.name for f in dataclasses.fields(self.Params)}
+        unknown = sorted(set(params) - fields)
+        if unknown:
+            raise ConfigError(f"Rule {self.name!r} has no parameter(s) {unknown}; its parameters are: "
+                              f"{', '.join(sorted(fields))}.")
+        try:
+            self.params = self.Params(**params)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"Rule {self.name!r}: {exc}") from exc
+        self.module = type(self).__module__
+
+    def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:  # pragma: no cover - abstract
+        """Alerts completed by ``edge`` (usually none)."""
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """The rule's name, source and parameter values (JSON-ready), for audit and docs."""
+        return {"typology": self.name, "source": self.source, "module": self.module,
+                "params": {k: (dict(v) if isinstance(v, Mapping) else v)
+                           for k, v in dataclasses.asdict(self.params).items()}}
+
+    def alert(self, edges: Iterable[Edge], score: float, en: str, zh: str, *, accounts: Iterable[str] | None = None,
+              trigger: Edge, variant: str | None = None) -> Alert:
+        """Build the :class:`Alert` for ``edges`` (the transactions involved), raised by ``trigger``.
+
+        Accounts default to every sender and receiver of ``edges`` in first-seen order.
+        """
+        edges = list(edges)
+        ids = list(dict.fromkeys(e.txn.transaction_id for e in edges))
+        if accounts is None:
+            accounts = dict.fromkeys(a for e in edges for a in (e.src, e.dst))
+        reason = Reason(code=f"typology.{self.name}", en=en, zh=zh, source=self.module)
+        return Alert(alert_id=alert_id(self.name, ids), typology=self.name, accounts=list(accounts),
+                     transaction_ids=ids, score=round(min(1.0, max(0.0, score)), 4), reasons=[reason],
+                     fired_by=self.module, variant=variant,
+                     time=datetime.fromtimestamp(trigger.ts, tz=timezone.utc))
+
+
+def positive(name: str, value: float, *, allow_zero: bool = False) -> None:
+    """Raise ``ValueError`` (turned into ConfigError by :class:`Rule`) unless ``value`` is a positive number."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name}={value!r} must be a {'non-negative' if allow_zero else 'positive'} number")
+
+
+def fraction(name: str, value: float) -> None:
+    """Raise ``ValueError`` unless ``0 <= value <= 1``."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+        raise ValueError(f"{name}={value!r} must be a number from 0 to 1")
+
+
+def recent_by_counterparty(edges: Iterable[Edge], horizon: float, until: float, incoming: bool,
+                           ) -> dict[str, list[Edge]]:
+    """Group the edges of one account's ``incoming`` (or outgoing) deque with ``horizon <= ts <= until`` by
+    counterparty (sender for incoming, receiver for outgoing), newest first. ``edges`` must be the deque itself
+    (oldest first); the scan stops at the first edge older than ``horizon``."""
+    out: dict[str, list[Edge]] = {}
+    for e in reversed(edges):  # type: ignore[call-overload]
+        if e.ts < horizon:
+            break
+        if e.ts <= until:
+            out.setdefault(e.src if incoming else e.dst, []).append(e)
+    return out

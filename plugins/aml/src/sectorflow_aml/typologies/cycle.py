@@ -1,0 +1,201 @@
+"""Cycle (round-tripping): funds that go around a closed loop of accounts and come back to where they started.
+
+Source: FFIEC BSA/AML Manual App. F ("funds ... sent from bank A to bank B and back to A", round-tripping); IBM
+AMLSim's ``cycle`` alert pattern (Suzumura and Kanezashi, 2021) plants such loops of 3 to 10 accounts.
+
+Only a real closed loop counts: ``A -> B -> C -> D`` without an edge ``D -> A`` in the window is a chain, not a cycle.
+The alert fires on the edge that closes the loop (every other edge of the loop is still in the window).
+
+Parameters:
+    min_length, max_length: accounts in the loop (``min_length=2`` also reports two-account round trips ``A -> B ->
+        A``, which ordinary repayments produce; the default 3 leaves them out).
+    ordered: require the loop's transfers to happen in order (each hop no earlier than the previous, ending with
+        the closing edge). AMLSim's planted cycles are not time-ordered, so the default is ``False``.
+    amount_ratio: if set (0 < r <= 1), every hop's amount must lie within ``[r, 1/r]`` times the closing amount
+        (money that goes round keeps roughly its size).
+    max_visits: search budget per transaction (accounts reached on each side); a denser window may miss loops.
+    max_degree: accounts with more distinct counterparties than this in the window (merchants, payroll hubs) are not
+        passed through (they can still close or open a loop); bounds the cost per transaction.
+    score: the alert's score.
+
+The search is a bidirectional breadth-first search through the window: backwards from the closing edge's sender,
+forwards from its receiver, level by level over distinct counterparties; it reports the first simple loop through
+the new edge that it meets (a shortest one in most cases). Cost: about ``d ** ((max_length - 1) / 2)`` per side for
+window degree ``d``; the default ``max_length=5`` covers AMLSim's planted loops (mostly five accounts). One
+alert per set of accounts per lookback.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from ..schema import Alert
+from ..window import Edge, TransactionWindow
+from .base import Rule, fmt_amount, fraction, positive
+
+
+@dataclass(frozen=True)
+class CycleParams:
+    """Parameters of :class:`CycleRule`."""
+
+    min_length: int = 3
+    max_length: int = 5
+    ordered: bool = False
+    amount_ratio: float | None = None
+    max_visits: int = 2000
+    max_degree: int = 50
+    score: float = 0.8
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.min_length, int) or not 2 <= self.min_length <= self.max_length:
+            raise ValueError(f"min_length={self.min_length!r} must be an integer from 2 to max_length")
+        if not isinstance(self.max_length, int) or not 2 <= self.max_length <= 12:
+            raise ValueError(f"max_length={self.max_length!r} must be an integer from 2 to 12")
+        if self.amount_ratio is not None:
+            fraction("amount_ratio", self.amount_ratio)
+            positive("amount_ratio", self.amount_ratio)
+        positive("max_visits", self.max_visits)
+        positive("max_degree", self.max_degree)
+        fraction("score", self.score)
+
+
+class CycleRule(Rule):
+    """A closed loop of transfers through the window (see the module docstring)."""
+
+    name = "cycle"
+    source = "FFIEC BSA/AML Manual App. F (round-tripping); AMLSim cycle pattern"
+    Params = CycleParams
+
+    def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
+        """An alert when ``edge`` closes a loop."""
+        u, v = edge.src, edge.dst
+        if u == v:
+            return []
+        accounts = window.accounts
+        su = accounts[u]
+        sv = accounts[v]
+        if not su.senders or not sv.receivers:
+            return []
+        path = self._find(accounts, u, v)
+        if path is None:
+            return []
+        hops = self._edges(window, path, edge)
+        if hops is None:
+            return []
+        if not window.cooldown(("cycle", frozenset(path)), edge.ts, window.lookback):
+            return []
+        p = self.params
+        loop = " -> ".join([*path, path[0]])
+        total = sum(e.amount for e in hops)
+        return [self.alert(hops, p.score,
+                           f"closed loop of {len(path)} accounts: {loop} ({len(hops)} transfers, "
+                           f"{fmt_amount(total)} in total)",
+                           f"资金闭环（{len(path)} 个账户）：{loop}（{len(hops)} 笔，合计 {fmt_amount(total)}）",
+                           accounts=path, trigger=edge)]
+
+    def _find(self, accounts: dict, u: str, v: str) -> list[str] | None:
+        """Accounts ``[u, v, ..., x]`` of a short simple path ``v -> ... -> u`` (so ``u -> v`` closes the loop)."""
+        p = self.params
+        max_edges = p.max_length - 1  # edges on the path v ~> u
+        hb = max_edges // 2
+        hf = max_edges - hb
+        max_degree = p.max_degree
+        budget = p.max_visits
+        # backwards from u, level by level: node -> (distance to u, next node towards u)
+        back: dict[str, tuple[int, str | None]] = {u: (0, None)}
+        frontier = [u]
+        for depth in range(1, hb + 1):
+            nxt: list[str] = []
+            for node in frontier:
+                senders = accounts[node].senders
+                if node != u and len(senders) > max_degree:
+                    continue
+                for prev in senders:
+                    if prev not in back:
+                        back[prev] = (depth, node)
+                        nxt.append(prev)
+            budget -= len(nxt)
+            if budget <= 0 or not nxt:
+                break
+            frontier = nxt
+        # forwards from v, level by level, checking each new account against the backward set
+        fwd: dict[str, tuple[int, str | None]] = {v: (0, None)}
+        lo, hi = p.min_length, p.max_length
+        hit = back.get(v)
+        if hit is not None and lo <= hit[0] + 1 <= hi:
+            path = self._join(fwd, back, v, u)
+            if path is not None:
+                return path
+        frontier = [v]
+        budget = p.max_visits
+        for depth in range(1, hf + 1):
+            nxt = []
+            for node in frontier:
+                receivers = accounts[node].receivers
+                if node != v and len(receivers) > max_degree:
+                    continue
+                for child in receivers:
+                    if child in fwd:
+                        continue
+                    fwd[child] = (depth, node)
+                    nxt.append(child)
+                    hit = back.get(child)
+                    if hit is not None and lo <= depth + hit[0] + 1 <= hi:
+                        path = self._join(fwd, back, child, u)
+                        if path is not None:
+                            return path
+            budget -= len(nxt)
+            if budget <= 0 or not nxt:
+                break
+            frontier = nxt
+        return None
+
+    @staticmethod
+    def _join(fwd: dict, back: dict, meet: str, u: str) -> list[str] | None:
+        """Loop accounts ``[u, v, ..., x]`` from the forward path ``v ~> meet`` and the backward path ``meet ~> u``,
+        or ``None`` when the two halves share an account (not a simple loop)."""
+        walk: list[str] = []
+        node: str | None = meet
+        while node is not None:
+            walk.append(node)
+            node = fwd[node][1]
+        walk.reverse()  # v ... meet
+        node = back[meet][1]
+        while node is not None:
+            walk.append(node)
+            node = back[node][1]
+        path = [u, *walk[:-1]]  # walk ends with u
+        return path if len(set(path)) == len(path) else None
+
+    def _edges(self, window: TransactionWindow, path: list[str], closing: Edge) -> list[Edge] | None:
+        """The loop's edges in loop order, ending with ``closing`` (``u -> v``): for each other hop the latest window
+        edge that meets ``ordered`` and ``amount_ratio``; ``None`` when some hop has none."""
+        p = self.params
+        # hops in loop order starting after the closing edge: v -> ... -> u, then u -> v (closing)
+        order = path[1:] + [path[0]]  # v, ..., u
+        lo = hi = None
+        if p.amount_ratio is not None:
+            lo, hi = closing.amount * p.amount_ratio, closing.amount / p.amount_ratio
+        picked: list[Edge] = []
+        bound = closing.ts
+        for i in range(len(order) - 2, -1, -1):  # walk backwards from the hop that ends at u
+            a, b = order[i], order[i + 1]
+            found = None
+            for e in reversed(window.accounts[a].outgoing):
+                if e.dst != b or e.seq > closing.seq:
+                    continue
+                if p.ordered and e.ts > bound:
+                    continue
+                if lo is not None and not lo <= e.amount <= hi:
+                    continue
+                found = e
+                break
+            if found is None:
+                return None
+            picked.append(found)
+            if p.ordered:
+                bound = found.ts
+        picked.reverse()
+        picked.append(closing)
+        return picked

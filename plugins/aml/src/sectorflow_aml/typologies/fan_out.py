@@ -1,0 +1,79 @@
+"""Fan-out: one account pays many distinct accounts within a short period (dispersal / distribution account).
+
+Source: FFIEC BSA/AML Manual App. F (funds received and quickly sent out to many accounts; many wires to
+unrelated beneficiaries); FinCEN FIN-2014-A005 describes the matching withdrawal side of funnel accounts. No text
+gives numbers: ``min_receivers`` and ``days`` are configurable heuristics.
+
+Parameters:
+    days: the period, in days (``None``: the whole lookback window).
+    min_receivers: distinct receivers needed within ``days`` (each with at least ``min_txns_per_receiver``).
+    min_txns_per_receiver: transfers each counted receiver must have got within ``days``.
+    min_total: the least total amount (base currency) sent to the counted receivers.
+    score: the alert's score.
+
+The alert fires on the transfer that brings the count to ``min_receivers`` (or above), at most once per sending
+account per ``days``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..schema import Alert
+from ..window import DAY, Edge, TransactionWindow
+from .base import Rule, fmt_amount, fraction, positive, recent_by_counterparty
+
+
+@dataclass(frozen=True)
+class FanOutParams:
+    """Parameters of :class:`FanOutRule`."""
+
+    days: float | None = 7.0
+    min_receivers: int = 10
+    min_txns_per_receiver: int = 1
+    min_total: float = 0.0
+    score: float = 0.6
+
+    def __post_init__(self) -> None:
+        if self.days is not None:
+            positive("days", self.days)
+        positive("min_receivers", self.min_receivers)
+        positive("min_txns_per_receiver", self.min_txns_per_receiver)
+        positive("min_total", self.min_total, allow_zero=True)
+        fraction("score", self.score)
+
+
+class FanOutRule(Rule):
+    """One account paying many distinct receivers (see the module docstring)."""
+
+    name = "fan_out"
+    source = "FFIEC BSA/AML Manual App. F; FinCEN FIN-2014-A005"
+    Params = FanOutParams
+
+    def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
+        """An alert when ``edge`` completes the fan-out of its sender."""
+        p = self.params
+        state = window.get(edge.src)
+        if state is None or len(state.receivers) < p.min_receivers:
+            return []
+        period = window.lookback if p.days is None else min(p.days * DAY, window.lookback)
+        groups = recent_by_counterparty(state.outgoing, edge.ts - period, edge.ts, incoming=False)
+        mine = groups.get(edge.dst)
+        if mine is None or len(mine) < p.min_txns_per_receiver:
+            return []
+        counted = {k: v for k, v in groups.items() if len(v) >= p.min_txns_per_receiver and k != edge.src}
+        if len(counted) < p.min_receivers:
+            return []
+        edges = sorted((e for group in counted.values() for e in group), key=lambda e: e.seq)
+        total = sum(e.amount for e in edges)
+        if total < p.min_total:
+            return []
+        if not window.cooldown(("fan_out", edge.src), edge.ts, period):
+            return []
+        days = period / DAY
+        return [self.alert(edges, p.score,
+                           f"{edge.src} paid {len(counted)} distinct accounts within {days:g} days "
+                           f"({len(edges)} transfers, total {fmt_amount(total)})",
+                           f"{edge.src} 在 {days:g} 天内向 {len(counted)} 个不同账户转出（{len(edges)} 笔，合计 "
+                           f"{fmt_amount(total)}）",
+                           accounts=[edge.src, *counted], trigger=edge)]

@@ -1,0 +1,97 @@
+"""Rapid pass-through (快进快出): money comes in and goes out again within hours, leaving little behind.
+
+Source: FFIEC BSA/AML Manual App. F ("funds transfer activity ... many small incoming transfers ... then wired out
+almost immediately"; "rapid movement of funds"). In China the pattern is known as 快进快出 (资金快进快出、过渡性
+账户); PBOC's list of suspicious-transaction indicators names it, but no numeric limits are verified here, so all
+numbers are configurable heuristics.
+
+Parameters:
+    hours: the period, in hours, that both the inflow and the outflow must fit in.
+    min_amount: the least inflow (base currency) worth an alert.
+    min_out_ratio: outflow after the first counted inflow over that inflow (0.9: at least 90 % passed on).
+    max_out_ratio: the most outflow over inflow (above it the account is spending older funds, not passing these).
+    score: the alert's score.
+
+Residual = inflow - outflow within the period; the rule fires on the payment that brings the residual at or below
+``1 - min_out_ratio`` of the inflow, at most once per account per period.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..schema import Alert
+from ..window import Edge, TransactionWindow
+from .base import Rule, fmt_amount, fraction, positive
+
+
+@dataclass(frozen=True)
+class RapidPassThroughParams:
+    """Parameters of :class:`RapidPassThroughRule`."""
+
+    hours: float = 24.0
+    min_amount: float = 50_000.0
+    min_out_ratio: float = 0.9
+    max_out_ratio: float = 1.1
+    score: float = 0.65
+
+    def __post_init__(self) -> None:
+        positive("hours", self.hours)
+        positive("min_amount", self.min_amount, allow_zero=True)
+        fraction("min_out_ratio", self.min_out_ratio)
+        positive("max_out_ratio", self.max_out_ratio)
+        if self.max_out_ratio < self.min_out_ratio:
+            raise ValueError("max_out_ratio must be at least min_out_ratio")
+        fraction("score", self.score)
+
+
+class RapidPassThroughRule(Rule):
+    """In and out within hours, low residual (see the module docstring)."""
+
+    name = "rapid_pass_through"
+    source = "FFIEC BSA/AML Manual App. F (rapid movement of funds); 快进快出"
+    Params = RapidPassThroughParams
+
+    def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
+        """An alert when ``edge`` (a payment out) passes on the account's recent inflow."""
+        p = self.params
+        acct = window.accounts[edge.src]
+        if not acct.incoming or acct.in_sum < p.min_amount:
+            return []
+        horizon = edge.ts - p.hours * 3600.0
+        ins: list[Edge] = []
+        in_total = 0.0
+        for e in reversed(acct.incoming):
+            if e.ts < horizon:
+                break
+            if e.ts <= edge.ts and e.src != edge.src:
+                ins.append(e)
+                in_total += e.amount
+        if in_total < p.min_amount or not ins:
+            return []
+        start = min(e.ts for e in ins)
+        outs: list[Edge] = []
+        out_total = 0.0
+        for e in reversed(acct.outgoing):
+            if e.ts < start:
+                break
+            if e.seq <= edge.seq and e.dst != edge.src:
+                outs.append(e)
+                out_total += e.amount
+        ratio = out_total / in_total
+        if not p.min_out_ratio <= ratio <= p.max_out_ratio:
+            return []
+        if out_total - edge.amount >= p.min_out_ratio * in_total:
+            return []  # already passed on before this payment: the alert belongs to an earlier one
+        if not window.cooldown(("rapid_pass_through", edge.src), edge.ts, p.hours * 3600.0):
+            return []
+        span_h = (edge.ts - start) / 3600.0
+        residual = in_total - out_total
+        edges = sorted(ins + outs, key=lambda e: e.seq)
+        return [self.alert(edges, p.score,
+                           f"{edge.src} received {fmt_amount(in_total)} and paid out {fmt_amount(out_total)} within "
+                           f"{span_h:.1f} h (residual {fmt_amount(residual)}, {100 * ratio:.0f}% passed on)",
+                           f"{edge.src} 在 {span_h:.1f} 小时内收入 {fmt_amount(in_total)} 并转出 "
+                           f"{fmt_amount(out_total)}（留存 {fmt_amount(residual)}，快进快出 {100 * ratio:.0f}%）",
+                           accounts=[edge.src, *dict.fromkeys(e.src for e in ins), *dict.fromkeys(e.dst for e in outs)],
+                           trigger=edge)]

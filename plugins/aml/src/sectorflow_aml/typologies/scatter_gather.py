@@ -1,0 +1,102 @@
+"""Scatter-gather: one account splits funds over several intermediaries, which all pass them on to one account.
+
+``A -> {M1, M2, ..., Mk} -> B``. Source: FFIEC BSA/AML Manual App. F (funds moved through several accounts to hide
+their origin, layering); IBM AMLSim's ``scatter_gather`` alert pattern (Suzumura and Kanezashi, 2021). The numbers
+are configurable heuristics.
+
+Parameters:
+    days: period covering both legs, in days (``None``: the whole lookback window).
+    min_intermediaries: distinct intermediaries ``M`` with both ``A -> M`` and ``M -> B`` in the period.
+    ordered: the ``A -> M`` leg must come no later than the ``M -> B`` leg for each intermediary.
+    score: the alert's score.
+
+The alert fires on the ``M -> B`` transfer that brings the count of intermediaries to ``min_intermediaries``, at
+most once per ``(A, B)`` pair per period.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..schema import Alert
+from ..window import DAY, Edge, TransactionWindow
+from .base import Rule, fmt_amount, fraction, positive
+
+
+@dataclass(frozen=True)
+class ScatterGatherParams:
+    """Parameters of :class:`ScatterGatherRule`."""
+
+    days: float | None = None
+    min_intermediaries: int = 3
+    ordered: bool = True
+    score: float = 0.75
+
+    def __post_init__(self) -> None:
+        if self.days is not None:
+            positive("days", self.days)
+        positive("min_intermediaries", self.min_intermediaries)
+        fraction("score", self.score)
+
+
+def latest(edges: object, dst: str, horizon: float, before: float | None = None) -> Edge | None:
+    """The newest edge to ``dst`` in an account's ``outgoing`` deque with ``ts >= horizon`` (and ``ts <= before``)."""
+    for e in reversed(edges):  # type: ignore[call-overload]
+        if e.ts < horizon:
+            return None
+        if e.dst == dst and (before is None or e.ts <= before):
+            return e
+    return None
+
+
+class ScatterGatherRule(Rule):
+    """``A -> several M -> B`` (see the module docstring)."""
+
+    name = "scatter_gather"
+    source = "FFIEC BSA/AML Manual App. F (layering); AMLSim scatter_gather pattern"
+    Params = ScatterGatherParams
+
+    def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
+        """An alert when ``edge`` (``M -> B``) completes a scatter-gather from some ``A``."""
+        p = self.params
+        k = p.min_intermediaries
+        m, b = edge.src, edge.dst
+        accounts = window.accounts
+        sb = accounts[b]
+        if len(sb.senders) < k or m == b:
+            return []
+        sm = accounts[m]
+        period = window.lookback if p.days is None else min(p.days * DAY, window.lookback)
+        horizon = edge.ts - period
+        for a in sm.senders:
+            if a == b or a == m:
+                continue
+            sa = accounts[a]
+            if len(sa.receivers) < k:
+                continue
+            mids = sa.receivers.keys() & sb.senders.keys()
+            mids.discard(a)
+            mids.discard(b)
+            if len(mids) < k:
+                continue
+            legs: list[tuple[Edge, Edge]] = []
+            for x in sorted(mids):
+                second = edge if x == m else latest(accounts[x].outgoing, b, horizon)
+                if second is None:
+                    continue
+                first = latest(sa.outgoing, x, horizon, second.ts if p.ordered else None)
+                if first is not None:
+                    legs.append((first, second))
+            if len(legs) < k or not any(second is edge for _, second in legs):
+                continue
+            if not window.cooldown(("scatter_gather", a, b), edge.ts, period):
+                continue
+            edges = sorted((e for pair in legs for e in pair), key=lambda e: e.seq)
+            total = sum(f.amount for f, _ in legs)
+            via = ", ".join(f.dst for f, _ in legs)
+            return [self.alert(edges, p.score,
+                               f"{a} split {fmt_amount(total)} over {len(legs)} intermediaries ({via}) that all paid "
+                               f"{b}",
+                               f"{a} 将 {fmt_amount(total)} 分散转给 {len(legs)} 个中间账户（{via}），再全部汇集到 {b}",
+                               accounts=[a, *(f.dst for f, _ in legs), b], trigger=edge)]
+        return []

@@ -1,0 +1,191 @@
+"""Structuring (smurfing): amounts kept just under a reporting threshold, alone, cumulated, or spread over senders.
+
+Source of the definition: 31 CFR 1010.100(xx) — structuring is conducting transactions "in any amount, at one or
+more financial institutions, on one or more days", for the purpose of evading the currency transaction report; 31 CFR
+1010.314 and 31 USC 5324(a) prohibit it (FFIEC BSA/AML Manual, App. G). The fan-in variant is FinCEN's "funnel
+account" (FIN-2014-A005): one account receiving many deposits below the threshold from several people.
+
+Thresholds (the reporting levels that structuring avoids), per currency of the transaction:
+
+- CN (default): PBOC Order 2016 No. 3, Art. 5 — cash at or above RMB 50,000 or USD 10,000 equivalent, single or
+  same-day cumulative, inclusive (以上（含）): ``thresholds={"CNY": 50000, "USD": 10000}, inclusive=True``.
+- US: 31 CFR 1010.311 — currency transactions of *more than* USD 10,000, with same-business-day aggregation under
+  1010.313: ``thresholds={"USD": 10000}, inclusive=False``.
+
+A transaction is *just under* the threshold ``T`` when it is not reportable on its own (``< T`` when inclusive,
+``<= T`` when not) and at least ``band_low * T``. The regulations give no numeric band; ``band_low=0.8`` (USD 8,000 to
+10,000 for the CTR) is a configurable heuristic, not a regulatory figure. Transactions in currencies without a
+threshold are not checked.
+
+Variants (``Alert.variant``):
+
+- ``cumulative``: one customer makes at least ``min_count`` just-under transactions within ``cumulative_days``
+  calendar days (UTC; 1 = the same day), in one direction (cash in and cash out are summed separately, as in
+  1010.313), whose total reaches the threshold. The customer is the receiving account of a cash deposit and the
+  sending account of everything else.
+- ``fan_in``: at least ``fan_in_min_senders`` distinct accounts each send just-under amounts to one account within
+  ``fan_in_days`` days (FinCEN funnel account).
+- ``single``: one just-under transaction alone (off by default: alone it is weak evidence).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..schema import Alert
+from ..window import DAY, Edge, TransactionWindow
+from .base import Rule, fmt_amount, fraction, positive
+
+
+@dataclass(frozen=True)
+class StructuringParams:
+    """Parameters of :class:`StructuringRule` (see the module docstring for their sources)."""
+
+    thresholds: dict[str, float] = field(default_factory=lambda: {"CNY": 50_000.0, "USD": 10_000.0})
+    inclusive: bool = True
+    band_low: float = 0.8
+    cumulative_days: int = 1
+    min_count: int = 2
+    fan_in_days: float = 7.0
+    fan_in_min_senders: int = 3
+    channels: tuple[str, ...] | None = None
+    single: bool = False
+    score: float = 0.7
+    fan_in_score: float = 0.8
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.thresholds, dict) or not self.thresholds:
+            raise ValueError("thresholds must be a non-empty {currency: amount} mapping")
+        for currency, value in self.thresholds.items():
+            positive(f"thresholds[{currency!r}]", value)
+        fraction("band_low", self.band_low)
+        positive("cumulative_days", self.cumulative_days)
+        positive("fan_in_days", self.fan_in_days)
+        positive("min_count", self.min_count)
+        positive("fan_in_min_senders", self.fan_in_min_senders)
+        fraction("score", self.score)
+        fraction("fan_in_score", self.fan_in_score)
+        object.__setattr__(self, "thresholds", {k.upper(): float(v) for k, v in self.thresholds.items()})
+        if self.channels is not None:
+            object.__setattr__(self, "channels", tuple(self.channels))
+
+
+class StructuringRule(Rule):
+    """Structuring just under a reporting threshold: ``cumulative``, ``fan_in`` and (optional) ``single``."""
+
+    name = "structuring"
+    source = "31 CFR 1010.100(xx), 1010.311, 1010.313, 1010.314; FinCEN FIN-2014-A005; PBOC Order 2016 No. 3 Art. 5"
+    Params = StructuringParams
+
+    def __init__(self, **params: object) -> None:
+        super().__init__(**params)
+        p = self.params
+        self._bands = {c: (t * p.band_low, t) for c, t in p.thresholds.items()}
+        self._channels = None if p.channels is None else frozenset(p.channels)
+
+    def _just_under(self, edge: Edge) -> bool:
+        band = self._bands.get(edge.txn.currency)
+        if band is None:
+            return False
+        amount = edge.txn.amount
+        if amount < band[0]:
+            return False
+        return amount < band[1] if self.params.inclusive else amount <= band[1]
+
+    def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
+        """Alerts completed by ``edge``: at most one per variant."""
+        txn = edge.txn
+        band = self._bands.get(txn.currency)
+        if band is None:
+            return []
+        if self._channels is not None and txn.channel.value not in self._channels:
+            return []
+        if not self._just_under(edge):
+            return []
+        p = self.params
+        threshold = band[1]
+        out: list[Alert] = []
+        sense = "≥" if p.inclusive else ">"
+        currency = txn.currency
+        if p.single and window.cooldown(("structuring.single", txn.transaction_id), edge.ts, 0.0):
+            out.append(self.alert([edge], p.score * 0.6,
+                                  f"{fmt_amount(float(txn.amount))} {currency} just under the {sense}"
+                                  f"{fmt_amount(threshold)} reporting threshold",
+                                  f"金额 {fmt_amount(float(txn.amount))} {currency} 略低于 {sense}"
+                                  f"{fmt_amount(threshold)} 的报告标准", trigger=edge, variant="single"))
+        alert = self._cumulative(window, edge, threshold, sense)
+        if alert is not None:
+            out.append(alert)
+        alert = self._fan_in(window, edge, threshold, sense)
+        if alert is not None:
+            out.append(alert)
+        return out
+
+    def _cumulative(self, window: TransactionWindow, edge: Edge, threshold: float, sense: str) -> Alert | None:
+        p = self.params
+        txn = edge.txn
+        deposit = txn.channel.value == "cash_deposit"
+        customer = edge.dst if deposit else edge.src
+        state = window.get(customer)
+        if state is None:
+            return None
+        side = state.incoming if deposit else state.outgoing
+        first_day = int(edge.ts // DAY) - (p.cumulative_days - 1)
+        picked: list[Edge] = []
+        total = 0.0
+        for other in reversed(side):
+            if other.ts // DAY < first_day:
+                if other.ts <= edge.ts:
+                    break
+                continue
+            if other.txn.currency != txn.currency or ((other.txn.channel.value == "cash_deposit") != deposit):
+                continue
+            if other.ts // DAY > edge.ts // DAY or not self._just_under(other):
+                continue
+            picked.append(other)
+            total += float(other.txn.amount)
+        if len(picked) < p.min_count or total < threshold:
+            return None
+        day = int(edge.ts // DAY)
+        if not window.cooldown(("structuring.cumulative", customer, txn.currency, deposit), day * DAY,
+                               p.cumulative_days * DAY):
+            return None
+        picked.reverse()
+        what_en = "cash deposits" if deposit else "payments"
+        what_zh = "现金存入" if deposit else "转出/支付"
+        span_en = "on one day" if p.cumulative_days == 1 else f"within {p.cumulative_days} days"
+        span_zh = "同一天内" if p.cumulative_days == 1 else f"{p.cumulative_days} 天内"
+        alert = self.alert(picked, p.score,
+                           f"{len(picked)} {what_en} just under {sense}{fmt_amount(threshold)} {txn.currency} "
+                           f"{span_en} by account {customer}, totalling {fmt_amount(total)}",
+                           f"账户 {customer} {span_zh}有 {len(picked)} 笔略低于 {sense}{fmt_amount(threshold)} "
+                           f"{txn.currency} 的{what_zh}，合计 {fmt_amount(total)}", trigger=edge,
+                           variant="cumulative")
+        return alert
+
+    def _fan_in(self, window: TransactionWindow, edge: Edge, threshold: float, sense: str) -> Alert | None:
+        p = self.params
+        state = window.get(edge.dst)
+        if state is None or len(state.senders) < p.fan_in_min_senders:
+            return None
+        horizon = edge.ts - p.fan_in_days * DAY
+        currency = edge.txn.currency
+        by_sender: dict[str, list[Edge]] = {}
+        for other in reversed(state.incoming):
+            if other.ts < horizon:
+                break
+            if other.txn.currency == currency and other.ts <= edge.ts and self._just_under(other):
+                by_sender.setdefault(other.src, []).append(other)
+        if len(by_sender) < p.fan_in_min_senders or edge.src not in by_sender:
+            return None
+        if not window.cooldown(("structuring.fan_in", edge.dst), edge.ts, p.fan_in_days * DAY):
+            return None
+        picked = sorted((e for group in by_sender.values() for e in group), key=lambda e: e.seq)
+        total = sum(float(e.txn.amount) for e in picked)
+        alert = self.alert(picked, p.fan_in_score,
+                           f"{len(by_sender)} accounts each sent amounts just under {sense}{fmt_amount(threshold)} "
+                           f"{currency} to {edge.dst} within {p.fan_in_days:g} days (total {fmt_amount(total)})",
+                           f"{len(by_sender)} 个账户在 {p.fan_in_days:g} 天内分别向 {edge.dst} 转入略低于 "
+                           f"{sense}{fmt_amount(threshold)} {currency} 的金额（合计 {fmt_amount(total)}）",
+                           trigger=edge, variant="fan_in")
+        return alert
