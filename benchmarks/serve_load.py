@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 SECRET = "sf_benchmark_key_0123456789abcdefghijklmnop"
-HIDDEN = 1024
+HIDDEN = 1024  # --hidden changes it
 IN_FEATURES = 256
 BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 
@@ -194,6 +194,12 @@ def _batch_stats(url: str) -> tuple[float, float]:
     return values.get("sectorflow_batch_size_sum", 0.0), values.get("sectorflow_batch_size_count", 0.0)
 
 
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -206,7 +212,8 @@ def run_mode(batching: bool, args: argparse.Namespace, bundle: Path) -> list[dic
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--bundle", str(bundle),
-                             "--threads", str(args.threads)] + (["--batching"] if batching else []))
+                             "--threads", str(args.threads), "--hidden", str(args.hidden)]
+                            + (["--batching"] if batching else []), env={**os.environ, "SECTORFLOW_AUDIT": "off"})
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -238,23 +245,31 @@ def run_mode(batching: bool, args: argparse.Namespace, bundle: Path) -> list[dic
 
 
 def main() -> None:
+    global HIDDEN
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 16, 64, 200])
     parser.add_argument("--seconds", type=float, default=5.0, help="Measured seconds per point.")
     parser.add_argument("--warmup", type=float, default=1.0, help="Unmeasured seconds before each point.")
     parser.add_argument("--max-requests", type=int, default=20000, help="Cap on answers per point.")
     parser.add_argument("--threads", type=int, default=2, help="Inference threads (= batcher instances).")
+    parser.add_argument("--hidden", type=int, default=HIDDEN, help="Width of the MLP's three hidden layers.")
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--bundle", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--batching", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    HIDDEN = args.hidden
     if args.serve:
         serve(args.serve, args.bundle, args.batching, args.threads)
         return
-    print(f"machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f}; Python {platform.python_version()}; server and client on "
-          f"127.0.0.1; model: MLP {IN_FEATURES}-{HIDDEN}x3-8 fp32 paddle.inference (oneDNN); {args.threads} "
+    import uvicorn
+
+    loop = "uvloop" if _has("uvloop") else "asyncio"
+    http = "httptools" if _has("httptools") else "h11"
+    print(f"machine: {platform.machine()} {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before "
+          f"start; Python {platform.python_version()}; uvicorn {uvicorn.__version__} ({loop}, {http}); audit log "
+          f"off; server and client on 127.0.0.1; model: MLP {IN_FEATURES}-{HIDDEN}x3-8 fp32 paddle.inference "
+          f"(oneDNN); {args.threads} "
           f"inference threads x 1 predictor thread; 1 item per request; on: max_batch_size 64, delay 2 ms; "
           f"off: max_batch_size 1", flush=True)
     with tempfile.TemporaryDirectory() as tmp:

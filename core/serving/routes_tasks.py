@@ -34,11 +34,11 @@ def _task_route(spec: TaskSpec, max_items: int) -> Any:
                              "value": {"inputs": list(spec.examples)}}} if spec.examples else None)
     name = spec.name
 
-    async def run_task(request: Request, response: Response,
+    async def run_task(request: Request,
                        body: Req = Body(..., openapi_examples=examples),  # type: ignore[valid-type]
                        lane: Optional[Literal["interactive", "batch"]] = Query(
                            None, description="Priority lane; default: the key's lane. interactive runs first."),
-                       key: ApiKey = Depends(require(f"task:{name}"))) -> Resp:  # type: ignore[valid-type]
+                       key: ApiKey = Depends(require(f"task:{name}"))) -> Response:
         state = request.app.state.sectorflow
         chosen = lane or key.lane
         if key.lane == "batch" and chosen == "interactive":
@@ -62,9 +62,11 @@ def _task_route(spec: TaskSpec, max_items: int) -> Any:
         context = CallContext(actor=key.id, tenant=key.tenant, source=client_address(request),
                               request_id=request_id(request), channel="http")
         answer = await batcher.submit(items, context, chosen)
-        response.headers["X-Sectorflow-Call-ID"] = answer.call_id
-        response.headers["X-Sectorflow-Batch-Items"] = str(answer.batch_items)
-        return Resp(outputs=answer.outputs, call_id=answer.call_id)
+        # Serialised here, once: returning the model would make FastAPI validate the outputs a second time.
+        return Response(Resp(outputs=answer.outputs, call_id=answer.call_id).model_dump_json(),
+                        media_type="application/json",
+                        headers={"X-Sectorflow-Call-ID": answer.call_id,
+                                 "X-Sectorflow-Batch-Items": str(answer.batch_items)})
 
     run_task.__name__ = f"run_{name}"
     return run_task, Resp
