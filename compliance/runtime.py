@@ -13,7 +13,7 @@ from typing import Any
 from sectorflow.spec import TaskEvent
 
 from .config import AuditConfig, load_config, notice_disabled
-from .errors import AuditConfigError, AuditWriteError
+from .errors import AuditConfigError, AuditKeyError, AuditWriteError
 from .keys import load_key_file
 from .log import AuditLog
 from .records import make_object
@@ -91,7 +91,7 @@ def write(regulated: bool, append: Callable[[AuditLog], int]) -> int | None:
     cfg = config()
     try:
         audit_log = get_log()
-    except AuditConfigError:
+    except (AuditConfigError, AuditKeyError):
         if regulated:
             raise
         failures["lost"] += 1
@@ -116,6 +116,13 @@ def write(regulated: bool, append: Callable[[AuditLog], int]) -> int | None:
             failures["retried"] += 1
             audit_log.stats["retried"] += 1
             time.sleep(0.01 * (2 ** attempt))
+        except Exception:
+            if regulated:
+                raise
+            failures["lost"] += 1
+            audit_log.stats["lost"] += 1
+            log.error("audit record lost", exc_info=True)
+            return None
     return None  # pragma: no cover
 
 

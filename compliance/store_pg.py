@@ -6,6 +6,7 @@ default: a commit that returned is on disk).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -46,6 +47,8 @@ class PostgresStore(Store):
             raise AuditConfigError("PostgreSQL audit store needs psycopg: pip install 'sectorflow[compliance]'.") \
                 from exc
         self._psycopg = psycopg
+        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
+            raise AuditConfigError(f"PostgreSQL schema {schema!r}: use lower-case letters, digits and _.")
         self.schema = schema
         try:
             self._conn = psycopg.connect(dsn, autocommit=True)
