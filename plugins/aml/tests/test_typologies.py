@@ -1,0 +1,360 @@
+"""Each typology rule fires on a constructed positive case and stays quiet on near misses; the window underneath."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
+
+import pytest
+
+from sectorflow import ConfigError
+from sectorflow_aml.schema import Alert, Transaction
+from sectorflow_aml.typologies import (
+    CycleRule,
+    DormantReactivationRule,
+    FanInRule,
+    FanOutRule,
+    GatherScatterRule,
+    HighRiskJurisdictionRule,
+    RapidPassThroughRule,
+    ScatterGatherRule,
+    StructuringRule,
+    alert_id,
+    build_rules,
+)
+from sectorflow_aml.window import TransactionWindow
+
+T0 = datetime(2024, 3, 4, 9, 0, tzinfo=timezone.utc)
+US = {"thresholds": {"USD": 10_000.0}, "inclusive": False}
+
+
+class Feed:
+    """Builds transactions with consecutive ids and runs them through a window and rules."""
+
+    def __init__(self, *rules, lookback_days: float = 30.0, dormancy_days: float = 180.0) -> None:
+        self.window = TransactionWindow(lookback_days, dormancy_days=dormancy_days)
+        self.rules = rules
+        self.n = 0
+        self.alerts: list[Alert] = []
+
+    def tx(self, src: str, dst: str, amount: str | float, *, days: float = 0, hours: float = 0,
+           currency: str = "CNY", channel: str = "transfer", **extra) -> list[Alert]:
+        self.n += 1
+        txn = Transaction(transaction_id=f"t{self.n}", timestamp=T0 + timedelta(days=days, hours=hours),
+                          sender_account=src, receiver_account=dst, amount=Decimal(str(amount)), currency=currency,
+                          channel=channel, **extra)
+        edge = self.window.add(txn)
+        out = [a for rule in self.rules for a in rule.check(self.window, edge)]
+        self.alerts.extend(out)
+        return out
+
+
+# --- window ------------------------------------------------------------------------------------------------------
+
+def test_window_keeps_edges_within_lookback_and_updates_sums_and_degrees():
+    f = Feed(lookback_days=2)
+    f.tx("A", "B", 10, days=0)
+    f.tx("A", "C", 5, days=1)
+    f.tx("B", "A", 3, days=2)  # day 0 edge is exactly 2 days old: still inside (inclusive)
+    a = f.window.get("A")
+    assert len(f.window) == 3 and a.out_sum == 15 and a.in_sum == 3
+    assert a.receivers == {"B": 1, "C": 1} and a.senders == {"B": 1}
+    f.tx("C", "D", 1, days=2, hours=1)  # A->B (day 0) now expires
+    assert len(f.window) == 3 and a.out_sum == 5 and a.receivers == {"C": 1}
+    assert f.window.get("B").senders == {} and f.window.get("B").out_sum == 3
+    assert a.prev_active == (T0 + timedelta(days=1)).timestamp()  # A's activity before its latest transaction
+    f.window.reset()
+    assert len(f.window) == 0 and f.window.get("A") is None
+
+
+def test_window_rejects_bad_lookback():
+    with pytest.raises(ConfigError, match="lookback_days"):
+        TransactionWindow(0)
+
+
+# --- structuring -------------------------------------------------------------------------------------------------
+
+def test_same_day_cash_deposits_just_under_50000_cny_give_a_cumulative_structuring_alert():
+    f = Feed(StructuringRule())
+    assert f.tx("walk-in", "ACC", "49900", hours=0, channel="cash_deposit") == []
+    second = f.tx("walk-in", "ACC", "49800", hours=2, channel="cash_deposit")
+    third = f.tx("walk-in", "ACC", "49950", hours=5, channel="cash_deposit")
+    assert [a.variant for a in second] == ["cumulative"] and third == []  # one alert per customer and day
+    alert = second[0]
+    assert alert.typology == "structuring" and alert.transaction_ids == ["t1", "t2"] and "ACC" in alert.accounts
+    assert "99,700.00" in alert.reasons[0].en and "99,700.00" in alert.reasons[0].zh
+    assert alert.alert_id == alert_id("structuring", ["t1", "t2"])
+
+
+def test_structuring_near_misses_stay_quiet():
+    f = Feed(StructuringRule())
+    f.tx("w", "ACC", "49900", days=0, channel="cash_deposit")
+    f.tx("w", "ACC", "49800", days=1, channel="cash_deposit")  # another day
+    f.tx("w", "ACC2", "50000", channel="cash_deposit", days=2)  # at the CN threshold: reportable, not "under"
+    f.tx("w", "ACC2", "49800", channel="cash_deposit", days=2)
+    f.tx("w", "ACC3", "30000", channel="cash_deposit", days=3)  # far under: not in the band
+    f.tx("w", "ACC3", "30000", channel="cash_deposit", days=3)
+    f.tx("w", "ACC4", "49900", currency="EUR", channel="cash_deposit", days=4)  # no EUR threshold configured
+    f.tx("w", "ACC4", "49900", currency="EUR", channel="cash_deposit", days=4)
+    assert f.alerts == []
+
+
+def test_five_accounts_sending_just_under_10000_usd_to_one_account_give_a_structuring_fan_in_alert():
+    f = Feed(StructuringRule(**US))
+    amounts = ["9900", "8000", "9500", "9850", "8700"]
+    for i, amount in enumerate(amounts):
+        f.tx(f"S{i}", "FUNNEL", amount, days=i * 1.5, currency="USD", channel="transfer")
+    fan_in = [a for a in f.alerts if a.variant == "fan_in"]
+    assert len(fan_in) == 1
+    alert = fan_in[0]
+    assert alert.typology == "structuring" and "FUNNEL" in alert.accounts
+    assert set(alert.accounts) - {"FUNNEL"} <= {f"S{i}" for i in range(5)} and len(alert.accounts) >= 4
+    assert "FUNNEL" in alert.reasons[0].en and "FUNNEL" in alert.reasons[0].zh
+
+
+def test_structuring_fan_in_near_misses():
+    spread = Feed(StructuringRule(**US))  # the same senders, but a week or more apart
+    for i in range(5):
+        spread.tx(f"S{i}", "R", "9500", days=i * 8, currency="USD")
+    small = Feed(StructuringRule(**US))  # well under the band
+    for i in range(5):
+        small.tx(f"S{i}", "R", "5000", days=i, currency="USD")
+    over = Feed(StructuringRule(**US))  # above the US threshold: reportable, not structuring
+    for i in range(5):
+        over.tx(f"S{i}", "R", "10000.01", days=i, currency="USD")
+    assert spread.alerts == [] and small.alerts == [] and over.alerts == []
+
+
+def test_us_exactly_10000_is_just_under_but_cn_usd_10000_is_reportable():
+    us = Feed(StructuringRule(**US))
+    cn = Feed(StructuringRule())
+    for f in (us, cn):
+        f.tx("C", "ACC", "10000.00", hours=1, currency="USD", channel="cash_deposit")
+        f.tx("C", "ACC", "10000.00", hours=2, currency="USD", channel="cash_deposit")
+    assert [a.variant for a in us.alerts] == ["cumulative"]  # not "more than $10,000": 1010.311
+    assert cn.alerts == []  # at or above USD 10,000 (以上（含）) is reportable in China
+
+
+# --- fan-in / fan-out ----------------------------------------------------------------------------------------------
+
+def test_fan_in_fires_on_the_tenth_distinct_sender_within_seven_days():
+    f = Feed(FanInRule())
+    for i in range(9):
+        f.tx(f"S{i}", "HUB", 1000, days=i * 0.5)
+    assert f.alerts == []
+    f.tx("S0", "HUB", 1000, days=5)  # a repeat sender does not count twice
+    assert f.alerts == []
+    out = f.tx("S9", "HUB", 1000, days=5)
+    assert len(out) == 1 and out[0].typology == "fan_in" and out[0].accounts[0] == "HUB"
+    assert len(out[0].accounts) == 11 and len(out[0].transaction_ids) == 11
+    f.tx("S10", "HUB", 1000, days=5.5)  # an 11th sender within the cooldown: no new alert
+    assert len(f.alerts) == 1
+
+
+def test_fan_in_near_miss_senders_spread_over_longer_than_the_period():
+    f = Feed(FanInRule())
+    for i in range(12):
+        f.tx(f"S{i}", "HUB", 1000, days=i * 2.5)  # at most 3 senders in any 7 days
+    assert f.alerts == []
+
+
+def test_fan_in_with_split_senders_as_in_amlsim():
+    f = Feed(FanInRule(days=None, min_senders=2, min_txns_per_sender=2), lookback_days=150)
+    f.tx("S1", "R", 4.6, days=9)
+    f.tx("S2", "R", 4.3, days=46)  # two senders, each once: not split
+    assert f.alerts == []
+    f.tx("S2", "R", 4.4, days=46)
+    assert f.alerts == []  # only one split sender so far
+    f.tx("S1", "R", 4.5, days=47)
+    assert len(f.alerts) == 1 and set(f.alerts[0].accounts) == {"R", "S1", "S2"}
+
+
+def test_fan_out_fires_on_the_tenth_distinct_receiver_and_not_on_nine():
+    f = Feed(FanOutRule())
+    for i in range(9):
+        f.tx("SRC", f"R{i}", 500, hours=i)
+    assert f.alerts == []
+    out = f.tx("SRC", "R9", 500, hours=10)
+    assert len(out) == 1 and out[0].typology == "fan_out" and out[0].accounts[0] == "SRC"
+
+
+# --- cycle ---------------------------------------------------------------------------------------------------------
+
+def test_closed_loop_is_a_cycle():
+    f = Feed(CycleRule())
+    f.tx("A", "B", 1000, days=0)
+    f.tx("B", "C", 990, days=1)
+    f.tx("C", "D", 980, days=2)
+    out = f.tx("D", "A", 970, days=3)
+    assert len(out) == 1
+    alert = out[0]
+    assert alert.typology == "cycle" and set(alert.accounts) == {"A", "B", "C", "D"}
+    assert alert.transaction_ids[-1] == "t4" and set(alert.transaction_ids) == {"t1", "t2", "t3", "t4"}
+    assert "A" in alert.reasons[0].en and "资金闭环" in alert.reasons[0].zh
+
+
+def test_chain_without_closing_edge_is_not_a_cycle():
+    f = Feed(CycleRule(max_length=8))
+    for i, (s, d) in enumerate([("A", "B"), ("B", "C"), ("C", "D"), ("D", "E"), ("X", "A"), ("D", "Y")]):
+        f.tx(s, d, 1000, days=i)
+    assert f.alerts == []
+
+
+def test_loop_whose_first_edge_left_the_window_is_not_a_cycle():
+    f = Feed(CycleRule(), lookback_days=10)
+    f.tx("A", "B", 1000, days=0)
+    f.tx("B", "C", 1000, days=6)
+    f.tx("C", "A", 1000, days=11)  # A->B is 11 days old: outside the 10-day window
+    assert f.alerts == []
+
+
+def test_two_account_round_trip_needs_min_length_2_and_ordered_loops_need_ordered_times():
+    f = Feed(CycleRule())
+    f.tx("A", "B", 1000)
+    f.tx("B", "A", 1000, days=1)
+    assert f.alerts == []
+    g = Feed(CycleRule(min_length=2))
+    g.tx("A", "B", 1000)
+    assert len(g.tx("B", "A", 1000, days=1)) == 1
+    h = Feed(CycleRule(ordered=True))  # B->C happens after C->A closes: not a time-ordered loop... until it is
+    h.tx("A", "B", 1000, days=0)
+    h.tx("C", "A", 1000, days=1)
+    assert h.tx("B", "C", 1000, days=2) == []
+    k = Feed(CycleRule(ordered=False))
+    k.tx("A", "B", 1000, days=0)
+    k.tx("C", "A", 1000, days=1)
+    assert len(k.tx("B", "C", 1000, days=2)) == 1
+
+
+def test_cycle_rule_checks_its_parameters():
+    with pytest.raises(ConfigError, match="max_length"):
+        CycleRule(max_length=20)
+    with pytest.raises(ConfigError, match="no parameter"):
+        CycleRule(length=3)
+
+
+# --- scatter-gather / gather-scatter ------------------------------------------------------------------------------
+
+def test_scatter_gather_through_three_intermediaries():
+    f = Feed(ScatterGatherRule())
+    for i, m in enumerate(["M1", "M2", "M3"]):
+        f.tx("A", m, 3000, hours=i)
+    f.tx("M1", "B", 2900, hours=5)
+    assert f.tx("M2", "B", 2900, hours=6) == []
+    out = f.tx("M3", "B", 2900, hours=7)
+    assert len(out) == 1 and out[0].typology == "scatter_gather"
+    assert out[0].accounts[0] == "A" and out[0].accounts[-1] == "B" and len(out[0].transaction_ids) == 6
+
+
+def test_scatter_gather_near_misses():
+    two = Feed(ScatterGatherRule())  # only two intermediaries reach B
+    for m in ["M1", "M2", "M3"]:
+        two.tx("A", m, 3000)
+    two.tx("M1", "B", 2900, hours=5)
+    two.tx("M2", "B", 2900, hours=6)
+    two.tx("M3", "C", 2900, hours=7)
+    backwards = Feed(ScatterGatherRule())  # the intermediaries paid B before A paid them
+    for i, m in enumerate(["M1", "M2", "M3"]):
+        backwards.tx(m, "B", 2900, hours=i)
+    for i, m in enumerate(["M1", "M2", "M3"]):
+        backwards.tx("A", m, 3000, hours=5 + i)
+    assert two.alerts == [] and backwards.alerts == []
+
+
+def test_gather_scatter_hub():
+    f = Feed(GatherScatterRule())
+    for i in range(5):
+        f.tx(f"S{i}", "H", 2000, hours=i)
+    for i in range(4):
+        f.tx("H", f"R{i}", 1900, hours=10 + i)
+    assert f.alerts == []
+    out = f.tx("H", "R4", 1900, hours=15)
+    assert len(out) == 1 and out[0].typology == "gather_scatter" and out[0].accounts[0] == "H"
+
+
+def test_gather_scatter_near_miss_small_outflow():
+    f = Feed(GatherScatterRule())
+    for i in range(5):
+        f.tx(f"S{i}", "H", 2000, hours=i)
+    for i in range(5):
+        f.tx("H", f"R{i}", 100, hours=10 + i)  # pays out 500 of 10,000
+    assert f.alerts == []
+
+
+# --- rapid pass-through ----------------------------------------------------------------------------------------------
+
+def test_rapid_pass_through_in_and_out_within_hours():
+    f = Feed(RapidPassThroughRule())
+    f.tx("X", "M", 100_000, hours=0)
+    assert f.tx("M", "Y", 40_000, hours=2) == []
+    out = f.tx("M", "Z", 55_000, hours=4)
+    assert len(out) == 1 and out[0].typology == "rapid_pass_through"
+    assert "5,000.00" in out[0].reasons[0].en and "快进快出" in out[0].reasons[0].zh  # residual 5,000
+
+
+def test_rapid_pass_through_near_misses():
+    slow = Feed(RapidPassThroughRule())
+    slow.tx("X", "M", 100_000, hours=0)
+    slow.tx("M", "Y", 98_000, hours=30)  # after the 24 h period
+    partial = Feed(RapidPassThroughRule())
+    partial.tx("X", "M", 100_000, hours=0)
+    partial.tx("M", "Y", 50_000, hours=2)  # half stays
+    small = Feed(RapidPassThroughRule())
+    small.tx("X", "M", 1_000, hours=0)
+    small.tx("M", "Y", 1_000, hours=1)  # under min_amount
+    assert slow.alerts == [] and partial.alerts == [] and small.alerts == []
+
+
+# --- dormant reactivation ----------------------------------------------------------------------------------------
+
+def test_dormant_account_reactivated_with_large_amounts():
+    f = Feed(DormantReactivationRule())
+    f.tx("D", "Y", 100, days=0)
+    f.tx("X", "D", 30_000, days=200)
+    out = f.tx("X", "D", 25_000, days=201)
+    assert len(out) == 1 and out[0].typology == "dormant_reactivation" and out[0].accounts[0] == "D"
+    assert "200" in out[0].reasons[0].en and "闲置" in out[0].reasons[0].zh
+    assert f.tx("X", "D", 25_000, days=202) == []  # once per reactivation
+
+
+def test_dormant_near_misses():
+    short = Feed(DormantReactivationRule())
+    short.tx("D", "Y", 100, days=0)
+    short.tx("X", "D", 60_000, days=100)  # idle 100 days < 180
+    small = Feed(DormantReactivationRule())
+    small.tx("D", "Y", 100, days=0)
+    small.tx("X", "D", 1_000, days=200)
+    late = Feed(DormantReactivationRule())
+    late.tx("D", "Y", 100, days=0)
+    late.tx("X", "D", 1_000, days=200)
+    late.tx("X", "D", 60_000, days=240)  # after the 30-day watch
+    assert short.alerts == [] and small.alerts == [] and late.alerts == []
+
+
+# --- high-risk jurisdiction ----------------------------------------------------------------------------------------
+
+def test_high_risk_jurisdiction_default_and_custom_lists():
+    f = Feed(HighRiskJurisdictionRule())
+    out = f.tx("A", "B", 5000, sender_country="CN", receiver_country="IR")
+    assert len(out) == 1 and out[0].score == 0.8 and "IR" in out[0].reasons[0].en
+    assert f.tx("A", "C", 5000, sender_country="CN", receiver_country="DE") == []
+    assert f.tx("A", "C", 5000) == []
+    g = Feed(HighRiskJurisdictionRule(countries=["XX"], monitored=["VN"]))
+    assert g.tx("A", "B", 1, receiver_country="IR") == []
+    assert [a.score for a in g.tx("A", "B", 1, receiver_country="VN")] == [0.4]
+    with pytest.raises(ConfigError, match="alpha-2"):
+        HighRiskJurisdictionRule(countries="IR")
+
+
+# --- configuration -------------------------------------------------------------------------------------------------
+
+def test_build_rules_switches_and_overrides():
+    rules = build_rules({"cycle": False, "fan_in": {"min_senders": 4}})
+    names = [r.name for r in rules]
+    assert "cycle" not in names and len(names) == 8
+    fan_in = next(r for r in rules if r.name == "fan_in")
+    assert fan_in.params.min_senders == 4 and fan_in.describe()["source"].startswith("FinCEN")
+    with pytest.raises(ConfigError, match="Unknown typolog"):
+        build_rules({"smurfing": True})
+    with pytest.raises(ConfigError, match="positive"):
+        build_rules({"fan_out": {"min_receivers": -1}})
