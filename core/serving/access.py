@@ -7,7 +7,6 @@ through :func:`record_access_decision`.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,6 @@ from .auth import ApiKey, presented_secret
 log = logging.getLogger("sectorflow.serving.access")
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <API key>")
 _api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="The API key.")
-_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
 class AccessDenied(Exception):
@@ -81,14 +79,11 @@ def client_address(request: Request) -> str:
 
 
 def request_id(request: Request) -> str:
-    """The caller's ``X-Request-ID`` if well-formed, else a new one (kept on ``request.state``)."""
+    """The request's id, set by :class:`~sectorflow.serving.handlers.ServingMiddleware` (a new one if absent)."""
     existing = getattr(request.state, "request_id", None)
-    if existing:
-        return existing
-    given = request.headers.get("x-request-id", "")
-    rid = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
-    request.state.request_id = rid
-    return rid
+    if not existing:
+        existing = request.state.request_id = uuid.uuid4().hex
+    return existing
 
 
 def require(scope: str):  # noqa: ANN201 - a FastAPI dependency

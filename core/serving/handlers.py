@@ -8,6 +8,8 @@ validation gives 422 with field and reason, a :class:`~sectorflow.errors.Sectorf
 from __future__ import annotations
 
 import json
+import re
+import uuid
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -19,6 +21,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..errors import SectorflowError
 from .access import AccessDenied
 from .batching import Overloaded
+
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
 class RateLimited(Exception):
@@ -85,7 +90,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 class ServingMiddleware:
-    """Pure ASGI middleware: echoes the request id as ``X-Request-ID`` and counts responses in
+    """Pure ASGI middleware: gives every request an id (the caller's well-formed ``X-Request-ID``, else a new one),
+    returns it as ``X-Request-ID`` on every response, and counts responses in
     ``sectorflow_http_requests_total`` by route template (``unmatched`` for unknown paths). The body size limit is
     FastAPI's own ``max_body_size`` (413)."""
 
@@ -98,13 +104,14 @@ class ServingMiddleware:
             await self.app(scope, receive, send)
             return
         status = {"code": 500}
+        given = dict(scope.get("headers") or []).get(b"x-request-id", b"").decode("latin-1")
+        rid = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = rid
 
         async def tracking_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
-                rid = (scope.get("state") or {}).get("request_id")
-                if rid:
-                    message["headers"] = list(message.get("headers", [])) + [(b"x-request-id", rid.encode())]
+                message["headers"] = list(message.get("headers", [])) + [(b"x-request-id", rid.encode())]
             await send(message)
 
         try:

@@ -190,3 +190,11 @@ def test_grafana_dashboard_uses_only_exported_metrics(server):
         exported.update(family + s for s in suffixes)
     assert used and used <= exported, used - exported
     assert {"sectorflow_batch_size_bucket", "sectorflow_queue_seconds_bucket", "sectorflow_requests_total"} <= used
+
+
+def test_every_response_carries_a_request_id(server):
+    assert len(server.client.get("/healthz").headers["x-request-id"]) == 32
+    assert server.client.get("/readyz", headers={"X-Request-ID": "abc-1"}).headers["x-request-id"] == "abc-1"
+    bad = server.client.get("/healthz", headers={"X-Request-ID": "no spaces allowed"}).headers["x-request-id"]
+    assert bad != "no spaces allowed" and len(bad) == 32
+    assert "x-request-id" in server.client.post("/v1/tasks/score").headers  # 401 too
