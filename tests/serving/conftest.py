@@ -215,9 +215,10 @@ def auth(name: str) -> dict[str, str]:
 
 
 class Server:
-    """A real uvicorn server on 127.0.0.1 (free port) in a thread, ready when constructed."""
+    """A real uvicorn server on 127.0.0.1 (free port) in a thread. Construction returns once /readyz says 200
+    (``wait="ready"``) or once no task is still loading (``wait="loaded"``: some may have failed)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, wait: str = "ready") -> None:
         self.app = app
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -230,7 +231,8 @@ class Server:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
-                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                ready = httpx.get(f"{self.url}/readyz", timeout=2)
+                if ready.status_code == 200 or (wait == "loaded" and "loading" not in ready.json()["tasks"].values()):
                     break
             except httpx.TransportError:
                 pass
@@ -263,9 +265,9 @@ class Server:
 def make_server(tasks: TestTasks) -> Iterator[Any]:
     servers: list[Server] = []
 
-    def make(**config: Any) -> Server:
+    def make(wait: str = "ready", **config: Any) -> Server:
         config.setdefault("keys", KEYS)
-        server = Server(create_app(load_config(data=config, environ={})))
+        server = Server(create_app(load_config(data=config, environ={})), wait=wait)
         servers.append(server)
         return server
 

@@ -89,3 +89,19 @@ def test_reload_needs_admin_scope_and_an_allowed_root(server, bundles, tmp_path)
     assert missing.status_code == 400 and missing.json()["error"] == "BundleError"
     unknown = server.client.post("/v1/admin/models/nope/reload", headers=auth("admin"))
     assert unknown.status_code == 404
+
+
+def test_a_task_whose_model_fails_to_load_does_not_take_the_others_down(make_server, bundles):
+    server = make_server(wait="loaded", tasks={"score": {"task_path": str(bundles["corrupt"])}},
+                         defaults={"max_queue_delay_ms": 0})
+    ready = server.client.get("/readyz")
+    assert ready.status_code == 503 and ready.json()["tasks"]["score"] == "failed"
+    assert "BundleIntegrityError" in ready.json()["failed"]["score"]
+    refused = server.client.post("/v1/tasks/score", headers=auth("alice"), json={"inputs": [{"features": [1, 1, 1, 1]}]})
+    assert refused.status_code == 503 and "failed to load" in refused.json()["message"]
+    assert server.client.post("/v1/tasks/echo", headers=auth("alice"), json={"inputs": [{"text": "ok"}]}
+                              ).status_code == 200
+    listing = {r["task"]: r for r in server.client.get("/v1/tasks", headers=auth("alice")).json()}
+    assert listing["score"]["status"] == "failed" and listing["echo"]["status"] == "ready"
+    reload = server.client.post("/v1/admin/models/score/reload", headers=auth("admin"))
+    assert reload.status_code == 400 and "no loaded model" in reload.json()["message"]
