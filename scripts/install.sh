@@ -9,7 +9,7 @@ PYTHON="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
-# setuptools>=68 and wheel: the build backend of every pyproject here; the plugin install test builds without
+# setuptools>=77 and wheel: the build backend of every pyproject here; the plugin install test builds without
 # isolation, so they must be in the venv itself.
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip "setuptools>=68" wheel
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip "setuptools>=77" wheel
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]' -e plugins/aml
