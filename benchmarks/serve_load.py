@@ -5,9 +5,10 @@ a paddle.inference predictor of a 256 -> 1024 -> 1024 -> 1024 -> 8 ReLU MLP (abo
 with paddle.jit.save in a temporary folder; no download). Its pipeline pads each batch to 1, 2, 4, ..., 64 rows
 and builds those shapes at load, since oneDNN builds kernels per input shape. Each request carries one item. For each concurrency
 (default 1, 16, 64, 200 clients) and each mode, the clients send requests back to back for ``--seconds`` or until
-``--max-requests`` answers, whichever comes first; the first second is warm-up and not counted.
+``--max-requests`` answers, whichever comes first; the first second is warm-up and not counted. Both servers
+stay up and each concurrency is measured off then on, back to back.
 
-    batching on:  max_batch_size=64, max_queue_delay_ms=2
+    batching on:  max_batch_size=64, max_queue_delay_ms=2 (--delay-ms)
     batching off: max_batch_size=1,  max_queue_delay_ms=0
     both:         --threads inference threads (= batcher instances), predictor num_threads=1
 
@@ -65,7 +66,7 @@ def make_bundle(folder: Path) -> Path:
     return folder
 
 
-def serve(port: int, bundle: Path, batching: bool, threads: int) -> None:
+def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float) -> None:
     import numpy as np
     import uvicorn
     from pydantic import BaseModel, Field
@@ -107,8 +108,8 @@ def serve(port: int, bundle: Path, batching: bool, threads: int) -> None:
     os.environ["SECTORFLOW_LOAD_PLUGINS"] = "builtin_observers"
     plugins.reset()
     plugins.get_plugin_manager().register(BenchPlugin(), name="bench")
-    knobs = {"max_batch_size": 64, "max_queue_delay_ms": 2} if batching else {"max_batch_size": 1,
-                                                                              "max_queue_delay_ms": 0}
+    knobs = {"max_batch_size": 64, "max_queue_delay_ms": delay_ms} if batching else {"max_batch_size": 1,
+                                                                                     "max_queue_delay_ms": 0}
     config = load_config(data={
         "server": {"threads": threads, "load_in_background": False},
         "tasks": {"mlp": {**knobs, "instances": threads, "num_threads": 1, "batch_size": 64,
@@ -206,42 +207,58 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def run_mode(batching: bool, args: argparse.Namespace, bundle: Path) -> list[dict[str, Any]]:
+def start_server(batching: bool, args: argparse.Namespace, bundle: Path) -> tuple[subprocess.Popen, int]:
+    """Start one benchmark server and wait until its model is loaded."""
     import httpx
 
     port = _free_port()
-    url = f"http://127.0.0.1:{port}"
     proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--bundle", str(bundle),
-                             "--threads", str(args.threads), "--hidden", str(args.hidden)]
+                             "--threads", str(args.threads), "--hidden", str(args.hidden),
+                             "--delay-ms", str(args.delay_ms)]
                             + (["--batching"] if batching else []), env={**os.environ, "SECTORFLOW_AUDIT": "off"})
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
+                return proc, port
+        except httpx.TransportError:
+            if proc.poll() is not None:
+                raise SystemExit("benchmark server exited")
+        if time.monotonic() > deadline:
+            raise SystemExit("benchmark server did not start")
+        time.sleep(0.2)
+
+
+def measure(port: int, batching: bool, clients: int, args: argparse.Namespace) -> dict[str, Any]:
+    """One point: ``clients`` closed-loop clients against the server on ``port``."""
+    url = f"http://127.0.0.1:{port}"
+    before = _batch_stats(url)
+    row = asyncio.run(_load(port, clients, args.seconds, args.max_requests, args.warmup))
+    after = _batch_stats(url)
+    calls = after[1] - before[1]
+    row["mean_batch"] = (after[0] - before[0]) / calls if calls else float("nan")
+    row["batching"] = "on" if batching else "off"
+    print(f"batching {row['batching']:>3}  clients {clients:>3}  {row['rps']:8.1f} req/s  "
+          f"p50 {row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  mean batch {row['mean_batch']:5.1f}  "
+          f"({row['requests']} requests, {row['errors']} errors)", flush=True)
+    return row
+
+
+def run_all(args: argparse.Namespace, bundle: Path) -> list[dict[str, Any]]:
+    """Both servers stay up (an idle one costs next to nothing); each concurrency runs off then on, back to back,
+    so that a change in the machine's load between the two points of a pair stays small."""
+    servers = {batching: start_server(batching, args, bundle) for batching in (False, True)}
+    rows = []
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/readyz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                if proc.poll() is not None:
-                    raise SystemExit("benchmark server exited")
-            if time.monotonic() > deadline:
-                raise SystemExit("benchmark server did not start")
-            time.sleep(0.2)
-        rows = []
         for clients in args.clients:
-            before = _batch_stats(url)
-            row = asyncio.run(_load(port, clients, args.seconds, args.max_requests, args.warmup))
-            after = _batch_stats(url)
-            calls = after[1] - before[1]
-            row["mean_batch"] = (after[0] - before[0]) / calls if calls else float("nan")
-            row["batching"] = "on" if batching else "off"
-            rows.append(row)
-            print(f"batching {row['batching']:>3}  clients {clients:>3}  {row['rps']:8.1f} req/s  "
-                  f"p50 {row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  mean batch {row['mean_batch']:5.1f}  "
-                  f"({row['requests']} requests, {row['errors']} errors)", flush=True)
-        return rows
+            pair = [measure(servers[b][1], b, clients, args) for b in (False, True)]
+            rows += pair
+            print(f"clients {clients:>3}: batching speed-up {pair[1]['rps'] / pair[0]['rps']:.2f}x", flush=True)
     finally:
-        proc.send_signal(signal.SIGINT)  # uvicorn stops cleanly on SIGINT; Paddle prints a trace on SIGTERM
-        proc.wait(30)
+        for proc, _ in servers.values():
+            proc.send_signal(signal.SIGINT)  # uvicorn stops cleanly on SIGINT; Paddle prints a trace on SIGTERM
+            proc.wait(30)
+    return rows
 
 
 def main() -> None:
@@ -252,6 +269,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=1.0, help="Unmeasured seconds before each point.")
     parser.add_argument("--max-requests", type=int, default=20000, help="Cap on answers per point.")
     parser.add_argument("--threads", type=int, default=2, help="Inference threads (= batcher instances).")
+    parser.add_argument("--delay-ms", type=float, default=2.0, help="max_queue_delay_ms with batching on.")
     parser.add_argument("--hidden", type=int, default=HIDDEN, help="Width of the MLP's three hidden layers.")
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
@@ -260,7 +278,7 @@ def main() -> None:
     args = parser.parse_args()
     HIDDEN = args.hidden
     if args.serve:
-        serve(args.serve, args.bundle, args.batching, args.threads)
+        serve(args.serve, args.bundle, args.batching, args.threads, args.delay_ms)
         return
     import uvicorn
 
@@ -269,16 +287,12 @@ def main() -> None:
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before "
           f"start; Python {platform.python_version()}; uvicorn {uvicorn.__version__} ({loop}, {http}); audit log "
           f"off; server and client on 127.0.0.1; model: MLP {IN_FEATURES}-{HIDDEN}x3-8 fp32 paddle.inference "
-          f"(oneDNN); {args.threads} "
-          f"inference threads x 1 predictor thread; 1 item per request; on: max_batch_size 64, delay 2 ms; "
-          f"off: max_batch_size 1", flush=True)
+          f"(oneDNN); {args.threads} inference threads x 1 predictor thread; 1 item per request; on: max_batch_size "
+          f"64, delay {args.delay_ms:g} ms; off: max_batch_size 1", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         bundle = make_bundle(Path(tmp))
-        rows = run_mode(False, args, bundle) + run_mode(True, args, bundle)
-    by = {(r["batching"], r["clients"]): r for r in rows}
-    for clients in args.clients:
-        off, on = by[("off", clients)], by[("on", clients)]
-        print(f"clients {clients:>3}: batching speed-up {on['rps'] / off['rps']:.2f}x", flush=True)
+        rows = run_all(args, bundle)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")
 
