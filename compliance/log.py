@@ -54,10 +54,12 @@ class AuditLog:
                reason: str | None = None, request_id: str | None = None, n_items: int = 0,
                inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
                subjects: Sequence[str | None] | None = None, duration_ms: float | None = None,
-               details: dict[str, Any] | None = None, when: datetime | None = None) -> int:
+               details: dict[str, Any] | None = None, when: datetime | None = None,
+               input_digest: str | None = None) -> int:
         """Append one record durably and return its sequence number.
 
-        ``inputs``/``outputs`` are digested with HMAC-SHA256 and never stored in clear; with
+        ``inputs``/``outputs`` are digested with HMAC-SHA256 and never stored in clear (``input_digest`` gives the
+        digest of ``inputs`` when the caller already computed it); with
         ``config.encrypt_payloads`` and ``subjects`` (one subject id per input item) they are also stored AES-GCM
         encrypted under each subject's own key.
 
@@ -65,7 +67,8 @@ class AuditLog:
             AuditWriteError: the store refused the write (the record is not in the log).
             ValueError: malformed fields (unknown outcome, empty event or actor).
         """
-        digests = {"input_digest": items_digest(self.keys, inputs), "output_digest": items_digest(self.keys, outputs)}
+        digests = {"input_digest": input_digest or items_digest(self.keys, inputs),
+                   "output_digest": items_digest(self.keys, outputs)}
         sealed = self._seal(inputs, outputs, subjects) if self.config.encrypt_payloads and subjects else []
         with self._lock:
             try:
@@ -211,7 +214,3 @@ class AuditLog:
             self.checkpoint()
         finally:
             self.store.close()
-
-
-def now_utc() -> datetime:
-    return datetime.now(timezone.utc)

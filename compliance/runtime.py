@@ -16,7 +16,7 @@ from .config import AuditConfig, load_config, notice_disabled
 from .errors import AuditConfigError, AuditKeyError, AuditWriteError
 from .keys import load_key_file
 from .log import AuditLog
-from .records import make_object
+from .records import items_digest, make_object
 from .store import open_store
 
 log = logging.getLogger("sectorflow.audit")
@@ -72,6 +72,7 @@ def reset() -> None:
             _log.close()
         _log, _config, _noticed = None, None, False
         _plugins_recorded.clear()
+        _started_digests.clear()
         failures.update(lost=0, retried=0)
 
 
@@ -139,6 +140,29 @@ def _record_plugins(audit_log: AuditLog) -> None:
         _plugins_recorded.add(name)
 
 
+_started_digests: dict[int, tuple[Any, str]] = {}
+"""Input digests of calls in flight, by ``id(event.inputs)`` (the core passes the same list to call_started and to
+call_finished/call_failed), so one call's inputs are digested once. Holds the list itself, so the id cannot be
+reused while the entry lives; bounded."""
+
+
+def _input_digest(audit_log: AuditLog, event: TaskEvent) -> str | None:
+    if event.inputs is None:
+        return None
+    with _lock:
+        if event.kind != "call_started":
+            entry = _started_digests.pop(id(event.inputs), None)
+            if entry is not None and entry[0] is event.inputs:
+                return entry[1]
+    digest = items_digest(audit_log.keys, event.inputs)
+    if event.kind == "call_started":
+        with _lock:
+            if len(_started_digests) >= 4096:
+                _started_digests.pop(next(iter(_started_digests)))
+            _started_digests[id(event.inputs)] = (event.inputs, digest)
+    return digest
+
+
 _OUTCOME = {"call_started": "started", "call_failed": "failure", "model_load_failed": "failure"}
 
 
@@ -170,7 +194,8 @@ def record_task_event(event: TaskEvent) -> int | None:
             f"task.{event.kind}", actor=ctx.actor, tenant=ctx.tenant, source=ctx.source, channel=ctx.channel,
             obj=obj, outcome=_OUTCOME.get(event.kind, "success"), reason=event.error, request_id=ctx.request_id,
             n_items=event.n_items, inputs=event.inputs, outputs=event.outputs, subjects=subjects,
-            duration_ms=event.duration_ms, details=details, when=event.time)
+            duration_ms=event.duration_ms, details=details, when=event.time,
+            input_digest=_input_digest(audit_log, event))
 
     return write(regulated, append)
 

@@ -3,6 +3,8 @@ call_started is committed before the work runs, regulated tasks fail closed, oth
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from typing import Any
 
@@ -43,7 +45,10 @@ def test_every_call_is_recorded_with_context_and_digests(audited: Any) -> None:
                ("analyst-7", "bank-a", "10.1.2.3", "http", "req-42")
         assert r["object"]["task"] == "score" and r["object"]["plugin"] == "tiny" and r["n_items"] == 2
     assert started["outcome"] == "started" and finished["outcome"] == "success"
-    assert started["input_digest"] == finished["input_digest"] and started["input_digest"].startswith("hmac-sha256:")
+    assert started["input_digest"] == finished["input_digest"]
+    expected = hmac.new(lg.keys.hmac_key, b'[{"customer_id":"c-100","amount":5.0},{"customer_id":"c-200","amount":7.5}]',
+                        hashlib.sha256).hexdigest()
+    assert started["input_digest"] == f"hmac-sha256:{expected}"
     assert finished["output_digest"].startswith("hmac-sha256:") and started["output_digest"] is None
     assert "c-100" not in json.dumps(recs)
 
