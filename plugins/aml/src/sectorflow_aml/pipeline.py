@@ -140,6 +140,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         rules = self.rules
         scorer = self.scorer
         observe = self.reports_engine.observe
+        for currency in {txn.currency for txn in items}:  # a missing FX rate fails the call before any state changes
+            window.rate_of(currency)
         out: list[_Item] = []
         for txn in items:
             edge = window.add(txn)

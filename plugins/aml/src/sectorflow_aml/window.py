@@ -18,6 +18,7 @@ API (other modules — typology rules, the feature extractor — read the window
                              #   after at least `dormancy_days` without any (None / 0.0 if never dormant)
     w.edges                  # deque[Edge]: every edge in the window, in arrival order
     w.cooldown(key, ts, seconds) -> bool   # True (and arms the key) if `key` has not fired within `seconds`
+    w.rate_of(currency)      # float: the cached factor to the base currency (raises what `rate` raises)
     w.reset()                # forget everything
     len(w)                   # number of edges in the window
 
@@ -147,6 +148,10 @@ class TransactionWindow:
     def get(self, account: str) -> AccountState | None:
         """The account's state, or ``None`` if it has never been seen."""
         return self.accounts.get(account)
+
+    def rate_of(self, currency: str) -> float:
+        """The factor from ``currency`` to the base currency (cached); raises what ``rate`` raises."""
+        return self._factor(currency)
 
     def _factor(self, currency: str) -> float:
         factor = self._rates.get(currency)

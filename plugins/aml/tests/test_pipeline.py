@@ -1,0 +1,143 @@
+"""``Taskflow("aml")`` end to end: rules and the shipped model combined, reasons from both, report drafts, options."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from sectorflow import ConfigError, Taskflow
+from sectorflow_aml.plugin import EXAMPLES, spec
+from sectorflow_aml.schema import TransactionAssessment
+
+T0 = datetime(2024, 3, 4, 9, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def tf() -> Taskflow:
+    return Taskflow("aml")
+
+
+@pytest.fixture
+def aml(tf: Taskflow) -> Taskflow:
+    tf.reset_state()
+    return tf
+
+
+def rec(i: int, src: str, dst: str, amount: str, *, days: float = 0, hours: float = 0, currency: str = "CNY",
+        channel: str = "transfer", **extra) -> dict:
+    return {"transaction_id": f"p{i}", "timestamp": (T0 + timedelta(days=days, hours=hours)).isoformat(),
+            "sender_account": src, "receiver_account": dst, "amount": amount, "currency": currency,
+            "channel": channel, **extra}
+
+
+def test_spec_declares_the_task():
+    s = spec()
+    assert s.name == "aml" and s.stateful and set(s.languages) == {"zh", "en"}
+    assert {"amlsim", "amlworld", "csv", "jsonl", "parquet"} <= set(s.readers)
+    assert {"lookback_days", "rules", "jurisdiction", "fx_rates", "str_threshold"} <= set(s.options)
+    assert s.default_bundle is not None and (s.default_bundle / "manifest.json").is_file()
+    assert "aml" in {t["task"] for t in Taskflow.tasks()}
+
+
+def test_examples_give_a_structuring_alert_with_rule_and_model_reasons_and_a_large_value_report(aml: Taskflow):
+    results = aml(list(EXAMPLES))
+    assert all(isinstance(r, TransactionAssessment) and 0 <= r.risk_score <= 1 for r in results)
+    assert all(r.model_score is not None and r.meta.bundle_sha256 == aml.meta.bundle_sha256 for r in results)
+    second = results[1]
+    assert second.alert and second.typologies[0] == "structuring"
+    sources = {reason.source for reason in second.reasons}
+    assert "sectorflow_aml.typologies.structuring" in sources and any(s.startswith("model:") for s in sources)
+    assert all(reason.en and reason.zh for reason in second.reasons)
+    assert [d.kind for d in second.reports][:1] == ["large_value"]
+    assert second.reports[0].total_amount == 99_700
+
+
+def test_same_day_cash_deposits_give_cumulative_large_value_report_and_structuring_alert(aml: Taskflow):
+    out = aml([rec(1, "ACC", "ACC", "49900", hours=0, channel="cash_deposit"),
+               rec(2, "ACC", "ACC", "49800", hours=2, channel="cash_deposit"),
+               rec(3, "ACC", "ACC", "49950", hours=5, channel="cash_deposit")])
+    structuring = [a for r in out for a in r.alerts if a.typology == "structuring"]
+    assert len(structuring) == 1 and structuring[0].variant == "cumulative"
+    large = [d for r in out for d in r.reports if d.kind == "large_value"]
+    assert large and large[0].jurisdiction == "CN" and large[0].customer_account == "ACC"
+    # the cumulative structuring alert scores 0.7, under the default str_threshold of 0.75: no STR draft
+    assert structuring[0].score == 0.7 and not [d for r in out for d in r.reports if d.kind == "suspicious"]
+
+
+def test_str_threshold_option_drafts_suspicious_reports_for_alerts():
+    tf = Taskflow("aml", model=False, str_threshold=0.5)
+    out = tf([rec(1, "ACC", "ACC", "49900", hours=0, channel="cash_deposit"),
+              rec(2, "ACC", "ACC", "49800", hours=2, channel="cash_deposit")])
+    strs = [d for d in out[1].reports if d.kind == "suspicious"]
+    assert len(strs) == 1 and strs[0].transaction_ids == ["p1", "p2"] and strs[0].total_amount == 99_700
+    assert strs[0].elements["typology"] == "structuring" and strs[0].elements["variant"] == "cumulative"
+
+
+def test_us_structuring_fan_in_alert_and_suspicious_report_draft():
+    tf = Taskflow("aml", jurisdiction="US", model=False)
+    out = tf([rec(i, f"S{i}", "FUNNEL", amt, days=i, currency="USD")
+              for i, amt in enumerate(["9900", "8000", "9500", "9850", "8700"])])
+    alerts = [a for r in out for a in r.alerts]
+    assert [(a.typology, a.variant) for a in alerts] == [("structuring", "fan_in")]
+    flagged = next(r for r in out if r.alerts)
+    assert flagged.alert and flagged.model_score is None and flagged.risk_score == alerts[0].score
+    strs = [d for d in flagged.reports if d.kind == "suspicious"]
+    assert len(strs) == 1 and strs[0].jurisdiction == "US" and strs[0].transaction_ids == alerts[0].transaction_ids
+    assert strs[0].elements["transactions_not_supplied"] == []
+
+
+def test_chain_is_not_a_cycle_until_it_closes(aml: Taskflow):
+    chain = aml([rec(1, "A", "B", "1000", days=0), rec(2, "B", "C", "990", days=1), rec(3, "C", "D", "980", days=2)])
+    assert not any("cycle" in r.typologies for r in chain)
+    closing = aml(rec(4, "D", "A", "970", days=3))
+    assert "cycle" in closing.typologies and closing.alert
+    cycle = next(a for a in closing.alerts if a.typology == "cycle")
+    assert set(cycle.transaction_ids) == {"p1", "p2", "p3", "p4"}
+
+
+def test_high_risk_country_flags_and_rules_can_be_switched_off(aml: Taskflow):
+    hit = aml(rec(1, "A", "B", "5000", sender_country="CN", receiver_country="KP"))
+    assert hit.alert and hit.typologies[:1] == ["high_risk_jurisdiction"] and hit.risk_score >= 0.8
+    quiet = Taskflow("aml", model=False, rules={"high_risk_jurisdiction": False})
+    res = quiet(rec(1, "A", "B", "5000", sender_country="CN", receiver_country="KP"))
+    assert not res.alert and res.alerts == [] and res.risk_score == 0.0
+
+
+def test_model_alert_when_the_model_alone_crosses_its_threshold(aml: Taskflow):
+    scorer = aml.pipeline.scorer
+    assert scorer is not None and 0 < scorer.threshold < 1
+    # AMLSim's laundering signature: one sender pays the same small amount five times to one receiver in a day
+    out = aml([rec(i, "M1", "M2", "16.09", days=1) for i in range(5)])
+    scores = [r.model_score for r in out]
+    assert all(0 <= s <= 1 for s in scores)
+    for r in out:
+        model_alerts = [a for a in r.alerts if a.typology == "model_risk"]
+        assert bool(model_alerts) == (r.model_score >= scorer.threshold)
+        if model_alerts:
+            assert r.alert and model_alerts[0].fired_by.startswith("model:aml-risk-mlp")
+
+
+def test_option_errors_are_typed_and_name_the_option():
+    with pytest.raises(ConfigError, match="lookback_days"):
+        Taskflow("aml", lookback_days=90)  # the shipped model was trained at 30 days
+    with pytest.raises(ConfigError, match="rules"):
+        Taskflow("aml", model=False, rules=["cycle"])
+    with pytest.raises(ConfigError, match="alert_threshold"):
+        Taskflow("aml", model=False, alert_threshold=2)
+    with pytest.raises(ConfigError, match="Unknown typolog"):
+        Taskflow("aml", model=False, rules={"smurfing": {}})
+    rules_only = Taskflow("aml", model=False, lookback_days=150)
+    assert rules_only.pipeline.scorer is None and rules_only.pipeline.window.lookback == 150 * 86_400
+
+
+def test_foreign_currency_needs_a_rate_and_fails_before_changing_state():
+    tf = Taskflow("aml", model=False)
+    with pytest.raises(ConfigError, match="USD/CNY|CNY"):
+        tf([rec(1, "A", "B", "100"), rec(2, "A", "B", "100", currency="USD")])
+    assert len(tf.pipeline.window) == 0
+    fx = Taskflow("aml", model=False, fx_rates={"as_of": "2024-01-02", "USD/CNY": "7.10"},
+                  rules={"rapid_pass_through": {"min_amount": 50_000}})
+    out = fx([rec(1, "X", "M", "8000", currency="USD", hours=0), rec(2, "M", "Y", "56000", hours=3)])
+    # 8,000 USD = 56,800 CNY in, 56,000 CNY out three hours later: a pass-through in home-currency terms
+    assert out[1].typologies == ["rapid_pass_through"]
