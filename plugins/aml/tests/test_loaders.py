@@ -61,6 +61,8 @@ def test_amlsim_options_and_bad_rows(tmp_path: Path) -> None:
     with pytest.raises(InvalidInputError) as info:
         load_transactions(path, format="amlsim", on_error="reject")
     assert [d["row"] for d in info.value.details] == [2, 3]
+    with pytest.raises(ConfigError, match="--format amlsim"):
+        list(READERS["csv"](path))
     path.write_text("from,to,amount,step\n1,2,3,4\n")
     with pytest.raises(ConfigError, match="not an AMLSim"):
         load_transactions(path, format="amlsim")

@@ -110,7 +110,13 @@ def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, 
 
     def read_csv(source: Any) -> Iterator[tuple[int, Record]]:
         with open_text(source) as handle:
-            for row, record in enumerate(csv.DictReader(handle), start=1):
+            reader = csv.DictReader(handle)
+            header = tuple(h.strip() for h in reader.fieldnames or ())
+            if mapping is None and (header[:4] == AMLSIM_HEADER or header == AMLWORLD_HEADER):
+                fmt = "amlsim" if header[:4] == AMLSIM_HEADER else "amlworld"
+                raise ConfigError(f"{source} is an {'AMLSim' if fmt == 'amlsim' else 'AMLworld'} file, not a CSV "
+                                  f"with Transaction columns: read it with --format {fmt} (format={fmt!r}).")
+            for row, record in enumerate(reader, start=1):
                 yield row, _remap(record, mapping, defaults)
 
     return read_csv
