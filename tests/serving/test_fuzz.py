@@ -15,7 +15,7 @@ from schemathesis import GenerationMode  # noqa: E402
 
 from .conftest import SECRETS  # noqa: E402
 
-EXAMPLES = 8
+EXAMPLES = 6
 NOTHING_TO_FUZZ = {"/healthz", "/readyz", "/metrics"}  # no parameters or body
 
 
