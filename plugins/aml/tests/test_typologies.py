@@ -358,3 +358,31 @@ def test_build_rules_switches_and_overrides():
         build_rules({"smurfing": True})
     with pytest.raises(ConfigError, match="positive"):
         build_rules({"fan_out": {"min_receivers": -1}})
+
+
+def test_structuring_split_variant_is_off_by_default_and_fires_once_per_pair_and_day():
+    off = Feed(StructuringRule())
+    for h in range(4):
+        off.tx("P", "Q", "16.09", hours=h)
+    assert off.alerts == []
+    on = Feed(StructuringRule(split_min_count=3))
+    on.tx("P", "Q", "16.09", hours=0)
+    on.tx("P", "Q", "16.09", hours=1)
+    on.tx("P", "Q", "16.09", days=1)  # next day: a new count
+    assert on.alerts == []
+    on.tx("P", "Q", "16.09", hours=2)
+    on.tx("P", "Q", "16.09", hours=3)  # the fourth: no second alert
+    assert [(a.variant, a.transaction_ids) for a in on.alerts] == [("split", ["t1", "t2", "t4"])]
+
+
+def test_cycle_with_split_hops_only():
+    rule = CycleRule(min_txns_per_hop=2)
+    plain = Feed(rule)
+    for i, (s, d) in enumerate([("A", "B"), ("B", "C"), ("C", "A")]):
+        plain.tx(s, d, 1000, days=i)
+    assert plain.alerts == []  # one transfer per hop
+    split = Feed(rule)
+    for i, (s, d) in enumerate([("A", "B"), ("B", "C"), ("C", "A")]):
+        split.tx(s, d, 1000, days=i)
+        split.tx(s, d, 1000, days=i, hours=1)
+    assert len(split.alerts) == 1 and len(split.alerts[0].transaction_ids) == 6

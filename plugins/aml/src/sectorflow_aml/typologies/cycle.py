@@ -16,6 +16,9 @@ Parameters:
     max_visits: search budget per transaction (accounts reached on each side); a denser window may miss loops.
     max_degree: accounts with more distinct counterparties than this in the window (merchants, payroll hubs) are not
         passed through (they can still close or open a loop); bounds the cost per transaction.
+    min_txns_per_hop: transfers each pair of the loop must have in the window (1 = any). With 2 the rule looks for
+        loops whose every hop was split into several transfers, as in AMLSim's planted cycles, where each member
+        sends several equal transfers on one day; it also prunes the search.
     score: the alert's score.
 
 The search is a bidirectional breadth-first search through the window: backwards from the closing edge's sender,
@@ -45,6 +48,7 @@ class CycleParams:
     amount_ratio: float | None = None
     max_visits: int = 2000
     max_degree: int = 50
+    min_txns_per_hop: int = 1
     score: float = 0.8
 
     def __post_init__(self) -> None:
@@ -57,6 +61,7 @@ class CycleParams:
             positive("amount_ratio", self.amount_ratio)
         positive("max_visits", self.max_visits)
         positive("max_degree", self.max_degree)
+        positive("min_txns_per_hop", self.min_txns_per_hop)
         fraction("score", self.score)
 
 
@@ -75,7 +80,7 @@ class CycleRule(Rule):
         accounts = window.accounts
         su = accounts[u]
         sv = accounts[v]
-        if not su.senders or not sv.receivers:
+        if not su.senders or not sv.receivers or su.receivers[v] < self.params.min_txns_per_hop:
             return []
         path = self._find(accounts, u, v)
         if path is None:
@@ -101,6 +106,7 @@ class CycleRule(Rule):
         hb = max_edges // 2
         hf = max_edges - hb
         max_degree = p.max_degree
+        m = p.min_txns_per_hop
         budget = p.max_visits
         # backwards from u, level by level: node -> (distance to u, next node towards u)
         back: dict[str, tuple[int, str | None]] = {u: (0, None)}
@@ -111,8 +117,8 @@ class CycleRule(Rule):
                 senders = accounts[node].senders
                 if node != u and len(senders) > max_degree:
                     continue
-                for prev in senders:
-                    if prev not in back:
+                for prev, count in senders.items():
+                    if count >= m and prev not in back:
                         back[prev] = (depth, node)
                         nxt.append(prev)
             budget -= len(nxt)
@@ -135,8 +141,8 @@ class CycleRule(Rule):
                 receivers = accounts[node].receivers
                 if node != v and len(receivers) > max_degree:
                     continue
-                for child in receivers:
-                    if child in fwd:
+                for child, count in receivers.items():
+                    if count < m or child in fwd:
                         continue
                     fwd[child] = (depth, node)
                     nxt.append(child)
@@ -169,8 +175,9 @@ class CycleRule(Rule):
         return path if len(set(path)) == len(path) else None
 
     def _edges(self, window: TransactionWindow, path: list[str], closing: Edge) -> list[Edge] | None:
-        """The loop's edges in loop order, ending with ``closing`` (``u -> v``): for each other hop the latest window
-        edge that meets ``ordered`` and ``amount_ratio``; ``None`` when some hop has none."""
+        """The loop's edges in loop order, ending with ``closing`` (``u -> v``): for each other hop the window edges
+        that meet ``ordered`` and ``amount_ratio`` (the latest one sets the time bound of the hop before it when
+        ``ordered``); ``None`` when some hop has fewer than ``min_txns_per_hop``."""
         p = self.params
         # hops in loop order starting after the closing edge: v -> ... -> u, then u -> v (closing)
         order = path[1:] + [path[0]]  # v, ..., u
@@ -181,7 +188,7 @@ class CycleRule(Rule):
         bound = closing.ts
         for i in range(len(order) - 2, -1, -1):  # walk backwards from the hop that ends at u
             a, b = order[i], order[i + 1]
-            found = None
+            found: list[Edge] = []
             for e in reversed(window.accounts[a].outgoing):
                 if e.dst != b or e.seq > closing.seq:
                     continue
@@ -189,13 +196,16 @@ class CycleRule(Rule):
                     continue
                 if lo is not None and not lo <= e.amount <= hi:
                     continue
-                found = e
-                break
-            if found is None:
+                found.append(e)
+            if len(found) < p.min_txns_per_hop or not found:
                 return None
-            picked.append(found)
+            picked.extend(found)
             if p.ordered:
-                bound = found.ts
+                bound = found[0].ts
         picked.reverse()
+        picked.extend(e for e in reversed(window.accounts[closing.src].outgoing)
+                      if e.dst == closing.dst and e.seq < closing.seq and (lo is None or lo <= e.amount <= hi)
+                      and not (p.ordered and e.ts > closing.ts))
+        picked.sort(key=lambda e: e.seq)
         picked.append(closing)
         return picked

@@ -26,6 +26,10 @@ Variants (``Alert.variant``):
 - ``fan_in``: at least ``fan_in_min_senders`` distinct accounts each send just-under amounts to one account within
   ``fan_in_days`` days (FinCEN funnel account).
 - ``single``: one just-under transaction alone (off by default: alone it is weak evidence).
+- ``split``: one account pays the same account at least ``split_min_count`` times on one calendar day (UTC), in any
+  amount — 1010.100(xx)'s "in any amount ... on one or more days" without reference to a threshold. Off by default
+  (``split_min_count=None``): ordinary payments repeat too. In AMLSim's sample runs, same-day repeated transfers
+  between one pair occur only inside planted laundering patterns, so this variant finds them there.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ class StructuringParams:
     fan_in_min_senders: int = 3
     channels: tuple[str, ...] | None = None
     single: bool = False
+    split_min_count: int | None = None
     score: float = 0.7
     fan_in_score: float = 0.8
 
@@ -63,6 +68,8 @@ class StructuringParams:
         positive("fan_in_days", self.fan_in_days)
         positive("min_count", self.min_count)
         positive("fan_in_min_senders", self.fan_in_min_senders)
+        if self.split_min_count is not None:
+            positive("split_min_count", self.split_min_count)
         fraction("score", self.score)
         fraction("fan_in_score", self.fan_in_score)
         object.__setattr__(self, "thresholds", {k.upper(): float(v) for k, v in self.thresholds.items()})
@@ -95,16 +102,18 @@ class StructuringRule(Rule):
     def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
         """Alerts completed by ``edge``: at most one per variant."""
         txn = edge.txn
-        band = self._bands.get(txn.currency)
-        if band is None:
-            return []
         if self._channels is not None and txn.channel.value not in self._channels:
             return []
-        if not self._just_under(edge):
-            return []
+        out: list[Alert] = []
+        if self.params.split_min_count is not None:
+            alert = self._split(window, edge)
+            if alert is not None:
+                out.append(alert)
+        band = self._bands.get(txn.currency)
+        if band is None or not self._just_under(edge):
+            return out
         p = self.params
         threshold = band[1]
-        out: list[Alert] = []
         sense = "≥" if p.inclusive else ">"
         currency = txn.currency
         if p.single and window.cooldown(("structuring.single", txn.transaction_id), edge.ts, 0.0):
@@ -120,6 +129,28 @@ class StructuringRule(Rule):
         if alert is not None:
             out.append(alert)
         return out
+
+    def _split(self, window: TransactionWindow, edge: Edge) -> Alert | None:
+        p = self.params
+        state = window.accounts[edge.src]
+        if state.receivers.get(edge.dst, 0) < p.split_min_count:  # type: ignore[operator]
+            return None
+        day = edge.ts // DAY
+        same: list[Edge] = []
+        for other in reversed(state.outgoing):
+            if other.ts // DAY < day:
+                break
+            if other.dst == edge.dst and other.ts // DAY == day and other.seq <= edge.seq:
+                same.append(other)
+        if len(same) != p.split_min_count:  # fire on the transfer that reaches the count, once
+            return None
+        same.reverse()
+        total = sum(e.amount for e in same)
+        alert = self.alert(same, p.score,
+                           f"{edge.src} paid {edge.dst} {len(same)} times on one day (total {fmt_amount(total)})",
+                           f"{edge.src} 同一天内向 {edge.dst} 分 {len(same)} 笔转账（合计 {fmt_amount(total)}）",
+                           accounts=[edge.src, edge.dst], trigger=edge, variant="split")
+        return alert
 
     def _cumulative(self, window: TransactionWindow, edge: Edge, threshold: float, sense: str) -> Alert | None:
         p = self.params
