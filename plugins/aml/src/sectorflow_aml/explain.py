@@ -3,8 +3,9 @@
 :func:`draw_alert` is the Python entry point; ``sectorflow aml explain`` (:mod:`sectorflow_aml.cli`) finds the alert
 in a results file and the transactions in the input file, then calls it. Parallel transfers between the same two
 accounts share one arrow whose label lists them (earliest first, at most ``max_lines`` lines). The alert's own
-accounts are drawn in red, counterparties in grey. Layout: a ring for cycles, the hub in the middle for fan-in and
-fan-out, a seeded spring layout otherwise (the same picture every time).
+accounts are drawn in red, counterparties in grey. Layout: a ring for cycles; columns from left to right (senders,
+intermediaries, receivers) when the flow has no loop; otherwise the hub in the middle, or a seeded spring layout (the
+same picture every time).
 """
 
 from __future__ import annotations
@@ -37,6 +38,15 @@ def _layout(graph: Any, typology: str) -> dict[str, Any]:
             return nx.shell_layout(graph, [order, rest] if rest else [order])
         except nx.NetworkXNoCycle:
             pass
+    if nx.is_directed_acyclic_graph(graph):
+        layers = list(nx.topological_generations(graph))
+        if 2 <= len(layers) <= 6:  # money flows left to right: senders, intermediaries, receivers
+            pos = {}
+            for depth, layer in enumerate(layers):
+                ordered = sorted(layer, key=lambda n: (len(str(n)), str(n)))
+                for i, node in enumerate(ordered):
+                    pos[node] = (float(depth), (len(ordered) - 1) / 2 - i)
+            return pos
     degrees = dict(graph.degree())
     hub = max(nodes, key=lambda n: (degrees[n], str(n)))
     if degrees[hub] >= max(3, len(nodes) - 1) or typology in ("fan_in", "fan_out"):
@@ -128,10 +138,14 @@ def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Pa
             continue
         nx.draw_networkx_edges(graph, pos, edgelist=edges, ax=ax, arrows=True, arrowstyle="-|>", arrowsize=22,
                                width=1.6, node_size=1400, connectionstyle=style[curved])
-        nx.draw_networkx_edge_labels(graph, pos, edge_labels={e: labels[e] for e in edges}, ax=ax, font_size=7,
-                                     label_pos=0.5, connectionstyle=style[curved], rotate=False,
-                                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "#888888",
-                                           "alpha": 0.9})
+        degree = dict(graph.degree())
+        for edge in edges:  # label nearer the end with fewer edges, where arrows do not converge
+            tail, head = degree[edge[0]], degree[edge[1]]
+            where = 0.3 if head > tail else 0.7 if tail > head else 0.5  # fraction of the way from the sender
+            nx.draw_networkx_edge_labels(graph, pos, edge_labels={edge: labels[edge]}, ax=ax, font_size=7,
+                                         label_pos=where, connectionstyle=style[curved], rotate=False,
+                                         bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "#888888",
+                                               "alpha": 0.9})
     first, last = chosen[0].timestamp, chosen[-1].timestamp
     total: dict[str, Decimal] = {}
     for t in chosen:
