@@ -152,8 +152,12 @@ class Store:
                 sql += " AND time < ?"
                 params.append(until)
             rows = self._q(sql + f" ORDER BY seq LIMIT {int(batch)}", tuple(params)).fetchall()
-            for row in rows:
-                yield StoredRecord(int(row[0]), row[1], row[2], _as_bytes(row[3]), _as_bytes(row[4]) or b"", row[5])
+            for seq, time, event, body, leaf, archive in rows:
+                if body is not None and type(body) is not bytes:
+                    body = _as_bytes(body)
+                if type(leaf) is not bytes:
+                    leaf = _as_bytes(leaf) or b""
+                yield StoredRecord(seq, time, event, body, leaf, archive)
             if len(rows) < batch:
                 return
             last = int(rows[-1][0])

@@ -9,6 +9,7 @@ record), and names the first bad record. It needs no secret key.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +56,7 @@ class VerifyReport:
 
 
 _SEQ_KEY = b'"seq":'
+_DIGITS = re.compile(rb"(\d+)[,}]")
 
 
 def _body_seq(body: bytes) -> int | None:
@@ -63,12 +65,9 @@ def _body_seq(body: bytes) -> int | None:
     Falls back to ``json.loads`` for anything unexpected."""
     at = body.rfind(_SEQ_KEY)
     if at >= 0:
-        end = at + len(_SEQ_KEY)
-        stop = end
-        while stop < len(body) and 48 <= body[stop] <= 57:
-            stop += 1
-        if stop > end and stop < len(body) and body[stop] in b",}":
-            return int(body[end:stop])
+        m = _DIGITS.match(body, at + len(_SEQ_KEY))
+        if m:
+            return int(m.group(1))
     try:
         data = json.loads(body)
         return data.get("seq") if isinstance(data, dict) else None
