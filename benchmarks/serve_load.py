@@ -3,10 +3,10 @@
 The server runs in a subprocess (so the client does not share its GIL) on 127.0.0.1 and serves one task: ``mlp``,
 a paddle.inference predictor of a 256 -> 1024 -> 1024 -> 1024 -> 8 ReLU MLP (about 2.4 M weights, random, made
 with paddle.jit.save in a temporary folder; no download). Its pipeline pads each batch to 1, 2, 4, ..., 64 rows
-and builds those shapes at load, since oneDNN builds kernels per input shape. Each request carries one item. For each concurrency
-(default 1, 16, 64, 200 clients) and each mode, the clients send requests back to back for ``--seconds`` or until
-``--max-requests`` answers, whichever comes first; the first second is warm-up and not counted. Both servers
-stay up and each concurrency is measured off then on, back to back.
+and builds those shapes at load, since oneDNN builds kernels per input shape. Each request carries one item. For
+each concurrency (default 1, 16, 64, 200 clients) and each mode, the clients send requests back to back for
+``--seconds`` or until ``--max-requests`` answers, whichever comes first; the first second is warm-up and not
+counted. Both servers stay up and each concurrency is measured off then on, back to back.
 
     batching on:  max_batch_size=64, max_queue_delay_ms=2 (--delay-ms)
     batching off: max_batch_size=1,  max_queue_delay_ms=0
@@ -49,7 +49,6 @@ BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 
 def make_bundle(folder: Path) -> Path:
     import numpy as np
-
     from sectorflow import write_manifest
     from sectorflow._paddle import import_paddle
 
@@ -70,7 +69,6 @@ def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float
     import numpy as np
     import uvicorn
     from pydantic import BaseModel, Field
-
     from sectorflow import Pipeline, TaskResult, TaskSpec, hookimpl, plugins
     from sectorflow.serving import create_app, hash_key, load_config
 
@@ -223,7 +221,7 @@ def start_server(batching: bool, args: argparse.Namespace, bundle: Path) -> tupl
                 return proc, port
         except httpx.TransportError:
             if proc.poll() is not None:
-                raise SystemExit("benchmark server exited")
+                raise SystemExit("benchmark server exited") from None
         if time.monotonic() > deadline:
             raise SystemExit("benchmark server did not start")
         time.sleep(0.2)

@@ -22,7 +22,6 @@ from ..errors import SectorflowError
 from .access import AccessDenied
 from .batching import Overloaded
 
-
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 

@@ -51,7 +51,7 @@ class RateLimits:
         tenant_limit = self._tenant_limits.get(tenant or "")
         if tenant_limit:
             checks.append((self._item(tenant_limit), ("tenant", tenant or ""), tenant_limit))
-        for item, ident, text in checks:
+        for item, _ident, text in checks:
             if cost > item.amount:
                 return Verdict(False, 0, text, too_large=True)
         for item, ident, text in checks:

@@ -20,10 +20,9 @@ from typing import Annotated, Any
 import httpx
 import numpy as np
 import pytest
+import sectorflow
 import uvicorn
 from pydantic import BaseModel, Field
-
-import sectorflow
 from sectorflow import InvalidInputError, Pipeline, TaskResult, TaskSpec, hookimpl, plugins, write_manifest
 from sectorflow.serving import create_app, hash_key, load_config
 

@@ -20,8 +20,8 @@ def test_serve_key_then_serve(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60, check=True).stdout
     secret = next(line.split()[-1] for line in made.splitlines() if line.startswith("# sf_"))
     config = tmp_path / "serve.toml"
-    config.write_text("[server]\nthreads = 1\n\n" + "\n".join(l for l in made.splitlines() if not l.startswith("#")),
-                      encoding="utf-8")
+    entry = "\n".join(line for line in made.splitlines() if not line.startswith("#"))
+    config.write_text("[server]\nthreads = 1\n\n" + entry, encoding="utf-8")
     assert secret not in config.read_text()  # only the hash is stored
 
     with socket.socket() as sock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import httpx
 import pytest
@@ -33,6 +34,12 @@ class Hammer:
                 out = r.json()["outputs"][0] if r.status_code == 200 else {}
                 self.results.append((r.status_code, out.get("meta", {}).get("model_version"), out.get("score")))
 
+    def wait_for(self, count: int, timeout: float = 60) -> None:
+        """Block until at least ``count`` answers arrived (so that requests overlap what happens meanwhile)."""
+        deadline = time.monotonic() + timeout
+        while len(self.results) < count and time.monotonic() < deadline:
+            time.sleep(0.01)
+
     def stop(self) -> list[tuple[int, str | None, float | None]]:
         self._stop.set()
         for t in self._threads:
@@ -48,9 +55,11 @@ def _reload(server, path, key: str = "admin") -> httpx.Response:
 def test_reload_under_load_with_bad_bundles_then_a_good_one(server, bundles, tasks):
     hammer = Hammer(server.url)
     try:
+        hammer.wait_for(5)
         corrupt = _reload(server, bundles["corrupt"])
         garbage = _reload(server, bundles["garbage"])
         good = _reload(server, bundles["v2"])
+        hammer.wait_for(len(hammer.results) + 5)
         after = server.client.post("/v1/tasks/score", headers=auth("alice"),
                                    json={"inputs": [{"features": [1, 2, 3, 4]}]}).json()["outputs"][0]
     finally:
@@ -97,7 +106,8 @@ def test_a_task_whose_model_fails_to_load_does_not_take_the_others_down(make_ser
     ready = server.client.get("/readyz")
     assert ready.status_code == 503 and ready.json()["tasks"]["score"] == "failed"
     assert "BundleIntegrityError" in ready.json()["failed"]["score"]
-    refused = server.client.post("/v1/tasks/score", headers=auth("alice"), json={"inputs": [{"features": [1, 1, 1, 1]}]})
+    refused = server.client.post("/v1/tasks/score", headers=auth("alice"),
+                                 json={"inputs": [{"features": [1, 1, 1, 1]}]})
     assert refused.status_code == 503 and "failed to load" in refused.json()["message"]
     assert server.client.post("/v1/tasks/echo", headers=auth("alice"), json={"inputs": [{"text": "ok"}]}
                               ).status_code == 200
