@@ -386,3 +386,17 @@ def test_cycle_with_split_hops_only():
         split.tx(s, d, 1000, days=i)
         split.tx(s, d, 1000, days=i, hours=1)
     assert len(split.alerts) == 1 and len(split.alerts[0].transaction_ids) == 6
+
+
+@pytest.mark.parametrize("max_length", [5, 6])  # 5: the specialised search; 6: the general one
+def test_five_account_loop_is_found_by_both_searches_and_a_six_account_loop_needs_max_length_6(max_length):
+    f = Feed(CycleRule(max_length=max_length))
+    names = ["A", "B", "C", "D", "E"]
+    for i in range(5):
+        f.tx(names[i], names[(i + 1) % 5], 1000, days=i)
+    assert len(f.alerts) == 1 and set(f.alerts[0].accounts) == set(names)
+    g = Feed(CycleRule(max_length=max_length))
+    names = ["P", "Q", "R", "S", "T", "U"]
+    for i in range(6):
+        g.tx(names[i], names[(i + 1) % 6], 1000, days=i)
+    assert len(g.alerts) == (1 if max_length >= 6 else 0)

@@ -166,35 +166,42 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         results: list[TransactionAssessment] = []
         a = self.alert_threshold
         t = self.scorer.threshold if self.scorer is not None else None
+        construct = TransactionAssessment.model_construct
         for txn, item in zip(items, raw):
             model_score = item.score
-            rule_keep = 1.0
-            for alert in item.alerts:
-                rule_keep *= 1.0 - alert.score
-            model_risk = None
-            if model_score is not None and t is not None:
+            model_risk = 0.0
+            if model_score is not None:
                 model_risk = model_score / t * a if model_score < t else a + (model_score - t) / (1.0 - t) * (1 - a)
                 model_risk = min(1.0, max(0.0, model_risk))
-            risk = 1.0 - rule_keep * (1.0 - (model_risk or 0.0))
-            flagged = risk >= a
             alerts = item.alerts
+            if not alerts and model_risk < a:  # the common case: nothing to explain
+                results.append(construct(
+                    meta=None, transaction_id=txn.transaction_id, risk_score=round(model_risk, 6),
+                    model_score=None if model_score is None else round(model_score, 6), alert=False, typologies=[],
+                    reasons=[], alerts=[], reports=item.reports))
+                continue
+            rule_keep = 1.0
+            for alert in alerts:
+                rule_keep *= 1.0 - alert.score
+            risk = 1.0 - rule_keep * (1.0 - model_risk)
+            flagged = risk >= a
             reasons: list[Reason] = []
             if flagged:
                 alerts = list(alerts)
-                for alert in alerts:
+                for alert in item.alerts:
                     reasons.extend(alert.reasons)
-                if model_risk is not None:
+                if model_score is not None:
                     model_reasons = self._model_reasons(model_score, item.row)
                     reasons.extend(model_reasons)
                     if model_risk >= a:
                         alerts.append(self._model_alert(item, model_risk, model_reasons))
             reports = item.reports
-            strs = [a_ for a_ in alerts if a_.score >= self.str_threshold]
+            strs = [x for x in alerts if x.score >= self.str_threshold]
             if strs:
                 reports = list(reports) + [self._str(alert) for alert in strs]
-            results.append(TransactionAssessment.model_construct(
+            results.append(construct(
                 meta=None, transaction_id=txn.transaction_id, risk_score=round(risk, 6),
-                model_score=None if model_score is None else round(float(model_score), 6), alert=flagged,
+                model_score=None if model_score is None else round(model_score, 6), alert=flagged,
                 typologies=list(dict.fromkeys(x.typology for x in alerts)), reasons=reasons, alerts=alerts,
                 reports=reports))
         return results

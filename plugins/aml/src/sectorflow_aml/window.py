@@ -18,6 +18,7 @@ API (other modules — typology rules, the feature extractor — read the window
                              #   after at least `dormancy_days` without any (None / 0.0 if never dormant)
     w.edges                  # deque[Edge]: every edge in the window, in arrival order
     w.cooldown(key, ts, seconds) -> bool   # True (and arms the key) if `key` has not fired within `seconds`
+    w.cooling(key, ts, seconds) -> bool    # True while `key` fired within `seconds` (peek, arms nothing)
     w.rate_of(currency)      # float: the cached factor to the base currency (raises what `rate` raises)
     w.reset()                # forget everything
     len(w)                   # number of edges in the window
@@ -236,6 +237,11 @@ class TransactionWindow:
         else:
             a.last_active = ts
         a.lifetime_count += 1
+
+    def cooling(self, key: object, ts: float, seconds: float) -> bool:
+        """``True`` while ``key`` is within ``seconds`` of its last firing (a peek: nothing is armed)."""
+        last = self._fired.get(key)
+        return last is not None and ts - last < seconds
 
     def cooldown(self, key: object, ts: float, seconds: float) -> bool:
         """Return ``True`` and arm ``key`` if it has not fired in the last ``seconds`` before ``ts``.

@@ -82,7 +82,7 @@ class CycleRule(Rule):
         sv = accounts[v]
         if not su.senders or not sv.receivers or su.receivers[v] < self.params.min_txns_per_hop:
             return []
-        path = self._find(accounts, u, v)
+        path = self._find_short(accounts, u, v) if self.params.max_length <= 5 else self._find(accounts, u, v)
         if path is None:
             return []
         hops = self._edges(window, path, edge)
@@ -98,6 +98,48 @@ class CycleRule(Rule):
                            f"{fmt_amount(total)} in total)",
                            f"资金闭环（{len(path)} 个账户）：{loop}（{len(hops)} 笔，合计 {fmt_amount(total)}）",
                            accounts=path, trigger=edge)]
+
+    def _find_short(self, accounts: dict, u: str, v: str) -> list[str] | None:
+        """:meth:`_find` specialised to loops of at most 5 accounts (the default): the same two hops back from
+        ``u`` and two forward from ``v``, without the general search's bookkeeping."""
+        p = self.params
+        m, lo, hi, max_degree = p.min_txns_per_hop, p.min_length, p.max_length, p.max_degree
+        back1 = accounts[u].senders  # x -> u
+        if lo <= 2 and back1.get(v, 0) >= m:
+            return [u, v]
+        fwd1 = accounts[v].receivers  # v -> a
+        if lo <= 3 <= hi:
+            for a, count in fwd1.items():
+                if count >= m and a != u and a != v and back1.get(a, 0) >= m:
+                    return [u, v, a]
+        if hi < 4:
+            return None
+        back2: dict[str, str] = {}  # y -> x for y -> x -> u
+        if hi >= 5:
+            for x, count in back1.items():
+                if count < m or x == u or x == v:
+                    continue
+                senders = accounts[x].senders
+                if len(senders) > max_degree:
+                    continue
+                for y, c in senders.items():
+                    if c >= m and y != u and y != x and y not in back2:
+                        back2[y] = x
+        for a, count in fwd1.items():
+            if count < m or a == u or a == v:
+                continue
+            receivers = accounts[a].receivers
+            if len(receivers) > max_degree:
+                continue
+            for b, c in receivers.items():
+                if c < m or b == u or b == v or b == a:
+                    continue
+                if lo <= 4 and back1.get(b, 0) >= m:
+                    return [u, v, a, b]
+                x = back2.get(b)
+                if x is not None and x != a and x != v:
+                    return [u, v, a, b, x]
+        return None
 
     def _find(self, accounts: dict, u: str, v: str) -> list[str] | None:
         """Accounts ``[u, v, ..., x]`` of a short simple path ``v -> ... -> u`` (so ``u -> v`` closes the loop)."""

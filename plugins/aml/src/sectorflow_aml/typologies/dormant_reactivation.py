@@ -49,6 +49,9 @@ class DormantReactivationRule(Rule):
 
     def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
         """Alerts for the sender and/or receiver of ``edge`` if it completes a reactivation."""
+        accounts = window.accounts
+        if accounts[edge.src].resumed_at is None and accounts[edge.dst].resumed_at is None:
+            return []
         out: list[Alert] = []
         for account in (edge.src, edge.dst) if edge.src != edge.dst else (edge.src,):
             alert = self._check_account(window, edge, account)

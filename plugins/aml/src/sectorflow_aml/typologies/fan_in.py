@@ -59,6 +59,8 @@ class FanInRule(Rule):
         if state is None or len(state.senders) < p.min_senders:
             return []
         period = window.lookback if p.days is None else min(p.days * DAY, window.lookback)
+        if window.cooling(("fan_in", edge.dst), edge.ts, period):
+            return []
         groups = recent_by_counterparty(state.incoming, edge.ts - period, edge.ts, incoming=True)
         mine = groups.get(edge.src)
         if mine is None or len(mine) < p.min_txns_per_sender:

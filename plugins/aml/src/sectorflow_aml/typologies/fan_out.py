@@ -57,6 +57,8 @@ class FanOutRule(Rule):
         if state is None or len(state.receivers) < p.min_receivers:
             return []
         period = window.lookback if p.days is None else min(p.days * DAY, window.lookback)
+        if window.cooling(("fan_out", edge.src), edge.ts, period):
+            return []
         groups = recent_by_counterparty(state.outgoing, edge.ts - period, edge.ts, incoming=False)
         mine = groups.get(edge.dst)
         if mine is None or len(mine) < p.min_txns_per_receiver:

@@ -57,6 +57,8 @@ class GatherScatterRule(Rule):
         if len(hub.senders) < p.min_senders or len(hub.receivers) < p.min_receivers:
             return []
         period = window.lookback if p.days is None else min(p.days * DAY, window.lookback)
+        if window.cooling(("gather_scatter", edge.src), edge.ts, period):
+            return []
         horizon = edge.ts - period
         ins = recent_by_counterparty(hub.incoming, horizon, edge.ts, incoming=True)
         ins.pop(edge.src, None)
