@@ -111,6 +111,7 @@ def require(scope: str):  # noqa: ANN201 - a FastAPI dependency
             raise AccessDenied(401, f"{reason.capitalize()}: send 'Authorization: Bearer <key>' or 'X-API-Key'.")
         if not allowed:
             raise AccessDenied(403, f"API key {key.id!r} lacks the scope {scope!r}.")
+        request.state.api_key = key
         return key
 
     return dependency

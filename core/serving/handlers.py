@@ -18,7 +18,9 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .. import plugins
 from ..errors import SectorflowError
+from ..spec import CallContext, TaskEvent
 from .access import AccessDenied
 from .batching import Overloaded
 
@@ -32,6 +34,26 @@ class RateLimited(Exception):
         super().__init__(message)
         self.retry_after_s = retry_after_s
         self.too_large = too_large
+
+
+def record_refused_call(request: Request, error: str, body: Any) -> None:
+    """Emit a ``call_failed`` task event for a task request refused at validation, naming the key as actor (the
+    same event ``Taskflow.run`` emits for invalid items), so that every authenticated task request leaves an event.
+    Requests refused before authentication leave an access decision instead."""
+    key = getattr(request.state, "api_key", None)
+    state = getattr(request.app.state, "sectorflow", None)
+    prefix = "/v1/tasks/"
+    if key is None or state is None or not request.url.path.startswith(prefix):
+        return
+    name = state.aliases.get(request.url.path[len(prefix):])
+    if name is None:
+        return
+    taskflow = state.taskflows.get(name)
+    inputs = body.get("inputs") if isinstance(body, dict) else None
+    context = CallContext(actor=key.id, tenant=key.tenant, source=request.client.host if request.client else "unknown",
+                          request_id=request.state.request_id, channel="http")
+    plugins.emit(TaskEvent("call_failed", name, context, taskflow.meta if taskflow else None,
+                           n_items=len(inputs) if isinstance(inputs, list) else 0, error=error))
 
 
 def error_response(status: int, error: str, message: str, details: Any = None,
@@ -55,6 +77,7 @@ def install_error_handlers(app: FastAPI) -> None:
         problems = [{"field": _field(e.get("loc", ())), "reason": e.get("msg", "invalid"), "row": None}
                     for e in exc.errors()]
         shown = "; ".join(f"{p['field'] or '(body)'}: {p['reason']}" for p in problems[:5])
+        record_refused_call(request, f"InvalidInputError: Invalid request: {shown}.", exc.body)
         return error_response(422, "InvalidInputError", f"Invalid request: {shown}.", problems)
 
     @app.exception_handler(SectorflowError)

@@ -36,6 +36,12 @@ class ServerState:
     batchers: dict[str, TaskBatcher] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     loaded_at: float | None = None
+    aliases: dict[str, str] = field(default_factory=dict)
+    """Every name a task answers to (its name and aliases) -> the task name."""
+
+    def __post_init__(self) -> None:
+        for name, spec in self.specs.items():
+            self.aliases.update({alias: name for alias in (name, *spec.aliases)})
 
     def status(self, task: str) -> str:
         """``ready``, ``failed`` or ``loading``."""

@@ -113,13 +113,18 @@ def test_unknown_task_is_404_listing_the_tasks(server):
     ({"inputs": [{"features": [1, 2, 3, 4]}] * 17}, "inputs"),
     ({"items": [{"features": [1, 2, 3, 4]}]}, "inputs"),
 ])
-def test_invalid_input_is_422_with_field_and_reason(server, payload, field):
+def test_invalid_input_is_422_with_field_and_reason(server, tasks, payload, field):
+    before = len(tasks.events)
     r = server.client.post("/v1/tasks/score", headers=auth("alice"), json=payload)
     assert r.status_code == 422, r.text
     body = r.json()
     assert body["error"] == "InvalidInputError"
     assert field in [d["field"] for d in body["details"]]
     assert all(d["reason"] for d in body["details"])
+    # the refused request still leaves a task event naming the key, like Taskflow.run's own refusals
+    failed = [e for e in tasks.events[before:] if e.kind == "call_failed" and e.task == "score"]
+    assert len(failed) == 1 and failed[0].context.actor == "alice" and field in failed[0].error
+    assert failed[0].context.request_id == r.headers["x-request-id"]
 
 
 def test_malformed_json_and_oversized_body(server):
