@@ -26,6 +26,8 @@ def sectorflow_register_commands(app: typer.Typer) -> None:
         port: int = typer.Option(8866, help="TCP port."),
         config: Optional[Path] = typer.Option(None, "--config", "-c", help="Server configuration (TOML or JSON)."),
         log_level: str = typer.Option("info", help="uvicorn log level."),
+        forwarded_allow_ips: str = typer.Option(
+            "127.0.0.1", help="Proxies whose X-Forwarded-For is trusted for the client address in audit records."),
     ) -> None:
         """Serve every registered task over HTTP (POST /v1/tasks/NAME; docs at /docs)."""
         try:
@@ -35,7 +37,8 @@ def sectorflow_register_commands(app: typer.Typer) -> None:
         except ImportError as exc:
             raise ConfigError(f"sectorflow serve needs the serve extra: pip install 'sectorflow[serve]' ({exc}).") \
                 from exc
-        uvicorn.run(create_app(config), host=host, port=port, log_level=log_level)
+        uvicorn.run(create_app(config), host=host, port=port, log_level=log_level, proxy_headers=True,
+                    forwarded_allow_ips=forwarded_allow_ips)
 
     @app.command("serve-key")
     def serve_key(
