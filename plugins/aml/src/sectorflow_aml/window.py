@@ -220,6 +220,98 @@ class TransactionWindow:
         d.incoming.append(edge)
         d.in_sum += amount
         d.senders[src] = d.senders.get(src, 0) + 1
+        dormancy = self.dormancy
+        if s.lifetime_count:
+            last = s.last_active
+            s.prev_active = last
+            if ts - last >= dormancy:
+                s.resumed_at = ts
+                s.idle_seconds = ts - last
+            if ts > last:
+                s.last_active = ts
+        s.lifetime_count += 1
+        if d is not s:
+            if d.lifetime_count:
+                last = d.last_active
+                d.prev_active = last
+                if ts - last >= dormancy:
+                    d.resumed_at = ts
+                    d.idle_seconds = ts - last
+                if ts > last:
+                    d.last_active = ts
+            d.lifetime_count += 1
+        return edge
+
+    def rate_of(self, currency: str) -> float:
+        """The factor from ``currency`` to the base currency (cached); raises what ``rate`` raises."""
+        return self._factor(currency)
+
+    def _factor(self, currency: str) -> float:
+        factor = self._rates.get(currency)
+        if factor is None:
+            factor = float(self._rate(currency)) if self._rate is not None else 1.0
+            self._rates[currency] = factor
+        return factor
+
+    def _evict(self, horizon: float) -> None:
+        edges = self.edges
+        accounts = self.accounts
+        while edges and edges[0].ts < horizon:
+            e = edges.popleft()
+            s = accounts[e.src]
+            d = accounts[e.dst]
+            s.outgoing.popleft()
+            s.out_sum -= e.amount
+            n = s.receivers[e.dst] - 1
+            if n:
+                s.receivers[e.dst] = n
+            else:
+                del s.receivers[e.dst]
+            d.incoming.popleft()
+            d.in_sum -= e.amount
+            n = d.senders[e.src] - 1
+            if n:
+                d.senders[e.src] = n
+            else:
+                del d.senders[e.src]
+            if not s.outgoing and not s.incoming:
+                s.in_sum = s.out_sum = 0.0  # drop accumulated float error
+            if not d.outgoing and not d.incoming:
+                d.in_sum = d.out_sum = 0.0
+
+    def add(self, txn: Transaction) -> Edge:
+        """Evict expired edges, then insert ``txn`` as an edge and update both accounts.
+
+        Returns:
+            The new :class:`Edge`. ``prev_active`` of sender and receiver then holds their previous activity time.
+        """
+        ts = txn.timestamp.timestamp()
+        if ts > self.now:
+            self.now = ts
+            self._evict(ts - self.lookback)
+        src = txn.sender_account
+        dst = txn.receiver_account
+        currency = txn.currency
+        factor = self._rates.get(currency)
+        if factor is None:
+            factor = self._factor(currency)
+        amount = float(txn.amount) * factor
+        edge = Edge(self._seq, ts, src, dst, amount, txn)
+        self._seq += 1
+        self.edges.append(edge)
+        accounts = self.accounts
+        s = accounts.get(src)
+        if s is None:
+            s = accounts[src] = AccountState(src, ts)
+        d = accounts.get(dst)
+        if d is None:
+            d = accounts[dst] = AccountState(dst, ts)
+        s.outgoing.append(edge)
+        s.out_sum += amount
+        s.receivers[dst] = s.receivers.get(dst, 0) + 1
+        d.incoming.append(edge)
+        d.in_sum += amount
+        d.senders[src] = d.senders.get(src, 0) + 1
         self._touch(s, ts)
         if d is not s:
             self._touch(d, ts)
