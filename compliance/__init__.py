@@ -5,22 +5,32 @@ checkpoints. See ``docs/compliance.md``.
 Public API::
 
     from sectorflow.compliance import record_federated, record_access, record_config_change, get_log
+
+The names that need the ``compliance`` extra (``cryptography``, ``psycopg``) are imported on first use, so the
+built-in ``audit`` plugin loads, and stays off, on an install without that extra.
 """
 
 from __future__ import annotations
 
-from .admin import AuditAdmin
+import importlib
+from typing import Any
+
 from .config import AuditConfig, load_config
 from .errors import AuditAccessDenied, AuditConfigError, AuditKeyError, AuditWriteError, ProofError
-from .keys import generate_key_file, load_key_file
-from .log import AuditLog
 from .runtime import get_log, record_access, record_config_change, record_federated, record_task_event, reset
-from .store import open_store
-from .verify import VerifyReport, verify_log, verify_proof_document
+
+_LAZY = {"AuditAdmin": "admin", "generate_key_file": "keys", "load_key_file": "keys", "AuditLog": "log",
+         "open_store": "store", "VerifyReport": "verify", "verify_log": "verify",
+         "verify_proof_document": "verify"}
 
 __all__ = [
-    "AuditAdmin", "AuditConfig", "AuditLog", "VerifyReport", "load_config", "get_log", "reset", "open_store",
-    "record_task_event", "record_federated", "record_access", "record_config_change", "generate_key_file",
-    "load_key_file", "verify_log", "verify_proof_document", "AuditAccessDenied", "AuditConfigError",
-    "AuditKeyError", "AuditWriteError", "ProofError",
+    "AuditConfig", "load_config", "get_log", "reset", "record_task_event", "record_federated", "record_access",
+    "record_config_change", "AuditAccessDenied", "AuditConfigError", "AuditKeyError", "AuditWriteError",
+    "ProofError", *_LAZY,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

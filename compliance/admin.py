@@ -15,9 +15,8 @@ from typing import Any
 from . import merkle
 from .config import AuditConfig
 from .errors import AuditAccessDenied
-from .keys import b64
 from .log import AuditLog
-from .records import utc_iso
+from .records import b64, utc_iso
 from .verify import VerifyReport, verify_log
 
 AUDIT_ADMIN = "audit_admin"

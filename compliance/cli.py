@@ -11,17 +11,17 @@ import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from . import runtime
-from .admin import AuditAdmin, read_archive
 from .errors import AuditConfigError
-from .keys import generate_key_file, load_key_file, load_trust_file, write_trust_file
-from .log import AuditLog
 from .records import utc_iso
-from .verify import verify_proof_document
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .admin import AuditAdmin
+    from .log import AuditLog
 
 audit_app = typer.Typer(help="Tamper-evident audit log: verify, prove, export, archive.", no_args_is_help=True)
 
@@ -34,6 +34,8 @@ def _log() -> AuditLog:
 
 
 def _admin() -> AuditAdmin:
+    from .admin import AuditAdmin
+
     return AuditAdmin(_log(), getpass.getuser(), source="cli")
 
 
@@ -50,6 +52,8 @@ def _when(text: Optional[str]) -> Optional[str]:
 
 
 def _trusted(trust: Optional[Path]) -> dict[str, bytes]:
+    from .keys import load_trust_file
+
     if trust is not None:
         return load_trust_file(trust)
     return _log().keys.trusted_keys()
@@ -60,6 +64,8 @@ def keygen(path: Path = typer.Argument(..., help="Where to write the key file (o
            trust_out: Optional[Path] = typer.Option(None, help="Also write the public trust file here."),
            force: bool = typer.Option(False, help="Overwrite an existing key file (old digests stop matching).")) -> None:
     """Create a key file: Ed25519 signing key, HMAC digest key, payload key-wrapping key (mode 0600)."""
+    from .keys import generate_key_file, write_trust_file
+
     kf = generate_key_file(path, overwrite=force)
     if trust_out:
         write_trust_file(kf.trusted_keys(), trust_out)
@@ -69,6 +75,8 @@ def keygen(path: Path = typer.Argument(..., help="Where to write the key file (o
 @audit_app.command("trust")
 def trust(out: Path = typer.Argument(..., help="Trust file to write (public keys only).")) -> None:
     """Write the public keys of the configured key file, for a third party who verifies offline."""
+    from .keys import load_key_file, write_trust_file
+
     write_trust_file(load_key_file(runtime.config().key_file or "").trusted_keys(), out)
     typer.echo(f"public keys written to {out}")
 
@@ -119,6 +127,10 @@ def prove(seq: int = typer.Argument(..., help="Sequence number of the record."),
 def check_proof(proof: Path = typer.Argument(..., help="A proof file from `prove`, or an archive file (.jsonl.gz)."),
                 trust: Path = typer.Option(..., help="Trust file with the signer's public key.")) -> None:
     """Check a proof (or every record of an archive file) offline: no store, no secret key. Exit 1 if bad."""
+    from .admin import read_archive
+    from .keys import load_trust_file
+    from .verify import verify_proof_document
+
     keys = load_trust_file(trust)
     if proof.name.endswith(".gz"):
         _head, docs = read_archive(proof)

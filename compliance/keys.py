@@ -8,7 +8,6 @@ Format (JSON): ``{"format": "sectorflow-audit-key/1", "signing_key": b64 raw Ed2
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import json
@@ -23,17 +22,10 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from .errors import AuditKeyError
+from .records import b64, unb64
 
 FORMAT = "sectorflow-audit-key/1"
 TRUST_FORMAT = "sectorflow-audit-trust/1"
-
-
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
-
-
-def unb64(text: str) -> bytes:
-    return base64.b64decode(text.encode("ascii"), validate=True)
 
 
 def key_id_of(public_raw: bytes) -> str:

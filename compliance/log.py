@@ -16,8 +16,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from . import merkle
 from .config import AuditConfig
 from .errors import AuditKeyError, AuditWriteError
-from .keys import KeyFile, b64, verify_signature
-from .records import canonical, checkpoint_body, items_bytes, items_digest, make_object, make_record, utc_iso
+from .keys import KeyFile, verify_signature
+from .records import b64, canonical, checkpoint_body, items_bytes, items_digest, make_object, make_record, utc_iso
 from .store import Checkpoint, Store
 
 

@@ -19,21 +19,33 @@ These cover MLPS 2.0 (GB/T 22239-2019) 8.1.4.3 b): date and time (``time``), use
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, TypeAdapter
 
-from .keys import KeyFile
+if TYPE_CHECKING:  # pragma: no cover
+    from .keys import KeyFile
 
 FORMAT_VERSION = 1
 OUTCOMES = ("success", "failure", "started", "denied")
 OBJECT_FIELDS = ("task", "plugin", "model_name", "model_version", "weights_sha256", "dataset_id", "device",
                  "precision")
 CHECKPOINT_ORIGIN = "sectorflow-audit"
+
+
+def b64(data: bytes) -> str:
+    """Standard base64 text of ``data``."""
+    return base64.b64encode(data).decode("ascii")
+
+
+def unb64(text: str) -> bytes:
+    """Bytes of standard base64 ``text``; raises ``ValueError`` (binascii.Error) on bad input."""
+    return base64.b64decode(text.encode("ascii"), validate=True)
 
 
 def canonical(obj: Any) -> bytes:

@@ -8,16 +8,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sectorflow.spec import TaskEvent
 
 from .config import AuditConfig, load_config, notice_disabled
 from .errors import AuditConfigError, AuditKeyError, AuditWriteError
-from .keys import load_key_file
-from .log import AuditLog
 from .records import items_digest, make_object
-from .store import open_store
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .log import AuditLog
 
 log = logging.getLogger("sectorflow.audit")
 _lock = threading.RLock()
@@ -60,6 +60,13 @@ def get_log() -> AuditLog | None:
             raise AuditConfigError("SECTORFLOW_AUDIT_DB is set but SECTORFLOW_AUDIT_KEY is not: create a key file "
                                    "with `sectorflow audit keygen PATH` (keep it outside the database's folder).")
         assert cfg.db is not None
+        try:
+            from .keys import load_key_file
+            from .log import AuditLog
+            from .store import open_store
+        except ImportError as exc:
+            raise AuditConfigError(f"The audit log needs the compliance extra ({exc.name} is missing): "
+                                   f"pip install 'sectorflow[compliance]'.") from exc
         _log = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous), load_key_file(cfg.key_file), cfg)
         return _log
 

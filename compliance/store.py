@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import AuditConfigError
-from .keys import b64, unb64
+from .records import b64, unb64
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import merkle
-from .keys import b64, unb64, verify_signature
-from .records import checkpoint_body
+from .keys import verify_signature
+from .records import b64, checkpoint_body, unb64
 from .store import Checkpoint, Store
 
 
