@@ -400,3 +400,13 @@ def test_five_account_loop_is_found_by_both_searches_and_a_six_account_loop_need
     for i in range(6):
         g.tx(names[i], names[(i + 1) % 6], 1000, days=i)
     assert len(g.alerts) == (1 if max_length >= 6 else 0)
+
+
+def test_cash_withdrawals_and_transfers_are_summed_separately():
+    f = Feed(StructuringRule())
+    f.tx("ACC", "cash", "49000", hours=1, channel="cash_withdrawal")
+    f.tx("ACC", "B", "49500", hours=2, channel="transfer")
+    assert f.alerts == []
+    f.tx("ACC", "cash", "48000", hours=3, channel="cash_withdrawal")
+    assert [(a.variant, a.transaction_ids) for a in f.alerts] == [("cumulative", ["t1", "t3"])]
+    assert "cash withdrawals" in f.alerts[0].reasons[0].en and "现金支取" in f.alerts[0].reasons[0].zh

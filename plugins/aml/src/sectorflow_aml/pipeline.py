@@ -123,7 +123,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         ``fx_rates`` table. Raises MissingRateError when a foreign currency has no rate."""
         if currency == self._home:
             return 1.0
-        return float(self.reports_engine.fx.rate(currency, self._home, date.max))
+        tables = self.reports_engine.fx.tables
+        return float(self.reports_engine.fx.rate(currency, self._home, tables[-1].as_of if tables else date.today()))
 
     def reset_state(self) -> None:
         """Forget the window, the scorer's per-account state, report aggregates and alert cooldowns."""

@@ -92,7 +92,8 @@ class Alert(BaseModel):
 
     alert_id: str = Field(description="Stable id: typology + hash of the transactions involved.")
     typology: str = Field(description="structuring, fan_in, fan_out, cycle, scatter_gather, gather_scatter, "
-                                      "rapid_pass_through, dormant_reactivation, high_risk_jurisdiction")
+                                      "rapid_pass_through, dormant_reactivation, high_risk_jurisdiction, or "
+                                      "model_risk (the learned scorer alone)")
     accounts: list[str]
     transaction_ids: list[str]
     score: float = Field(ge=0, le=1)

@@ -21,8 +21,8 @@ Variants (``Alert.variant``):
 
 - ``cumulative``: one customer makes at least ``min_count`` just-under transactions within ``cumulative_days``
   calendar days (UTC; 1 = the same day), in one direction (cash in and cash out are summed separately, as in
-  1010.313), whose total reaches the threshold. The customer is the receiving account of a cash deposit and the
-  sending account of everything else.
+  1010.313), whose total reaches the threshold. Cash deposits, cash withdrawals and other payments are summed
+  separately; the customer is the receiving account of a cash deposit and the sending account of everything else.
 - ``fan_in``: at least ``fan_in_min_senders`` distinct accounts each send just-under amounts to one account within
   ``fan_in_days`` days (FinCEN funnel account).
 - ``single``: one just-under transaction alone (off by default: alone it is weak evidence).
@@ -75,6 +75,16 @@ class StructuringParams:
         object.__setattr__(self, "thresholds", {k.upper(): float(v) for k, v in self.thresholds.items()})
         if self.channels is not None:
             object.__setattr__(self, "channels", tuple(self.channels))
+
+
+_WHAT = {"cash_deposit": ("cash deposits", "现金存入"), "cash_withdrawal": ("cash withdrawals", "现金支取"),
+         "other": ("payments", "转出/支付")}
+
+
+def _kind(txn: object) -> str:
+    """Aggregation class of a transaction: cash in, cash out and other payments are summed separately."""
+    value = txn.channel.value  # type: ignore[attr-defined]
+    return value if value in ("cash_deposit", "cash_withdrawal") else "other"
 
 
 class StructuringRule(Rule):
@@ -155,35 +165,37 @@ class StructuringRule(Rule):
     def _cumulative(self, window: TransactionWindow, edge: Edge, threshold: float, sense: str) -> Alert | None:
         p = self.params
         txn = edge.txn
-        deposit = txn.channel.value == "cash_deposit"
+        kind = _kind(txn)
+        deposit = kind == "cash_deposit"
         customer = edge.dst if deposit else edge.src
         state = window.get(customer)
         if state is None:
             return None
         side = state.incoming if deposit else state.outgoing
-        first_day = int(edge.ts // DAY) - (p.cumulative_days - 1)
+        today = edge.ts // DAY
+        first_day = today - (p.cumulative_days - 1)
         picked: list[Edge] = []
         total = 0.0
         for other in reversed(side):
-            if other.ts // DAY < first_day:
+            day = other.ts // DAY
+            if day < first_day:
                 if other.ts <= edge.ts:
                     break
                 continue
-            if other.txn.currency != txn.currency or ((other.txn.channel.value == "cash_deposit") != deposit):
+            if day > today or other.txn.currency != txn.currency or _kind(other.txn) != kind:
                 continue
-            if other.ts // DAY > edge.ts // DAY or not self._just_under(other):
+            if not self._just_under(other):
                 continue
             picked.append(other)
             total += float(other.txn.amount)
         if len(picked) < p.min_count or total < threshold:
             return None
         day = int(edge.ts // DAY)
-        if not window.cooldown(("structuring.cumulative", customer, txn.currency, deposit), day * DAY,
+        if not window.cooldown(("structuring.cumulative", customer, txn.currency, kind), day * DAY,
                                p.cumulative_days * DAY):
             return None
         picked.reverse()
-        what_en = "cash deposits" if deposit else "payments"
-        what_zh = "现金存入" if deposit else "转出/支付"
+        what_en, what_zh = _WHAT[kind]
         span_en = "on one day" if p.cumulative_days == 1 else f"within {p.cumulative_days} days"
         span_zh = "同一天内" if p.cumulative_days == 1 else f"{p.cumulative_days} 天内"
         alert = self.alert(picked, p.score,
