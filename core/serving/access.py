@@ -1,7 +1,7 @@
 """Authentication and scope checks for routes, with every access decision recorded.
 
-Decisions go to logger ``sectorflow.serving.access`` and to the audit log (``sectorflow.compliance.record_access``)
-through :func:`record_access_decision`.
+Decisions go to logger ``sectorflow.serving.access`` and to the ``sectorflow_access_decision`` hook through
+:func:`record_access_decision`.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from .. import plugins
 from .auth import ApiKey, presented_secret
 
 log = logging.getLogger("sectorflow.serving.access")
@@ -44,34 +44,27 @@ class AccessDecision:
     roles: tuple[str, ...] = ()
 
 
+ACCESS_HOOK = "sectorflow_access_decision"
+"""The hook that receives access decisions, once a hookspec of that name exists (see docs/serving.md): called with
+keyword arguments ``actor, tenant, resource, action, allowed, reason, source, request_id, roles, channel`` (the
+arguments of ``sectorflow.compliance.record_access``). The core does not declare it yet; until it does, and an
+observer such as the audit log implements it, decisions go to the log only."""
+
+
 def record_access_decision(decision: AccessDecision) -> None:
-    """Record an access decision: to the log, and to the audit log through
-    ``sectorflow.compliance.record_access`` when the compliance package is installed (it writes an
-    ``access.decision`` record, and fails closed, raising a 503 ``AuditWriteError``, when access decisions are
-    regulated and cannot be written)."""
+    """Record an access decision: to logger ``sectorflow.serving.access``, and to every implementation of the
+    ``sectorflow_access_decision`` hook (:data:`ACCESS_HOOK`) when the plugin manager has one. Serving does not
+    import the audit log (the core's one-way dependency rule); an observer that raises fails the request, as for
+    task events."""
     log.log(logging.DEBUG if decision.allowed else logging.INFO, "access %s actor=%s scope=%s source=%s request=%s %s",
             "allow" if decision.allowed else "deny", decision.actor, decision.scope, decision.source,
             decision.request_id, decision.reason)
-    recorder = _compliance_recorder()
-    if recorder is not None:
+    hook = getattr(plugins.get_plugin_manager().hook, ACCESS_HOOK, None)
+    if hook is not None:
         resource = decision.scope[5:] if decision.scope.startswith("task:") else decision.scope
-        recorder(actor=decision.actor or "anonymous", resource=resource, action=decision.route,
-                 allowed=decision.allowed, reason=decision.reason, tenant=decision.tenant, source=decision.source,
-                 request_id=decision.request_id, roles=list(decision.roles), channel="http")
-
-
-_recorder: Any = None
-
-
-def _compliance_recorder() -> Any:
-    global _recorder
-    if _recorder is None:
-        try:
-            from ..compliance import record_access  # type: ignore[import-not-found]
-        except ImportError:
-            record_access = False
-        _recorder = record_access
-    return _recorder or None
+        hook(actor=decision.actor or "anonymous", tenant=decision.tenant, resource=resource, action=decision.route,
+             allowed=decision.allowed, reason=decision.reason, source=decision.source,
+             request_id=decision.request_id, roles=list(decision.roles), channel="http")
 
 
 def client_address(request: Request) -> str:

@@ -28,7 +28,6 @@ from .handlers import ServingMiddleware, install_error_handlers
 from .metrics import CONTENT_TYPE, ServerMetrics
 from .ratelimit import RateLimits
 from .reload import admin_router
-from .routes_audit import audit_router
 from .routes_tasks import ERRORS, task_router
 from .state import ServerState
 
@@ -111,7 +110,6 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
 
     app.include_router(task_router(app, specs, config.server.max_items_per_request))
     app.include_router(admin_router())
-    app.include_router(audit_router())
     return app
 
 

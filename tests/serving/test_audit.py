@@ -1,14 +1,43 @@
-"""Access decisions and task calls reach the real compliance audit log (SQLite) with the key id as actor, and
-the audit routes apply the audit-admin scope with separation of duties."""
+"""Audit: task calls reach the real compliance audit log (SQLite) with the key id as actor, through the core's
+task events; access decisions reach the ``sectorflow_access_decision`` hook with the key id (or ``anonymous``).
+
+The core does not declare ``sectorflow_access_decision`` yet, so this module declares it on the plugin manager
+(exactly as proposed for core/hookspecs.py) and observes it with a recording plugin.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pluggy
 import pytest
 
-compliance = pytest.importorskip("sectorflow.compliance")
-from sectorflow import plugins  # noqa: E402
+from sectorflow import hookimpl, plugins
 
-from .conftest import auth  # noqa: E402
+from .conftest import auth
+
+compliance = pytest.importorskip("sectorflow.compliance")
+
+
+class AccessDecisionSpec:
+    @pluggy.HookspecMarker("sectorflow")
+    def sectorflow_access_decision(self, actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
+                                   reason: str | None, source: str, request_id: str, roles: list[str],
+                                   channel: str) -> None:
+        """An access decision of the HTTP server (arguments as sectorflow.compliance.record_access)."""
+
+
+class DecisionRecorder:
+    def __init__(self) -> None:
+        self.decisions: list[dict[str, Any]] = []
+
+    @hookimpl
+    def sectorflow_access_decision(self, actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
+                                   reason: str | None, source: str, request_id: str, roles: list[str],
+                                   channel: str) -> None:
+        self.decisions.append({"actor": actor, "tenant": tenant, "resource": resource, "action": action,
+                               "allowed": allowed, "reason": reason, "source": source, "request_id": request_id,
+                               "roles": roles, "channel": channel})
 
 
 @pytest.fixture(scope="module")
@@ -19,43 +48,50 @@ def audited(tasks, tmp_path_factory, make_server):
     mp = pytest.MonkeyPatch()
     mp.setenv("SECTORFLOW_AUDIT_DB", str(folder / "audit.sqlite"))
     mp.setenv("SECTORFLOW_AUDIT_KEY", str(key_file))
+    mp.setenv("SECTORFLOW_AUDIT_ADMINS", "auditor")
     compliance.reset()
     from sectorflow.compliance import plugin as audit_plugin
 
     pm = plugins.get_plugin_manager()
+    if not hasattr(pm.hook, "sectorflow_access_decision"):
+        pm.add_hookspecs(AccessDecisionSpec)
+    recorder = DecisionRecorder()
     pm.register(audit_plugin, name="audit")
+    pm.register(recorder, name="access_recorder")
     try:
-        yield make_server(defaults={"max_queue_delay_ms": 0})
+        yield make_server(defaults={"max_queue_delay_ms": 0}), recorder
     finally:
+        pm.unregister(name="access_recorder")
         pm.unregister(name="audit")
         compliance.reset()
         mp.undo()
 
 
-def test_access_decisions_and_calls_are_audited(audited):
-    server = audited
-    assert server.client.post("/v1/tasks/echo", headers=auth("alice"), json={"inputs": [{"text": "hi"}]}
-                              ).status_code == 200
+def test_task_calls_are_in_the_audit_log_with_the_key_as_actor(audited):
+    server, _ = audited
+    r = server.client.post("/v1/tasks/echo", headers=auth("alice"), json={"inputs": [{"text": "hi"}]})
+    assert r.status_code == 200
+    admin = compliance.AuditAdmin(compliance.get_log(), "auditor")
+    records = list(admin.export())
+    calls = [rec for rec in records if rec["event"] == "task.call_finished" and rec["object"]["task"] == "echo"]
+    assert calls, [rec["event"] for rec in records]
+    call = calls[-1]
+    assert (call["actor"], call["tenant"], call["channel"], call["source"]) == ("alice", "bank-1", "http", "127.0.0.1")
+    assert call["request_id"] == r.headers["x-sectorflow-call-id"]
+    assert "hi" not in str(call) and call["input_digest"].startswith("hmac-sha256:")  # never stored in clear
+
+
+def test_access_decisions_reach_the_hook(audited):
+    server, recorder = audited
+    recorder.decisions.clear()
+    assert server.client.post("/v1/tasks/echo", headers={**auth("alice"), "X-Request-ID": "ok-1"},
+                              json={"inputs": [{"text": "hi"}]}).status_code == 200
     assert server.client.post("/v1/tasks/score", headers=auth("bob"), json={"inputs": []}).status_code == 403
     assert server.client.post("/v1/tasks/score", json={"inputs": []}).status_code == 401
-    records = server.client.get("/v1/audit/records", headers=auth("watcher")).json()
-    decisions = [(r["actor"], r["outcome"], r["object"]["task"]) for r in records if r["event"] == "access.decision"]
-    assert ("alice", "success", "echo") in decisions
-    assert ("bob", "denied", "score") in decisions
-    assert ("anonymous", "denied", "score") in decisions
-    calls = [r for r in records if r["event"] == "task.call_finished" and r["object"]["task"] == "echo"]
-    assert calls and calls[-1]["actor"] == "alice" and calls[-1]["tenant"] == "bank-1"
-    assert calls[-1]["channel"] == "http" and calls[-1]["source"] == "127.0.0.1"
-    assert "hi" not in str(calls[-1])  # items are digested, never stored in clear
-
-    proof = server.client.get("/v1/audit/proof/0", headers=auth("watcher"))
-    assert proof.status_code == 200 and proof.json()["leaf_index"] == 0
-
-
-def test_audit_routes_need_the_audit_scope_without_operator_rights(audited):
-    server = audited
-    assert server.client.get("/v1/audit/records", headers=auth("alice")).status_code == 403  # no audit scope
-    both = server.client.get("/v1/audit/records", headers=auth("fuzz"))  # audit + admin: separation of duties
-    assert both.status_code == 403 and both.json()["error"] == "AuditAccessDenied"
-    missing = server.client.get("/v1/audit/proof/999999", headers=auth("watcher"))
-    assert missing.status_code == 400 and missing.json()["error"] == "ProofError"
+    seen = [(d["actor"], d["allowed"], d["resource"], d["reason"]) for d in recorder.decisions]
+    assert seen == [("alice", True, "echo", "ok"), ("bob", False, "score", "key lacks scope 'task:score'"),
+                    ("anonymous", False, "score", "no API key")]
+    first = recorder.decisions[0]
+    assert (first["request_id"], first["action"], first["channel"], first["tenant"]) == (
+        "ok-1", "POST /v1/tasks/echo", "http", "bank-1")
+    assert first["roles"] == ["metrics", "task:*"]
