@@ -19,7 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
-os.environ.setdefault("OMP_NUM_THREADS", "2")
+os.environ["OMP_NUM_THREADS"] = "1"  # one math thread: bundles are byte-reproducible only at a fixed thread count
 
 from sectorflow import write_manifest  # noqa: E402
 from sectorflow_aml.training import LOOKBACK_DAYS, RUNS, SEED, evaluate_files, fit, replay  # noqa: E402
