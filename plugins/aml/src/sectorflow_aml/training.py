@@ -150,8 +150,10 @@ def prf(pred: np.ndarray, truth: np.ndarray) -> dict[str, float]:
 
 
 def best_threshold(scores: np.ndarray, truth: np.ndarray) -> float:
-    """The account-score threshold with the highest F1 on (validation) accounts; ties go to the higher threshold."""
+    """The account-score threshold with the highest F1 on (validation) accounts; ties go to the higher threshold.
+    Candidates are the scores rounded to 4 decimals, below 1 (a threshold of 1 leaves no room above it)."""
     candidates = np.unique(np.round(scores[scores >= 0], 4))
+    candidates = candidates[candidates < 1.0]
     best_t, best_f = 0.5, -1.0
     for t in candidates[::-1]:
         f = prf(scores >= t, truth)["f1"]
