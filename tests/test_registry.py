@@ -8,6 +8,7 @@ import logging
 from dataclasses import replace
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from pydantic import BaseModel
 
@@ -19,6 +20,8 @@ from sectorflow import (
     Taskflow,
     TaskResult,
     TaskSpec,
+    Trainable,
+    TrainableSpec,
     UnknownTaskError,
     hookimpl,
     plugins,
@@ -212,3 +215,59 @@ def test_trace_hooks_off_logs_nothing(echo_registry, monkeypatch, caplog):
     plugins.get_plugin_manager().register(echo_plugin(), name="echo")
     Taskflow("echo")({"text": "quiet"})
     assert hook_lines(caplog) == []
+
+
+# --- the other registration hooks ----------------------------------------------------------------------------------
+
+class Trainer:
+    """A trivially small Trainable: one weight vector, 'training' adds 1."""
+
+    def __init__(self, partition):
+        self.w = {"w": np.zeros(2, np.float32) + partition.get("start", 0)}
+
+    def get_weights(self):
+        return {k: v.copy() for k, v in self.w.items()}
+
+    def set_weights(self, weights):
+        self.w = {k: np.asarray(v, np.float32) for k, v in weights.items()}
+
+    def fit(self, epochs=1, **config):
+        self.w["w"] += epochs
+        return 10, {"loss": 0.0}
+
+    def evaluate(self, **config):
+        return 5, 0.0, {}
+
+
+class OffersTrainable:
+    @hookimpl
+    def sectorflow_register_trainables(self, register):
+        register(TrainableSpec(task="echo", name="echo-linear", build=Trainer, description="test"))
+
+
+def test_trainables_are_collected_with_their_plugin(registry):
+    registry({"trainer": OffersTrainable(), "echo": echo_plugin()})
+    (spec,) = plugins.registered_trainables()
+    assert (spec.task, spec.name, spec.plugin) == ("echo", "echo-linear", "trainer")
+    trainable = spec.build({"start": 1})
+    assert isinstance(trainable, Trainable)
+    assert trainable.fit(epochs=2) == (10, {"loss": 0.0})
+    np.testing.assert_array_equal(trainable.get_weights()["w"], [3.0, 3.0])
+
+
+class AddsCommand:
+    @hookimpl
+    def sectorflow_register_commands(self, app):
+        @app.command("hello")
+        def hello(name: str = "world") -> None:
+            print(f"hello {name}")
+
+
+def test_plugins_add_cli_commands(registry, monkeypatch, capsys):
+    from sectorflow import cli
+
+    registry({"greeter": AddsCommand()})
+    monkeypatch.setattr(cli, "_commands_loaded", False)
+    monkeypatch.setattr(cli.app, "registered_commands", list(cli.app.registered_commands))
+    assert cli.main(["hello", "--name", "bank"]) == 0
+    assert capsys.readouterr().out == "hello bank\n"
