@@ -151,3 +151,13 @@ def test_console_script_in_a_fresh_process():
     done = subprocess.run([*command, "run", "echo", "-"], env=env, capture_output=True, text=True, timeout=120,
                           input="")
     assert done.returncode == 2 and "Unknown task 'echo'." in done.stderr and done.stdout == ""
+
+
+def test_run_reads_gzipped_input(cli, tmp_path):
+    import gzip
+
+    source = tmp_path / "in.jsonl.gz"
+    with gzip.open(source, "wt", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(item) + "\n" for item in ITEMS)
+    code, out, _ = cli("run", "echo", str(source))
+    assert code == 0 and [json.loads(line) for line in out.splitlines()] == expected_lines(ITEMS)

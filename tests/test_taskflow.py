@@ -328,3 +328,12 @@ def test_reload_while_eight_threads_call_never_mixes_bundles(echo_registry, seco
     assert {r["meta"]["model_version"] for r in seen} <= {"1.0.0", "2.0.0"}
     for result in seen:  # scores always come from the bundle the metadata names
         assert result == expected[result["meta"]["model_version"]]
+
+
+def test_thread_count_comes_from_the_argument_or_sectorflow_num_threads(echo_registry, monkeypatch):
+    monkeypatch.setenv("SECTORFLOW_NUM_THREADS", "3")
+    assert Taskflow("echo").num_threads == 3
+    assert Taskflow("echo", num_threads=2).num_threads == 2
+    monkeypatch.setenv("SECTORFLOW_NUM_THREADS", "many")
+    with pytest.raises(ConfigError, match="SECTORFLOW_NUM_THREADS='many' is not an integer"):
+        Taskflow("echo")
