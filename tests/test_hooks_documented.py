@@ -39,8 +39,8 @@ def test_every_hook_is_documented_with_its_exact_signature():
     text = DOC.read_text(encoding="utf-8")
     blocks = python_blocks(text)
     hooks = hookspec_functions()
-    assert set(hooks) == {"sectorflow_register_tasks", "sectorflow_register_trainables", "sectorflow_task_event",
-                          "sectorflow_register_commands"}
+    assert {"sectorflow_register_tasks", "sectorflow_register_trainables", "sectorflow_task_event",
+            "sectorflow_register_commands"} <= set(hooks)  # the scan finds the specs (a new hook needs a section)
     for name, fn in hooks.items():
         line = signature_line(fn)
         assert any(block.strip() == line for block in blocks), f"docs/hooks.md lacks a code block `{line}`"
