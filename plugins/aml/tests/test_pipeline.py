@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-
 from sectorflow import ConfigError, Taskflow
 from sectorflow_aml.plugin import EXAMPLES, spec
 from sectorflow_aml.schema import TransactionAssessment

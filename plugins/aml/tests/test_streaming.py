@@ -9,7 +9,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-
 from sectorflow import Taskflow
 from sectorflow_aml.loaders import READERS
 from sectorflow_aml.schema import Transaction
@@ -101,7 +100,7 @@ def test_concurrent_calls_on_one_stateful_taskflow_match_serial_runs():
         serial[p] = [summary(r) for r in tf(universe(p))]
     tf.reset_state()
     got: dict[str, list[tuple]] = {p: [] for p in prefixes}
-    errors: list[BaseException] = []
+    errors: list[Exception] = []
     barrier = threading.Barrier(len(prefixes))
 
     def worker(p: str) -> None:
@@ -110,7 +109,7 @@ def test_concurrent_calls_on_one_stateful_taskflow_match_serial_runs():
             items = universe(p)
             for begin in range(0, len(items), 3):  # many small calls, interleaved with the other threads'
                 got[p].extend(summary(r) for r in tf(items[begin:begin + 3]))
-        except BaseException as exc:  # pragma: no cover - reported below
+        except Exception as exc:  # noqa: BLE001  # pragma: no cover - reported below
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(p,)) for p in prefixes]

@@ -6,7 +6,6 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 import pytest
-
 from sectorflow import ConfigError
 from sectorflow_aml.schema import Alert, Transaction
 from sectorflow_aml.typologies import (

@@ -61,7 +61,7 @@ def _fraction(options: dict[str, Any], name: str, default: float) -> float:
 class _Item:
     """What :meth:`AMLPipeline.preprocess` hands on for one transaction."""
 
-    __slots__ = ("row", "alerts", "reports", "edge", "score")
+    __slots__ = ("alerts", "edge", "reports", "row", "score")
 
     def __init__(self, row: list[float] | None, alerts: list[Alert], reports: list[ReportDraft], edge: Any) -> None:
         self.score: float | None = None

@@ -56,7 +56,7 @@ DAY = 86_400.0
 class Edge:
     """One transaction as an edge ``src -> dst`` of the window graph (see the module docstring)."""
 
-    __slots__ = ("seq", "ts", "src", "dst", "amount", "txn")
+    __slots__ = ("amount", "dst", "seq", "src", "ts", "txn")
 
     def __init__(self, seq: int, ts: float, src: str, dst: str, amount: float, txn: Transaction) -> None:
         self.seq = seq
@@ -77,8 +77,21 @@ class Edge:
 class AccountState:
     """Windowed state of one account (see the module docstring for the fields)."""
 
-    __slots__ = ("account", "incoming", "outgoing", "senders", "receivers", "in_sum", "out_sum", "first_seen",
-                 "last_active", "prev_active", "lifetime_count", "resumed_at", "idle_seconds")
+    __slots__ = (
+        "account",
+        "first_seen",
+        "idle_seconds",
+        "in_sum",
+        "incoming",
+        "last_active",
+        "lifetime_count",
+        "out_sum",
+        "outgoing",
+        "prev_active",
+        "receivers",
+        "resumed_at",
+        "senders",
+    )
 
     def __init__(self, account: str, ts: float) -> None:
         self.account = account

@@ -58,6 +58,18 @@ def build_rules(config: Mapping[str, Any] | None = None, defaults: Mapping[str, 
     return rules
 
 
-__all__ = ["RULES", "Rule", "alert_id", "build_rules", "StructuringRule", "FanInRule", "FanOutRule", "CycleRule",
-           "ScatterGatherRule", "GatherScatterRule", "RapidPassThroughRule", "DormantReactivationRule",
-           "HighRiskJurisdictionRule"]
+__all__ = [
+    "RULES",
+    "CycleRule",
+    "DormantReactivationRule",
+    "FanInRule",
+    "FanOutRule",
+    "GatherScatterRule",
+    "HighRiskJurisdictionRule",
+    "RapidPassThroughRule",
+    "Rule",
+    "ScatterGatherRule",
+    "StructuringRule",
+    "alert_id",
+    "build_rules",
+]

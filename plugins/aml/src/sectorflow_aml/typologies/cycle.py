@@ -30,7 +30,6 @@ alert per set of accounts per lookback.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 from ..schema import Alert
