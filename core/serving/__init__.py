@@ -3,12 +3,25 @@
 Public API::
 
     from sectorflow.serving import create_app, load_config, ServeConfig, generate_key, hash_key
+
+The names load lazily, so that the built-in ``serve`` plugin (``sectorflow.serving.plugin``) imports without the
+``serve`` extra and ``sectorflow`` works without FastAPI installed.
 """
 
 from __future__ import annotations
 
-from .app import app_from_env, create_app
-from .auth import generate_key, hash_key
-from .config import ServeConfig, load_config
+import importlib
+from typing import Any
 
-__all__ = ["ServeConfig", "app_from_env", "create_app", "generate_key", "hash_key", "load_config"]
+_EXPORTS = {
+    "create_app": ".app", "app_from_env": ".app", "generate_key": ".auth", "hash_key": ".auth",
+    "ServeConfig": ".config", "load_config": ".config",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
