@@ -140,3 +140,11 @@ def test_foreign_currency_needs_a_rate_and_fails_before_changing_state():
     out = fx([rec(1, "X", "M", "8000", currency="USD", hours=0), rec(2, "M", "Y", "56000", hours=3)])
     # 8,000 USD = 56,800 CNY in, 56,000 CNY out three hours later: a pass-through in home-currency terms
     assert out[1].typologies == ["rapid_pass_through"]
+
+
+def test_unflagged_results_are_ordinary_models(aml: Taskflow):
+    quiet = aml(rec(1, "Q1", "Q2", "250.00"))
+    assert not quiet.alert and not quiet.alerts
+    same = TransactionAssessment.model_validate(quiet.model_dump())
+    assert same == quiet and TransactionAssessment.model_validate_json(quiet.model_dump_json()) == quiet
+    assert quiet.model_fields_set == set(TransactionAssessment.model_fields)
