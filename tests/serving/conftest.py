@@ -179,8 +179,10 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"root": root, "v1": v1, "v2": v2, "corrupt": corrupt, "garbage": garbage}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def tasks(bundles: dict[str, Path]) -> Iterator[TestTasks]:
+    """The test tasks, registered for the tests of this folder only (the registry and plugin selection are restored
+    afterwards, so tests that run later in the same session see the installed plugins again)."""
     old = os.environ.get("SECTORFLOW_LOAD_PLUGINS")
     os.environ["SECTORFLOW_LOAD_PLUGINS"] = "builtin_observers"
     plugins.reset()
