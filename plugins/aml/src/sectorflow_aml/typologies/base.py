@@ -112,3 +112,27 @@ def recent_by_counterparty(edges: Iterable[Edge], horizon: float, until: float, 
         if e.ts <= until:
             out.setdefault(e.src if incoming else e.dst, []).append(e)
     return out
+
+
+def enough_counterparties(edges: Iterable[Edge], horizon: float, until: float, incoming: bool, per: int,
+                          need: int, exclude: str) -> bool:
+    """Whether at least ``need`` distinct counterparties (other than ``exclude``) have ``per`` or more edges with
+    ``horizon <= ts <= until`` in one account's deque; stops scanning as soon as the answer is known (the cheap
+    first pass before :func:`recent_by_counterparty` builds the alert)."""
+    counts: dict[str, int] = {}
+    qualified = 0
+    for e in reversed(edges):  # type: ignore[call-overload]
+        if e.ts < horizon:
+            break
+        if e.ts > until:
+            continue
+        other = e.src if incoming else e.dst
+        if other == exclude:
+            continue
+        n = counts.get(other, 0) + 1
+        counts[other] = n
+        if n == per:
+            qualified += 1
+            if qualified >= need:
+                return True
+    return False

@@ -23,7 +23,14 @@ from dataclasses import dataclass
 
 from ..schema import Alert
 from ..window import DAY, Edge, TransactionWindow
-from .base import Rule, fmt_amount, fraction, positive, recent_by_counterparty
+from .base import (
+    Rule,
+    enough_counterparties,
+    fmt_amount,
+    fraction,
+    positive,
+    recent_by_counterparty,
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,9 @@ class FanInRule(Rule):
             return []
         period = window.lookback if p.days is None else min(p.days * DAY, window.lookback)
         if window.cooling(("fan_in", edge.dst), edge.ts, period):
+            return []
+        if not enough_counterparties(state.incoming, edge.ts - period, edge.ts, True, p.min_txns_per_sender, p.min_senders,
+                                     edge.dst):
             return []
         groups = recent_by_counterparty(state.incoming, edge.ts - period, edge.ts, incoming=True)
         mine = groups.get(edge.src)

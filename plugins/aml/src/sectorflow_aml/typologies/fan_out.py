@@ -21,7 +21,14 @@ from dataclasses import dataclass
 
 from ..schema import Alert
 from ..window import DAY, Edge, TransactionWindow
-from .base import Rule, fmt_amount, fraction, positive, recent_by_counterparty
+from .base import (
+    Rule,
+    enough_counterparties,
+    fmt_amount,
+    fraction,
+    positive,
+    recent_by_counterparty,
+)
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,9 @@ class FanOutRule(Rule):
             return []
         period = window.lookback if p.days is None else min(p.days * DAY, window.lookback)
         if window.cooling(("fan_out", edge.src), edge.ts, period):
+            return []
+        if not enough_counterparties(state.outgoing, edge.ts - period, edge.ts, False, p.min_txns_per_receiver, p.min_receivers,
+                                     edge.src):
             return []
         groups = recent_by_counterparty(state.outgoing, edge.ts - period, edge.ts, incoming=False)
         mine = groups.get(edge.dst)
