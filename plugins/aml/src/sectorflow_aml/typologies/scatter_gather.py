@@ -8,6 +8,8 @@ Parameters:
     days: period covering both legs, in days (``None``: the whole lookback window).
     min_intermediaries: distinct intermediaries ``M`` with both ``A -> M`` and ``M -> B`` in the period.
     ordered: the ``A -> M`` leg must come no later than the ``M -> B`` leg for each intermediary.
+    max_degree: an intermediary with more distinct senders than this in the window (a merchant or payroll hub, not
+        a pass-through account) is not examined; bounds the cost per transaction.
     score: the alert's score.
 
 The alert fires on the ``M -> B`` transfer that brings the count of intermediaries to ``min_intermediaries``, at
@@ -30,12 +32,14 @@ class ScatterGatherParams:
     days: float | None = None
     min_intermediaries: int = 3
     ordered: bool = True
+    max_degree: int = 50
     score: float = 0.75
 
     def __post_init__(self) -> None:
         if self.days is not None:
             positive("days", self.days)
         positive("min_intermediaries", self.min_intermediaries)
+        positive("max_degree", self.max_degree)
         fraction("score", self.score)
 
 
@@ -66,6 +70,8 @@ class ScatterGatherRule(Rule):
         if len(sb.senders) < k or m == b:
             return []
         sm = accounts[m]
+        if len(sm.senders) > p.max_degree:
+            return []
         period = window.lookback if p.days is None else min(p.days * DAY, window.lookback)
         horizon = edge.ts - period
         for a in sm.senders:
