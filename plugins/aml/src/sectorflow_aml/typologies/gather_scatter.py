@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..schema import Alert
 from ..window import DAY, Edge, TransactionWindow
-from .base import Rule, fmt_amount, fraction, positive, recent_by_counterparty
+from .base import Rule, enough_counterparties, fmt_amount, fraction, positive, recent_by_counterparty
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,9 @@ class GatherScatterRule(Rule):
         if window.cooling(("gather_scatter", edge.src), edge.ts, period):
             return []
         horizon = edge.ts - period
+        if not (enough_counterparties(hub.incoming, horizon, edge.ts, True, 1, p.min_senders, edge.src)
+                and enough_counterparties(hub.outgoing, horizon, edge.ts, False, 1, p.min_receivers, edge.src)):
+            return []
         ins = recent_by_counterparty(hub.incoming, horizon, edge.ts, incoming=True)
         ins.pop(edge.src, None)
         if len(ins) < p.min_senders:
