@@ -21,7 +21,14 @@ from dataclasses import dataclass
 
 from ..schema import Alert
 from ..window import DAY, Edge, TransactionWindow
-from .base import Rule, enough_counterparties, fmt_amount, fraction, positive, recent_by_counterparty
+from .base import (
+    Rule,
+    enough_counterparties,
+    fmt_amount,
+    fraction,
+    positive,
+    recent_by_counterparty,
+)
 
 
 @dataclass(frozen=True)
