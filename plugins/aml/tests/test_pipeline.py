@@ -132,7 +132,7 @@ def test_option_errors_are_typed_and_name_the_option():
 
 def test_foreign_currency_needs_a_rate_and_fails_before_changing_state():
     tf = Taskflow("aml", model=False)
-    with pytest.raises(ConfigError, match="USD/CNY|CNY"):
+    with pytest.raises(ConfigError, match="fx_rates"):
         tf([rec(1, "A", "B", "100"), rec(2, "A", "B", "100", currency="USD")])
     assert len(tf.pipeline.window) == 0
     fx = Taskflow("aml", model=False, fx_rates={"as_of": "2024-01-02", "USD/CNY": "7.10"},
@@ -148,3 +148,13 @@ def test_unflagged_results_are_ordinary_models(aml: Taskflow):
     same = TransactionAssessment.model_validate(quiet.model_dump())
     assert same == quiet and TransactionAssessment.model_validate_json(quiet.model_dump_json()) == quiet
     assert quiet.model_fields_set == set(TransactionAssessment.model_fields)
+
+
+def test_cn_default_with_fx_rates_gives_the_usd_structuring_fan_in_alert():
+    tf = Taskflow("aml", model=False, fx_rates={"as_of": "2024-01-02", "USD/CNY": "7.10"})
+    out = tf([rec(i, f"S{i}", "FUNNEL", amt, days=i, currency="USD")
+              for i, amt in enumerate(["9900", "8000", "9500", "9850", "8700"])])
+    alerts = [a for r in out for a in r.alerts]
+    # China's foreign-currency cash level is USD 10,000 inclusive (PBOC Order 2016 No. 3 Art. 5): 8,000-9,900 is under
+    assert [(a.typology, a.variant) for a in alerts] == [("structuring", "fan_in")]
+    assert "10,000.00 USD" in alerts[0].reasons[0].en

@@ -30,6 +30,7 @@ from typing import Any
 
 from sectorflow import ConfigError, Pipeline
 
+from .fx import MissingRateError
 from .reports import ReportEngine, suspicious_report
 from .schema import Alert, Reason, ReportDraft, Transaction, TransactionAssessment
 from .typologies import RULES, build_rules
@@ -143,7 +144,13 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         if currency == self._home:
             return 1.0
         tables = self.reports_engine.fx.tables
-        return float(self.reports_engine.fx.rate(currency, self._home, tables[-1].as_of if tables else date.today()))
+        try:
+            return float(self.reports_engine.fx.rate(currency, self._home, tables[-1].as_of if tables else date.today()))
+        except MissingRateError as exc:
+            raise MissingRateError(
+                f"A {currency} transaction needs a {currency}/{self._home} rate to enter the transaction window's "
+                f"{self._home} sums; pass Taskflow('aml', fx_rates={{'as_of': 'YYYY-MM-DD', '{currency}/{self._home}': "
+                f"'RATE'}}) or a CSV path (as_of,base,quote,rate). ({exc})", details=exc.details) from exc
 
     def reset_state(self) -> None:
         """Forget the window, the scorer's per-account state, report aggregates and alert cooldowns."""
