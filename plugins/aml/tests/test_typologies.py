@@ -66,6 +66,26 @@ def test_window_keeps_edges_within_lookback_and_updates_sums_and_degrees():
     assert len(f.window) == 0 and f.window.get("A") is None
 
 
+def test_window_late_transaction_never_moves_the_clock_back_and_leaves_in_arrival_order():
+    f = Feed(lookback_days=2)
+    f.tx("A", "B", 1, days=3)
+    f.tx("C", "D", 2, days=1)  # late: behind the clock, but inside the window
+    assert f.window.now == (T0 + timedelta(days=3)).timestamp() and len(f.window) == 2
+    f.tx("E", "F", 3, days=5, hours=12)  # horizon day 3.5: both earlier edges expire, in arrival order
+    assert len(f.window) == 1 and f.window.get("D").in_sum == 0 and f.window.get("B").senders == {}
+    assert f.window.get("D").last_active == (T0 + timedelta(days=1)).timestamp()  # kept beyond the window
+
+
+def test_window_marks_reactivation_after_dormancy():
+    f = Feed(dormancy_days=90)
+    f.tx("A", "B", 1, days=0)
+    f.tx("A", "C", 1, days=50)
+    assert f.window.get("A").resumed_at is None
+    f.tx("B", "A", 1, days=150)
+    a = f.window.get("A")
+    assert a.resumed_at == (T0 + timedelta(days=150)).timestamp() and a.idle_seconds == 100 * 86_400
+
+
 def test_window_rejects_bad_lookback():
     with pytest.raises(ConfigError, match="lookback_days"):
         TransactionWindow(0)
