@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ["OMP_NUM_THREADS"] = "1"  # one math thread: bundles are byte-reproducible only at a fixed thread count
 
 import numpy as np  # noqa: E402
 
@@ -60,6 +60,7 @@ def run_pipeline(bundle: Path, folder: Path, batch_size: int, threshold: float) 
     results = tf(txns)
     seconds = time.perf_counter() - start
     rules, model, combined = set(), set(), set()
+    by_typology: dict[str, set[str]] = {}
     for txn, res in zip(txns, results):
         pair = (txn.sender_account, txn.receiver_account)
         if res.model_score is not None and res.model_score >= threshold:
@@ -70,7 +71,31 @@ def run_pipeline(bundle: Path, folder: Path, batch_size: int, threshold: float) 
             combined.update(alert.accounts)
             if not alert.fired_by.startswith("model"):
                 rules.update(alert.accounts)
-    return {"rules": rules, "model": model, "combined": combined, "seconds": seconds, "n_tx": len(txns)}
+                by_typology.setdefault(alert.typology, set()).update(alert.accounts)
+    return {"rules": rules, "model": model, "combined": combined, "by_typology": by_typology, "seconds": seconds,
+            "n_tx": len(txns)}
+
+
+def ablation(replayed: dict[str, Any], args: argparse.Namespace) -> int:
+    """Leave-one-run-out, model only, with the ``--ablate`` features set to 0 everywhere."""
+    from sectorflow_aml.features import FEATURE_NAMES
+    from sectorflow_aml.training import evaluate_files
+
+    unknown = sorted(set(args.ablate) - set(FEATURE_NAMES))
+    if unknown:
+        raise SystemExit(f"unknown features {unknown}; choose from {', '.join(FEATURE_NAMES)}")
+    cols = [FEATURE_NAMES.index(n) for n in args.ablate]
+    for run in replayed.values():
+        run.x[:, cols] = 0.0
+    print(f"model only, features set to 0: {', '.join(args.ablate)}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for held_out in args.runs:
+            train = [replayed[name] for name in RUNS if name != held_out]
+            result = fit(train, Path(tmp) / held_out, seed=args.seed)
+            m = evaluate_files(replayed[held_out], Path(tmp) / held_out, result.threshold)
+            print(f"{held_out:22s} precision {m['precision']:.3f} recall {m['recall']:.3f} F1 {m['f1']:.3f} "
+                  f"(TP {m['tp']}, FP {m['fp']}, FN {m['fn']}; threshold {result.threshold:.4f})")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,10 +104,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", nargs="+", default=list(RUNS))
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--ablate", nargs="*", default=[], metavar="FEATURE",
+                        help="zero these features in training and test (model only, through the exported "
+                             "predictor, not Taskflow): how much the model leans on them")
     args = parser.parse_args(argv)
 
     replayed = {name: replay(args.data / name) for name in RUNS}
+    if args.ablate:
+        return ablation(replayed, args)
     rows = []
+    typology_rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for held_out in args.runs:
             train = [replayed[name] for name in RUNS if name != held_out]
@@ -106,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
             for kind in ("rules", "model", "combined"):
                 m = prf(account_ids(flagged[kind], truth.shape[0]), truth)
                 rows.append((held_out, kind, m, result.threshold, speed))
+            for typology, accounts in sorted(flagged["by_typology"].items()):
+                typology_rows.append((held_out, typology, prf(account_ids(accounts, truth.shape[0]), truth)))
 
     print(f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}; Taskflow num_threads=1, batch_size={args.batch_size}, "
@@ -116,6 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     for run, kind, m, thr, speed in rows:
         print(f"{run:22s} {kind:26s} {m['precision']:9.3f} {m['recall']:7.3f} {m['f1']:6.3f} {m['tp']:5d} "
               f"{m['fp']:5d} {m['fn']:5d} {thr:7.4f} {speed:7.0f}")
+    if typology_rows:
+        print("rules only, by typology (accounts named in that typology's alerts)")
+        for run, typology, m in typology_rows:
+            print(f"{run:22s} {typology:26s} {m['precision']:9.3f} {m['recall']:7.3f} {m['f1']:6.3f} "
+                  f"{m['tp']:5d} {m['fp']:5d} {m['fn']:5d}")
     return 0
 
 
