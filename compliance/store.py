@@ -162,6 +162,22 @@ class Store:
                 return
             last = int(rows[-1][0])
 
+    def iter_leaf_rows(self, batch: int = 50000) -> Iterator[tuple[int, bytes | None, bytes, str | None]]:
+        """``(seq, body, leaf, archive)`` of every record in sequence order (the verifier's fast path)."""
+        last = -1
+        while True:
+            rows = self._q(f"SELECT seq, body, leaf, archive FROM records WHERE seq > ? ORDER BY seq LIMIT {int(batch)}",
+                           (last,)).fetchall()
+            for seq, body, leaf, archive in rows:
+                if body is not None and type(body) is not bytes:
+                    body = _as_bytes(body)
+                if type(leaf) is not bytes:
+                    leaf = _as_bytes(leaf) or b""
+                yield seq, body, leaf, archive
+            if len(rows) < batch:
+                return
+            last = int(rows[-1][0])
+
     def leaf_hashes(self, start: int, stop: int) -> list[bytes]:
         """Stored leaf hashes of records ``start <= seq < stop`` in order."""
         rows = self._q("SELECT leaf FROM records WHERE seq >= ? AND seq < ? ORDER BY seq", (start, stop)).fetchall()
