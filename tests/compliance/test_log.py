@@ -212,3 +212,15 @@ def test_crypto_shredding_one_subject_keeps_the_chain(make_log: Any, keyfile: An
     assert report.ok, report.problems
     erased = [r for r in bodies(lg) if r["event"] == "privacy.subject_erased"]
     assert erased[0]["details"]["subject"] == lg.subject_id("alice-001") and "alice" not in json.dumps(erased)
+
+
+def test_swapped_records_are_named(make_log: Any, keyfile: Any) -> None:
+    lg = make_log(checkpoint_every=8)
+    fill(lg, 10)
+    drop_guards(lg.store)
+    r3, r4 = lg.store.iter_records(3, 5)
+    raw_sql(lg.store, "UPDATE records SET body = ?, leaf = ? WHERE seq = 3", (r4.body, r4.leaf))
+    raw_sql(lg.store, "UPDATE records SET body = ?, leaf = ? WHERE seq = 4", (r3.body, r3.leaf))
+    report = verify_log(lg.store, keyfile.trusted_keys())
+    assert not report.ok and report.first_bad_seq == 3
+    assert "record 3: body says seq 4 (moved or altered)" in report.problems
