@@ -11,7 +11,6 @@ from typing import Any
 
 import pluggy
 import pytest
-
 from sectorflow import hookimpl, plugins
 
 from .conftest import auth

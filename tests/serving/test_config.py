@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from sectorflow import ConfigError, UnknownTaskError
 from sectorflow.serving import create_app, generate_key, hash_key, load_config
 

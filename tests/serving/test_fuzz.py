@@ -1,9 +1,12 @@
 """schemathesis against the live /openapi.json: valid and invalid requests for every operation, no 5xx.
 
-Bounded for CI: a fixed number of examples per operation and generation mode, derandomized (same cases each run).
+Bounded for CI: a fixed number of examples per operation and generation mode (``SECTORFLOW_FUZZ_EXAMPLES``, default
+6), derandomized (same cases each run).
 """
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -14,7 +17,7 @@ from schemathesis import GenerationMode  # noqa: E402
 
 from .conftest import SECRETS  # noqa: E402
 
-EXAMPLES = 6
+EXAMPLES = int(os.environ.get("SECTORFLOW_FUZZ_EXAMPLES", "6"))  # raise it for a deeper local run
 NOTHING_TO_FUZZ = {"/healthz", "/readyz", "/metrics"}  # no parameters or body
 
 
