@@ -429,3 +429,13 @@ def test_cash_withdrawals_and_transfers_are_summed_separately():
     f.tx("ACC", "cash", "48000", hours=3, channel="cash_withdrawal")
     assert [(a.variant, a.transaction_ids) for a in f.alerts] == [("cumulative", ["t1", "t3"])]
     assert "cash withdrawals" in f.alerts[0].reasons[0].en and "现金支取" in f.alerts[0].reasons[0].zh
+
+
+def test_cooldowns_expire_and_old_keys_are_dropped():
+    w = TransactionWindow(30)
+    assert w.cooldown("k", 0.0, 10.0) and not w.cooldown("k", 5.0, 10.0) and w.cooling("k", 5.0, 10.0)
+    assert w.cooldown("k", 10.0, 10.0)  # a full period later it may fire again
+    w.now = 1e9
+    for i in range(3000):
+        w.cooldown(("key", i), float(i), 10.0)  # all long expired by the clock
+    assert len(w._fired) < 1100  # pruned as it grew

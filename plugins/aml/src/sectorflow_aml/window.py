@@ -155,6 +155,8 @@ class TransactionWindow:
         self.now = float("-inf")
         self._seq = 0
         self._fired: dict[object, float] = {}
+        self._max_cooldown = 0.0
+        self._prune_at = 1024
 
     def __len__(self) -> int:
         return len(self.edges)
@@ -264,10 +266,20 @@ class TransactionWindow:
         """Return ``True`` and arm ``key`` if it has not fired in the last ``seconds`` before ``ts``.
 
         Rules use it so that a pattern that stays true (a fan-in with a sixth, seventh ... sender) raises one alert
-        per account per cooldown instead of one per transaction. The state resets with :meth:`reset`.
+        per account per cooldown instead of one per transaction. Keys whose cooldown has run out are dropped from
+        time to time (amortised O(1)), so memory follows the number of recent alerts. The state resets with
+        :meth:`reset`.
         """
-        last = self._fired.get(key)
+        fired = self._fired
+        last = fired.get(key)
         if last is not None and ts - last < seconds:
             return False
-        self._fired[key] = ts
+        fired[key] = ts
+        if seconds > self._max_cooldown:
+            self._max_cooldown = seconds
+        if len(fired) > self._prune_at:
+            horizon = self.now - self._max_cooldown
+            for old in [k for k, t in fired.items() if t < horizon]:
+                del fired[old]
+            self._prune_at = max(1024, 2 * len(fired))
         return True

@@ -126,7 +126,7 @@ class StructuringRule(Rule):
         threshold = band[1]
         sense = "≥" if p.inclusive else ">"
         currency = txn.currency
-        if p.single and window.cooldown(("structuring.single", txn.transaction_id), edge.ts, 0.0):
+        if p.single:
             out.append(self.alert([edge], p.score * 0.6,
                                   f"{fmt_amount(float(txn.amount))} {currency} just under the {sense}"
                                   f"{fmt_amount(threshold)} reporting threshold",
