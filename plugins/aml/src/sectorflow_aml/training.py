@@ -247,10 +247,12 @@ class FitResult:
     seconds: float
 
 
-def fit(runs: list[Replayed], out_dir: Path, *, seed: int = SEED, epochs: int = 12) -> FitResult:
+def fit(runs: list[Replayed], out_dir: Path, *, seed: int = SEED, epochs: int = 12,
+        lookback_days: float = LOOKBACK_DAYS) -> FitResult:
     """Train on ``runs`` (minus a held-out 20 % of each run's accounts), export to ``out_dir`` and choose the
     account-level threshold on the held-out accounts. Writes ``model.json``, ``model.pdiparams``,
-    ``model.pdparams`` and ``scorer.json`` (not the manifest: the caller adds its metrics and provenance)."""
+    ``model.pdparams`` and ``scorer.json`` (not the manifest: the caller adds its metrics and provenance).
+    ``lookback_days`` must be the window lookback the runs were replayed with (it is recorded in ``scorer.json``)."""
     start = time.perf_counter()
     xs, ys, vals = [], [], []
     for i, run in enumerate(runs):
@@ -271,7 +273,7 @@ def fit(runs: list[Replayed], out_dir: Path, *, seed: int = SEED, epochs: int = 
     scores = np.concatenate(val_scores)
     truth = np.concatenate(val_truth)
     threshold = best_threshold(scores, truth)
-    write_scorer_config(out_dir, threshold)
+    write_scorer_config(out_dir, threshold, lookback_days)
     validation = {"split": "held-out 20% of accounts (seeded, stratified) of " + " + ".join(r.name for r in runs),
                   "n_accounts": int(len(truth)), **prf(scores >= threshold, truth)}
     return FitResult(threshold, validation, int(len(y)), int(y.sum()), time.perf_counter() - start)

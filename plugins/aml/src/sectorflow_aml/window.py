@@ -275,8 +275,7 @@ class TransactionWindow:
         if last is not None and ts - last < seconds:
             return False
         fired[key] = ts
-        if seconds > self._max_cooldown:
-            self._max_cooldown = seconds
+        self._max_cooldown = max(self._max_cooldown, seconds)
         if len(fired) > self._prune_at:
             horizon = self.now - self._max_cooldown
             for old in [k for k, t in fired.items() if t < horizon]:
