@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse
 
 from .. import __version__, plugins
 from ..errors import ConfigError
-from .access import require
+from .access import OPEN_PATHS, SECURITY_SCHEMES, require
 from .auth import SCOPE_METRICS, ApiKey, KeyStore
 from .config import ServeConfig, load_config
 from .handlers import ServingMiddleware, install_error_handlers
@@ -110,7 +110,27 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
 
     app.include_router(task_router(app, specs, config.server.max_items_per_request))
     app.include_router(admin_router())
+    _declare_security(app)
     return app
+
+
+def _declare_security(app: FastAPI) -> None:
+    """Add the key schemes to the OpenAPI document and mark every operation but health and readiness as needing
+    one (the dependency reads the headers itself, so FastAPI would not know)."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
+            for path, operations in schema.get("paths", {}).items():
+                if path not in OPEN_PATHS:
+                    for operation in operations.values():
+                        operation["security"] = [{name: []} for name in SECURITY_SCHEMES]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def app_from_env() -> FastAPI:

@@ -203,3 +203,10 @@ def test_every_response_carries_a_request_id(server):
     bad = server.client.get("/healthz", headers={"X-Request-ID": "no spaces allowed"}).headers["x-request-id"]
     assert bad != "no spaces allowed" and len(bad) == 32
     assert "x-request-id" in server.client.post("/v1/tasks/score").headers  # 401 too
+
+
+def test_openapi_declares_the_key_schemes(server):
+    api = server.client.get("/openapi.json").json()
+    assert set(api["components"]["securitySchemes"]) == {"bearerAuth", "apiKeyAuth"}
+    assert api["paths"]["/v1/tasks/score"]["post"]["security"] == [{"bearerAuth": []}, {"apiKeyAuth": []}]
+    assert "security" not in api["paths"]["/healthz"]["get"]
