@@ -5,10 +5,14 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sectorflow import hookimpl
+import pluggy
+
+from sectorflow import hookimpl, plugins
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ECHO_DIR = REPO_ROOT / "tests" / "plugins" / "sectorflow-echo"
@@ -72,3 +76,38 @@ def child_env(**overrides: str | None) -> dict[str, str]:
         else:
             env[key] = value
     return env
+
+
+@contextmanager
+def registry_scope() -> Iterator[Callable[..., pluggy.PluginManager]]:
+    """Yields ``make({name: plugin}, installed=False) -> PluginManager``; afterwards puts back the registry and the
+    ``SECTORFLOW_LOAD_PLUGINS`` value it found.
+
+    ``make`` resets sectorflow's plugin manager and task registry. ``installed=False`` loads no entry-point plugin
+    (``SECTORFLOW_LOAD_PLUGINS=""``); ``installed=True`` loads every installed one, as a user's process would. The
+    given plugins (modules or objects with hook implementations) are then registered under their names.
+    """
+    saved = (plugins._pm, plugins._tasks, dict(plugins._aliases), plugins._trace_hooks)
+    saved_env = os.environ.get("SECTORFLOW_LOAD_PLUGINS")
+
+    def make(plugins_by_name: dict[str, Any] | None = None, *, installed: bool = False) -> pluggy.PluginManager:
+        if installed:
+            os.environ.pop("SECTORFLOW_LOAD_PLUGINS", None)
+        else:
+            os.environ["SECTORFLOW_LOAD_PLUGINS"] = ""
+        plugins.reset()
+        pm = plugins.get_plugin_manager()
+        for name, plugin in (plugins_by_name or {}).items():
+            pm.register(plugin, name=name)
+        return pm
+
+    try:
+        yield make
+    finally:
+        plugins.reset()
+        plugins._pm, plugins._tasks, aliases, plugins._trace_hooks = saved
+        plugins._aliases.update(aliases)
+        if saved_env is None:
+            os.environ.pop("SECTORFLOW_LOAD_PLUGINS", None)
+        else:
+            os.environ["SECTORFLOW_LOAD_PLUGINS"] = saved_env

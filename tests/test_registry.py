@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from core_support import echo_plugin
+from core_support import echo_plugin, registry_scope
 from sectorflow import (
     PluginConflictError,
     PluginError,
@@ -155,37 +156,27 @@ def installed_entry_points() -> set[str]:
     return {ep.name for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP)}
 
 
-def test_load_plugins_unset_loads_every_installed_plugin(monkeypatch):
-    monkeypatch.delenv("SECTORFLOW_LOAD_PLUGINS", raising=False)
-    plugins.reset()
-    try:
-        names = {name for name, _ in plugins.get_plugin_manager().list_name_plugin()}
-    finally:
-        plugins.reset()
+def test_load_plugins_unset_loads_every_installed_plugin(registry):
+    pm = registry(installed=True)
+    assert "SECTORFLOW_LOAD_PLUGINS" not in os.environ
     assert "builtin_observers" in installed_entry_points()
-    assert names == installed_entry_points()
+    assert {name for name, _ in pm.list_name_plugin()} == installed_entry_points()
 
 
-def test_load_plugins_empty_loads_none_not_even_builtin(monkeypatch):
-    monkeypatch.setenv("SECTORFLOW_LOAD_PLUGINS", "")
+def test_load_plugins_empty_loads_none_not_even_builtin(registry):
+    pm = registry()
+    assert os.environ["SECTORFLOW_LOAD_PLUGINS"] == ""
+    assert pm.list_name_plugin() == []
+    assert Taskflow.tasks() == []
+
+
+def test_load_plugins_list_loads_exactly_those_named(registry):
+    registry()
+    os.environ["SECTORFLOW_LOAD_PLUGINS"] = " builtin_observers , no_such_plugin,"  # put back by the fixture
     plugins.reset()
-    try:
-        assert plugins.get_plugin_manager().list_name_plugin() == []
-        assert Taskflow.tasks() == []
-    finally:
-        plugins.reset()
-
-
-def test_load_plugins_list_loads_exactly_those_named(monkeypatch):
-    monkeypatch.setenv("SECTORFLOW_LOAD_PLUGINS", " builtin_observers , no_such_plugin,")
-    plugins.reset()
-    try:
-        pm = plugins.get_plugin_manager()
-        names = [name for name, _ in pm.list_name_plugin()]
-        assert names == ["builtin_observers"]
-        assert pm.get_plugin("builtin_observers") is importlib.import_module("sectorflow.builtin")
-    finally:
-        plugins.reset()
+    pm = plugins.get_plugin_manager()
+    assert [name for name, _ in pm.list_name_plugin()] == ["builtin_observers"]
+    assert pm.get_plugin("builtin_observers") is importlib.import_module("sectorflow.builtin")
 
 
 # --- SECTORFLOW_TRACE_HOOKS ----------------------------------------------------------------------------------------
@@ -271,3 +262,15 @@ def test_plugins_add_cli_commands(registry, monkeypatch, capsys):
     monkeypatch.setattr(cli.app, "registered_commands", list(cli.app.registered_commands))
     assert cli.main(["hello", "--name", "bank"]) == 0
     assert capsys.readouterr().out == "hello bank\n"
+
+
+def test_the_registry_fixture_puts_back_the_registry_it_found(registry):
+    """Other suites hold a registry across tests (session fixtures); a test using `registry` must not wipe it."""
+    registry({"outer": plugin_registering(echo_spec(name="outer_task", aliases=()))})
+    outer = plugins.get_plugin_manager()
+    with registry_scope() as make:
+        make({"echo": echo_plugin()}, installed=False)
+        assert [row["task"] for row in Taskflow.tasks()] == ["echo", "echo_counter"]
+    assert plugins.get_plugin_manager() is outer
+    assert [row["task"] for row in Taskflow.tasks()] == ["outer_task"]
+    assert os.environ["SECTORFLOW_LOAD_PLUGINS"] == ""
