@@ -13,7 +13,7 @@ Accounts never seen in a transaction count as not flagged. Labels: ``isFraud`` o
 
 Usage::
 
-    .venv/bin/python benchmarks/aml_eval.py [--runs 20K_cycle200 ...] [--batch-size 1024]
+    .venv/bin/python benchmarks/aml_eval.py [--config default|amlsim] [--runs 20K_cycle200 ...] [--batch-size 1024]
 
 Data: ../shared/data/amlsim_sample (IBM/AMLSim, Apache-2.0; Suzumura & Kanezashi 2021).
 """
@@ -50,12 +50,20 @@ def account_ids(names: list[str] | set[str], n: int) -> np.ndarray:
     return mask
 
 
-def run_pipeline(bundle: Path, folder: Path, batch_size: int, threshold: float) -> dict[str, Any]:
+def rule_configs() -> dict[str, tuple[float, dict]]:
+    """Rule configurations (lookback days, ``rules=`` option) of ``benchmarks/aml_rules_eval.py``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from aml_rules_eval import CONFIGS
+
+    return CONFIGS
+
+
+def run_pipeline(bundle: Path, folder: Path, batch_size: int, threshold: float, rules: dict) -> dict[str, Any]:
     """Feed a run through ``Taskflow("aml")`` and collect the flagged accounts of the three decisions."""
     txns, problems = load_transactions(folder / "transactions.csv.gz", "amlsim")
     if problems:
         raise SystemExit(f"{folder}: {len(problems)} unreadable rows, e.g. {problems[:3]}")
-    tf = Taskflow("aml", task_path=bundle, batch_size=batch_size, num_threads=1)
+    tf = Taskflow("aml", task_path=bundle, batch_size=batch_size, num_threads=1, rules=rules)
     start = time.perf_counter()
     results = tf(txns)
     seconds = time.perf_counter() - start
@@ -107,9 +115,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ablate", nargs="*", default=[], metavar="FEATURE",
                         help="zero these features in training and test (model only, through the exported "
                              "predictor, not Taskflow): how much the model leans on them")
+    parser.add_argument("--config", default="default", choices=sorted(rule_configs()),
+                        help="rule configuration and window lookback of benchmarks/aml_rules_eval.py (the model of "
+                             "each fold is trained at the same lookback)")
     args = parser.parse_args(argv)
+    lookback, rules = rule_configs()[args.config]
 
-    replayed = {name: replay(args.data / name) for name in RUNS}
+    replayed = {name: replay(args.data / name, lookback) for name in RUNS}
     if args.ablate:
         return ablation(replayed, args)
     rows = []
@@ -118,14 +130,14 @@ def main(argv: list[str] | None = None) -> int:
         for held_out in args.runs:
             train = [replayed[name] for name in RUNS if name != held_out]
             bundle = Path(tmp) / held_out
-            result = fit(train, bundle, seed=args.seed)
+            result = fit(train, bundle, seed=args.seed, lookback_days=lookback)
             write_manifest(bundle, task="aml", name=f"aml-risk-mlp-loro-{held_out}", version="eval",
                            format="paddle-inference", precision="fp32", model_prefix="model",
                            labels=["laundering_risk"], metrics={"validation": result.validation},
                            provenance={"script": "benchmarks/aml_eval.py", "train": [r.name for r in train]})
             truth = replayed[held_out].fraud
             try:
-                flagged = run_pipeline(bundle, args.data / held_out, args.batch_size, result.threshold)
+                flagged = run_pipeline(bundle, args.data / held_out, args.batch_size, result.threshold, rules)
             except SectorflowError as exc:  # the pipeline is not there: report the model alone
                 print(f"Taskflow('aml') unavailable ({type(exc).__name__}: {exc}); model-only figures from the "
                       f"exported predictor", file=sys.stderr)
@@ -142,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"machine: {platform.machine()} {platform.processor() or ''}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}; Taskflow num_threads=1, batch_size={args.batch_size}, "
-          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}; seed {args.seed}")
+          f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}; seed {args.seed}; rule config {args.config!r}, "
+          f"lookback {lookback:g} days")
     print("account-level, each run held out (model trained on the other two runs)")
     print(f"{'held-out run':22s} {'decision':26s} {'precision':>9s} {'recall':>7s} {'F1':>6s} "
           f"{'TP':>5s} {'FP':>5s} {'FN':>5s} {'thr':>7s} {'tx/s':>7s}")

@@ -66,6 +66,32 @@ def breakdown(txns: list, bundle_dir: Path, batch_size: int) -> dict[str, float]
     return {"window": t_window / n, "features": (t_both - t_window) / n, "model": t_model / n}
 
 
+def predictor_latency(bundle_dir: Path, calls: int = 500) -> dict[str, float]:
+    """Median microseconds of one ``paddle.inference`` run of the scorer at batch 1, oneDNN on and off."""
+    from sectorflow import PredictorPool
+    from sectorflow_aml._paddle import import_paddle
+
+    inference = import_paddle().inference
+    x = np.random.default_rng(0).random((1, 28), dtype=np.float32)
+    out = {}
+    for onednn in (True, False):
+        config = inference.Config(str(bundle_dir / "model.json"), str(bundle_dir / "model.pdiparams"))
+        config.disable_glog_info()
+        config.disable_gpu()
+        config.enable_mkldnn() if onednn else config.disable_mkldnn()
+        config.set_cpu_math_library_num_threads(1)
+        pool = PredictorPool(config)
+        name = pool.input_names[0]
+        times = []
+        for i in range(calls + 20):
+            start = time.perf_counter()
+            pool.run({name: x})
+            if i >= 20:
+                times.append(time.perf_counter() - start)
+        out["onednn" if onednn else "plain"] = float(np.median(times)) * 1e6
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
@@ -110,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"breakdown per transaction (us): whole batch call {total:.1f}; window.add {parts['window']:.1f}; "
           f"scorer features {parts['features']:.1f}; model forward {parts['model']:.2f}; "
           f"rest (typology rules, reports, result objects) {total - sum(parts.values()):.1f}")
+    probe = predictor_latency(BUNDLE)
+    print(f"one predictor run at batch 1 (median of 500): oneDNN {probe['onednn']:.0f} us, without oneDNN "
+          f"{probe['plain']:.0f} us")
     if args.profile:
         tf.reset_state()
         prof = cProfile.Profile()
