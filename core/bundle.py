@@ -5,6 +5,8 @@
     format: ``paddle-inference`` (``<prefix>.json`` + ``<prefix>.pdiparams`` from ``paddle.jit.save``),
         ``onnx``, ``safetensors``, ``json`` (rule tables, thresholds) or another string the pipeline knows.
     precision: the precision the weights are stored at (``fp32``, ``int8``, ...).
+    cpu_onednn: optional, default ``true``; ``false`` runs the CPU predictor without oneDNN (bf16 still uses it).
+        For tiny models, where oneDNN's per-run overhead exceeds its gain (the AML scorer: docs/aml.md).
     model_prefix: for ``paddle-inference``, the file prefix inside the bundle (default ``model``).
     labels: output labels, in order (may be empty).
     metrics: evaluation figures, with the split they were measured on.
@@ -181,7 +183,10 @@ def make_predictor_config(bundle: Bundle, device: Device, precision: str = "fp32
 
     if device.kind == "cpu":
         config.disable_gpu()
-        config.enable_mkldnn()
+        if bundle.manifest.get("cpu_onednn", True) or precision == "bf16":
+            config.enable_mkldnn()
+        else:  # the bundle opts out: for a tiny model oneDNN's per-run overhead outweighs its kernels
+            config.disable_mkldnn()
         config.set_cpu_math_library_num_threads(max(1, int(num_threads)))
         if precision == "fp16":
             raise UnsupportedPrecisionError("precision='fp16' needs a GPU or NPU; on CPU use fp32, bf16 or int8.")

@@ -56,6 +56,7 @@ def random_rows(n: int, seed: int = 0) -> np.ndarray:
 def test_shipped_bundle_loads_and_records_its_training(scorer: RiskScorer) -> None:
     manifest = scorer.bundle.manifest
     assert manifest["task"] == "aml" and manifest["format"] == "paddle-inference"
+    assert manifest["cpu_onednn"] is False  # batch-1 runs are several times faster without oneDNN (docs/aml.md)
     assert set(manifest["files"]) == {"model.json", "model.pdiparams", "model.pdparams", "scorer.json"}
     prov = manifest["provenance"]
     assert prov["licence"] == "Apache-2.0" and "Suzumura" in prov["citation"]

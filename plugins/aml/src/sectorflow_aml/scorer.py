@@ -27,7 +27,8 @@ SCORER_CONFIG = "scorer.json"
 
 
 def _cpu_pool(bundle: Bundle, num_threads: int = 1) -> PredictorPool:
-    """A CPU predictor pool (oneDNN) for ``bundle``, for callers that do not pass the pipeline's own pool."""
+    """A one-thread CPU predictor pool for ``bundle`` (oneDNN unless the manifest says ``cpu_onednn: false``), for
+    callers that do not pass the pipeline's own pool."""
     from ._paddle import import_paddle
 
     inference = import_paddle().inference
@@ -35,7 +36,10 @@ def _cpu_pool(bundle: Bundle, num_threads: int = 1) -> PredictorPool:
     config = inference.Config(str(bundle.file(f"{prefix}.json")), str(bundle.file(f"{prefix}.pdiparams")))
     config.disable_glog_info()
     config.disable_gpu()
-    config.enable_mkldnn()
+    if bundle.manifest.get("cpu_onednn", True):
+        config.enable_mkldnn()
+    else:  # as the core's make_predictor_config: the bundle opted out of oneDNN (per-run overhead, docs/aml.md)
+        config.disable_mkldnn()
     config.set_cpu_math_library_num_threads(max(1, int(num_threads)))
     return PredictorPool(config)
 
