@@ -209,3 +209,12 @@ def test_predictor_output_equals_the_bundle_weights_in_numpy(echo_registry):
     results = Taskflow("echo", batch_size=3)([{"text": t} for t in texts])
     np.testing.assert_allclose([r.scores for r in results], expected, rtol=1e-5, atol=1e-6)
     assert [r.label for r in results] == [["low", "mid", "high"][i] for i in expected.argmax(axis=1)]
+
+
+def test_the_committed_echo_bundle_is_what_its_script_makes(tmp_path):
+    """Provenance: tests/plugins/sectorflow-echo/make_bundle.py (seed 0) reproduces the committed bundle byte for byte."""
+    from core_support import load_make_bundle
+
+    made = load_make_bundle().make_bundle(tmp_path / "bundle", task="echo", seed=0)
+    for name in [*LISTED, "manifest.json"]:
+        assert (made / name).read_bytes() == (ECHO_BUNDLE / name).read_bytes(), name
