@@ -84,11 +84,10 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
             await state.shutdown()
 
     app = FastAPI(title="sectorflow", version=__version__, lifespan=lifespan,
-                  max_body_size=config.server.max_body_bytes,
                   description="Offline, auditable ML pipelines on PaddlePaddle. Every route but /healthz and /readyz "
                               "needs an API key (Authorization: Bearer KEY or X-API-Key).")
     app.state.sectorflow = state
-    app.add_middleware(ServingMiddleware, metrics=metrics)
+    app.add_middleware(ServingMiddleware, metrics=metrics, max_body_bytes=config.server.max_body_bytes)
     install_error_handlers(app)
 
     @app.get("/healthz", tags=["health"], operation_id="healthz", summary="The process is up")

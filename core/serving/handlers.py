@@ -112,14 +112,15 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 class ServingMiddleware:
-    """Pure ASGI middleware: gives every request an id (the caller's well-formed ``X-Request-ID``, else a new one),
-    returns it as ``X-Request-ID`` on every response, and counts responses in
-    ``sectorflow_http_requests_total`` by route template (``unmatched`` for unknown paths). The body size limit is
-    FastAPI's own ``max_body_size`` (413)."""
+    """Pure ASGI middleware: refuses request bodies over ``max_body_bytes`` with 413 (read here, before the app, so
+    it works with every FastAPI version), gives every request an id (the caller's well-formed ``X-Request-ID``, else
+    a new one), returns it as ``X-Request-ID`` on every response, and counts responses in
+    ``sectorflow_http_requests_total`` by route template (``unmatched`` for unknown paths)."""
 
-    def __init__(self, app: ASGIApp, metrics: Any) -> None:
+    def __init__(self, app: ASGIApp, metrics: Any, max_body_bytes: int) -> None:
         self.app = app
         self.metrics = metrics
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -137,11 +138,46 @@ class ServingMiddleware:
             await send(message)
 
         try:
-            await self.app(scope, receive, tracking_send)
+            body = await read_body(self.max_body_bytes, scope, receive)
+            if body is None:
+                response = error_response(413, "RequestTooLarge", f"The request body exceeds {self.max_body_bytes} "
+                                          f"bytes; send fewer items per request.")
+                await response(scope, receive, tracking_send)
+                return
+            replayed = False
+
+            async def replay() -> Message:
+                nonlocal replayed
+                if not replayed:
+                    replayed = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                return await receive()  # later calls wait for the disconnect, as the server's receive does
+
+            await self.app(scope, replay, tracking_send)
         finally:
             route = scope.get("route")
             self.metrics.http.labels(scope.get("method", ""), getattr(route, "path", "unmatched"),
                                      str(status["code"])).inc()
+
+
+async def read_body(max_bytes: int, scope: Scope, receive: Receive) -> bytes | None:
+    """The whole request body, or ``None`` when it is (or is declared) larger than ``max_bytes``."""
+    declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+    if declared.isdigit() and int(declared) > max_bytes:
+        return None
+    chunks, total = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":  # the client went away: hand the app an empty body
+            break
+        chunk = message.get("body", b"")
+        total += len(chunk)
+        if total > max_bytes:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
 
 
 __all__ = ["RateLimited", "ServingMiddleware", "error_response", "install_error_handlers"]
