@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     train = [replay(args.data / name) for name in args.train]
     test = replay(args.data / args.test)
     for run in (*train, test):
-        print(f"replayed {run.name}: {len(run.src)} transactions in {run.seconds:.1f} s")
+        print(f"replayed {run.name}: {len(run.src)} transactions, steps {run.meta['steps']}, {run.fraud.sum()} "
+              f"laundering accounts, in {run.seconds:.1f} s")
     if args.out.exists():
         shutil.rmtree(args.out)
     result = fit(train, args.out, seed=args.seed, epochs=args.epochs)

@@ -115,7 +115,8 @@ def replay(folder: Path, lookback_days: float = LOOKBACK_DAYS) -> Replayed:
     for txn in txns:
         add(txn)
         rows.append(row(txn, window))
-    return Replayed(folder.name, stack(rows), src, dst, fraud, time.perf_counter() - start)
+    return Replayed(folder.name, stack(rows), src, dst, fraud, time.perf_counter() - start,
+                    {"steps": (int(steps.min()), int(steps.max())) if len(steps) else None})
 
 
 def account_split(fraud: np.ndarray, seed: int, val_fraction: float = 0.2) -> np.ndarray:
