@@ -105,3 +105,15 @@ def test_archive_keeps_proofs_and_the_chain(audited: Any, tmp_path: Path, capsys
     assert last["event"] == "audit.archived" and last["details"]["retention_days"] == 180
     code, out = run(["audit", "archive", str(tmp_path / "arch"), "--now", "2000-01-01T00:00:00Z"], capsys)
     assert "nothing has expired" in out
+
+
+def test_sectorflow_run_calls_are_recorded_with_the_cli_channel(audited: Any, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    lg = audited()
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(t) + "\n" for t in TXNS))
+    code, _ = run(["run", "score", str(src), "-o", str(tmp_path / "out.jsonl")], capsys)
+    assert code == 0 and len((tmp_path / "out.jsonl").read_text().splitlines()) == 2
+    calls = [json.loads(r.body) for r in lg.store.iter_records() if r.event.startswith("task.call_")]
+    assert [c["event"] for c in calls] == ["task.call_started", "task.call_finished"]
+    assert all(c["channel"] == "cli" and c["n_items"] == 2 for c in calls)
