@@ -40,10 +40,11 @@ def make_bundle(out_dir: str | Path, *, task: str = "echo", seed: int = 0, versi
         shutil.rmtree(out)
     out.mkdir(parents=True)
     paddle.seed(seed)
-    layer = EchoScorer()
-    layer.eval()
-    paddle.jit.save(layer, str(out / "model"),
-                    input_spec=[paddle.static.InputSpec([None, N_FEATURES], "float32", name="x")])
+    with paddle.utils.unique_name.guard():  # parameter names independent of what the process built before
+        layer = EchoScorer()
+        layer.eval()
+        paddle.jit.save(layer, str(out / "model"),
+                        input_spec=[paddle.static.InputSpec([None, N_FEATURES], "float32", name="x")])
     paddle.save(layer.state_dict(), str(out / "weights.pdparams"))
     write_manifest(
         out, task=task, name="echo-linear", version=version, format="paddle-inference", precision="fp32",
