@@ -28,6 +28,15 @@ def sectorflow_task_event(event: TaskEvent) -> Generator[None, Any, Any]:
 
 
 @hookimpl
+def sectorflow_access_decision(actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
+                               reason: str | None, source: str | None, request_id: str | None, roles: list[str],
+                               channel: str) -> None:
+    """Record an access decision of the HTTP server (see :func:`sectorflow.compliance.runtime.record_access`)."""
+    runtime.record_access(actor=actor, tenant=tenant, resource=resource, action=action, allowed=allowed,
+                          reason=reason, source=source, request_id=request_id, roles=roles, channel=channel)
+
+
+@hookimpl
 def sectorflow_register_commands(app: typer.Typer) -> None:
     """Add the ``sectorflow audit`` command group."""
     from .cli import audit_app

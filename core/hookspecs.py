@@ -63,6 +63,19 @@ def sectorflow_task_event(event: TaskEvent) -> None:
 
 
 @hookspec
+def sectorflow_access_decision(actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
+                               reason: str | None, source: str | None, request_id: str | None, roles: list[str],
+                               channel: str) -> None:
+    """Observe an access-control decision (authentication or authorisation, allowed or denied).
+
+    Called synchronously by the HTTP server (``sectorflow serve``) for every request that needs a key, with the key
+    id as ``actor`` (``"anonymous"`` when none was presented), the task or admin resource asked for, the route as
+    ``action``, and why it was allowed or denied. The audit log records it (MLPS 2.0 8.1.4.3 a): access decisions
+    are important security events). An observer that raises fails the request. Returns nothing.
+    """
+
+
+@hookspec
 def sectorflow_register_commands(app: typer.Typer) -> None:
     """Add sub-commands to the ``sectorflow`` command line.
 

@@ -47,27 +47,19 @@ class AccessDecision:
     roles: tuple[str, ...] = ()
 
 
-ACCESS_HOOK = "sectorflow_access_decision"
-"""The hook that receives access decisions, once a hookspec of that name exists (see docs/serving.md): called with
-keyword arguments ``actor, tenant, resource, action, allowed, reason, source, request_id, roles, channel`` (the
-arguments of ``sectorflow.compliance.record_access``). The core does not declare it yet; until it does, and an
-observer such as the audit log implements it, decisions go to the log only."""
-
-
 def record_access_decision(decision: AccessDecision) -> None:
     """Record an access decision: to logger ``sectorflow.serving.access``, and to every implementation of the
-    ``sectorflow_access_decision`` hook (:data:`ACCESS_HOOK`) when the plugin manager has one. Serving does not
+    ``sectorflow_access_decision`` hook (the audit log implements it). Serving does not
     import the audit log (the core's one-way dependency rule); an observer that raises fails the request, as for
     task events."""
     log.log(logging.DEBUG if decision.allowed else logging.INFO, "access %s actor=%s scope=%s source=%s request=%s %s",
             "allow" if decision.allowed else "deny", decision.actor, decision.scope, decision.source,
             decision.request_id, decision.reason)
-    hook = getattr(plugins.get_plugin_manager().hook, ACCESS_HOOK, None)
-    if hook is not None:
-        resource = decision.scope[5:] if decision.scope.startswith("task:") else decision.scope
-        hook(actor=decision.actor or "anonymous", tenant=decision.tenant, resource=resource, action=decision.route,
-             allowed=decision.allowed, reason=decision.reason, source=decision.source,
-             request_id=decision.request_id, roles=list(decision.roles), channel="http")
+    resource = decision.scope[5:] if decision.scope.startswith("task:") else decision.scope
+    plugins.get_plugin_manager().hook.sectorflow_access_decision(
+        actor=decision.actor or "anonymous", tenant=decision.tenant, resource=resource, action=decision.route,
+        allowed=decision.allowed, reason=decision.reason, source=decision.source, request_id=decision.request_id,
+        roles=list(decision.roles), channel="http")
 
 
 def client_address(request: Request) -> str:

@@ -1,29 +1,18 @@
 """Audit: task calls reach the real compliance audit log (SQLite) with the key id as actor, through the core's
-task events; access decisions reach the ``sectorflow_access_decision`` hook with the key id (or ``anonymous``).
-
-The core does not declare ``sectorflow_access_decision`` yet, so this module declares it on the plugin manager
-(exactly as proposed for core/hookspecs.py) and observes it with a recording plugin.
+task events; access decisions reach the ``sectorflow_access_decision`` hook with the key id (or ``anonymous``),
+and the built-in audit plugin records them in the same log.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pluggy
 import pytest
 from sectorflow import hookimpl, plugins
 
 from .conftest import auth
 
 compliance = pytest.importorskip("sectorflow.compliance")
-
-
-class AccessDecisionSpec:
-    @pluggy.HookspecMarker("sectorflow")
-    def sectorflow_access_decision(self, actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
-                                   reason: str | None, source: str, request_id: str, roles: list[str],
-                                   channel: str) -> None:
-        """An access decision of the HTTP server (arguments as sectorflow.compliance.record_access)."""
 
 
 class DecisionRecorder:
@@ -52,8 +41,6 @@ def audited(tasks, tmp_path_factory, make_server):
     from sectorflow.compliance import plugin as audit_plugin
 
     pm = plugins.get_plugin_manager()
-    if not hasattr(pm.hook, "sectorflow_access_decision"):
-        pm.add_hookspecs(AccessDecisionSpec)
     recorder = DecisionRecorder()
     pm.register(audit_plugin, name="audit")
     pm.register(recorder, name="access_recorder")
@@ -95,3 +82,16 @@ def test_access_decisions_reach_the_hook(audited):
     assert (first["request_id"], first["action"], first["channel"], first["tenant"]) == (
         "ok-1", "POST /v1/tasks/echo", "http", "bank-1")
     assert first["roles"] == ["metrics", "task:*"]
+
+
+def test_access_decisions_are_in_the_audit_log(audited):
+    server, _ = audited
+    assert server.client.post("/v1/tasks/score", headers={**auth("bob"), "X-Request-ID": "denied-1"},
+                              json={"inputs": []}).status_code == 403
+    admin = compliance.AuditAdmin(compliance.get_log(), "auditor")
+    denied = [rec for rec in admin.export() if rec["event"] == "access.decision" and rec["request_id"] == "denied-1"]
+    assert len(denied) == 1
+    record = denied[0]
+    assert (record["actor"], record["outcome"], record["object"]["task"], record["channel"]) == (
+        "bob", "denied", "score", "http")
+    assert record["reason"] == "key lacks scope 'task:score'"
