@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sectorflow`` script. A ``SectorflowError`` prints its message and exits with 2."""
     try:
         _load_plugin_commands()
-        app(args=argv, standalone_mode=False)
+        # With standalone_mode=False, click returns a command's typer.Exit(code) as the return value.
+        returned = app(args=argv, standalone_mode=False)
     except SectorflowError as exc:
         err.print(f"[red]error[/]: {exc}")
         if isinstance(exc, InvalidInputError) and exc.details:
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             show()
             return code
         raise
-    return 0
+    return returned if isinstance(returned, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -161,3 +161,22 @@ def test_run_reads_gzipped_input(cli, tmp_path):
         handle.writelines(json.dumps(item) + "\n" for item in ITEMS)
     code, out, _ = cli("run", "echo", str(source))
     assert code == 0 and [json.loads(line) for line in out.splitlines()] == expected_lines(ITEMS)
+
+
+def test_main_returns_the_exit_code_a_command_asks_for():
+    """A plugin command's ``typer.Exit(3)`` must reach the shell as 3 (``sectorflow audit verify`` relies on it)."""
+    import typer
+
+    from sectorflow import cli
+
+    probe = typer.Typer()
+
+    @probe.command("fail-with-three")
+    def fail_with_three() -> None:
+        raise typer.Exit(3)
+
+    cli.app.add_typer(probe, name="exit-probe")
+    try:
+        assert cli.main(["exit-probe", "fail-with-three"]) == 3
+    finally:
+        cli.app.registered_groups = [g for g in cli.app.registered_groups if g.name != "exit-probe"]
