@@ -3,6 +3,9 @@
 Environment:
     SECTORFLOW_LOAD_PLUGINS: comma-separated entry-point names to load; unset loads every installed plugin, the
         empty string loads none (not even the built-in ones).
+    SECTORFLOW_REQUIRED_PLUGINS: comma-separated plugin names that must be loaded (e.g. ``audit`` in a regulated
+        deployment): loading fails if one is missing or left out, and every task event fails if one has since been
+        unregistered, so that no plugin can switch the audit log off.
     SECTORFLOW_TRACE_HOOKS: ``1`` logs every hook call and result at DEBUG level on logger ``sectorflow.hooks``.
 """
 
@@ -34,6 +37,19 @@ _tasks: dict[str, TaskSpec] | None = None
 _aliases: dict[str, str] = {}
 _trace_hooks = False
 _trace_log = logging.getLogger("sectorflow.hooks")
+
+
+def required_plugins() -> list[str]:
+    """The names listed in ``SECTORFLOW_REQUIRED_PLUGINS`` (empty when unset)."""
+    return [part.strip() for part in os.environ.get("SECTORFLOW_REQUIRED_PLUGINS", "").split(",") if part.strip()]
+
+
+def _check_required(pm: pluggy.PluginManager) -> None:
+    missing = [name for name in required_plugins() if pm.get_plugin(name) is None]
+    if missing:
+        raise PluginError(f"Required plugin(s) {missing} (SECTORFLOW_REQUIRED_PLUGINS) are not loaded: install them, "
+                          f"and do not leave them out with SECTORFLOW_LOAD_PLUGINS or unregister them.",
+                          details={"missing": missing})
 
 
 def _selected_names() -> set[str] | None:
@@ -75,6 +91,7 @@ def get_plugin_manager() -> pluggy.PluginManager:
                 _trace_log.debug("done %s: %r", hook_name, outcome.exception or "ok")
 
             pm.add_hookcall_monitoring(before, after)
+        _check_required(pm)
         _pm = pm
         return pm
 
@@ -191,5 +208,11 @@ def registered_trainables() -> list[TrainableSpec]:
 
 
 def emit(event: Any) -> None:
-    """Send a :class:`~sectorflow.spec.TaskEvent` to every ``sectorflow_task_event`` observer."""
-    get_plugin_manager().hook.sectorflow_task_event(event=event)
+    """Send a :class:`~sectorflow.spec.TaskEvent` to every ``sectorflow_task_event`` observer.
+
+    Raises:
+        PluginError: a plugin named in ``SECTORFLOW_REQUIRED_PLUGINS`` has been unregistered since loading.
+    """
+    pm = get_plugin_manager()
+    _check_required(pm)
+    pm.hook.sectorflow_task_event(event=event)

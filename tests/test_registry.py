@@ -274,3 +274,32 @@ def test_the_registry_fixture_puts_back_the_registry_it_found(registry):
     assert plugins.get_plugin_manager() is outer
     assert [row["task"] for row in Taskflow.tasks()] == ["outer_task"]
     assert os.environ["SECTORFLOW_LOAD_PLUGINS"] == ""
+
+
+# --- SECTORFLOW_REQUIRED_PLUGINS -----------------------------------------------------------------------------------
+
+
+def test_a_required_plugin_left_out_stops_loading(registry, monkeypatch):
+    registry()
+    monkeypatch.setenv("SECTORFLOW_REQUIRED_PLUGINS", "audit")
+    monkeypatch.setenv("SECTORFLOW_LOAD_PLUGINS", "builtin_observers")
+    plugins.reset()
+    with pytest.raises(PluginError, match=r"\['audit'\].*SECTORFLOW_REQUIRED_PLUGINS"):
+        plugins.get_plugin_manager()
+
+
+def test_unregistering_a_required_plugin_fails_every_later_call(registry, monkeypatch, echo_bundle):
+    class Observer:
+        seen: list[str] = []
+
+        @hookimpl
+        def sectorflow_task_event(self, event):
+            self.seen.append(event.kind)
+
+    pm = registry({"echo": echo_plugin(), "watcher": Observer()})
+    monkeypatch.setenv("SECTORFLOW_REQUIRED_PLUGINS", "watcher")
+    tf = Taskflow("echo", task_path=echo_bundle)
+    assert tf({"text": "a"}).meta.task == "echo"
+    pm.unregister(name="watcher")
+    with pytest.raises(PluginError, match="watcher"):
+        tf({"text": "b"})
