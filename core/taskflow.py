@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from . import plugins
 from .bundle import Bundle, load_bundle
 from .device import DeviceProbe, resolve_device
-from .errors import ConfigError, InvalidInputError, SectorflowError, UnsupportedPrecisionError
+from .errors import BundleError, ConfigError, InvalidInputError, SectorflowError, UnsupportedPrecisionError
 from .pipeline import Pipeline
 from .spec import PRECISIONS, CallContext, ResultMeta, TaskEvent, TaskSpec
 
@@ -129,11 +129,14 @@ class Taskflow:
             pipeline = self.spec.pipeline(self.spec, bundle, self.device, self.precision, self.batch_size,
                                           self.num_threads, dict(self.options))
             pipeline.load()
-        except SectorflowError as exc:
+        except Exception as exc:  # every failed load is an event, also one Paddle raises on a malformed program
             plugins.emit(TaskEvent("model_load_failed", self.spec.name, context, base_meta,
                                    error=f"{type(exc).__name__}: {exc}",
                                    details={"task_path": str(bundle_dir) if bundle_dir else None}))
-            raise
+            if isinstance(exc, SectorflowError):
+                raise
+            raise BundleError(f"Task {self.spec.name!r}: the model bundle at {bundle_dir} failed to load: "
+                              f"{type(exc).__name__}: {exc}", details={"task_path": str(bundle_dir)}) from exc
         plugins.emit(TaskEvent("model_loaded", self.spec.name, context, meta,
                                duration_ms=(time.perf_counter() - start) * 1000,
                                details={"task_path": str(bundle_dir) if bundle_dir else None,

@@ -337,3 +337,26 @@ def test_thread_count_comes_from_the_argument_or_sectorflow_num_threads(echo_reg
     monkeypatch.setenv("SECTORFLOW_NUM_THREADS", "many")
     with pytest.raises(ConfigError, match="SECTORFLOW_NUM_THREADS='many' is not an integer"):
         Taskflow("echo")
+
+
+def test_reload_of_a_bundle_paddle_cannot_parse_is_a_bundle_error_with_an_event(echo_registry, second_bundle,
+                                                                                 tmp_path):
+    """Hashes that match but a program Paddle cannot read: a typed BundleError and a model_load_failed event."""
+    import shutil
+
+    from sectorflow import BundleError, write_manifest
+
+    broken = tmp_path / "broken"
+    shutil.copytree(second_bundle, broken)
+    (broken / "model.json").write_text('{"not": "a program"}')
+    manifest = json.loads((broken / "manifest.json").read_text())
+    (broken / "manifest.json").unlink()
+    write_manifest(broken, **{k: v for k, v in manifest.items() if k != "files"})
+    tf = Taskflow("echo")
+    before = tf({"text": "still here"})
+    with pytest.raises(BundleError, match="failed to load") as caught:
+        tf.reload(broken)
+    assert not isinstance(caught.value, BundleIntegrityError)
+    assert tf({"text": "still here"}) == before
+    failed = [e for e in echo_registry.events if e.kind == "model_load_failed"]
+    assert len(failed) == 1 and failed[0].details["task_path"] == str(broken)
