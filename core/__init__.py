@@ -7,6 +7,7 @@ Public API (plugins import only these names)::
 
 from __future__ import annotations
 
+from ._paddle import import_paddle
 from .bundle import Bundle, PredictorPool, load_bundle, load_pdparams, sha256_file, write_manifest
 from .device import Device, DeviceProbe, resolve_device, set_default_probe
 from .errors import (
@@ -23,6 +24,7 @@ from .errors import (
     UnsupportedPrecisionError,
 )
 from .hookspecs import hookimpl
+from .io import open_text
 from .pipeline import Pipeline
 from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec
 from .taskflow import Taskflow
@@ -36,5 +38,5 @@ __all__ = [
     "Device", "DeviceProbe", "resolve_device", "set_default_probe", "Trainable", "TrainableSpec",
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",
     "DeviceUnavailableError", "UnsupportedPrecisionError", "BundleError", "BundleIntegrityError", "UnsafePickleError",
-    "ConfigError", "__version__",
+    "ConfigError", "import_paddle", "open_text", "__version__",
 ]

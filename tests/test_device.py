@@ -227,3 +227,21 @@ def test_predictor_config_refuses_precisions_instead_of_replacing_them(device, p
     with pytest.raises(UnsupportedPrecisionError) as info:
         make_predictor_config(load_bundle(ECHO_BUNDLE), device, precision)
     assert fragment in str(info.value)
+
+
+def test_a_bundle_can_ask_for_a_cpu_predictor_without_onednn(echo_registry, echo_bundle, recording):
+    """``cpu_onednn: false`` in the manifest (small MLPs run faster at batch 1 without oneDNN); default stays on."""
+    import json
+
+    from sectorflow import write_manifest
+
+    manifest = json.loads((echo_bundle / "manifest.json").read_text())
+    (echo_bundle / "manifest.json").unlink()
+    write_manifest(echo_bundle, **{k: v for k, v in manifest.items() if k != "files"}, cpu_onednn=False)
+    default = Taskflow("echo", device="cpu")
+    tuned = Taskflow("echo", device="cpu", task_path=echo_bundle)
+    with_onednn, without = recording
+    assert "enable_mkldnn" in call_names(with_onednn) and with_onednn.mkldnn_enabled() is True
+    assert "enable_mkldnn" not in call_names(without) and without.mkldnn_enabled() is False
+    a, b = tuned({"text": "same"}), default({"text": "same"})
+    assert a.text == b.text and a.scores == pytest.approx(b.scores, abs=1e-5)  # same weights, other kernels
