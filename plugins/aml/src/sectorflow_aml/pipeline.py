@@ -24,7 +24,9 @@ serialises calls (``TaskSpec.stateful``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import gc
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import date
 from typing import Any
 
@@ -76,6 +78,23 @@ def _quiet_result(transaction_id: str, risk: float, model_score: float | None,
     _set(out, "__pydantic_extra__", None)
     _set(out, "__pydantic_private__", None)
     return out
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector for one stage's loop (re-enabled afterwards if it was on).
+
+    The loops allocate many small long-lived objects (edges, account state, results); with the collector on,
+    its full collections rescan the whole growing heap and took about half of a batch call. Nothing these loops
+    build forms reference cycles that need the collector, and memory freed by reference counting is unaffected.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class _Item:
@@ -170,15 +189,16 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         for currency in {txn.currency for txn in items}:  # a missing FX rate fails the call before any state changes
             window.rate_of(currency)
         out: list[_Item] = []
-        for txn in items:
-            edge = window.add(txn)
-            alerts: list[Alert] = []
-            for rule in rules:
-                hits = rule.check(window, edge)
-                if hits:
-                    alerts.extend(hits)
-            row = scorer.feature_row(txn, window) if scorer is not None else None
-            out.append(_Item(row, alerts, observe(txn), edge))
+        with _gc_paused():
+            for txn in items:
+                edge = window.add(txn)
+                alerts: list[Alert] = []
+                for rule in rules:
+                    hits = rule.check(window, edge)
+                    if hits:
+                        alerts.extend(hits)
+                row = scorer.feature_row(txn, window) if scorer is not None else None
+                out.append(_Item(row, alerts, observe(txn), edge))
         return out
 
     def forward(self, batch: Sequence[_Item]) -> list[_Item]:
@@ -190,6 +210,10 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
 
     def postprocess(self, items: Sequence[Transaction], raw: Sequence[Any]) -> list[TransactionAssessment]:
         """Combine rule alerts and model scores into one :class:`TransactionAssessment` per transaction."""
+        with _gc_paused():
+            return self._assess(items, raw)
+
+    def _assess(self, items: Sequence[Transaction], raw: Sequence[Any]) -> list[TransactionAssessment]:
         results: list[TransactionAssessment] = []
         a = self.alert_threshold
         t = self.scorer.threshold if self.scorer is not None else None
