@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from datetime import time as dt_time
 from pathlib import Path
 from decimal import Decimal
@@ -42,6 +42,8 @@ DEFAULT_TIMEZONE = {"CN": "Asia/Shanghai", "US": "America/New_York"}
 FIELD_LIST_NOTE = ("PBOC data-standard field list not verified; elements use plain names. Check against the "
                    "reporting format your supervisor publishes before filing.")
 Direction = Literal["in", "out"]
+_BUCKET_S = 900
+"""Seconds of the UTC buckets whose local day :meth:`ReportEngine._dates` caches."""
 
 
 @dataclass(slots=True)
@@ -116,6 +118,7 @@ class ReportEngine:
         self._open: dict[tuple[str, str, str, str, date], _Open] = {}
         self._days: dict[date, list[tuple[str, str, str, str, date]]] = {}
         self._latest: date | None = None
+        self._bucket: tuple[int, date, date] | None = None  # (15-minute UTC bucket, local day, business day)
 
     OPTIONS = {
         "jurisdiction": "CN (PBOC large-value reports, default) or US (currency transaction reports)",
@@ -166,13 +169,7 @@ class ReportEngine:
         Raises:
             MissingRateError: a foreign-currency amount with no rate in ``fx``.
         """
-        local = txn.timestamp.astimezone(self.timezone)
-        day = local.date()
-        if self.jurisdiction == "US":
-            after_cutoff = self.cutoff is not None and local.time() >= self.cutoff
-            business_date = self.calendar.roll_forward(day + timedelta(days=1) if after_cutoff else day)
-        else:
-            business_date = day
+        day, business_date = self._dates(txn.timestamp)
         drafts: list[ReportDraft] = []
         scope = "domestic" if txn.currency == self.home_currency else "foreign"
         for customer, account, direction, rule in self._legs(txn):
@@ -199,6 +196,35 @@ class ReportEngine:
         return [self._draft(s) for s in self._open.values() if s.fired]
 
     # -- internals -------------------------------------------------------------------------------------------------
+
+    def _dates(self, timestamp: datetime) -> tuple[date, date]:
+        """(local calendar day, business day) of a UTC ``timestamp``.
+
+        Exactly ``timestamp.astimezone(timezone).date()`` and the business day derived from it, but the time-zone
+        lookup is done once per 15-minute UTC bucket: when the zone's offset is the same at both ends of the bucket
+        and no local midnight falls inside it, every instant of the bucket has the same local day. Buckets that
+        straddle a local midnight or an offset change, and the US night-deposit ``cutoff``, take the direct path.
+        """
+        if self.cutoff is None:
+            ts = timestamp.timestamp()
+            bucket = int(ts // _BUCKET_S)
+            cached = self._bucket
+            if cached is not None and cached[0] == bucket:
+                return cached[1], cached[2]
+            start = datetime.fromtimestamp(bucket * _BUCKET_S, self.timezone)
+            end = datetime.fromtimestamp(bucket * _BUCKET_S + _BUCKET_S, self.timezone)
+            second_of_day = start.hour * 3600 + start.minute * 60 + start.second + start.microsecond / 1e6
+            if start.utcoffset() == end.utcoffset() and second_of_day + _BUCKET_S <= 86_400:
+                day = start.date()
+                business_date = self.calendar.roll_forward(day) if self.jurisdiction == "US" else day
+                self._bucket = (bucket, day, business_date)
+                return day, business_date
+        local = timestamp.astimezone(self.timezone)
+        day = local.date()
+        if self.jurisdiction == "US":
+            after_cutoff = self.cutoff is not None and local.time() >= self.cutoff
+            return day, self.calendar.roll_forward(day + timedelta(days=1) if after_cutoff else day)
+        return day, day
 
     def _legs(self, txn: Transaction) -> list[tuple[str, str, Direction, str]]:
         """(customer, account, direction, rule) for each side of ``txn`` that is a customer of the institution."""
