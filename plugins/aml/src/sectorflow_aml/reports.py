@@ -43,6 +43,7 @@ FIELD_LIST_NOTE = ("PBOC data-standard field list not verified; elements use pla
                    "reporting format your supervisor publishes before filing.")
 Direction = Literal["in", "out"]
 _BUCKET_S = 900
+_ZERO = Decimal(0)
 """Seconds of the UTC buckets whose local day :meth:`ReportEngine._dates` caches."""
 
 
@@ -171,22 +172,29 @@ class ReportEngine:
         """
         day, business_date = self._dates(txn.timestamp)
         drafts: list[ReportDraft] = []
-        scope = "domestic" if txn.currency == self.home_currency else "foreign"
+        currency = txn.currency
+        scope = "domestic" if currency == self.home_currency else "foreign"
+        table = self._table
+        opened = self._open
         for customer, account, direction, rule in self._legs(txn):
-            for threshold in self._table.get((rule, scope), ()):
-                amount = txn.amount if txn.currency == threshold.currency else \
-                    self.fx.convert(txn.amount, txn.currency, threshold.currency, day)
+            for threshold in table.get((rule, scope), ()):
+                amount = txn.amount if currency == threshold.currency else \
+                    self.fx.convert(txn.amount, currency, threshold.currency, day)
                 key = (customer, direction, threshold.rule, threshold.applies_to, business_date)
-                state = self._open.get(key)
+                state = opened.get(key)
                 if state is None:
-                    state = self._open[key] = _Open(threshold, customer, direction, business_date)
-                    self._days.setdefault(business_date, []).append(key)
+                    state = opened[key] = _Open(threshold, customer, direction, business_date, _ZERO, [])
+                    keys = self._days.get(business_date)
+                    if keys is None:
+                        keys = self._days[business_date] = []
+                    keys.append(key)
                 state.total += amount
                 state.rows.append((txn, account, amount))
                 if not state.fired and threshold.met(state.total):
                     state.fired = True
                     drafts.append(self._draft(state))
-        if self._latest is None or business_date > self._latest:
+        latest = self._latest
+        if latest is None or business_date > latest:
             self._latest = business_date
             self._prune()
         return drafts
@@ -241,21 +249,26 @@ class ReportEngine:
             cash = False
         legs = []
         cross_border: bool | None = None
+        institution = self.institution
+        us = self.jurisdiction == "US"
+        customers = self.customers
+        customer_types = self.customer_types
         for account, direction, bank in sides:
-            if self.institution is not None and bank is not None and bank != self.institution:
+            if institution is not None and bank is not None and bank != institution:
                 continue
-            if self.jurisdiction == "US":
+            if us:
                 rule = "ctr_cash"
             elif cash:
                 rule = "cash"
-            elif self.customer_types.get(account, txn.customer_type) == "corporate":
+            elif (customer_types.get(account, txn.customer_type) if customer_types else txn.customer_type) \
+                    == "corporate":
                 rule = "corporate_transfer"
             else:
                 if cross_border is None:
                     home, s, r = self.home_country, txn.sender_country, txn.receiver_country
                     cross_border = (s is not None and s != home) or (r is not None and r != home)
                 rule = "individual_cross_border_transfer" if cross_border else "individual_domestic_transfer"
-            legs.append((self.customers.get(account, account), account, direction, rule))
+            legs.append((customers.get(account, account) if customers else account, account, direction, rule))
         return legs
 
     def _row(self, txn: Transaction, account: str, direction: Direction, amount: Decimal, currency: str,
