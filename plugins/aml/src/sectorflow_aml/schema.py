@@ -37,12 +37,20 @@ class Channel(str, Enum):
         return self in (Channel.cash_deposit, Channel.cash_withdrawal)
 
 
+EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
+
+
 class Transaction(BaseModel):
     """One transaction.
 
-    ``timestamp``: ISO 8601; a naive time is taken as UTC. ``amount``: a positive decimal in ``currency`` (ISO 4217
-    alphabetic code). Countries are ISO 3166-1 alpha-2. For cash deposits the sender may be the depositor's own
-    account or a walk-in id; for cash withdrawals the receiver likewise.
+    ``timestamp``: ISO 8601; a naive time is taken as UTC; it must lie in [1900-01-01, 2200-01-01) UTC.
+    ``amount``: a positive decimal in ``currency`` (ISO 4217 alphabetic code), below 10^15 and with at most 4 decimal
+    places (ISO 4217 minor units go to 4 places, e.g. CLF). Countries are ISO 3166-1 alpha-2. For cash deposits the
+    sender may be the depositor's own account or a walk-in id; for cash withdrawals the receiver likewise.
+
+    The bounds are checked when the item is validated, before the pipeline touches its per-account state, so an
+    out-of-range value is a 422 / ``InvalidInputError`` for that row and never reaches the window.
     """
 
     model_config = ConfigDict(frozen=True, str_strip_whitespace=True)
@@ -51,7 +59,8 @@ class Transaction(BaseModel):
     timestamp: datetime
     sender_account: str = Field(min_length=1)
     receiver_account: str = Field(min_length=1)
-    amount: Decimal = Field(gt=0, description="Positive amount in `currency` units.")
+    amount: Decimal = Field(gt=0, lt=Decimal("1e15"), decimal_places=4, allow_inf_nan=False,
+                            description="Positive amount in `currency` units, below 10^15, at most 4 decimal places.")
     currency: str = Field(default="CNY", pattern=r"^[A-Z]{3}$", description="ISO 4217 code, e.g. CNY, USD.")
     channel: Channel = Channel.transfer
     sender_country: str | None = Field(default=None, pattern=r"^[A-Z]{2}$")
@@ -63,7 +72,13 @@ class Transaction(BaseModel):
     @field_validator("timestamp")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+        try:
+            utc = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+        except OverflowError as exc:  # e.g. 0001-01-01T00:00:00+14:00 has no UTC equivalent
+            raise ValueError(f"{value.isoformat()} cannot be converted to UTC") from exc
+        if not EARLIEST <= utc < LATEST:
+            raise ValueError(f"timestamp {utc.isoformat()} is outside [{EARLIEST.date()}, {LATEST.date()})")
+        return utc
 
     @field_validator("currency", "sender_country", "receiver_country", mode="before")
     @classmethod
