@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.table import Table
 
 from . import plugins
-from .errors import InvalidInputError, SectorflowError
+from .errors import ConfigError, InvalidInputError, SectorflowError
 from .io import reader_for
 from .spec import CallContext
 from .taskflow import Taskflow, validate_items
@@ -91,6 +91,7 @@ def run_command(
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
+    _check_output(source, output)
     tf = Taskflow(task, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
                   task_path=task_path, **options)
     reader = reader_for(tf.spec, fmt, source)
@@ -106,6 +107,22 @@ def run_command(
     finally:
         if spool:
             os.unlink(spool)
+
+
+def _check_output(source: str, output: Optional[Path]) -> None:
+    """Refuse an ``--output`` that is the input file itself (opening it for writing would empty the input).
+
+    Raises:
+        ConfigError: ``output`` resolves to the same file as ``source``.
+    """
+    if output is None or source == "-":
+        return
+    same = Path(source).resolve() == output.resolve()
+    if not same and output.exists() and Path(source).exists():
+        same = os.path.samefile(source, output)  # hard links and the like
+    if same:
+        raise ConfigError(f"--output {output} is the input file {source}: writing would erase the input; "
+                          "choose another output path.")
 
 
 def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], batch_size: int,

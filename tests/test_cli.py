@@ -180,3 +180,18 @@ def test_main_returns_the_exit_code_a_command_asks_for():
         assert cli.main(["exit-probe", "fail-with-three"]) == 3
     finally:
         cli.app.registered_groups = [g for g in cli.app.registered_groups if g.name != "exit-probe"]
+
+
+def test_output_that_is_the_input_file_is_refused_and_the_input_kept(cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    source = tmp_path / "one.jsonl"
+    write_jsonl(source, ITEMS)
+    before = source.read_bytes()
+    for target in ("one.jsonl", str(source), "./sub/../one.jsonl"):
+        (tmp_path / "sub").mkdir(exist_ok=True)
+        code, out, err = cli("run", "echo", "one.jsonl", "-o", target)
+        assert code == 2 and out == "" and "is the input file" in err
+        assert source.read_bytes() == before
+    (tmp_path / "link.jsonl").hardlink_to(source)
+    code, _, err = cli("run", "echo", "one.jsonl", "-o", "link.jsonl")
+    assert code == 2 and "is the input file" in err and source.read_bytes() == before
