@@ -9,8 +9,12 @@ lane. Each lane is bounded in items and in waiting time; past either bound a req
 Only requests with the same caller (key id, tenant, client address) are merged, so that the single
 ``call_started``/``call_finished`` event of a merged call names exactly one actor. Inference runs in a thread pool,
 off the event loop. If a merged call fails, each of its requests is run again alone, so that one bad request fails
-alone; a request once taken into a call is never dropped (a stateful task that accepts a call atomically thus keeps
-every request it answered with 200, and none it refused).
+alone; a request once taken into a call is never dropped.
+
+A stateful task (``TaskSpec.stateful``, e.g. the AML transaction window) is never merged across requests: running a
+failed merged call again request by request would apply the items that had already entered the state a second time
+(a fresh-user test saw one cash deposit counted twice and a false structuring alert). Each request of a stateful
+task is its own call, and what it answered with 200 is exactly what entered the state.
 """
 
 from __future__ import annotations
@@ -169,6 +173,8 @@ class TaskBatcher:
         return None
 
     def _collect(self, batch: list[_Pending], size: int) -> int:
+        if self.taskflow.spec.stateful:  # never merged: see the module docstring
+            return size
         group = batch[0].group
         for lane in LANES:
             for pending in list(self._lanes[lane]):
@@ -194,7 +200,7 @@ class TaskBatcher:
                 self._wakeup.clear()
                 size = self._collect(batch, size)
                 remaining = deadline - loop.time()
-                if size >= self.config.max_batch_size or remaining <= 0:
+                if size >= self.config.max_batch_size or remaining <= 0 or self.taskflow.spec.stateful:
                     break
                 try:
                     await asyncio.wait_for(self._wakeup.wait(), remaining)
