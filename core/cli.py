@@ -133,7 +133,11 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
         for _ in _validated(tf.spec, reader(source), on_error, []):
             pass
     skipped: list[dict[str, Any]] = []
-    out = open(output, "w", encoding="utf-8") if output else sys.stdout
+    try:
+        out = open(output, "w", encoding="utf-8") if output else sys.stdout
+    except OSError as exc:
+        raise ConfigError(f"Cannot write --output {output}: {exc.strerror}. Choose a path in an existing, "
+                          "writable folder.") from exc
     count = 0
     try:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

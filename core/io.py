@@ -7,10 +7,12 @@ rows can be reported by number. Files ending in ``.gz`` are decompressed on the 
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import io
 import json
 import sys
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -81,4 +83,35 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path) -> Reader:
     readers = {**BUILTIN_READERS, **spec.readers}
     if fmt not in readers:
         raise ConfigError(f"Task {spec.name!r} reads the formats {', '.join(sorted(readers))}; not {fmt!r}.")
-    return readers[fmt]
+    return checked_reader(readers[fmt])
+
+
+def checked_reader(reader: Reader) -> Reader:
+    """Wrap ``reader`` so that a file that cannot be decoded raises :class:`InvalidInputError`, not a traceback.
+
+    Translated: ``UnicodeDecodeError`` (not UTF-8 text, e.g. a binary or UTF-16 file), ``gzip.BadGzipFile`` and
+    ``zlib.error`` (a ``.gz`` name on a file that is not gzip, or corrupt data), ``EOFError`` (a truncated gzip
+    file). The message names the file and the last row read before the failure. Applies to every reader,
+    built in or a plugin's, because it wraps the iteration itself.
+    """
+
+    @functools.wraps(reader)
+    def read(source: Any) -> Iterator[tuple[int, Any]]:
+        row = 0
+        try:
+            for row, record in reader(source):
+                yield row, record
+        except UnicodeDecodeError as exc:
+            raise _unreadable(source, row, "is not UTF-8 text (save it as UTF-8, e.g. Excel's 'CSV UTF-8')",
+                              f"{exc.encoding} cannot decode byte {exc.object[exc.start:exc.start + 1]!r}") from exc
+        except (gzip.BadGzipFile, zlib.error) as exc:
+            raise _unreadable(source, row, "is not a valid gzip file", str(exc)) from exc
+        except EOFError as exc:
+            raise _unreadable(source, row, "is truncated (the gzip file ends early)", str(exc)) from exc
+
+    return read
+
+
+def _unreadable(source: Any, row: int, what: str, reason: str) -> InvalidInputError:
+    where = f" after row {row}" if row else ""
+    return InvalidInputError(f"Input file {source} {what}: {reason}{where}.")  # one line: no per-row details

@@ -195,3 +195,38 @@ def test_output_that_is_the_input_file_is_refused_and_the_input_kept(cli, tmp_pa
     (tmp_path / "link.jsonl").hardlink_to(source)
     code, _, err = cli("run", "echo", "one.jsonl", "-o", "link.jsonl")
     assert code == 2 and "is the input file" in err and source.read_bytes() == before
+
+
+def _gzip_bytes(text: str) -> bytes:
+    import gzip
+
+    return gzip.compress(text.encode())
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "fmt", "fragment"),
+    [("bin.dat", bytes(range(256)) * 4, None, "is not UTF-8 text"),
+     ("bin.dat", bytes(range(256)) * 4, "jsonl", "is not UTF-8 text"),
+     ("bin.dat", bytes(range(256)) * 4, "csv", "is not UTF-8 text"),
+     ("bin.dat", bytes(range(256)) * 4, "lines", "is not UTF-8 text"),  # a plugin's reader
+     ("utf16.csv", "text\nhello\n".encode("utf-16"), None, "is not UTF-8 text"),
+     ("plain.csv.gz", b"text\nhello\n", None, "is not a valid gzip file"),
+     ("cut.jsonl.gz", _gzip_bytes('{"text": "hello"}\n' * 2000)[:-30], None, "is truncated")],
+)
+def test_undecodable_input_is_an_input_error_not_a_traceback(cli, tmp_path, name, content, fmt, fragment):
+    source = tmp_path / name
+    source.write_bytes(content)
+    args = ("run", "echo", str(source)) + (("--format", fmt) if fmt else ())
+    for mode in ("reject", "skip"):
+        code, out, err = cli(*args, "--on-error", mode)
+        # skip mode streams: rows read before a truncation are already written, but the exit code says it failed
+        assert code == 2 and (out == "" or mode == "skip")
+        assert fragment in err and f"Input file {source}" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_output_in_a_missing_folder_is_a_config_error(cli, tmp_path):
+    source = tmp_path / "in.jsonl"
+    write_jsonl(source, ITEMS)
+    code, out, err = cli("run", "echo", str(source), "-o", str(tmp_path / "nonexistent" / "o.jsonl"))
+    assert code == 2 and out == ""
+    assert f"Cannot write --output {tmp_path / 'nonexistent' / 'o.jsonl'}: No such file or directory" in err
