@@ -24,15 +24,18 @@ from .spec import Reader, TaskSpec
 
 @contextmanager
 def open_text(source: str | Path) -> Iterator[IO[str]]:
-    """Open a path (``.gz`` transparently) or ``-`` (standard input) as UTF-8 text."""
+    """Open a path (``.gz`` transparently) or ``-`` (standard input) as UTF-8 text.
+
+    A leading byte-order mark (Excel's "CSV UTF-8" writes one) is dropped: the encoding is ``utf-8-sig``.
+    """
     if str(source) == "-":
-        yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+        yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig")
         return
     path = Path(source)
     if not path.is_file():
         raise ConfigError(f"Input file {source} does not exist.")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", newline="") as handle:  # type: ignore[operator]
+    with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # type: ignore[operator]
         yield handle
 
 

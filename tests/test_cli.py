@@ -230,3 +230,13 @@ def test_an_output_in_a_missing_folder_is_a_config_error(cli, tmp_path):
     code, out, err = cli("run", "echo", str(source), "-o", str(tmp_path / "nonexistent" / "o.jsonl"))
     assert code == 2 and out == ""
     assert f"Cannot write --output {tmp_path / 'nonexistent' / 'o.jsonl'}: No such file or directory" in err
+
+
+@pytest.mark.parametrize("name", ["excel.csv", "excel.jsonl"])
+def test_a_utf8_byte_order_mark_is_ignored(cli, tmp_path, name):
+    source = tmp_path / name
+    body = "text\r\nhello world\r\nx\r\n" if name.endswith(".csv") else '{"text": "hello world"}\n{"text": "x"}\n'
+    source.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    code, out, err = cli("run", "echo", str(source))
+    assert code == 0, err
+    assert [json.loads(line) for line in out.splitlines()] == expected_lines([{"text": "hello world"}, {"text": "x"}])
