@@ -27,6 +27,12 @@ audit_app = typer.Typer(help="Tamper-evident audit log: verify, prove, export, a
 
 
 def _log() -> AuditLog:
+    """The configured log, for commands that read or administer it: it must already exist (a mistyped or deleted
+    SQLite path must not verify as an empty, untampered log)."""
+    db = runtime.config().db
+    if db and not db.startswith(("postgresql://", "postgres://")) and not Path(db).is_file():
+        raise AuditConfigError(f"No audit log at {db} (SECTORFLOW_AUDIT_DB): the file does not exist. Check the path; "
+                               f"a log is created by the first recorded event, never by a read.")
     lg = runtime.get_log()
     if lg is None:
         raise AuditConfigError("The audit log is not configured: set SECTORFLOW_AUDIT_DB and SECTORFLOW_AUDIT_KEY.")

@@ -117,3 +117,18 @@ def test_sectorflow_run_calls_are_recorded_with_the_cli_channel(audited: Any, tm
     calls = [json.loads(r.body) for r in lg.store.iter_records() if r.event.startswith("task.call_")]
     assert [c["event"] for c in calls] == ["task.call_started", "task.call_finished"]
     assert all(c["channel"] == "cli" and c["n_items"] == 2 for c in calls)
+
+
+def test_verify_of_a_missing_store_is_an_error_not_an_empty_clean_log(audited: Any, tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str],
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mistyped or deleted SQLite path must not verify as "OK" (found by a fresh-user test)."""
+    from sectorflow.compliance import runtime
+
+    audited()
+    missing = tmp_path / "nowhere" / "audit.db"
+    monkeypatch.setenv("SECTORFLOW_AUDIT_DB", str(missing))
+    runtime.reset()
+    code, out = run(["audit", "verify"], capsys)
+    assert code == 2 and f"No audit log at {missing}" in out
+    assert not missing.exists()  # a read never creates the store
