@@ -56,9 +56,15 @@ def schema_command(task: str) -> None:
                            "output": spec.output_model.model_json_schema()}, indent=2, ensure_ascii=False))
 
 
-def _validated(spec: Any, rows: Iterator[tuple[int, dict[str, Any]]], on_error: OnError,
+def _validated(spec: Any, rows: Iterator[tuple[int, Any]], on_error: OnError,
                skipped: list[dict[str, Any]]) -> Iterator[Any]:
+    """Validated input items; a bad row (a reader's ``InvalidInputError`` or a model mismatch) raises or is skipped."""
     for row, record in rows:
+        if isinstance(record, InvalidInputError):
+            if on_error is OnError.reject:
+                raise record
+            skipped.extend(record.details or [{"row": row, "field": None, "reason": record.message}])
+            continue
         try:
             yield validate_items(spec.input_model, [record], first_row=row)[0]
         except InvalidInputError as exc:
@@ -153,8 +159,13 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
         if output:
             out.close()
     for problem in skipped:
-        err.print(f"[yellow]skipped row {problem['row']}[/]: {problem['field']}: {problem['reason']}")
+        err.print(f"[yellow]skipped row {problem['row']}[/]: {_problem_text(problem)}")
     err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped.")
+
+
+def _problem_text(problem: dict[str, Any]) -> str:
+    field = problem.get("field")
+    return f"{field}: {problem.get('reason')}" if field else str(problem.get("reason"))
 
 
 _commands_loaded = False
@@ -177,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"[red]error[/]: {exc}")
         if isinstance(exc, InvalidInputError) and exc.details:
             for problem in exc.details[:20]:
-                err.print(f"  row {problem.get('row')}: {problem.get('field')}: {problem.get('reason')}")
+                err.print(f"  row {problem.get('row')}: {_problem_text(problem)}")
         return 2
     except (typer.Abort, KeyboardInterrupt):
         return 130

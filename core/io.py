@@ -1,7 +1,11 @@
 """Input files for ``sectorflow run``: JSON lines and CSV built in, task-specific formats from the task spec.
 
 Every reader yields ``(row_number, record)`` pairs, rows counted from 1 (a CSV header is not a row), so that bad
-rows can be reported by number. Files ending in ``.gz`` are decompressed on the fly; ``-`` is standard input.
+rows can be reported by number. A row that cannot even be parsed into a record (a line that is not JSON, ...) is
+yielded as ``(row_number, problem)`` where ``problem`` is an :class:`InvalidInputError` whose ``details`` name the
+row: ``sectorflow run --on-error skip`` then reports and skips that row, ``--on-error reject`` raises it. (This
+extends the ``Reader`` type in ``spec.py``, which names only the dict case.) Readers should not raise for one bad
+row, so that the rest of the file can still be processed in skip mode. Files ending in ``.gz`` are decompressed on the fly; ``-`` is standard input.
 """
 
 from __future__ import annotations
@@ -39,11 +43,10 @@ def open_text(source: str | Path) -> Iterator[IO[str]]:
         yield handle
 
 
-def read_jsonl(source: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_jsonl(source: str | Path) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
     """One JSON object per line; blank lines are skipped but counted.
 
-    Raises:
-        InvalidInputError: a line that is not a JSON object (names the row).
+    A line that is not a JSON object is yielded as ``(row, InvalidInputError)`` (see the module docstring).
     """
     with open_text(source) as handle:
         for row, line in enumerate(handle, start=1):
@@ -52,11 +55,14 @@ def read_jsonl(source: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise InvalidInputError(f"Row {row} is not valid JSON: {exc.msg}.",
-                                        details=[{"row": row, "field": None, "reason": exc.msg}]) from exc
+                yield row, InvalidInputError(f"Row {row} is not valid JSON: {exc.msg}.",
+                                             details=[{"row": row, "field": None, "reason": f"not JSON: {exc.msg}"}])
+                continue
             if not isinstance(record, dict):
-                raise InvalidInputError(f"Row {row} is a JSON {type(record).__name__}, not an object.",
-                                        details=[{"row": row, "field": None, "reason": "not an object"}])
+                kind = type(record).__name__
+                yield row, InvalidInputError(f"Row {row} is a JSON {kind}, not an object.",
+                                             details=[{"row": row, "field": None, "reason": f"a JSON {kind}, not an object"}])
+                continue
             yield row, record
 
 

@@ -240,3 +240,15 @@ def test_a_utf8_byte_order_mark_is_ignored(cli, tmp_path, name):
     code, out, err = cli("run", "echo", str(source))
     assert code == 0, err
     assert [json.loads(line) for line in out.splitlines()] == expected_lines([{"text": "hello world"}, {"text": "x"}])
+
+
+def test_on_error_skip_skips_lines_that_are_not_json_objects(cli, tmp_path):
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    source.write_text('{"text": "fine"}\n{"text": broken\n[1, 2]\n{"text": "last"}\n')
+    code, _, err = cli("run", "echo", str(source), "-o", str(target), "--on-error", "skip")
+    assert code == 0, err
+    assert [json.loads(line)["text"] for line in target.read_text().splitlines()] == ["fine", "last"]
+    assert "skipped row 2: not JSON: Expecting value" in err and "skipped row 3: a JSON list, not an object" in err
+    assert "2 item(s) processed, 2 row(s) skipped." in err
+    code, out, err = cli("run", "echo", str(source), "-o", str(target), "--on-error", "reject")
+    assert code == 2 and "Row 2 is not valid JSON: Expecting value." in err
