@@ -94,3 +94,21 @@ def test_cli_explain_from_a_results_file(tmp_path: Path) -> None:
     assert drafts.exit_code == 0 and drafts.output == ""  # these results carry no report drafts
     with pytest.raises(ConfigError, match="No alert 'nope'.*cycle-sample"):
         explain_alert("nope", results, SAMPLE, tmp_path / "n.png", "amlsim")
+
+
+def test_explain_refuses_an_input_file_the_results_did_not_come_from(tmp_path: Path) -> None:
+    """AMLSim ids are row numbers, so another AMLSim file has the same ids: the accounts must match too."""
+    alert, _ = _cycle_alert()
+    results = tmp_path / "results.jsonl"
+    results.write_text(TransactionAssessment(transaction_id=alert.transaction_ids[-1], risk_score=0.8, alert=True,
+                                             typologies=["cycle"], alerts=[alert]).model_dump_json() + "\n")
+    other_run = tmp_path / "other.csv"
+    with other_run.open("w", newline="") as handle:  # same row numbers, other accounts
+        writer = csv.writer(handle)
+        writer.writerow(["sourceNodeId", "targetNodeId", "value", "time"])
+        for row in range(1, 4000):
+            writer.writerow([900000 + row, 800000 + row, "100.0", 1])
+    with pytest.raises(InvalidInputError, match="is not the input that produced alert cycle-sample"):
+        explain_alert("cycle-sample", results, other_run, tmp_path / "x.png", "amlsim")
+    assert not (tmp_path / "x.png").exists()
+    explain_alert("cycle-sample", results, SAMPLE, tmp_path / "ok.png", "amlsim")  # the right input still draws

@@ -94,7 +94,30 @@ def explain_alert(alert_id: str, results: str | Path, source: str | Path, png: s
     """Python equivalent of ``sectorflow aml explain``: find the alert, read its transactions, draw the PNG."""
     alert = find_alert(results, alert_id)
     transactions = load_alert_transactions(source, fmt, set(alert.transaction_ids))
+    check_input_matches(alert, transactions, source)
     return draw_alert(alert, transactions, png)
+
+
+def check_input_matches(alert: Alert, transactions: list[Transaction], source: str | Path) -> None:
+    """Refuse to draw from an input file that is not the one the results came from.
+
+    Transaction ids alone do not prove it (the AMLSim reader numbers rows, so every AMLSim file has the same ids):
+    every transaction of the alert must be in the file, and each must involve one of the alert's accounts.
+
+    Raises:
+        InvalidInputError: ids missing from the file, or transactions between accounts the alert does not name.
+    """
+    found = {t.transaction_id for t in transactions}
+    missing = [tid for tid in alert.transaction_ids if tid not in found]
+    accounts = set(alert.accounts)
+    foreign = [t.transaction_id for t in transactions
+               if t.sender_account not in accounts and t.receiver_account not in accounts]
+    if missing or foreign:
+        what = (f"{len(missing)} of the alert's {len(alert.transaction_ids)} transactions are not in it"
+                if missing else f"transactions {', '.join(foreign[:5])} there involve none of the alert's accounts")
+        raise InvalidInputError(f"{source} is not the input that produced alert {alert.alert_id}: {what}. Pass the "
+                                f"same --input (and --format) that `sectorflow run aml` read.",
+                                details={"missing": missing[:20], "foreign": foreign[:20]})
 
 
 @aml_app.command("alerts")
@@ -115,6 +138,9 @@ def reports_command(results: Path = typer.Option(..., "--results", "-r", help="J
                     kind: Optional[str] = typer.Option(None, help="Only large_value, ctr or suspicious."),
                     as_json: bool = typer.Option(False, "--json", help="One JSON draft per line.")) -> None:
     """List the report drafts in a results file (id, kind, regulation, customer, total, business date, due date)."""
+    kinds = ("large_value", "ctr", "suspicious")
+    if kind is not None and kind not in kinds:
+        raise typer.BadParameter(f"--kind {kind!r}: use one of {', '.join(kinds)}.")
     for draft in iter_reports(results):
         if kind and draft.kind != kind:
             continue
