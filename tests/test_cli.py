@@ -252,3 +252,17 @@ def test_on_error_skip_skips_lines_that_are_not_json_objects(cli, tmp_path):
     assert "2 item(s) processed, 2 row(s) skipped." in err
     code, out, err = cli("run", "echo", str(source), "-o", str(target), "--on-error", "reject")
     assert code == 2 and "Row 2 is not valid JSON: Expecting value." in err
+
+
+def test_run_records_the_os_user_as_the_actor(cli, echo_registry, tmp_path, monkeypatch):
+    import socket
+
+    monkeypatch.setenv("LOGNAME", "auditor-7")  # getpass.getuser() reads LOGNAME first
+    source = tmp_path / "in.jsonl"
+    write_jsonl(source, ITEMS[:2])
+    code, _, err = cli("run", "echo", str(source))
+    assert code == 0, err
+    calls = [e for e in echo_registry.events if e.kind in ("call_started", "call_finished")]
+    assert len(calls) == 2
+    assert {(e.context.actor, e.context.channel, e.context.source) for e in calls} == {
+        ("auditor-7", "cli", socket.gethostname())}
