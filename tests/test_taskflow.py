@@ -360,3 +360,11 @@ def test_reload_of_a_bundle_paddle_cannot_parse_is_a_bundle_error_with_an_event(
     assert tf({"text": "still here"}) == before
     failed = [e for e in echo_registry.events if e.kind == "model_load_failed"]
     assert len(failed) == 1 and failed[0].details["task_path"] == str(broken)
+
+
+def test_meta_is_set_like_a_field_the_pipeline_set(echo_registry):
+    """The runtime sets ``meta`` without pydantic's __setattr__; it must still count as a set field."""
+    result = Taskflow("echo")({"text": "x"})
+    dumped = result.model_dump(exclude_unset=True)
+    assert dumped["meta"]["task"] == "echo" and dumped["meta"]["bundle_sha256"] == result.meta.bundle_sha256
+    assert type(result).model_validate_json(result.model_dump_json()) == result
