@@ -84,7 +84,7 @@ def run_command(
     device: str = typer.Option("cpu", help="cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto."),
     precision: str = typer.Option("fp32", help="fp32, fp16, bf16 or int8."),
     batch_size: int = typer.Option(256, help="Items per model forward pass."),
-    num_threads: Optional[int] = typer.Option(None, help="CPU threads (default SECTORFLOW_NUM_THREADS or 1)."),
+    num_threads: Optional[int] = typer.Option(None, min=1, help="CPU threads (default SECTORFLOW_NUM_THREADS or 1)."),
     task_path: Optional[Path] = typer.Option(None, help="A model bundle folder to use instead of the default."),
     on_error: OnError = typer.Option(OnError.reject, help="Bad rows: reject the whole input, or skip and report."),
     option: list[str] = typer.Option([], "--option", "-O", help="Task option KEY=VALUE (JSON value), repeatable."),

@@ -36,6 +36,8 @@ def open_text(source: str | Path) -> Iterator[IO[str]]:
         yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig")
         return
     path = Path(source)
+    if path.is_dir():
+        raise ConfigError(f"Input {source} is a directory; give a file (JSON lines, CSV, ...) inside it.")
     if not path.is_file():
         raise ConfigError(f"Input file {source} does not exist.")
     opener = gzip.open if path.suffix == ".gz" else open

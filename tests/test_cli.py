@@ -266,3 +266,18 @@ def test_run_records_the_os_user_as_the_actor(cli, echo_registry, tmp_path, monk
     assert len(calls) == 2
     assert {(e.context.actor, e.context.channel, e.context.source) for e in calls} == {
         ("auditor-7", "cli", socket.gethostname())}
+
+
+@pytest.mark.parametrize("threads", ["0", "-1"])
+def test_num_threads_below_one_is_refused(cli, tmp_path, threads):
+    source = tmp_path / "in.jsonl"
+    write_jsonl(source, ITEMS)
+    code, out, err = cli("run", "echo", str(source), "--num-threads", threads)
+    assert code == 2 and out == ""
+    assert "Invalid value for '--num-threads': Input should be greater than or equal to 1" in err
+
+
+def test_a_directory_as_input_is_named_as_a_directory(cli, tmp_path):
+    code, out, err = cli("run", "echo", str(tmp_path))
+    assert code == 2 and out == ""
+    assert f"Input {tmp_path} is a directory" in err and "does not exist" not in err
