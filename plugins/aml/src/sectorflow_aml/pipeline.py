@@ -148,6 +148,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self._dormancy = dormant.params.dormant_days if dormant is not None else 180.0
         self._home = {"CN": "CNY", "US": "USD"}[self.jurisdiction]
         self.window = TransactionWindow(self.lookback_days, rate=self._rate, dormancy_days=self._dormancy)
+        self._model_alerted: dict[tuple[str, str], float] = {}
 
     def _rule_defaults(self) -> dict[str, dict[str, Any]]:
         """Structuring thresholds from the jurisdiction's cash reporting thresholds (single source of truth)."""
@@ -174,6 +175,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
     def reset_state(self) -> None:
         """Forget the window, the scorer's per-account state, report aggregates and alert cooldowns."""
         self.window.reset()
+        self._model_alerted.clear()
         self.reports_engine.reset()
         if self.scorer is not None:
             self.scorer.reset()
@@ -242,7 +244,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 if model_score is not None:
                     model_reasons = self._model_reasons(model_score, item.row)
                     reasons.extend(model_reasons)
-                    if model_risk >= a:
+                    if model_risk >= a and self._model_alert_due(item):
                         alerts.append(self._model_alert(item, model_risk, model_reasons))
             reports = item.reports
             strs = [x for x in alerts if x.score >= self.str_threshold]
@@ -267,6 +269,23 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             reasons.extend(Reason(code=code, en=en, zh=zh, source=source)
                            for code, en, zh in self.scorer.describe(row))
         return reasons
+
+    def _model_alert_due(self, item: _Item) -> bool:
+        """At most one ``model_risk`` alert (and so one suspicious-report draft) per sender/receiver pair per lookback
+        window. The pair's later transactions keep their score, flag and reasons; they open no new alert, so an
+        analyst's queue holds one entry per pair instead of one per transfer. Runs in arrival order in postprocess,
+        so one-at-a-time and batch calls decide alike."""
+        edge = item.edge
+        key = (edge.src, edge.dst)
+        ts = edge.txn.timestamp.timestamp()
+        horizon = self.lookback_days * 86400.0
+        last = self._model_alerted.get(key)
+        if last is not None and abs(ts - last) < horizon:
+            return False
+        self._model_alerted[key] = ts
+        if len(self._model_alerted) > 200_000:  # bound memory: entries older than a window can no longer suppress
+            self._model_alerted = {k: v for k, v in self._model_alerted.items() if ts - v < horizon}
+        return True
 
     def _model_alert(self, item: _Item, risk: float, reasons: list[Reason]) -> Alert:
         edge = item.edge
