@@ -111,7 +111,8 @@ def run_command(
             shutil.copyfileobj(sys.stdin.buffer, handle)
         source = spool = handle.name
     try:
-        _run_file(tf, reader, source, output, batch_size, on_error)
+        name = "standard input" if spool else source
+        _run_file(tf, reader, source, output, batch_size, on_error, name=name)
     finally:
         if spool:
             os.unlink(spool)
@@ -146,7 +147,7 @@ def cli_context() -> CallContext:
 
 
 def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], batch_size: int,
-              on_error: OnError) -> None:
+              on_error: OnError, name: str) -> None:
     context = cli_context()
     if on_error is OnError.reject:
         # First pass: validate every row, so that a rejected file produces no partial output.
@@ -175,6 +176,8 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
     for problem in skipped:
         err.print(f"[yellow]skipped row {problem['row']}[/]: {_problem_text(problem)}")
     err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped.")
+    if count == 0 and not skipped:
+        err.print(f"[yellow]warning[/]: no rows in {name} (the file is empty or has only a header).")
 
 
 def _problem_text(problem: dict[str, Any]) -> str:

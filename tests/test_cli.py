@@ -281,3 +281,14 @@ def test_a_directory_as_input_is_named_as_a_directory(cli, tmp_path):
     code, out, err = cli("run", "echo", str(tmp_path))
     assert code == 2 and out == ""
     assert f"Input {tmp_path} is a directory" in err and "does not exist" not in err
+
+
+@pytest.mark.parametrize(("name", "content"), [("empty.jsonl", ""), ("header.csv", "text\n"), ("blank.jsonl", "\n\n")])
+def test_an_input_without_rows_exits_0_with_a_warning(cli, tmp_path, name, content):
+    source = tmp_path / name
+    source.write_text(content)
+    code, out, err = cli("run", "echo", str(source))
+    assert code == 0 and out == ""
+    assert "0 item(s) processed, 0 row(s) skipped." in err and f"warning: no rows in {source}" in err
+    code, out, err = cli("run", "echo", "-", "--format", source.suffix[1:], stdin=content)
+    assert code == 0 and out == "" and "warning: no rows in standard input" in err
