@@ -151,7 +151,7 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
     context = cli_context()
     if on_error is OnError.reject:
         # First pass: validate every row, so that a rejected file produces no partial output.
-        for _ in _validated(tf.spec, reader(source), on_error, []):
+        for _ in _validated(tf.spec, reader(source, name=name), on_error, []):
             pass
     skipped: list[dict[str, Any]] = []
     try:
@@ -164,7 +164,7 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
             bar = progress.add_task(f"{tf.spec.name}", total=None)
-            items = _validated(tf.spec, reader(source), on_error, skipped)
+            items = _validated(tf.spec, reader(source, name=name), on_error, skipped)
             while chunk := list(itertools.islice(items, max(batch_size, 1024))):
                 for result in tf.run(chunk, context=context):
                     out.write(result.model_dump_json() + "\n")

@@ -102,23 +102,24 @@ def checked_reader(reader: Reader) -> Reader:
 
     Translated: ``UnicodeDecodeError`` (not UTF-8 text, e.g. a binary or UTF-16 file), ``gzip.BadGzipFile`` and
     ``zlib.error`` (a ``.gz`` name on a file that is not gzip, or corrupt data), ``EOFError`` (a truncated gzip
-    file). The message names the file and the last row read before the failure. Applies to every reader,
+    file). The message names the file (``name``, if given, else ``source``) and the last row read before the
+    failure. Applies to every reader,
     built in or a plugin's, because it wraps the iteration itself.
     """
 
     @functools.wraps(reader)
-    def read(source: Any) -> Iterator[tuple[int, Any]]:
-        row = 0
+    def read(source: Any, *, name: str | None = None) -> Iterator[tuple[int, Any]]:
+        row, shown = 0, name or source
         try:
             for row, record in reader(source):
                 yield row, record
         except UnicodeDecodeError as exc:
-            raise _unreadable(source, row, "is not UTF-8 text (save it as UTF-8, e.g. Excel's 'CSV UTF-8')",
+            raise _unreadable(shown, row, "is not UTF-8 text (save it as UTF-8, e.g. Excel's 'CSV UTF-8')",
                               f"{exc.encoding} cannot decode byte {exc.object[exc.start:exc.start + 1]!r}") from exc
         except (gzip.BadGzipFile, zlib.error) as exc:
-            raise _unreadable(source, row, "is not a valid gzip file", str(exc)) from exc
+            raise _unreadable(shown, row, "is not a valid gzip file", str(exc)) from exc
         except EOFError as exc:
-            raise _unreadable(source, row, "is truncated (the gzip file ends early)", str(exc)) from exc
+            raise _unreadable(shown, row, "is truncated (the gzip file ends early)", str(exc)) from exc
 
     return read
 

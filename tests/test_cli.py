@@ -23,9 +23,10 @@ def cli(echo_registry, capsys, monkeypatch):
     """``cli(*args) -> (exit code, stdout, stderr)``, in-process, with only the echo plugin registered."""
     monkeypatch.setenv("COLUMNS", "200")
 
-    def run(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+    def run(*args: str, stdin: str | bytes | None = None) -> tuple[int, str, str]:
         if stdin is not None:
-            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8"))
+            data = stdin if isinstance(stdin, bytes) else stdin.encode()
+            monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
         capsys.readouterr()
         code = main(list(args))
         out, err = capsys.readouterr()
@@ -222,6 +223,9 @@ def test_undecodable_input_is_an_input_error_not_a_traceback(cli, tmp_path, name
         # skip mode streams: rows read before a truncation are already written, but the exit code says it failed
         assert code == 2 and (out == "" or mode == "skip")
         assert fragment in err and f"Input file {source}" in err and len(err.strip().splitlines()) == 1
+    if not name.endswith(".gz"):  # standard input is not decompressed
+        code, out, err = cli("run", "echo", "-", *args[3:], stdin=content)
+        assert code == 2 and out == "" and f"Input file standard input {fragment}" in err
 
 
 def test_an_output_in_a_missing_folder_is_a_config_error(cli, tmp_path):
