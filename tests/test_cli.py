@@ -255,7 +255,7 @@ def test_on_error_skip_skips_lines_that_are_not_json_objects(cli, tmp_path):
     assert "skipped row 2: not JSON: Expecting value" in err and "skipped row 3: a JSON list, not an object" in err
     assert "2 item(s) processed, 2 row(s) skipped." in err
     code, out, err = cli("run", "echo", str(source), "-o", str(target), "--on-error", "reject")
-    assert code == 2 and "Row 2 is not valid JSON: Expecting value." in err
+    assert code == 2 and out == "" and "Row 2 is not valid JSON: Expecting value." in err
 
 
 def test_run_records_the_os_user_as_the_actor(cli, echo_registry, tmp_path, monkeypatch):
