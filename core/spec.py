@@ -48,8 +48,10 @@ class TaskResult(BaseModel):
 
 
 # A reader turns a file (path or open binary stream) into (row_number, raw_record) pairs; the runtime validates each
-# raw record against the task's input model. Row numbers are 1-based data rows (the header is not counted).
-Reader = Callable[[Any], Iterator[tuple[int, dict[str, Any]]]]
+# raw record against the task's input model. Row numbers are 1-based data rows (the header is not counted). A row that
+# cannot even be parsed is yielded as (row_number, InvalidInputError) instead of raising, so that
+# `sectorflow run --on-error skip` can report it and go on (see core/io.py).
+Reader = Callable[[Any], Iterator[tuple[int, "dict[str, Any] | InvalidInputError"]]]
 
 
 @dataclass

@@ -21,19 +21,15 @@ Formats (``READERS`` keys, also ``sectorflow run aml FILE --format NAME``):
 from __future__ import annotations
 
 import csv
-import gzip
-import io
 import json
-import sys
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from sectorflow import ConfigError, InvalidInputError
+from sectorflow import ConfigError, InvalidInputError, open_text
 
 from .schema import Transaction
 
@@ -63,24 +59,6 @@ AMLWORLD_CHANNELS: dict[str, str] = {
 }
 """AMLworld ``Payment Format`` to ``Channel``. AMLworld does not say which side handled the cash; ``Cash`` is read as
 cash paid in to the receiving account (``cash_deposit``). Override with ``amlworld_reader(channels=...)``."""
-
-
-@contextmanager
-def open_text(source: str | Path) -> Iterator[IO[str]]:
-    """A path (``.gz`` decompressed on the fly) or ``-`` (standard input) as UTF-8 text.
-
-    Raises:
-        ConfigError: the file does not exist.
-    """
-    if str(source) == "-":
-        yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", newline="")
-        return
-    path = Path(source)
-    if not path.is_file():
-        raise ConfigError(f"Input file {source} does not exist.")
-    opener: Any = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", newline="") as handle:
-        yield handle
 
 
 def _remap(record: Mapping[str, Any], mapping: Mapping[str, str] | None,

@@ -29,7 +29,7 @@ SCORER_CONFIG = "scorer.json"
 def _cpu_pool(bundle: Bundle, num_threads: int = 1) -> PredictorPool:
     """A one-thread CPU predictor pool for ``bundle`` (oneDNN unless the manifest says ``cpu_onednn: false``), for
     callers that do not pass the pipeline's own pool."""
-    from ._paddle import import_paddle
+    from sectorflow import import_paddle
 
     inference = import_paddle().inference
     prefix = bundle.manifest.get("model_prefix", "model")

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._paddle import import_paddle
+from sectorflow import import_paddle
 from .features import transform_spec
 
 paddle = import_paddle()
