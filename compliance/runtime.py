@@ -99,11 +99,12 @@ def write(regulated: bool, append: Callable[[AuditLog], int]) -> int | None:
     cfg = config()
     try:
         audit_log = get_log()
-    except (AuditConfigError, AuditKeyError):
+    except (AuditConfigError, AuditKeyError) as exc:
         if regulated:
             raise
         failures["lost"] += 1
-        log.error("audit record lost: the audit log cannot be opened", exc_info=True)
+        # A configuration mistake, not a bug: its message says what to fix, a traceback would only bury it.
+        log.error("audit record lost: the audit log cannot be opened: %s", exc)
         return None
     if audit_log is None:
         if regulated:
