@@ -16,7 +16,8 @@ from core_support import REPO_ROOT
 CORE = REPO_ROOT / "core"
 CORE_THIRD_PARTY = {"numpy", "pydantic", "pluggy", "typer", "rich", "paddle"}
 # The HTTP server may also use its web stack (starlette is FastAPI's own base and is re-exported by it).
-SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "starlette", "uvicorn", "prometheus_client", "limits", "httpx"}
+SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "fastapi_offline", "starlette", "uvicorn", "prometheus_client",
+                                          "limits", "httpx"}
 # sectorflow subpackages that are public API for plugins (they ship as documented parts of the distribution).
 PUBLIC_SUBPACKAGES = {"federated", "compliance", "serving"}
 # Subpackages of the `sectorflow` distribution that live outside core/: core must not import them.

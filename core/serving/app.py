@@ -18,6 +18,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 
 from .. import __version__, plugins
 from ..errors import ConfigError
@@ -83,7 +84,9 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
             await asyncio.gather(loader, return_exceptions=True)
             await state.shutdown()
 
-    app = FastAPI(title="sectorflow", version=__version__, lifespan=lifespan,
+    # FastAPIOffline serves the Swagger UI and ReDoc assets from its own package: /docs renders with no network
+    # (plain FastAPI loads them from a CDN, which an offline deployment cannot reach).
+    app = FastAPIOffline(title="sectorflow", version=__version__, lifespan=lifespan,
                   description="Offline, auditable ML pipelines on PaddlePaddle. Every route but /healthz and /readyz "
                               "needs an API key (Authorization: Bearer KEY or X-API-Key).")
     app.state.sectorflow = state

@@ -210,3 +210,15 @@ def test_openapi_declares_the_key_schemes(server):
     assert set(api["components"]["securitySchemes"]) == {"bearerAuth", "apiKeyAuth"}
     assert api["paths"]["/v1/tasks/score"]["post"]["security"] == [{"bearerAuth": []}, {"apiKeyAuth": []}]
     assert "security" not in api["paths"]["/healthz"]["get"]
+
+
+def test_docs_page_renders_offline_from_local_assets(server):
+    """/docs must not load Swagger UI from a CDN: the product runs where only the server itself is reachable."""
+    import re
+
+    page = server.client.get("/docs")
+    assert page.status_code == 200
+    assets = re.findall(r'(?:src|href)="([^"]+\.(?:js|css))"', page.text)
+    assert assets and not [a for a in assets if a.startswith(("http://", "https://", "//"))], assets
+    for asset in assets:
+        assert server.client.get(asset).status_code == 200, asset
