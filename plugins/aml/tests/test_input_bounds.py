@@ -44,3 +44,11 @@ def test_a_refused_call_leaves_the_window_as_it_was():
     want = [r.model_dump(exclude={"meta"}) for r in clean(later)]
     assert got == want
     assert "structuring" not in got[0]["typologies"]  # one deposit of 49,800 alone is no structuring
+
+
+@pytest.mark.parametrize("value", ["abc", -1, 0, True, 10_000])
+def test_a_bad_lookback_is_a_config_error_naming_the_option(value):
+    from sectorflow import ConfigError
+
+    with pytest.raises(ConfigError, match=r"lookback_days=.*give a number of days"):
+        Taskflow("aml", model=False, lookback_days=value)

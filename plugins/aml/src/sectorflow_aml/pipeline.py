@@ -130,6 +130,9 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             raise ConfigError(f"model={use_model!r}: give True or False.")
         self.scorer = None
         lookback = opts.get("lookback_days")
+        if lookback is not None and (isinstance(lookback, bool) or not isinstance(lookback, (int, float))
+                                     or not 0 < lookback <= 3660):
+            raise ConfigError(f"lookback_days={lookback!r}: give a number of days above 0 and at most 3660.")
         if self.bundle is not None and use_model:
             from .scorer import RiskScorer  # imports Paddle only when a model is used
 
