@@ -79,7 +79,7 @@ def breakdown(txns: list, bundle_dir: Path, batch_size: int) -> dict[str, float]
 def predictor_latency(bundle_dir: Path, calls: int = 500) -> dict[str, float]:
     """Median microseconds of one ``paddle.inference`` run of the scorer at batch 1, oneDNN on and off."""
     from sectorflow import PredictorPool
-    from sectorflow_aml._paddle import import_paddle
+    from sectorflow import import_paddle
 
     inference = import_paddle().inference
     x = np.random.default_rng(0).random((1, 28), dtype=np.float32)

@@ -50,7 +50,7 @@ BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 def make_bundle(folder: Path) -> Path:
     import numpy as np
     from sectorflow import write_manifest
-    from sectorflow._paddle import import_paddle
+    from sectorflow import import_paddle
 
     paddle = import_paddle()
     paddle.seed(0)

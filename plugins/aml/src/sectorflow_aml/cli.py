@@ -22,10 +22,10 @@ from typing import Any, Optional
 import typer
 from pydantic import ValidationError
 
-from sectorflow import ConfigError, InvalidInputError
+from sectorflow import ConfigError, InvalidInputError, open_text
 
 from .explain import draw_alert
-from .loaders import READERS, guess_format, open_text
+from .loaders import READERS, guess_format
 from .schema import Alert, ReportDraft, Transaction
 
 aml_app = typer.Typer(help="Anti-money-laundering tools: list alerts, draw an alert's fund flow.",
