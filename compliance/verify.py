@@ -136,10 +136,9 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
             roots[expected] = cr.root()
     report.size = expected
     report.root = b64(cr.root())
-    prev_size = 0
+    verified_size = 0  # the records below this size are covered by a checkpoint that verified
     for cp in cps:
-        start = prev_size
-        prev_size = cp.size
+        start = verified_size  # a root covers every record below cp.size: blame only what no good checkpoint covers
         if cp.size not in roots:
             report.fail(f"checkpoint at size {cp.size} is beyond the {report.size} records (log truncated)",
                         report.size)
@@ -157,6 +156,7 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
                         f"(size {cp.size}): a record in that range was altered", start, precise=False)
             continue
         report.checkpoints += 1
+        verified_size = max(verified_size, cp.size)
         for kid, (seq, pub) in announced.items():
             if seq < cp.size:
                 trusted.setdefault(kid, pub)

@@ -132,3 +132,22 @@ def test_verify_of_a_missing_store_is_an_error_not_an_empty_clean_log(audited: A
     code, out = run(["audit", "verify"], capsys)
     assert code == 2 and f"No audit log at {missing}" in out
     assert not missing.exists()  # a read never creates the store
+
+
+def test_checkpoint_ranges_in_verify_messages_include_the_altered_record(audited: Any,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A root covers every record below its size: after one altered record, no message may blame only later ones
+    (a fresh-user test saw "records 13..25 do not match" for an edit of record 10)."""
+    import re
+
+    lg = audited()
+    tf = Taskflow("score")
+    for _ in range(3):
+        tf(TXNS)
+        lg.checkpoint()
+    drop_guards(lg.store)
+    raw_sql(lg.store, "UPDATE records SET body = replace(body, 'success', 'failure') WHERE seq = 6")
+    code, out = run(["audit", "verify"], capsys)
+    assert code == 1 and "TAMPERED: first bad record 6" in out
+    ranges = [(int(a), int(b)) for a, b in re.findall(r"records (\d+)\.\.(\d+) do not match", out)]
+    assert ranges and all(a <= 6 <= b for a, b in ranges), out
