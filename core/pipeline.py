@@ -72,3 +72,12 @@ class Pipeline(Generic[In, Out]):
 
     def reset_state(self) -> None:
         """Forget state kept across calls (stateful tasks such as a transaction window). Default: nothing."""
+
+    def adopt_state(self, previous: Pipeline) -> None:
+        """Take over the state of the pipeline this one replaces (``Taskflow.reload`` of a stateful task).
+
+        Called on the new, loaded pipeline with the old one, while no call runs, just before the swap; afterwards
+        the old pipeline is dropped. A model swap should not forget the history its task keeps (an AML window of 30
+        days). Default: nothing, so the new pipeline starts empty. Raise a ``SectorflowError`` when the state cannot
+        be carried over (e.g. another window length): the reload then fails and the old pipeline keeps serving.
+        """

@@ -148,13 +148,25 @@ class Taskflow:
         """Load a bundle beside the current one and swap atomically once it is ready.
 
         Calls in flight finish on the old pipeline. If the new bundle fails to load (or fails its hash check) the
-        old one keeps serving and the error is raised. Returns the new result metadata.
+        old one keeps serving and the error is raised. A stateful task's new pipeline takes over the old one's state
+        (:meth:`Pipeline.adopt_state`) between two calls. Returns the new result metadata.
         """
         context = context or CallContext()
         with self._swap_lock:
             old = self.meta
             pipeline, meta = self._build(task_path, context)
-            self._current = (pipeline, meta)  # one assignment: a call sees the old pair or the new, never a mix
+            if self.spec.stateful:  # carry the task's history over; no call may run between adopt and swap
+                with self._call_lock:
+                    try:
+                        pipeline.adopt_state(self._current[0])
+                    except SectorflowError as exc:
+                        plugins.emit(TaskEvent("model_load_failed", self.spec.name, context, meta,
+                                               error=f"{type(exc).__name__}: {exc}",
+                                               details={"task_path": str(task_path) if task_path else None}))
+                        raise
+                    self._current = (pipeline, meta)
+            else:
+                self._current = (pipeline, meta)  # one assignment: a call sees the old pair or the new, never a mix
         plugins.emit(TaskEvent("model_unloaded", self.spec.name, context, old))
         return meta
 

@@ -368,3 +368,13 @@ def test_meta_is_set_like_a_field_the_pipeline_set(echo_registry):
     dumped = result.model_dump(exclude_unset=True)
     assert dumped["meta"]["task"] == "echo" and dumped["meta"]["bundle_sha256"] == result.meta.bundle_sha256
     assert type(result).model_validate_json(result.model_dump_json()) == result
+
+
+def test_reload_of_a_stateful_task_keeps_its_state(echo_registry, tmp_path):
+    """A model swap must not forget the task's history: the counter goes on where the old pipeline stopped."""
+    counter_v2 = load_make_bundle().make_bundle(tmp_path / "counter_v2", task="echo_counter", seed=1, version="2.0.0")
+    tf = Taskflow("echo_counter")
+    assert [r.seq for r in tf([{"text": "a"}, {"text": "bb"}])] == [1, 2]
+    tf.reload(counter_v2)
+    after = tf({"text": "ccc"})
+    assert (after.seq, after.chars_so_far, after.meta.model_version) == (3, 6, "2.0.0")

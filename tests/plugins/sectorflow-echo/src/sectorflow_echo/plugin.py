@@ -97,6 +97,10 @@ class CounterPipeline(EchoPipeline):
         self.seen = 0
         self.chars = 0
 
+    def adopt_state(self, previous: Pipeline) -> None:
+        """A reloaded model keeps counting where the old one stopped."""
+        self.seen, self.chars = previous.seen, previous.chars
+
     def preprocess(self, items: Sequence[EchoInput]) -> list[Any]:
         seen, chars, out = self.seen, self.chars, []
         for item in items:
