@@ -100,14 +100,16 @@ def _gc_paused() -> Iterator[None]:
 class _Item:
     """What :meth:`AMLPipeline.preprocess` hands on for one transaction."""
 
-    __slots__ = ("alerts", "edge", "reports", "row", "score")
+    __slots__ = ("alerts", "edge", "reports", "row", "score", "txns")
 
-    def __init__(self, row: list[float] | None, alerts: list[Alert], reports: list[ReportDraft], edge: Any) -> None:
+    def __init__(self, row: list[float] | None, alerts: list[Alert], reports: list[ReportDraft], edge: Any,
+                 txns: dict[str, Transaction] | None = None) -> None:
         self.score: float | None = None
         self.row = row
         self.alerts = alerts
         self.reports = reports
         self.edge = edge
+        self.txns = txns  # transactions of the alerts that will get an STR draft, read while still in the window
 
 
 class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
@@ -183,6 +185,30 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         if self.scorer is not None:
             self.scorer.reset()
 
+    def adopt_state(self, previous: Pipeline) -> None:
+        """Keep the history across a model reload (``Taskflow.reload``): the transaction window, report aggregates,
+        alert cooldowns and, when both pipelines use the learned scorer, its per-account feature state. Results after
+        the reload then equal an uninterrupted run with the new model.
+
+        Raises:
+            ConfigError: the new bundle needs another window length, or the old pipeline ran without the model while
+                the new one uses it (the scorer's feature history would be missing): restart with ``reset_state()``.
+        """
+        if not isinstance(previous, AMLPipeline):
+            return
+        if previous.lookback_days != self.lookback_days:
+            raise ConfigError(f"The new model uses a {self.lookback_days:g}-day window, the running one "
+                              f"{previous.lookback_days:g} days: the window cannot be carried over. Reload, then "
+                              f"call reset_state() to start the new window empty.")
+        if self.scorer is not None:
+            if previous.scorer is None or previous.scorer.feature_names != self.scorer.feature_names:
+                raise ConfigError("The running pipeline kept no feature history for this model (it ran without the "
+                                  "learned scorer, or with other features); reload, then call reset_state().")
+            self.scorer._extractor = previous.scorer._extractor
+        self.window = previous.window
+        self.reports_engine = previous.reports_engine
+        self._model_alerted = previous._model_alerted
+
     # --- the three stages ----------------------------------------------------------------------------------------
 
     def preprocess(self, items: Sequence[Transaction]) -> list[_Item]:
@@ -203,7 +229,10 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                     if hits:
                         alerts.extend(hits)
                 row = scorer.feature_row(txn, window) if scorer is not None else None
-                out.append(_Item(row, alerts, observe(txn), edge))
+                # An STR draft lists its transactions: read them now, before later transactions of this call move
+                # the window on (postprocess runs after the whole call's preprocess).
+                txns = self._alert_transactions(alerts) if alerts else None
+                out.append(_Item(row, alerts, observe(txn), edge, txns))
         return out
 
     def forward(self, batch: Sequence[_Item]) -> list[_Item]:
@@ -252,7 +281,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             reports = item.reports
             strs = [x for x in alerts if x.score >= self.str_threshold]
             if strs:
-                reports = list(reports) + [self._str(alert) for alert in strs]
+                reports = list(reports) + [self._str(alert, item) for alert in strs]
             results.append(construct(
                 meta=None, transaction_id=txn.transaction_id, risk_score=round(risk, 6),
                 model_score=None if model_score is None else round(model_score, 6), alert=flagged,
@@ -298,10 +327,13 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                      score=round(risk, 4), reasons=reasons, fired_by=f"model:{self.model_source}",
                      time=edge.txn.timestamp)
 
-    def _str(self, alert: Alert) -> ReportDraft:
-        wanted = set(alert.transaction_ids)
+    def _alert_transactions(self, alerts: list[Alert]) -> dict[str, Transaction]:
+        """The window's transactions of the alerts that score at least ``str_threshold``, by id."""
+        wanted = {tid for alert in alerts if alert.score >= self.str_threshold for tid in alert.transaction_ids}
         txns: dict[str, Transaction] = {}
-        for account in alert.accounts:
+        if not wanted:
+            return txns
+        for account in {a for alert in alerts for a in alert.accounts}:
             state = self.window.get(account)
             if state is None:
                 continue
@@ -310,5 +342,11 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                     tid = e.txn.transaction_id
                     if tid in wanted:
                         txns[tid] = e.txn
+        return txns
+
+    def _str(self, alert: Alert, item: _Item) -> ReportDraft:
+        own = item.edge.txn
+        txns = {own.transaction_id: own, **(item.txns or {})}
+        txns = {tid: txns[tid] for tid in alert.transaction_ids if tid in txns}
         return suspicious_report(alert, txns.values(), self.jurisdiction, fx=self.reports_engine.fx,
                                  institution=self.reports_engine.institution)
