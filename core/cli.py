@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         returned = app(args=argv, standalone_mode=False)
     except SectorflowError as exc:
         err.print(f"[red]error[/]: {exc}")
-        if isinstance(exc, InvalidInputError) and exc.details:
+        if isinstance(exc, InvalidInputError) and isinstance(exc.details, list):
             for problem in exc.details[:20]:
                 err.print(f"  row {problem.get('row')}: {_problem_text(problem)}")
         return 2

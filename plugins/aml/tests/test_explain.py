@@ -112,3 +112,23 @@ def test_explain_refuses_an_input_file_the_results_did_not_come_from(tmp_path: P
         explain_alert("cycle-sample", results, other_run, tmp_path / "x.png", "amlsim")
     assert not (tmp_path / "x.png").exists()
     explain_alert("cycle-sample", results, SAMPLE, tmp_path / "ok.png", "amlsim")  # the right input still draws
+
+
+def test_cli_explain_with_the_wrong_input_exits_2_with_one_message(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from sectorflow import cli
+    from sectorflow.cli import main
+
+    if not any(group.name == "aml" for group in cli.app.registered_groups):
+        register(cli.app)  # an earlier test may have loaded the CLI's plugin commands with no plugins selected
+    alert, _ = _cycle_alert()
+    results = tmp_path / "results.jsonl"
+    results.write_text(TransactionAssessment(transaction_id=alert.transaction_ids[-1], risk_score=0.8, alert=True,
+                                             typologies=["cycle"], alerts=[alert]).model_dump_json() + "\n")
+    other_run = tmp_path / "other.csv"
+    other_run.write_text("sourceNodeId,targetNodeId,value,time\n" +
+                         "".join(f"{900000 + r},{800000 + r},100.0,1\n" for r in range(1, 4000)))
+    code = main(["aml", "explain", "cycle-sample", "--results", str(results), "--input", str(other_run),
+                 "--format", "amlsim", "--png", str(tmp_path / "x.png")])
+    err = capsys.readouterr().err
+    assert code == 2 and "is not the input that produced alert cycle-sample" in err and "Traceback" not in err

@@ -200,3 +200,25 @@ def test_committed_sample_slice_loads_cleanly() -> None:
         groups = [row["accounts"].split(";") for row in csv.DictReader(handle)]
     assert len(groups) == 8 and all(set(g) <= accounts for g in groups)
     assert "Apache License" in (REPO / "samples" / "aml" / "LICENSE").read_text()[:200]
+
+
+def test_jsonl_skip_mode_skips_a_malformed_line_and_keeps_the_rest(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The aml jsonl reader yields a bad line as (row, InvalidInputError), so skip mode goes on (was: whole file
+    rejected); load_transactions reports it as a problem."""
+    from sectorflow.cli import main
+
+    good = {"transaction_id": "j1", "timestamp": "2026-03-02T10:00:00", "sender_account": "A",
+            "receiver_account": "B", "amount": "100"}
+    source = tmp_path / "t.jsonl"
+    source.write_text("\n".join([json.dumps(good), "this is not json", "[1, 2]",
+                                 json.dumps({**good, "transaction_id": "j4"})]) + "\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["run", "aml", str(source), "--format", "jsonl", "--on-error", "skip", "-o", str(out),
+                 "-O", "model=false"]) == 0
+    assert [json.loads(line)["transaction_id"] for line in out.read_text().splitlines()] == ["j1", "j4"]
+    err = capsys.readouterr().err
+    assert "skipped row 2" in err and "skipped row 3" in err
+    txns, problems = load_transactions(source, format="jsonl", on_error="skip")
+    assert [t.transaction_id for t in txns] == ["j1", "j4"] and [p["row"] for p in problems] == [2, 3]
+    assert main(["run", "aml", str(source), "--format", "jsonl", "-o", str(tmp_path / "r.jsonl")]) == 2

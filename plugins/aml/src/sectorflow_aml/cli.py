@@ -84,7 +84,7 @@ def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str]) 
         raise ConfigError(f"Unknown format {fmt!r}; use one of {', '.join(sorted(READERS))}.")
     found = []
     for _, record in READERS[fmt](source):
-        if record.get("transaction_id") in ids:
+        if isinstance(record, dict) and record.get("transaction_id") in ids:
             found.append(Transaction.model_validate(record))
     return found
 
@@ -117,7 +117,10 @@ def check_input_matches(alert: Alert, transactions: list[Transaction], source: s
                 if missing else f"transactions {', '.join(foreign[:5])} there involve none of the alert's accounts")
         raise InvalidInputError(f"{source} is not the input that produced alert {alert.alert_id}: {what}. Pass the "
                                 f"same --input (and --format) that `sectorflow run aml` read.",
-                                details={"missing": missing[:20], "foreign": foreign[:20]})
+                                details=[{"row": None, "field": "transaction_id", "reason": f"{tid} not in the input"}
+                                         for tid in missing[:10]]
+                                + [{"row": None, "field": "transaction_id",
+                                    "reason": f"{tid} involves none of the alert's accounts"} for tid in foreign[:10]])
 
 
 @aml_app.command("alerts")

@@ -103,8 +103,8 @@ def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, 
 def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None) -> Reader:
     """A JSON-lines reader (one object per line; blank lines counted but skipped). Same ``mapping`` as CSV.
 
-    Raises (while iterating):
-        InvalidInputError: a line that is not a JSON object (names the row).
+    A line that is not a JSON object is yielded as ``(row, InvalidInputError)`` (the core's reader convention), so
+    that skip mode reports it and goes on.
     """
     _check_mapping(mapping)
 
@@ -115,12 +115,16 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
                     continue
                 try:
                     record = json.loads(line, parse_float=str)  # keep decimal text exact
-                except json.JSONDecodeError as exc:
-                    raise InvalidInputError(f"Row {row} is not valid JSON: {exc.msg}.",
-                                            details=[{"row": row, "field": None, "reason": exc.msg}]) from exc
+                except json.JSONDecodeError as exc:  # a bad row, not a bad file: --on-error skip goes on
+                    yield row, InvalidInputError(f"Row {row} is not valid JSON: {exc.msg}.",
+                                                 details=[{"row": row, "field": None, "reason": exc.msg}])
+                    continue
                 if not isinstance(record, dict):
-                    raise InvalidInputError(f"Row {row} is a JSON {type(record).__name__}, not an object.",
-                                            details=[{"row": row, "field": None, "reason": "not an object"}])
+                    yield row, InvalidInputError(
+                        f"Row {row} is a JSON {type(record).__name__}, not an object.",
+                        details=[{"row": row, "field": None, "reason": f"a JSON {type(record).__name__}, not an "
+                                                                       f"object"}])
+                    continue
                 yield row, _remap(record, mapping, defaults)
 
     return read_jsonl
@@ -296,6 +300,9 @@ def load_transactions(path: str | Path, format: str | None = None, mapping: Mapp
     transactions: list[Transaction] = []
     problems: list[dict[str, Any]] = []
     for row, record in reader(path):
+        if isinstance(record, InvalidInputError):
+            problems.extend(record.details or [{"row": row, "field": None, "reason": str(record)}])
+            continue
         try:
             transactions.append(Transaction.model_validate(record))
         except ValidationError as exc:
