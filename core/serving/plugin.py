@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from .._paddle import import_paddle
 from ..errors import ConfigError
 from ..hookspecs import hookimpl
 
@@ -37,6 +38,10 @@ def sectorflow_register_commands(app: typer.Typer) -> None:
         except ImportError as exc:
             raise ConfigError(f"sectorflow serve needs the serve extra: pip install 'sectorflow[serve]' ({exc}).") \
                 from exc
+        # Import Paddle now: it installs C++ handlers for SIGTERM/SIGINT that abort the process. Imported before
+        # uvicorn installs its own handlers, it is overridden by them, so SIGTERM (systemd, Kubernetes) shuts the
+        # server down gracefully instead of aborting in-flight requests.
+        import_paddle()
         uvicorn.run(create_app(config), host=host, port=port, log_level=log_level, proxy_headers=True,
                     forwarded_allow_ips=forwarded_allow_ips)
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 CLI = [sys.executable, "-m", "sectorflow.cli"]
 
@@ -49,6 +50,40 @@ def test_serve_key_then_serve(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_sigterm_shuts_down_gracefully_with_a_paddle_model_loaded(tmp_path: Path) -> None:
+    """SIGTERM (systemd, Kubernetes) must run uvicorn's shutdown: Paddle's own C++ handler, installed when a task
+    first loads its model, used to abort the process with a "FatalError" dump and drop in-flight requests."""
+    import importlib.util
+
+    if importlib.util.find_spec("sectorflow_aml") is None:
+        pytest.skip("needs a task with a Paddle model: the aml plugin")
+    env = {**os.environ, "SECTORFLOW_LOAD_PLUGINS": "serve,aml", "SECTORFLOW_AUDIT": "off",
+           "SECTORFLOW_SERVE_KEYS": '[{"id": "k", "sha256": "' + "a" * 64 + '", "scopes": ["task:*"]}]'}
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([*CLI, "serve", "--port", str(port)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            assert time.monotonic() < deadline, "sectorflow serve did not start"
+            time.sleep(0.2)
+        proc.terminate()
+        output = proc.communicate(timeout=60)[0]
+        # uvicorn re-raises the signal after its shutdown, so the exit status is -SIGTERM either way
+        assert "Application shutdown complete" in output and "FatalError" not in output, output[-2000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
 
 
 def test_bad_config_is_a_clear_error(tmp_path: Path) -> None:
