@@ -24,6 +24,23 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     return code, captured.out + captured.err
 
 
+def verify_after_altering_record_6(audited: Any, capsys: pytest.CaptureFixture[str], *,
+                                   checkpoint_each_call: bool) -> tuple[int, str]:
+    """Three audited calls (checkpoints after each or only at the end), record 6 edited behind the guards, then
+    ``sectorflow audit verify``: returns its exit code and output."""
+    lg = audited()
+    tf = Taskflow("score")
+    for _ in range(3):
+        tf(TXNS)
+        if checkpoint_each_call:
+            lg.checkpoint()
+    if not checkpoint_each_call:
+        lg.checkpoint()
+    drop_guards(lg.store)
+    raw_sql(lg.store, "UPDATE records SET body = replace(body, 'success', 'failure') WHERE seq = 6")
+    return run(["audit", "verify"], capsys)
+
+
 def test_keygen_verify_prove_check_proof(audited: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run(["audit", "keygen", str(tmp_path / "k2.json"), "--trust-out", str(tmp_path / "k2.trust")], capsys)
     assert code == 0 and "ed25519:" in out and (tmp_path / "k2.json").stat().st_mode & 0o777 == 0o600
@@ -45,14 +62,7 @@ def test_keygen_verify_prove_check_proof(audited: Any, tmp_path: Path, capsys: p
 
 def test_verify_names_the_first_bad_record_and_exits_nonzero(audited: Any,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
-    lg = audited()
-    tf = Taskflow("score")
-    for _ in range(3):
-        tf(TXNS)
-    lg.checkpoint()
-    drop_guards(lg.store)
-    raw_sql(lg.store, "UPDATE records SET body = replace(body, 'success', 'failure') WHERE seq = 6")
-    code, out = run(["audit", "verify"], capsys)
+    code, out = verify_after_altering_record_6(audited, capsys, checkpoint_each_call=False)
     assert code == 1 and "TAMPERED: first bad record 6" in out and "record 6: content does not match" in out
 
 
@@ -140,14 +150,7 @@ def test_checkpoint_ranges_in_verify_messages_include_the_altered_record(audited
     (a fresh-user test saw "records 13..25 do not match" for an edit of record 10)."""
     import re
 
-    lg = audited()
-    tf = Taskflow("score")
-    for _ in range(3):
-        tf(TXNS)
-        lg.checkpoint()
-    drop_guards(lg.store)
-    raw_sql(lg.store, "UPDATE records SET body = replace(body, 'success', 'failure') WHERE seq = 6")
-    code, out = run(["audit", "verify"], capsys)
+    code, out = verify_after_altering_record_6(audited, capsys, checkpoint_each_call=True)
     assert code == 1 and "TAMPERED: first bad record 6" in out
     ranges = [(int(a), int(b)) for a, b in re.findall(r"records (\d+)\.\.(\d+) do not match", out)]
     assert ranges and all(a <= 6 <= b for a, b in ranges), out
