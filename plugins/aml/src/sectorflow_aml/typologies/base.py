@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from sectorflow import ConfigError
 
 from ..schema import Alert, Reason
-from ..window import Edge, TransactionWindow
+from ..window import DAY, Edge, TransactionWindow
 
 
 def alert_id(typology: str, transaction_ids: Iterable[str]) -> str:
@@ -136,3 +136,49 @@ def enough_counterparties(edges: Iterable[Edge], horizon: float, until: float, i
             if qualified >= need:
                 return True
     return False
+
+
+def rule_period(window: TransactionWindow, days: float | None) -> float:
+    """A rule's look-back in seconds: ``days`` capped at the window's lookback (the whole lookback when ``None``)."""
+    return window.lookback if days is None else min(days * DAY, window.lookback)
+
+
+def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, incoming: bool, days: float | None,
+                       per: int, need: int, min_total: float
+                       ) -> tuple[list[Edge], dict[str, list[Edge]], float, float] | None:
+    """The shared test of fan-in (``incoming=True``: the receiver's distinct senders) and fan-out (the sender's
+    distinct receivers), evaluated when ``edge`` arrives.
+
+    The hub is ``edge.dst`` for fan-in and ``edge.src`` for fan-out. A counterparty counts when it has at least
+    ``per`` transfers with the hub within the period; the pattern holds when at least ``need`` counterparties count,
+    ``edge``'s own counterparty among them, and their transfers total at least ``min_total`` (base currency). At most
+    one alert per hub per period (the window's cooldown, armed here).
+
+    Returns:
+        ``(edges, counted, total, period)``: the counted transfers (oldest first), counterparty -> its transfers,
+        their total amount and the period in seconds; ``None`` when the pattern does not hold or is cooling down.
+    """
+    hub, other = (edge.dst, edge.src) if incoming else (edge.src, edge.dst)
+    state = window.get(hub)
+    if state is None or len(state.senders if incoming else state.receivers) < need:
+        return None
+    period = rule_period(window, days)
+    if window.cooling((typology, hub), edge.ts, period):
+        return None
+    side = state.incoming if incoming else state.outgoing
+    if not enough_counterparties(side, edge.ts - period, edge.ts, incoming, per, need, hub):
+        return None
+    groups = recent_by_counterparty(side, edge.ts - period, edge.ts, incoming=incoming)
+    mine = groups.get(other)
+    if mine is None or len(mine) < per:
+        return None
+    counted = {k: v for k, v in groups.items() if len(v) >= per and k != hub}
+    if len(counted) < need:
+        return None
+    edges = sorted((e for group in counted.values() for e in group), key=lambda e: e.seq)
+    total = sum(e.amount for e in edges)
+    if total < min_total:
+        return None
+    if not window.cooldown((typology, hub), edge.ts, period):
+        return None
+    return edges, counted, total, period

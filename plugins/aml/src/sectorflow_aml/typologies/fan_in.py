@@ -23,14 +23,7 @@ from dataclasses import dataclass
 
 from ..schema import Alert
 from ..window import DAY, Edge, TransactionWindow
-from .base import (
-    Rule,
-    enough_counterparties,
-    fmt_amount,
-    fraction,
-    positive,
-    recent_by_counterparty,
-)
+from .base import Rule, fan_counterparties, fmt_amount, fraction, positive
 
 
 @dataclass(frozen=True)
@@ -62,28 +55,11 @@ class FanInRule(Rule):
     def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
         """An alert when ``edge`` completes the fan-in of its receiver."""
         p = self.params
-        state = window.get(edge.dst)
-        if state is None or len(state.senders) < p.min_senders:
+        found = fan_counterparties(window, edge, typology="fan_in", incoming=True, days=p.days,
+                                   per=p.min_txns_per_sender, need=p.min_senders, min_total=p.min_total)
+        if found is None:
             return []
-        period = window.lookback if p.days is None else min(p.days * DAY, window.lookback)
-        if window.cooling(("fan_in", edge.dst), edge.ts, period):
-            return []
-        if not enough_counterparties(state.incoming, edge.ts - period, edge.ts, True, p.min_txns_per_sender, p.min_senders,
-                                     edge.dst):
-            return []
-        groups = recent_by_counterparty(state.incoming, edge.ts - period, edge.ts, incoming=True)
-        mine = groups.get(edge.src)
-        if mine is None or len(mine) < p.min_txns_per_sender:
-            return []
-        counted = {k: v for k, v in groups.items() if len(v) >= p.min_txns_per_sender and k != edge.dst}
-        if len(counted) < p.min_senders:
-            return []
-        edges = sorted((e for group in counted.values() for e in group), key=lambda e: e.seq)
-        total = sum(e.amount for e in edges)
-        if total < p.min_total:
-            return []
-        if not window.cooldown(("fan_in", edge.dst), edge.ts, period):
-            return []
+        edges, counted, total, period = found
         days = period / DAY
         return [self.alert(edges, p.score,
                            f"{len(counted)} distinct accounts paid into {edge.dst} within {days:g} days "

@@ -21,14 +21,7 @@ from dataclasses import dataclass
 
 from ..schema import Alert
 from ..window import DAY, Edge, TransactionWindow
-from .base import (
-    Rule,
-    enough_counterparties,
-    fmt_amount,
-    fraction,
-    positive,
-    recent_by_counterparty,
-)
+from .base import Rule, fan_counterparties, fmt_amount, fraction, positive
 
 
 @dataclass(frozen=True)
@@ -60,28 +53,11 @@ class FanOutRule(Rule):
     def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
         """An alert when ``edge`` completes the fan-out of its sender."""
         p = self.params
-        state = window.get(edge.src)
-        if state is None or len(state.receivers) < p.min_receivers:
+        found = fan_counterparties(window, edge, typology="fan_out", incoming=False, days=p.days,
+                                   per=p.min_txns_per_receiver, need=p.min_receivers, min_total=p.min_total)
+        if found is None:
             return []
-        period = window.lookback if p.days is None else min(p.days * DAY, window.lookback)
-        if window.cooling(("fan_out", edge.src), edge.ts, period):
-            return []
-        if not enough_counterparties(state.outgoing, edge.ts - period, edge.ts, False, p.min_txns_per_receiver, p.min_receivers,
-                                     edge.src):
-            return []
-        groups = recent_by_counterparty(state.outgoing, edge.ts - period, edge.ts, incoming=False)
-        mine = groups.get(edge.dst)
-        if mine is None or len(mine) < p.min_txns_per_receiver:
-            return []
-        counted = {k: v for k, v in groups.items() if len(v) >= p.min_txns_per_receiver and k != edge.src}
-        if len(counted) < p.min_receivers:
-            return []
-        edges = sorted((e for group in counted.values() for e in group), key=lambda e: e.seq)
-        total = sum(e.amount for e in edges)
-        if total < p.min_total:
-            return []
-        if not window.cooldown(("fan_out", edge.src), edge.ts, period):
-            return []
+        edges, counted, total, period = found
         days = period / DAY
         return [self.alert(edges, p.score,
                            f"{edge.src} paid {len(counted)} distinct accounts within {days:g} days "

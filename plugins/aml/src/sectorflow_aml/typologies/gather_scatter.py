@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from ..schema import Alert
 from ..window import DAY, Edge, TransactionWindow
 from .base import (
+    rule_period,
     Rule,
     enough_counterparties,
     fmt_amount,
@@ -63,7 +64,7 @@ class GatherScatterRule(Rule):
         hub = window.accounts[edge.src]
         if len(hub.senders) < p.min_senders or len(hub.receivers) < p.min_receivers:
             return []
-        period = window.lookback if p.days is None else min(p.days * DAY, window.lookback)
+        period = rule_period(window, p.days)
         if window.cooling(("gather_scatter", edge.src), edge.ts, period):
             return []
         horizon = edge.ts - period

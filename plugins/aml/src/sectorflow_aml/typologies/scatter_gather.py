@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..schema import Alert
-from ..window import DAY, Edge, TransactionWindow
-from .base import Rule, fmt_amount, fraction, positive
+from ..window import Edge, TransactionWindow
+from .base import Rule, fmt_amount, fraction, positive, rule_period
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class ScatterGatherRule(Rule):
         sm = accounts[m]
         if len(sm.senders) > p.max_degree:
             return []
-        period = window.lookback if p.days is None else min(p.days * DAY, window.lookback)
+        period = rule_period(window, p.days)
         horizon = edge.ts - period
         for a in sm.senders:
             if a == b or a == m:
