@@ -132,3 +132,4 @@ def test_cli_explain_with_the_wrong_input_exits_2_with_one_message(tmp_path: Pat
                  "--format", "amlsim", "--png", str(tmp_path / "x.png")])
     err = capsys.readouterr().err
     assert code == 2 and "is not the input that produced alert cycle-sample" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err  # one message, no per-id noise

@@ -117,10 +117,7 @@ def check_input_matches(alert: Alert, transactions: list[Transaction], source: s
                 if missing else f"transactions {', '.join(foreign[:5])} there involve none of the alert's accounts")
         raise InvalidInputError(f"{source} is not the input that produced alert {alert.alert_id}: {what}. Pass the "
                                 f"same --input (and --format) that `sectorflow run aml` read.",
-                                details=[{"row": None, "field": "transaction_id", "reason": f"{tid} not in the input"}
-                                         for tid in missing[:10]]
-                                + [{"row": None, "field": "transaction_id",
-                                    "reason": f"{tid} involves none of the alert's accounts"} for tid in foreign[:10]])
+                                details={"missing": missing[:20], "foreign": foreign[:20]})
 
 
 @aml_app.command("alerts")
