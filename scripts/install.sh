@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install sectorflow with the serve and compliance extras and the test tools, and the AML plugin, into ./.venv,
+# Install sectorflow with the serve and compliance extras and the test tools, and every plugin under plugins/, into ./.venv,
 # creating it with python3 if missing. Not `.[all]` yet: the serve extra's fastapi>=0.165 conflicts with
 # flwr==1.42.0 (fastapi>=0.138,<0.139), so pip cannot resolve the federated extra beside it.
 # This is the one place the install command lives: README.md and .ci/run both run this script.
@@ -14,4 +14,7 @@ fi
 # setuptools>=77 and wheel: the build backend of every pyproject here; the plugin install test builds without
 # isolation, so they must be in the venv itself.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip "setuptools>=77" wheel
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,serve,compliance]' -e plugins/aml
+# Every plugin under plugins/ is its own distribution; install each one that has a pyproject.toml.
+plugins=()
+for p in plugins/*/pyproject.toml; do plugins+=(-e "$(dirname "$p")"); done
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,serve,compliance]' "${plugins[@]}"
