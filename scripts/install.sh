@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Install sectorflow with the serve and compliance extras and the test tools, and every plugin under plugins/, into ./.venv,
-# creating it with python3 if missing. Not `.[all]` yet: the serve extra's fastapi>=0.165 conflicts with
-# flwr==1.42.0 (fastapi>=0.138,<0.139), so pip cannot resolve the federated extra beside it.
+# Install sectorflow with all its extras (serve, federated, compliance) and the test tools, and every plugin under
+# plugins/, into ./.venv, creating it with python3 if missing. The serve extra allows fastapi>=0.138 because
+# flwr==1.42.0 pins fastapi<0.139 (checked with pip's resolver).
 # This is the one place the install command lives: README.md and .ci/run both run this script.
 #
 #   bash scripts/install.sh          # PYTHON=python3.12 bash scripts/install.sh to pick the interpreter
@@ -17,4 +17,4 @@ fi
 # Every plugin under plugins/ is its own distribution; install each one that has a pyproject.toml.
 plugins=()
 for p in plugins/*/pyproject.toml; do plugins+=(-e "$(dirname "$p")"); done
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,serve,compliance]' "${plugins[@]}"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,all]' "${plugins[@]}"
