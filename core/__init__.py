@@ -15,9 +15,11 @@ from .errors import (
     BundleIntegrityError,
     ConfigError,
     DeviceUnavailableError,
+    ExportMismatchError,
     InvalidInputError,
     PluginConflictError,
     PluginError,
+    QuantizationError,
     SectorflowError,
     UnknownTaskError,
     UnsafePickleError,
@@ -26,7 +28,7 @@ from .errors import (
 from .hookspecs import hookimpl
 from .io import open_text
 from .pipeline import Pipeline
-from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec
+from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec, ValidationSet
 from .taskflow import Taskflow
 from .trainable import Trainable, TrainableSpec
 
@@ -39,4 +41,5 @@ __all__ = [
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",
     "DeviceUnavailableError", "UnsupportedPrecisionError", "BundleError", "BundleIntegrityError", "UnsafePickleError",
     "ConfigError", "import_paddle", "open_text", "__version__",
+    "ValidationSet", "QuantizationError", "ExportMismatchError",
 ]

@@ -97,6 +97,20 @@ class ConfigError(SectorflowError):
     """A bad option or configuration value (unknown option, out-of-range batch size, ...)."""
 
 
+class QuantizationError(SectorflowError):
+    """A quantized model that cannot be built or is refused: it loses more accuracy than the allowed margin, the
+    task gives no validation data, or the bundle's format cannot be quantized. ``details`` holds the figures."""
+
+    http_status = 422
+
+
+class ExportMismatchError(SectorflowError):
+    """An exported model whose outputs differ from the Paddle predictor's by more than the stated tolerance.
+    ``details`` holds the largest absolute difference, the tolerance and the output it was seen on."""
+
+    http_status = 422
+
+
 __all__ = [
     "SectorflowError",
     "UnknownTaskError",
@@ -109,4 +123,6 @@ __all__ = [
     "BundleIntegrityError",
     "UnsafePickleError",
     "ConfigError",
+    "QuantizationError",
+    "ExportMismatchError",
 ]

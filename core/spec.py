@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,6 +12,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from .bundle import Bundle
     from .pipeline import Pipeline
 
 DEVICE_KINDS = ("cpu", "gpu", "npu", "mlu", "xpu")
@@ -54,6 +57,43 @@ class TaskResult(BaseModel):
 Reader = Callable[[Any], Iterator[tuple[int, "dict[str, Any] | InvalidInputError"]]]
 
 
+@dataclass(frozen=True)
+class ValidationSet:
+    """Labelled model inputs on which ``sectorflow models quantize`` compares an INT8 model with its fp32 original.
+
+    Built by a task's :attr:`TaskSpec.validation` from the plugin's validation split (never its test split: the
+    margin check is a model-selection decision).
+
+    Attributes:
+        batches: model input batches, each ``{input name: array}`` with the batch on the first axis, named and typed
+            as the bundle's predictor expects (what the pipeline's ``forward`` feeds ``PredictorPool.run``).
+        labels: the reference answers, in the form ``metric`` reads (usually one label per row of all batches).
+        metric: ``metric(outputs, labels) -> float`` in ``[0, 1]``, higher is better; ``outputs[b]`` is the list of
+            model outputs (in output order) for ``batches[b]``. :meth:`argmax_accuracy` serves classifiers.
+        metric_name: what ``metric`` measures (``"accuracy"``, ``"f1"``), recorded in the INT8 bundle's manifest.
+        split: which data this is (dataset, split, seed), recorded in the manifest.
+    """
+
+    batches: Sequence[Mapping[str, np.ndarray]]
+    labels: Any
+    metric: Callable[[list[list[np.ndarray]], Any], float]
+    metric_name: str = "accuracy"
+    split: str = "validation"
+
+    @staticmethod
+    def argmax_accuracy(outputs: list[list[np.ndarray]], labels: Any) -> float:
+        """Accuracy of ``argmax`` over the last axis of the first output, all batches concatenated, against
+        integer ``labels`` (one per row)."""
+        import numpy as np
+
+        scores = np.concatenate([np.asarray(batch[0]) for batch in outputs], axis=0)
+        predicted = scores.reshape(len(scores), -1).argmax(axis=-1)
+        truth = np.asarray(labels).reshape(-1)
+        if len(truth) != len(predicted):
+            raise ValueError(f"argmax_accuracy: {len(predicted)} predictions but {len(truth)} labels")
+        return float((predicted == truth).mean()) if len(truth) else 0.0
+
+
 @dataclass
 class TaskSpec:
     """What a plugin registers for one task.
@@ -77,6 +117,9 @@ class TaskSpec:
             and the offline test that runs every registered task with sockets blocked.
         stateful: ``True`` when calls depend on earlier calls (e.g. a sliding transaction window); the runtime then
             serialises calls on one Taskflow instead of running them concurrently.
+        validation: ``validation(bundle) -> ValidationSet``: labelled model inputs from the plugin's validation split
+            for the given (fp32) bundle, or ``None``. ``sectorflow models quantize`` needs it to measure the INT8
+            model against fp32 (docs/performance.md); called only there, so it may read data files lazily.
         plugin: filled in by the registry: the name of the plugin that registered the spec.
     """
 
@@ -95,6 +138,7 @@ class TaskSpec:
     options: dict[str, str] = field(default_factory=dict)
     examples: tuple[dict[str, Any], ...] = ()
     stateful: bool = False
+    validation: Callable[[Bundle], ValidationSet] | None = None
     plugin: str = ""
 
     def summary(self) -> dict[str, Any]:
