@@ -1,0 +1,98 @@
+"""Sentence encoders the pipeline routes messages to, by language.
+
+An encoder is anything with a ``name`` (str) and ``encode(texts) -> np.ndarray`` of shape ``[n, d]``, float32,
+each row L2-normalised (cosine similarity = dot product). English goes to the bundled fine-tuned MiniLM (served
+by a Paddle Inference predictor, see :mod:`.pipeline`); Chinese goes to whichever encoder :func:`chinese_encoder`
+finds: the project's multilingual-e5-small port in :mod:`sectorflow_customer_service.e5` when it is present, else
+:class:`CharNgramEncoder`, a character n-gram TF-IDF model fitted on the texts it must compare (intent examples and
+FAQ questions). The latter has no notion of synonyms: it matches shared characters only, and the docs say so.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class Encoder(Protocol):
+    """``encode(texts) -> float32 [n, d]``, rows L2-normalised; ``name`` says which model (goes into results)."""
+
+    name: str
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def l2_normalise(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero). float32 ``[n, d]``."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.maximum(norms, 1e-12)
+
+
+class CharNgramEncoder:
+    """Character 1-2-gram TF-IDF vectors (sublinear tf, smoothed idf), L2-normalised.
+
+    Fitted on a corpus (``fit``); n-grams outside its vocabulary are ignored. Suits Chinese, where single
+    characters and bigrams carry most of the meaning; it does not know synonyms (``冻结`` vs ``锁卡``).
+    """
+
+    name = "char-ngram-tfidf"
+
+    def __init__(self, ngram: tuple[int, int] = (1, 2)) -> None:
+        self.ngram = ngram
+        self.vocab: dict[str, int] = {}
+        self.idf = np.zeros(0, dtype=np.float32)
+
+    def _grams(self, text: str) -> list[str]:
+        chars = [c for c in text.lower() if not c.isspace() and c not in "，。！？、,.!?;；：:\"'“”‘’()（）"]
+        out = []
+        for n in range(self.ngram[0], self.ngram[1] + 1):
+            out += ["".join(chars[i:i + n]) for i in range(len(chars) - n + 1)]
+        return out
+
+    def fit(self, corpus: Sequence[str]) -> CharNgramEncoder:
+        docs = [set(self._grams(t)) for t in corpus]
+        df: dict[str, int] = {}
+        for grams in docs:
+            for g in grams:
+                df[g] = df.get(g, 0) + 1
+        self.vocab = {g: i for i, g in enumerate(sorted(df))}
+        n = len(docs)
+        self.idf = np.array([np.log((1 + n) / (1 + df[g])) + 1.0 for g in sorted(df)], dtype=np.float32)
+        return self
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), max(1, len(self.vocab))), dtype=np.float32)
+        for row, text in enumerate(texts):
+            counts: dict[int, int] = {}
+            for g in self._grams(text):
+                j = self.vocab.get(g)
+                if j is not None:
+                    counts[j] = counts.get(j, 0) + 1
+            for j, c in counts.items():
+                out[row, j] = (1.0 + np.log(c)) * self.idf[j]
+        return l2_normalise(out)
+
+
+def chinese_encoder(num_threads: int = 1) -> Encoder | None:
+    """The project's Chinese sentence encoder (``sectorflow_customer_service.e5.load_encoder``) if it is shipped
+    and loads, else ``None`` (the caller then fits a :class:`CharNgramEncoder`)."""
+    try:
+        module = importlib.import_module("sectorflow_customer_service.e5")
+    except ImportError:
+        return None
+    loader = getattr(module, "load_encoder", None)
+    if loader is None:
+        return None
+    try:
+        return loader(num_threads=num_threads)
+    except FileNotFoundError as exc:  # weights not built yet
+        log.info("Chinese encoder unavailable (%s); using character n-grams", exc)
+        return None

@@ -1,0 +1,100 @@
+"""Escalation rules: when a message should go to a person, and why.
+
+Four reasons, each a list of phrases (case-insensitive; English phrases match on word boundaries):
+
+- ``human_requested``: the customer asks for a person ("speak to a human", "real person", "转人工", "人工客服").
+- ``regulator_or_legal_threat``: a regulator, ombudsman or court is named. Sources for the names: the US Consumer
+  Financial Protection Bureau (CFPB) complaint portal, the UK Financial Ombudsman Service and FCA, the OCC and
+  FDIC; in China the National Financial Regulatory Administration (国家金融监督管理总局, formerly 银保监会 CBIRC,
+  consumer hotline 12378), the People's Bank of China (人民银行, hotline 12363), the 12315 consumer hotline, and
+  litigation words (起诉, 法院, 律师函).
+- ``complaint``: a formal complaint ("I want to file a complaint", "投诉").
+- ``anger``: abuse and strong frustration ("ridiculous", "worst bank", "unacceptable", "太过分了", "垃圾"),
+  or shouting (at least 3 words of 4+ letters in capitals, or "!!!").
+
+A rule table, not a model: every flag can be traced to the phrase that raised it (``matched``). Operators can add
+phrases with the ``escalation_terms`` option.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+REASONS = ("human_requested", "regulator_or_legal_threat", "complaint", "anger")
+
+TERMS: dict[str, dict[str, tuple[str, ...]]] = {
+    "human_requested": {
+        "en": ("speak to a human", "talk to a human", "speak to someone", "talk to someone", "speak to a person",
+               "talk to a person", "real person", "real human", "human agent", "live agent", "speak to an agent",
+               "talk to an agent", "speak to a representative", "talk to a representative", "customer service rep",
+               "speak to a manager", "talk to a manager", "speak with a human", "speak with someone",
+               "speak with an agent", "speak with a manager", "connect me to", "transfer me to", "operator please"),
+        "zh": ("转人工", "人工客服", "人工服务", "找人工", "真人客服", "接人工", "要人工", "客服经理", "找你们经理",
+               "找你们领导"),
+    },
+    "regulator_or_legal_threat": {
+        "en": ("cfpb", "consumer financial protection bureau", "ombudsman", "financial conduct authority", "fca",
+               "occ", "fdic", "regulator", "attorney general", "better business bureau", "bbb", "lawyer", "attorney",
+               "solicitor", "sue you", "sue the bank", "lawsuit", "legal action", "take you to court", "small claims",
+               "court"),
+        "zh": ("银保监会", "银监会", "保监会", "金融监管总局", "金融监督管理总局", "监管局", "监管部门", "人民银行",
+               "人行", "12378", "12363", "12315", "消协", "消费者协会", "起诉", "法院", "律师", "律师函", "打官司",
+               "仲裁", "报警", "媒体曝光", "曝光"),
+    },
+    "complaint": {
+        "en": ("complaint", "complain", "file a complaint", "formal complaint", "raise a complaint"),
+        "zh": ("投诉", "举报", "差评"),
+    },
+    "anger": {
+        "en": ("ridiculous", "unacceptable", "outrageous", "disgusting", "pathetic", "useless", "incompetent",
+               "worst bank", "worst service", "terrible service", "fed up", "sick of", "scam", "scammers", "furious",
+               "angry", "wtf", "what the hell", "rip off", "ripoff", "shame on you"),
+        "zh": ("太过分", "过分了", "气死", "垃圾", "骗子", "坑人", "无语", "什么破", "忍无可忍", "太差劲", "恶心",
+               "滚", "欺诈", "黑心"),
+    },
+}
+
+
+@dataclass(frozen=True)
+class Escalation:
+    """``escalate`` is True when any reason fired; ``reasons`` in the order of :data:`REASONS`; ``matched`` the
+    phrases that fired (for the audit trail)."""
+
+    escalate: bool
+    reasons: tuple[str, ...] = ()
+    matched: tuple[str, ...] = field(default=())
+
+
+class EscalationRules:
+    """Compiled phrase tables. ``extra`` maps a reason to more phrases (any language)."""
+
+    def __init__(self, extra: Mapping[str, Sequence[str]] | None = None) -> None:
+        self._patterns: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
+        for reason in REASONS:
+            phrases = list(TERMS[reason]["en"]) + list(TERMS[reason]["zh"]) + list((extra or {}).get(reason, ()))
+            self._patterns[reason] = [(p, self._compile(p)) for p in phrases]
+
+    @staticmethod
+    def _compile(phrase: str) -> re.Pattern[str]:
+        if phrase.isascii():
+            return re.compile(r"(?<![a-z0-9])" + re.escape(phrase.lower()) + r"(?![a-z0-9])")
+        return re.compile(re.escape(phrase))
+
+    def check(self, text: str) -> Escalation:
+        """Escalation verdict for one message."""
+        lowered = text.lower()
+        reasons, matched = [], []
+        for reason in REASONS:
+            hits = [p for p, rx in self._patterns[reason] if rx.search(lowered)]
+            if reason == "anger":
+                caps = re.findall(r"\b[A-Z]{4,}\b", text)
+                if len(caps) >= 3:
+                    hits.append("SHOUTING")
+                if "!!!" in text or "！！！" in text:
+                    hits.append("!!!")
+            if hits:
+                reasons.append(reason)
+                matched += hits
+        return Escalation(bool(reasons), tuple(reasons), tuple(matched))

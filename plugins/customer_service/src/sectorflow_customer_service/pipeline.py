@@ -1,0 +1,217 @@
+"""The ``customer_service`` pipeline: language -> encoder -> intent / out-of-scope -> FAQ answers; escalation rules.
+
+Routing: each message's language (:mod:`.language`) picks its encoder. English (and messages with no letters)
+go to the bundled fine-tuned MiniLM (Paddle Inference predictor), whose heads give banking77 or CLINC150 intents;
+Chinese goes to the Chinese encoder (:func:`.encoders.chinese_encoder`, else character n-grams) and gets intents
+from the shipped Chinese examples (nearest prototype, labels from banking77's inventory). With a PaddleNLP
+backbone bundle (``task_path``) both languages use that backbone when its vocabulary covers Chinese.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sectorflow import ConfigError, Pipeline
+
+from .encoders import CharNgramEncoder, Encoder, chinese_encoder
+from .escalation import REASONS, EscalationRules
+from .examples import PACKAGE_DATA, PrototypeClassifier, read_examples
+from .faq import FaqIndex
+from .language import detect_language
+from .runtime import CHECKPOINT_FORMAT, PredictorEncoder, heads_of, inference_bundle, tokenizer_of
+from .schema import CustomerServiceResult, FaqAnswer, IntentCandidate, Message
+
+OUT_OF_SCOPE = "out_of_scope"
+
+OPTIONS = {
+    "intent_set": "English intent inventory: 'banking77' (default) or 'clinc150' (150 intents, 10 domains).",
+    "intent_examples": "A .jsonl/.csv of {text, label[, lang]}: your own intents by nearest example (both languages).",
+    "faq": "Path of the FAQ file (.csv or .jsonl with question, answer[, lang, id]).",
+    "faq_top_k": "FAQ answers per message (default 3).",
+    "faq_min_score": "Lowest cosine similarity an FAQ answer may have (default per encoder, see docs).",
+    "top_k": "Intents listed per message (default 3).",
+    "oos_threshold": "Override the calibrated out-of-scope threshold (top intent probability, 0..1).",
+    "zh_min_similarity": "Override the Chinese out-of-scope threshold (best example similarity, -1..1).",
+    "escalation_terms": "Extra escalation phrases: {reason: [phrase, ...]} (reasons: " + ", ".join(REASONS) + ").",
+    "hnsw_threshold": "FAQ entries per language above which an HNSW index replaces exact search (default 2000).",
+}
+
+# Chinese out-of-scope thresholds (best example similarity) and FAQ score floors per encoder; an encoder may
+# carry its own (attributes ``min_similarity`` / ``faq_min_score``). Chosen on the project-written examples.
+ZH_MIN_SIMILARITY = {"char-ngram-tfidf": 0.30}
+FAQ_MIN_SCORE = {"char-ngram-tfidf": 0.30}
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    z = np.exp(x - x.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
+
+
+class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
+    """See the module docstring. Options: :data:`OPTIONS`."""
+
+    def load(self) -> None:
+        o = self.options
+        unknown = sorted(set(o) - set(OPTIONS))
+        if unknown:
+            raise ConfigError(f"Unknown customer_service option(s) {unknown}; known: {sorted(OPTIONS)}.")
+        self.top_k = self._int("top_k", 3, 1, 50)
+        self.faq_top_k = self._int("faq_top_k", 3, 1, 50)
+        assert self.bundle is not None
+        self.heads = [name for name, _ in heads_of(self.bundle)]
+        infer = inference_bundle(self.bundle)
+        shipped, self.bundle = self.bundle, infer  # predictor_pool() reads self.bundle
+        try:
+            pool = self.predictor_pool()
+        finally:
+            self.bundle = shipped
+        self.tokenizer = tokenizer_of(shipped)
+        self.main = PredictorEncoder(pool, self.tokenizer, shipped.name, batch_size=self.batch_size)
+        self.calibration = shipped.read_json("calibration.json") if self.heads else {}
+        self.labels = shipped.read_json("labels.json") if self.heads else {}
+        self.intent_set = str(o.get("intent_set", "banking77"))
+        if o.get("intent_examples"):
+            self.intent_set = "examples"
+        elif self.intent_set not in self.heads:
+            raise ConfigError(f"intent_set={self.intent_set!r} is not in this bundle (it has {self.heads}); "
+                              f"a backbone bundle ({CHECKPOINT_FORMAT}) needs intent_examples=PATH.")
+        self.zh = self._chinese_encoder(shipped)
+        self.encoders: dict[str, Encoder] = {"en": self.main, "zh": self.zh}
+        # Example-based intents: the operator's file (both languages), else the shipped Chinese examples for zh.
+        self.prototypes: dict[str, PrototypeClassifier] = {}
+        if o.get("intent_examples"):
+            for lang in ("en", "zh"):
+                rows = self._examples(Path(o["intent_examples"]), lang)
+                if rows:
+                    self.prototypes[lang] = PrototypeClassifier(self.encoders[lang], rows)
+        else:
+            self.prototypes["zh"] = PrototypeClassifier(self.zh, read_examples(PACKAGE_DATA / "intents_zh.jsonl"))
+        self.faq = (FaqIndex(o["faq"], self.encoders, hnsw_threshold=self._int("hnsw_threshold", 2000, 1, 10**9))
+                    if o.get("faq") else None)
+        self.rules = EscalationRules(o.get("escalation_terms"))
+
+    # --- helpers -----------------------------------------------------------------------------------------------
+    def _int(self, key: str, default: int, low: int, high: int) -> int:
+        value = self.options.get(key, default)
+        if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+            raise ConfigError(f"{key} must be an integer in [{low}, {high}], got {value!r}.")
+        return value
+
+    def _float(self, key: str, default: float, low: float, high: float) -> float:
+        value = self.options.get(key, default)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not low <= value <= high:
+            raise ConfigError(f"{key} must be a number in [{low}, {high}], got {value!r}.")
+        return float(value)
+
+    @staticmethod
+    def _examples(path: Path, lang: str) -> list[tuple[str, str]]:
+        try:
+            return read_examples(path, lang)
+        except ConfigError as exc:
+            if "has no examples for" in str(exc):
+                return []
+            raise
+
+    def _chinese_encoder(self, shipped: Any) -> Encoder:
+        if shipped.format == CHECKPOINT_FORMAT and self.tokenizer.unknown_ratio("我的银行卡被冻结了怎么办") < 0.2:
+            return self.main  # the user's backbone reads Chinese (ERNIE 3.0 zh, bert-base-chinese ...)
+        found = chinese_encoder(self.num_threads)
+        if found is not None:
+            return found
+        corpus = [t for t, _ in read_examples(PACKAGE_DATA / "intents_zh.jsonl")]
+        if self.options.get("intent_examples"):
+            corpus += [t for t, _ in self._examples(Path(self.options["intent_examples"]), "zh")]
+        if self.options.get("faq"):
+            from .faq import read_faq
+
+            corpus += [e.question for e in read_faq(self.options["faq"]) if e.lang == "zh"]
+        encoder = CharNgramEncoder().fit(corpus)
+        encoder.cacheable = False  # type: ignore[attr-defined]  # fitted per corpus: never reuse cached vectors
+        return encoder
+
+    # --- pipeline ----------------------------------------------------------------------------------------------
+    def preprocess(self, items: Sequence[Message]) -> list[dict[str, Any]]:
+        out = []
+        for item in items:
+            guess = detect_language(item.text)
+            out.append({"text": item.text, "lang": guess.lang, "mixed": guess.mixed,
+                        "route": "zh" if guess.lang == "zh" else "en"})
+        return out
+
+    def forward(self, batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        raw: list[dict[str, Any]] = [{} for _ in batch]
+        en = [i for i, f in enumerate(batch) if f["route"] == "en"]
+        zh = [i for i, f in enumerate(batch) if f["route"] == "zh"]
+        if en:
+            outputs = self.main.run([batch[i]["text"] for i in en])
+            for row, i in enumerate(en):
+                raw[i] = {"embedding": outputs[0][row], "logits": [o[row] for o in outputs[1:]]}
+        if zh:
+            vectors = self.zh.encode([batch[i]["text"] for i in zh])
+            for row, i in enumerate(zh):
+                raw[i] = {"embedding": vectors[row], "logits": []}
+        return raw
+
+    def _intent(self, feature: dict[str, Any], raw: dict[str, Any]) -> tuple[str, list[IntentCandidate], bool, str]:
+        route = feature["route"]
+        if route in self.prototypes:
+            clf = self.prototypes[route]
+            probs, best = clf.predict(raw["embedding"][None, :])
+            probs, best = probs[0], float(best[0])
+            labels = clf.labels
+            floor = getattr(clf.encoder, "min_similarity", ZH_MIN_SIMILARITY.get(clf.encoder.name, 0.8))
+            if route == "zh":
+                floor = self._float("zh_min_similarity", floor, -1.0, 1.0)
+            oos = best < floor
+            intent_set = "examples"
+        else:
+            head = self.heads.index(self.intent_set)
+            probs = _softmax(raw["logits"][head].astype(np.float64))
+            labels = self.labels[self.intent_set]
+            cal = self.calibration[self.intent_set]
+            threshold = self._float("oos_threshold", cal["threshold"], 0.0, 1.0)
+            top = int(probs.argmax())
+            oos = probs[top] < threshold or labels[top] == "oos"
+            if self.intent_set == "banking77" and "clinc150" in self.heads:  # off-domain per the CLINC150 head
+                c = self.heads.index("clinc150")
+                cprobs = _softmax(raw["logits"][c].astype(np.float64))
+                clabels = self.labels["clinc150"]
+                oos = oos or clabels[int(cprobs.argmax())] == "oos"
+            intent_set = self.intent_set
+        order = [int(j) for j in np.argsort(-probs) if labels[int(j)] != "oos"][: self.top_k]
+        top_k = [IntentCandidate(label=labels[j], probability=round(float(probs[j]), 6)) for j in order]
+        if feature["lang"] == "und":
+            oos = True  # digits/punctuation only: nothing to classify
+        return (OUT_OF_SCOPE if oos else top_k[0].label), top_k, bool(oos), intent_set
+
+    def postprocess(self, items: Sequence[Message], raw: Sequence[dict[str, Any]]) -> list[CustomerServiceResult]:
+        features = self.preprocess(items)
+        faq_hits: list[list[tuple[Any, float]]] = [[] for _ in items]
+        if self.faq is not None:
+            for lang in ("en", "zh"):
+                idx = [i for i, f in enumerate(features) if f["route"] == lang]
+                if not idx:
+                    continue
+                encoder = self.encoders[lang]
+                floor = getattr(encoder, "faq_min_score", FAQ_MIN_SCORE.get(encoder.name, 0.5))
+                floor = self._float("faq_min_score", floor, -1.0, 1.0)
+                queries = np.stack([raw[i]["embedding"] for i in idx]).astype(np.float32)
+                for i, hits in zip(idx, self.faq.search(lang, queries, self.faq_top_k, floor)):
+                    faq_hits[i] = hits
+        results = []
+        for item, feature, r, hits in zip(items, features, raw, faq_hits):
+            intent, top_k, oos, intent_set = self._intent(feature, r)
+            esc = self.rules.check(item.text)
+            encoder = self.encoders[feature["route"]]
+            results.append(CustomerServiceResult(
+                id=item.id, language=feature["lang"], mixed_language=feature["mixed"], intent=intent,
+                intent_probability=0.0 if not top_k else top_k[0].probability, top_k=top_k, out_of_scope=oos,
+                intent_set=intent_set,
+                faq=[FaqAnswer(id=e.id, question=e.question, answer=e.answer, score=round(s, 6)) for e, s in hits],
+                escalate=esc.escalate, escalation_reasons=list(esc.reasons), escalation_matched=list(esc.matched),
+                encoder=encoder.name))
+        return results

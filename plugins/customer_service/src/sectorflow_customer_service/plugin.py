@@ -1,0 +1,39 @@
+"""Hook implementations of the customer_service plugin: the ``customer_service`` task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sectorflow import TaskSpec, hookimpl
+
+from . import __version__
+from .pipeline import OPTIONS, CustomerServicePipeline
+from .schema import CustomerServiceResult, Message
+
+BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
+"""The shipped intent bundle (made by ``plugins/customer_service/scripts/build_bundle.py``)."""
+
+EXAMPLES: tuple[dict[str, Any], ...] = (
+    {"text": "I am still waiting on my card?"},
+    {"text": "我的银行卡被冻结了怎么办"},
+    {"text": "This is ridiculous, I want to speak to a human now or I'm going to the CFPB"},
+)
+
+
+def spec() -> TaskSpec:
+    """The ``customer_service`` task spec."""
+    bundle = BUNDLE_DIR if (BUNDLE_DIR / "manifest.json").is_file() else None
+    return TaskSpec(
+        name="customer_service", input_model=Message, output_model=CustomerServiceResult,
+        pipeline=CustomerServicePipeline, version=__version__, aliases=("cs",),
+        description="Customer-service messages (zh/en): intent with top-k, out-of-scope fallback, FAQ answers, "
+                    "escalation (anger, complaint, regulator/court, human requested) and language.",
+        default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32",), languages=("zh", "en"),
+        options=dict(OPTIONS), examples=EXAMPLES)
+
+
+@hookimpl
+def sectorflow_register_tasks(register: Any) -> None:
+    """Register the ``customer_service`` task."""
+    register(spec())
