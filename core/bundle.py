@@ -159,12 +159,14 @@ def make_predictor_config(bundle: Bundle, device: Device, precision: str = "fp32
     ``enable_custom_device``; xpu: ``enable_xpu``. Never calls ``paddle.set_device``.
 
     Precision: the bundle's stored precision (manifest ``precision``, default fp32) always runs; besides that, CPU
-    converts to bf16 (oneDNN, AVX-512 BF16/AMX only) and GPU to fp16/bf16. Anything else is refused, never replaced.
+    converts to bf16 (oneDNN, AVX-512 BF16/AMX only) and GPU to fp16/bf16, or to int8 through TensorRT when this
+    Paddle build has it. Anything else is refused, never replaced (INT8 on CPU: ``sectorflow models quantize``).
 
     Raises:
         BundleError: the bundle is not ``paddle-inference``.
-        UnsupportedPrecisionError: ``fp16`` on CPU, ``bf16`` on a CPU without AVX-512 BF16, ``int8`` with a bundle
-            that does not store int8 weights, or a conversion the device cannot do.
+        UnsupportedPrecisionError: ``fp16`` on CPU, ``bf16`` on a CPU without AVX-512 BF16, ``int8`` on CPU with a
+            bundle that does not store int8 weights, ``int8`` on a GPU without TensorRT, or a conversion the device
+            cannot do.
         DeviceUnavailableError: this Paddle build cannot drive the device (CPU build asked for gpu or xpu; no
             custom-device plugin for npu/mlu).
     """
@@ -197,6 +199,8 @@ def make_predictor_config(bundle: Bundle, device: Device, precision: str = "fp32
             config.enable_mkldnn_bfloat16()
         elif precision not in (stored, "bf16"):
             raise refuse("a CPU predictor does not convert weights to this precision.")
+    elif device.kind == "gpu" and precision == "int8" and stored != "int8":
+        _enable_tensorrt_int8(config, device, inference)
     elif device.kind == "gpu":
         precision_type = {"fp32": inference.PrecisionType.Float32, "fp16": inference.PrecisionType.Half,
                           "bf16": inference.PrecisionType.Bfloat16}.get(precision)
@@ -225,6 +229,36 @@ def make_predictor_config(bundle: Bundle, device: Device, precision: str = "fp32
                                              f"vendor's Paddle plugin, or use device='cpu'.")
             config.enable_custom_device(device.kind, device.index)
     return config
+
+
+def tensorrt_version() -> tuple[int, int, int]:
+    """The TensorRT version this Paddle build runs with; ``(0, 0, 0)`` when it has none (every CPU build)."""
+    inference = import_paddle().inference
+    try:
+        return tuple(int(v) for v in inference.get_trt_runtime_version())  # type: ignore[return-value]
+    except (AttributeError, RuntimeError):
+        return (0, 0, 0)
+
+
+def _enable_tensorrt_int8(config: Any, device: Device, inference: Any) -> None:
+    """INT8 on a GPU: Paddle Inference with a TensorRT engine in INT8 mode, calibrated on the first batches it
+    serves (``use_calib_mode``), from the fp32 bundle.
+
+    Raises:
+        UnsupportedPrecisionError: this Paddle build has no TensorRT (the message says what to do instead).
+        DeviceUnavailableError: this Paddle build has no CUDA support.
+    """
+    if tensorrt_version() == (0, 0, 0):
+        raise UnsupportedPrecisionError(
+            f"precision='int8' on {device} runs through TensorRT, and this Paddle build has none. Install a "
+            f"paddlepaddle-gpu build with TensorRT, or run INT8 on CPU (device='cpu', after `sectorflow models "
+            f"quantize TASK`), or use precision='fp16' on the GPU.")
+    config.enable_use_gpu(256, device.index, inference.PrecisionType.Float32)
+    if not config.use_gpu():
+        raise DeviceUnavailableError(f"Device {device} was asked for, but this Paddle build has no CUDA/ROCm "
+                                     f"support. Install a GPU build of paddlepaddle, or use device='cpu'.")
+    config.enable_tensorrt_engine(workspace_size=1 << 30, max_batch_size=1, min_subgraph_size=3,
+                                  precision_mode=inference.PrecisionType.Int8, use_static=False, use_calib_mode=True)
 
 
 def _cpu_has_bf16() -> bool:

@@ -54,8 +54,17 @@ class Pipeline(Generic[In, Out]):
         """Set up predictors and tables. Default: nothing. Raise a ``SectorflowError`` for a bad bundle/option."""
 
     def predictor_pool(self) -> PredictorPool:
-        """A thread-safe predictor pool for a ``paddle-inference`` bundle on this pipeline's device."""
+        """A thread-safe predictor pool for this pipeline's bundle and device.
+
+        A ``paddle-inference`` bundle gets a :class:`PredictorPool`; an ``onnx`` bundle (``sectorflow models
+        quantize`` or ``export``) an ONNX Runtime pool with the same ``run``, ``input_names`` and ``output_names``.
+        """
         assert self.bundle is not None, "predictor_pool() needs a model bundle"
+        if self.bundle.format == "onnx":
+            from .onnx_runtime import OnnxSessionPool
+
+            return OnnxSessionPool.for_bundle(self.bundle, self.device, self.precision,  # type: ignore[return-value]
+                                              self.num_threads)
         return PredictorPool(make_predictor_config(self.bundle, self.device, self.precision, self.num_threads))
 
     def preprocess(self, items: Sequence[In]) -> list[Any]:

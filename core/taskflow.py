@@ -17,6 +17,7 @@ from . import plugins
 from .bundle import Bundle, load_bundle
 from .device import DeviceProbe, resolve_device
 from .errors import BundleError, ConfigError, InvalidInputError, SectorflowError, UnsupportedPrecisionError
+from .int8_store import resolve_int8_bundle
 from .pipeline import Pipeline
 from .spec import PRECISIONS, CallContext, ResultMeta, TaskEvent, TaskSpec
 
@@ -71,7 +72,9 @@ class Taskflow:
         task: task name or alias (``Taskflow.tasks()`` lists them).
         device: ``cpu``, ``gpu[:N]``, ``npu[:N]``, ``mlu[:N]``, ``xpu[:N]`` or ``auto`` (GPU, then custom devices,
             then xpu, then CPU with a warning).
-        precision: ``fp32``, ``fp16``, ``bf16`` or ``int8``; one the task does not declare is refused.
+        precision: ``fp32``, ``fp16``, ``bf16`` or ``int8``; one the task does not declare is refused. ``int8`` on CPU
+            runs the INT8 ONNX bundle that ``sectorflow models quantize TASK`` built (``sectorflow.int8_store``
+            says where it is looked for), on a GPU the fp32 bundle through TensorRT INT8.
         batch_size: the most items per model forward pass (1 to 65,536).
         num_threads: CPU threads of the predictor (default ``SECTORFLOW_NUM_THREADS`` or 1).
         task_path: a user's model bundle folder instead of the task's default bundle.
@@ -119,6 +122,8 @@ class Taskflow:
         base_meta = ResultMeta(task=self.spec.name, plugin=self.spec.plugin, device=str(self.device),
                                precision=self.precision)
         try:
+            if self.precision == "int8":  # on CPU: the INT8 ONNX bundle built by `sectorflow models quantize`
+                bundle_dir = resolve_int8_bundle(self.spec, bundle_dir, self.device)
             bundle: Bundle | None = (load_bundle(bundle_dir, expected_task=self.spec.name)
                                      if bundle_dir is not None else None)
             meta = base_meta.model_copy(update={

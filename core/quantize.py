@@ -1,0 +1,175 @@
+"""Build a task's INT8 bundle: paddle2onnx, then ONNX Runtime dynamic quantization, checked on validation data.
+
+Method (what works on CPU with Paddle 3.3.1; ../shared/notes/stack-facts.md):
+
+1. the fp32 ``paddle-inference`` bundle's program is converted to ONNX (paddle2onnx, opset 17);
+2. ``onnxruntime.quantization.shape_inference.quant_pre_process`` folds the weights, which paddle2onnx leaves as
+   ``Constant`` nodes, into initializers and infers shapes (without it quantization silently changes nothing);
+3. ``quantize_dynamic(weight_type=QInt8, per_channel=True, op_types_to_quantize=["MatMul"])``: MatMul weights are
+   stored as int8 with one symmetric scale per output channel; activations are quantized per batch at run time
+   (dynamic quantization: no calibration data needed). Other operators stay fp32.
+
+The task's :attr:`~sectorflow.TaskSpec.validation` batches then run through the fp32 Paddle predictor (the
+reference) and the INT8 ONNX Runtime session. The metric on both, the loss in points (``100 * (fp32 - int8)``),
+the largest absolute output difference and the model sizes go into the INT8 bundle's manifest (``quantization``).
+A model that loses more than ``margin`` points is refused with :class:`~sectorflow.errors.QuantizationError` and
+nothing is written. Where the bundle goes: :mod:`sectorflow.int8_store`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .bundle import Bundle, load_bundle, write_manifest
+from .errors import BundleError, ConfigError, QuantizationError
+from .export import (
+    OPSET,
+    copy_other_files,
+    cpu_paddle_pool,
+    max_abs_diff,
+    paddle_files,
+    paddle_to_onnx,
+    replace_folder,
+    run_batches,
+    tool_versions,
+)
+from .int8_store import int8_bundle_dir
+from .onnx_runtime import DEFAULT_ONNX_FILE, OnnxSessionPool
+from .spec import TaskSpec, ValidationSet
+
+DEFAULT_MARGIN = 0.5
+"""Points of validation metric (0-100 scale) the INT8 model may lose against fp32 before it is refused."""
+METHOD = "onnxruntime quantize_dynamic: MatMul weights int8 (QInt8, symmetric, per output channel), activations " \
+         "quantized per batch at run time; other operators fp32"
+
+
+def quantize_onnx(fp32_file: Path, out_file: Path) -> int:
+    """Quantize an fp32 ONNX model's MatMul weights to int8 (see the module docstring); returns how many int8
+    weight tensors the result holds.
+
+    Raises:
+        QuantizationError: onnxruntime's quantization tools are missing, or no MatMul weight was quantized (the
+            model has no MatMul with a constant weight, e.g. only convolutions).
+    """
+    try:
+        import onnx
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+        from onnxruntime.quantization.shape_inference import quant_pre_process
+    except ImportError as exc:  # pragma: no cover - the shared environment has them
+        raise QuantizationError("INT8 quantization needs onnx and onnxruntime: pip install 'sectorflow[int8]'.") \
+            from exc
+    prepared = out_file.with_name(out_file.stem + ".pre.onnx")
+    quant_pre_process(str(fp32_file), str(prepared))
+    quantize_dynamic(str(prepared), str(out_file), weight_type=QuantType.QInt8, per_channel=True,
+                     op_types_to_quantize=["MatMul"])
+    prepared.unlink()
+    model = onnx.load(str(out_file))
+    n_int8 = sum(1 for init in model.graph.initializer if init.data_type == onnx.TensorProto.INT8)
+    if n_int8 == 0:
+        raise QuantizationError(f"Quantization changed nothing in {fp32_file.name}: it has no MatMul with constant "
+                                f"weights (INT8 here covers MatMul, the layers of MLPs and transformers).")
+    return n_int8
+
+
+def evaluate(validation: ValidationSet, outputs: list[list[Any]]) -> float:
+    """The validation metric of one model's outputs, checked to be a number in ``[0, 1]``."""
+    value = float(validation.metric(outputs, validation.labels))
+    if not 0.0 <= value <= 1.0:
+        raise QuantizationError(f"The task's validation metric {validation.metric_name!r} returned {value}; it must "
+                                f"be in [0, 1] (higher is better).")
+    return value
+
+
+def _sizes(bundle: Bundle, int8_file: Path) -> dict[str, Any]:
+    fp32 = sum(p.stat().st_size for p in paddle_files(bundle))
+    int8 = int8_file.stat().st_size
+    return {"fp32_bytes": fp32, "int8_bytes": int8, "ratio": round(int8 / fp32, 4)}
+
+
+def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out: str | Path | None = None,
+                    margin: float = DEFAULT_MARGIN, num_threads: int = 1) -> dict[str, Any]:
+    """Build, check and save the INT8 bundle of ``spec``'s fp32 bundle (or ``task_path``).
+
+    Args:
+        spec: the task (its ``validation`` gives the data and metric).
+        task_path: an fp32 ``paddle-inference`` bundle instead of the task's default one.
+        out: where to write the INT8 bundle; default the store folder ``Taskflow(precision="int8")`` looks in
+            (:func:`sectorflow.int8_store.int8_bundle_dir`).
+        margin: the most validation points (0-100 scale) the INT8 model may lose (default 0.5).
+        num_threads: CPU threads for the two evaluation runs.
+
+    Returns:
+        the manifest's ``quantization`` record plus ``"out"`` (the folder written).
+
+    Raises:
+        ConfigError: a negative margin.
+        BundleError: no model bundle, or not an fp32 ``paddle-inference`` bundle.
+        QuantizationError: no validation data, nothing to quantize, or a loss above ``margin`` (``details`` holds
+            the record; nothing is written).
+    """
+    if not margin >= 0:
+        raise ConfigError(f"--margin {margin}: give the allowed loss in points, 0 or more (default {DEFAULT_MARGIN}).")
+    source_dir = Path(task_path) if task_path is not None else spec.default_bundle
+    if source_dir is None:
+        raise BundleError(f"Task {spec.name!r} has no model bundle: there is nothing to quantize.")
+    bundle = load_bundle(source_dir, expected_task=spec.name)
+    model_json, params = paddle_files(bundle)
+    if str(bundle.manifest.get("precision", "fp32")) != "fp32":
+        raise BundleError(f"Bundle {bundle.path} stores {bundle.manifest.get('precision')} weights; quantize its fp32 "
+                          f"original.")
+    if spec.validation is None:
+        raise QuantizationError(
+            f"Task {spec.name!r} gives no validation data, so its INT8 model cannot be checked against fp32. Its "
+            f"plugin must set TaskSpec.validation (docs/performance.md).")
+    validation = spec.validation(bundle)
+    if not validation.batches:
+        raise QuantizationError(f"Task {spec.name!r}: the validation set is empty.")
+    target = Path(out) if out is not None else int8_bundle_dir(spec.name, bundle.sha256)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".quantize-", dir=target.parent))
+    try:
+        staged = work / "bundle"
+        staged.mkdir()
+        fp32_onnx = paddle_to_onnx(bundle, work / "fp32.onnx")
+        int8_file = staged / DEFAULT_ONNX_FILE
+        n_int8 = quantize_onnx(fp32_onnx, int8_file)
+        reference_pool = cpu_paddle_pool(bundle, num_threads)
+        fp32_out = run_batches(reference_pool, validation.batches)
+        int8_out = run_batches(OnnxSessionPool(int8_file, num_threads), validation.batches)
+        fp32_score, int8_score = evaluate(validation, fp32_out), evaluate(validation, int8_out)
+        worst, where = max_abs_diff(fp32_out, int8_out, reference_pool.output_names)
+        loss = round(100.0 * (fp32_score - int8_score), 4)
+        record: dict[str, Any] = {
+            "method": METHOD, "opset": OPSET, "int8_tensors": n_int8, "tools": tool_versions(),
+            "source_bundle": f"{bundle.name}@{bundle.version}", "source_bundle_sha256": bundle.sha256,
+            "size": _sizes(bundle, int8_file),
+            "accuracy": {"metric": validation.metric_name, "split": validation.split,
+                         "batches": len(validation.batches), "fp32": round(fp32_score, 6),
+                         "int8": round(int8_score, 6), "loss_points": loss, "margin_points": margin,
+                         "relative": round(int8_score / fp32_score, 6) if fp32_score else None},
+            "max_abs_diff": {"value": worst, "output": where},
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        if loss > margin:
+            raise QuantizationError(
+                f"The INT8 model of {bundle.name}@{bundle.version} scores {validation.metric_name} "
+                f"{100 * int8_score:.2f} against fp32 {100 * fp32_score:.2f} on {validation.split}: a loss of "
+                f"{loss:.2f} points, more than the margin of {margin:g}. Nothing was saved; keep fp32 for this task "
+                f"(or allow a larger --margin if that loss is acceptable).", details=record)
+        copy_other_files(bundle, staged, skip={model_json.relative_to(bundle.path).as_posix(),
+                                               params.relative_to(bundle.path).as_posix()})
+        manifest = {k: v for k, v in bundle.manifest.items()
+                    if k not in ("files", "model_prefix", "cpu_onednn", "metrics")}
+        manifest.update(format="onnx", precision="int8", onnx_model=DEFAULT_ONNX_FILE, quantization=record,
+                        metrics={"fp32_bundle": bundle.manifest.get("metrics"),
+                                 "int8_validation": {validation.metric_name: round(int8_score, 6),
+                                                     "split": validation.split}})
+        write_manifest(staged, **manifest)
+        replace_folder(staged, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {**record, "out": str(target)}
