@@ -219,7 +219,7 @@ def test_bf16_on_cpu_runs_only_where_the_cpu_has_bf16(echo_registry):
 @pytest.mark.parametrize(
     ("device", "precision", "fragment"),
     [(Device("cpu"), "int8", "a CPU predictor does not convert weights"),
-     (Device("gpu"), "int8", "precision='int8' is not available on GPU"),
+     (Device("gpu"), "int8", "runs through TensorRT, and this Paddle build has none"),
      (Device("npu", 1), "fp16", "sectorflow runs npu predictors at the bundle's stored precision only"),
      (Device("xpu"), "bf16", "sectorflow runs xpu predictors at the bundle's stored precision only")],
 )
