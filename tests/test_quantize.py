@@ -1,0 +1,167 @@
+"""INT8: ``sectorflow models quantize`` builds a checked INT8 bundle, ``Taskflow(precision="int8")`` runs it.
+
+The model is real and small: an MLP trained here on scikit-learn's bundled digits (tests/quantize_support.py), with
+measured accuracy. A second copy with one outlier weight row shows the margin check refusing a ruined model.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core_support import FakeProbe, registry_scope
+from quantize_support import DigitsPlugin, add_outlier_row, digits_split, save_bundle, train_mlp
+from sectorflow import (
+    QuantizationError,
+    Taskflow,
+    UnsupportedPrecisionError,
+    load_bundle,
+    plugins,
+    write_manifest,
+)
+from sectorflow.cli import main
+from sectorflow.int8_store import int8_bundle_dir
+from sectorflow.quantize import quantize_bundle
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> dict[str, Path]:
+    """The digits bundle, and the same model with an outlier weight row (fp32 outputs unchanged)."""
+    root = tmp_path_factory.mktemp("digits")
+    model = train_mlp(epochs=100)
+    good = save_bundle(model, root / "fp32")
+    bad = save_bundle(add_outlier_row(model), root / "outlier", version="1.0.0-outlier")
+    return {"fp32": good, "outlier": bad}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("sectorflow-home")
+
+
+@pytest.fixture
+def digits(trained, store, monkeypatch):
+    """A registry with the digits task on the trained bundle; SECTORFLOW_HOME a private store for the module."""
+    monkeypatch.setenv("SECTORFLOW_HOME", str(store))
+    with registry_scope() as make:
+        plugin = DigitsPlugin(trained["fp32"])
+        make({"digits": plugin})
+        yield plugin.spec
+
+
+@pytest.fixture(scope="module")
+def quantized(trained, store) -> dict:
+    """``sectorflow models quantize digits --json`` run once for the module (the CLI path, end to end)."""
+    with pytest.MonkeyPatch.context() as mp, registry_scope() as make:
+        mp.setenv("SECTORFLOW_HOME", str(store))
+        make({"digits": DigitsPlugin(trained["fp32"])})
+        import contextlib
+        import io
+
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            code = main(["models", "quantize", "digits", "--json"])
+        assert code == 0
+        return json.loads(buffer.getvalue())
+
+
+def test_quantize_records_size_and_accuracy_against_fp32_in_the_manifest(digits, quantized, trained):
+    fp32 = load_bundle(trained["fp32"])
+    out = Path(quantized["out"])
+    assert out == int8_bundle_dir("digits", fp32.sha256)
+    bundle = load_bundle(out, expected_task="digits")  # every file hashed in the manifest
+    assert (bundle.format, bundle.manifest["precision"]) == ("onnx", "int8")
+    record = bundle.manifest["quantization"]
+    assert record["source_bundle_sha256"] == fp32.sha256
+    accuracy = record["accuracy"]
+    assert accuracy["fp32"] > 0.93 and accuracy["int8"] > 0.93  # a real model, measured on 599 held-out images
+    assert accuracy["loss_points"] == pytest.approx(100 * (accuracy["fp32"] - accuracy["int8"]), abs=1e-3)
+    assert accuracy["loss_points"] <= 0.5
+    size = record["size"]
+    assert size["fp32_bytes"] == sum((trained["fp32"] / f).stat().st_size for f in ("model.json", "model.pdiparams"))
+    assert size["int8_bytes"] == (out / "model.onnx").stat().st_size
+    assert size["ratio"] < 0.35  # int8 weights: about a quarter of the fp32 bytes, plus scales and graph
+    assert record["int8_tensors"] >= 2  # both Linear layers' weights are stored as int8
+    assert (out / "labels.txt").read_text() == (trained["fp32"] / "labels.txt").read_text()  # other files kept
+
+
+def test_taskflow_int8_runs_the_int8_bundle_and_agrees_with_fp32(digits, quantized):
+    _, _, x_val, _ = digits_split()
+    items = [{"pixels": row.tolist()} for row in x_val[:200]]
+    fp32 = Taskflow("digits")(items)
+    int8_tf = Taskflow("digits", precision="int8", batch_size=64)
+    int8 = int8_tf(items)
+    assert int8_tf.meta.precision == "int8"
+    assert int8_tf.meta.bundle_sha256 == load_bundle(quantized["out"]).sha256
+    agree = np.mean([a.label == b.label for a, b in zip(fp32, int8)])
+    assert agree >= 0.98
+    diffs = np.abs(np.array([r.scores for r in fp32]) - np.array([r.scores for r in int8]))
+    assert 0 < diffs.max() < 5.0  # int8 really ran (outputs differ) and stays close to fp32 logits
+
+
+def test_int8_before_quantize_tells_the_user_to_run_the_command(trained, monkeypatch, tmp_path):
+    monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path / "empty-home"))
+    with registry_scope() as make:
+        make({"digits": DigitsPlugin(trained["fp32"])})
+        with pytest.raises(UnsupportedPrecisionError, match="`sectorflow models quantize digits`") as info:
+            Taskflow("digits", precision="int8")
+    assert info.value.details["looked_in"] == str(int8_bundle_dir("digits", load_bundle(trained["fp32"]).sha256))
+
+
+def test_an_int8_bundle_of_other_weights_is_not_used(digits, quantized, tmp_path):
+    """The store is keyed by the fp32 bundle's hash: new weights never run with an INT8 model of the old ones."""
+    changed = tmp_path / "v2"
+    shutil.copytree(digits.default_bundle, changed)
+    manifest = json.loads((changed / "manifest.json").read_text())
+    (changed / "manifest.json").unlink()
+    write_manifest(changed, **{**{k: v for k, v in manifest.items() if k != "files"}, "version": "2.0.0"})
+    with pytest.raises(UnsupportedPrecisionError, match="--task-path"):
+        Taskflow("digits", precision="int8", task_path=changed)
+    assert Taskflow("digits", precision="int8", task_path=quantized["out"]).meta.precision == "int8"
+
+
+def test_a_model_that_int8_ruins_is_refused_and_nothing_is_saved(digits, trained, tmp_path):
+    out = tmp_path / "refused"
+    with pytest.raises(QuantizationError, match="more than the margin of 0.5") as info:
+        quantize_bundle(digits, task_path=trained["outlier"], out=out)
+    accuracy = info.value.details["accuracy"]
+    assert accuracy["fp32"] > 0.93  # the outlier row does not change fp32 (it multiplies a pixel that is always 0)
+    assert accuracy["loss_points"] > 20
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == []  # no staging folder left behind
+
+
+def test_the_cli_refuses_with_exit_code_2(digits, trained, tmp_path, capsys):
+    code = main(["models", "quantize", "digits", "--task-path", str(trained["outlier"]), "--out",
+                 str(tmp_path / "x"), "--margin", "5"])
+    assert code == 2
+    assert "more than the margin of 5" in capsys.readouterr().err
+    assert main(["models", "quantize", "digits", "--margin", "-1"]) == 2
+
+
+def test_a_task_without_validation_data_cannot_be_quantized(trained, monkeypatch, tmp_path):
+    monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))
+    plugin = DigitsPlugin(trained["fp32"], with_validation=False)
+    with pytest.raises(QuantizationError, match="TaskSpec.validation"):
+        quantize_bundle(plugin.spec)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_int8_on_a_gpu_without_tensorrt_is_a_typed_error(digits):
+    """No GPU here: the fake probe says there is one; this Paddle build has no TensorRT, which the error names."""
+    with pytest.raises(UnsupportedPrecisionError, match="runs through TensorRT, and this Paddle build has none"):
+        Taskflow("digits", device="gpu", precision="int8", device_probe=FakeProbe(gpus=1))
+
+
+def test_models_list_shows_the_built_int8_bundle(digits, quantized, capsys):
+    assert main(["models", "list", "--json"]) == 0
+    rows = {row["task"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["digits"]["int8_bundle"] == quantized["out"]
+    assert rows["digits"]["quantizable"] is True
+    assert plugins.get_task("digits").validation is not None
