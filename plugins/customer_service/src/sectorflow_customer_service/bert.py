@@ -70,6 +70,8 @@ class _Layer(nn.Layer):
         super().__init__()
         h = c.hidden_size
         self.heads = c.num_attention_heads
+        self.head_dim = h // c.num_attention_heads
+        self.hidden = h
         self.q = nn.Linear(h, h)
         self.k = nn.Linear(h, h)
         self.v = nn.Linear(h, h)
@@ -83,14 +85,13 @@ class _Layer(nn.Layer):
         self.act = c.hidden_act
 
     def _split(self, x):
-        b, s = x.shape[0], x.shape[1]
-        return x.reshape([b, s, self.heads, -1]).transpose([0, 2, 1, 3])
+        return x.reshape([0, 0, self.heads, self.head_dim]).transpose([0, 2, 1, 3])  # 0: keep that dimension
 
     def forward(self, x, bias):
         q, k, v = self._split(self.q(x)), self._split(self.k(x)), self._split(self.v(x))
-        scores = paddle.matmul(q, k, transpose_y=True) * (1.0 / math.sqrt(q.shape[-1])) + bias
+        scores = paddle.matmul(q, k, transpose_y=True) * (1.0 / math.sqrt(self.head_dim)) + bias
         ctx = paddle.matmul(self.attn_drop(F.softmax(scores, axis=-1)), v)
-        ctx = ctx.transpose([0, 2, 1, 3]).reshape([x.shape[0], x.shape[1], -1])
+        ctx = ctx.transpose([0, 2, 1, 3]).reshape([0, 0, self.hidden])
         x = self.ln1(x + self.drop(self.o(ctx)))
         hidden = self.ff1(x)
         hidden = F.relu(hidden) if self.act == "relu" else F.gelu(hidden, approximate=self.act == "gelu_new")

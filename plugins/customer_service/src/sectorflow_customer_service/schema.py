@@ -4,16 +4,24 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
 
 from sectorflow import TaskResult
 
 
 class Message(BaseModel):
-    """One customer message (Chinese, English or mixed)."""
+    """One customer message (Chinese, English or mixed); a plain string is accepted as ``{"text": ...}``."""
 
     text: str = Field(min_length=1, max_length=4000, description="The customer's message, as typed.")
     id: str | None = Field(default=None, description="Your id for the message (echoed in the result).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_string(cls, data: Any) -> Any:
+        """A bare string is the message text: ``Taskflow("customer_service")(["text", ...])``."""
+        return {"text": data} if isinstance(data, str) else data
 
 
 class IntentCandidate(BaseModel):
