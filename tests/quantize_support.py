@@ -135,3 +135,77 @@ class DigitsPlugin:
     @hookimpl
     def sectorflow_register_tasks(self, register: Any) -> None:
         register(self.spec)
+
+
+# --- a tiny transformer (random weights) for the export checks -------------------------------------------------------
+
+TEXT_TASK = "tiny_text"
+VOCAB = 200
+
+
+def text_ids(text: str, length: int = 12) -> np.ndarray:
+    """Character ids (code point mod the vocabulary, 0 pads) of the first ``length`` characters: int64 ``[length]``."""
+    ids = [1 + ord(c) % (VOCAB - 1) for c in text[:length]]
+    return np.array(ids + [0] * (length - len(ids)), dtype=np.int64)
+
+
+def save_tiny_transformer(folder: Path, seed: int = 0) -> Path:
+    """One encoder layer (embedding 32, 4 heads, layer norm, GELU feed-forward), mean pooling, 3 logits; random
+    weights. Input ``input_ids`` int64 ``[None, None]``."""
+    paddle = import_paddle()
+    nn = paddle.nn
+    paddle.seed(seed)
+
+    class TinyEncoder(nn.Layer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(VOCAB, 32)
+            self.encoder = nn.TransformerEncoder(
+                nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation="gelu"), 1)
+            self.head = nn.Linear(32, 3)
+
+        def forward(self, input_ids):  # noqa: ANN001 (traced by paddle.jit.save)
+            hidden = self.encoder(self.embed(input_ids))
+            return self.head(hidden.mean(axis=1))
+
+    model = TinyEncoder()
+    model.eval()
+    folder.mkdir(parents=True, exist_ok=True)
+    paddle.jit.save(model, str(folder / "model"),
+                    input_spec=[paddle.static.InputSpec([None, None], "int64", "input_ids")])
+    write_manifest(folder, task=TEXT_TASK, name="tiny-encoder", version="0.0.1", format="paddle-inference",
+                   precision="fp32", labels=["a", "b", "c"],
+                   provenance={"weights": "random (seed 0); a test model, not a trained one"})
+    return folder
+
+
+class TextInput(BaseModel):
+    text: str = Field(min_length=1)
+
+
+class TextPipeline(Pipeline[TextInput, DigitResult]):
+    def load(self) -> None:
+        self.pool = self.predictor_pool()
+
+    def preprocess(self, items: Sequence[TextInput]) -> list[Any]:
+        return [text_ids(item.text) for item in items]
+
+    def forward(self, batch: Sequence[Any]) -> list[Any]:
+        (logits,) = self.pool.run({"input_ids": np.stack(list(batch))})
+        return list(logits)
+
+    def postprocess(self, items: Sequence[TextInput], raw: Sequence[Any]) -> list[DigitResult]:
+        labels = self.bundle.labels
+        return [DigitResult(label=labels[int(np.argmax(r))], scores=[float(v) for v in r]) for r in raw]
+
+
+class TextPlugin:
+    """A plugin object registering ``tiny_text`` (no validation data: the export check uses synthetic ids)."""
+
+    def __init__(self, bundle: Path) -> None:
+        self.spec = TaskSpec(name=TEXT_TASK, input_model=TextInput, output_model=DigitResult, pipeline=TextPipeline,
+                             default_bundle=bundle, devices=("cpu", "gpu"))
+
+    @hookimpl
+    def sectorflow_register_tasks(self, register: Any) -> None:
+        register(self.spec)

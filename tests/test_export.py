@@ -1,0 +1,108 @@
+"""``sectorflow models export``: ONNX and Paddle bundles, checked against the Paddle predictor's outputs.
+
+Models: a tiny transformer encoder (random weights; embedding, attention, layer norm, GELU) exported with
+``paddle.jit.save``, and the digits MLP of tests/quantize_support.py (with validation data).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core_support import registry_scope
+from quantize_support import DigitsPlugin, TextPlugin, digits_split, save_bundle, save_tiny_transformer, train_mlp
+from sectorflow import DeviceUnavailableError, ExportMismatchError, Taskflow, load_bundle
+from sectorflow.cli import main
+from sectorflow.export import export_bundle
+
+pytestmark = pytest.mark.timeout(600)
+
+TEXTS = ["hello", "where is my card?", "转账失败了怎么办", "a", "refund please, order 1234", "x" * 40]
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory) -> Path:
+    return save_tiny_transformer(tmp_path_factory.mktemp("encoder") / "fp32")
+
+
+@pytest.fixture
+def text_task(encoder):
+    with registry_scope() as make:
+        plugin = TextPlugin(encoder)
+        make({"tiny_text": plugin})
+        yield plugin.spec
+
+
+@pytest.fixture(scope="module")
+def onnx_export(encoder, tmp_path_factory) -> dict:
+    with registry_scope() as make:
+        plugin = TextPlugin(encoder)
+        make({"tiny_text": plugin})
+        out = tmp_path_factory.mktemp("exports") / "tiny_text-onnx"
+        return export_bundle(plugin.spec, out, fmt="onnx")
+
+
+def test_onnx_export_reproduces_the_paddle_outputs_within_the_tolerance(text_task, onnx_export):
+    assert onnx_export["inputs"] == "synthetic"  # the task gives no validation data
+    assert 0 < onnx_export["max_abs_diff"] <= 1e-4  # two runtimes: not bit-identical, but close
+    bundle = load_bundle(onnx_export["out"], expected_task="tiny_text")
+    assert (bundle.format, bundle.manifest["precision"], bundle.manifest["onnx_model"]) == ("onnx", "fp32", "model.onnx")
+    assert set(bundle.manifest["files"]) == {"model.onnx"}
+    assert bundle.manifest["export"]["check"]["max_abs_diff"] == onnx_export["max_abs_diff"]
+    assert bundle.manifest["export"]["from_bundle_sha256"] == load_bundle(text_task.default_bundle).sha256
+
+
+def test_the_exported_bundle_serves_the_task_through_onnx_runtime(text_task, onnx_export):
+    paddle_tf = Taskflow("tiny_text")
+    onnx_tf = Taskflow("tiny_text", task_path=onnx_export["out"])
+    items = [{"text": t} for t in TEXTS]
+    expected = np.array([r.scores for r in paddle_tf(items)])
+    got = np.array([r.scores for r in onnx_tf(items)])
+    np.testing.assert_allclose(got, expected, atol=1e-4)
+    assert onnx_tf.meta.model_name == "tiny-encoder" and onnx_tf.meta.precision == "fp32"
+    assert type(onnx_tf.pipeline.pool).__name__ == "OnnxSessionPool"
+    assert onnx_tf.pipeline.pool.input_names == ["input_ids"]
+
+
+def test_onnx_bundles_run_on_cpu_only(text_task, onnx_export):
+    from core_support import FakeProbe
+
+    with pytest.raises(DeviceUnavailableError, match="runs ONNX models on CPU only"):
+        Taskflow("tiny_text", device="gpu", task_path=onnx_export["out"], device_probe=FakeProbe(gpus=1))
+
+
+def test_a_difference_above_the_tolerance_fails_and_writes_nothing(text_task, onnx_export, tmp_path):
+    tolerance = onnx_export["max_abs_diff"] / 2
+    out = tmp_path / "strict"
+    with pytest.raises(ExportMismatchError, match="differs from the Paddle predictor by") as info:
+        export_bundle(text_task, out, fmt="onnx", tolerance=tolerance)
+    assert info.value.details["max_abs_diff"] == pytest.approx(onnx_export["max_abs_diff"])
+    assert info.value.details["tolerance"] == tolerance
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_paddle_export_is_the_same_bundle(text_task, tmp_path, capsys):
+    out = tmp_path / "paddle"
+    assert main(["models", "export", "tiny_text", "--format", "paddle", "--out", str(out)]) == 0
+    assert "largest absolute difference from the Paddle predictor 0 " in capsys.readouterr().err
+    assert load_bundle(out).sha256 == load_bundle(text_task.default_bundle).sha256
+
+
+def test_the_cli_exports_with_validation_inputs_when_the_task_has_them(tmp_path, capsys):
+    bundle = save_bundle(train_mlp(epochs=5), tmp_path / "digits")
+    with registry_scope() as make:
+        make({"digits": DigitsPlugin(bundle)})
+        out = tmp_path / "digits-onnx"
+        assert main(["models", "export", "digits", "--format", "onnx", "--out", str(out)]) == 0
+        assert "5 validation batches" in capsys.readouterr().err
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["export"]["check"]["inputs"] == "validation"
+        assert set(manifest["files"]) == {"model.onnx", "labels.txt"}
+        _, _, x_val, _ = digits_split()
+        items = [{"pixels": row.tolist()} for row in x_val[:50]]
+        assert [r.label for r in Taskflow("digits", task_path=out)(items)] == \
+               [r.label for r in Taskflow("digits")(items)]
+        assert main(["models", "export", "digits", "--format", "tflite"]) == 2  # click: invalid choice
