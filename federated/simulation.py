@@ -1,0 +1,60 @@
+"""One-machine federated runs on Flower's simulation engine (Ray): one virtual SuperNode per ``[[institutions]]``
+entry, each with one CPU (Flower's default of two CPUs per client runs them one at a time on small machines)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from sectorflow import ConfigError, TrainableSpec
+
+from .client import make_client_app
+from .config import FederationConfig
+from .registry import find_trainable
+from .server import make_server_app, new_report
+from .strategy import RunReport
+
+FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1", "RAY_DEDUP_LOGS": "0",
+              "RAY_USAGE_STATS_ENABLED": "0"}
+"""Environment set before Flower starts: no telemetry, no update check, no Ray usage statistics."""
+
+
+def quiet_flower() -> None:
+    """Telemetry and update checks off (they are on by default in Flower)."""
+    for key, value in FLOWER_ENV.items():
+        os.environ.setdefault(key, value)
+
+
+def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cpus: int | None = None,
+             verbose: bool = False) -> RunReport:
+    """Run ``cfg`` in simulation and return the :class:`RunReport` (rounds, final weights, model hash, budget).
+
+    Raises:
+        ConfigError: no ``[[institutions]]``, fewer than ``min_available_clients`` of them, or no trainable for the
+            task. RuntimeError: the run failed (recorded as ``training_run_failed`` first).
+    """
+    quiet_flower()
+    if not cfg.institutions:
+        raise ConfigError("A simulation needs [[institutions]] entries in the federation config (one per "
+                          "institution: the partition its trainable is built on).")
+    if len(cfg.institutions) < cfg.strategy.min_available_clients:
+        raise ConfigError(f"strategy.min_available_clients = {cfg.strategy.min_available_clients} but only "
+                          f"{len(cfg.institutions)} institutions are configured.")
+    spec = spec or find_trainable(cfg.task, cfg.model)
+    report = new_report(cfg, spec)
+    from flwr.simulation import run_simulation
+
+    n = len(cfg.institutions)
+    backend: dict[str, Any] = {"client_resources": {"num_cpus": cfg.num_cpus_per_client, "num_gpus": 0.0},
+                               "init_args": {"num_cpus": num_cpus or max(1, min(n, os.cpu_count() or 1)),
+                                             "num_gpus": 0, "include_dashboard": False,
+                                             "logging_level": logging.INFO if verbose else logging.ERROR,
+                                             "log_to_driver": verbose}}
+    run_simulation(server_app=make_server_app(cfg, report, spec.plugin), client_app=make_client_app(cfg, spec),
+                   num_supernodes=n, backend_config=backend, verbose_logging=verbose)
+    if report.error:
+        raise RuntimeError(f"federated run {report.run_id} failed: {report.error}")
+    if report.weights is None:
+        raise RuntimeError(f"federated run {report.run_id} produced no global model (see the Flower log above)")
+    return report
