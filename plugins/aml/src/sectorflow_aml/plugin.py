@@ -51,3 +51,11 @@ def sectorflow_register_commands(app: Any) -> None:
     from .cli import register
 
     register(app)
+
+
+@hookimpl
+def sectorflow_register_trainables(register: Any) -> None:
+    """Offer the risk scorer to the federated layer (``sectorflow federate aml``): see :mod:`sectorflow_aml.trainable`."""
+    from .trainable import trainable_spec
+
+    register(trainable_spec())
