@@ -3,7 +3,8 @@
 An encoder is anything with a ``name`` (str) and ``encode(texts) -> np.ndarray`` of shape ``[n, d]``, float32,
 each row L2-normalised (cosine similarity = dot product). English goes to the bundled fine-tuned MiniLM (served
 by a Paddle Inference predictor, see :mod:`.pipeline`); Chinese goes to whichever encoder :func:`chinese_encoder`
-finds: the project's multilingual-e5-small port in :mod:`sectorflow_customer_service.e5` when it is present, else
+finds: the project's multilingual-e5-small port in :mod:`sectorflow_customer_service.e5` (shipped), or, if that
+fails to load,
 :class:`CharNgramEncoder`, a character n-gram TF-IDF model fitted on the texts it must compare (intent examples and
 FAQ questions). The latter has no notion of synonyms: it matches shared characters only, and the docs say so.
 """
@@ -82,17 +83,12 @@ class CharNgramEncoder:
 
 
 def chinese_encoder(num_threads: int = 1) -> Encoder | None:
-    """The project's Chinese sentence encoder (``sectorflow_customer_service.e5.load_encoder``) if it is shipped
-    and loads, else ``None`` (the caller then fits a :class:`CharNgramEncoder`)."""
+    """The project's Chinese sentence encoder: multilingual-e5-small (MIT) from :mod:`sectorflow_customer_service.e5`
+    when its weights are shipped and load, else ``None`` (the caller then fits a :class:`CharNgramEncoder`)."""
     try:
         module = importlib.import_module("sectorflow_customer_service.e5")
-    except ImportError:
-        return None
-    loader = getattr(module, "load_encoder", None)
-    if loader is None:
-        return None
-    try:
-        return loader(num_threads=num_threads)
-    except FileNotFoundError as exc:  # weights not built yet
-        log.info("Chinese encoder unavailable (%s); using character n-grams", exc)
+        return module.E5Encoder(num_threads=max(1, int(num_threads)))
+    except Exception as exc:  # noqa: BLE001 - any failure falls back to character n-grams, and says so
+        log.warning("Chinese encoder (multilingual-e5-small) unavailable (%s: %s); using character n-grams",
+                    type(exc).__name__, exc)
         return None

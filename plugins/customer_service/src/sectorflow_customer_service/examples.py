@@ -56,12 +56,15 @@ def read_examples(path: str | Path, lang: str | None = None) -> list[tuple[str, 
 class PrototypeClassifier:
     """Nearest-example intents. ``predict(vectors) -> (labels, probabilities [n, L], best similarity [n])``."""
 
-    def __init__(self, encoder: Encoder, examples: Sequence[tuple[str, str]], temperature: float = 20.0) -> None:
+    def __init__(self, encoder: Encoder, examples: Sequence[tuple[str, str]], temperature: float | None = None
+                 ) -> None:
         self.encoder = encoder
         self.labels = sorted({label for _, label in examples})
         self._label_of = np.array([self.labels.index(label) for _, label in examples])
         self.vectors = np.asarray(encoder.encode([t for t, _ in examples]), dtype=np.float32)
-        self.temperature = temperature
+        # e5 was trained with temperature 0.01 (Wang et al. 2022): its cosines are compressed near 0.7-1.0
+        self.temperature = temperature or (100.0 if "e5" in encoder.name else 20.0)
+        self.min_similarity: float | None = None  # set by calibrate()
 
     def scores(self, vectors: np.ndarray) -> np.ndarray:
         """Best similarity per label, ``[n, L]``."""
@@ -76,3 +79,26 @@ class PrototypeClassifier:
         s = self.scores(vectors)
         z = np.exp((s - s.max(axis=1, keepdims=True)) * self.temperature)
         return z / z.sum(axis=1, keepdims=True), s.max(axis=1)
+
+    def calibrate(self, oos_texts: Sequence[str]) -> dict[str, float]:
+        """Set ``min_similarity`` to the threshold maximising leave-one-out accuracy on the examples (a rejected
+        example counts wrong) + recall on ``oos_texts`` (off-domain sentences). Returns the figures."""
+        sims = self.vectors @ self.vectors.T
+        np.fill_diagonal(sims, -2.0)
+        s_in = np.full((len(sims), len(self.labels)), -2.0, dtype=np.float32)
+        for j in range(len(self.labels)):
+            s_in[:, j] = sims[:, self._label_of == j].max(axis=1)
+        right = s_in.argmax(axis=1) == self._label_of
+        best_in = s_in.max(axis=1)
+        best_out = self.scores(np.asarray(self.encoder.encode(list(oos_texts)), dtype=np.float32)).max(axis=1)
+        best = (-1.0, 0.0, 0.0, 0.0)
+        for t in np.unique(np.concatenate([best_in, best_out])):
+            acc, rec = float(np.mean(right & (best_in >= t))), float(np.mean(best_out < t))
+            if acc + rec > best[0]:
+                best = (acc + rec, float(t), acc, rec)
+        # midway between the chosen value and the next lower score, so the threshold is not a sample's own score
+        lower = np.concatenate([best_in, best_out])
+        lower = lower[lower < best[1]]
+        self.min_similarity = (best[1] + float(lower.max())) / 2 if len(lower) else best[1]
+        return {"min_similarity": round(self.min_similarity, 4), "loo_accuracy": round(best[2], 4),
+                "oos_recall": round(best[3], 4)}

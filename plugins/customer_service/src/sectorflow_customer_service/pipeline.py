@@ -40,8 +40,8 @@ OPTIONS = {
     "hnsw_threshold": "FAQ entries per language above which an HNSW index replaces exact search (default 2000).",
 }
 
-# Chinese out-of-scope thresholds (best example similarity) and FAQ score floors per encoder; an encoder may
-# carry its own (attributes ``min_similarity`` / ``faq_min_score``). Chosen on the project-written examples.
+# Fallback thresholds when no calibration ran (English examples of an operator's file): best example similarity
+# for out-of-scope, and FAQ score floors per encoder. Chinese thresholds are calibrated at load (see load()).
 ZH_MIN_SIMILARITY = {"char-ngram-tfidf": 0.30}
 FAQ_MIN_SCORE = {"char-ngram-tfidf": 0.30}
 
@@ -90,6 +90,9 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
                     self.prototypes[lang] = PrototypeClassifier(self.encoders[lang], rows)
         else:
             self.prototypes["zh"] = PrototypeClassifier(self.zh, read_examples(PACKAGE_DATA / "intents_zh.jsonl"))
+        if "zh" in self.prototypes:  # out-of-scope threshold from the examples (leave-one-out) + off-domain sentences
+            oos = [t for t, _ in read_examples(PACKAGE_DATA / "oos_zh.jsonl")]
+            self.zh_calibration = self.prototypes["zh"].calibrate(oos)
         self.faq = (FaqIndex(o["faq"], self.encoders, hnsw_threshold=self._int("hnsw_threshold", 2000, 1, 10**9))
                     if o.get("faq") else None)
         self.rules = EscalationRules(o.get("escalation_terms"))
@@ -163,7 +166,7 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
             probs, best = clf.predict(raw["embedding"][None, :])
             probs, best = probs[0], float(best[0])
             labels = clf.labels
-            floor = getattr(clf.encoder, "min_similarity", ZH_MIN_SIMILARITY.get(clf.encoder.name, 0.8))
+            floor = clf.min_similarity if clf.min_similarity is not None else ZH_MIN_SIMILARITY.get(clf.encoder.name, 0.8)
             if route == "zh":
                 floor = self._float("zh_min_similarity", floor, -1.0, 1.0)
             oos = best < floor
@@ -197,7 +200,9 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
                 if not idx:
                     continue
                 encoder = self.encoders[lang]
-                floor = getattr(encoder, "faq_min_score", FAQ_MIN_SCORE.get(encoder.name, 0.5))
+                floor = FAQ_MIN_SCORE.get(encoder.name, 0.5)
+                if lang == "zh" and "zh" in self.prototypes and self.prototypes["zh"].min_similarity is not None:
+                    floor = self.prototypes["zh"].min_similarity  # same scale: sentence-to-sentence similarity
                 floor = self._float("faq_min_score", floor, -1.0, 1.0)
                 queries = np.stack([raw[i]["embedding"] for i in idx]).astype(np.float32)
                 for i, hits in zip(idx, self.faq.search(lang, queries, self.faq_top_k, floor)):
