@@ -15,6 +15,11 @@ bundle's hash means a plugin upgrade that ships new weights never picks up an IN
 3. otherwise an :class:`~sectorflow.errors.UnsupportedPrecisionError` telling the user to run
    ``sectorflow models quantize TASK``.
 
+A plugin whose shipped bundle has its own format and that builds a ``paddle-inference`` bundle from it at load time
+gets, from ``Pipeline.predictor_pool()`` at ``precision="int8"``, the INT8 session of that built bundle (same store,
+keyed by the built bundle's hash; build it with ``sectorflow models quantize TASK --task-path BUILT_BUNDLE``, which
+the error message spells out).
+
 On a GPU the fp32 Paddle bundle runs through TensorRT INT8 (:func:`sectorflow.bundle.make_predictor_config`).
 """
 
@@ -72,30 +77,43 @@ def int8_bundle_dir(task: str, source_sha256: str) -> Path:
     return sectorflow_home() / "bundles" / task / f"{source_sha256[:16]}-int8"
 
 
-def resolve_int8_bundle(spec: TaskSpec, bundle_dir: Path | None, device: Device) -> Path | None:
-    """The bundle folder ``Taskflow(spec.name, precision="int8", task_path=bundle_dir)`` loads on ``device``.
+def find_int8_bundle(task: str, bundle_dir: Path, *, default_bundle: Path | None = None) -> Path:
+    """The store's INT8 bundle made from the fp32 bundle at ``bundle_dir``.
 
     Raises:
-        UnsupportedPrecisionError: on CPU, no INT8 bundle was built for this fp32 bundle (the message gives the
-            command that builds it and the folder looked in).
+        UnsupportedPrecisionError: none was built (the message gives the command that builds it and the folder
+            looked in; ``--task-path`` is added when ``bundle_dir`` is not the task's default bundle).
     """
-    if bundle_dir is None or device.kind != "cpu":
-        return bundle_dir  # no model; or a GPU, where TensorRT quantizes the fp32 Paddle bundle itself
-    if is_int8_onnx(bundle_dir):
-        return bundle_dir
     source = read_manifest(bundle_dir)
-    if source.get("precision") == "int8":
-        return bundle_dir  # a bundle that stores int8 weights in its own format runs as it is
     sha = manifest_sha256(bundle_dir)
-    candidate = int8_bundle_dir(spec.name, sha)
+    candidate = int8_bundle_dir(task, sha)
     made_from = read_manifest(candidate).get("quantization", {}).get("source_bundle_sha256")
     if is_int8_onnx(candidate) and made_from == sha:
         return candidate
-    command = f"sectorflow models quantize {spec.name}"
-    if bundle_dir != spec.default_bundle:
+    command = f"sectorflow models quantize {task}"
+    if default_bundle is None or Path(bundle_dir).resolve() != Path(default_bundle).resolve():
         command += f" --task-path {bundle_dir}"
     raise UnsupportedPrecisionError(
-        f"Task {spec.name!r} has no INT8 model for bundle {source.get('name', bundle_dir)}@{source.get('version', '?')} "
+        f"Task {task!r} has no INT8 model for bundle {source.get('name', bundle_dir)}@{source.get('version', '?')} "
         f"yet. Build it once with `{command}` (it checks the accuracy against fp32 and writes {candidate}), or pass "
         f"task_path= an INT8 bundle folder.",
-        details={"task": spec.name, "looked_in": str(candidate), "fix": command})
+        details={"task": task, "looked_in": str(candidate), "fix": command})
+
+
+def resolve_int8_bundle(spec: TaskSpec, bundle_dir: Path | None, device: Device) -> Path | None:
+    """The bundle folder ``Taskflow(spec.name, precision="int8", task_path=bundle_dir)`` loads on ``device``.
+
+    An fp32 ``paddle-inference`` bundle on CPU is replaced by its INT8 ONNX bundle from the store, so results name
+    the INT8 bundle (``ResultMeta.bundle_sha256``). Any other bundle is returned unchanged: an INT8 bundle itself, a
+    GPU run (TensorRT quantizes the fp32 program), or a plugin's own format, whose pipeline builds a
+    ``paddle-inference`` bundle and gets its INT8 session from ``Pipeline.predictor_pool``.
+
+    Raises:
+        UnsupportedPrecisionError: on CPU, no INT8 bundle was built for this fp32 bundle.
+    """
+    if bundle_dir is None or device.kind != "cpu":
+        return bundle_dir
+    source = read_manifest(bundle_dir)
+    if source.get("format") != "paddle-inference" or source.get("precision", "fp32") == "int8":
+        return bundle_dir
+    return find_int8_bundle(spec.name, bundle_dir, default_bundle=spec.default_bundle)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from .bundle import Bundle, PredictorPool, make_predictor_config
+from .bundle import Bundle, PredictorPool, load_bundle, make_predictor_config
 from .device import Device
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,12 +58,22 @@ class Pipeline(Generic[In, Out]):
 
         A ``paddle-inference`` bundle gets a :class:`PredictorPool`; an ``onnx`` bundle (``sectorflow models
         quantize`` or ``export``) an ONNX Runtime pool with the same ``run``, ``input_names`` and ``output_names``.
+        At ``precision="int8"`` on CPU, an fp32 ``paddle-inference`` bundle (one a plugin built from its own format)
+        gets the ONNX Runtime pool of its INT8 bundle from the store (:mod:`sectorflow.int8_store`), or an
+        ``UnsupportedPrecisionError`` giving the ``sectorflow models quantize`` command that builds it.
         """
         assert self.bundle is not None, "predictor_pool() needs a model bundle"
-        if self.bundle.format == "onnx":
+        if self.bundle.format == "onnx" or (
+                self.precision == "int8" and self.device.kind == "cpu" and self.bundle.format == "paddle-inference"
+                and self.bundle.manifest.get("precision", "fp32") != "int8"):
+            from .int8_store import find_int8_bundle
             from .onnx_runtime import OnnxSessionPool
 
-            return OnnxSessionPool.for_bundle(self.bundle, self.device, self.precision,  # type: ignore[return-value]
+            bundle = self.bundle
+            if bundle.format != "onnx":  # a paddle-inference bundle the plugin built itself: its INT8 ONNX twin
+                found = find_int8_bundle(self.spec.name, bundle.path, default_bundle=self.spec.default_bundle)
+                bundle = load_bundle(found, expected_task=self.spec.name)
+            return OnnxSessionPool.for_bundle(bundle, self.device, self.precision,  # type: ignore[return-value]
                                               self.num_threads)
         return PredictorPool(make_predictor_config(self.bundle, self.device, self.precision, self.num_threads))
 
