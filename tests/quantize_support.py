@@ -209,3 +209,46 @@ class TextPlugin:
     @hookimpl
     def sectorflow_register_tasks(self, register: Any) -> None:
         register(self.spec)
+
+
+# --- a plugin whose shipped bundle has its own format (as customer_service): the pipeline builds the Paddle one ------
+
+WRAPPED_TASK = "digits_wrapped"
+
+
+def save_wrapped_bundle(paddle_bundle: Path, folder: Path) -> Path:
+    """A ``digits-wrapped`` bundle: the digits ``paddle-inference`` bundle copied under ``inner/`` (standing in for a
+    plugin's own weights format that its pipeline turns into a Paddle program at load time)."""
+    import shutil
+
+    shutil.copytree(paddle_bundle, folder / "inner")
+    manifest = __import__("json").loads((folder / "inner" / "manifest.json").read_text())
+    manifest = {k: v for k, v in manifest.items() if k != "files"}
+    manifest["task"] = WRAPPED_TASK
+    (folder / "inner" / "manifest.json").unlink()
+    write_manifest(folder / "inner", **manifest)
+    write_manifest(folder, task=WRAPPED_TASK, name="digits-wrapped", version="1.0.0", format="digits-wrapped",
+                   precision="fp32", labels=manifest["labels"])
+    return folder
+
+
+class WrappedPipeline(DigitsPipeline):
+    def load(self) -> None:
+        from sectorflow import load_bundle
+
+        shipped, self.bundle = self.bundle, load_bundle(self.bundle.path / "inner", expected_task=WRAPPED_TASK)
+        try:
+            self.pool = self.predictor_pool()
+        finally:
+            self.bundle = shipped
+
+
+class WrappedPlugin:
+    def __init__(self, bundle: Path) -> None:
+        self.spec = TaskSpec(name=WRAPPED_TASK, input_model=DigitInput, output_model=DigitResult,
+                             pipeline=WrappedPipeline, default_bundle=bundle, precisions=("fp32", "int8"),
+                             validation=validation)
+
+    @hookimpl
+    def sectorflow_register_tasks(self, register: Any) -> None:
+        register(self.spec)

@@ -165,3 +165,26 @@ def test_models_list_shows_the_built_int8_bundle(digits, quantized, capsys):
     assert rows["digits"]["int8_bundle"] == quantized["out"]
     assert rows["digits"]["quantizable"] is True
     assert plugins.get_task("digits").validation is not None
+
+
+def test_a_plugin_that_builds_its_paddle_bundle_gets_the_int8_session_from_predictor_pool(trained, monkeypatch,
+                                                                                         tmp_path):
+    """As customer_service: the shipped bundle has the plugin's own format; the pipeline builds a paddle-inference
+    bundle and asks predictor_pool() for it. At int8 the pool is the INT8 twin of that built bundle."""
+    from quantize_support import WrappedPlugin, save_wrapped_bundle
+
+    monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path / "home"))
+    shipped = save_wrapped_bundle(trained["fp32"], tmp_path / "wrapped")
+    with registry_scope() as make:
+        make({"wrapped": WrappedPlugin(shipped)})
+        with pytest.raises(UnsupportedPrecisionError) as info:
+            Taskflow("digits_wrapped", precision="int8")
+        fix = info.value.details["fix"]
+        assert fix == f"sectorflow models quantize digits_wrapped --task-path {shipped / 'inner'}"
+        assert main(fix.split()[1:]) == 0
+        tf = Taskflow("digits_wrapped", precision="int8")
+        assert type(tf.pipeline.pool).__name__ == "OnnxSessionPool"
+        assert tf.meta.bundle_sha256 == load_bundle(shipped).sha256  # results name the bundle the user installed
+        _, _, x_val, y_val = digits_split()
+        labels = [int(r.label) for r in tf([{"pixels": row.tolist()} for row in x_val[:100]])]
+        assert np.mean(np.array(labels) == y_val[:100]) > 0.9
