@@ -67,10 +67,9 @@ def make_bundle(folder: Path) -> Path:
 
 def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float) -> None:
     import numpy as np
-    import uvicorn
     from pydantic import BaseModel, Field
     from sectorflow import Pipeline, TaskResult, TaskSpec, hookimpl, plugins
-    from sectorflow.serving import create_app, hash_key, load_config
+    from sectorflow.serving import create_app, hash_key, load_config, run_server
 
     class In(BaseModel):
         x: list[float] = Field(min_length=IN_FEATURES, max_length=IN_FEATURES)
@@ -114,7 +113,7 @@ def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float
                           "interactive": {"max_queue_items": 100000, "queue_timeout_ms": 60000}}},
         "keys": [{"id": "bench", "sha256": hash_key(SECRET), "scopes": ["task:*", "metrics"]}],
     }, environ={})
-    uvicorn.run(create_app(config), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    run_server(create_app(config), host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
 # --- client role ---------------------------------------------------------------------------------------------------

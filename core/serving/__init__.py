@@ -2,7 +2,7 @@
 
 Public API::
 
-    from sectorflow.serving import create_app, load_config, ServeConfig, generate_key, hash_key
+    from sectorflow.serving import create_app, load_config, ServeConfig, generate_key, hash_key, run_server
 
 The names load lazily, so that the built-in ``serve`` plugin (``sectorflow.serving.plugin``) imports without the
 ``serve`` extra and ``sectorflow`` works without FastAPI installed.
@@ -15,7 +15,7 @@ from typing import Any
 
 _EXPORTS = {
     "create_app": ".app", "app_from_env": ".app", "generate_key": ".auth", "hash_key": ".auth",
-    "ServeConfig": ".config", "load_config": ".config",
+    "ServeConfig": ".config", "load_config": ".config", "run_server": ".server",
 }
 
 __all__ = sorted(_EXPORTS)

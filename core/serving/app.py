@@ -25,6 +25,7 @@ from ..errors import ConfigError
 from .access import OPEN_PATHS, SECURITY_SCHEMES, require
 from .auth import SCOPE_METRICS, ApiKey, KeyStore
 from .config import ServeConfig, load_config
+from .fastpath import TaskFastPath
 from .handlers import ServingMiddleware, install_error_handlers
 from .metrics import CONTENT_TYPE, ServerMetrics
 from .ratelimit import RateLimits
@@ -90,7 +91,8 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
                   description="Offline, auditable ML pipelines on PaddlePaddle. Every route but /healthz and /readyz "
                               "needs an API key (Authorization: Bearer KEY or X-API-Key).")
     app.state.sectorflow = state
-    app.add_middleware(ServingMiddleware, metrics=metrics, max_body_bytes=config.server.max_body_bytes)
+    fast = TaskFastPath(state)  # learns the task routes below
+    app.add_middleware(ServingMiddleware, metrics=metrics, max_body_bytes=config.server.max_body_bytes, fast=fast)
     install_error_handlers(app)
 
     @app.get("/healthz", tags=["health"], operation_id="healthz", summary="The process is up")
@@ -110,7 +112,7 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     async def metrics_route(request: Request, key: ApiKey = Depends(require(SCOPE_METRICS))) -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE)
 
-    app.include_router(task_router(app, specs, config.server.max_items_per_request))
+    app.include_router(task_router(app, specs, config.server.max_items_per_request, fast))
     app.include_router(admin_router())
     _declare_security(app)
     return app

@@ -124,20 +124,30 @@ class TaskBatcher:
             raise Overloaded("queue_full", f"The {lane} queue of task {self.name!r} is full "
                              f"({self._queued[lane]} items waiting, bound {lane_config.max_queue_items}).",
                              self._retry_hint(lane))
-        pending = _Pending(items, context, lane, asyncio.get_running_loop().create_future())
+        loop = asyncio.get_running_loop()
+        pending = _Pending(items, context, lane, loop.create_future())
         self._lanes[lane].append(pending)
         self._count(lane, len(items))
         self._wakeup.set()
+        # One timer per request (not asyncio.wait + shield, which cost two more futures and their callbacks).
+        timer = loop.call_later(lane_config.queue_timeout_ms / 1000, self._expire, pending)
         try:
-            done, _ = await asyncio.wait({pending.future}, timeout=lane_config.queue_timeout_ms / 1000)
+            return await pending.future
         except asyncio.CancelledError:
-            self._withdraw(pending)
+            self._withdraw(pending)  # not yet taken: never runs; taken: runs, and its answer is dropped
             raise
-        if not done and self._withdraw(pending):
-            self._metrics.rejections.labels(self.name, "queue_timeout").inc()
-            raise Overloaded("queue_timeout", f"Task {self.name!r} did not start the request within "
-                             f"{lane_config.queue_timeout_ms:.0f} ms in the {lane} lane.", self._retry_hint(lane))
-        return await asyncio.shield(pending.future)
+        finally:
+            timer.cancel()
+
+    def _expire(self, pending: _Pending) -> None:
+        """The lane's timeout passed: refuse the request if no call has taken it yet."""
+        if pending.future.done() or not self._withdraw(pending):
+            return
+        lane_config = getattr(self.config, pending.lane)
+        self._metrics.rejections.labels(self.name, "queue_timeout").inc()
+        pending.future.set_exception(Overloaded(
+            "queue_timeout", f"Task {self.name!r} did not start the request within "
+            f"{lane_config.queue_timeout_ms:.0f} ms in the {pending.lane} lane.", self._retry_hint(pending.lane)))
 
     def _retry_hint(self, lane: Lane) -> int:
         return max(1, round(getattr(self.config, lane).queue_timeout_ms / 1000))
@@ -175,15 +185,29 @@ class TaskBatcher:
     def _collect(self, batch: list[_Pending], size: int) -> int:
         if self.taskflow.spec.stateful:  # never merged: see the module docstring
             return size
-        group = batch[0].group
+        group, limit = batch[0].group, self.config.max_batch_size
         for lane in LANES:
-            for pending in list(self._lanes[lane]):
-                if size >= self.config.max_batch_size:
-                    return size
-                if pending.group == group and size + len(pending.items) <= self.config.max_batch_size:
-                    self._take(pending)
+            queue = self._lanes[lane]
+            if not queue or size >= limit:
+                continue
+            kept: deque[_Pending] = deque()  # one pass over the lane (removing one by one is quadratic)
+            taken = 0
+            while queue:
+                pending = queue.popleft()
+                n = len(pending.items)
+                if size < limit and size + n <= limit and pending.group == group:
+                    pending.taken = True
                     batch.append(pending)
-                    size += len(pending.items)
+                    size += n
+                    taken += n
+                else:
+                    kept.append(pending)
+                if size >= limit:
+                    kept.extend(queue)
+                    break
+            self._lanes[lane] = kept
+            if taken:
+                self._count(lane, -taken)
         return size
 
     async def _worker(self) -> None:
@@ -236,13 +260,13 @@ class TaskBatcher:
         version = (outputs[0].meta.model_version if outputs and outputs[0].meta else version) or ""
         self._metrics.compute_seconds.labels(self.name, version).observe(elapsed)
         self._metrics.batch_size.labels(self.name).observe(len(items))
+        self._metrics.requests.labels(self.name, version, "success").inc(len(batch))
+        self._metrics.items.labels(self.name, version, "success").inc(len(items))
         offset = 0
         for pending in batch:
             n = len(pending.items)
             answer = Answer(outputs[offset:offset + n], context.request_id, len(items))
             offset += n
-            self._metrics.requests.labels(self.name, version, "success").inc()
-            self._metrics.items.labels(self.name, version, "success").inc(n)
             if not pending.future.done():
                 pending.future.set_result(answer)
 

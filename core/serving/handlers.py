@@ -7,9 +7,10 @@ validation gives 422 with field and reason, a :class:`~sectorflow.errors.Sectorf
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
-import uuid
+import secrets
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -69,6 +70,30 @@ def _field(loc: Any) -> str:
     return ".".join(parts)
 
 
+def exception_response(exc: BaseException) -> JSONResponse | None:
+    """The error response for an expected exception (typed error, access, rate limit, overload); ``None`` for any
+    other exception. Used by the app's exception handlers and by the task fast path alike."""
+    if isinstance(exc, SectorflowError):
+        details = exc.details
+        try:
+            json.dumps(details)
+        except (TypeError, ValueError):
+            details = repr(details)
+        return error_response(exc.http_status, type(exc).__name__, str(exc), details)
+    if isinstance(exc, AccessDenied):
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return error_response(exc.status, "Unauthorized" if exc.status == 401 else "Forbidden", str(exc),
+                              headers=headers)
+    if isinstance(exc, RateLimited):
+        if exc.too_large:
+            return error_response(413, "RequestTooLarge", str(exc))
+        return error_response(429, "RateLimited", str(exc), headers={"Retry-After": str(exc.retry_after_s)})
+    if isinstance(exc, Overloaded):
+        return error_response(503, "Overloaded", str(exc), {"reason": exc.reason},
+                              headers={"Retry-After": str(exc.retry_after_s)})
+    return None
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Map every expected exception to a 4xx/503 JSON response."""
 
@@ -81,30 +106,13 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(422, "InvalidInputError", f"Invalid request: {shown}.", problems)
 
     @app.exception_handler(SectorflowError)
-    async def _sectorflow(request: Request, exc: SectorflowError) -> JSONResponse:
-        details = exc.details
-        try:
-            json.dumps(details)
-        except (TypeError, ValueError):
-            details = repr(details)
-        return error_response(exc.http_status, type(exc).__name__, str(exc), details)
-
     @app.exception_handler(AccessDenied)
-    async def _denied(request: Request, exc: AccessDenied) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return error_response(exc.status, "Unauthorized" if exc.status == 401 else "Forbidden", str(exc),
-                              headers=headers)
-
     @app.exception_handler(RateLimited)
-    async def _limited(request: Request, exc: RateLimited) -> JSONResponse:
-        if exc.too_large:
-            return error_response(413, "RequestTooLarge", str(exc))
-        return error_response(429, "RateLimited", str(exc), headers={"Retry-After": str(exc.retry_after_s)})
-
     @app.exception_handler(Overloaded)
-    async def _overloaded(request: Request, exc: Overloaded) -> JSONResponse:
-        return error_response(503, "Overloaded", str(exc), {"reason": exc.reason},
-                              headers={"Retry-After": str(exc.retry_after_s)})
+    async def _expected(request: Request, exc: Exception) -> JSONResponse:
+        response = exception_response(exc)
+        assert response is not None  # registered only for the types exception_response maps
+        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -115,34 +123,42 @@ class ServingMiddleware:
     """Pure ASGI middleware: refuses request bodies over ``max_body_bytes`` with 413 (read here, before the app, so
     it works with every FastAPI version), gives every request an id (the caller's well-formed ``X-Request-ID``, else
     a new one), returns it as ``X-Request-ID`` on every response, and counts responses in
-    ``sectorflow_http_requests_total`` by route template (``unmatched`` for unknown paths)."""
+    ``sectorflow_http_requests_total`` by route template (``unmatched`` for unknown paths).
 
-    def __init__(self, app: ASGIApp, metrics: Any, max_body_bytes: int) -> None:
+    With ``fast`` (a :class:`~sectorflow.serving.fastpath.TaskFastPath`), a well-formed task request is answered
+    there, without FastAPI's routing and dependency machinery; everything else goes on to the app."""
+
+    def __init__(self, app: ASGIApp, metrics: Any, max_body_bytes: int, fast: Any = None) -> None:
         self.app = app
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
+        self.fast = fast
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         status = {"code": 500}
-        given = dict(scope.get("headers") or []).get(b"x-request-id", b"").decode("latin-1")
-        rid = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+        headers = first_headers(scope)
+        given = headers.get(b"x-request-id", b"").decode("latin-1")
+        rid = given if _REQUEST_ID.match(given) else new_request_id()
         scope.setdefault("state", {})["request_id"] = rid
+        rid_header = (b"x-request-id", rid.encode())
 
         async def tracking_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
-                message["headers"] = list(message.get("headers", [])) + [(b"x-request-id", rid.encode())]
+                message["headers"] = list(message.get("headers", [])) + [rid_header]
             await send(message)
 
         try:
-            body = await read_body(self.max_body_bytes, scope, receive)
+            body = await read_body(self.max_body_bytes, headers, receive)
             if body is None:
                 response = error_response(413, "RequestTooLarge", f"The request body exceeds {self.max_body_bytes} "
                                           f"bytes; send fewer items per request.")
                 await response(scope, receive, tracking_send)
+                return
+            if self.fast is not None and await self.fast(scope, headers, body, rid, tracking_send):
                 return
             replayed = False
 
@@ -160,9 +176,28 @@ class ServingMiddleware:
                                      str(status["code"])).inc()
 
 
-async def read_body(max_bytes: int, scope: Scope, receive: Receive) -> bytes | None:
+_ID_PREFIX = secrets.token_hex(8)
+_ID_COUNTER = itertools.count(1)
+
+
+def new_request_id() -> str:
+    """A new request id: 32 hex digits, a random 64-bit prefix per process and a 64-bit counter (unique without
+    a system call per request, unlike ``uuid4``; the prefix keeps ids of different processes apart)."""
+    return f"{_ID_PREFIX}{next(_ID_COUNTER):016x}"
+
+
+def first_headers(scope: Scope) -> dict[bytes, bytes]:
+    """Header name -> value, keeping the first of repeated headers (as Starlette's ``Request.headers.get``)."""
+    found: dict[bytes, bytes] = {}
+    for name, value in scope.get("headers") or ():
+        if name not in found:
+            found[name] = value
+    return found
+
+
+async def read_body(max_bytes: int, headers: dict[bytes, bytes], receive: Receive) -> bytes | None:
     """The whole request body, or ``None`` when it is (or is declared) larger than ``max_bytes``."""
-    declared = dict(scope.get("headers") or []).get(b"content-length", b"")
+    declared = headers.get(b"content-length", b"")
     if declared.isdigit() and int(declared) > max_bytes:
         return None
     chunks, total = [], 0

@@ -29,12 +29,13 @@ def sectorflow_register_commands(app: typer.Typer) -> None:
         log_level: str = typer.Option("info", help="uvicorn log level."),
         forwarded_allow_ips: str = typer.Option(
             "127.0.0.1", help="Proxies whose X-Forwarded-For is trusted for the client address in audit records."),
+        access_log: bool = typer.Option(True, help="uvicorn's access log line per request (audit records and "
+                                                   "metrics do not need it; off saves CPU under load)."),
     ) -> None:
         """Serve every registered task over HTTP (POST /v1/tasks/NAME; docs at /docs)."""
         try:
-            import uvicorn
-
             from .app import create_app
+            from .server import run_server
         except ImportError as exc:
             raise ConfigError(f"sectorflow serve needs the serve extra: pip install 'sectorflow[serve]' ({exc}).") \
                 from exc
@@ -42,8 +43,8 @@ def sectorflow_register_commands(app: typer.Typer) -> None:
         # uvicorn installs its own handlers, it is overridden by them, so SIGTERM (systemd, Kubernetes) shuts the
         # server down gracefully instead of aborting in-flight requests.
         import_paddle()
-        uvicorn.run(create_app(config), host=host, port=port, log_level=log_level, proxy_headers=True,
-                    forwarded_allow_ips=forwarded_allow_ips)
+        run_server(create_app(config), host=host, port=port, log_level=log_level, forwarded_allow_ips=forwarded_allow_ips,
+            access_log=access_log)
 
     @app.command("serve-key")
     def serve_key(

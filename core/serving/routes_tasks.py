@@ -5,6 +5,7 @@ models from the annotations of endpoint functions made in a closure.
 """
 
 import difflib
+from collections.abc import Sequence
 from typing import Any, Literal, Optional
 
 from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Response
@@ -13,6 +14,7 @@ from ..errors import UnknownTaskError
 from ..spec import CallContext, TaskSpec
 from .access import AccessDenied, client_address, request_id, require
 from .auth import ApiKey
+from .batching import Overloaded
 from .handlers import RateLimited
 from .schemas import ErrorBody, ModelInfo, TaskListing, request_model, response_model
 
@@ -27,6 +29,38 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     }.items()}
 
 
+async def answer_task(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequence[Any], lane: Optional[str],
+                      source: str, rid: str) -> Response:
+    """Run validated ``items`` of task ``name`` for ``key`` through its batcher and build the JSON response.
+
+    Shared by the FastAPI route and the ASGI fast path (:mod:`sectorflow.serving.fastpath`), so both answer alike.
+    Raises AccessDenied (403, lane), Overloaded (503), RateLimited (429/413) or the task's SectorflowError.
+    """
+    chosen = lane or key.lane
+    if key.lane == "batch" and chosen == "interactive":
+        raise AccessDenied(403, f"API key {key.id!r} may use the batch lane only.")
+    batcher = state.batchers.get(name)
+    if batcher is None:
+        why = state.failed.get(name)
+        raise Overloaded("not_ready", f"Task {name!r} " + (f"failed to load: {why}" if why else
+                                                           "is still loading its model."), 5 if not why else 60)
+    verdict = state.limits.hit(key.id, key.rate_limit, key.tenant, len(items))
+    if not verdict.allowed:
+        state.metrics.rejections.labels(name, "rate_limited").inc()
+        if verdict.too_large:
+            raise RateLimited(f"{len(items)} items exceed the whole rate window {verdict.limit!r} of key "
+                              f"{key.id!r}; send fewer items per request.", 0, too_large=True)
+        raise RateLimited(f"API key {key.id!r} is over its limit {verdict.limit!r}; retry after "
+                          f"{verdict.retry_after_s} s.", verdict.retry_after_s)
+    context = CallContext(actor=key.id, tenant=key.tenant, source=source, request_id=rid, channel="http")
+    answer = await batcher.submit(items, context, chosen)
+    # Serialised here, once: returning the model would make FastAPI validate the outputs a second time.
+    return Response(Resp(outputs=answer.outputs, call_id=answer.call_id).model_dump_json(),
+                    media_type="application/json",
+                    headers={"X-Sectorflow-Call-ID": answer.call_id,
+                             "X-Sectorflow-Batch-Items": str(answer.batch_items)})
+
+
 def _task_route(spec: TaskSpec, max_items: int) -> Any:
     Req = request_model(spec, max_items)
     Resp = response_model(spec)
@@ -39,44 +73,25 @@ def _task_route(spec: TaskSpec, max_items: int) -> Any:
                        lane: Optional[Literal["interactive", "batch"]] = Query(
                            None, description="Priority lane; default: the key's lane. interactive runs first."),
                        key: ApiKey = Depends(require(f"task:{name}"))) -> Response:
-        state = request.app.state.sectorflow
-        chosen = lane or key.lane
-        if key.lane == "batch" and chosen == "interactive":
-            raise AccessDenied(403, f"API key {key.id!r} may use the batch lane only.")
-        batcher = state.batchers.get(name)
-        if batcher is None:
-            from .batching import Overloaded
-
-            why = state.failed.get(name)
-            raise Overloaded("not_ready", f"Task {name!r} " + (f"failed to load: {why}" if why else
-                                                               "is still loading its model."), 5 if not why else 60)
-        items = body.inputs  # type: ignore[attr-defined]
-        verdict = state.limits.hit(key.id, key.rate_limit, key.tenant, len(items))
-        if not verdict.allowed:
-            state.metrics.rejections.labels(name, "rate_limited").inc()
-            if verdict.too_large:
-                raise RateLimited(f"{len(items)} items exceed the whole rate window {verdict.limit!r} of key "
-                                  f"{key.id!r}; send fewer items per request.", 0, too_large=True)
-            raise RateLimited(f"API key {key.id!r} is over its limit {verdict.limit!r}; retry after "
-                              f"{verdict.retry_after_s} s.", verdict.retry_after_s)
-        context = CallContext(actor=key.id, tenant=key.tenant, source=client_address(request),
-                              request_id=request_id(request), channel="http")
-        answer = await batcher.submit(items, context, chosen)
-        # Serialised here, once: returning the model would make FastAPI validate the outputs a second time.
-        return Response(Resp(outputs=answer.outputs, call_id=answer.call_id).model_dump_json(),
-                        media_type="application/json",
-                        headers={"X-Sectorflow-Call-ID": answer.call_id,
-                                 "X-Sectorflow-Batch-Items": str(answer.batch_items)})
+        return await answer_task(request.app.state.sectorflow, name, Resp, key, body.inputs,  # type: ignore
+                                 lane, client_address(request), request_id(request))
 
     run_task.__name__ = f"run_{name}"
-    return run_task, Resp
+    return run_task, Req, Resp
 
 
-def task_router(app: FastAPI, specs: dict[str, TaskSpec], max_items: int) -> APIRouter:
-    """The router with one typed ``POST /v1/tasks/NAME`` per task (and hidden ones per alias)."""
+def task_router(app: FastAPI, specs: dict[str, TaskSpec], max_items: int, fast: Any = None) -> APIRouter:
+    """The router with one typed ``POST /v1/tasks/NAME`` per task (and hidden ones per alias).
+
+    ``fast`` (a :class:`~sectorflow.serving.fastpath.TaskFastPath`) learns each task route's path and models, so
+    that well-formed requests skip FastAPI's routing and dependency machinery (same answers; see that module).
+    """
     router = APIRouter(prefix="/v1/tasks")
     for name, spec in specs.items():
-        endpoint, resp = _task_route(spec, max_items)
+        endpoint, req, resp = _task_route(spec, max_items)
+        if fast is not None:
+            for route_name in (name, *spec.aliases):
+                fast.add(f"{router.prefix}/{route_name}", name, req, resp)
         summary = spec.description or f"Run {name}"
         router.add_api_route(f"/{name}", endpoint, methods=["POST"], response_model=resp, responses=ERRORS,
                              summary=summary, tags=["tasks"], operation_id=f"run_{name}",
