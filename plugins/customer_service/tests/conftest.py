@@ -86,3 +86,10 @@ def save_paddlenlp_checkpoint(folder: Path, vocab: Path, model_type: str = "erni
     (folder / "config.json").write_text(json.dumps(cfg))
     (folder / "vocab.txt").write_bytes(vocab.read_bytes())
     return enc
+
+
+@pytest.fixture(scope="session")
+def paddlenlp_checkpoint(tmp_path_factory, minilm_vocab):
+    """(folder, encoder weights by this plugin's names) of a tiny random ERNIE save_pretrained folder."""
+    folder = tmp_path_factory.mktemp("ckpt") / "ernie-tiny"
+    return folder, save_paddlenlp_checkpoint(folder, minilm_vocab)

@@ -37,3 +37,11 @@ def spec() -> TaskSpec:
 def sectorflow_register_tasks(register: Any) -> None:
     """Register the ``customer_service`` task."""
     register(spec())
+
+
+@hookimpl
+def sectorflow_register_commands(app: Any) -> None:
+    """Add ``sectorflow customer-service adopt DIR``."""
+    from .cli import register
+
+    register(app)

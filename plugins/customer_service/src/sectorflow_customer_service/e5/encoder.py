@@ -160,7 +160,7 @@ class E5Encoder:
                                     f"text in a list.")
         bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
         if bad:
-            raise InvalidInputError(f"texts[{bad[0]}] is a {type(texts[bad[0]]).__name__}, not a string "
+            raise InvalidInputError(f"texts[{bad[0]}] is of type {type(texts[bad[0]]).__name__}, not str "
                                     f"({len(bad)} non-string item(s)).", details={"indices": bad[:20]})
         if not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}.")

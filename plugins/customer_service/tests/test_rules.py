@@ -1,0 +1,39 @@
+"""Language identification and escalation rules (no model)."""
+
+from sectorflow_customer_service.escalation import EscalationRules
+from sectorflow_customer_service.language import detect_language
+
+
+def test_language_by_cjk_share():
+    assert detect_language("I am still waiting on my card?").lang == "en"
+    assert detect_language("我的银行卡被冻结了怎么办").lang == "zh"
+    mixed = detect_language("我的visa卡被冻结了")
+    assert (mixed.lang, mixed.mixed) == ("zh", True)
+    assert mixed.cjk_ratio == round(7 / 11, 4)
+    assert detect_language("My 微信 account").lang == "en"  # 2 CJK of 11 letters
+    assert detect_language("12345 ???").lang == "und"
+
+
+def test_escalation_reasons_both_languages():
+    rules = EscalationRules()
+    human = rules.check("Can I speak to a human please")
+    assert human.escalate and human.reasons == ("human_requested",) and human.matched == ("speak to a human",)
+    assert rules.check("转人工").reasons == ("human_requested",)
+    threat = rules.check("再不解决我就打12378投诉，去法院起诉你们")
+    assert threat.reasons == ("regulator_or_legal_threat", "complaint")
+    assert {"12378", "法院", "起诉", "投诉"} <= set(threat.matched)
+    assert rules.check("I will report you to the CFPB").reasons == ("regulator_or_legal_threat",)
+    angry = rules.check("This is RIDICULOUS, WORST SERVICE EVER!!!")
+    assert angry.reasons == ("anger",) and "!!!" in angry.matched and "SHOUTING" in angry.matched
+
+
+def test_no_escalation_for_ordinary_requests():
+    rules = EscalationRules()
+    for text in ("I am still waiting on my card?", "How do I change my PIN?", "我的银行卡被冻结了怎么办",
+                 "What are the courtesy fees?", "Please send me the occupancy form"):
+        assert not rules.check(text).escalate, text
+
+
+def test_operator_phrases_extend_a_reason():
+    rules = EscalationRules({"regulator_or_legal_threat": ["Finanzaufsicht"]})
+    assert rules.check("ich gehe zur Finanzaufsicht").reasons == ("regulator_or_legal_threat",)
