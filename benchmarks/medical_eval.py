@@ -1,0 +1,147 @@
+"""Figures of docs/medical-report.md: the medical_report plugin on real reports (evaluation only).
+
+    .venv/bin/python benchmarks/medical_eval.py [--limit N] [--no-model] [--json out/medical_eval.json]
+
+English, ../shared/data/iu_xray/indiana_reports.csv (3,851 Indiana University chest X-ray reports; evaluation
+fixture, non-commercial/unclear terms): the findings and impression text (joined with one space) goes through
+``Taskflow("medical_report")`` with ``modality="radiograph"``.
+
+- nodule present/absent per report against the report's labelled Problems (gold: "Nodule" among them; the MeSH
+  column names the same 106 reports). Prediction: a nodule finding with assertion present (a second row counts
+  uncertain too).
+- other findings the same way (effusion <-> "Pleural Effusion", cardiomegaly <-> "Cardiomegaly", ...).
+- size extraction against benchmarks/medical_iu_size_gold.json (every size mention hand-labelled; F = the size of
+  a finding the plugin covers, with its mm): recall = F mentions whose mm the plugin attaches to a finding (span
+  overlaps, value within 0.05 mm); precision = sizes the plugin attaches that are such F mentions.
+- tagger agreement: share of rule findings a tagger FIND span overlaps (the tagger was trained on generated text).
+
+Chinese, ../shared/data/cmeee/select_dev.json (500 CMeEE sentences with gold entities; ``end_idx`` inclusive):
+exact-span precision/recall/F1 per CMeEE type for what the plugin extracts (anatomy -> bod, findings -> sym or dis
+by lexicon entry, exam modality -> pro), micro over those types, and recall over all gold entities (the MacBERT-large
+anchor, 62.4 micro-F1, is over all nine types).
+Nothing here trains or tunes anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+GOLD = Path(__file__).resolve().parent / "medical_iu_size_gold.json"
+
+IU_LABELS = {
+    "nodule": {"Nodule"}, "effusion": {"Pleural Effusion"}, "pneumothorax": {"Pneumothorax"},
+    "cardiomegaly": {"Cardiomegaly"}, "atelectasis": {"Pulmonary Atelectasis"},
+    "emphysema": {"Emphysema", "Pulmonary Emphysema"}, "edema": {"Pulmonary Edema"},
+    "fracture": {"Fractures, Bone"}, "hernia": {"Hernia, Hiatal"}, "pneumonia": {"Pneumonia"},
+    "granuloma": {"Calcified Granuloma", "Granuloma", "Granulomatous Disease"},
+}
+
+
+def prf(tp: int, fp: int, fn: int) -> dict:
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    return {"precision": round(p, 4), "recall": round(r, 4), "f1": round(2 * p * r / (p + r), 4) if p + r else 0.0,
+            "tp": tp, "fp": fp, "fn": fn}
+
+
+def iu(tf, limit: int | None) -> dict:
+    path = DATA / "iu_xray" / "indiana_reports.csv"
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))[:limit]
+    texts = [" ".join(x for x in (r["findings"], r["impression"]) if x) or "(empty)" for r in rows]
+    reports = tf([{"text": t, "modality": "radiograph", "language": "en"} for t in texts])
+    counts = {k: Counter() for k in list(IU_LABELS) + ["nodule_or_uncertain"]}
+    gold_sizes = json.loads(GOLD.read_text(encoding="utf-8"))["mentions"]
+    size_tp = size_fp = 0
+    found_f = set()
+    agree = Counter()
+    for row, rep in zip(rows, reports):
+        problems = {p.strip() for p in row["Problems"].split(";")}
+        for ftype, labels in IU_LABELS.items():
+            gold = bool(problems & labels)
+            pred = any(f.type == ftype and f.assertion == "present" for f in rep.findings)
+            counts[ftype]["tp" if gold and pred else "fp" if pred else "fn" if gold else "tn"] += 1
+        gold = "Nodule" in problems
+        pred = any(f.type == "nodule" and f.assertion in ("present", "uncertain") for f in rep.findings)
+        counts["nodule_or_uncertain"]["tp" if gold and pred else "fp" if pred else "fn" if gold else "tn"] += 1
+        mentions = {int(k.split(":")[1]): v for k, v in gold_sizes.items() if k.split(":")[0] == row["uid"]}
+        for f in rep.findings:
+            if f.model_agrees is not None:
+                agree["yes" if f.model_agrees else "no"] += 1
+            if f.size is None:
+                continue
+            hit = next((off for off, (lab, mm) in mentions.items() if lab == "F" and f.size.start <= off < f.size.end),
+                       None)
+            if hit is not None and abs(mentions[hit][1] - f.size.mm) < 0.05 and (row["uid"], hit) not in found_f:
+                size_tp += 1
+                found_f.add((row["uid"], hit))
+            else:
+                size_fp += 1
+    n_f = sum(1 for v in gold_sizes.values() if v[0] == "F")
+    out = {name: prf(c["tp"], c["fp"], c["fn"]) | {"tn": c["tn"]} for name, c in counts.items()}
+    out["sizes"] = prf(size_tp, size_fp, n_f - size_tp) | {"gold_F_mentions": n_f}
+    out["tagger_agreement"] = round(agree["yes"] / max(1, sum(agree.values())), 4) if agree else None
+    out["n_reports"] = len(rows)
+    return out
+
+
+def cmeee(limit: int | None) -> dict:
+    sys.path.insert(0, str(ROOT / "plugins" / "medical_report" / "src"))
+    from sectorflow_medical_report.extract import extract
+    from sectorflow_medical_report.lexicon import FINDINGS
+
+    items = json.loads((DATA / "cmeee" / "select_dev.json").read_text(encoding="utf-8"))[:limit]
+    tp, fp, fn = Counter(), Counter(), Counter()
+    gold_all = 0
+    types = ("bod", "sym", "dis", "pro")
+    for item in items:
+        text = item["text"]
+        gold = {(e["start_idx"], e["end_idx"] + 1, e["type"]) for e in item["entities"]}  # end inclusive -> exclusive
+        gold_all += len(gold)
+        ex = extract(text)
+        pred = {(f.start, f.end, FINDINGS[f.type][2]) for f in ex.findings}
+        pred |= {(a.start, a.end, "bod") for a in ex.anatomy_mentions if a.start is not None}
+        pred |= {(s, e, "pro") for s, e in ex.modality_spans}
+        for t in types:
+            g = {x for x in gold if x[2] == t}
+            p = {x for x in pred if x[2] == t}
+            tp[t] += len(g & p)
+            fp[t] += len(p - g)
+            fn[t] += len(g - p)
+    per = {t: prf(tp[t], fp[t], fn[t]) for t in types}
+    micro = prf(sum(tp.values()), sum(fp.values()), sum(fn.values()))
+    all_types = prf(sum(tp.values()), sum(fp.values()), gold_all - sum(tp.values()))
+    return {"per_type": per, "micro_over_plugin_types": micro, "over_all_gold_types": all_types,
+            "n_sentences": len(items)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--no-model", action="store_true")
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    if not (DATA / "iu_xray").is_dir() or not (DATA / "cmeee").is_dir():
+        sys.exit(f"needs {DATA}/iu_xray and {DATA}/cmeee (see ../shared/data/README.md)")
+    os.environ.setdefault("SECTORFLOW_AUDIT", "off")
+    from sectorflow import Taskflow
+
+    tf = Taskflow("medical_report", use_model=not args.no_model, batch_size=64, num_threads=2)
+    result = {"iu_xray": iu(tf, args.limit), "cmeee": cmeee(args.limit),
+              "setup": {"threads": 2, "batch_size": 64, "model": not args.no_model}}
+    print(json.dumps(result, indent=1, ensure_ascii=False))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

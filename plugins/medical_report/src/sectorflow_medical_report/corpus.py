@@ -1,0 +1,127 @@
+"""Seeded generator of annotated radiology report snippets (zh + en) written by the project, for the span tagger.
+
+Each item is ``{"text": str, "spans": [[start, end, label], ...], "style": int}`` with labels ``ANAT`` (anatomy)
+and ``FIND`` (finding), ``end`` exclusive. Four styles stand for four hospitals' ways of writing:
+
+0. English narrative ("There is an 8 mm solid nodule in the left lower lobe.")
+1. English telegraphic ("LLL nodule, 8 mm. No effusion.")
+2. Chinese narrative ("右肺下叶见一实性结节，直径约8mm。")
+3. Chinese structured ("部位：右肺下叶；所见：结节，大小8毫米。")
+
+Surface forms come from :mod:`.lexicon`; phrasing, sizes, negations and order vary with the seed. No real report
+text is used (the evaluation sets in ../shared/data are never read here).
+"""
+
+from __future__ import annotations
+
+import random
+
+from .lexicon import ANATOMY, FINDINGS
+
+STYLES = ("en_narrative", "en_telegraphic", "zh_narrative", "zh_structured")
+_LESIONS = ("nodule", "mass", "granuloma", "cyst", "calcification", "opacity", "consolidation")
+_LUNG_SITES = [k for k, v in ANATOMY.items() if v[3] == "chest" and k not in ("heart", "aorta", "rib", "clavicle")]
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.text = ""
+        self.spans: list[list] = []
+
+    def add(self, piece: str, label: str | None = None) -> None:
+        if label and piece:
+            self.spans.append([len(self.text), len(self.text) + len(piece), label])
+        self.text += piece
+
+
+def _size(rng: random.Random, zh: bool) -> str:
+    mm = rng.choice([3, 4, 5, 6, 7, 8, 9, 10, 12, 15, 18, 22])
+    r = rng.random()
+    if r < 0.35:
+        return f"{mm}{rng.choice([' mm', 'mm'])}" if not zh else f"{mm}{rng.choice(['mm', '毫米', ' mm'])}"
+    if r < 0.7:
+        return f"{mm / 10:g}{rng.choice([' cm', 'cm'])}" if not zh else f"{mm / 10:g}{rng.choice(['cm', '厘米'])}"
+    return f"{mm / 10:g} x {max(mm - 2, 2) / 10:g} cm" if not zh else f"{mm / 10:g}×{max(mm - 2, 2) / 10:g}cm"
+
+
+def _form(rng: random.Random, table: dict, key: str, zh: bool) -> str:
+    forms = table[key][1 if zh else 0]
+    return rng.choice(forms)
+
+
+def _sentence(rng: random.Random, style: int, b: _Builder) -> None:
+    zh = style >= 2
+    find = rng.choice(list(FINDINGS))
+    lesion = rng.choice(_LESIONS)
+    site = rng.choice(_LUNG_SITES)
+    neg = rng.random() < 0.35
+    f = _form(rng, FINDINGS, find, zh)
+    fl = _form(rng, FINDINGS, lesion, zh)
+    a = _form(rng, ANATOMY, site, zh)
+    if style == 0:
+        if neg:
+            b.add(rng.choice(["No ", "No evidence of ", "There is no ", "Negative for "]))
+            b.add(f, "FIND")
+            if rng.random() < 0.5:
+                b.add(rng.choice([" or ", ", ", " and "]))
+                b.add(_form(rng, FINDINGS, rng.choice(list(FINDINGS)), zh), "FIND")
+            b.add(". ")
+        elif rng.random() < 0.5:
+            b.add(rng.choice(["There is a ", "There is an ", "A ", "Redemonstrated "]))
+            b.add(_size(rng, zh) + " " + rng.choice(["", "solid ", "calcified ", "ground-glass ", "part-solid "]))
+            b.add(fl, "FIND")
+            b.add(rng.choice([" in the ", " within the ", " at the "]))
+            b.add(a, "ANAT")
+            b.add(rng.choice([". ", ", unchanged. ", ", new since prior. "]))
+        else:
+            b.add(rng.choice(["Small ", "Mild ", "Stable ", "Possible ", ""]))
+            b.add(f, "FIND")
+            b.add(rng.choice([" in the ", " of the ", " involving the "]))
+            b.add(a, "ANAT")
+            b.add(rng.choice([". ", " is noted. ", " cannot be excluded. "]))
+    elif style == 1:
+        if neg:
+            b.add(rng.choice(["No ", "Neg for ", "No acute "]))
+            b.add(f, "FIND")
+            b.add(". ")
+        else:
+            b.add(a.upper() if len(a) <= 3 else a.capitalize(), "ANAT")
+            b.add(" ")
+            b.add(fl, "FIND")
+            b.add(rng.choice([", ", " - ", ": "]) + _size(rng, zh) + rng.choice([". ", ", stable. ", ", new. "]))
+    elif style == 2:
+        if neg:
+            b.add(a, "ANAT")
+            b.add(rng.choice(["未见", "未见明显", "未发现", "无"]))
+            b.add(f, "FIND")
+            b.add(rng.choice(["。", "征象。", "，"]))
+        else:
+            b.add(a, "ANAT")
+            b.add(rng.choice(["见", "可见", "见一", "见多发", "示", "见一枚"]) + rng.choice(["", "实性", "磨玻璃", "钙化", "部分实性"]))
+            b.add(fl, "FIND")
+            b.add(rng.choice(["，直径约", "，大小约", "，约", "，最大径"]) + _size(rng, zh))
+            b.add(rng.choice(["。", "，较前增大。", "，边界清楚。", "，考虑良性。"]))
+    else:
+        if neg:
+            b.add(f, "FIND")
+            b.add(rng.choice(["：无；", "：未见；", "：阴性；"]))
+        else:
+            b.add(rng.choice(["部位：", "位置：", ""]))
+            b.add(a, "ANAT")
+            b.add(rng.choice(["；所见：", "，", "："]))
+            b.add(fl, "FIND")
+            b.add(rng.choice(["，大小", "，"]) + _size(rng, zh) + rng.choice(["；", "。"]))
+
+
+def generate(n: int, seed: int, styles: tuple[int, ...] = (0, 1, 2, 3)) -> list[dict]:
+    """``n`` annotated snippets (1-3 sentences each), styles cycled in order, reproducible from ``seed``."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        style = styles[i % len(styles)]
+        b = _Builder()
+        for _ in range(rng.randint(1, 3)):
+            _sentence(rng, style, b)
+        out.append({"text": b.text.strip(), "spans": [s for s in b.spans if s[1] <= len(b.text.strip())],
+                    "style": style})
+    return out

@@ -1,0 +1,301 @@
+"""Rule extraction: findings with anatomy, laterality, size, count, attributes, assertion and temporality.
+
+Assertion follows ConText (Harkema et al. 2009): a cue governs the findings in its scope; pre-cues look forward,
+post-cues backward. Scopes (both languages) end at the sentence end and at a terminator ("but", 但); a Chinese
+pre-cue's scope and every post-cue's scope also end at a comma (English lists run across commas: "No pneumothorax,
+effusion, or consolidation"), and an English scope ends at a comma followed by a new subject (", the ...",
+", there ..."). The nearest governing cue wins. Nothing is created from text that is not in the lexicon, so "XXXX"
+de-identification tokens create nothing, and a later "no acute process" names no finding and negates none.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .lexicon import FINDINGS, LUNG_LESIONS, PLURALS, Entry, lexicon
+from .schema import Anatomy, Cue, Finding, ReportWarning, Size
+from .text import clauses, find_sizes, sentences, span_index
+
+_NEW_SUBJECT = re.compile(r",\s*(the|a|an|there|this|it|these|which)\b", re.IGNORECASE)
+_OTHER_WORDS = re.compile(r"\b(other|additional|further|new|another)\b|其他|其余|另外|新", re.IGNORECASE)
+_SOLID_PART = re.compile(r"(solid (component|portion|part)|实性(成分|部分))[^，,。.;；]{0,12}$", re.IGNORECASE)
+_NEGATED_ATTR = re.compile(r"(non-?|not |without |no |无|未见|不伴|非)\s*$", re.IGNORECASE)
+_NORMAL_HEART = re.compile(r"heart size (is )?(normal|within normal limits)|normal heart size|(心影|心脏)(大小)?(正常|不大)",
+                           re.IGNORECASE)
+_LESION_SIZE_OWNERS = {"nodule", "mass", "granuloma", "cyst", "calcification", "opacity", "consolidation",
+                       "lymphadenopathy", "effusion", "pneumothorax"}
+
+
+@dataclass
+class Token:
+    start: int
+    end: int
+    text: str
+    entries: list[Entry]
+
+    def first(self, kind: str) -> Entry | None:
+        return next((e for e in self.entries if e.kind == kind), None)
+
+
+@dataclass
+class Extraction:
+    """What the rules read from one text."""
+
+    findings: list[Finding]
+    modality: str | None
+    region: str | None
+    screening_hint: bool
+    warnings: list[ReportWarning] = field(default_factory=list)
+    anatomy_mentions: list[Anatomy] = field(default_factory=list)
+    modality_spans: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _lang(entry: Entry) -> str:
+    return str(entry.data.get("lang", "en"))
+
+
+def _specific_lobe(generic: str, lat: str | None) -> str:
+    if lat in ("right", "left"):
+        candidate = f"{lat}_{generic}"
+        if candidate in ("right_upper_lobe", "right_middle_lobe", "right_lower_lobe", "left_upper_lobe",
+                         "left_lower_lobe"):
+            return candidate
+        if generic == "lung":
+            return f"{lat}_lung"
+    if lat == "bilateral" and generic == "lung":
+        return "both_lungs"
+    return generic
+
+
+def extract(text: str) -> Extraction:
+    """Read findings, exam and warnings from ``text`` (see the module docstring for the rules)."""
+    toks = [Token(s, e, text[s:e], entries) for s, e, entries in lexicon().scan(text)]
+    sents = sentences(text)
+    claus = clauses(text)
+    sizes = find_sizes(text)
+    # sizes win over lexicon tokens inside them ("0.8 cm": nothing else there)
+    toks = [t for t in toks if not any(sz.start <= t.start < sz.end for sz in sizes)]
+
+    modality = region = None
+    screening_hint = False
+    modality_spans = []
+    for t in toks:
+        m = t.first("modality")
+        if m and modality is None:
+            modality = m.key
+        if m:
+            modality_spans.append((t.start, t.end))
+        r = t.first("region")
+        if r and region is None:
+            region = r.key
+        if t.text.lower().replace("-", " ").replace("  ", " ") in ("low dose ct", "ldct", "低剂量ct", "screening", "筛查"):
+            screening_hint = True
+    if re.search(r"screening|筛查", text, re.IGNORECASE):
+        screening_hint = True
+
+    # laterality modifiers: attach forward to the next anatomy/finding token within a short distance
+    lat_of: dict[int, str] = {}
+    for i, t in enumerate(toks):
+        lat = t.first("lat")
+        if not lat:
+            continue
+        post = lat.data["form"].startswith("on ")
+        if post:  # "effusion on the right": the nearest finding before it in the sentence
+            for j in range(i - 1, -1, -1):
+                if toks[j].first("finding") and span_index(sents, toks[j].start) == span_index(sents, t.start):
+                    lat_of.setdefault(j, lat.key)
+                    break
+            continue
+        reach = 3 if _lang(lat) == "zh" else 16
+        for j in range(i + 1, len(toks)):
+            nxt = toks[j]
+            if nxt.start - t.end > reach:
+                break
+            if nxt.first("anatomy") or nxt.first("finding"):
+                lat_of[j] = lat.key
+                break
+
+    anatomy_mentions: list[tuple[int, Anatomy]] = []
+    for i, t in enumerate(toks):
+        a = t.first("anatomy")
+        if a and not t.first("finding"):
+            lat = lat_of.get(i) or a.data.get("laterality")
+            key = _specific_lobe(a.key, lat_of.get(i)) if lat_of.get(i) else a.key
+            anatomy_mentions.append((i, Anatomy(key=key, laterality=lat, text=t.text, start=t.start, end=t.end)))
+
+    finding_idx = [i for i, t in enumerate(toks) if t.first("finding")]
+    findings: list[Finding] = []
+    for n, i in enumerate(finding_idx):
+        t = toks[i]
+        entry = t.first("finding")
+        form = entry.data["form"]
+        f = Finding(id=n, type=entry.key, text=t.text, start=t.start, end=t.end, assertion="present",
+                    sentence=span_index(sents, t.start), laterality=lat_of.get(i))
+        if form.lower() in PLURALS:
+            f.count = "multiple"
+        if "calcified" in form or "钙化" in form:
+            f.attributes.append("calcified")
+        if "磨玻璃" in form or form.lower() in ("ggn", "ggo nodule"):
+            f.attributes.append("ground-glass")
+        findings.append(f)
+
+    def clause_of(pos: int) -> int:
+        return span_index(claus, pos)
+
+    def nearest_finding(tok_i: int, same_clause: bool = True) -> Finding | None:
+        t = toks[tok_i]
+        best, best_d = None, None
+        for f in findings:
+            if f.sentence != span_index(sents, t.start):
+                continue
+            if same_clause and clause_of(f.start) != clause_of(t.start):
+                continue
+            d = f.start - t.end if f.start >= t.end else t.start - f.end
+            d = d + 0.5 if f.start < t.start else d  # ties: the finding after a modifier ("calcified nodule")
+            if best_d is None or d < best_d:
+                best, best_d = f, d
+        return best
+
+    # modifiers: attribute, count, temporality -> nearest finding in the clause
+    for i, t in enumerate(toks):
+        if t.first("finding"):
+            continue
+        for kind in ("attribute", "count", "temporal"):
+            e = t.first(kind)
+            if not e:
+                continue
+            f = nearest_finding(i)
+            if f is None and kind == "temporal":  # "结节，……，较前增大": the finding earlier in the sentence
+                before = [g for g in findings if g.sentence == span_index(sents, t.start) and g.end <= t.start]
+                f = before[-1] if before else None
+            if f is None:
+                continue
+            if kind == "attribute" and _NEGATED_ATTR.search(text[max(0, t.start - 8):t.start]):
+                continue  # "无钙化", "non-calcified", "without calcification"
+            if kind == "attribute" and e.key not in f.attributes:
+                f.attributes.append(e.key)
+            elif kind == "count" and f.count is None:
+                f.count = e.key
+            elif kind == "temporal" and f.temporality is None:
+                f.temporality = e.key
+    for f in findings:
+        if "part-solid" in f.attributes:
+            f.attributes = [a for a in f.attributes if a not in ("solid", "ground-glass", "subsolid")] or ["part-solid"]
+
+    # anatomy -> nearest finding in the clause; findings without any take the nearest earlier one in the sentence
+    for i, anat in anatomy_mentions:
+        f = nearest_finding(i)
+        if f is not None:
+            f.anatomy.append(anat)
+    for f in findings:
+        if not f.anatomy and not FINDINGS[f.type][3]:
+            earlier = [a for _, a in anatomy_mentions if a.start < f.start and span_index(sents, a.start) == f.sentence
+                       and not any(a.end <= g.start < f.start for g in findings)]
+            if earlier:
+                f.anatomy.append(earlier[-1].model_copy())
+        if not f.anatomy and FINDINGS[f.type][3]:
+            f.anatomy.append(Anatomy(key=FINDINGS[f.type][3], source="implied"))
+        if f.laterality is None:
+            lats = {a.laterality for a in f.anatomy if a.laterality}
+            f.laterality = lats.pop() if len(lats) == 1 else ("bilateral" if lats else None)
+
+    # sizes -> nearest lesion-type finding in the sentence
+    for sz in sizes:
+        owners = [f for f in findings if f.sentence == span_index(sents, sz.start) and f.type in _LESION_SIZE_OWNERS]
+        if not owners:
+            continue
+        f = min(owners, key=lambda f: (f.start - sz.end if f.start >= sz.end else sz.start - f.end) + (0.5 if f.start >= sz.end else 0))
+        size = Size(text=sz.text, start=sz.start, end=sz.end, axes_mm=sz.axes_mm, mm=sz.mm)
+        if _SOLID_PART.search(text[max(0, sz.start - 30):sz.start]):
+            f.solid_component_mm = sz.mm
+        elif f.size is None or sz.mm > f.size.mm:
+            f.size = size
+
+    _assert(text, toks, findings, sents, claus)
+    warnings = _warnings(text, findings)
+    return Extraction(findings, modality, region, screening_hint, warnings, [a for _, a in anatomy_mentions],
+                      modality_spans)
+
+
+def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[tuple[int, int]],
+            claus: list[tuple[int, int]]) -> None:
+    """Set each finding's assertion from the nearest ConText cue whose scope covers it."""
+    terms = [t for t in toks if any(e.kind == "cue" and e.key == "term" for e in t.entries)]
+    for f in findings:
+        best: tuple[float, Token, str] | None = None
+        s_start, s_end = sents[f.sentence]
+        c_start, c_end = claus[span_index(claus, f.start)]
+        for t in toks:
+            cues = [e for e in t.entries if e.kind == "cue" and e.key != "term"]
+            if not cues or not (s_start <= t.start < s_end):
+                continue
+            for e in cues:
+                pre = e.key.endswith("_pre")
+                if pre and t.end <= f.start:
+                    between = text[t.end:f.start]
+                    if _lang(e) == "zh" and re.search(r"[，,]", between):
+                        continue
+                    if _NEW_SUBJECT.search(between):
+                        continue
+                    if any(t.end <= x.start and x.end <= f.start for x in terms):
+                        continue
+                    dist = f.start - t.end
+                elif not pre and t.start >= f.end:
+                    if t.start >= c_end and not text[t.start:t.end].lstrip().startswith((":", "：")):
+                        continue
+                    if any(f.end <= x.start and x.end <= t.start for x in terms):
+                        continue
+                    if re.search(r"[，,]", text[f.end:t.start]):
+                        continue
+                    dist = t.start - f.end
+                else:
+                    continue
+                if best is None or dist < best[0]:
+                    best = (dist, t, e.key)
+        if best is not None:
+            _, t, key = best
+            f.assertion = "absent" if key.startswith("neg") else "uncertain"
+            f.cue = Cue(text=t.text, start=t.start, end=t.end, category=key)
+
+
+def _warnings(text: str, findings: list[Finding]) -> list[ReportWarning]:
+    out: list[ReportWarning] = []
+    for f in findings:
+        if f.size is None:
+            continue
+        mm = f.size.mm
+        if mm <= 0 or mm > 300 or (f.type in LUNG_LESIONS and mm > 100):
+            out.append(ReportWarning(kind="implausible_size", finding_ids=[f.id],
+                                     message=f"{f.type} size '{f.size.text}' = {mm:g} mm is implausible; check the "
+                                             "unit (no guideline was applied to this size)"))
+        elif f.type == "nodule" and mm > 30:
+            out.append(ReportWarning(kind="mass_size", finding_ids=[f.id],
+                                     message=f"a 'nodule' of {mm:g} mm is above 30 mm, which the Fleischner Society "
+                                             "glossary (Hansell 2008) calls a mass; Fleischner 2017 does not apply"))
+    for a in findings:
+        for b in findings:
+            if a.id >= b.id or a.type != b.type or {a.assertion, b.assertion} != {"present", "absent"}:
+                continue
+            absent = a if a.assertion == "absent" else b
+            if absent.cue and _OTHER_WORDS.search(text[min(absent.cue.end, absent.start):absent.start] + " " + absent.text):
+                continue
+            if a.temporality and b.temporality and a.temporality != b.temporality:
+                continue
+            if absent.temporality == "new":
+                continue
+            if a.laterality and b.laterality and a.laterality != b.laterality and "bilateral" not in (a.laterality, b.laterality):
+                continue
+            keys_a = {x.key for x in a.anatomy if x.source != "implied"}
+            keys_b = {x.key for x in b.anatomy if x.source != "implied"}
+            if keys_a and keys_b and not (keys_a & keys_b) and a.laterality != b.laterality:
+                continue
+            out.append(ReportWarning(kind="conflict", finding_ids=[a.id, b.id],
+                                     message=f"'{a.text}' is stated {a.assertion} and '{b.text}' {b.assertion} for "
+                                             "the same site; please check the report"))
+    normal_heart = _NORMAL_HEART.search(text)
+    for f in findings:
+        if normal_heart and f.type == "cardiomegaly" and f.assertion == "present":
+            out.append(ReportWarning(kind="conflict", finding_ids=[f.id],
+                                     message=f"'{normal_heart.group(0)}' conflicts with '{f.text}'"))
+    return out

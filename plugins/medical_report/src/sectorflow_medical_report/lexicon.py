@@ -1,0 +1,282 @@
+"""Bilingual (en + zh) radiology lexicon: findings, anatomy, exam modalities, attributes and ConText cues.
+
+Every surface form is a literal (English matched case-insensitively on word boundaries, with ``-``/space variants
+generated; Chinese matched as written). :class:`Lexicon` compiles all of them into one alternation sorted longest
+first, so at any position the longest entry wins ("胸腔积液" is one effusion, not 胸腔 + 积液; "not ruled out" is one
+uncertainty cue, not the negation "not").
+
+Cue categories follow ConText (Harkema et al., J Biomed Inform 2009;42(5):839-851): ``neg_pre``/``neg_post``
+(negated existence, scope forward/backward), ``unc_pre``/``unc_post`` (possible existence), ``pseudo`` (looks like a
+negation, is not: "no change" -> temporality stable), ``term`` (scope terminators: "but", 但).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One lexicon entry. ``kind``: finding, anatomy, modality, region, attribute, count, temporal, lat or a cue
+    category; ``key``: canonical value; ``data``: extra fields (implied anatomy, CMeEE type, laterality...)."""
+
+    kind: str
+    key: str
+    data: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+# ---- findings: key -> (English forms, Chinese forms, CMeEE type, implied anatomy) -------------------------------
+FINDINGS: dict[str, tuple[list[str], list[str], str, str | None]] = {
+    "nodule": (["nodule", "nodules", "nodular opacity", "nodular opacities", "nodular density", "nodular densities",
+                "pulmonary nodule", "pulmonary nodules", "lung nodule", "lung nodules", "ggn", "ggo nodule"],
+               ["结节", "小结节", "结节影", "结节灶", "微结节", "小结节影"], "sym", "lung"),
+    "mass": (["mass", "masses", "mass lesion"], ["肿块", "团块", "团块影", "肿块影", "占位", "占位性病变"], "sym", None),
+    "effusion": (["pleural effusion", "pleural effusions", "effusion", "effusions", "pleural fluid"],
+                 ["胸腔积液", "胸水", "积液", "胸腔少量积液"], "sym", "pleura"),
+    "pneumothorax": (["pneumothorax", "pneumothoraces"], ["气胸"], "dis", "pleura"),
+    "consolidation": (["consolidation", "consolidations", "airspace disease", "air space disease",
+                       "airspace consolidation", "air space consolidation"], ["实变", "实变影", "肺实变"], "sym", "lung"),
+    "opacity": (["opacity", "opacities", "opacification", "airspace opacity", "airspace opacities", "infiltrate",
+                 "infiltrates", "density", "densities"],
+                ["阴影", "密度增高影", "片状影", "斑片影", "斑片状影", "模糊影", "高密度影", "渗出影", "渗出", "浸润影", "磨玻璃影",
+                 "磨玻璃密度影"], "sym", "lung"),
+    "cardiomegaly": (["cardiomegaly", "enlarged heart", "cardiac enlargement", "enlarged cardiac silhouette",
+                      "heart is enlarged", "heart size is enlarged", "cardiac silhouette is enlarged"],
+                     ["心影增大", "心脏增大", "心脏扩大", "心影扩大", "心脏肥大"], "sym", "heart"),
+    "atelectasis": (["atelectasis", "atelectases", "atelectatic change", "atelectatic changes", "lung collapse"],
+                    ["肺不张", "不张"], "dis", "lung"),
+    "congestion": (["vascular congestion", "pulmonary vascular congestion", "pulmonary congestion"], ["肺淤血"], "sym", "lung"),
+    "edema": (["edema", "oedema", "pulmonary edema", "pulmonary oedema"],
+              ["肺水肿", "水肿"], "sym", None),
+    "fracture": (["fracture", "fractures", "fx"], ["骨折"], "dis", "bone"),
+    "pneumonia": (["pneumonia", "pneumonias", "bronchopneumonia"], ["肺炎", "支气管肺炎", "肺部感染", "炎症", "感染"], "dis", "lung"),
+    "emphysema": (["emphysema", "emphysematous change", "emphysematous changes"], ["肺气肿"], "dis", "lung"),
+    "copd": (["copd", "chronic obstructive pulmonary disease"], ["慢阻肺", "慢性阻塞性肺疾病"], "dis", "lung"),
+    "hyperinflation": (["hyperinflation", "hyperinflated lungs", "hyperexpanded lungs", "hyperexpansion"],
+                       ["肺过度充气"], "sym", "lung"),
+    "granuloma": (["granuloma", "granulomas", "granulomata", "calcified granuloma", "calcified granulomas"],
+                  ["肉芽肿"], "dis", "lung"),
+    "calcification": (["calcification", "calcifications"], ["钙化灶", "钙化影", "钙化斑"], "sym", None),
+    "fibrosis": (["fibrosis", "scarring", "scar", "scars", "fibrotic change", "fibrotic changes"],
+                 ["纤维化", "纤维灶", "索条影", "条索影", "纤维条索影"], "sym", "lung"),
+    "lymphadenopathy": (["lymphadenopathy", "adenopathy", "enlarged lymph node", "enlarged lymph nodes"],
+                        ["淋巴结肿大", "肿大淋巴结", "淋巴结增大"], "sym", "lymph_node"),
+    "pleural_thickening": (["pleural thickening"], ["胸膜增厚"], "sym", "pleura"),
+    "cyst": (["cyst", "cysts"], ["囊肿", "囊性灶"], "sym", None),
+    "tuberculosis": (["tuberculosis", "tb"], ["结核", "肺结核"], "dis", "lung"),
+    "bronchiectasis": (["bronchiectasis"], ["支气管扩张", "支扩"], "dis", "lung"),
+    "hernia": (["hernia", "hiatal hernia", "hiatus hernia"], ["疝", "食管裂孔疝"], "dis", None),
+}
+"""Finding lexicon. Plural forms are listed so that a plural can set the count to multiple (:data:`PLURALS`)."""
+
+PLURALS = {"nodules", "nodular opacities", "nodular densities", "pulmonary nodules", "lung nodules", "masses",
+           "effusions", "pleural effusions", "opacities", "airspace opacities", "infiltrates", "densities",
+           "granulomas", "granulomata", "calcified granulomas", "calcifications", "fractures", "cysts",
+           "consolidations", "pneumothoraces", "enlarged lymph nodes", "scars"}
+
+LUNG_LESIONS = {"nodule", "mass", "granuloma"}
+"""Findings that take a lung-lesion size check (> 30 mm is a mass; > 100 mm is implausible)."""
+
+# ---- anatomy: key -> (English, Chinese, laterality, body region) -------------------------------------------------
+ANATOMY: dict[str, tuple[list[str], list[str], str | None, str]] = {
+    "lung": (["lung", "lungs", "pulmonary", "lung field", "lung fields", "parenchyma"], ["肺", "肺部", "肺野", "肺内", "肺实质"], None, "chest"),
+    "right_lung": (["right lung"], ["右肺", "右侧肺", "右肺野"], "right", "chest"),
+    "left_lung": (["left lung"], ["左肺", "左侧肺", "左肺野"], "left", "chest"),
+    "both_lungs": (["both lungs", "bilateral lungs"], ["双肺", "两肺", "双侧肺", "两侧肺", "双肺野"], "bilateral", "chest"),
+    "right_upper_lobe": (["right upper lobe", "rul"], ["右肺上叶", "右上叶", "右上肺"], "right", "chest"),
+    "right_middle_lobe": (["right middle lobe", "rml"], ["右肺中叶", "右中叶", "右中肺"], "right", "chest"),
+    "right_lower_lobe": (["right lower lobe", "rll"], ["右肺下叶", "右下叶", "右下肺"], "right", "chest"),
+    "left_upper_lobe": (["left upper lobe", "lul"], ["左肺上叶", "左上叶", "左上肺"], "left", "chest"),
+    "lingula": (["lingula", "lingular"], ["舌段", "左肺舌段"], "left", "chest"),
+    "left_lower_lobe": (["left lower lobe", "lll"], ["左肺下叶", "左下叶", "左下肺"], "left", "chest"),
+    "upper_lobe": (["upper lobe", "upper lobes", "upper lung", "upper lungs", "upper zone"], ["上叶", "上肺"], None, "chest"),
+    "middle_lobe": (["middle lobe"], ["中叶"], None, "chest"),
+    "lower_lobe": (["lower lobe", "lower lobes", "lower lung", "lower lungs", "lower zone"], ["下叶", "下肺"], None, "chest"),
+    "lung_base": (["base", "bases", "lung base", "lung bases", "basilar", "basal"], ["肺底", "基底段"], None, "chest"),
+    "lung_apex": (["apex", "apices", "apical"], ["肺尖", "尖段"], None, "chest"),
+    "hilum": (["hilum", "hila", "hilar"], ["肺门"], None, "chest"),
+    "pleura": (["pleura", "pleural", "pleural space"], ["胸膜", "胸腔"], None, "chest"),
+    "costophrenic_angle": (["costophrenic angle", "costophrenic angles", "costophrenic sulcus"], ["肋膈角"], None, "chest"),
+    "heart": (["heart", "cardiac", "cardiac silhouette", "cardiomediastinal silhouette"], ["心脏", "心影"], None, "chest"),
+    "mediastinum": (["mediastinum", "mediastinal"], ["纵隔"], None, "chest"),
+    "aorta": (["aorta", "aortic"], ["主动脉"], None, "chest"),
+    "trachea": (["trachea", "tracheal", "bronchus", "bronchi"], ["气管", "支气管"], None, "chest"),
+    "diaphragm": (["diaphragm", "hemidiaphragm", "hemidiaphragms"], ["膈", "膈肌", "膈面"], None, "chest"),
+    "rib": (["rib", "ribs"], ["肋骨", "肋"], None, "chest"),
+    "spine": (["spine", "thoracic spine", "lumbar spine", "vertebra", "vertebrae", "vertebral body"],
+              ["脊柱", "胸椎", "腰椎", "椎体"], None, "spine"),
+    "clavicle": (["clavicle", "clavicles"], ["锁骨"], None, "chest"),
+    "lymph_node": (["lymph node", "lymph nodes"], ["淋巴结"], None, "chest"),
+    "bone": (["bone", "bones", "osseous structures", "skeletal"], ["骨", "骨质"], None, "musculoskeletal"),
+    "liver": (["liver", "hepatic"], ["肝", "肝脏"], None, "abdomen"),
+    "kidney": (["kidney", "kidneys", "renal"], ["肾", "肾脏"], None, "abdomen"),
+    "thyroid": (["thyroid"], ["甲状腺"], None, "neck"),
+    "breast": (["breast", "breasts"], ["乳腺", "乳房"], None, "breast"),
+    "brain": (["brain"], ["脑", "颅内"], None, "head"),
+}
+
+MODALITIES: dict[str, tuple[list[str], list[str]]] = {
+    "CT": (["ct", "computed tomography", "cta", "hrct", "ct scan", "low-dose ct", "low dose ct", "ldct", "ct chest",
+            "chest ct"], ["CT", "低剂量CT", "胸部CT", "增强CT", "平扫CT", "螺旋CT", "计算机断层"]),
+    "radiograph": (["x-ray", "xray", "x ray", "radiograph", "radiographs", "radiography", "chest film", "plain film",
+                    "pa and lateral", "frontal and lateral", "cxr", "chest x-ray", "chest radiograph", "portable chest"],
+                   ["胸片", "X线", "x线", "平片", "DR", "X光", "胸部正位片", "正侧位", "摄片", "X线片", "胸部X线片"]),
+    "MR": (["mri", "mr", "magnetic resonance"], ["磁共振", "核磁", "MRI", "核磁共振"]),
+    "ultrasound": (["ultrasound", "sonography", "sonogram", "ultrasonography"], ["超声", "B超", "彩超"]),
+    "PET/CT": (["pet/ct", "pet-ct", "pet ct", "pet"], ["PET/CT", "PET-CT"]),
+    "mammography": (["mammogram", "mammography"], ["钼靶", "乳腺X线"]),
+}
+SCREENING_HINTS = {"low-dose ct", "low dose ct", "ldct", "低剂量ct", "screening", "筛查"}
+
+REGIONS: dict[str, tuple[list[str], list[str]]] = {
+    "chest": (["chest", "thorax", "thoracic"], ["胸部", "胸廓"]),
+    "abdomen": (["abdomen", "abdominal"], ["腹部", "腹腔"]),
+    "head": (["head", "cranial"], ["头颅", "颅脑", "头部"]),
+    "neck": (["neck"], ["颈部"]),
+    "pelvis": (["pelvis", "pelvic"], ["盆腔", "骨盆"]),
+}
+
+ATTRIBUTES: dict[str, tuple[list[str], list[str]]] = {
+    "solid": (["solid"], ["实性"]),
+    "part-solid": (["part-solid", "part solid", "partly solid", "partially solid", "mixed attenuation", "semisolid",
+                    "semi-solid"], ["部分实性", "混杂磨玻璃", "混合磨玻璃", "混杂密度", "部分实性磨玻璃"]),
+    "subsolid": (["subsolid", "sub-solid"], ["亚实性"]),
+    "ground-glass": (["ground-glass", "ground glass", "ggo", "nonsolid", "non-solid"], ["磨玻璃", "毛玻璃", "纯磨玻璃", "磨玻璃密度"]),
+    "calcified": (["calcified", "calcific"], ["钙化", "钙化性"]),
+    "spiculated": (["spiculated", "spiculation"], ["毛刺", "分叶"]),
+}
+
+COUNTS: dict[str, tuple[list[str], list[str]]] = {
+    "multiple": (["multiple", "several", "numerous", "scattered", "a few", "few", "two", "three", "four", "five",
+                  "innumerable", "multifocal"], ["多发", "多个", "数个", "多枚", "散在", "多处", "两个", "两枚", "数枚", "多"]),
+    "single": (["single", "solitary", "a single", "one", "isolated", "an isolated"], ["单发", "一个", "一枚", "孤立", "单个", "一"]),
+}
+
+TEMPORAL: dict[str, tuple[list[str], list[str]]] = {
+    "new": (["new", "newly", "interval development", "new since"], ["新发", "新出现", "新见", "新增", "新"]),
+    "stable": (["stable", "unchanged", "no change", "no significant change", "no interval change",
+                "no significant interval change", "not significantly changed", "without change", "similar",
+                "again seen", "again noted", "again identified", "persistent", "no appreciable change"],
+               ["稳定", "无明显变化", "较前无变化", "变化不大", "同前", "大致同前", "未见明显变化", "较前相仿", "相仿", "未见变化",
+                "较前无明显变化", "无变化", "无明显改变", "未见明显增大", "无明显增大"]),
+    "increased": (["increased", "increasing", "larger", "enlarging", "growing", "grown", "interval increase",
+                   "increase in size", "worsened", "worsening", "progressed"],
+                  ["较前增大", "增大", "增多", "较前增多", "进展", "较前进展"]),
+    "decreased": (["decreased", "decreasing", "smaller", "decrease in size", "improved", "improving", "resolving",
+                   "interval decrease"], ["较前缩小", "缩小", "减少", "较前减少", "吸收", "好转", "较前吸收"]),
+    "prior": (["prior", "previous", "old", "history of", "healed", "chronic", "remote", "known"],
+              ["陈旧", "陈旧性", "既往", "术后", "慢性"]),
+}
+"""Temporality cues (scope: the clause). "stable" phrases such as "no change" are ConText pseudo-negations."""
+
+CUES: dict[str, tuple[list[str], list[str]]] = {
+    "neg_pre": (["no", "not", "without", "no evidence of", "no evidence for", "no definite", "no definite evidence of",
+                 "negative for", "free of", "absence of", "no sign of", "no signs of", "there is no", "there are no",
+                 "denies", "no suspicious", "no focal", "no acute", "no visible", "nor", "no significant",
+                 "no radiographic evidence of", "no findings of", "clear of", "rules out"],
+                ["无", "未见", "未见明显", "未发现", "未显示", "未及", "没有", "否认", "无明显", "未见确切", "未见异常", "不伴",
+                 "未探及", "未见明确", "无确切"]),
+    "neg_post": (["not seen", "is not seen", "are not seen", "not identified", "not present", "is absent",
+                  "are absent", "absent", "resolved", "has resolved", "have resolved", ": none", ":none", ": negative",
+                  ": absent", "- none", "ruled out", "has been ruled out", "was ruled out", "excluded",
+                  "is not identified", "are not identified", "not visualized"],
+                 ["：无", ":无", "：阴性", "：未见", "消失", "已吸收", "已消失", "阴性"]),
+    "unc_pre": (["possible", "possibly", "probable", "probably", "likely", "may represent", "may be", "could represent",
+                 "could be", "suspicious for", "concerning for", "questionable", "question of", "cannot rule out",
+                 "can not rule out", "cannot exclude", "can not exclude", "suggestive of", "suspected", "equivocal",
+                 "differential diagnosis includes", "versus", "presumed", "consider", "may reflect", "might be",
+                 # ConText "hypothetical" triggers, reported as uncertain
+                 "if", "rule out", "r/o", "evaluate for", "to evaluate", "to exclude", "to identify", "to assess",
+                 "could obscure", "would", "should", "detecting"],
+                ["可能", "疑似", "可疑", "疑", "考虑", "倾向", "怀疑", "不除外", "不排除", "待排", "待排除", "未除外", "无法除外",
+                 "无法排除", "除外", "似见"]),
+    "unc_post": (["not ruled out", "not excluded", "cannot be excluded", "can not be excluded", "cannot be ruled out",
+                  "can not be ruled out", "is suspected", "not entirely excluded", "is possible", "is not excluded",
+                  "are not excluded", "is questioned"],
+                 ["可能", "可能性大", "可能大", "不除外", "不排除", "待排", "待排除", "待除外", "待查", "未除外", "？", "?"]),
+    "term": (["but", "however", "although", "though", "yet", "except", "aside from", "apart from", "which",
+              "there is", "there are", "there has been", "otherwise", "whereas", "with the exception of"],
+             ["但", "但是", "然而", "而", "另见", "另", "余", "其余"]),
+}
+
+LATERALITY: dict[str, tuple[list[str], list[str]]] = {
+    "right": (["right", "right-sided", "right sided", "on the right"], ["右", "右侧"]),
+    "left": (["left", "left-sided", "left sided", "on the left"], ["左", "左侧"]),
+    "bilateral": (["bilateral", "bilaterally", "both", "on both sides"], ["双侧", "两侧", "双", "两"]),
+}
+
+
+def _variants(term: str) -> set[str]:
+    """Hyphen/space variants of an English term, lower case."""
+    term = term.lower()
+    out = {term}
+    if "-" in term:
+        out.add(term.replace("-", " "))
+        out.add(term.replace("-", ""))
+    return out
+
+
+def _norm(text: str) -> str:
+    """Lookup key of a matched surface: lower case, runs of white space -> one space."""
+    return re.sub(r"\s+", " ", text.lower())
+
+
+class Lexicon:
+    """All entries compiled into one longest-first alternation; :meth:`scan` yields non-overlapping matches.
+
+    Shapes: ``scan(text)`` -> list of ``(start, end, Entry)`` in text order, ``end`` exclusive (Python slicing).
+    """
+
+    def __init__(self) -> None:
+        table: dict[str, list[Entry]] = {}
+
+        def add(kind: str, key: str, en: list[str], zh: list[str], **data: object) -> None:
+            for form in en:
+                for v in _variants(form):
+                    table.setdefault(v, []).append(Entry(kind, key, {**data, "lang": "en", "form": form}))
+            for form in zh:
+                table.setdefault(form.lower(), []).append(Entry(kind, key, {**data, "lang": "zh", "form": form}))
+
+        for key, (en, zh, cmeee, implied) in FINDINGS.items():
+            add("finding", key, en, zh, cmeee=cmeee, implied=implied)
+        for key, (en, zh, lat, region) in ANATOMY.items():
+            add("anatomy", key, en, zh, laterality=lat, region=region)
+        for group, kind in ((MODALITIES, "modality"), (REGIONS, "region"), (ATTRIBUTES, "attribute"),
+                            (COUNTS, "count"), (TEMPORAL, "temporal"), (CUES, "cue"), (LATERALITY, "lat")):
+            for key, (en, zh) in group.items():
+                add(kind, key, en, zh)
+        # one entry per surface; where a surface is listed twice (e.g. 可能 pre and post uncertainty), keep all in data
+        self.table = table
+        forms = sorted(table, key=lambda s: (-len(s), s))
+        parts = []
+        for form in forms:
+            ascii_word = form[:1].isascii() and form[:1].isalnum()
+            pat = re.escape(form).replace(r"\ ", r"\s+")
+            if ascii_word:
+                pat = r"(?<![A-Za-z0-9])" + pat
+            if form[-1:].isascii() and form[-1:].isalnum():
+                pat = pat + r"(?![A-Za-z0-9])"
+            parts.append(pat)
+        self.pattern = re.compile("|".join(parts), re.IGNORECASE)
+
+    def scan(self, text: str) -> list[tuple[int, int, list[Entry]]]:
+        """Non-overlapping longest-first matches: ``(start, end, entries)`` (one surface may carry several entries,
+        e.g. 可能 is a pre- and a post-uncertainty cue)."""
+        out = []
+        for match in self.pattern.finditer(text):
+            entries = self.table.get(_norm(match.group(0)))
+            if entries:
+                out.append((match.start(), match.end(), entries))
+        return out
+
+
+_LEXICON: Lexicon | None = None
+
+
+def lexicon() -> Lexicon:
+    """The process-wide compiled lexicon (built on first use, about 0.1 s)."""
+    global _LEXICON
+    if _LEXICON is None:
+        _LEXICON = Lexicon()
+    return _LEXICON

@@ -1,0 +1,159 @@
+"""Assemble the structured report: exam, guideline choice, codes, impression and rendered text (zh or en)."""
+
+from __future__ import annotations
+
+from .extract import Extraction
+from .guidelines import codes, fleischner, lung_rads, radiograph_nodule
+from .schema import Exam, Finding, MedicalReport, ModelSpan, ReportInput, ReportWarning
+from .text import detect_language
+
+NAMES = {
+    "nodule": ("nodule", "结节"), "mass": ("mass", "肿块"), "effusion": ("pleural effusion", "胸腔积液"),
+    "pneumothorax": ("pneumothorax", "气胸"), "consolidation": ("consolidation", "实变"), "opacity": ("opacity", "阴影"),
+    "cardiomegaly": ("cardiomegaly", "心影增大"), "atelectasis": ("atelectasis", "肺不张"), "edema": ("edema", "水肿"),
+    "fracture": ("fracture", "骨折"), "pneumonia": ("pneumonia", "肺炎"), "emphysema": ("emphysema", "肺气肿"),
+    "granuloma": ("granuloma", "肉芽肿"), "calcification": ("calcification", "钙化灶"), "fibrosis": ("fibrosis", "纤维灶"),
+    "lymphadenopathy": ("lymphadenopathy", "淋巴结肿大"), "pleural_thickening": ("pleural thickening", "胸膜增厚"),
+    "cyst": ("cyst", "囊肿"), "tuberculosis": ("tuberculosis", "结核"), "bronchiectasis": ("bronchiectasis", "支气管扩张"),
+    "hernia": ("hernia", "疝"), "copd": ("COPD", "慢性阻塞性肺疾病"),
+    "hyperinflation": ("hyperinflation", "肺过度充气"), "congestion": ("vascular congestion", "肺淤血"),
+}
+SITES = {
+    "right_upper_lobe": ("right upper lobe", "右肺上叶"), "right_middle_lobe": ("right middle lobe", "右肺中叶"),
+    "right_lower_lobe": ("right lower lobe", "右肺下叶"), "left_upper_lobe": ("left upper lobe", "左肺上叶"),
+    "left_lower_lobe": ("left lower lobe", "左肺下叶"), "lingula": ("lingula", "左肺舌段"),
+    "right_lung": ("right lung", "右肺"), "left_lung": ("left lung", "左肺"), "both_lungs": ("both lungs", "双肺"),
+    "lung": ("lung", "肺"), "pleura": ("pleura", "胸膜腔"), "heart": ("heart", "心脏"), "rib": ("rib", "肋骨"),
+    "mediastinum": ("mediastinum", "纵隔"), "hilum": ("hilum", "肺门"), "lung_base": ("lung base", "肺底"),
+    "lung_apex": ("lung apex", "肺尖"), "spine": ("spine", "脊柱"), "bone": ("bone", "骨"),
+}
+LAT = {"right": ("right", "右侧"), "left": ("left", "左侧"), "bilateral": ("bilateral", "双侧")}
+ATTR = {"solid": ("solid", "实性"), "part-solid": ("part-solid", "部分实性"), "ground-glass": ("ground-glass", "磨玻璃"),
+        "calcified": ("calcified", "钙化"), "subsolid": ("subsolid", "亚实性"), "spiculated": ("spiculated", "毛刺")}
+TEMP = {"new": ("new", "新发"), "stable": ("stable", "稳定"), "increased": ("increased", "增大"),
+        "decreased": ("decreased", "缩小"), "prior": ("prior", "陈旧")}
+MODALITY_ZH = {"radiograph": "X线片", "CT": "CT", "MR": "磁共振", "ultrasound": "超声", "PET/CT": "PET/CT",
+               "mammography": "乳腺X线摄影"}
+REGION_ZH = {"chest": "胸部", "abdomen": "腹部", "head": "头颅", "neck": "颈部", "pelvis": "盆腔", "spine": "脊柱",
+             "breast": "乳腺", "musculoskeletal": "骨骼"}
+GUIDELINE_ZH = {"Fleischner 2017": "Fleischner学会2017指南", "Lung-RADS v2022": "Lung-RADS v2022",
+                "CT for radiograph nodule": "胸片发现结节"}
+ANATOMY_REGION = {"lung": "chest", "pleura": "chest", "heart": "chest", "bone": "musculoskeletal",
+                  "lymph_node": "chest"}
+
+
+def _pick(pair: tuple[str, str], lang: str) -> str:
+    return pair[1] if lang == "zh" else pair[0]
+
+
+def describe(f: Finding, lang: str) -> str:
+    """One finding as a short phrase: '8 mm solid nodule, right lower lobe (new)' / '右肺下叶实性结节，约8 mm（新发）'."""
+    name = _pick(NAMES.get(f.type, (f.type, f.type)), lang)
+    attrs = [_pick(ATTR[a], lang) for a in f.attributes if a in ATTR]
+    sites = [a for a in f.anatomy if a.source != "implied"]
+    site = _pick(SITES.get(sites[0].key, (sites[0].key.replace("_", " "), sites[0].text or sites[0].key)), lang) if sites else ""
+    if f.laterality and not any(w in site for w in ("right", "left", "both", "右", "左", "双")):
+        site = (_pick(LAT[f.laterality], lang) + ("" if lang == "zh" else " ") + site).strip()
+    size = f"{f.size.mm:g} mm" if f.size else ""
+    many = f.count == "multiple"
+    temp = f" ({_pick(TEMP[f.temporality], lang)})" if f.temporality else ""
+    if lang == "zh":
+        phrase = f"{site}{'多发' if many else ''}{''.join(attrs)}{name}"
+        if size:
+            phrase += f"，约{size}"
+        return phrase + (f"（{_pick(TEMP[f.temporality], lang)}）" if f.temporality else "")
+    head = " ".join(x for x in [size, "multiple" if many else "", *attrs, name + ("s" if many and not name.endswith("s") else "")] if x)
+    return head + (f", {site}" if site else "") + temp
+
+
+def build_exam(item: ReportInput, ex: Extraction) -> Exam:
+    modality, msrc = (item.modality, "caller") if item.modality else ((ex.modality, "text") if ex.modality else (None, "none"))
+    if item.body_region:
+        region, rsrc = item.body_region, "caller"
+    elif ex.region:
+        region, rsrc = ex.region, "text"
+    else:
+        keys = [a.key for f in ex.findings for a in f.anatomy] + [a.key for a in ex.anatomy_mentions]
+        regions = [ANATOMY_REGION.get(k, "chest" if ("lobe" in k or "lung" in k) else None) for k in keys]
+        region = next((r for r in regions if r), None)
+        rsrc = "anatomy" if region else "none"
+    screening = item.screening if item.screening is not None else (ex.screening_hint and modality == "CT")
+    return Exam(modality=modality, modality_source=msrc, body_region=region, body_region_source=rsrc,  # type: ignore[arg-type]
+                screening=bool(screening))
+
+
+def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan] | None = None) -> MedicalReport:
+    """The full report of one input from the rule extraction (and the tagger's advisory spans)."""
+    lang = item.language if item.language != "auto" else detect_language(item.text)
+    exam = build_exam(item, ex)
+    warnings = list(ex.warnings)
+    bad_size = {i for w in warnings if w.kind in ("implausible_size", "mass_size") for i in w.finding_ids}
+    lung_nodules = [f for f in ex.findings if f.type in ("nodule", "granuloma") and f.assertion == "present"
+                    and f.id not in bad_size and (exam.body_region in (None, "chest"))]
+    recs = []
+    if lung_nodules or exam.screening:
+        if exam.modality == "radiograph":
+            recs = radiograph_nodule([f for f in lung_nodules if f.type == "nodule"], lang)
+        elif exam.modality == "CT" and exam.screening:
+            recs = lung_rads(lung_nodules, lang)
+        elif exam.modality == "CT":
+            excluded = [why for why, on in (("age under 35", item.age is not None and item.age < 35),
+                                            ("known primary cancer", item.known_cancer),
+                                            ("immunocompromised patient", item.immunocompromised)) if on]
+            if excluded:
+                warnings.append(ReportWarning(kind="guideline_not_applied", finding_ids=[f.id for f in lung_nodules],
+                                              message="Fleischner 2017 does not apply: " + ", ".join(excluded)))
+            else:
+                recs = fleischner(lung_nodules, item.patient_risk, lang)
+                unsized = [f.id for f in lung_nodules if f.size is None]
+                if unsized:
+                    warnings.append(ReportWarning(kind="missing_size", finding_ids=unsized,
+                                                  message="no size written for this nodule: no Fleischner category"))
+        elif lung_nodules:
+            warnings.append(ReportWarning(kind="guideline_not_applied", finding_ids=[f.id for f in lung_nodules],
+                                          message="exam modality unknown (give modality='CT' or 'radiograph'): no "
+                                                  "nodule guideline applied"))
+    icd = codes(ex.findings, lang)
+    for span in model_spans or []:
+        if span.label == "FIND" and span.finding_id is None:
+            warnings.append(ReportWarning(kind="unrecognised_span", message=f"the tagger marks '{span.text}' "
+                                          f"({span.start}-{span.end}) as a finding the rules do not know; not reported"))
+    impression = render_impression(ex.findings, recs, lang)
+    report_text = render_report(exam, ex.findings, impression, recs, lang)
+    return MedicalReport(language=lang, exam=exam, findings=ex.findings, recommendations=recs, codes=icd,  # type: ignore[arg-type]
+                         impression=impression, report_text=report_text, warnings=warnings,
+                         model_spans=model_spans or [])
+
+
+def render_impression(findings: list[Finding], recs: list, lang: str) -> str:
+    present = [f for f in findings if f.assertion == "present"]
+    uncertain = [f for f in findings if f.assertion == "uncertain"]
+    parts = []
+    for i, f in enumerate(present, 1):
+        parts.append(f"{i}. {describe(f, lang)}" + ("。" if lang == "zh" else "."))
+    for f in uncertain:
+        parts.append(f"{len(parts) + 1}. " + (f"{describe(f, lang)}待排。" if lang == "zh" else f"Possible {describe(f, lang)}."))
+    if not parts:
+        parts.append("未见明确异常。" if lang == "zh" else "No reportable abnormality stated.")
+    for r in recs:
+        label = f"{GUIDELINE_ZH.get(r.guideline, r.guideline)}（{r.category}" + (f"，{'低危' if r.risk == 'low' else '高危'}" if r.risk != "unspecified" else "") + "）" \
+            if lang == "zh" else f"{r.guideline} ({r.category}" + (f", {r.risk} risk" if r.risk != "unspecified" else "") + ")"
+        parts.append(f"{label}: {r.text}" if lang == "en" else f"{label}：{r.text}")
+    return "\n".join(parts)
+
+
+def render_report(exam: Exam, findings: list[Finding], impression: str, recs: list, lang: str) -> str:
+    mod = exam.modality or ("未注明" if lang == "zh" else "not stated")
+    region = exam.body_region or ("未注明" if lang == "zh" else "not stated")
+    absent = [f for f in findings if f.assertion == "absent"]
+    if lang == "zh":
+        lines = [f"检查：{REGION_ZH.get(region, region)} {MODALITY_ZH.get(mod, mod)}" + ("（筛查）" if exam.screening else ""),
+                 "所见：" + ("；".join(describe(f, lang) for f in findings if f.assertion != "absent") or "无阳性所见"),
+                 "阴性所见：" + ("、".join(dict.fromkeys(_pick(NAMES[f.type], lang) for f in absent)) or "无"),
+                 "印象：", impression]
+    else:
+        lines = [f"Exam: {region} {mod}" + (" (screening)" if exam.screening else ""),
+                 "Findings: " + ("; ".join(describe(f, lang) for f in findings if f.assertion != "absent") or "none positive"),
+                 "Negative for: " + (", ".join(dict.fromkeys(_pick(NAMES[f.type], lang) for f in absent)) or "nothing stated"),
+                 "Impression:", impression]
+    return "\n".join(lines)

@@ -1,0 +1,136 @@
+"""Pydantic input and output models of the ``medical_report`` task.
+
+Offsets are character offsets into the input ``text`` (``end`` exclusive, Python slicing: ``text[start:end]``).
+Sizes are millimetres.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sectorflow import TaskResult
+
+Modality = Literal["radiograph", "CT", "MR", "ultrasound", "PET/CT", "mammography"]
+Assertion = Literal["present", "absent", "uncertain"]
+Temporality = Literal["new", "stable", "increased", "decreased", "prior"]
+
+
+class ReportInput(BaseModel):
+    """One radiology findings text and what the caller knows about the exam and the patient."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, max_length=20000, description="Findings (and impression) text, zh or en.")
+    language: Literal["auto", "zh", "en"] = Field(
+        "auto", description="Language of the rendered report; auto = the language of the text.")
+    modality: Modality | None = Field(None, description="Exam modality; overrides what the text says.")
+    body_region: str | None = Field(None, max_length=40, description="Body region (chest, abdomen...); overrides the text.")
+    patient_risk: Literal["low", "high"] | None = Field(
+        None, description="Lung-cancer risk for Fleischner 2017 (smoking, age, family history...); none = both given.")
+    screening: bool | None = Field(
+        None, description="Lung-cancer screening CT (Lung-RADS) rather than an incidental finding (Fleischner); "
+                          "none = inferred from the text (low-dose CT, screening, 筛查).")
+    age: int | None = Field(None, ge=0, le=130, description="Years; Fleischner 2017 does not apply under 35.")
+    known_cancer: bool = Field(False, description="Known primary cancer (Fleischner 2017 does not apply).")
+    immunocompromised: bool = Field(False, description="Immunosuppressed patient (Fleischner 2017 does not apply).")
+
+
+class Anatomy(BaseModel):
+    key: str = Field(description="Canonical site, e.g. right_lower_lobe, pleura, heart.")
+    laterality: Literal["right", "left", "bilateral"] | None = None
+    text: str | None = Field(None, description="As written; none when implied by the finding (effusion -> pleura).")
+    start: int | None = None
+    end: int | None = None
+    source: Literal["rules", "implied", "model"] = "rules"
+
+
+class Size(BaseModel):
+    text: str = Field(description="As written, e.g. '1.9 x 1.8 cm'.")
+    start: int
+    end: int
+    axes_mm: list[float]
+    mm: float = Field(description="Mean of the first two axes (a range: its upper bound), millimetres.")
+
+
+class Cue(BaseModel):
+    text: str
+    start: int
+    end: int
+    category: str = Field(description="ConText category: neg_pre, neg_post, unc_pre, unc_post.")
+
+
+class Finding(BaseModel):
+    id: int
+    type: str = Field(description="nodule, mass, effusion, pneumothorax, consolidation, opacity, cardiomegaly, ...")
+    text: str
+    start: int
+    end: int
+    assertion: Assertion
+    cue: Cue | None = Field(None, description="The cue that set the assertion (none: present by default).")
+    temporality: Temporality | None = None
+    anatomy: list[Anatomy] = Field(default_factory=list)
+    laterality: Literal["right", "left", "bilateral"] | None = None
+    size: Size | None = None
+    solid_component_mm: float | None = None
+    count: Literal["single", "multiple"] | None = None
+    attributes: list[str] = Field(default_factory=list, description="solid, part-solid, ground-glass, calcified...")
+    sentence: int = Field(description="0-based sentence index.")
+    model_agrees: bool | None = Field(None, description="Whether the tagger marked this span too (none: no model).")
+
+
+class Exam(BaseModel):
+    modality: Modality | None = None
+    modality_source: Literal["caller", "text", "none"] = "none"
+    body_region: str | None = None
+    body_region_source: Literal["caller", "text", "anatomy", "none"] = "none"
+    screening: bool = False
+
+
+class Recommendation(BaseModel):
+    guideline: str = Field(description="Fleischner 2017, Lung-RADS v2022 or 'CT for radiograph nodule'.")
+    category: str
+    text: str = Field(description="In the report language.")
+    finding_ids: list[int]
+    risk: Literal["low", "high", "unspecified"] = "unspecified"
+    source: str = Field(description="Citation of the guideline.")
+    verification: str = Field(description="V~ (table read in a copy of the primary text) or U (secondary only).")
+
+
+class Code(BaseModel):
+    code: str
+    system: Literal["ICD-10-CM", "ICD-10"]
+    name: str
+    finding_ids: list[int]
+    verification: str
+
+
+class ReportWarning(BaseModel):
+    kind: Literal["implausible_size", "mass_size", "conflict", "guideline_not_applied", "missing_size",
+                  "unrecognised_span"]
+    message: str
+    finding_ids: list[int] = Field(default_factory=list)
+
+
+class ModelSpan(BaseModel):
+    label: Literal["ANAT", "FIND"]
+    text: str
+    start: int
+    end: int
+    finding_id: int | None = Field(None, description="The rule finding it overlaps, if any.")
+
+
+class MedicalReport(TaskResult):
+    """A structured, guideline-aware report of one findings text."""
+
+    language: Literal["zh", "en"]
+    exam: Exam
+    findings: list[Finding]
+    recommendations: list[Recommendation]
+    codes: list[Code]
+    impression: str
+    report_text: str
+    warnings: list[ReportWarning]
+    model_spans: list[ModelSpan] = Field(default_factory=list,
+                                         description="Spans the Paddle tagger proposed (advisory; rules decide).")

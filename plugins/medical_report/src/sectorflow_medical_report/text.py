@@ -1,0 +1,122 @@
+"""Text helpers: language detection, sentence and clause boundaries, and size mentions normalised to millimetres.
+
+All offsets are character offsets into the original text, ``end`` exclusive (Python slicing).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_SENT_END = re.compile(r"[。！？!；;\n]|\.(?=\s|$)(?<!\d\.)|\.(?=\s*$)")
+_CLAUSE_END = re.compile(r"[，,]")
+DEID = re.compile(r"X{2,}", re.IGNORECASE)
+"""De-identification placeholders in the Indiana chest X-ray reports ("XXXX"): they name nothing."""
+
+
+def detect_language(text: str) -> str:
+    """``"zh"`` when at least 10 % of the non-space characters are CJK ideographs, else ``"en"``."""
+    chars = [c for c in text if not c.isspace()]
+    if not chars:
+        return "en"
+    return "zh" if sum(1 for c in chars if _CJK.match(c)) / len(chars) >= 0.1 else "en"
+
+
+def boundaries(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
+    """Spans between matches of ``pattern`` (the delimiter stays with the span before it)."""
+    spans, start = [], 0
+    for match in pattern.finditer(text):
+        end = match.end()
+        if end > start:
+            spans.append((start, end))
+        start = end
+    if start < len(text):
+        spans.append((start, len(text)))
+    return spans
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans: split after 。！？!；; newlines and a full stop followed by space or the end (not 0.8)."""
+    return boundaries(text, _SENT_END)
+
+
+def clauses(text: str) -> list[tuple[int, int]]:
+    """Clause spans: sentences further split after commas (，,)."""
+    out = []
+    for s, e in sentences(text):
+        out.extend((s + a, s + b) for a, b in boundaries(text[s:e], _CLAUSE_END))
+    return out
+
+
+def span_index(spans: list[tuple[int, int]], pos: int) -> int:
+    """Index of the span holding character ``pos`` (the last span for a position past the end)."""
+    for i, (s, e) in enumerate(spans):
+        if s <= pos < e:
+            return i
+    return len(spans) - 1
+
+
+# ---- sizes -----------------------------------------------------------------------------------------------------
+_UNIT = r"(mm|cm|millimet(?:er|re)s?|centimet(?:er|re)s?|毫米|厘米|公分)"
+_NUM = r"(\d+(?:\.\d+)?)"
+_AXIS = _NUM + r"(?:\s*-?\s*" + _UNIT + r")?"
+_SIZE = re.compile(
+    r"(?<![A-Za-z0-9.])" + _NUM + r"\s*(?:-|–|~|～|到|至|to)\s*" + _NUM + r"\s*" + _UNIT + r"(?![A-Za-z])"
+    r"|(?<![A-Za-z0-9.])" + _AXIS + (r"(?:\s*(?:x|×|\*|by|乘)\s*" + _AXIS + r")?") * 2 + r"(?![A-Za-z0-9])",
+    re.IGNORECASE)
+_TO_MM = {"mm": 1.0, "cm": 10.0, "毫米": 1.0, "厘米": 10.0, "公分": 10.0}
+_DISTANCE_AFTER = re.compile(r"\s*(above|below|from|proximal|distal|superior to|inferior to|距)", re.IGNORECASE)
+
+
+@dataclass
+class SizeMention:
+    """A size as written: ``axes_mm`` per axis in mm; ``mm`` = mean of the first two axes (Fleischner 2017 and
+    Lung-RADS use the mean of long and short axis) or, for a range "6-8 mm", its upper bound."""
+
+    start: int
+    end: int
+    text: str
+    axes_mm: list[float]
+    mm: float
+    kind: str  # single | axes | range
+
+
+def _unit_factor(unit: str | None) -> float | None:
+    if not unit:
+        return None
+    unit = unit.lower()
+    if unit.startswith("millimet"):
+        return 1.0
+    if unit.startswith("centimet"):
+        return 10.0
+    return _TO_MM.get(unit)
+
+
+def find_sizes(text: str) -> list[SizeMention]:
+    """Every size with a unit in ``text``, in mm. Distances ("3 cm above the carina") are left out.
+
+    Example: "1.9 x 1.8 cm" -> axes [19.0, 18.0], mm 18.5; "0.8cm" -> 8.0; "8毫米" -> 8.0.
+    """
+    out = []
+    for m in _SIZE.finditer(text):
+        if _DISTANCE_AFTER.match(text, m.end()):
+            continue
+        g = m.groups()
+        if g[0] is not None:  # range
+            f = _unit_factor(g[2])
+            lo, hi = float(g[0]) * f, float(g[1]) * f
+            out.append(SizeMention(m.start(), m.end(), m.group(0), [lo, hi], max(lo, hi), "range"))
+            continue
+        nums = [g[i] for i in (3, 5, 7)]
+        units = [g[i] for i in (4, 6, 8)]
+        nums_units = [(n, u) for n, u in zip(nums, units) if n is not None]
+        last_unit = next((u for _, u in reversed(nums_units) if u), None)
+        if last_unit is None:
+            continue  # a bare number is no size
+        axes = []
+        for n, u in nums_units:
+            axes.append(round(float(n) * (_unit_factor(u) or _unit_factor(last_unit)), 3))
+        mm = round(sum(axes[:2]) / len(axes[:2]), 3)
+        out.append(SizeMention(m.start(), m.end(), m.group(0), axes, mm, "axes" if len(axes) > 1 else "single"))
+    return out

@@ -1,0 +1,126 @@
+"""The span tagger as a federated :class:`sectorflow.Trainable`: one hospital fine-tunes it on its own reports.
+
+``build(partition)`` accepts:
+
+- ``{"data": "/path/reports.jsonl"}``: the hospital's own annotated reports, one JSON object a line,
+  ``{"text": ..., "spans": [[start, end, "ANAT"|"FIND"], ...]}`` (``end`` exclusive); a seeded 20 % is held out
+  for :meth:`TaggerTrainable.evaluate`.
+- ``{"partition_id": i, "num_partitions": n}``: partition ``i`` of the project's generated corpus
+  (:mod:`.corpus`), one writing style per hospital (style ``i % 4``; with more than four partitions, hospitals that
+  share a style get disjoint seeds). Optional ``n_reports`` (default 400), ``seed`` (default 0).
+- optional ``init``: ``"bundle"`` (default: start from the shipped bundle's weights) or ``"random"``.
+
+Weights travel as named float32 arrays (the Paddle ``state_dict`` names); the vocabulary is the shipped bundle's,
+so every hospital's arrays have the same names and shapes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sectorflow import InvalidInputError, TrainableSpec, import_paddle
+
+from . import corpus, tagger
+
+BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
+
+
+def load_vocab_and_weights(bundle_dir: Path = BUNDLE_DIR) -> tuple[list[str], dict[str, np.ndarray] | None]:
+    """The shipped vocabulary and float32 weights (``weights.safetensors``); built from the corpus when absent."""
+    vocab_file = bundle_dir / "vocab.json"
+    if vocab_file.is_file():
+        vocab = json.loads(vocab_file.read_text(encoding="utf-8"))
+        weights = None
+        if (bundle_dir / "weights.safetensors").is_file():
+            from safetensors.numpy import load_file
+
+            weights = {k: v.astype(np.float32) for k, v in load_file(str(bundle_dir / "weights.safetensors")).items()}
+        return vocab, weights
+    return tagger.build_vocab(d["text"] for d in corpus.generate(4000, 0)), None
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    items = []
+    with open(path, encoding="utf-8") as handle:
+        for n, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                text, spans = item["text"], item["spans"]
+                for s, e, label in spans:
+                    if not (0 <= s < e <= len(text)) or label not in ("ANAT", "FIND"):
+                        raise ValueError(f"bad span {[s, e, label]}")
+            except (ValueError, KeyError, TypeError) as exc:
+                raise InvalidInputError(f"{path} line {n}: expected {{'text', 'spans': [[start, end, 'ANAT'|'FIND']]}} "
+                                        f"({exc})") from exc
+            items.append({"text": text, "spans": spans})
+    return items
+
+
+class TaggerTrainable:
+    """A :class:`sectorflow.Trainable` over one partition (see the module docstring)."""
+
+    def __init__(self, partition: Mapping[str, Any]) -> None:
+        paddle = import_paddle()
+        seed = int(partition.get("seed", 0))
+        vocab, weights = load_vocab_and_weights()
+        self.index = {c: i for i, c in enumerate(vocab)}
+        if "data" in partition:
+            items = _read_jsonl(Path(partition["data"]))
+            rng = np.random.default_rng(seed)
+            order = rng.permutation(len(items))
+            cut = max(1, int(round(len(items) * 0.2))) if len(items) > 1 else 0
+            val = [items[i] for i in order[:cut]]
+            train = [items[i] for i in order[cut:]]
+        else:
+            pid, n = int(partition.get("partition_id", 0)), int(partition.get("num_partitions", 1))
+            if not 0 <= pid < n:
+                raise InvalidInputError(f"partition_id {pid} must be in [0, num_partitions={n})")
+            style = pid % len(corpus.STYLES)
+            n_reports = int(partition.get("n_reports", 400))
+            base = 1000 + 97 * pid + seed  # disjoint from the bundle's training seeds (1, 2, 3)
+            train = corpus.generate(n_reports, base, styles=(style,))
+            val = corpus.generate(max(20, n_reports // 5), base + 50_000, styles=(style,))
+        self.train_data = tagger.examples(train, self.index)
+        self.val_data = tagger.examples(val, self.index)
+        paddle.seed(seed)
+        self.layer = tagger.make_layer(len(vocab))
+        if weights is not None and partition.get("init", "bundle") == "bundle":
+            self.set_weights(weights)
+        self.layer.eval()
+
+    def get_weights(self) -> dict[str, np.ndarray]:
+        return {k: np.array(v.numpy(), dtype=np.float32, copy=True) for k, v in self.layer.state_dict().items()}
+
+    def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:
+        paddle = import_paddle()
+        current = self.layer.state_dict()
+        if set(weights) != set(current):
+            raise ValueError(f"weight names differ: missing {sorted(set(current) - set(weights))[:3]}, "
+                             f"unexpected {sorted(set(weights) - set(current))[:3]}")
+        for k, v in weights.items():
+            if tuple(np.shape(v)) != tuple(current[k].shape):
+                raise ValueError(f"{k}: shape {tuple(np.shape(v))} != {tuple(current[k].shape)}")
+        self.layer.set_state_dict({k: paddle.to_tensor(np.asarray(v, dtype=np.float32)) for k, v in weights.items()})
+
+    def fit(self, epochs: int = 1, **config: Any) -> tuple[int, dict[str, float]]:
+        loss = tagger.train_epochs(self.layer, self.train_data, int(epochs), lr=float(config.get("lr", 3e-3)),
+                                   batch_size=int(config.get("batch_size", 32)), seed=int(config.get("seed", 0)))
+        return len(self.train_data), {"loss": float(loss)}
+
+    def evaluate(self, **config: Any) -> tuple[int, float, dict[str, float]]:
+        loss, metrics = tagger.evaluate_layer(self.layer, self.val_data)
+        return len(self.val_data), float(loss), {k: float(v) for k, v in metrics.items()}
+
+
+def trainable_spec() -> TrainableSpec:
+    """The spec the plugin registers through ``sectorflow_register_trainables``."""
+    return TrainableSpec(task="medical_report", name="span-tagger", build=TaggerTrainable,
+                         description="Character BiGRU tagger of anatomy and finding spans in radiology reports "
+                                     "(zh + en); partitions: a hospital's jsonl or one generated writing style.")
