@@ -81,5 +81,5 @@ def sectorflow_register_commands(app: typer.Typer) -> None:
 
     Called once when the CLI starts, with the root ``typer.Typer`` app; add a command group with
     ``app.add_typer(sub_app, name="aml")`` or a command with ``app.command()``. Names must not clash with the
-    built-in commands (``tasks``, ``run``, ``schema``). Returns nothing.
+    built-in commands (``tasks``, ``run``, ``schema``, ``models``). Returns nothing.
     """
