@@ -42,11 +42,11 @@ def default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "sectorflow"
 
 
-def load_tokenizer(bundle_dir: Path = WEIGHTS, max_tokens: int = 512) -> E5Tokenizer:
-    """The tokenizer of a verified e5 bundle."""
+def load_tokenizer(bundle_dir: Path | Bundle = WEIGHTS, max_tokens: int = 512) -> E5Tokenizer:
+    """The tokenizer of a verified e5 bundle (a folder, checked here, or a :class:`Bundle` already checked)."""
     from safetensors.numpy import load_file
 
-    bundle = load_bundle(bundle_dir, expected_task=_TASK)
+    bundle = bundle_dir if isinstance(bundle_dir, Bundle) else load_bundle(bundle_dir, expected_task=_TASK)
     v = load_file(str(bundle.file("vocab.safetensors")))
     blob, offs = v["pieces.blob"].tobytes(), v["pieces.offsets"]
     pieces = [blob[offs[i]:offs[i + 1]].decode("utf-8") for i in range(len(offs) - 1)]
@@ -56,21 +56,20 @@ def load_tokenizer(bundle_dir: Path = WEIGHTS, max_tokens: int = 512) -> E5Token
                        max_tokens=max_tokens)
 
 
-def build_eager(bundle_dir: Path = WEIGHTS) -> Any:
+def build_eager(bundle_dir: Path | Bundle = WEIGHTS) -> Any:
     """The dygraph ``paddle.nn.Layer`` of a verified bundle (for export and for tests; serve the predictor)."""
-    bundle = load_bundle(bundle_dir, expected_task=_TASK)
+    bundle = bundle_dir if isinstance(bundle_dir, Bundle) else load_bundle(bundle_dir, expected_task=_TASK)
     weights, meta = load_weights(bundle.file("model.safetensors"))
     return build_layer(weights, meta)
 
 
-def export_inference(bundle_dir: Path, cache_dir: Path) -> Path:
-    """Export the encoder to ``cache_dir/e5-<bundle hash>/`` (``model.json`` + ``model.pdiparams`` + manifest) unless
-    a valid export is already there. Returns the folder."""
-    bundle = load_bundle(bundle_dir, expected_task=_TASK)
+def export_inference(bundle: Bundle, cache_dir: Path) -> Bundle:
+    """Export the encoder of a verified e5 bundle to ``cache_dir/e5-<bundle hash>/`` (``model.json`` +
+    ``model.pdiparams`` + manifest, format ``paddle-inference``) unless a valid export is already there.
+    Returns the export, checked."""
     target = cache_dir / f"e5-{bundle.sha256[:16]}"
     try:
-        load_bundle(target, expected_task=_TASK)
-        return target
+        return load_bundle(target, expected_task=_TASK)
     except BundleError:
         pass
     paddle = import_paddle()
@@ -81,18 +80,21 @@ def export_inference(bundle_dir: Path, cache_dir: Path) -> Path:
         raise ConfigError(f"Cannot write the e5 predictor cache in {cache_dir} ({exc}). Set {CACHE_ENV} to a "
                           f"writable folder or pass cache_dir=...") from exc
     try:
-        layer = wrap_for_export(build_eager(bundle_dir))
+        layer = wrap_for_export(build_eager(bundle))
         spec = [paddle.static.InputSpec([None, None], "int64", "input_ids"),
                 paddle.static.InputSpec([None, None], "int64", "attention_mask")]
         paddle.jit.save(layer, str(work / "model"), input_spec=spec)
         write_manifest(work, task=_TASK, name=bundle.name, version=bundle.version, format="paddle-inference",
                        precision="fp32", model_prefix="model",
                        provenance={"exported_from": bundle.sha256, "by": "sectorflow_customer_service.e5"})
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(work, target)
+        shutil.rmtree(target, ignore_errors=True)  # an incomplete or altered earlier export
+        try:
+            os.replace(work, target)
+        except OSError:  # another process has just put the same export there; it is checked below
+            pass
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return target
+    return load_bundle(target, expected_task=_TASK)
 
 
 class E5Encoder:
@@ -107,7 +109,7 @@ class E5Encoder:
         bundle_dir: the e5 bundle (default: the one shipped in this package).
         num_threads: CPU math threads of the predictor.
         cache_dir: where the exported predictor program is kept (default ``$SECTORFLOW_CACHE_DIR`` or
-            ``~/.cache/sectorflow``); about 230 MB, written once per bundle version.
+            ``~/.cache/sectorflow``); about 300 MB (fp32), written once per bundle version.
         max_tokens: token cap including ``<s>``/``</s>``, at most 512.
 
     Raises:
@@ -125,10 +127,10 @@ class E5Encoder:
         if not isinstance(max_tokens, int) or not 3 <= max_tokens <= 512:
             raise ConfigError(f"max_tokens must be an integer between 3 and 512 (e5 has 512 positions), "
                               f"got {max_tokens!r}.")
-        self.bundle_dir = Path(bundle_dir)
-        self.tokenizer = load_tokenizer(self.bundle_dir, max_tokens)
-        folder = export_inference(self.bundle_dir, Path(cache_dir) if cache_dir else default_cache_dir())
-        self._pool = cpu_pool(load_bundle(folder, expected_task=_TASK), num_threads)
+        self.bundle = load_bundle(bundle_dir, expected_task=_TASK)
+        self.tokenizer = load_tokenizer(self.bundle, max_tokens)
+        exported = export_inference(self.bundle, Path(cache_dir) if cache_dir else default_cache_dir())
+        self._pool = cpu_pool(exported, num_threads)
 
     def encode(self, texts: Sequence[str], batch_size: int = 32, *, kind: str = "query") -> np.ndarray:
         """Embed ``texts`` -> float32 [len(texts), 384], rows of unit L2 norm.
