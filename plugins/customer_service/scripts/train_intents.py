@@ -2,14 +2,15 @@
 
 One shared encoder, one linear head per dataset (banking77: 77 intents; CLINC150: 150 intents + ``oos`` trained
 on oos_train). To fit a shared 2-core CPU, the embeddings and the lower ``6 - train_layers`` transformer layers
-stay frozen: their outputs are computed once per text (eval mode, stored fp16) and only the top ``train_layers``
+stay frozen: their outputs are computed once per text (Paddle Inference predictor, stored fp16) and only the top ``train_layers``
 layers and the heads are trained, on batches of one dataset at a time (length-grouped), AdamW with linear warm-up
 and decay. Data: banking77 train minus a stratified 10% validation slice (seed 13); CLINC150 train + oos_train.
 Model selection on validation only (the banking77 slice, CLINC150 val); the test splits are never read here.
 
     OMP_NUM_THREADS=2 nice -n 5 python plugins/customer_service/scripts/train_intents.py --out /tmp/cs_train
 
-Writes ``<out>/best.safetensors`` (fp32 state dict of the best epoch by mean validation accuracy), ``last
+Validates every ``--eval-every`` steps and at each epoch's end. Writes ``<out>/best.safetensors`` (fp32 state
+dict of the best validation point by mean validation accuracy), ``last
 .safetensors``, ``labels.json``, ``args.json`` and ``log.jsonl`` (one line per epoch). Then
 ``scripts/build_bundle.py`` turns it into the shipped bundle.
 """
@@ -57,16 +58,41 @@ def pad(ids, rows):
     return x
 
 
-def cache_lower(model, ids, stop, rng):
-    """Hidden states after layer ``stop`` for each text, fp16 ``[len, hidden]`` (eval mode, no dropout)."""
+class _Lower(paddle.nn.Layer):
+    def __init__(self, encoder, stop: int) -> None:
+        super().__init__()
+        self.encoder, self.stop = encoder, stop
+
+    def forward(self, input_ids):  # jit.save needs the first argument named self
+        x, mask = self.encoder.embed(input_ids)
+        return self.encoder.run_layers(x, mask, 0, self.stop)
+
+
+def cache_lower(model, ids, stop, rng, threads=2):
+    """Hidden states after layer ``stop`` for each text, fp16 ``[len, hidden]``: the frozen lower layers exported
+    and run once by a Paddle Inference predictor (oneDNN), about 3x faster than eager."""
+    import tempfile
+
     model.eval()
+    tmp = tempfile.mkdtemp()
+    paddle.jit.save(_Lower(model.encoder, stop), tmp + "/lower",
+                    input_spec=[paddle.static.InputSpec([None, None], "int64", name="input_ids")])
+    cfg = paddle.inference.Config(tmp + "/lower.json", tmp + "/lower.pdiparams")
+    cfg.disable_gpu()
+    cfg.enable_mkldnn()
+    cfg.set_cpu_math_library_num_threads(threads)
+    cfg.disable_glog_info()
+    pred = paddle.inference.create_predictor(cfg)
     out = [None] * len(ids)
-    with paddle.no_grad():
-        for rows in grouped([len(t) for t in ids], 128, rng, shuffle=False):
-            x, mask = model.encoder.embed(paddle.to_tensor(pad(ids, rows)))
-            h = model.encoder.run_layers(x, mask, 0, stop).numpy().astype(np.float16)
-            for r, i in enumerate(rows):
-                out[i] = h[r, :len(ids[i])]
+    for rows in grouped([len(t) for t in ids], 64, rng, shuffle=False):
+        x = pad(ids, rows)
+        handle = pred.get_input_handle("input_ids")
+        handle.reshape(x.shape)
+        handle.copy_from_cpu(x)
+        pred.run()
+        h = pred.get_output_handle(pred.get_output_names()[0]).copy_to_cpu().astype(np.float16)
+        for r, i in enumerate(rows):
+            out[i] = h[r, :len(ids[i])]
     return out
 
 
@@ -100,13 +126,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--out", required=True)
-    ap.add_argument("--epochs", type=int, default=4)
+    ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--train-layers", type=int, default=2, help="top transformer layers trained (of 6)")
     ap.add_argument("--lr", type=float, default=1e-4)
     ap.add_argument("--head-lr", type=float, default=2e-3)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--max-len", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--eval-every", type=int, default=250, help="validate (and keep the best) every N steps")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -152,6 +179,26 @@ def main() -> None:
     opt_enc = paddle.optimizer.AdamW(enc_lr, parameters=trained, weight_decay=0.01)
     opt_head = paddle.optimizer.AdamW(head_lr, parameters=model.heads.parameters(), weight_decay=0.01)
     best = -1.0
+    step = 0
+
+    def validate(epoch, losses, t0):
+        nonlocal best
+        acc0 = float(np.mean(predict(model, states["val0"], start, 0, rng) == sets["val0"][1]))
+        acc1 = float(np.mean(predict(model, states["val1"], start, 1, rng) == sets["val1"][1]))
+        oos = float(np.mean(predict(model, states["oos_val"], start, 1, rng) == index[1][data.OOS]))
+        record = {"epoch": epoch, "step": step, "loss": float(np.mean(losses[-args.eval_every:])),
+                  "val_banking77": acc0, "val_clinc150": acc1, "oos_val_recall_argmax": oos,
+                  "seconds": round(time.time() - t0, 1)}
+        print(json.dumps(record), flush=True)
+        with (out / "log.jsonl").open("a") as handle:
+            handle.write(json.dumps(record) + "\n")
+        state = {k: v.numpy() for k, v in model.state_dict().items()}
+        save_file(state, str(out / "last.safetensors"))
+        if (acc0 + acc1) / 2 > best:
+            best = (acc0 + acc1) / 2
+            save_file(state, str(out / "best.safetensors"))
+            (out / "best.json").write_text(json.dumps(record))
+
     model.train()
     for epoch in range(1, args.epochs + 1):
         t0 = time.time()
@@ -168,25 +215,14 @@ def main() -> None:
                 o.clear_grad()
             enc_lr.step()
             head_lr.step()
+            step += 1
             losses.append(float(loss))
             if k % 50 == 0:
                 print(f"epoch {epoch} step {k}/{len(plan)} loss {np.mean(losses[-50:]):.4f} "
                       f"{time.time() - t0:.0f}s", flush=True)
-        acc0 = float(np.mean(predict(model, states["val0"], start, 0, rng) == sets["val0"][1]))
-        acc1 = float(np.mean(predict(model, states["val1"], start, 1, rng) == sets["val1"][1]))
-        oos = float(np.mean(predict(model, states["oos_val"], start, 1, rng) == index[1][data.OOS]))
-        record = {"epoch": epoch, "loss": float(np.mean(losses)), "val_banking77": acc0, "val_clinc150": acc1,
-                  "oos_val_recall_argmax": oos, "seconds": round(time.time() - t0, 1)}
-        print(json.dumps(record), flush=True)
-        with (out / "log.jsonl").open("a") as handle:
-            handle.write(json.dumps(record) + "\n")
-        state = {k: v.numpy() for k, v in model.state_dict().items()}
-        save_file(state, str(out / "last.safetensors"))
-        if (acc0 + acc1) / 2 > best:
-            best = (acc0 + acc1) / 2
-            save_file(state, str(out / "best.safetensors"))
-            (out / "best.json").write_text(json.dumps(record))
-
+            if step % args.eval_every == 0:
+                validate(epoch, losses, t0)
+        validate(epoch, losses, t0)
 
 if __name__ == "__main__":
     main()

