@@ -34,6 +34,8 @@ WEIGHTS = Path(__file__).resolve().parent / "weights"
 CACHE_ENV = "SECTORFLOW_CACHE_DIR"
 PREFIXES = {"query": "query: ", "passage": "passage: "}
 _TASK = "sentence-embedding"
+EXPORT_REVISION = 2
+"""Part of the cache folder's name: raise it whenever the exported program's inputs or graph change."""
 
 
 def default_cache_dir() -> Path:
@@ -65,10 +67,10 @@ def build_eager(bundle_dir: Path | Bundle = WEIGHTS) -> tuple[Any, WordTable]:
 
 
 def export_inference(bundle: Bundle, cache_dir: Path) -> Bundle:
-    """Export the encoder of a verified e5 bundle to ``cache_dir/e5-<bundle hash>/`` (``model.json`` +
+    """Export the encoder of a verified e5 bundle to ``cache_dir/e5-<bundle hash>-r<EXPORT_REVISION>/`` (``model.json`` +
     ``model.pdiparams`` + manifest, format ``paddle-inference``) unless a valid export is already there.
     Returns the export, checked."""
-    target = cache_dir / f"e5-{bundle.sha256[:16]}"
+    target = cache_dir / f"e5-{bundle.sha256[:16]}-r{EXPORT_REVISION}"
     try:
         return load_bundle(target, expected_task=_TASK)
     except BundleError:
@@ -87,7 +89,8 @@ def export_inference(bundle: Bundle, cache_dir: Path) -> Bundle:
         paddle.jit.save(layer, str(work / "model"), input_spec=spec)
         write_manifest(work, task=_TASK, name=bundle.name, version=bundle.version, format="paddle-inference",
                        precision="fp32", model_prefix="model",
-                       provenance={"exported_from": bundle.sha256, "by": "sectorflow_customer_service.e5"})
+                       provenance={"exported_from": bundle.sha256, "by": "sectorflow_customer_service.e5",
+                                   "export_revision": EXPORT_REVISION})
         shutil.rmtree(target, ignore_errors=True)  # an incomplete or altered earlier export
         try:
             os.replace(work, target)
