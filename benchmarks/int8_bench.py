@@ -1,0 +1,209 @@
+"""INT8 against fp32 for one task's model: size, validation accuracy, latency at batch 1 and 32, resident memory.
+
+For the task's ``paddle-inference`` bundle (or ``--model-bundle``) this script
+
+1. builds the INT8 bundle exactly as ``sectorflow models quantize`` does (paddle2onnx opset 17, ONNX Runtime
+   dynamic quantization of MatMul weights, per channel) into a temporary folder, with the margin check off so that
+   a loss is reported rather than refused, and takes size and accuracy from its manifest record;
+2. times one model run (``pool.run``, the call a pipeline's ``forward`` makes) at batch 1 and batch 32 for: the fp32
+   Paddle predictor with oneDNN, the fp32 Paddle predictor as the bundle configures it (when it opts out of
+   oneDNN), fp32 ONNX Runtime (to separate the runtime from the quantization) and INT8 ONNX Runtime; median of
+   ``--runs`` after 20 warm-up runs, inputs cut from the validation batches;
+3. runs ``--calls`` (default 10,000) batch-1 calls on the INT8 and the fp32 Paddle pools and reports how much the
+   process's resident memory (``/proc/self/statm``) grew from call 100 to the last.
+
+Validation data is the task's ``TaskSpec.validation``. For ``aml``, whose plugin does not provide one yet, the
+script builds it (``--validation aml``): every transaction of the two training runs replayed through the plugin's
+feature code, metric = account-level F1 at the bundle's threshold on the held-out 20% validation accounts (the split
+and metric the bundle's manifest reports). Targets (issue 10): INT8 <= 0.3x size, >= 99.5% of fp32 accuracy,
+<= 0.67x latency; memory growth <= 5%.
+
+Usage::
+
+    .venv/bin/python benchmarks/int8_bench.py --task aml --threads 2
+    .venv/bin/python benchmarks/int8_bench.py --task customer_service --model-bundle DIR   # a paddle-inference bundle
+
+Prints a Markdown table (docs/performance.md) and, with ``--json PATH``, the raw figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process (Linux ``/proc/self/statm``)."""
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def aml_validation(bundle: Any) -> Any:
+    """The AML scorer's validation set: transactions of the training runs, account-level F1 at the bundle's
+    threshold on the held-out accounts (``sectorflow_aml.training.fit``'s split: seed + run index, 20%)."""
+    from sectorflow import ValidationSet
+    from sectorflow_aml.training import RUNS, SEED, account_scores, account_split, prf, replay
+
+    threshold = float(bundle.read_json("scorer.json")["threshold"])
+    runs = [replay(DATA / "amlsim_sample" / name) for name in RUNS[:2]]
+    batches, pieces = [], []
+    for i, run in enumerate(runs):
+        for begin in range(0, len(run.x), 8192):
+            batches.append({"features": run.x[begin:begin + 8192]})
+            pieces.append(i)
+
+    def metric(outputs: list[list[np.ndarray]], labels: Any) -> float:
+        scores, truth = [], []
+        for i, run in enumerate(runs):
+            tx = np.concatenate([o[0].reshape(-1) for o, p in zip(outputs, pieces) if p == i])
+            best = account_scores(run.src, run.dst, tx, run.fraud.shape[0])
+            val = account_split(run.fraud, SEED + i)
+            scores.append(best[val])
+            truth.append(run.fraud[val])
+        return float(prf(np.concatenate(scores) >= threshold, np.concatenate(truth))["f1"])
+
+    return ValidationSet(batches=batches, labels=None, metric=metric, metric_name="account-level F1",
+                         split="held-out 20% of accounts (seeded, stratified) of " + " + ".join(RUNS[:2]))
+
+
+def rows_of(validation: Any, n: int) -> dict[str, np.ndarray]:
+    """The first ``n`` rows of the validation inputs (from as many batches as needed)."""
+    out: dict[str, list[np.ndarray]] = {}
+    have = 0
+    for batch in validation.batches:
+        for name, array in batch.items():
+            out.setdefault(name, []).append(np.asarray(array))
+        have += len(next(iter(batch.values())))
+        if have >= n:
+            break
+    return {name: np.concatenate(parts)[:n] for name, parts in out.items()}  # same sequence length per batch assumed
+
+
+def median_ms(pool: Any, feed: dict[str, np.ndarray], runs: int) -> float:
+    for _ in range(20):
+        pool.run(feed)
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        pool.run(feed)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def memory_growth(pool: Any, feed: dict[str, np.ndarray], calls: int) -> dict[str, float]:
+    for _ in range(100):
+        pool.run(feed)
+    before = rss_bytes()
+    for _ in range(calls - 100):
+        pool.run(feed)
+    after = rss_bytes()
+    return {"rss_mib_after_100": round(before / 2**20, 1), f"rss_mib_after_{calls}": round(after / 2**20, 1),
+            "growth_pct": round(100 * (after - before) / before, 2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--model-bundle", type=Path, help="paddle-inference bundle (default: the task's bundle)")
+    parser.add_argument("--validation", choices=["task", "aml"], default=None,
+                        help="validation data: the task's own (default) or the script's AML builder")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=300, help="timed runs per latency figure")
+    parser.add_argument("--calls", type=int, default=10_000, help="calls for the resident-memory figure")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+
+    from sectorflow import PredictorPool, load_bundle, plugins
+    from sectorflow.bundle import make_predictor_config
+    from sectorflow.device import Device
+    from sectorflow.export import paddle_to_onnx
+    from sectorflow.onnx_runtime import OnnxSessionPool
+    from sectorflow.quantize import quantize_bundle
+
+    spec = plugins.get_task(args.task)
+    source = args.model_bundle or spec.default_bundle
+    bundle = load_bundle(source)
+    use = args.validation or ("aml" if args.task == "aml" and spec.validation is None else "task")
+    if use == "aml":
+        import dataclasses
+
+        spec = dataclasses.replace(spec, validation=aml_validation)
+    validation = spec.validation(bundle) if spec.validation else None
+    if validation is None:
+        print(f"task {args.task!r} has no validation data; give --validation", file=sys.stderr)
+        return 2
+    cached = validation
+    spec = __import__("dataclasses").replace(spec, validation=lambda _bundle: cached)
+
+    work = Path(tempfile.mkdtemp(prefix="int8-bench-"))
+    start = time.perf_counter()
+    record = quantize_bundle(spec, task_path=source, out=work / "int8", margin=100.0, num_threads=args.threads)
+    build_s = time.perf_counter() - start
+    int8_file = work / "int8" / "model.onnx"
+    fp32_onnx = paddle_to_onnx(bundle, work / "fp32.onnx")
+
+    cpu = Device("cpu")
+    pools: dict[str, Any] = {}
+    config = make_predictor_config(bundle, cpu, "fp32", args.threads)
+    config.enable_mkldnn()
+    pools["fp32 Paddle predictor, oneDNN"] = PredictorPool(config)
+    if not bundle.manifest.get("cpu_onednn", True):
+        pools["fp32 Paddle predictor, bundle setting (oneDNN off)"] = PredictorPool(
+            make_predictor_config(bundle, cpu, "fp32", args.threads))
+    pools["fp32 ONNX Runtime"] = OnnxSessionPool(fp32_onnx, args.threads)
+    pools["int8 ONNX Runtime"] = OnnxSessionPool(int8_file, args.threads)
+
+    feeds = {b: rows_of(validation, b) for b in (1, 32)}
+    latency = {name: {b: round(median_ms(pool, feeds[b], args.runs), 4) for b in feeds} for name, pool in pools.items()}
+    reference = "fp32 Paddle predictor, oneDNN"
+    memory = {name: memory_growth(pools[name], feeds[1], args.calls) for name in (reference, "int8 ONNX Runtime")}
+
+    shape = {name: list(a.shape) for name, a in feeds[32].items()}
+    figures = {
+        "task": args.task, "bundle": f"{bundle.name}@{bundle.version}", "bundle_sha256": bundle.sha256,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores visible, {platform.processor() or 'cpu'}",
+        "cpu_model": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                           if line.startswith("model name")), "?"),
+        "threads": args.threads, "input_shape_batch32": shape, "timed_runs": args.runs,
+        "size": record["size"], "accuracy": record["accuracy"], "max_abs_diff": record["max_abs_diff"],
+        "build_seconds": round(build_s, 1), "latency_ms": latency, "memory": memory, "calls": args.calls,
+        "tools": record["tools"],
+    }
+    acc = record["accuracy"]
+    print(f"## {args.task}: {figures['bundle']}\n")
+    print(f"Machine: {figures['cpu_model']} ({figures['machine']}), {args.threads} threads; input at batch 32: "
+          f"{shape}; median of {args.runs} runs after 20 warm-up runs.\n")
+    print("| | size | " + f"{acc['metric']} | latency batch 1 | latency batch 32 |")
+    print("|---|---|---|---|---|")
+    ref = latency[reference]
+    for name, lat in latency.items():
+        size = record["size"]["int8_bytes"] if name.startswith("int8") else record["size"]["fp32_bytes"]
+        score = acc["int8"] if name.startswith("int8") else acc["fp32"]
+        print(f"| {name} | {size / 1024:.1f} KiB | {100 * score:.2f} | {lat[1]:.3f} ms ({lat[1] / ref[1]:.2f}x) | "
+              f"{lat[32]:.3f} ms ({lat[32] / ref[32]:.2f}x) |")
+    print(f"\nINT8/fp32: size {record['size']['ratio']:.2f}x (target <= 0.3x), accuracy "
+          f"{100 * (acc['relative'] or 0):.2f}% of fp32 (target >= 99.5%), loss {acc['loss_points']:.2f} points on "
+          f"{acc['split']}; largest output difference {record['max_abs_diff']['value']:.3g}.")
+    for name, mem in memory.items():
+        print(f"Resident memory, {name}, {args.calls} batch-1 calls: {mem}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
