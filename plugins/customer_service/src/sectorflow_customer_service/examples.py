@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -56,12 +56,13 @@ def read_examples(path: str | Path, lang: str | None = None) -> list[tuple[str, 
 class PrototypeClassifier:
     """Nearest-example intents. ``predict(vectors) -> (labels, probabilities [n, L], best similarity [n])``."""
 
-    def __init__(self, encoder: Encoder, examples: Sequence[tuple[str, str]], temperature: float | None = None
-                 ) -> None:
+    def __init__(self, encoder: Encoder, examples: Sequence[tuple[str, str]], temperature: float | None = None,
+                 encode: Callable[[Encoder, Sequence[str]], np.ndarray] | None = None) -> None:
         self.encoder = encoder
         self.labels = sorted({label for _, label in examples})
         self._label_of = np.array([self.labels.index(label) for _, label in examples])
-        self.vectors = np.asarray(encoder.encode([t for t, _ in examples]), dtype=np.float32)
+        self._encode = encode or (lambda enc, texts: enc.encode(texts))
+        self.vectors = np.asarray(self._encode(encoder, [t for t, _ in examples]), dtype=np.float32)
         # e5 was trained with temperature 0.01 (Wang et al. 2022): its cosines are compressed near 0.7-1.0
         self.temperature = temperature or (100.0 if "e5" in encoder.name else 20.0)
         self.min_similarity: float | None = None  # set by calibrate()
@@ -90,7 +91,7 @@ class PrototypeClassifier:
             s_in[:, j] = sims[:, self._label_of == j].max(axis=1)
         right = s_in.argmax(axis=1) == self._label_of
         best_in = s_in.max(axis=1)
-        best_out = self.scores(np.asarray(self.encoder.encode(list(oos_texts)), dtype=np.float32)).max(axis=1)
+        best_out = self.scores(np.asarray(self._encode(self.encoder, list(oos_texts)), dtype=np.float32)).max(axis=1)
         best = (-1.0, 0.0, 0.0, 0.0)
         for t in np.unique(np.concatenate([best_in, best_out])):
             acc, rec = float(np.mean(right & (best_in >= t))), float(np.mean(best_out < t))

@@ -17,7 +17,7 @@ import numpy as np
 
 from sectorflow import ConfigError, Pipeline
 
-from .encoders import CharNgramEncoder, Encoder, chinese_encoder
+from .encoders import CharNgramEncoder, Encoder, chinese_encoder, encode_cached
 from .escalation import REASONS, EscalationRules
 from .examples import PACKAGE_DATA, PrototypeClassifier, read_examples
 from .faq import FaqIndex
@@ -63,6 +63,10 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
         self.faq_top_k = self._int("faq_top_k", 3, 1, 50)
         assert self.bundle is not None
         self.heads = [name for name, _ in heads_of(self.bundle)]
+        wanted = str(o.get("intent_set", "banking77"))
+        if not o.get("intent_examples") and wanted not in self.heads:  # fail before loading any model
+            raise ConfigError(f"intent_set={wanted!r} is not in this bundle (it has {self.heads}); a backbone "
+                              f"bundle ({CHECKPOINT_FORMAT}) needs intent_examples=PATH with English examples.")
         infer = inference_bundle(self.bundle)
         shipped, self.bundle = self.bundle, infer  # predictor_pool() reads self.bundle
         try:
@@ -74,25 +78,27 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
         self.calibration = shipped.read_json("calibration.json") if self.heads else {}
         self.labels = shipped.read_json("labels.json") if self.heads else {}
         self.intent_set = str(o.get("intent_set", "banking77"))
-        if o.get("intent_examples"):
-            self.intent_set = "examples"
-        elif self.intent_set not in self.heads:
-            raise ConfigError(f"intent_set={self.intent_set!r} is not in this bundle (it has {self.heads}); "
-                              f"a backbone bundle ({CHECKPOINT_FORMAT}) needs intent_examples=PATH.")
         self.zh = self._chinese_encoder(shipped)
         self.encoders: dict[str, Encoder] = {"en": self.main, "zh": self.zh}
-        # Example-based intents: the operator's file (both languages), else the shipped Chinese examples for zh.
+        # Example-based intents: the operator's file (per language), else the shipped Chinese examples for zh.
         self.prototypes: dict[str, PrototypeClassifier] = {}
         if o.get("intent_examples"):
             for lang in ("en", "zh"):
                 rows = self._examples(Path(o["intent_examples"]), lang)
                 if rows:
-                    self.prototypes[lang] = PrototypeClassifier(self.encoders[lang], rows)
-        else:
-            self.prototypes["zh"] = PrototypeClassifier(self.zh, read_examples(PACKAGE_DATA / "intents_zh.jsonl"))
-        if "zh" in self.prototypes:  # out-of-scope threshold from the examples (leave-one-out) + off-domain sentences
-            oos = [t for t, _ in read_examples(PACKAGE_DATA / "oos_zh.jsonl")]
-            self.zh_calibration = self.prototypes["zh"].calibrate(oos)
+                    self.prototypes[lang] = PrototypeClassifier(self.encoders[lang], rows, encode=encode_cached)
+        if "zh" not in self.prototypes:
+            self.prototypes["zh"] = PrototypeClassifier(self.zh, read_examples(PACKAGE_DATA / "intents_zh.jsonl"),
+                                                     encode=encode_cached)
+        if "en" in self.prototypes:
+            self.intent_set = "examples"
+        elif self.intent_set not in self.heads:
+            raise ConfigError(f"intent_set={self.intent_set!r} is not in this bundle (it has {self.heads}); "
+                              f"a backbone bundle ({CHECKPOINT_FORMAT}) needs intent_examples=PATH with English "
+                              f"examples.")
+        # out-of-scope threshold for Chinese: leave-one-out on the examples + off-domain sentences
+        self.zh_calibration = self.prototypes["zh"].calibrate(
+            [t for t, _ in read_examples(PACKAGE_DATA / "oos_zh.jsonl")])
         self.faq = (FaqIndex(o["faq"], self.encoders, hnsw_threshold=self._int("hnsw_threshold", 2000, 1, 10**9))
                     if o.get("faq") else None)
         self.rules = EscalationRules(o.get("escalation_terms"))

@@ -1,0 +1,81 @@
+"""The customer_service task end to end with the shipped bundle (real model, real predictor)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sectorflow import BundleError, ConfigError, Taskflow
+
+SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "customer_service"
+
+
+@pytest.fixture(scope="module")
+def tf(tmp_path_factory):
+    faq = tmp_path_factory.mktemp("faq") / "faq_bank.csv"
+    faq.write_bytes((SAMPLES / "faq_bank.csv").read_bytes())
+    return Taskflow("customer_service", faq=str(faq))
+
+
+def test_issue_example_both_languages(tf):
+    en, zh = tf(["I am still waiting on my card?", "我的银行卡被冻结了怎么办"])
+    assert (en.language, en.intent, en.out_of_scope, en.intent_set) == ("en", "card_arrival", False, "banking77")
+    assert en.intent_probability > 0.5 and en.top_k[0].label == "card_arrival" and len(en.top_k) == 3
+    assert en.faq and en.faq[0].id == "en-1" and not en.escalate
+    assert (zh.language, zh.intent, zh.out_of_scope) == ("zh", "card_not_working", False)
+    assert zh.encoder == "multilingual-e5-small-q4" and zh.faq[0].id == "zh-1"
+    assert en.meta.model_name == "minilm-l6-intents-banking77-clinc150"
+
+
+def test_gibberish_and_off_domain_get_the_fallback(tf):
+    results = tf(["asdf qwerty zxcvb", "What's the weather like in Paris tomorrow?", "12345 ???",
+                  "红烧肉怎么做"])
+    assert [r.out_of_scope for r in results] == [True, True, True, True]
+    assert all(r.intent == "out_of_scope" for r in results)
+    assert results[2].language == "und"
+
+
+def test_escalation_is_reported_with_reasons(tf):
+    r1, r2 = tf(["This is ridiculous, I want to speak to a human or I'm going to the CFPB",
+                 "再不处理我就向金融监管总局投诉，转人工"])
+    assert r1.escalate and r1.escalation_reasons == ["human_requested", "regulator_or_legal_threat", "anger"]
+    assert r2.escalation_reasons == ["human_requested", "regulator_or_legal_threat", "complaint"]
+    assert "转人工" in r2.escalation_matched
+
+
+def test_clinc150_inventory():
+    tfc = Taskflow("customer_service", intent_set="clinc150")
+    alarm, pay = tfc(["set an alarm for 7 am tomorrow", "I need to pay my electricity bill"])
+    assert alarm.intent == "alarm" and alarm.intent_set == "clinc150"
+    assert pay.intent == "pay_bill"
+
+
+@pytest.mark.parametrize("options,message", [
+    ({"colour": "red"}, "has no option"),
+    ({"top_k": 0}, "top_k must be an integer"),
+    ({"intent_set": "atis"}, "intent_set='atis' is not in this bundle"),
+])
+def test_bad_options_are_refused(options, message):
+    with pytest.raises(ConfigError, match=message):
+        Taskflow("customer_service", **options)
+
+
+def test_paddlenlp_checkpoint_as_backbone(paddlenlp_checkpoint, tmp_path):
+    from sectorflow_customer_service.adopt import adopt_checkpoint
+
+    folder, _ = paddlenlp_checkpoint
+    with pytest.raises(BundleError, match="no manifest.json"):
+        Taskflow("customer_service", task_path=folder)
+    adopt_checkpoint(folder, name="ernie-tiny")
+    with pytest.raises(ConfigError, match="needs intent_examples"):
+        Taskflow("customer_service", task_path=folder)
+    examples = tmp_path / "intents.jsonl"
+    examples.write_text("\n".join(json.dumps(r) for r in [
+        {"text": "where is my card", "label": "card_arrival", "lang": "en"},
+        {"text": "my card has not arrived", "label": "card_arrival", "lang": "en"},
+        {"text": "close my account", "label": "terminate_account", "lang": "en"},
+        {"text": "I want to close my account", "label": "terminate_account", "lang": "en"}]) + "\n")
+    tf = Taskflow("customer_service", task_path=folder, intent_examples=str(examples))
+    (r,) = tf(["I want to close my account"])  # the example itself: similarity 1 whatever the random weights
+    assert r.intent == "terminate_account" and r.intent_set == "examples" and r.encoder == "ernie-tiny"
+    assert r.meta.model_name == "ernie-tiny"
