@@ -1,0 +1,194 @@
+"""Legal extraction figures on held-out CUAD contracts (docs/legal-extraction.md).
+
+Usage (from the repository root)::
+
+    .venv/bin/python benchmarks/legal_eval.py [--split test] [--json out.json]
+
+Runs ``Taskflow("legal_extraction")`` on every CUAD contract of the split (``test``: the 20 % of contracts never
+used to write the rules or to train/tune the classifier; ``train``/``validation`` for development) and compares
+with master_clauses.csv's normalised ``-Answer`` columns:
+
+- governing law: exact match (case-insensitive) of the normalised place, over contracts with an answer;
+- agreement date: the ISO date equals the answer's m/d/yy; when the answer leaves parts blank (``[]/[]/2020``) only
+  the given parts are compared; over contracts with an answer;
+- parties: micro F1 of party names; a predicted name matches a gold name when their normalised forms (lower case,
+  letters and digits only, legal-form words such as Inc./Corp./LLC dropped) are equal, one contains the other, or
+  they are 90 % similar (difflib ratio: the answers have typos such as "Mount Kowledge"); gold entries that only
+  list defined terms ("Company and Consultant", "collectively the Parties") are not names and are left out;
+- renewal term and notice period: the ISO duration equals the answer's (``successive 1 year`` -> P1Y, successive);
+  reported over contracts with an answer, and the share of contracts without one where the extractor stays absent.
+
+Prints a table and writes JSON with ``--json``. Data: ../shared/data/cuad (CC BY 4.0), read in place.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "cuad"
+
+_FORMS = {"inc", "incorporated", "corp", "corporation", "co", "company", "llc", "ltd", "limited", "lp", "llp", "plc",
+          "the", "sa", "nv", "bv", "ag", "gmbh", "pty", "lc", "pc"}
+
+
+def name_key(name: str) -> str:
+    words = re.findall(r"[a-z0-9]+", name.lower())
+    return "".join(w for w in words if w not in _FORMS)
+
+
+def gold_parties(answer: str) -> list[str]:
+    out = []
+    for part in answer.split(";"):
+        part = re.sub(r"\((?:[^()]*[\"“”][^()]*)\)", "", part)  # defined terms ("Company")
+        part = re.sub(r"\((?:formerly|collectively|each|together|hereinafter)[^()]*\)", "", part, flags=re.I)
+        part = part.strip(" ,.")
+        if re.search(r"collectively|referred\s+to|individually", part, re.I) or re.fullmatch(r"\w+ and \w+", part):
+            continue  # a list of defined terms, not a party's name
+        if name_key(part):
+            out.append(part)
+    return out
+
+
+def parties_match(pred: list[str], gold: list[str]) -> tuple[int, int, int]:
+    """(true positives, predicted, gold) with one-to-one matching."""
+    free = [name_key(g) for g in gold]
+    tp = 0
+    for p in pred:
+        key = name_key(p)
+        for i, g in enumerate(free):
+            if g and key and (key == g or (min(len(key), len(g)) >= 4 and (key in g or g in key))
+                              or difflib.SequenceMatcher(None, key, g).ratio() >= 0.9):
+                tp += 1
+                free[i] = ""
+                break
+    return tp, len(pred), len(gold)
+
+
+def date_match(iso: str | None, answer: str) -> bool:
+    match = re.fullmatch(r"(\d+|\[\])/(\d+|\[\])/(\d+|\d*\[\]|\[\])", answer.strip())
+    if not match or iso is None:
+        return False
+    month, day, year = match.groups()
+    parts = iso.split("-")
+    if year.isdigit():
+        y = int(year)
+        y = y + (1900 if y >= 50 else 2000) if y < 100 else y
+        if int(parts[0]) != y:
+            return False
+    if month.isdigit() and (len(parts) < 2 or int(parts[1]) != int(month)):
+        return False
+    if day.isdigit() and (len(parts) < 3 or int(parts[2]) != int(day)):
+        return False
+    return True
+
+
+def gold_duration(answer: str) -> tuple[str, bool] | None:
+    from sectorflow_legal_extraction.normalize import parse_duration
+
+    first = answer.split(";")[0].strip().lower().replace("successine", "successive").replace(")", "")
+    if not first or first.startswith("perpetual"):
+        return None
+    parsed = parse_duration(first)
+    return (parsed["iso"], first.startswith("successive")) if parsed else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--split", default="test", choices=["train", "validation", "test"])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--show", type=int, default=0, help="print up to N misses per field")
+    args = parser.parse_args(argv)
+    if not (args.data / "master_clauses.csv").is_file():
+        print(f"CUAD not found at {args.data}", file=sys.stderr)
+        return 2
+    from sectorflow import Taskflow
+    from sectorflow_legal_extraction import cuad
+
+    contracts = [c for c in cuad.load(args.data) if c.split == args.split]
+    tf = Taskflow("legal_extraction", schema=["Parties", "Agreement Date", "Governing Law", "Renewal Term",
+                                              "Notice Period"])
+    counts = {k: [0, 0] for k in ("governing_law", "agreement_date", "renewal", "renewal_absent", "notice",
+                                  "notice_absent", "renewal_successive")}
+    ptp = ppred = pgold = 0
+    misses: dict[str, list[str]] = {k: [] for k in counts}
+    misses["parties"] = []
+    start = time.perf_counter()
+    for contract in contracts:
+        out = tf({"text": contract.text, "language": "en"})
+        f = out.fields
+        gov = contract.answers["Governing Law"]
+        if gov:
+            got = f["Governing Law"][0].value if f["Governing Law"] else None
+            ok = bool(got) and got.lower() == gov.lower()
+            counts["governing_law"][0] += ok
+            counts["governing_law"][1] += 1
+            if not ok:
+                misses["governing_law"].append(f"{contract.filename[:50]}: gold {gov!r} got {got!r}")
+        date = contract.answers["Agreement Date"]
+        if date:
+            got = f["Agreement Date"][0].value if f["Agreement Date"] else None
+            ok = date_match(got, date)
+            counts["agreement_date"][0] += ok
+            counts["agreement_date"][1] += 1
+            if not ok:
+                misses["agreement_date"].append(f"{contract.filename[:50]}: gold {date!r} got {got!r}")
+        gold = gold_parties(contract.answers["Parties"])
+        if gold:
+            pred = [e.value["name"] for e in f["Parties"]]
+            tp, npred, ngold = parties_match(pred, gold)
+            ptp, ppred, pgold = ptp + tp, ppred + npred, pgold + ngold
+            if tp < max(npred, ngold):
+                misses["parties"].append(f"{contract.filename[:50]}: gold {gold} got {pred}")
+        for key, field, column in (("renewal", "Renewal Term", "Renewal Term"),
+                                   ("notice", "Notice Period", "Notice Period To Terminate Renewal")):
+            expected = gold_duration(contract.answers[column])
+            got = f[field][0].value["iso"] if f[field] else None
+            if expected:
+                ok = got == expected[0]
+                counts[key][0] += ok
+                counts[key][1] += 1
+                if key == "renewal" and ok:
+                    counts["renewal_successive"][0] += f[field][0].value["successive"] == expected[1]
+                    counts["renewal_successive"][1] += 1
+                if not ok:
+                    misses[key].append(f"{contract.filename[:50]}: gold {contract.answers[column]!r} got {got!r}")
+            elif not contract.answers[column]:
+                counts[f"{key}_absent"][0] += got is None
+                counts[f"{key}_absent"][1] += 1
+    seconds = time.perf_counter() - start
+    precision = ptp / ppred if ppred else 0.0
+    recall = ptp / pgold if pgold else 0.0
+    report = {
+        "split": args.split, "contracts": len(contracts), "seconds": round(seconds, 1),
+        "governing_law_exact": counts["governing_law"], "agreement_date_exact": counts["agreement_date"],
+        "parties": {"precision": round(precision, 4), "recall": round(recall, 4),
+                    "f1": round(2 * precision * recall / (precision + recall), 4) if ptp else 0.0,
+                    "tp": ptp, "predicted": ppred, "gold": pgold},
+        "renewal_term_exact": counts["renewal"], "renewal_successive_agrees": counts["renewal_successive"],
+        "renewal_absent_when_no_answer": counts["renewal_absent"],
+        "notice_period_exact": counts["notice"], "notice_absent_when_no_answer": counts["notice_absent"],
+    }
+    print(f"CUAD {args.split} split: {len(contracts)} contracts, {seconds:.1f} s")
+    for key, value in report.items():
+        if isinstance(value, list):
+            share = value[0] / value[1] if value[1] else 0.0
+            print(f"  {key:34s} {value[0]:4d} / {value[1]:4d} = {share:.1%}")
+    print(f"  parties P/R/F1                     {precision:.1%} / {recall:.1%} / {report['parties']['f1']:.1%}")
+    for key, lines in misses.items():
+        for line in lines[:args.show]:
+            print(f"  miss {key}: {line}")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,309 @@
+"""Normalisation of amounts, dates and durations found in contracts (zh + en).
+
+Libraries do the parsing: ``cn2an`` (Chinese numerals, financial uppercase 壹贰叁 with 元/圆/角/分, 万/亿),
+``price-parser`` (figures with either thousands convention: ``1,000,000.00`` and ``120.000 USD``; currency
+signs and codes), ``dateparser`` (English dates: "15th july 2018", "Sept 1st, 2005"). This module only finds the
+pieces and joins the results:
+
+- amounts -> ``{"amount": "1000000.00", "currency": "CNY"}`` (decimal string, never a float);
+- dates -> ISO 8601 (``2023-03-01``; ``2005-06`` when the day is blank, as in "June __, 2005");
+- durations -> ISO 8601 durations (``P180D``, ``P1Y``, ``P6W``), with ``successive`` for renewals;
+- relative dates ("签订之日起30日内") -> ``{"anchor": "签订之日", "offset": "P30D", "bound": "within"}``.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from functools import lru_cache
+from typing import Any
+
+import cn2an
+from price_parser import Price
+
+CN_DIGITS = "零〇○一二三四五六七八九十百千万亿两壹贰叁肆伍陆柒捌玖拾佰仟"
+CN_UPPER = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角分整正"
+
+_CURRENCIES = (
+    (r"人民币|RMB|CNY|¥|￥|元|圆", "CNY"),
+    (r"美元|美金|USD|US\$|U\.S\.\s?\$|\$", "USD"),
+    (r"欧元|EUR|€", "EUR"),
+    (r"港币|港元|HKD|HK\$", "HKD"),
+    (r"英镑|GBP|£", "GBP"),
+    (r"日元|JPY", "JPY"),
+)
+
+FIGURES_RE = re.compile(
+    r"(?:(?:人民币|RMB|CNY|USD|US\$|HK\$|HKD|EUR|GBP|JPY|[¥￥$€£])\s*)?"
+    r"\d{1,3}(?:[,，.]\d{3})+(?:[.,]\d{1,2})?(?![\d])(?:\s*(?:万|亿|million|billion))?"
+    r"(?:\s*(?:元|圆|美元|欧元|港元|USD|EUR|RMB|CNY|dollars))?"
+    r"|(?:(?:人民币|RMB|CNY|USD|US\$|HK\$|HKD|EUR|GBP|JPY|[¥￥$€£])\s*)?\d+(?:\.\d+)?"
+    r"(?:\s*(?:万|亿|million|billion))?(?:\s*(?:元|圆|美元|欧元|港元|USD|EUR|RMB|CNY|dollars))?",
+    re.IGNORECASE)
+"""An amount written in figures, with optional currency before or after and 万/亿/million multipliers."""
+
+WORDS_RE = re.compile(rf"(?:人民币|RMB)?(?:（?大写）?[:：]?)?[{CN_DIGITS}]+(?:[元圆][{CN_DIGITS}角分整正]*)")
+"""An amount written in Chinese words (financial uppercase or ordinary numerals) ending in 元/圆 ..."""
+
+
+def currency_of(text: str) -> str | None:
+    """ISO 4217 code named in ``text`` (人民币/¥/元 -> CNY, $/USD -> USD, ...), or ``None``."""
+    for pattern, code in _CURRENCIES:
+        if re.search(pattern, text, re.IGNORECASE):
+            return code
+    return None
+
+
+def _decimal(value: Any) -> Decimal:
+    return Decimal(str(value)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
+def amount_from_words(text: str) -> Decimal | None:
+    """Value of an amount in Chinese words: ``壹佰万元整`` -> 1000000, ``玖仟陆佰陆拾伍圆壹角捌分`` -> 9665.18.
+
+    Uses ``cn2an`` (its ``normal`` mode reads 元/圆, 角, 分 and 整); ``None`` if it cannot read the text.
+    """
+    core = re.sub(r"人民币|RMB|大写|[（()）:：\s]", "", text)
+    core = re.sub(r"[整正]$", "", core)
+    if not core:
+        return None
+    try:
+        return _decimal(cn2an.cn2an(core, "normal"))
+    except (ValueError, KeyError, IndexError, InvalidOperation):
+        try:
+            return _decimal(cn2an.cn2an(re.sub(r"[元圆].*$", "", core), "smart"))
+        except (ValueError, KeyError, IndexError, InvalidOperation):
+            return None
+
+
+def amount_from_figures(text: str) -> Decimal | None:
+    """Value of an amount in figures: ``1,000,000.00``, ``120.000 USD`` (dot thousands), ``10.56亿`` (x 10^8),
+    ``100万`` (x 10^4), ``5 million``. ``price-parser`` reads the number; the multiplier is applied here."""
+    multiplier = Decimal(1)
+    if "亿" in text or re.search(r"billion", text, re.I):
+        multiplier = Decimal(10) ** 8 if "亿" in text else Decimal(10) ** 9
+    elif "万" in text:
+        multiplier = Decimal(10) ** 4
+    elif re.search(r"million", text, re.I):
+        multiplier = Decimal(10) ** 6
+    number = re.sub(r"[，]", ",", text)
+    number = re.sub(r"万|亿|million|billion|元|圆|美元|欧元|港元|dollars", " ", number, flags=re.I)
+    if multiplier != 1 and re.fullmatch(r"\D*\d+\.\d+\D*", number):  # "10.56亿": a decimal point, not thousands
+        value = Decimal(re.search(r"\d+\.\d+", number).group())
+    else:
+        parsed = Price.fromstring(number)
+        if parsed.amount is None:
+            return None
+        value = Decimal(parsed.amount)
+    return _decimal(value * multiplier)
+
+
+def parse_amount(text: str) -> dict[str, Any] | None:
+    """``{"amount": "<decimal>", "currency": ISO code or None}`` for one amount expression, else ``None``."""
+    has_words = re.search(rf"[{CN_DIGITS}]", text) and re.search(r"[元圆]", text) and not re.search(r"\d", text)
+    value = amount_from_words(text) if has_words else amount_from_figures(text)
+    if value is None:
+        return None
+    return {"amount": format(value, "f"), "currency": currency_of(text)}
+
+
+def amounts_in(text: str) -> list[tuple[int, int, str, dict[str, Any], str]]:
+    """Every amount in ``text`` as ``(start, end, raw, normalised, "figures"|"words")``, in order."""
+    found = []
+    for kind, pattern in (("words", WORDS_RE), ("figures", FIGURES_RE)):
+        for match in pattern.finditer(text):
+            raw = match.group().strip()
+            if kind == "figures" and not (currency_of(raw) or re.search(r"万|亿|million|billion|[,，]\d{3}", raw)):
+                continue  # a bare number is not an amount
+            if kind == "words" and not re.search(r"[零壹贰叁肆伍陆柒捌玖拾佰仟一二三四五六七八九十百千万亿两]", raw):
+                continue
+            value = parse_amount(raw)
+            if value is not None:
+                start = match.start() + (len(match.group()) - len(match.group().lstrip()))
+                found.append((start, start + len(raw), raw, value, kind))
+    found.sort()
+    return found
+
+
+def check_consistency(amounts: list[tuple[int, int, str, dict[str, Any], str]]) -> list[str]:
+    """Warnings for an amount written both in words and in figures that disagree (never resolved silently)."""
+    words = [a for a in amounts if a[4] == "words"]
+    figures = [a for a in amounts if a[4] == "figures"]
+    warnings = []
+    for w in words:
+        for f in figures:  # the two forms written side by side: 壹佰万元整（¥1,000,000.00）
+            if 0 <= f[0] - w[1] <= 3 or 0 <= w[0] - f[1] <= 3:
+                if Decimal(w[3]["amount"]) != Decimal(f[3]["amount"]):
+                    warnings.append(f"amount mismatch: words {w[2]!r} = {w[3]['amount']} but figures {f[2]!r} = "
+                                    f"{f[3]['amount']}; check the contract (neither is assumed correct)")
+    return warnings
+
+
+# --- dates --------------------------------------------------------------------------------------------------------
+
+ZH_DATE_RE = re.compile(rf"([0-9{CN_DIGITS}]{{4}})\s*年\s*([0-9{CN_DIGITS}]{{1,3}})\s*月\s*(?:([0-9{CN_DIGITS}]{{1,3}})\s*[日号])?")
+NUM_DATE_RE = re.compile(r"(?<![\d.])((?:19|20)\d{2})[./\-](\d{1,2})[./\-](\d{1,2})(?![\d])")
+_MONTHS = (r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?|"
+           r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?")
+EN_DATE_RE = re.compile(
+    rf"(?:(?<![\d\w])(?:the\s+)?|(?<=[a-z]))\d{{1,2}}(?:st|nd|rd|th|s\s?t|n\s?d|r\s?d|t\s?h)?\s+(?:day\s+)?(?:of\s+)?"
+    rf"(?:{_MONTHS})\.?,?\s+\d{{4}}\b"
+    rf"|\b(?:{_MONTHS})\.?\s+(?:\d{{1,2}}(?:st|nd|rd|th)?|_+|\[\s*\*+\s*\]|\s)?,?\s*\d{{4}}"
+    rf"|\b\d{{1,2}}/\d{{1,2}}/(?:19|20)\d{{2}}\b", re.IGNORECASE)
+"""English dates: '15th july 2018', '16 day of August. 2012', 'Sept 1st, 2005', 'June __, 2005', '1/5/2010'."""
+
+
+def _zh_int(text: str | None) -> int | None:
+    if not text:
+        return None
+    if text.isdigit():
+        return int(text)
+    text = text.replace("○", "〇")
+    try:
+        if re.fullmatch(r"[〇零一二三四五六七八九]{4}", text):  # a year digit by digit: 二〇二三
+            return int(cn2an.transform(text, "cn2an"))
+        return int(cn2an.cn2an(text, "smart"))
+    except (ValueError, KeyError, IndexError):
+        return None
+
+
+def _iso(year: int | None, month: int | None, day: int | None) -> str | None:
+    import datetime
+
+    if year is None or month is None or not 1 <= month <= 12:
+        return None
+    if day is None:
+        return f"{year:04d}-{month:02d}"
+    try:
+        return datetime.date(year, month, day).isoformat()
+    except ValueError:
+        return None
+
+
+@lru_cache(maxsize=4096)
+def parse_date(text: str) -> str | None:
+    """ISO 8601 date of one date expression (zh or en), ``YYYY-MM`` when the day is left blank, else ``None``.
+
+    二〇二三年三月一日 / 2023年3月1日 / 2023.3.1 -> 2023-03-01 (cn2an for Chinese numerals); English through
+    ``dateparser`` (month-day-year order for numeric US dates such as 1/5/2010).
+    """
+    match = ZH_DATE_RE.search(text)
+    if match:
+        return _iso(_zh_int(match.group(1)), _zh_int(match.group(2)), _zh_int(match.group(3)))
+    match = NUM_DATE_RE.search(text)
+    if match:
+        return _iso(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    cleaned = re.sub(r"(\d)\s*(s)\s?(t)|(\d)\s*(n)\s?(d)|(\d)\s*(r)\s?(d)|(\d)\s*(t)\s?(h)\b",
+                     lambda m: "".join(g for g in m.groups() if g) + " ", text)  # "24t h" (PDF text) -> "24th"
+    cleaned = re.sub(r"\bday\s+of\b", "", cleaned, flags=re.I)
+    cleaned = re.sub(r"(?<=[A-Za-z])\.(?=\s)", "", cleaned)  # "August. 2012"
+    if re.search(r"_|\[\s*\*+\s*\]", cleaned) or re.fullmatch(rf"\s*(?:{_MONTHS})\.?,?\s+\d{{4}}\s*", cleaned, re.I):
+        month_year = re.search(rf"({_MONTHS})\.?.*?(\d{{4}})", cleaned, re.I)
+        if month_year:
+            parsed = _dateparser().parse(f"1 {month_year.group(1)} {month_year.group(2)}", languages=["en"])
+            return _iso(parsed.year, parsed.month, None) if parsed else None
+        return None
+    parsed = _dateparser().parse(cleaned, languages=["en"], settings={
+        "REQUIRE_PARTS": ["day", "month", "year"], "DATE_ORDER": "MDY", "PREFER_DAY_OF_MONTH": "first"})
+    return parsed.date().isoformat() if parsed else None
+
+
+@lru_cache(maxsize=1)
+def _dateparser() -> Any:
+    import dateparser  # about 1 s to import: only when an English date is met
+
+    return dateparser
+
+
+def dates_in(text: str) -> list[tuple[int, int, str, str]]:
+    """Every date in ``text`` as ``(start, end, raw, iso)``, in order."""
+    out = []
+    for pattern in (ZH_DATE_RE, NUM_DATE_RE, EN_DATE_RE):
+        for match in pattern.finditer(text):
+            if any(s <= match.start() < e for s, e, *_ in out):
+                continue
+            iso = parse_date(match.group())
+            if iso:
+                out.append((match.start(), match.end(), match.group(), iso))
+    out.sort()
+    return out
+
+
+# --- durations ----------------------------------------------------------------------------------------------------
+
+_EN_NUMBERS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+_EN_NUMBERS.update({"thirty": 30, "forty": 40, "forty-five": 45, "fifty": 50, "sixty": 60, "ninety": 90,
+                    "one hundred twenty": 120, "one hundred and twenty": 120, "one hundred eighty": 180,
+                    "one hundred and eighty": 180, "a": 1, "an": 1, "half": 0.5})
+_EN_UNITS = {"day": "D", "week": "W", "month": "M", "year": "Y"}
+_ZH_UNITS = {"日": "D", "天": "D", "工作日": "D", "周": "W", "星期": "W", "个月": "M", "月": "M", "年": "Y"}
+
+EN_DURATION_RE = re.compile(
+    r"\b(?P<succ>successive\s+|consecutive\s+|additional\s+|further\s+|renewal\s+)?"
+    r"(?:(?P<word>one hundred (?:and )?(?:twenty|eighty)|forty-five|[a-z]+)\s*(?:\(\s*(?P<paren>\d+)\s*\)))?"
+    r"(?(paren)|(?P<num>\d+(?:\.\d+)?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|"
+    r"twenty|thirty|forty-five|sixty|ninety|a|an))"
+    r"[\s\-]*(?P<succ2>successive\s+|consecutive\s+|additional\s+|renewal\s+)?(?P<kind>calendar\s+|business\s+|"
+    r"working\s+)?(?P<unit>day|week|month|year)s?\b", re.IGNORECASE)
+ZH_DURATION_RE = re.compile(rf"(?P<num>\d+(?:\.\d+)?|[{CN_DIGITS}]+)\s*(?P<unit>个工作日|工作日|个月|日|天|周|星期|年|月)")
+
+
+def _iso_duration(number: float, unit: str) -> str:
+    if number != int(number):  # 0.5 year -> P6M, half a month -> P15D
+        if unit == "Y":
+            return f"P{int(number * 12)}M"
+        if unit == "M":
+            return f"P{int(number * 30)}D"
+    return f"P{int(number)}{unit}"
+
+
+def parse_duration(text: str) -> dict[str, Any] | None:
+    """``{"iso": "P30D", "successive": bool, "business_days": bool}`` for the first duration in ``text``.
+
+    "180日" -> P180D; "十二个月" -> P12M; "successive 1 year" / "successive one (1) year periods" -> P1Y,
+    successive; "thirty (30) days" -> P30D; "6 weeks" -> P6W; "0.5 year" -> P6M. ``None`` when there is none.
+    """
+    match = EN_DURATION_RE.search(text)
+    if match:
+        raw_number = match.group("paren") or match.group("num")
+        word = (match.group("num") or "").lower()
+        number = float(raw_number) if re.fullmatch(r"\d+(?:\.\d+)?", raw_number or "") else _EN_NUMBERS.get(word)
+        if number is not None:
+            succ = (match.group("succ") or match.group("succ2") or "").strip().lower()
+            return {"iso": _iso_duration(number, _EN_UNITS[match.group("unit").lower()]),
+                    "successive": succ in ("successive", "consecutive"),
+                    "business_days": bool(match.group("kind") and match.group("kind").strip().lower() != "calendar"),
+                    "text": match.group().strip(), "start": match.start(), "end": match.end()}
+    match = ZH_DURATION_RE.search(text)
+    if match:
+        number = float(match.group("num")) if re.fullmatch(r"\d+(?:\.\d+)?", match.group("num")) else _zh_int(
+            match.group("num"))
+        if number is not None:
+            unit = match.group("unit").lstrip("个")
+            return {"iso": _iso_duration(number, _ZH_UNITS[unit if unit != "月" else "个月"]),
+                    "successive": False, "business_days": "工作日" in unit, "text": match.group(),
+                    "start": match.start(), "end": match.end()}
+    return None
+
+
+RELATIVE_RE = re.compile(
+    rf"(?:自|于|在)?(?P<anchor>[^，。；,;\s]{{1,16}}?(?:之日|之时|后|日))起?\s*"
+    rf"(?P<num>\d+|[{CN_DIGITS}]+)\s*(?P<unit>个工作日|工作日|个月|日|天|年)(?P<bound>内|以内|之内|后)?")
+
+
+def parse_relative(text: str) -> dict[str, Any] | None:
+    """A date relative to an event, kept with its anchor: "签订之日起30日内" ->
+    ``{"anchor": "签订之日", "offset": "P30D", "bound": "within", "business_days": False}``."""
+    match = RELATIVE_RE.search(text)
+    if not match:
+        return None
+    duration = parse_duration(match.group("num") + match.group("unit"))
+    if duration is None:
+        return None
+    bound = {"内": "within", "以内": "within", "之内": "within", "后": "after"}.get(match.group("bound") or "", "at")
+    anchor = re.split(r"[于自在从为]", match.group("anchor"))[-1]
+    return {"anchor": anchor, "offset": duration["iso"], "bound": bound,
+            "business_days": duration["business_days"], "text": match.group(), "start": match.start(),
+            "end": match.end()}

@@ -1,0 +1,154 @@
+"""The ``legal_extraction`` pipeline: rules per schema field (zh or en) and the CUAD clause classifier (en).
+
+preprocess: language and segments of each contract. forward: the clause classifier's 41 CUAD category scores for
+every segment of the English contracts of the batch (``paddle.inference`` predictor from the bundle, chunks of
+:data:`SEGMENTS_PER_RUN` segments). postprocess: the schema's fields from the rules, clause fields taken from the
+classifier's best segment when it clears the category's validation-tuned threshold, and the labelled clauses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from sectorflow import ConfigError, Pipeline
+
+from . import normalize as nz
+from . import rules_en, rules_zh
+from .clauses import batch_arrays
+from .schema import ClauseLabel, Contract, ContractExtraction, Extraction, resolve_schema
+from .text import detect_language, segments
+
+SEGMENTS_PER_RUN = 256
+
+OPTIONS = {
+    "schema": "field names to extract, zh or en (UIE-style list, e.g. ['甲方', '乙方', '合同金额', '签订日期']); "
+              "default: the standard schema",
+    "language": "'zh', 'en' or 'auto' (default: detected per contract; an item's own 'language' wins)",
+}
+
+CLASSIFIED_FIELDS = {"termination": "Termination For Convenience", "assignment": "Anti-Assignment",
+                     "liquidated_damages": "Liquidated Damages"}
+"""Clause fields of English contracts that the classifier may pick (its CUAD category)."""
+
+
+def _amount_en(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    for start, end in spans:
+        sentence = text[start:end]
+        if "$" in sentence or "USD" in sentence or "dollars" in sentence.lower():
+            if not __import__("re").search(r"(?:total|aggregate)\s+(?:contract\s+)?(?:price|amount|fee|consideration)|"
+                                           r"purchase\s+price|contract\s+price", sentence, 2):
+                continue
+            amounts = nz.amounts_in(sentence)
+            if amounts:
+                s, e, raw, value, _ = amounts[0]
+                return [Extraction(text=raw, start=start + s, end=start + e, value=value, confidence=0.6,
+                                   source="rule:en_amount", warnings=nz.check_consistency(amounts))]
+    return []
+
+
+def _rules(language: str) -> dict[str, Callable[[str, list[tuple[int, int]]], list[Extraction]]]:
+    if language == "zh":
+        return {
+            "contract_amount": rules_zh.contract_amount, "signing_date": rules_zh.signing_date,
+            "effective_date": rules_zh.effective_date, "term": rules_zh.term, "renewal": rules_zh.renewal,
+            "notice_period": rules_zh.notice_period, "liquidated_damages": rules_zh.liquidated_damages,
+            "governing_law": rules_zh.governing_law, "dispute_resolution": rules_zh.dispute_resolution,
+            **{k: (lambda t, s, k=k: rules_zh.clause(k, t, s)) for k in rules_zh.CLAUSE_PATTERNS},
+        }
+    return {
+        "contract_amount": _amount_en, "signing_date": lambda t, s: rules_en.agreement_date(t),
+        "effective_date": lambda t, s: rules_en.effective_date(t), "term": rules_en.term,
+        "renewal": rules_en.renewal, "notice_period": rules_en.notice_period,
+        "governing_law": rules_en.governing_law, "dispute_resolution": rules_en.dispute_resolution,
+        **{k: (lambda t, s, k=k: rules_en.clause(k, t, s)) for k in rules_en.CLAUSE_PATTERNS},
+    }
+
+
+class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
+    """Contract text in, :class:`ContractExtraction` out (see the module docstring)."""
+
+    def load(self) -> None:
+        self.schema = resolve_schema(self.options.get("schema"))
+        language = self.options.get("language", "auto")
+        if language not in ("auto", "zh", "en"):
+            raise ConfigError(f"language={language!r}: give 'zh', 'en' or 'auto'.")
+        self.language = language
+        self.pool = None
+        if self.bundle is not None:
+            config = self.bundle.read_json("classifier.json")
+            self.categories: list[str] = list(config["categories"])
+            self.thresholds: dict[str, float] = dict(config["thresholds"])
+            self.buckets = int(config["buckets"])
+            self.pool = self.predictor_pool()
+
+    def preprocess(self, items: Sequence[Contract]) -> list[dict[str, Any]]:
+        out = []
+        for item in items:
+            language = item.language or (self.language if self.language != "auto" else detect_language(item.text))
+            out.append({"text": item.text, "language": language, "spans": segments(item.text, language)})
+        return out
+
+    def forward(self, batch: Sequence[dict[str, Any]]) -> list[np.ndarray | None]:
+        results: list[np.ndarray | None] = []
+        for feature in batch:
+            if self.pool is None or feature["language"] != "en" or not feature["spans"]:
+                results.append(None)
+                continue
+            texts = [feature["text"][s:e] for s, e in feature["spans"]]
+            chunks = []
+            for i in range(0, len(texts), SEGMENTS_PER_RUN):
+                (scores,) = self.pool.run(batch_arrays(texts[i:i + SEGMENTS_PER_RUN], self.buckets))
+                chunks.append(scores)
+            results.append(np.concatenate(chunks))
+        return results
+
+    def postprocess(self, items: Sequence[Contract], raw: Sequence[np.ndarray | None]) -> list[ContractExtraction]:
+        outputs = []
+        for item, scores in zip(items, raw):
+            feature = self.preprocess([item])[0]
+            outputs.append(self._extract(feature, scores))
+        return outputs
+
+    def _extract(self, feature: dict[str, Any], scores: np.ndarray | None) -> ContractExtraction:
+        text, language, spans = feature["text"], feature["language"], feature["spans"]
+        rules = _rules(language)
+        parties: list[Extraction] | None = None
+        fields: dict[str, list[Extraction]] = {}
+        for name, field in self.schema:
+            if field.key == "parties" or field.role:
+                if parties is None:
+                    parties = rules_zh.parties(text) if language == "zh" else rules_en.parties(text)
+                fields[name] = (list(parties) if field.key == "parties" else
+                                [p for p in parties if field.role in p.value.get("roles", [p.value["role"]])])
+                continue
+            found = self._classified(field.key, text, spans, scores) if scores is not None else []
+            fields[name] = found or rules[field.key](text, spans) if field.key in rules else found
+        clauses = []
+        if scores is not None:
+            for k, category in enumerate(self.categories):
+                for row in np.nonzero(scores[:, k] >= self.thresholds.get(category, 0.5))[0]:
+                    s, e = spans[int(row)]
+                    clauses.append(ClauseLabel(category=category, start=s, end=e, score=round(float(scores[row, k]), 4)))
+            clauses.sort(key=lambda c: (c.start, -c.score))
+        warnings = [w for found in fields.values() for x in found for w in x.warnings]
+        return ContractExtraction(language=language, fields=fields, absent=[n for n, v in fields.items() if not v],
+                                  clauses=clauses, warnings=list(dict.fromkeys(warnings)))
+
+    def _classified(self, key: str, text: str, spans: list[tuple[int, int]], scores: np.ndarray) -> list[Extraction]:
+        category = CLASSIFIED_FIELDS.get(key)
+        if category is None or category not in self.categories:
+            return []
+        column = scores[:, self.categories.index(category)]
+        row = int(np.argmax(column))
+        if column[row] < self.thresholds.get(category, 0.5):
+            return []
+        s, e = spans[row]
+        value: dict[str, Any] = {}
+        duration = nz.parse_duration(text[s:e])
+        if duration:
+            value["duration"] = duration["iso"]
+        return [Extraction(text=text[s:e], start=s, end=e, value=value or None,
+                           confidence=round(float(column[row]), 4), source=f"classifier:{category}")]

@@ -1,0 +1,451 @@
+"""Rules for English contracts: parties (with defined-term roles), dates, term, renewal, notice, governing law,
+dispute resolution, amounts and clause fields.
+
+Each function returns ``list[Extraction]`` (empty when nothing is found: nothing is guessed). Developed on CUAD
+train and validation contracts only; ``benchmarks/legal_eval.py`` measures them on the test contracts.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import normalize as nz
+from .schema import Extraction
+
+PREAMBLE_CHARS = 4000
+
+_LEGAL_FORM = (r"Inc|Incorporated|Corp|Corporation|Company|Co|LLC|L\.L\.C|Ltd|Limited|LP|L\.P|LLP|PLC|plc|GmbH|AG|"
+               r"S\.A|SA|B\.V|N\.V|Pty|Trust|Bank|Group|Holdings|Partners|Partnership|University|Association|"
+               r"Foundation|Institute")
+_NOT_ROLES = {"agreement", "effective date", "parties", "party", "term", "amendment", "the agreement", "contract",
+              "exhibit", "schedule", "recitals", "services", "products", "product", "territory", "confidential"
+              " information", "commencement date", "execution date", "closing date", "joint venture", "program",
+              "marks", "trademarks", "licensed products", "property", "premises", "work", "plan", "fee", "fees",
+              "license", "software", "documentation", "system", "project", "purchase price", "content", "site",
+              "field", "brand", "materials", "deliverables", "collectively", "each a party", "both", "we", "us",
+              "you", "either", "together"}
+_ROLE_NAMES = {"licensor": "licensor", "licensee": "licensee", "lessor": "lessor", "landlord": "lessor",
+               "lessee": "lessee", "tenant": "lessee", "seller": "seller", "supplier": "seller", "vendor": "seller",
+               "buyer": "buyer", "purchaser": "buyer", "customer": "buyer", "party a": "party_a",
+               "party b": "party_b", "party c": "party_c"}
+
+_DEFINED = re.compile(r"\((?:[^()]{0,80}?)[\"“”'‘’]{1,2}([A-Za-z0-9][^\"“”()]{0,60}?)[\"“”'‘’]{1,2}(?:[^()]{0,80}?)\)|"
+                      r"(?<=\s)[\"“]([A-Z][^\"“”()]{0,40}?)[\"”](?=\s*(?:[-,;.)]|and\b|of\b|$))", re.M)
+_BETWEEN = re.compile(r"\b(?:by\s+and\s+between|between|among|amongst|by\s+and\s+among|(?:entered\s+into|made|"
+                      r"executed)\s+(?:\w+\s+){0,3}?by)\b\s*[:,]?\s*(?:the\s+)?",
+                      re.IGNORECASE)
+_AND = re.compile(r"^[\s,;.]*(?:-+\s*)?(?:and|&)\s*(?:-+\s*)?:?\s*(?:the\s+)?|^[\s,;.]+", re.IGNORECASE)
+_BAD_ROLE = re.compile(r"agreement|addendum|amendment|\bdate\b|schedule|exhibit|section|^programs?$|^products?$|"
+                       r"^services?$|territory|^station$|property|premises|information|material|^marks?$|\bact$|"
+                       r"rules?$|^fund$|^plan$|^the$|^this$|^term|^party$|^parties$|collectively|^each|^an?$|"
+                       r"^licensed?\b|^software|price$|^fees?$|^(?:FCC|SEC|IBOC)$", re.IGNORECASE)
+_PLACE_LIKE = re.compile(r"(?:\b[A-Z]{2}\s+\d{5}|\d{4,}|^(?:USA|U\.S\.A|P\.R\.C|PRC|India|China|Korea|Japan|Israel|"
+                         r"Canada|Hong Kong|United States(?: of America)?)$)")
+
+
+def _clean_name(raw: str) -> str:
+    name = re.split(r",?\s+(?:a|an)\s+(?:[A-Z][\w.\-]*\s+){0,4}(?:corporation|company|limited|partnership|"
+                    r"association|bank|trust|organi[sz]ation|entity|institution|individual|resident|citizen|"
+                    r"business|national|[a-z]+\s+(?:corporation|company|partnership))\b|,?\s+(?:having|with|located|"
+                    r"whose|residing|organized|incorporated|acting|doing|on\s+behalf|hereinafter|its|address|is\s+a|"
+                    r"of\s+(?=\[|\d)|in\s+person|"
+                    r"\(hereinafter)\b|,\s*(?:a|an)\s+\w+|\s*,\s*(?:a|an)\s*$|\s+\(\s*$|,\s*$", raw, maxsplit=1, flags=re.IGNORECASE)[0]
+    name = re.sub(r"\s+", " ", name).strip(" ,.;:\"“”'‘’\n\t-")
+    name = re.sub(r"^(?:\(\w{1,3}\)\s*|(?:by\s+and\s+)?between\s+|the\s+following\s+parties:?\s*|and\s*:?\s+(?:the\s+)?)",
+                  "", name, flags=re.I)
+    return name
+
+
+def looks_like_party(name: str) -> bool:
+    """A company or person name: a legal-form word, or a few words that are mostly capitalised, and no verb."""
+    if not name or len(name) > 120 or _PLACE_LIKE.search(name):
+        return False
+    words = re.findall(r"[A-Za-z][\w'’&.\-]*", name)
+    if not words or len(words) > 12:
+        return False
+    if re.search(r"\b(?:is|are|may|shall|will|under|laws|website|referred|organized|formed|pursuant)\b", name):
+        return False
+    if re.search(rf"\b(?:{_LEGAL_FORM})\b", name):
+        return True
+    capital = sum(1 for w in words if w[0].isupper() or w.lower() in {"of", "and", "for", "de", "the", "&"})
+    return capital == len(words) and len(words) <= 8
+
+
+_LAST_AND = re.compile(r"(?:^|[\s,;])(?:and|&)\s*:?\s+(?:the\s+)?(?=\S)", re.IGNORECASE)
+
+
+def _name_start(window: str, first: bool) -> int:
+    """Offset in ``window`` where the party's name begins: after "between"/"among" for the first party, after the
+    last "and" for the next ones (what lies before it describes the previous party), else at the paragraph start."""
+    if not first:  # the first of: the window start, after each "and", that gives a party-like name
+        for start in [0, *(m.end() for m in _LAST_AND.finditer(window))]:
+            if looks_like_party(_clean_name(window[start:])) and not re.match(r"[\s,;]*(?:a|an)\s", window[start:]):
+                return start
+        return len(window)
+    between = list(_BETWEEN.finditer(window))
+    if between:
+        return between[-1].end()
+    cut = 0
+    for stop in re.finditer(r"\n\s*\n|[.:]\s+(?=[A-Z(])", window):
+        before = window[max(0, stop.start() - 6):stop.start() + 1]
+        if not re.search(r"\b(?:Inc|Corp|Co|Ltd|No|Mr|Ms|Dr|St|L\.P|N\.A|S\.A|[A-Z])\.$", before):
+            cut = stop.end()
+    return cut
+
+
+def parties(text: str) -> list[Extraction]:
+    """Parties of the preamble: ``Name, a Delaware corporation, with offices at ... ("Company")`` gives the party
+    ``Name`` with role ``Company`` (a CUAD-style defined term); the role is mapped to ``licensor``, ``lessee``,
+    ``party_a`` ... when it is one. The name runs from "between"/"and" (or the paragraph start) to the first
+    description (", a Delaware corporation", "with offices at", "having"). Falls back to ``between X and Y`` without
+    defined terms. Addresses between a party's name and the next party belong to that party only."""
+    head = text[:PREAMBLE_CHARS]
+    stop = next((m for m in re.finditer(r"\b(?:WHEREAS|RECITALS|BACKGROUND|W I T N E S S|NOW,? THEREFORE|WITNESSETH)\b",
+                                        head) if m.start() > 300), None)
+    head = head[:stop.start()] if stop else head
+    found: list[Extraction] = []
+    seen: set[str] = set()
+    previous_end = floor = 0
+    for match in _DEFINED.finditer(head):
+        role = (match.group(1) or match.group(2) or "").strip()
+        window_start = previous_end if found and previous_end else max(floor, match.start() - 400)
+        floor = match.end()
+        window = head[window_start:match.start()]
+        if _BAD_ROLE.search(role) or len(role) > 40 or len(window) > 500:
+            if not _BAD_ROLE.search(role):
+                previous_end = match.end()
+            continue
+        start_in = _name_start(window, not found)
+        name_raw = window[start_in:]
+        if not found:  # "between iBio Inc., a corporation, with a location at ... and Beijing CC-Pharming Ltd. ("CC")"
+            ands = list(_LAST_AND.finditer(name_raw))
+            if ands and re.search(r",\s*(?:a|an)\s|located|address|offices|\d{3,}", name_raw[:ands[-1].start()]):
+                other = _clean_name(name_raw[:ands[-1].start()])
+                if looks_like_party(other):
+                    b0 = window_start + start_in + max(name_raw.find(other[:12]), 0)
+                    found.append(Extraction(text=text[b0:b0 + len(other)], start=b0, end=b0 + len(other),
+                                            value={"name": other, "role": "party_a", "defined_term": None},
+                                            confidence=0.6, source="rule:en_between"))
+                    seen.add(re.sub(r"\W", "", other.lower()))
+                start_in += ands[-1].end()
+                name_raw = window[start_in:]
+        if re.match(r"[\s,;]*(?:a|an)\s", name_raw):  # a second defined term of the previous party
+            continue
+        name = _clean_name(name_raw)
+        if not looks_like_party(name):
+            continue
+        if re.match(r"(?:this|the|such|each|said|exhibit)\b", name, re.I) and not re.search(
+                rf"\b(?:{_LEGAL_FORM})\b", name):
+            continue
+        previous_end = match.end()
+        key = re.sub(r"\W", "", name.lower())
+        if key in seen:
+            continue
+        seen.add(key)
+        offset = name_raw.find(name[:12])
+        begin = window_start + start_in + max(offset, 0)
+        end = begin + len(name)
+        canonical = _ROLE_NAMES.get(role.lower())
+        found.append(Extraction(text=text[begin:end], start=begin, end=end,
+                                value={"name": name, "role": canonical or role, "defined_term": role},
+                                confidence=0.85, source="rule:en_defined_term"))
+    if not found:
+        for line in re.finditer(r"^\s*Party\s+(?P<r>[A-C])\s*[:：]\s*(?P<n>[^\n]{3,120}?)\s*$", head, re.M | re.I):
+            name = _clean_name(line.group("n"))
+            role = "party_" + line.group("r").lower()
+            if looks_like_party(name) and role not in {p.value["role"] for p in found}:
+                b = line.start("n")
+                found.append(Extraction(text=text[b:b + len(name)], start=b, end=b + len(name),
+                                        value={"name": name, "role": role, "defined_term": f"Party {line.group('r')}"},
+                                        confidence=0.85, source="rule:en_party_line"))
+    if not found:
+        match = re.search(r"\b(?:by\s+and\s+)?between\s*:?\s+(.{3,400}?)\s*,?\s+and\s*:?\s+(.{3,150}?)(?:[,.;(]|\s+"
+                          r"(?:dated|effective|as\s+of|for|in|on|who|which|hereinafter)\b)", head, re.I | re.DOTALL)
+        if match:
+            for group in (1, 2):
+                name = _clean_name(match.group(group))
+                if looks_like_party(name):
+                    begin = match.start(group)
+                    found.append(Extraction(text=text[begin:begin + len(name)], start=begin, end=begin + len(name),
+                                            value={"name": name, "role": "party_a" if group == 1 else "party_b",
+                                                   "defined_term": None}, confidence=0.6, source="rule:en_between"))
+    _attach_addresses(text, head, found)
+    return found
+
+
+def _attach_addresses(text: str, head: str, found: list[Extraction]) -> None:
+    for n, party in enumerate(found):
+        limit = found[n + 1].start if n + 1 < len(found) else min(len(head), party.end + 400)
+        segment = text[party.end:limit]
+        match = re.search(r"(?:principal\s+(?:place\s+of\s+business|offices?|executive\s+offices?)|offices?|"
+                          r"address|residing|located)\s+(?:is\s+)?(?:at|in)\s+(.{8,200}?)(?=\s*[(;]|\s*,?\s*\(|"
+                          r"\s+and\s+[A-Z]|\.\s|$)", segment, re.IGNORECASE | re.DOTALL)
+        if match:
+            begin = party.end + match.start(1)
+            raw = match.group(1).rstrip(" ,")
+            party.relations["address"] = [Extraction(text=raw, start=begin, end=begin + len(raw),
+                                                     value=re.sub(r"\s+", " ", raw), confidence=0.7,
+                                                     source="rule:en_party_address")]
+
+
+def agreement_date(text: str) -> list[Extraction]:
+    """The date in the preamble ("dated as of", "made ... this 16 day of August, 2012", "effective as of"), or
+    the first date of the first 1,500 characters."""
+    head = text[:PREAMBLE_CHARS]
+    dates = [d for d in nz.dates_in(head)
+             if not re.search(r"Source:|\b(?:10-K|10-Q|8-K|S-1|F-1)\b", head[head.rfind("\n", 0, d[0]) + 1:d[0]])]
+    if not dates:
+        return []
+    cue = re.compile(r"(?:dated|made|entered\s+into|executed|as\s+of|effective|on|this)\W+(?:\w+\W+){0,6}$", re.I)
+    chosen, confidence = None, 0.0
+    for start, end, raw, iso in dates:
+        if cue.search(head[max(0, start - 60):start]):
+            chosen, confidence = (start, end, raw, iso), 0.85
+            break
+    if chosen is None and dates[0][0] < 1500:
+        chosen, confidence = dates[0], 0.5
+    if chosen is None:
+        return []
+    start, end, raw, iso = chosen
+    return [Extraction(text=raw, start=start, end=end, value=iso, confidence=confidence, source="rule:en_date")]
+
+
+def effective_date(text: str) -> list[Extraction]:
+    """A date named with "Effective Date" / "effective as of" / "shall become effective on"."""
+    for match in re.finditer(r"effective\s+(?:as\s+of|on|from)|\"?Effective\s+Date\"?\)?\s+(?:means|shall\s+mean|is)",
+                             text, re.IGNORECASE):
+        window = text[match.end():match.end() + 80]
+        dates = nz.dates_in(window)
+        if dates and dates[0][0] < 25:
+            s, e, raw, iso = dates[0]
+            return [Extraction(text=raw, start=match.end() + s, end=match.end() + e, value=iso, confidence=0.8,
+                               source="rule:en_effective_date")]
+    return []
+
+
+def _sentences(text: str, spans: list[tuple[int, int]], pattern: re.Pattern[str]) -> list[tuple[int, int]]:
+    return [(s, e) for s, e in spans if pattern.search(text[s:e])]
+
+
+GOV_RE = re.compile(r"(?:governed|construed|interpreted|enforced)\b.{0,200}?\blaws?\s+(?:of|in)\s+(?:and\s+in\s+"
+                    r"accordance\s+with\s+)?", re.IGNORECASE | re.DOTALL)
+_US_STATES = ("Alabama Alaska Arizona Arkansas California Colorado Connecticut Delaware Florida Georgia Hawaii Idaho "
+              "Illinois Indiana Iowa Kansas Kentucky Louisiana Maine Maryland Massachusetts Michigan Minnesota "
+              "Mississippi Missouri Montana Nebraska Nevada Ohio Oklahoma Oregon Pennsylvania Tennessee Texas Utah "
+              "Vermont Virginia Washington Wisconsin Wyoming").split() + [
+    "New Hampshire", "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota", "Rhode Island",
+    "South Carolina", "South Dakota", "West Virginia", "District of Columbia"]
+_PROVINCES = {"Ontario", "British Columbia", "Alberta", "Quebec", "Manitoba", "Saskatchewan", "Nova Scotia",
+              "New Brunswick"}
+_PLACE = re.compile(r"(?:the\s+)?(?:(?:(?i:State|Commonwealth|Province)|Republic|Kingdom|Hong\s+Kong\s+Special\s+"
+                    r"Administrative\s+Region)\s+of\s+)?((?:[A-Z][\w'’.\-]*|of|and|the)(?:\s+(?:[A-Z][\w'’.\-]*|of|"
+                    r"and|the))*)")
+
+
+_COUNTRIES = ("People's Republic of China", "Hong Kong", "Taiwan", "Singapore", "Japan", "Korea", "India", "Israel",
+              "England", "Scotland", "Ireland", "Germany", "France", "Italy", "Spain", "Switzerland", "Netherlands",
+              "Sweden", "Canada", "Australia", "Mexico", "Brazil", "Cayman Islands", "Bermuda", "Luxembourg")
+_ADJECTIVES = {"prc": "People's Republic of China", "chinese": "People's Republic of China", "english": "England",
+               "israeli": "Israel", "italian": "Italy", "german": "Germany", "french": "France", "swiss": "Switzerland",
+               "taiwanese": "Taiwan", "japanese": "Japan", "korean": "Korea", "indian": "India", "dutch": "Netherlands",
+               "canadian": "Canada", "singapore": "Singapore", "hong kong": "Hong Kong"}
+
+
+def jurisdiction(place: str) -> str:
+    """CUAD's normal form of a governing-law place: a US state's name ("State of New York" -> "New York"), a
+    province with its country ("Ontario, Canada"), a country's common name ("People's Republic of China")."""
+    place = re.sub(r"\s+", " ", place).strip(" ,.;")
+    place = re.sub(r"^(?:the\s+)?(?:State|Commonwealth)\s+of\s+", "", place, flags=re.I)
+    place = re.sub(r"^the\s+", "", place, flags=re.I)
+    place = re.sub(r"^Province\s+of\s+", "", place, flags=re.I)
+    place = place.replace("’", "'")
+    lower = place.lower()
+    for state in sorted(_US_STATES, key=len, reverse=True):
+        if lower == state.lower() or re.match(re.escape(state.lower()) + r"\b(?!\s+(?:city|county))", lower):
+            if state == "Washington" and lower.startswith("washington, d"):
+                return "District of Columbia"
+            return state
+    for province in _PROVINCES:
+        if lower.startswith(province.lower()):
+            return f"{province}, Canada"
+    aliases = {"prc": "People's Republic of China", "p.r.c": "People's Republic of China",
+               "china": "People's Republic of China", "people's republic of china": "People's Republic of China",
+               "england and wales": "England", "united kingdom": "England", "hong kong special administrative region":
+               "Hong Kong"}
+    for alias, canonical in aliases.items():
+        if lower.startswith(alias):
+            return canonical
+    for country in _COUNTRIES:
+        if lower.startswith(country.lower()):
+            return country
+    place = re.sub(r"\s+(?:and|without|excluding|applicable|as|in|including|except|which|that|exclusive|to|"
+                   r"regardless|other|for|notwithstanding|with)\b.*$", "", place, flags=re.I)
+    return place
+
+
+def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """The place named in "governed by/construed in accordance with the laws of X", normalised as CUAD does."""
+    for start, end in spans:
+        sentence = text[start:end]
+        for match in GOV_RE.finditer(sentence):
+            rest = sentence[match.end():]
+            place = _PLACE.match(rest)
+            if not place or not place.group(1).strip():
+                continue
+            raw_end = match.end() + place.end()
+            value = jurisdiction(rest[:place.end()])
+            if value.lower() in {"united states", "the united states", "united states of america", "u.s.a", "usa"}:
+                state = re.search(r"(?:State|Commonwealth)\s+of\s+([A-Z][\w ]+)", sentence)
+                if state:
+                    value = jurisdiction(state.group(1))
+            if not value or value.lower() in {"any", "such", "its", "this"}:
+                continue
+            canada = re.search(r"federal\s+laws\s+of\s+Canada", sentence)
+            if canada and "Canada" not in value:
+                value = f"{value}, Canada"
+            b = start + match.start()
+            return [Extraction(text=text[b:start + raw_end], start=b, end=start + raw_end, value=value,
+                               confidence=0.9, source="rule:en_governing_law")]
+    adjective = re.compile(r"(?:governed|construed|interpreted)\s+(?:by|under|in\s+accordance\s+with)\s+(?:the\s+)?"
+                           r"(?P<a>PRC|Chinese|English|Israeli|Italian|German|French|Swiss|Taiwanese|Japanese|Korean|"
+                           r"Indian|Dutch|Canadian|Singapore|Hong\s+Kong)\s+laws?", re.IGNORECASE)
+    for start, end in spans:
+        match = adjective.search(text, start, end)
+        if match:
+            return [Extraction(text=match.group(), start=match.start(), end=match.end(),
+                               value=_ADJECTIVES[re.sub(r"\s+", " ", match.group("a").lower())], confidence=0.8,
+                               source="rule:en_governing_law_adjective")]
+    return []
+
+
+RENEW_RE = re.compile(r"\b(?:renew|renewal|renewed|automatically\s+extend|extended\s+(?:automatically|for))",
+                      re.IGNORECASE)
+
+
+def renewal(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """The renewal term: a duration in a sentence about (automatic) renewal or extension, ISO 8601 with
+    ``successive`` when the renewals repeat."""
+    for start, end in _sentences(text, spans, RENEW_RE):
+        sentence = text[start:end]
+        if not re.search(r"term|period|agreement", sentence, re.I):
+            continue
+        cut = RENEW_RE.search(sentence).start()
+        duration = nz.parse_duration(sentence[cut:])
+        if duration and re.search(r"prior|notice|before", sentence[cut:][max(0, duration["start"] - 40):
+                                                                         duration["start"]], re.I):
+            later = nz.parse_duration(sentence[cut + duration["end"]:])
+            duration = None if later is None else {**later, "start": later["start"] + duration["end"],
+                                                   "end": later["end"] + duration["end"]}
+        if duration is None:
+            continue
+        successive = duration["successive"] or bool(re.search(r"successive|consecutive|each\s+year|thereafter|"
+                                                              r"year\s+to\s+year|like\s+periods", sentence, re.I))
+        b, e = start + cut + duration["start"], start + cut + duration["end"]
+        return [Extraction(text=text[b:e], start=b, end=e, confidence=0.75, source="rule:en_renewal",
+                           value={"iso": duration["iso"], "successive": successive, "clause": [start, end]})]
+    return []
+
+
+NOTICE_RE = re.compile(r"(?:at\s+least|no\s+(?:less|later)\s+than|not\s+less\s+than|minimum\s+of|upon|with|by\s+"
+                       r"giving|giving|provides?|gives?)?\s*(?P<d>[\w\-]+\s*(?:\(\s*\d+\s*\))?\s*(?:calendar\s+|business"
+                       r"\s+)?(?:days?|months?|years?))'?s?\s*(?:'|’)?\s*(?:prior\s+)?(?:written\s+)?(?:notice|prior|"
+                       r"before|in\s+advance)", re.IGNORECASE)
+
+
+def notice_period(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """The notice needed to stop a renewal (or, failing that, to terminate): "at least ninety (90) days prior to
+    the end of the then-current term" -> P90D."""
+    candidates = _sentences(text, spans, RENEW_RE) + _sentences(text, spans, re.compile(r"terminat", re.I))
+    for start, end in candidates:
+        sentence = text[start:end]
+        if not re.search(r"notice|notify|prior\s+to", sentence, re.I):
+            continue
+        for match in NOTICE_RE.finditer(sentence):
+            duration = nz.parse_duration(match.group("d"))
+            if duration:
+                b = start + match.start("d")
+                e = b + len(match.group("d"))
+                kind = "renewal" if RENEW_RE.search(sentence) else "termination"
+                return [Extraction(text=text[b:e], start=b, end=e, confidence=0.7 if kind == "renewal" else 0.5,
+                                   source=f"rule:en_notice_{kind}",
+                                   value={"iso": duration["iso"], "business_days": duration["business_days"],
+                                          "applies_to": kind})]
+    return []
+
+
+def term(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """The initial term: "for a term of three (3) years", "shall continue until December 31, 2006"."""
+    pattern = re.compile(r"(?:initial\s+)?term\s+of\s+(?:this\s+agreement\s+)?(?:shall\s+be\s+)?|shall\s+(?:continue|"
+                         r"remain)\s+in\s+(?:full\s+)?(?:force\s+and\s+effect\s+)?(?:for|until)\s+", re.IGNORECASE)
+    for start, end in spans:
+        sentence = text[start:end]
+        match = pattern.search(sentence)
+        if not match:
+            continue
+        rest = sentence[match.end():match.end() + 120]
+        duration = nz.parse_duration(rest)
+        dates = nz.dates_in(rest)
+        if duration and duration["start"] < 30:
+            b, e = start + match.end() + duration["start"], start + match.end() + duration["end"]
+            return [Extraction(text=text[b:e], start=b, end=e, value={"duration": duration["iso"]},
+                               confidence=0.7, source="rule:en_term")]
+        if dates and dates[0][0] < 40:
+            s, e, raw, iso = dates[0]
+            b = start + match.end() + s
+            return [Extraction(text=raw, start=b, end=b + len(raw), value={"end": iso}, confidence=0.65,
+                               source="rule:en_term")]
+    return []
+
+
+def dispute_resolution(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """Arbitration (with the institution when named: AAA, ICC, JAMS, CIETAC ...) or the courts of a place."""
+    for start, end in _sentences(text, spans, re.compile(r"arbitrat", re.I)):
+        sentence = text[start:end]
+        body = re.search(r"American\s+Arbitration\s+Association|International\s+Chamber\s+of\s+Commerce|JAMS|"
+                         r"China\s+International\s+Economic\s+and\s+Trade\s+Arbitration\s+Commission|CIETAC|"
+                         r"London\s+Court\s+of\s+International\s+Arbitration|[A-Z][\w ]{2,60}Arbitration\s+"
+                         r"(?:Centre|Center|Commission)", sentence)
+        if re.search(r"shall\s+be\s+(?:finally\s+)?(?:settled|resolved|submitted|referred)|binding\s+arbitration|"
+                     r"submit(?:ted)?\s+to\s+arbitration", sentence, re.I):
+            return [Extraction(text=sentence, start=start, end=end, confidence=0.75, source="rule:en_arbitration",
+                               value={"method": "arbitration", "body": body.group() if body else None})]
+    for start, end in _sentences(text, spans, re.compile(r"jurisdiction|venue", re.I)):
+        sentence = text[start:end]
+        court = re.search(r"courts?\s+(?:located\s+)?(?:of|in)\s+(?:the\s+)?(?:State\s+of\s+)?([A-Z][\w ,]{2,60}?)"
+                          r"(?=[,.;]|\s+(?:for|and|with|shall|in)\b)", sentence)
+        if court:
+            return [Extraction(text=sentence, start=start, end=end, confidence=0.65, source="rule:en_court",
+                               value={"method": "litigation", "body": court.group().strip()})]
+    return []
+
+
+CLAUSE_PATTERNS = {
+    "termination": re.compile(r"(?:may|shall\s+have\s+the\s+right\s+to)\s+terminate\s+this\s+agreement", re.I),
+    "confidentiality": re.compile(r"\bconfidential(?:ity)?\b.{0,120}(?:shall\s+not\s+disclose|hold\s+in\s+"
+                                  r"(?:strict\s+)?confidence|keep\s+confidential)|shall\s+(?:keep|maintain|hold)"
+                                  r".{0,40}\bconfiden", re.I | re.S),
+    "assignment": re.compile(r"\bassign(?:ed|ment)?\b.{0,150}(?:without\s+the\s+(?:prior\s+)?(?:written\s+)?consent|"
+                             r"may\s+not|shall\s+not)|(?:may\s+not|shall\s+not).{0,80}\bassign", re.I | re.S),
+    "liquidated_damages": re.compile(r"liquidated\s+damages", re.I),
+    "payment_terms": re.compile(r"(?:shall\s+pay|payment\s+(?:shall|is)\s+(?:be\s+)?due|payable\s+within|invoice)",
+                                re.I),
+}
+
+
+def clause(key: str, text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """The first sentence matching the clause field's pattern (termination, confidentiality, assignment,
+    liquidated damages, payment terms), with amounts and durations found in it as its value."""
+    pattern = CLAUSE_PATTERNS[key]
+    for start, end in spans:
+        sentence = text[start:end]
+        if pattern.search(sentence):
+            value: dict[str, object] = {}
+            duration = nz.parse_duration(sentence)
+            if duration:
+                value["duration"] = duration["iso"]
+            amounts = nz.amounts_in(sentence)
+            if amounts:
+                value["amount"] = amounts[0][3]
+            return [Extraction(text=sentence, start=start, end=end, value=value or None, confidence=0.6,
+                               source=f"rule:en_{key}")]
+    return []

@@ -1,0 +1,318 @@
+"""Rules for Chinese contracts: party blocks (甲方/乙方, 出租方/承租方 ... with each party's own address and
+contacts), amounts (figures and 大写, checked against each other), dates, term, renewal, notice, 违约金, governing
+law, dispute resolution (仲裁委员会 or 人民法院) and clause fields.
+
+Each function returns ``list[Extraction]``, empty when nothing is found (nothing is guessed).
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import normalize as nz
+from .schema import Extraction
+
+_ROLES = {"甲方": "party_a", "乙方": "party_b", "丙方": "party_c", "出租方": "lessor", "出租人": "lessor",
+          "承租方": "lessee", "承租人": "lessee", "卖方": "seller", "出卖人": "seller", "供方": "seller",
+          "供货方": "seller", "买方": "buyer", "买受人": "buyer", "需方": "buyer", "许可方": "licensor",
+          "许可人": "licensor", "被许可方": "licensee", "被许可人": "licensee", "委托方": "client", "委托人": "client",
+          "受托方": "agent", "受托人": "agent", "发包方": "employer", "发包人": "employer", "承包方": "contractor",
+          "承包人": "contractor", "借款人": "borrower", "贷款人": "lender", "出借人": "lender", "转让方": "assignor",
+          "受让方": "assignee", "服务方": "provider", "开发方": "developer"}
+_ROLE_ALT = "|".join(sorted(_ROLES, key=len, reverse=True))
+PARTY_LINE = re.compile(rf"^[ \t　]*(?P<role>{_ROLE_ALT})[ \t　]*(?:[（(](?P<alias>{_ROLE_ALT})[)）])?[ \t　]*"
+                        rf"(?:[（(][^)）\n]{{0,12}}[)）])?[ \t　]*[：:][ \t　]*(?P<name>[^\n]{{2,80}}?)[ \t　]*$", re.M)
+_ATTRS = (
+    ("address", r"(?:通讯|联系|注册|住所|办公|送达)?地址|住所(?:地)?"),
+    ("contact", r"联系人|法定代表人|负责人|授权代表|委托代理人|代表人"),
+    ("phone", r"(?:联系)?电话|手机(?:号码)?|传真"),
+    ("email", r"电子邮(?:箱|件)|邮箱|E-?mail"),
+    ("id_number", r"统一社会信用代码|身份证(?:号码?)?|营业执照(?:号码?)?"),
+    ("bank_account", r"开户(?:银行|行)|(?:银行)?账号"),
+)
+HEADING = re.compile(r"第[一二三四五六七八九十百零〇\d]+[条章节][ \t　]*[^。；，\n]{0,20}")
+"""A section heading: 第五条 合同的解除."""
+_ATTR_LINE = re.compile(r"^[ \t　]*(?P<label>" + "|".join(p for _, p in _ATTRS) +
+                        r")[ \t　]*[：:][ \t　]*(?P<value>[^\n]*?)[ \t　]*$", re.M)
+
+
+def parties(text: str) -> list[Extraction]:
+    """Every ``<role>[（<alias>）]：<name>`` line, each with the attribute lines under it (地址, 联系人, 电话,
+    邮箱 ...) up to the next party line or blank line: a party's address is never taken from another party's
+    block."""
+    lines = list(PARTY_LINE.finditer(text))
+    found: list[Extraction] = []
+    seen_roles: set[str] = set()
+    for n, match in enumerate(lines):
+        name = match.group("name").strip()
+        if re.fullmatch(r"[_\s＿]*|（?签(?:字|章)）?.*|.*(?:盖章|签字|签章).*", name):
+            continue  # a signature line at the end: 甲方（盖章）：
+        role = _ROLES[match.group("role")]
+        if role in seen_roles:
+            continue
+        seen_roles.add(role)
+        roles = [role] + ([_ROLES[match.group("alias")]] if match.group("alias") else [])
+        start = match.start("name")
+        party = Extraction(text=text[start:start + len(name)], start=start, end=start + len(name),
+                           value={"name": name, "role": roles[0], "roles": roles, "label": match.group("role")},
+                           confidence=0.95, source="rule:zh_party_line")
+        block_end = lines[n + 1].start() if n + 1 < len(lines) else len(text)
+        blank = re.search(r"\n[ \t　]*\n", text[match.end():block_end])
+        if blank:
+            block_end = match.end() + blank.start()
+        for attr in _ATTR_LINE.finditer(text, match.end(), block_end):
+            value = attr.group("value")
+            if not value.strip():
+                continue
+            key = next(k for k, p in _ATTRS if re.fullmatch(p, attr.group("label")))
+            b = attr.start("value")
+            party.relations.setdefault(key, []).append(Extraction(
+                text=value, start=b, end=b + len(value), value=value.strip(), confidence=0.95,
+                source=f"rule:zh_party_{key}"))
+        found.append(party)
+    return found
+
+
+def _clause_spans(text: str) -> list[tuple[int, int]]:
+    from .text import segments
+
+    return segments(text, "zh")
+
+
+def contract_amount(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """The amount after 合同总金额/合同总价/总价款/合同价款/租金总额 ...; words and figures written side by side
+    are both read and must agree (a mismatch is a warning, the figures are not preferred over the words)."""
+    cue = re.compile(r"合同(?:总)?(?:金额|价款|总价|价格)|总价款|总金额|总价|租金总额|合同总额|价款(?:总计|合计)?|"
+                     r"(?:许可|服务|技术|咨询)?费用?总额")
+    for start, end in spans:
+        sentence = text[start:end]
+        match = cue.search(sentence)
+        if not match:
+            continue
+        amounts = [a for a in nz.amounts_in(sentence) if a[0] >= match.start()]
+        if not amounts:
+            continue
+        warnings = nz.check_consistency(amounts)
+        first = amounts[0]
+        pair = [a for a in amounts[1:] if 0 <= a[0] - first[1] <= 3 and a[4] != first[4]]
+        b, e = start + first[0], start + (pair[0][1] if pair else first[1])
+        value = dict(first[3])
+        if pair:
+            value["words_and_figures_agree"] = not warnings
+            if warnings:  # never resolved silently: both readings, no amount
+                words, figures = (first, pair[0]) if first[4] == "words" else (pair[0], first)
+                value.update(amount=None, words=words[3]["amount"], figures=figures[3]["amount"])
+        return [Extraction(text=text[b:e], start=b, end=e, value=value, confidence=0.9, source="rule:zh_amount",
+                           warnings=warnings)]
+    return []
+
+
+def _dated(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str], name: str,
+           relative_ok: bool = False) -> list[Extraction]:
+    for start, end in spans:
+        sentence = text[start:end]
+        match = cue.search(sentence)
+        if not match:
+            continue
+        dates = [d for d in nz.dates_in(sentence) if abs(d[0] - match.end()) < 30 or abs(match.start() - d[1]) < 30]
+        if dates:
+            s, e, raw, iso = dates[0]
+            return [Extraction(text=raw, start=start + s, end=start + e, value=iso, confidence=0.9,
+                               source=f"rule:zh_{name}")]
+        if relative_ok:
+            anchor = re.search(r"(?:自|于)?(?P<a>[^，。；]{1,20}?之日)起(?:生效|开始)", sentence)
+            if anchor:
+                b, e = start + anchor.start("a"), start + anchor.end("a")
+                return [Extraction(text=text[b:e], start=b, end=e, confidence=0.8, source=f"rule:zh_{name}_anchor",
+                                   value={"anchor": re.split(r"[自于]", anchor.group("a"))[-1], "offset": "P0D",
+                                          "bound": "at"})]
+    return []
+
+
+def signing_date(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """签订日期/签署日期/签约时间 or 本合同于<date>签订."""
+    return _dated(text, spans, re.compile(r"签(?:订|署|约)(?:日期|时间)|于.{0,25}?签(?:订|署)|签订于"), "signing_date")
+
+
+def effective_date(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """A date with 生效, or the anchor of "自双方签字盖章之日起生效" kept as an anchor."""
+    return _dated(text, spans, re.compile(r"生效"), "effective_date", relative_ok=True)
+
+
+def term(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """租赁期限/合同期限/有效期: from-to dates ("自2023年3月1日起至2024年2月29日止") and/or a duration."""
+    cue = re.compile(r"(?:租赁|合同|服务|许可|借款)?期限|有效期")
+    for start, end in spans:
+        sentence = text[start:end]
+        if not cue.search(sentence) or "续" in sentence:
+            continue
+        value: dict[str, str] = {}
+        dates = nz.dates_in(sentence)
+        span_from = re.search(r"自(.{4,20}?)起?至(.{4,20}?)(?:止|$|[，。；])", sentence)
+        if span_from and len(dates) >= 2:
+            value["start"], value["end"] = dates[0][3], dates[1][3]
+        duration = nz.parse_duration(re.sub(r"\d{4}年|\d{1,2}月\d{1,2}日", "", sentence.split("自")[0]) or "")
+        if duration is None:
+            duration = nz.parse_duration(re.sub(r"[0-9〇零一二三四五六七八九十]{4}年[^，。；]*?日", "", sentence))
+        if duration:
+            value["duration"] = duration["iso"]
+        if value:
+            return [Extraction(text=sentence, start=start, end=end, value=value, confidence=0.85,
+                               source="rule:zh_term")]
+    return []
+
+
+def renewal(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """续租/续约/续签/续期/自动延长: the renewal duration if one is given, with the clause."""
+    for start, end in spans:
+        sentence = text[start:end]
+        if HEADING.fullmatch(sentence) or not re.search(r"续(?:租|约|签|期)|自动(?:延长|延续|顺延)", sentence):
+            continue
+        duration = None
+        for cut in re.finditer(r"(?:延长|顺延|续(?:租|约|签|期))[^，。；]*", sentence):
+            found = nz.parse_duration(cut.group())
+            if found and not re.search(r"提前|届满前|期满前", cut.group()[:found["start"]]):
+                duration = found  # a number after 提前/期满前 is the notice, not the renewal
+                break
+        value = {"iso": duration["iso"] if duration else None, "successive": bool(re.search(r"依此类推|以此类推|每次",
+                                                                                            sentence)),
+                 "automatic": bool(re.search(r"自动", sentence))}
+        return [Extraction(text=sentence, start=start, end=end, value=value, confidence=0.8,
+                           source="rule:zh_renewal")]
+    return []
+
+
+def notice_period(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """提前<N>日/个月(书面)通知 -> ISO 8601 duration."""
+    for start, end in spans:
+        sentence = text[start:end]
+        match = re.search(rf"(?:提前|届满前|期满前)\s*(?P<d>(?:\d+|[{nz.CN_DIGITS}]+)\s*(?:个工作日|工作日|个月|日|天|周|月))[^，。；]{{0,6}}?"
+                          r"(?:书面)?(?:通知|告知)", sentence)
+        if match:
+            duration = nz.parse_duration(match.group("d"))
+            if duration:
+                b, e = start + match.start("d"), start + match.end("d")
+                applies = "renewal" if "续" in sentence else "termination" if re.search(r"解除|终止", sentence) else None
+                return [Extraction(text=text[b:e], start=b, end=e, confidence=0.85, source="rule:zh_notice",
+                                   value={"iso": duration["iso"], "business_days": duration["business_days"],
+                                          "applies_to": applies})]
+    return []
+
+
+def liquidated_damages(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """违约金: every sentence that sets one, with its amount, percentage of the contract price, or daily rate
+    (每日万分之五)."""
+    out: list[Extraction] = []
+    for start, end in spans:
+        sentence = text[start:end]
+        if "违约金" not in sentence:
+            continue
+        value: dict[str, object] = {}
+        rate = re.search(r"(?:每(?:日|天|逾期一日))?[^，。；]{0,12}?(?:(\d+(?:\.\d+)?)\s*[%％]|(百|千|万)分之([零〇一二三四五六七"
+                         r"八九十\d.]+))", sentence)
+        if rate:
+            if rate.group(1):
+                value["rate"] = str(float(rate.group(1)) / 100)
+            else:
+                base = {"百": 100, "千": 1000, "万": 10000}[rate.group(2)]
+                numerator = nz._zh_int(rate.group(3)) if not rate.group(3).replace(".", "").isdigit() else float(
+                    rate.group(3))
+                if numerator is not None:
+                    value["rate"] = str(numerator / base)
+            value["per_day"] = bool(re.search(r"每(?:日|天)|每逾期一日|按日", sentence))
+        amounts = nz.amounts_in(sentence)
+        if amounts:
+            value["amount"] = amounts[0][3]
+        warnings = nz.check_consistency(amounts)
+        out.append(Extraction(text=sentence, start=start, end=end, value=value or None, confidence=0.85,
+                              source="rule:zh_liquidated_damages", warnings=warnings))
+    return out
+
+
+def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """适用中华人民共和国法律 / 受…法律管辖 -> the jurisdiction ("People's Republic of China")."""
+    for start, end in spans:
+        sentence = text[start:end]
+        match = re.search(r"(?:适用|受|依据|按照|遵守)(?P<p>中华人民共和国|中国|香港特别行政区|香港|[^，。；\s]{2,12}?)"
+                          r"(?:的)?(?:现行)?法律", sentence)
+        if match and re.search(r"适用|管辖|解释|订立|履行", sentence):
+            place = match.group("p")
+            value = {"中华人民共和国": "People's Republic of China", "中国": "People's Republic of China",
+                     "香港特别行政区": "Hong Kong", "香港": "Hong Kong"}.get(place, place)
+            b, e = start + match.start(), start + match.end()
+            return [Extraction(text=text[b:e], start=b, end=e, value=value, confidence=0.9,
+                               source="rule:zh_governing_law")]
+    return []
+
+
+def dispute_resolution(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """仲裁: the named 仲裁委员会 (or 仲裁院/仲裁中心); 诉讼: the named 人民法院 (e.g. 甲方所在地人民法院)."""
+    for start, end in spans:
+        sentence = text[start:end]
+        body = re.search(r"(?:提交|提请|向)?(?P<b>[^，。；、\s]{2,30}?(?:仲裁委员会|仲裁院|仲裁中心))", sentence)
+        if body and "仲裁" in sentence:
+            return [Extraction(text=sentence, start=start, end=end, confidence=0.9, source="rule:zh_arbitration",
+                               value={"method": "arbitration",
+                                      "body": re.split(r"提交|提请|向|由|交", body.group("b"))[-1]})]
+        court = re.search(r"向(?P<b>[^，。；\s]{2,30}?人民法院)", sentence)
+        if court:
+            return [Extraction(text=sentence, start=start, end=end, confidence=0.85, source="rule:zh_court",
+                               value={"method": "litigation",
+                                      "body": re.split(r"提交|提请|向|由", court.group("b"))[-1]})]
+    return []
+
+
+CLAUSE_PATTERNS = {
+    "termination": re.compile(r"(?:有权|可以)[^，。；]{0,10}?(?:解除|终止)(?:本)?(?:合同|协议)|(?:合同|协议)(?:自行|即行)?(?:解除|终止)(?![后时之])"),
+    "confidentiality": re.compile(r"保密"),
+    "assignment": re.compile(r"转让.{0,20}(?:权利|义务)|(?:权利|义务).{0,20}转让|不得转让|转租"),
+    "payment_terms": re.compile(r"(?:支付|付款|结算|缴纳).{0,30}(?:日内|之前|前|方式|账户|期)|付款方式|支付方式|"
+                                r"(?:日内|之前|前).{0,20}(?:支付|付款)"),
+}
+SECTION_HEADINGS = {"termination": r"解除|终止", "confidentiality": r"保密", "assignment": r"转让",
+                    "payment_terms": r"付款|支付|结算"}
+
+
+def _section(key: str, text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The sentences under the first heading of the clause type (第五条 合同的解除 ...) first, then the others (for
+    termination only that section, when there is one); every sentence when no heading names the clause."""
+    for n, (start, end) in enumerate(spans):
+        heading = text[start:end]
+        if HEADING.fullmatch(heading) and re.search(SECTION_HEADINGS[key], heading):
+            body = []
+            for s, e in spans[n + 1:]:
+                if HEADING.fullmatch(text[s:e]):
+                    break
+                body.append((s, e))
+            return body if key == "termination" else body + [sp for sp in spans if sp not in body]
+    return spans
+
+
+
+
+def clause(key: str, text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """The first sentence of the clause type (解除/终止, 保密, 转让, 付款), with a relative deadline ("签订之日起
+    30日内" kept with its anchor), a duration or an amount found in it as its value. Headings (第五条 转让) are
+    skipped: the clause is the sentence that says it."""
+    pattern = CLAUSE_PATTERNS[key]
+    out: list[Extraction] = []
+    for start, end in _section(key, text, spans):
+        sentence = text[start:end]
+        if HEADING.fullmatch(sentence) or not pattern.search(sentence):
+            continue
+        value: dict[str, object] = {}
+        relative = nz.parse_relative(sentence)
+        if relative:
+            value["deadline"] = {k: relative[k] for k in ("anchor", "offset", "bound", "business_days")}
+        else:
+            duration = nz.parse_duration(sentence)
+            if duration:
+                value["duration"] = duration["iso"]
+        amounts = nz.amounts_in(sentence)
+        if amounts:
+            value["amount"] = amounts[0][3]
+        out.append(Extraction(text=sentence, start=start, end=end, value=value or None, confidence=0.75,
+                              source=f"rule:zh_{key}", warnings=nz.check_consistency(amounts)))
+        if key != "termination":  # every termination ground is kept; other clause fields give their first sentence
+            break
+    return out

@@ -1,0 +1,173 @@
+"""The extraction schema (UIE-style: a list of field names, Chinese or English) and the input/output models.
+
+A schema is a list of names such as ``["甲方", "乙方", "合同金额", "签订日期"]`` or ``["Party A", "Governing Law"]``.
+Each name resolves, case- and spacing-insensitively, to one canonical field of :data:`FIELDS`; the result is keyed
+by the names exactly as the user wrote them (as PaddleNLP's UIE does). Unknown names raise ``ConfigError`` listing
+every supported name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field, model_validator
+
+from sectorflow import ConfigError, TaskResult
+
+MAX_CHARS = 2_000_000
+"""Longest contract accepted (characters); CUAD's longest text is about 43,000."""
+
+
+@dataclass(frozen=True)
+class FieldDef:
+    """One canonical field: its key, the names that select it (zh and en) and a one-line meaning."""
+
+    key: str
+    names: tuple[str, ...]
+    meaning: str
+    role: str | None = None
+    """For party fields: the canonical role the field selects (``party_a``, ``lessor`` ...); ``None`` otherwise."""
+
+
+FIELDS: tuple[FieldDef, ...] = (
+    FieldDef("parties", ("Parties", "当事人", "合同当事人", "签约方", "合同双方"),
+             "every party with its role, address and contacts"),
+    FieldDef("party_a", ("甲方", "Party A"), "the party named 甲方 / Party A", role="party_a"),
+    FieldDef("party_b", ("乙方", "Party B"), "the party named 乙方 / Party B", role="party_b"),
+    FieldDef("party_c", ("丙方", "Party C"), "the party named 丙方 / Party C", role="party_c"),
+    FieldDef("lessor", ("出租方", "出租人", "Lessor", "Landlord"), "the lessor", role="lessor"),
+    FieldDef("lessee", ("承租方", "承租人", "Lessee", "Tenant"), "the lessee", role="lessee"),
+    FieldDef("seller", ("卖方", "出卖人", "供方", "Seller", "Supplier"), "the seller", role="seller"),
+    FieldDef("buyer", ("买方", "买受人", "需方", "Buyer", "Purchaser", "Customer"), "the buyer", role="buyer"),
+    FieldDef("licensor", ("许可方", "Licensor"), "the licensor", role="licensor"),
+    FieldDef("licensee", ("被许可方", "Licensee"), "the licensee", role="licensee"),
+    FieldDef("contract_amount", ("合同金额", "合同总价", "合同价款", "总价款", "Contract Amount", "Amount",
+                                 "Contract Price"), "the contract's total amount, normalised with its currency"),
+    FieldDef("payment_terms", ("付款方式", "支付方式", "付款条件", "Payment Terms"), "when and how payment is made"),
+    FieldDef("signing_date", ("签订日期", "签署日期", "签约日期", "Agreement Date", "Signing Date", "Date of Agreement"),
+             "the date the contract was made (ISO 8601)"),
+    FieldDef("effective_date", ("生效日期", "Effective Date"), "when the contract takes effect (ISO 8601 or anchor)"),
+    FieldDef("term", ("合同期限", "期限", "租赁期限", "Term", "Initial Term", "Expiration Date"),
+             "the contract term: start, end and duration"),
+    FieldDef("renewal", ("续约", "续期", "续签", "Renewal", "Renewal Term"), "the renewal term (ISO 8601 duration)"),
+    FieldDef("notice_period", ("通知期", "提前通知期限", "Notice Period", "Notice Period To Terminate Renewal"),
+             "notice required to terminate or not renew (ISO 8601 duration)"),
+    FieldDef("termination", ("解除条件", "终止条件", "合同解除", "Termination", "Termination Conditions"),
+             "conditions under which the contract may be terminated"),
+    FieldDef("liquidated_damages", ("违约金", "违约责任", "Liquidated Damages"),
+             "liquidated damages: amount or rate"),
+    FieldDef("governing_law", ("适用法律", "管辖法律", "法律适用", "Governing Law"), "the law that governs the contract"),
+    FieldDef("dispute_resolution", ("争议解决", "争议解决方式", "Dispute Resolution", "Arbitration", "Jurisdiction"),
+             "arbitration commission or court"),
+    FieldDef("confidentiality", ("保密", "保密条款", "保密义务", "Confidentiality"), "the confidentiality clause"),
+    FieldDef("assignment", ("转让", "合同转让", "权利义务转让", "Assignment", "Anti-Assignment"),
+             "whether and how the contract may be assigned"),
+)
+
+STANDARD_SCHEMA: tuple[str, ...] = (
+    "Parties", "Contract Amount", "Payment Terms", "Agreement Date", "Effective Date", "Term", "Renewal Term",
+    "Notice Period", "Termination", "Liquidated Damages", "Governing Law", "Dispute Resolution", "Confidentiality",
+    "Assignment")
+"""What ``Taskflow("legal_extraction")`` extracts when no schema is given."""
+
+
+def _fold(name: str) -> str:
+    return re.sub(r"[\s_\-]+", "", name).casefold()
+
+
+_BY_NAME: dict[str, FieldDef] = {_fold(n): f for f in FIELDS for n in (f.key, *f.names)}
+
+
+def supported_names() -> list[str]:
+    """Every name a schema may use (each field's zh and en names)."""
+    return [n for f in FIELDS for n in f.names]
+
+
+def resolve_schema(schema: Any) -> list[tuple[str, FieldDef]]:
+    """Turn a user's schema into ``[(name as written, field)]``.
+
+    Accepts ``None`` (the standard schema), one name, or a list/tuple of names.
+
+    Raises:
+        ConfigError: not a list of strings, empty, or a name that is not supported (the message lists them all).
+    """
+    if schema is None:
+        schema = list(STANDARD_SCHEMA)
+    if isinstance(schema, str):
+        schema = [schema]
+    if not isinstance(schema, (list, tuple)) or not schema or not all(isinstance(n, str) for n in schema):
+        raise ConfigError(f"schema={schema!r}: give a non-empty list of field names, e.g. ['甲方', '乙方', "
+                          f"'合同金额', '签订日期']; supported: {', '.join(supported_names())}.")
+    out, unknown = [], []
+    for name in schema:
+        field = _BY_NAME.get(_fold(name))
+        if field is None:
+            unknown.append(name)
+        else:
+            out.append((name, field))
+    if unknown:
+        raise ConfigError(f"Unknown schema name(s) {unknown}. Supported names: {', '.join(supported_names())}.",
+                          details={"unknown": unknown, "supported": supported_names()})
+    return out
+
+
+# --- input and output models --------------------------------------------------------------------------------------
+
+
+class Contract(BaseModel):
+    """One contract. A plain string is accepted as ``{"text": string}``."""
+
+    text: str = Field(min_length=1, max_length=MAX_CHARS, description="The contract's full text (zh or en).")
+    language: str | None = Field(default=None, pattern="^(zh|en)$",
+                                 description="'zh' or 'en'; detected from the text when omitted.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        return {"text": value} if isinstance(value, str) else value
+
+
+class Extraction(BaseModel):
+    """One extracted value: where it is, what it says, what it means, how sure the extractor is.
+
+    ``start``/``end`` are character offsets into the input text (``text == contract[start:end]``).
+    ``value`` is the normalised value (ISO 8601 date or duration, ``{"amount", "currency"}``, jurisdiction ...).
+    ``confidence`` is in [0, 1]: the clause classifier's probability where it picked the span, otherwise the
+    rule's prior (see docs/legal-extraction.md; not a calibrated probability).
+    """
+
+    text: str
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+    value: Any = None
+    confidence: float = Field(ge=0, le=1)
+    source: str = Field(description="'rule:<name>' or 'classifier:<CUAD category>'.")
+    relations: dict[str, list[Extraction]] = Field(
+        default_factory=dict, description="UIE-style relations of this extraction (a party's address, contacts).")
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ClauseLabel(BaseModel):
+    """One text segment labelled with a CUAD category by the clause classifier (English contracts)."""
+
+    category: str
+    start: int
+    end: int
+    score: float = Field(ge=0, le=1)
+
+
+class ContractExtraction(TaskResult):
+    """The result for one contract.
+
+    ``fields`` maps every schema name (as written) to its extractions; ``absent`` lists the names nothing was found
+    for (their lists are empty: nothing is guessed). ``warnings`` collects every extraction's warnings, e.g. an
+    amount whose figures and words disagree.
+    """
+
+    language: str
+    fields: dict[str, list[Extraction]]
+    absent: list[str]
+    clauses: list[ClauseLabel] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
