@@ -84,7 +84,10 @@ def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str]) 
         raise ConfigError(f"Unknown format {fmt!r}; use one of {', '.join(sorted(READERS))}.")
     found = []
     for _, record in READERS[fmt](source):
-        if isinstance(record, dict) and record.get("transaction_id") in ids:
+        if isinstance(record, Transaction):  # a typed reader's row, already checked
+            if record.transaction_id in ids:
+                found.append(record)
+        elif isinstance(record, dict) and record.get("transaction_id") in ids:
             found.append(Transaction.model_validate(record))
     return found
 

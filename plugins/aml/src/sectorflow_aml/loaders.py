@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,11 +33,14 @@ from pydantic import ValidationError
 
 from sectorflow import ConfigError, InvalidInputError, open_text
 
-from .schema import Transaction
+from .schema import EARLIEST, LATEST, Transaction, trusted_transaction
 
 Record = dict[str, Any]
 Reader = Callable[[Any], Iterator[tuple[int, Record]]]
 FIELDS = tuple(Transaction.model_fields)
+
+_AMOUNT = re.compile(r"(?:[1-9][0-9]{0,14}|0)(?:\.[0-9]{1,4})?")
+"""Amount text the typed AMLSim reader takes without pydantic: plain decimals below 10^15 with at most 4 places."""
 
 AMLSIM_HEADER = ("sourceNodeId", "targetNodeId", "value", "time")
 AMLSIM_BASE_DATE = date(2017, 1, 1)
@@ -159,19 +164,38 @@ def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[s
 
 
 def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", channel: str = "transfer",
-                  id_prefix: str = "amlsim-") -> Reader:
+                  id_prefix: str = "amlsim-", typed: bool = False) -> Reader:
     """A reader for AMLSim ``transactions.csv`` (``sourceNodeId,targetNodeId,value,time``).
 
     ``time`` (a step of one day) becomes ``base_date + time days`` at 00:00 UTC; a step that is not an integer is
     passed on as found so that validation reports the row. Source: IBM/AMLSim (Suzumura and Kanezashi, 2021).
 
+    ``typed=True`` (what ``sectorflow run aml --format amlsim`` and :func:`load_transactions` use): a row whose
+    cells pass a strict check (a plain decimal amount above 0 and below 10^15 with at most 4 places, an integer
+    step inside the ``Transaction`` time bounds, non-empty account ids) is yielded as a :class:`Transaction` built without
+    pydantic's per-row validation (:func:`sectorflow_aml.schema.trusted_transaction`; equal, field for field, to what
+    ``Transaction.model_validate`` makes of the raw record); every other row is yielded as the raw record, so that
+    validation reports it exactly as before (same field, reason and row number).
+
     Raises (while iterating):
         ConfigError: the header is not AMLSim's.
     """
     start = datetime(base_date.year, base_date.month, base_date.day, tzinfo=timezone.utc)
+    probe: Transaction | None = None
+    if typed and id_prefix == id_prefix.strip():
+        try:  # the fixed columns (currency, channel) are checked once here; if they fail, every row goes the slow way
+            probe = Transaction.model_validate({"transaction_id": f"{id_prefix}1", "timestamp": start.isoformat(),
+                                                "sender_account": "a", "receiver_account": "b", "amount": "1",
+                                                "currency": currency, "channel": channel})
+        except ValidationError:
+            probe = None
+    fast = probe is not None
+    code = probe.currency if probe is not None else currency
+    kind = probe.channel if probe is not None else channel
+    amount_text = _AMOUNT.fullmatch
 
-    def read_amlsim(source: Any) -> Iterator[tuple[int, Record]]:
-        stamps: dict[str, str] = {}
+    def read_amlsim(source: Any) -> Iterator[tuple[int, Record | Transaction]]:
+        stamps: dict[str, tuple[str, datetime | None]] = {}
         with open_text(source) as handle:
             rows = csv.reader(handle)
             header = tuple(h.strip() for h in next(rows, ()))
@@ -181,17 +205,28 @@ def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", cha
             for row, cells in enumerate(rows, start=1):
                 if not cells:
                     continue
-                cells = cells + [""] * (4 - len(cells))
+                if len(cells) < 4:
+                    cells = cells + [""] * (4 - len(cells))
                 step = cells[3].strip()
-                timestamp = stamps.get(step)
-                if timestamp is None:
+                stamp = stamps.get(step)
+                if stamp is None:
                     try:
-                        timestamp = stamps[step] = (start + timedelta(days=int(step))).isoformat()
+                        when = start + timedelta(days=int(step))
+                        stamp = stamps[step] = (when.isoformat(), when if EARLIEST <= when < LATEST else None)
                     except (ValueError, OverflowError):
-                        timestamp = step
-                yield row, {"transaction_id": f"{id_prefix}{row}", "timestamp": timestamp,
-                            "sender_account": cells[0].strip(), "receiver_account": cells[1].strip(),
-                            "amount": cells[2].strip(), "currency": currency, "channel": channel}
+                        stamp = stamps[step] = (step, None)
+                sender = cells[0].strip()
+                receiver = cells[1].strip()
+                amount = cells[2].strip()
+                if fast and stamp[1] is not None and sender and receiver and amount_text(amount):
+                    value = Decimal(amount)
+                    if value:
+                        yield row, trusted_transaction(f"{id_prefix}{row}", stamp[1], sender, receiver, value, code,
+                                                       kind)
+                        continue
+                yield row, {"transaction_id": f"{id_prefix}{row}", "timestamp": stamp[0],
+                            "sender_account": sender, "receiver_account": receiver,
+                            "amount": amount, "currency": currency, "channel": channel}
 
     return read_amlsim
 
@@ -238,7 +273,7 @@ def amlworld_reader(currencies: Mapping[str, str] | None = None, channels: Mappi
 
 
 READERS: dict[str, Reader] = {
-    "amlsim": amlsim_reader(),
+    "amlsim": amlsim_reader(typed=True),
     "amlworld": amlworld_reader(),
     "csv": csv_reader(),
     "jsonl": jsonl_reader(),
@@ -296,10 +331,15 @@ def load_transactions(path: str | Path, format: str | None = None, mapping: Mapp
         if fmt in ("amlsim", "amlworld"):
             raise ConfigError(f"The {fmt} format has fixed columns; a column mapping applies to csv, jsonl, parquet.")
         reader_options["mapping"] = mapping
+    if fmt == "amlsim":
+        reader_options.setdefault("typed", True)
     reader = factories[fmt](**reader_options)
     transactions: list[Transaction] = []
     problems: list[dict[str, Any]] = []
     for row, record in reader(path):
+        if isinstance(record, Transaction):  # already checked by a typed reader
+            transactions.append(record)
+            continue
         if isinstance(record, InvalidInputError):
             problems.extend(record.details or [{"row": row, "field": None, "reason": str(record)}])
             continue

@@ -93,6 +93,33 @@ class Transaction(BaseModel):
         return value
 
 
+_TRUSTED_FIELDS = ("transaction_id", "timestamp", "sender_account", "receiver_account", "amount", "currency",
+                   "channel")
+_new = object.__new__
+_set = object.__setattr__
+
+
+def trusted_transaction(transaction_id: str, timestamp: datetime, sender_account: str, receiver_account: str,
+                        amount: Decimal, currency: str, channel: Channel) -> Transaction:
+    """A :class:`Transaction` from values the caller has already checked, without pydantic's per-row validation
+    (about 10 times cheaper); for readers that check whole columns at once (the typed AMLSim reader).
+
+    The caller guarantees what validation would: ids stripped and non-empty, ``timestamp`` in UTC with
+    ``tzinfo=timezone.utc`` inside [1900, 2200), ``amount`` a finite Decimal in (0, 10^15) with at most 4 places,
+    ``currency`` a valid upper-case ISO 4217 code, ``channel`` a :class:`Channel`. The result equals
+    ``Transaction.model_validate`` of the same record, fields set included (a test checks on AMLSim).
+    """
+    out = _new(Transaction)
+    _set(out, "__dict__", {"transaction_id": transaction_id, "timestamp": timestamp, "sender_account": sender_account,
+                           "receiver_account": receiver_account, "amount": amount, "currency": currency,
+                           "channel": channel, "sender_country": None, "receiver_country": None,
+                           "customer_type": None, "sender_bank": None, "receiver_bank": None})
+    _set(out, "__pydantic_fields_set__", set(_TRUSTED_FIELDS))
+    _set(out, "__pydantic_extra__", None)
+    _set(out, "__pydantic_private__", None)
+    return out
+
+
 class Reason(BaseModel):
     """A short, human-readable reason in English and Chinese, with the rule or model that produced it."""
 
