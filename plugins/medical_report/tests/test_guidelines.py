@@ -69,6 +69,9 @@ def test_fleischner_exclusions_and_missing_size_warn():
     ("Low-dose CT: 20 mm ground-glass nodule in the RUL.", "2"),
     ("Low-dose CT: stable 9 mm solid nodule in the RUL.", "2"),
     ("Low-dose CT: no pulmonary nodules.", "1"),
+    ("Low-dose CT: 12 mm part-solid nodule in the RUL, solid component 7 mm.", "4A"),
+    ("Low-dose CT: 12 mm part-solid nodule in the RUL, solid component 4 mm.", "3"),
+    ("Low-dose CT: new 12 mm part-solid nodule in the RUL, solid component 5 mm.", "4B"),
 ])
 def test_lung_rads_for_screening_ct(text, category):
     rep = report(text, modality="CT", screening=True)

@@ -134,13 +134,13 @@ def lung_rads(nodules: list[Finding], lang: str) -> list[Recommendation]:
         elif kind == "part-solid":
             solid = f.solid_component_mm
             if mm < 6:
-                cat = "2" if t != "new" else "3"
+                cat = "3" if t == "new" else "2"
+            elif t in ("new", "increased"):  # new or growing: solid part >= 4 mm -> 4B, else (or unknown) 4A
+                cat = "4B" if solid is not None and solid >= 4 else "4A"
             elif solid is None or solid < 6:
-                cat = "3" if t not in ("new", "increased") or (solid is not None and solid < 4) else "4A"
-            elif solid < 8:
-                cat = "4A"
+                cat = "3"
             else:
-                cat = "4B"
+                cat = "4A" if solid < 8 else "4B"
         elif t == "new":
             cat = "2" if mm < 4 else "3" if mm < 6 else "4A" if mm < 8 else "4B"
         elif t == "increased":

@@ -1,0 +1,68 @@
+"""Taskflow("medical_report") end to end: the shipped bundle, model spans beside the rules, options, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sectorflow import ConfigError, InvalidInputError, Taskflow
+
+os.environ.setdefault("SECTORFLOW_AUDIT", "off")
+SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "medical_report" / "reports.jsonl"
+
+
+@pytest.fixture(scope="module")
+def tf():
+    return Taskflow("medical_report")
+
+
+def test_issue_examples_through_taskflow(tf):
+    zh, en = tf([{"text": "胸片显示右肺结节，直径约8mm"},
+                 {"text": "There is an 8 mm nodule in the left lower lobe.", "modality": "CT", "patient_risk": "low"}])
+    assert zh.language == "zh" and zh.exam.modality == "radiograph" and zh.exam.modality_source == "text"
+    (f,) = zh.findings
+    assert (f.type, f.size.mm, f.laterality, f.model_agrees) == ("nodule", 8.0, "right", True)
+    assert zh.recommendations[0].text == "建议行胸部CT进一步检查。" and zh.codes[0].code == "R91"
+    assert en.exam.modality_source == "caller" and en.recommendations[0].category == "solid single 6-8 mm"
+    assert zh.meta.model_name == "span-tagger-bigru" and len(zh.meta.bundle_sha256) == 64
+    assert {(s.label, s.text) for s in en.model_spans} >= {("FIND", "nodule"), ("ANAT", "left lower lobe")}
+
+
+def test_rules_decide_the_same_findings_with_or_without_the_model(tf):
+    items = [json.loads(line) for line in SAMPLES.read_text(encoding="utf-8").splitlines()]
+    with_model = tf(items)
+    rules_only = Taskflow("medical_report", use_model=False)(items)
+    for a, b in zip(with_model, rules_only):
+        strip = lambda r: [f.model_dump(exclude={"model_agrees", "anatomy"}) for f in r.findings]  # noqa: E731
+        assert strip(a) == strip(b) and a.recommendations == b.recommendations
+        assert b.model_spans == [] and all(f.model_agrees is None for f in b.findings)
+    assert with_model[5].language == "zh" and with_model[5].report_text.startswith("检查：胸部 CT")
+    assert with_model[3].recommendations[0].guideline == "Lung-RADS v2022"
+    assert with_model[4].findings[-1].temporality == "prior"
+
+
+def test_a_tagger_span_the_rules_do_not_know_is_only_a_warning(tf):
+    from sectorflow_medical_report.extract import extract
+    from sectorflow_medical_report.pipeline import combine
+
+    text = "Bronchial wall thickening in the right lower lobe."
+    ex = extract(text)
+    spans = combine(text, ex, [(0, 25, "FIND"), (33, 48, "ANAT")])
+    assert ex.findings == [] and spans[0].finding_id is None
+    from sectorflow_medical_report.report import build_report
+    from sectorflow_medical_report.schema import ReportInput
+
+    rep = build_report(ReportInput(text=text), ex, spans)
+    assert rep.findings == [] and [w.kind for w in rep.warnings] == ["unrecognised_span"]
+
+
+def test_bad_input_and_options_are_typed_errors(tf):
+    with pytest.raises(InvalidInputError):
+        tf([{"text": ""}])
+    with pytest.raises(InvalidInputError):
+        tf([{"text": "nodule", "modality": "x-ray"}])
+    with pytest.raises(ConfigError, match="use_model"):
+        Taskflow("medical_report", use_model="yes")
