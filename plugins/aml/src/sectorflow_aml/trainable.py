@@ -191,6 +191,15 @@ class AMLTrainable:
                 raise ValueError(f"mlp.{k}: shape {new.shape} != {tuple(v.shape)}")
             v.set_value(new)
 
+    def standardisation(self) -> tuple[np.ndarray, np.ndarray]:
+        """The local standardisation ``(mean, std)`` (``[F]`` each) of the model's input transform."""
+        return self.model.feat_mean.numpy().copy(), self.model.feat_std.numpy().copy()
+
+    def set_standardisation(self, mean: np.ndarray, std: np.ndarray) -> None:
+        """Use another model's standardisation (to evaluate that model, e.g. a bank's own, on this bank's data)."""
+        self.model.feat_mean.set_value(np.asarray(mean, dtype=np.float32))
+        self.model.feat_std.set_value(np.asarray(std, dtype=np.float32))
+
     def fit(self, epochs: int = 1, **config: Any) -> tuple[int, dict[str, float]]:
         paddle = self._paddle
         lr = float(config.get("lr", 2e-3))
@@ -283,3 +292,15 @@ def trainable_spec() -> TrainableSpec:
     return TrainableSpec(task="aml", name="risk_mlp", build=build,
                          description="AML risk-scorer MLP over one bank's AMLSim accounts (features from its own "
                                      "transaction window)")
+
+
+def merge_banks(banks: list[BankData]) -> BankData:
+    """All banks' views as one (pooled, centralised training: the comparison federated training is measured
+    against). Account ids, labels and splits are shared, so they are taken from the first bank; ``own`` is the union."""
+    if not banks:
+        raise ConfigError("merge_banks needs at least one bank.")
+    own = np.zeros_like(banks[0].own)
+    for b in banks:
+        own |= b.own
+    return BankData(np.concatenate([b.x for b in banks]), np.concatenate([b.src for b in banks]),
+                    np.concatenate([b.dst for b in banks]), banks[0].fraud, banks[0].split, own)
