@@ -198,6 +198,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nINT8/fp32: size {record['size']['ratio']:.2f}x (target <= 0.3x), accuracy "
           f"{100 * (acc['relative'] or 0):.2f}% of fp32 (target >= 99.5%), loss {acc['loss_points']:.2f} points on "
           f"{acc['split']}; largest output difference {record['max_abs_diff']['value']:.3g}.")
+    int8 = latency["int8 ONNX Runtime"]
+    for name, lat in latency.items():
+        if not name.startswith("int8"):
+            print(f"INT8 latency / {name}: batch 1 {int8[1] / lat[1]:.2f}x, batch 32 {int8[32] / lat[32]:.2f}x "
+                  f"(target <= 0.67x)")
     for name, mem in memory.items():
         print(f"Resident memory, {name}, {args.calls} batch-1 calls: {mem}")
     if args.json:
