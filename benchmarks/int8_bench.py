@@ -180,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
                            if line.startswith("model name")), "?"),
         "threads": args.threads, "input_shape_batch32": shape, "timed_runs": args.runs,
         "size": record["size"], "accuracy": record["accuracy"], "max_abs_diff": record["max_abs_diff"],
+        "validation_rows": sum(len(next(iter(b.values()))) for b in validation.batches),
         "build_seconds": round(build_s, 1), "latency_ms": latency, "memory": memory, "calls": args.calls,
         "tools": record["tools"],
     }
@@ -197,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{lat[32]:.3f} ms ({lat[32] / ref[32]:.2f}x) |")
     print(f"\nINT8/fp32: size {record['size']['ratio']:.2f}x (target <= 0.3x), accuracy "
           f"{100 * (acc['relative'] or 0):.2f}% of fp32 (target >= 99.5%), loss {acc['loss_points']:.2f} points on "
-          f"{acc['split']}; largest output difference {record['max_abs_diff']['value']:.3g}.")
+          f"{acc['split']} ({figures['validation_rows']} input rows); largest output difference "
+          f"{record['max_abs_diff']['value']:.3g}.")
     int8 = latency["int8 ONNX Runtime"]
     for name, lat in latency.items():
         if not name.startswith("int8"):
