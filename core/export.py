@@ -44,7 +44,8 @@ def paddle_files(bundle: Bundle) -> tuple[Path, Path]:
     """
     if bundle.format != "paddle-inference":
         raise BundleError(f"Bundle {bundle.path} has format {bundle.format!r}; export and quantization start from a "
-                          f"'paddle-inference' bundle.")
+                          f"'paddle-inference' bundle. If the task's plugin builds one from this bundle when it "
+                          f"loads, pass that folder with --task-path.", details={"format": bundle.format})
     prefix = bundle.manifest.get("model_prefix", "model")
     return bundle.file(f"{prefix}.json"), bundle.file(f"{prefix}.pdiparams")
 
