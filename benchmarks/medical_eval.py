@@ -93,7 +93,8 @@ def iu(tf, limit: int | None) -> dict:
     return out
 
 
-def cmeee(limit: int | None) -> dict:
+def cmeee(limit: int | None, tf=None) -> dict:
+    """``tf``: a Taskflow with the tagger on, to score the tagger's own spans too (none: rules only)."""
     sys.path.insert(0, str(ROOT / "plugins" / "medical_report" / "src"))
     from sectorflow_medical_report.extract import extract
     from sectorflow_medical_report.lexicon import FINDINGS
@@ -117,17 +118,54 @@ def cmeee(limit: int | None) -> dict:
             fp[t] += len(p - g)
             fn[t] += len(g - p)
     per = {t: prf(tp[t], fp[t], fn[t]) for t in types}
+    tagger = None
+    if tf is not None:  # the tagger's own spans: ANAT -> bod, FIND -> sym or dis
+        counts = Counter()
+        for item, rep in zip(items, tf([{"text": i["text"], "language": "zh"} for i in items])):
+            gold = {(e["start_idx"], e["end_idx"] + 1, e["type"]) for e in item["entities"]}
+            for label, types_ in (("ANAT", {"bod"}), ("FIND", {"sym", "dis"})):
+                g = {(s_, e_) for s_, e_, t in gold if t in types_}
+                p = {(x.start, x.end) for x in rep.model_spans if x.label == label}
+                counts[label, "tp"] += len(g & p)
+                counts[label, "fp"] += len(p - g)
+                counts[label, "fn"] += len(g - p)
+        tagger = {f"{lab} -> {'bod' if lab == 'ANAT' else 'sym|dis'}": prf(counts[lab, "tp"], counts[lab, "fp"],
+                                                                           counts[lab, "fn"]) for lab in ("ANAT", "FIND")}
     micro = prf(sum(tp.values()), sum(fp.values()), sum(fn.values()))
     all_types = prf(sum(tp.values()), sum(fp.values()), gold_all - sum(tp.values()))
     return {"per_type": per, "micro_over_plugin_types": micro, "over_all_gold_types": all_types,
-            "n_sentences": len(items)}
+            "tagger": tagger, "n_sentences": len(items)}
+
+
+def markdown(result: dict) -> str:
+    """The tables of docs/medical-report.md."""
+    iu_r, cm = result["iu_xray"], result["cmeee"]
+    lines = ["| finding (IU Problems label) | precision | recall | F1 | tp | fp | fn |", "|---|---|---|---|---|---|---|"]
+    for name in list(IU_LABELS) + ["nodule_or_uncertain"]:
+        m = iu_r[name]
+        label = " / ".join(sorted(IU_LABELS.get(name, {"Nodule"})))
+        shown = "nodule, present or uncertain" if name == "nodule_or_uncertain" else name
+        lines.append(f"| {shown} ({label}) | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {m['tp']} | "
+                     f"{m['fp']} | {m['fn']} |")
+    s = iu_r["sizes"]
+    lines += ["", "| size extraction | precision | recall | F1 | tp | fp | fn |", "|---|---|---|---|---|---|---|",
+              (f"| finding sizes (144 gold) | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} | {s['tp']} | "
+               f"{s['fp']} | {s['fn']} |"), "", f"Tagger agreement with the rule findings: {iu_r['tagger_agreement']}", "",
+              "| CMeEE type | precision | recall | F1 | tp | fp | fn |", "|---|---|---|---|---|---|---|"]
+    for t, m in list(cm["per_type"].items()) + [("micro, bod+sym+dis+pro", cm["micro_over_plugin_types"]),
+                                               ("micro, all nine gold types", cm["over_all_gold_types"])] + [
+            (f"tagger alone: {k}", v) for k, v in (cm.get("tagger") or {}).items()]:
+        lines.append(f"| {t} | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {m['tp']} | {m['fp']} | "
+                     f"{m['fn']} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--no-model", action="store_true")
-    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--json", type=Path, default=None, help="also write the full result (every count) here")
+    ap.add_argument("--print-json", action="store_true", help="print the JSON instead of the markdown tables")
     args = ap.parse_args()
     if not (DATA / "iu_xray").is_dir() or not (DATA / "cmeee").is_dir():
         sys.exit(f"needs {DATA}/iu_xray and {DATA}/cmeee (see ../shared/data/README.md)")
@@ -135,9 +173,9 @@ def main() -> None:
     from sectorflow import Taskflow
 
     tf = Taskflow("medical_report", use_model=not args.no_model, batch_size=64, num_threads=2)
-    result = {"iu_xray": iu(tf, args.limit), "cmeee": cmeee(args.limit),
+    result = {"iu_xray": iu(tf, args.limit), "cmeee": cmeee(args.limit, None if args.no_model else tf),
               "setup": {"threads": 2, "batch_size": 64, "model": not args.no_model}}
-    print(json.dumps(result, indent=1, ensure_ascii=False))
+    print(json.dumps(result, indent=1, ensure_ascii=False) if args.print_json else markdown(result))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -20,7 +20,8 @@ def test_medical_eval_runs_on_a_few_reports(tmp_path):
     out = tmp_path / "eval.json"
     env = {**os.environ, "SECTORFLOW_AUDIT": "off"}
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "medical_eval.py"), "--limit", "40",
-                           "--json", str(out)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+                           "--json", str(out)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result["iu_xray"]["n_reports"] == 40 and result["cmeee"]["n_sentences"] == 40

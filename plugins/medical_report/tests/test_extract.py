@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from sectorflow_medical_report.extract import extract
 from sectorflow_medical_report.text import detect_language, find_sizes
 
@@ -99,6 +98,11 @@ def test_english_scope_ends_at_a_new_subject_after_a_comma():
 def test_temporality(text, temporality):
     f = one(text, None if "fracture" not in text and "骨折" not in text else "fracture")
     assert f.temporality == temporality and f.assertion == "present"
+
+
+def test_laterality_does_not_cross_a_sentence():
+    ex = extract("Small bilateral pleural effusions, left greater than right. Mild pulmonary edema.")
+    assert [(f.type, f.laterality) for f in ex.findings] == [("effusion", "bilateral"), ("edema", None)]
 
 
 def test_count_and_attributes():

@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from sectorflow import ConfigError, InvalidInputError, Taskflow
 
 os.environ.setdefault("SECTORFLOW_AUDIT", "off")
@@ -36,7 +35,7 @@ def test_rules_decide_the_same_findings_with_or_without_the_model(tf):
     with_model = tf(items)
     rules_only = Taskflow("medical_report", use_model=False)(items)
     for a, b in zip(with_model, rules_only):
-        strip = lambda r: [f.model_dump(exclude={"model_agrees", "anatomy"}) for f in r.findings]  # noqa: E731
+        strip = lambda r: [f.model_dump(exclude={"model_agrees", "anatomy"}) for f in r.findings]
         assert strip(a) == strip(b) and a.recommendations == b.recommendations
         assert b.model_spans == [] and all(f.model_agrees is None for f in b.findings)
     assert with_model[5].language == "zh" and with_model[5].report_text.startswith("检查：胸部 CT")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from sectorflow_medical_report.extract import extract
 from sectorflow_medical_report.lexicon import lexicon
 from sectorflow_medical_report.report import build_report

@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pytest
-
 from sectorflow import InvalidInputError, Trainable, plugins
 from sectorflow_medical_report import corpus, tagger
 from sectorflow_medical_report.lexicon import ANATOMY, FINDINGS

@@ -113,6 +113,35 @@ def _sentence(rng: random.Random, style: int, b: _Builder) -> None:
             b.add(rng.choice(["，大小", "，"]) + _size(rng, zh) + rng.choice(["；", "。"]))
 
 
+_FILLERS_EN = (
+    "Heart size is normal.", "The cardiomediastinal silhouette is within normal limits.", "PA and lateral views of the chest.",
+    "Comparison: none.", "Lungs are clear.", "No acute cardiopulmonary process.", "Bony structures are intact.",
+    "Clinical history: cough and fever.", "Technique: portable AP view.", "Findings:", "Impression:",
+    "The trachea is midline.", "Pulmonary vascularity is within normal limits.", "Exam limited by patient rotation.",
+    "Compared with the prior study of last year.", "Recommend clinical correlation.", "Well-expanded lungs.",
+    "Visualized osseous structures are unremarkable.", "Mediastinal contours are normal.", "Indication: chest pain.",
+)
+_FILLERS_ZH = (
+    "心影大小正常。", "纵隔居中。", "双肺纹理清晰。", "检查方法：胸部正侧位片。", "所见：", "印象：", "临床诊断：咳嗽待查。",
+    "气管居中。", "骨质结构未见明显异常。", "与前片比较。", "建议结合临床。", "胸廓对称。", "双侧膈面光滑。",
+    "扫描范围自胸廓入口至肺底。", "请结合临床随访。", "检查所见：", "双肺门不大。", "肋膈角锐利。",
+)
+
+
+def _filler(rng: random.Random, zh: bool, b: _Builder) -> None:
+    """A sentence without findings; anatomy words in it are labelled by the rule lexicon (same scheme)."""
+    from .lexicon import lexicon
+
+    text = rng.choice(_FILLERS_ZH if zh else _FILLERS_EN) + ("" if zh else " ")
+    base = len(b.text)
+    for start, end, entries in lexicon().scan(text):
+        kinds = {e.kind for e in entries}
+        label = "FIND" if "finding" in kinds else "ANAT" if "anatomy" in kinds else None
+        if label:
+            b.spans.append([base + start, base + end, label])
+    b.text += text
+
+
 def generate(n: int, seed: int, styles: tuple[int, ...] = (0, 1, 2, 3)) -> list[dict]:
     """``n`` annotated snippets (1-3 sentences each), styles cycled in order, reproducible from ``seed``."""
     rng = random.Random(seed)
@@ -121,7 +150,11 @@ def generate(n: int, seed: int, styles: tuple[int, ...] = (0, 1, 2, 3)) -> list[
         style = styles[i % len(styles)]
         b = _Builder()
         for _ in range(rng.randint(1, 3)):
+            if rng.random() < 0.4:
+                _filler(rng, style >= 2, b)
             _sentence(rng, style, b)
+        if rng.random() < 0.3:
+            _filler(rng, style >= 2, b)
         out.append({"text": b.text.strip(), "spans": [s for s in b.spans if s[1] <= len(b.text.strip())],
                     "style": style})
     return out

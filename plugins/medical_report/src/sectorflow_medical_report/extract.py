@@ -110,7 +110,7 @@ def extract(text: str) -> Extraction:
         reach = 3 if _lang(lat) == "zh" else 16
         for j in range(i + 1, len(toks)):
             nxt = toks[j]
-            if nxt.start - t.end > reach:
+            if nxt.start - t.end > reach or span_index(sents, nxt.start) != span_index(sents, t.start):
                 break
             if nxt.first("anatomy") or nxt.first("finding"):
                 lat_of[j] = lat.key
@@ -225,7 +225,7 @@ def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[t
     for f in findings:
         best: tuple[float, Token, str] | None = None
         s_start, s_end = sents[f.sentence]
-        c_start, c_end = claus[span_index(claus, f.start)]
+        _, c_end = claus[span_index(claus, f.start)]
         for t in toks:
             cues = [e for e in t.entries if e.kind == "cue" and e.key != "term"]
             if not cues or not (s_start <= t.start < s_end):

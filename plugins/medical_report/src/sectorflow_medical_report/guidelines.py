@@ -33,8 +33,8 @@ _T = {
     "m68_high": ("CT at 3-6 months, then CT at 18-24 months.", "3-6个月复查CT，之后18-24个月复查CT。"),
     "gg6": ("CT at 6-12 months to confirm persistence, then CT every 2 years until 5 years.",
             "6-12个月复查CT确认是否持续存在，之后每2年复查CT至5年。"),
-    "ps6": ("CT at 3-6 months to confirm persistence; if unchanged and the solid component stays < 6 mm, annual CT "
-            "for 5 years.", "3-6个月复查CT确认是否持续存在；若无变化且实性成分 < 6 mm，每年复查CT至5年。"),
+    "ps6": (("CT at 3-6 months to confirm persistence; if unchanged and the solid component stays < 6 mm, annual CT "
+             "for 5 years."), "3-6个月复查CT确认是否持续存在；若无变化且实性成分 < 6 mm，每年复查CT至5年。"),
     "ps8": ("Solid component > 8 mm: consider PET/CT, biopsy or resection.", "实性成分 > 8 mm：考虑PET/CT、活检或切除。"),
     "msub_small": ("CT at 3-6 months; if stable, consider CT at 2 and 4 years.", "3-6个月复查CT；若稳定，考虑2年和4年时复查CT。"),
     "msub_big": ("CT at 3-6 months; subsequent management based on the most suspicious nodule.",

@@ -114,10 +114,11 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
                                           message="exam modality unknown (give modality='CT' or 'radiograph'): no "
                                                   "nodule guideline applied"))
     icd = codes(ex.findings, lang)
-    for span in model_spans or []:
-        if span.label == "FIND" and span.finding_id is None:
-            warnings.append(ReportWarning(kind="unrecognised_span", message=f"the tagger marks '{span.text}' "
-                                          f"({span.start}-{span.end}) as a finding the rules do not know; not reported"))
+    unknown = [s for s in model_spans or [] if s.label == "FIND" and s.finding_id is None and len(s.text.strip()) >= 2]
+    if unknown:
+        listed = ", ".join(f"'{s.text}' ({s.start}-{s.end})" for s in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        warnings.append(ReportWarning(kind="unrecognised_span", message=f"the tagger marks {listed} as findings the "
+                                      "rules do not know; not reported (review the text or the lexicon)"))
     impression = render_impression(ex.findings, recs, lang)
     report_text = render_report(exam, ex.findings, impression, recs, lang)
     return MedicalReport(language=lang, exam=exam, findings=ex.findings, recommendations=recs, codes=icd,  # type: ignore[arg-type]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
 from sectorflow import TaskResult
 
 Modality = Literal["radiograph", "CT", "MR", "ultrasound", "PET/CT", "mammography"]

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-
 from sectorflow import import_paddle
 
 TAGS = ("O", "B-ANAT", "I-ANAT", "B-FIND", "I-FIND")

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from sectorflow import InvalidInputError, TrainableSpec, import_paddle
 
 from . import corpus, tagger
@@ -75,7 +74,7 @@ class TaggerTrainable:
             items = _read_jsonl(Path(partition["data"]))
             rng = np.random.default_rng(seed)
             order = rng.permutation(len(items))
-            cut = max(1, int(round(len(items) * 0.2))) if len(items) > 1 else 0
+            cut = max(1, round(len(items) * 0.2)) if len(items) > 1 else 0
             val = [items[i] for i in order[:cut]]
             train = [items[i] for i in order[cut:]]
         else:
