@@ -180,6 +180,10 @@ EventKind = Literal[
     "model_load_failed",
     "config_changed",
     "plugin_loaded",
+    "training_run_started",
+    "training_round",
+    "training_run_finished",
+    "training_run_failed",
 ]
 
 
