@@ -12,10 +12,11 @@ For the task's ``paddle-inference`` bundle (or ``--model-bundle``) this script
 3. runs ``--calls`` (default 10,000) batch-1 calls on the INT8 and the fp32 Paddle pools and reports how much the
    process's resident memory (``/proc/self/statm``) grew from call 100 to the last.
 
-Validation data is the task's ``TaskSpec.validation``. For ``aml``, whose plugin does not provide one yet, the
-script builds it (``--validation aml``): every transaction of the two training runs replayed through the plugin's
-feature code, metric = account-level F1 at the bundle's threshold on the held-out 20% validation accounts (the split
-and metric the bundle's manifest reports). Targets (issue 10): INT8 <= 0.3x size, >= 99.5% of fp32 accuracy,
+Validation data is the task's ``TaskSpec.validation``. For plugins that do not provide one yet the script builds it:
+``aml``: every transaction of the two training runs replayed through the plugin's feature code, metric =
+account-level F1 at the bundle's threshold on the held-out 20% validation accounts (the split and metric the
+bundle's manifest reports); ``customer_service``: the banking77 validation slice of the plugin's training script,
+accuracy of the ``banking77`` head. Targets (issue 10): INT8 <= 0.3x size, >= 99.5% of fp32 accuracy,
 <= 0.67x latency; memory growth <= 5%.
 
 Usage::
@@ -79,6 +80,38 @@ def aml_validation(bundle: Any) -> Any:
                          split="held-out 20% of accounts (seeded, stratified) of " + " + ".join(RUNS[:2]))
 
 
+def customer_service_validation(bundle: Any) -> Any:
+    """The customer-service intent model's validation set: the banking77 validation slice (10% of train, seed 13:
+    the plugin's training split), word pieces of the shipped vocabulary, batches of 32 sorted by length; metric:
+    accuracy of the ``banking77`` head (the output of that name in the built bundle's manifest ``outputs``)."""
+    from sectorflow import ValidationSet, plugins
+    from sectorflow_customer_service import data
+    from sectorflow_customer_service.tokenize import WordPiece
+
+    outputs = list(bundle.manifest.get("outputs") or [])
+    if "banking77" not in outputs:
+        raise SystemExit(f"{bundle.path}: no 'banking77' output in the manifest ({outputs}); give the "
+                         f"paddle-inference bundle the plugin builds from its shipped intent bundle")
+    head = outputs.index("banking77")
+    shipped = plugins.get_task("customer_service").default_bundle
+    tokenizer = WordPiece(Path(shipped) / "vocab.txt")
+    labels = data.banking77_labels(DATA / "banking77")
+    index = {name: i for i, name in enumerate(labels)}
+    rows = sorted(data.banking77(DATA / "banking77")["val"], key=lambda r: len(r[0]))
+    batches, truth = [], []
+    for begin in range(0, len(rows), 32):
+        part = rows[begin:begin + 32]
+        batches.append({"input_ids": tokenizer.encode_batch([t for t, _ in part], max_len=64)})
+        truth.extend(index[label] for _, label in part)
+
+    def metric(outs: list[list[np.ndarray]], labels_: Any) -> float:
+        predicted = np.concatenate([o[head].argmax(axis=-1) for o in outs])
+        return float((predicted == np.asarray(labels_)).mean())
+
+    return ValidationSet(batches=batches, labels=np.asarray(truth), metric=metric, metric_name="banking77 accuracy",
+                         split=f"banking77 validation slice (10% of train, seed 13), {len(rows)} texts")
+
+
 def rows_of(validation: Any, n: int) -> dict[str, np.ndarray]:
     """The first ``n`` rows of the validation inputs (from as many batches as needed)."""
     out: dict[str, list[np.ndarray]] = {}
@@ -118,8 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--task", required=True)
     parser.add_argument("--model-bundle", type=Path, help="paddle-inference bundle (default: the task's bundle)")
-    parser.add_argument("--validation", choices=["task", "aml"], default=None,
-                        help="validation data: the task's own (default) or the script's AML builder")
+    parser.add_argument("--validation", choices=["task", "aml", "customer_service"], default=None,
+                        help="validation data: the task's own (default), or the script's builder for a plugin that "
+                             "has none yet (aml, customer_service)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=300, help="timed runs per latency figure")
     parser.add_argument("--calls", type=int, default=10_000, help="calls for the resident-memory figure")
@@ -137,11 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     spec = plugins.get_task(args.task)
     source = args.model_bundle or spec.default_bundle
     bundle = load_bundle(source)
-    use = args.validation or ("aml" if args.task == "aml" and spec.validation is None else "task")
-    if use == "aml":
+    use = args.validation or (args.task if args.task in ("aml", "customer_service") and spec.validation is None
+                              else "task")
+    if use != "task":
         import dataclasses
 
-        spec = dataclasses.replace(spec, validation=aml_validation)
+        builder = {"aml": aml_validation, "customer_service": customer_service_validation}[use]
+        spec = dataclasses.replace(spec, validation=builder)
     validation = spec.validation(bundle) if spec.validation else None
     if validation is None:
         print(f"task {args.task!r} has no validation data; give --validation", file=sys.stderr)
