@@ -194,16 +194,24 @@ def agreement_date(text: str) -> list[Extraction]:
     head = text[:PREAMBLE_CHARS]
     dates = [d for d in nz.dates_in(head)
              if not re.search(r"Source:|\b(?:10-K|10-Q|8-K|S-1|F-1)\b", head[head.rfind("\n", 0, d[0]) + 1:d[0]])]
-    if not dates:
-        return []
     cue = re.compile(r"(?:dated|made|entered\s+into|executed|as\s+of|effective|on|this)\W+(?:\w+\W+){0,6}$", re.I)
     chosen, confidence = None, 0.0
     for start, end, raw, iso in dates:
         if cue.search(head[max(0, start - 60):start]):
             chosen, confidence = (start, end, raw, iso), 0.85
             break
-    if chosen is None and dates[0][0] < 1500:
+    if chosen is None and dates and dates[0][0] < 1500:
         chosen, confidence = dates[0], 0.5
+    if chosen is None:  # the signature blocks: the last party to sign dates the agreement
+        offsets = [m.end() for m in re.finditer(r"\bDated?\s*:\s*", text)]
+        signed = []
+        for at in offsets:
+            found = nz.dates_in(text[at:at + 40])
+            if found and found[0][0] == 0:
+                s, e, raw, iso = found[0]
+                signed.append((at + s, at + e, raw, iso))
+        if signed:
+            chosen, confidence = max(signed, key=lambda d: d[3]), 0.45
     if chosen is None:
         return []
     start, end, raw, iso = chosen
@@ -212,6 +220,10 @@ def agreement_date(text: str) -> list[Extraction]:
 
 def effective_date(text: str) -> list[Extraction]:
     """A date named with "Effective Date" / "effective as of" / "shall become effective on"."""
+    for start, end, raw, iso in nz.dates_in(text[:PREAMBLE_CHARS]):
+        if re.match(r"\s*,?\s*\(\s*(?:the\s+|this\s+)?[\"“]?Effective\s+Date", text[end:end + 40], re.I):
+            return [Extraction(text=raw, start=start, end=end, value=iso, confidence=0.85,
+                               source="rule:en_effective_date")]
     for match in re.finditer(r"effective\s+(?:as\s+of|on|from)|\"?Effective\s+Date\"?\)?\s+(?:means|shall\s+mean|is)",
                              text, re.IGNORECASE):
         window = text[match.end():match.end() + 80]

@@ -1,0 +1,44 @@
+"""The CUAD split and the benchmark's answer matching (real CUAD data, read in place; skipped without it)."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from sectorflow_legal_extraction import cuad
+
+REPO = Path(__file__).resolve().parents[3]
+DATA = REPO.parent / "shared" / "data" / "cuad"
+
+
+def _benchmark():
+    spec = importlib.util.spec_from_file_location("legal_eval", REPO / "benchmarks" / "legal_eval.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_answer_matching():
+    bench = _benchmark()
+    assert bench.date_match("1999-10-01", "10/1/99") and not bench.date_match("1999-10-02", "10/1/99")
+    assert bench.date_match("2020", "[]/[]/2020") and bench.date_match("2020-05-03", "[]/[]/2020")
+    assert not bench.date_match(None, "10/1/99")
+    assert bench.gold_parties('RSL COM PrimeCall, Inc. ("PrimeCall"); deltathree.com, Inc. (formerly known as Delta '
+                              'Three, Inc.) ("DeltaThree")') == ["RSL COM PrimeCall, Inc", "deltathree.com, Inc"]
+    assert bench.parties_match(["Rsl Com Primecall Inc", "Someone Else"], ["RSL COM PrimeCall, Inc.", "X Corp"]) == (
+        1, 2, 2)
+    assert bench.gold_duration("successive 1 year") == ("P1Y", True)
+    assert bench.gold_duration("60) days") == ("P60D", False) and bench.gold_duration("perpetual") is None
+
+
+@pytest.mark.skipif(not (DATA / "master_clauses.csv").is_file(), reason=f"CUAD not found at {DATA}")
+def test_split_is_by_contract_and_stable():
+    contracts = cuad.load(DATA)
+    assert len(contracts) == 302 and len(cuad.categories(DATA)) == 41
+    counts = Counter(c.split for c in contracts)
+    assert counts == {"train": 180, "validation": 58, "test": 64}
+    assert len({c.filename for c in contracts}) == 302  # one split per contract
+    assert cuad.split_of(contracts[0].filename) == contracts[0].split
