@@ -119,7 +119,9 @@ def synthetic_batches(session_pool: OnnxSessionPool, n_batches: int = 2, batch: 
                       seed: int = 0) -> list[dict[str, np.ndarray]]:
     """Inputs for the export check when a task has no validation data, shaped as the ONNX model's inputs:
     standard-normal floats; integer inputs (token and segment ids) in ``{0, 1}`` so that any embedding table accepts
-    them. Dynamic dimensions are ``batch`` (the first) and ``length`` (the others)."""
+    them, except one-dimensional integer inputs (one per row: sequence lengths), which run from 1 to ``length`` (the
+    first row full), so that padded batches are checked too. Dynamic dimensions are ``batch`` (the first) and
+    ``length`` (the others)."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n_batches):
@@ -127,7 +129,11 @@ def synthetic_batches(session_pool: OnnxSessionPool, n_batches: int = 2, batch: 
         for spec in session_pool.session.get_inputs():
             dims = [d if isinstance(d, int) and d > 0 else (batch if i == 0 else length)
                     for i, d in enumerate(spec.shape)]
-            if "int" in spec.type:
+            if "int" in spec.type and len(dims) == 1:  # one integer per row: sequence lengths, full and shorter
+                lengths = rng.integers(1, length + 1, size=dims)
+                lengths[0] = length
+                feed[spec.name] = lengths.astype(np.int64 if "64" in spec.type else np.int32)
+            elif "int" in spec.type:
                 feed[spec.name] = rng.integers(0, 2, size=dims).astype(np.int64 if "64" in spec.type else np.int32)
             else:
                 feed[spec.name] = rng.standard_normal(dims).astype(np.float32)

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
-
 from sectorflow import (
     Pipeline,
     TaskResult,
@@ -164,7 +163,7 @@ def save_tiny_transformer(folder: Path, seed: int = 0) -> Path:
                 nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, activation="gelu"), 1)
             self.head = nn.Linear(32, 3)
 
-        def forward(self, input_ids):  # noqa: ANN001 (traced by paddle.jit.save)
+        def forward(self, input_ids):
             hidden = self.encoder(self.embed(input_ids))
             return self.head(hidden.mean(axis=1))
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from core_support import registry_scope
 from quantize_support import DigitsPlugin, TextPlugin, digits_split, save_bundle, save_tiny_transformer, train_mlp
 from sectorflow import DeviceUnavailableError, ExportMismatchError, Taskflow, load_bundle
@@ -49,7 +48,8 @@ def test_onnx_export_reproduces_the_paddle_outputs_within_the_tolerance(text_tas
     assert onnx_export["inputs"] == "synthetic"  # the task gives no validation data
     assert 0 < onnx_export["max_abs_diff"] <= 1e-4  # two runtimes: not bit-identical, but close
     bundle = load_bundle(onnx_export["out"], expected_task="tiny_text")
-    assert (bundle.format, bundle.manifest["precision"], bundle.manifest["onnx_model"]) == ("onnx", "fp32", "model.onnx")
+    assert (bundle.format, bundle.manifest["precision"]) == ("onnx", "fp32")
+    assert bundle.manifest["onnx_model"] == "model.onnx"
     assert set(bundle.manifest["files"]) == {"model.onnx"}
     assert bundle.manifest["export"]["check"]["max_abs_diff"] == onnx_export["max_abs_diff"]
     assert bundle.manifest["export"]["from_bundle_sha256"] == load_bundle(text_task.default_bundle).sha256

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from core_support import FakeProbe, registry_scope
 from quantize_support import DigitsPlugin, add_outlier_row, digits_split, save_bundle, train_mlp
 from sectorflow import (
