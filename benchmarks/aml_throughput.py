@@ -3,14 +3,21 @@
 - Batch: transactions per second for one call on ``--n`` transactions of an AMLSim run (already-validated
   ``Transaction`` objects from the amlsim reader, so input parsing is not counted), ``batch_size`` per forward.
 - Streaming: per-call latency of one transaction per call (``tf(txn)``) over ``--n-stream`` transactions, p50/p99.
+- File: ``sectorflow run aml FILE --format amlsim --output OUT`` (the CLI's own ``main``, in-process) on the first
+  ``--n`` rows of the run: reading, validation, the pipeline in 1,024-row calls and JSON-lines writing.
 - Breakdown: the same transactions through the sliding window alone, window + scorer features, and the model on
   the feature matrix, so the time of each stage is visible. ``--profile`` adds a cProfile of the batch call.
+- ``--compare REV``: the batch and file figures of the plugin as it was at git revision ``REV`` (its
+  ``plugins/aml/src`` extracted with ``git archive``; the same core, venv and data) and of the working tree, measured
+  back to back in fresh subprocesses, alternating, ``--reps`` times each; prints medians and the ratio new/old of
+  wall and CPU time (CPU time, ``time.process_time``, is steadier on a shared machine).
 
 Targets (issue 3): >= 50,000 tx/s batch, p99 <= 2 ms streaming.
 
 Usage::
 
     .venv/bin/python benchmarks/aml_throughput.py [--run 20K_fanin200cycle200] [--n 60000] [--batch-size 1024]
+        [--compare 1c73f84 --reps 3]
 """
 
 from __future__ import annotations
@@ -18,11 +25,18 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import gzip
 import io
+import itertools
+import json
 import os
 import platform
 import pstats
+import statistics
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -102,6 +116,71 @@ def predictor_latency(bundle_dir: Path, calls: int = 500) -> dict[str, float]:
     return out
 
 
+def head_file(source: Path, n: int, folder: Path) -> Path:
+    """The header and first ``n`` rows of a gzipped CSV, as a new gzipped file in ``folder``."""
+    path = folder / f"head{n}.csv.gz"
+    with gzip.open(source, "rt", newline="") as src, gzip.open(path, "wt", newline="") as out:
+        out.writelines(itertools.islice(src, n + 1))
+    return path
+
+
+def measure(source: Path, n: int, batch_size: int) -> dict[str, float]:
+    """Wall and CPU seconds of one batch call on ``n`` validated transactions and of the CLI run over ``source``."""
+    from sectorflow.cli import main as cli_main
+
+    txns, problems = load_transactions(source, "amlsim")
+    assert not problems and len(txns) == n, (len(txns), problems[:3])
+    tf = Taskflow("aml", batch_size=batch_size, num_threads=1)
+    tf(txns[:2000])
+    tf.reset_state()
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    tf(txns)
+    out = {"batch_wall": time.perf_counter() - wall, "batch_cpu": time.process_time() - cpu}
+    del tf, txns
+    gc.collect()
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "out.jsonl"
+        wall, cpu = time.perf_counter(), time.process_time()
+        code = cli_main(["run", "aml", str(source), "--format", "amlsim", "--output", str(target),
+                         "--batch-size", str(batch_size), "--num-threads", "1"])
+        out.update(file_wall=time.perf_counter() - wall, file_cpu=time.process_time() - cpu)
+        assert code == 0 and sum(1 for _ in open(target, encoding="utf-8")) == n
+    return out
+
+
+def compare(rev: str, source: Path, n: int, batch_size: int, reps: int) -> None:
+    """Batch and file figures of the plugin at ``rev`` and of the working tree, alternating in fresh processes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        old_root = Path(tmp) / "old"
+        old_root.mkdir()
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "plugins/aml/src"], capture_output=True,
+                                 check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(old_root, filter="data")
+        runs: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
+        for _ in range(reps):
+            for which in ("old", "new"):
+                env = dict(os.environ)
+                if which == "old":
+                    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(old_root / "plugins/aml/src"),
+                                                                      env.get("PYTHONPATH")]))
+                done = subprocess.run([sys.executable, __file__, "--measure-only", str(source), "--n", str(n),
+                                       "--batch-size", str(batch_size)], env=env, capture_output=True, text=True,
+                                      check=True)
+                runs[which].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    print(f"compare: plugin at {rev} (old) vs working tree (new), {n} transactions, {reps} alternating runs each in "
+          f"fresh processes; medians:")
+    for key, label in (("batch", "batch call (validated Transactions)"),
+                       ("file", "sectorflow run aml FILE --format amlsim (read, validate, score, write)")):
+        parts = []
+        for unit in ("wall", "cpu"):
+            old = statistics.median(r[f"{key}_{unit}"] for r in runs["old"])
+            new = statistics.median(r[f"{key}_{unit}"] for r in runs["new"])
+            parts.append(f"{unit}: old {n / old:,.0f} tx/s, new {n / new:,.0f} tx/s, new/old speed {old / new:.2f}x")
+        print(f"  {label}: " + "; ".join(parts))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
@@ -110,7 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-stream", type=int, default=5000, help="transactions fed one per call")
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--profile", action="store_true", help="cProfile the batch call and print the top 25")
+    parser.add_argument("--compare", metavar="REV", help="also measure the plugin at git revision REV (see above)")
+    parser.add_argument("--reps", type=int, default=3, help="alternating runs per side for --compare")
+    parser.add_argument("--measure-only", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.measure_only:
+        print(json.dumps(measure(args.measure_only, args.n, args.batch_size)))
+        return 0
 
     txns, problems = load_transactions(args.data / args.run / "transactions.csv.gz", "amlsim")
     assert not problems, problems[:3]
@@ -119,9 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     tf(txns[:2000])  # warm-up: predictor, oneDNN kernels
     tf.reset_state()
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     tf(batch)
     batch_s = time.perf_counter() - start
+    batch_cpu = time.process_time() - cpu
     tf.reset_state()
 
     # streaming: the first n_stream - 1000 calls of the run after a warm prefix fed the same way
@@ -135,10 +221,11 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"Taskflow num_threads=1, batch_size={args.batch_size}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}; "
-          f"run {args.run}; every rule and the model on (default options)")
+          f"run {args.run}; every rule and the model on (default options); load average at start "
+          f"{os.getloadavg()[0]:.1f}")
     rate = len(batch) / batch_s
-    print(f"batch:     {len(batch)} transactions in {batch_s:.2f} s = {rate:,.0f} tx/s "
-          f"(target >= 50,000: {'met' if rate >= 50000 else 'MISSED'})")
+    print(f"batch:     {len(batch)} transactions in {batch_s:.2f} s = {rate:,.0f} tx/s wall, "
+          f"{len(batch) / batch_cpu:,.0f} tx/s CPU (target >= 50,000: {'met' if rate >= 50000 else 'MISSED'})")
     print(f"streaming: {len(lat)} calls of one transaction: p50 {np.percentile(lat, 50):.3f} ms, "
           f"p99 {np.percentile(lat, 99):.3f} ms (target p99 <= 2 ms: "
           f"{'met' if np.percentile(lat, 99) <= 2.0 else 'MISSED'})")
@@ -147,6 +234,14 @@ def main(argv: list[str] | None = None) -> int:
           f"scorer features {parts['features']:.1f}; model forward {parts['model']:.2f}; "
           f"rest (typology rules, reports, result objects, garbage collection) {total - sum(parts.values()):.1f} "
           f"(window and features timed with the garbage collector paused, as in the pipeline)")
+    with tempfile.TemporaryDirectory() as tmp:
+        head = head_file(args.data / args.run / "transactions.csv.gz", args.n, Path(tmp))
+        timing = measure(head, args.n, args.batch_size)
+        print(f"file:      sectorflow run aml (first {args.n} rows, --format amlsim, --batch-size {args.batch_size}): "
+              f"{args.n / timing['file_wall']:,.0f} tx/s wall, {args.n / timing['file_cpu']:,.0f} tx/s CPU "
+              f"(reading, validation, scoring and JSON-lines writing)")
+        if args.compare:
+            compare(args.compare, head, args.n, args.batch_size, args.reps)
     probe = predictor_latency(BUNDLE)
     print(f"one predictor run at batch 1 (median of 500): oneDNN {probe['onednn']:.0f} us, without oneDNN "
           f"{probe['plain']:.0f} us")

@@ -120,6 +120,8 @@ class ReportEngine:
         self._days: dict[date, list[tuple[str, str, str, str, date]]] = {}
         self._latest: date | None = None
         self._bucket: tuple[int, date, date] | None = None  # (15-minute UTC bucket, local day, business day)
+        self._last_dates: tuple[datetime, date, date] | None = None  # the previous transaction's time and days
+        self._leg_plans: dict[tuple[Any, ...], tuple[tuple[int, Direction, str], ...]] = {}
 
     OPTIONS = {
         "jurisdiction": "CN (PBOC large-value reports, default) or US (currency transaction reports)",
@@ -163,6 +165,7 @@ class ReportEngine:
         self._open.clear()
         self._days.clear()
         self._latest = None
+        self._last_dates = None
 
     def observe(self, txn: Transaction) -> list[ReportDraft]:
         """Add one transaction; return the drafts it triggers (usually none, at most one per leg and rule).
@@ -170,14 +173,23 @@ class ReportEngine:
         Raises:
             MissingRateError: a foreign-currency amount with no rate in ``fx``.
         """
-        day, business_date = self._dates(txn.timestamp)
+        timestamp = txn.timestamp
+        last = self._last_dates
+        if last is not None and last[0] == timestamp:  # same instant as the previous transaction: same days
+            day, business_date = last[1], last[2]
+        else:
+            day, business_date = self._dates(timestamp)
+            self._last_dates = (timestamp, day, business_date)
         drafts: list[ReportDraft] = []
         currency = txn.currency
         scope = "domestic" if currency == self.home_currency else "foreign"
         table = self._table
         opened = self._open
         for customer, account, direction, rule in self._legs(txn):
-            for threshold in table.get((rule, scope), ()):
+            thresholds = table.get((rule, scope))
+            if not thresholds:
+                continue
+            for threshold in thresholds:
                 amount = txn.amount if currency == threshold.currency else \
                     self.fx.convert(txn.amount, currency, threshold.currency, day)
                 key = (customer, direction, threshold.rule, threshold.applies_to, business_date)
@@ -188,9 +200,10 @@ class ReportEngine:
                     if keys is None:
                         keys = self._days[business_date] = []
                     keys.append(key)
-                state.total += amount
+                total = state.total = state.total + amount
                 state.rows.append((txn, account, amount))
-                if not state.fired and threshold.met(state.total):
+                if not state.fired and (total >= threshold.amount if threshold.inclusive else
+                                        total > threshold.amount):  # Threshold.met, inlined
                     state.fired = True
                     drafts.append(self._draft(state))
         latest = self._latest
@@ -235,6 +248,21 @@ class ReportEngine:
         return day, day
 
     def _legs(self, txn: Transaction) -> list[tuple[str, str, Direction, str]]:
+        """(customer, account, direction, rule) for each side of ``txn`` that is a customer of the institution.
+
+        Without ``institution``, ``customers`` and ``customer_types`` the sides and rules depend only on the
+        channel, customer type and countries, so the plan for each such combination is worked out once."""
+        if self.institution is None and not self.customers and not self.customer_types:
+            plan_key = (txn.channel, txn.customer_type, txn.sender_country, txn.receiver_country)
+            plan = self._leg_plans.get(plan_key)
+            if plan is None:
+                plan = self._leg_plans[plan_key] = tuple(  # "out" is the sender's side, "in" the receiver's
+                    (0 if direction == "out" else 1, direction, rule) for _, _, direction, rule in self._legs_slow(txn))
+            sides = (txn.sender_account, txn.receiver_account)
+            return [(sides[i], sides[i], direction, rule) for i, direction, rule in plan]
+        return self._legs_slow(txn)
+
+    def _legs_slow(self, txn: Transaction) -> list[tuple[str, str, Direction, str]]:
         """(customer, account, direction, rule) for each side of ``txn`` that is a customer of the institution."""
         channel = txn.channel
         sides: tuple[tuple[str, Direction, str | None], ...]

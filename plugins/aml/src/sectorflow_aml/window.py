@@ -157,6 +157,8 @@ class TransactionWindow:
         self._fired: dict[object, float] = {}
         self._max_cooldown = 0.0
         self._prune_at = 1024
+        self._stamp: object = None
+        self._stamp_ts = 0.0
 
     def __len__(self) -> int:
         return len(self.edges)
@@ -208,7 +210,13 @@ class TransactionWindow:
         Returns:
             The new :class:`Edge`. ``prev_active`` of sender and receiver then holds their previous activity time.
         """
-        ts = txn.timestamp.timestamp()
+        stamp = txn.timestamp
+        if stamp is self._stamp:  # the same datetime object as the previous transaction's (typed readers share them)
+            ts = self._stamp_ts
+        else:
+            ts = stamp.timestamp()
+            self._stamp = stamp
+            self._stamp_ts = ts
         if ts > self.now:
             self.now = ts
             self._evict(ts - self.lookback)

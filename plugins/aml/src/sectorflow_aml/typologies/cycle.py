@@ -113,8 +113,6 @@ class CycleRule(Rule):
                     return [u, v, a]
         if hi < 4:
             return None
-        if not self._may_close(accounts, u, v, back1, fwd1, max_degree):
-            return None
         back2: dict[str, str] = {}  # y -> x for y -> x -> u
         if hi >= 5:
             for x, count in back1.items():
@@ -141,32 +139,6 @@ class CycleRule(Rule):
                 if x is not None and x != a and x != v:
                     return [u, v, a, b, x]
         return None
-
-    @staticmethod
-    def _may_close(accounts: dict, u: str, v: str, back1: dict, fwd1: dict, max_degree: int) -> bool:
-        """A necessary condition for a 4- or 5-account loop in :meth:`_find_short`, tested with set operations in C
-        (most transfers close no loop, and this answers them without the two-hop walk): some account ``b`` two hops
-        forward from ``v`` (through an intermediary of degree at most ``max_degree``) sends to ``u`` or to a sender
-        of ``u``. Counts (``min_txns_per_hop``) and the other exclusions are left to the exact search, so ``False``
-        only when that search would find nothing."""
-        reach: set[str] = set()
-        for a in fwd1:
-            if a != u and a != v:
-                receivers = accounts[a].receivers
-                if len(receivers) <= max_degree:
-                    reach.update(receivers)
-        reach.discard(u)
-        reach.discard(v)
-        if not reach:
-            return False
-        if not reach.isdisjoint(back1):
-            return True
-        for x in back1:
-            if x != u and x != v:
-                senders = accounts[x].senders
-                if len(senders) <= max_degree and not reach.isdisjoint(senders):
-                    return True
-        return False
 
     def _find(self, accounts: dict, u: str, v: str) -> list[str] | None:
         """Accounts ``[u, v, ..., x]`` of a short simple path ``v -> ... -> u`` (so ``u -> v`` closes the loop)."""
