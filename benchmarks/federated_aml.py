@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     from sectorflow.federated import parse_config, simulate
-    from sectorflow_aml.trainable import AMLTrainable, best_threshold, build, load_bank, merge_banks
+    from sectorflow_aml.trainable import AMLTrainable, best_threshold, build, merge_banks
 
     part = {"data": str(args.data), "num_banks": args.banks, "seed": args.seed}
     if args.max_transactions:
@@ -113,7 +113,14 @@ def main(argv: list[str] | None = None) -> int:
                                      "fraction_evaluate": 0.0},
                         "institutions": [{**part, "bank": b} for b in range(args.banks)]})
     t0 = time.perf_counter()
-    report = simulate(cfg)
+    for attempt in range(3):  # Ray's node start times out (30 s, fixed in Ray) on an overloaded machine: retry
+        try:
+            report = simulate(cfg)
+            break
+        except RuntimeError as exc:
+            if attempt == 2:
+                raise
+            print(f"simulation failed ({exc}); retrying", file=sys.stderr)
     fed_seconds = time.perf_counter() - t0
     names = sorted(banks[0].get_weights())
     fw = dict(zip(names, report.weights))
