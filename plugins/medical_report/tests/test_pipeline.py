@@ -65,3 +65,12 @@ def test_bad_input_and_options_are_typed_errors(tf):
         tf([{"text": "nodule", "modality": "x-ray"}])
     with pytest.raises(ConfigError, match="use_model"):
         Taskflow("medical_report", use_model="yes")
+
+
+def test_the_registered_examples_run(tf):
+    from sectorflow_medical_report.plugin import EXAMPLES
+
+    reports = tf(list(EXAMPLES))
+    assert [len([f for f in r.findings if f.assertion == "present"]) for r in reports] == [1, 1, 1]
+    assert [r.recommendations[0].guideline for r in reports] == ["CT for radiograph nodule", "Fleischner 2017",
+                                                                 "Lung-RADS v2022"]
