@@ -16,7 +16,7 @@ Validation data is the task's ``TaskSpec.validation``. For plugins that do not p
 ``aml``: every transaction of the two training runs replayed through the plugin's feature code, metric =
 account-level F1 at the bundle's threshold on the held-out 20% validation accounts (the split and metric the
 bundle's manifest reports); ``customer_service``: the banking77 validation slice of the plugin's training script,
-accuracy of the ``banking77`` head. Targets (issue 10): INT8 <= 0.3x size, >= 99.5% of fp32 accuracy,
+accuracy of the ``banking77`` head; ``legal_extraction``: segments of the CUAD validation contracts, macro AUPR. Targets (issue 10): INT8 <= 0.3x size, >= 99.5% of fp32 accuracy,
 <= 0.67x latency; memory growth <= 5%.
 
 Usage::
@@ -112,12 +112,48 @@ def customer_service_validation(bundle: Any) -> Any:
                          split=f"banking77 validation slice (10% of train, seed 13), {len(rows)} texts")
 
 
+def legal_validation(bundle: Any) -> Any:
+    """The CUAD clause classifier's validation set: segments of the validation contracts (the plugin's by-contract
+    split), labelled as its training script labels them; metric: macro average precision (AUPR) over the categories
+    with positives, the figure the training script selects its epoch on."""
+    import importlib.util
+
+    from sklearn.metrics import average_precision_score
+
+    from sectorflow import ValidationSet
+    from sectorflow_legal_extraction import cuad
+    from sectorflow_legal_extraction.clauses import batch_arrays
+
+    script = REPO / "plugins" / "legal_extraction" / "scripts" / "train_clause_classifier.py"
+    module_spec = importlib.util.spec_from_file_location("train_clause_classifier", script)
+    train = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(train)
+    buckets = int(bundle.read_json("classifier.json")["buckets"])
+    cats = cuad.categories(DATA / "cuad")
+    contracts = [c for c in cuad.load(DATA / "cuad") if c.split == "validation"]
+    texts, labels, _ = train.labelled_segments(contracts, cats)
+    batches = [batch_arrays(texts[i:i + 512], buckets) for i in range(0, len(texts), 512)]
+
+    def metric(outs: list[list[np.ndarray]], y: np.ndarray) -> float:
+        scores = np.concatenate([o[0] for o in outs])
+        aps = [average_precision_score(y[:, k], scores[:, k]) for k in range(y.shape[1]) if y[:, k].sum()]
+        return float(np.mean(aps))
+
+    return ValidationSet(batches=batches, labels=labels, metric=metric, metric_name="macro AUPR",
+                         split=f"CUAD validation contracts ({len(contracts)} contracts, {len(texts)} segments)")
+
+
 def rows_of(validation: Any, n: int) -> dict[str, np.ndarray]:
     """The first ``n`` rows of the middle validation batch (batches sorted by length give a typical length there)."""
     batch = validation.batches[len(validation.batches) // 2]
     if len(next(iter(batch.values()))) < n:
         raise SystemExit(f"validation batches hold fewer than {n} rows; the latency figures need {n}")
     return {name: np.asarray(array)[:n] for name, array in batch.items()}
+
+
+BUILDERS = {"aml": aml_validation, "customer_service": customer_service_validation,
+            "legal_extraction": legal_validation}
+"""Validation sets this script builds for plugins that do not give ``TaskSpec.validation`` yet."""
 
 
 def median_ms(pool: Any, feed: dict[str, np.ndarray], runs: int) -> float:
@@ -146,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--task", required=True)
     parser.add_argument("--model-bundle", type=Path, help="paddle-inference bundle (default: the task's bundle)")
-    parser.add_argument("--validation", choices=["task", "aml", "customer_service"], default=None,
+    parser.add_argument("--validation", choices=["task", *BUILDERS], default=None,
                         help="validation data: the task's own (default), or the script's builder for a plugin that "
                              "has none yet (aml, customer_service)")
     parser.add_argument("--threads", type=int, default=2)
@@ -166,13 +202,11 @@ def main(argv: list[str] | None = None) -> int:
     spec = plugins.get_task(args.task)
     source = args.model_bundle or spec.default_bundle
     bundle = load_bundle(source)
-    use = args.validation or (args.task if args.task in ("aml", "customer_service") and spec.validation is None
-                              else "task")
+    use = args.validation or (args.task if args.task in BUILDERS and spec.validation is None else "task")
     if use != "task":
         import dataclasses
 
-        builder = {"aml": aml_validation, "customer_service": customer_service_validation}[use]
-        spec = dataclasses.replace(spec, validation=builder)
+        spec = dataclasses.replace(spec, validation=BUILDERS[use])
     validation = spec.validation(bundle) if spec.validation else None
     if validation is None:
         print(f"task {args.task!r} has no validation data; give --validation", file=sys.stderr)

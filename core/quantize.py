@@ -63,9 +63,16 @@ def quantize_onnx(fp32_file: Path, out_file: Path) -> int:
         raise QuantizationError("INT8 quantization needs onnx and onnxruntime: pip install 'sectorflow[int8]'.") \
             from exc
     prepared = out_file.with_name(out_file.stem + ".pre.onnx")
-    quant_pre_process(str(fp32_file), str(prepared))
-    quantize_dynamic(str(prepared), str(out_file), weight_type=QuantType.QInt8, per_channel=True,
-                     op_types_to_quantize=["MatMul"])
+    try:
+        quant_pre_process(str(fp32_file), str(prepared))
+    except Exception:  # "Incomplete symbolic shape inference" on some graphs: ONNX's own shape inference suffices
+        quant_pre_process(str(fp32_file), str(prepared), skip_symbolic_shape=True)
+    try:
+        quantize_dynamic(str(prepared), str(out_file), weight_type=QuantType.QInt8, per_channel=True,
+                         op_types_to_quantize=["MatMul"])
+    except Exception as exc:
+        raise QuantizationError(f"ONNX Runtime could not quantize {fp32_file.name}: {type(exc).__name__}: {exc}") \
+            from exc
     prepared.unlink()
     model = onnx.load(str(out_file))
     n_int8 = sum(1 for init in model.graph.initializer if init.data_type == onnx.TensorProto.INT8)
