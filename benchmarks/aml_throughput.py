@@ -52,6 +52,8 @@ from sectorflow_aml.window import TransactionWindow  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "amlsim_sample"
+GIT_REPO = Path(os.environ.get("SECTORFLOW_GIT_REPO", REPO))
+"""Where ``--compare`` reads the old revision from (default this checkout)."""
 BUNDLE = REPO / "plugins" / "aml" / "src" / "sectorflow_aml" / "bundle"
 
 
@@ -154,7 +156,7 @@ def compare(rev: str, source: Path, n: int, batch_size: int, reps: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         old_root = Path(tmp) / "old"
         old_root.mkdir()
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, "plugins/aml/src"], capture_output=True,
+        archive = subprocess.run(["git", "-C", str(GIT_REPO), "archive", rev, "plugins/aml/src"], capture_output=True,
                                  check=True).stdout
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(old_root, filter="data")

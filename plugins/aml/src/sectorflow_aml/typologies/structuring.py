@@ -35,6 +35,7 @@ Variants (``Alert.variant``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from ..schema import Alert
 from ..window import DAY, Edge, TransactionWindow
@@ -98,10 +99,13 @@ class StructuringRule(Rule):
         super().__init__(**params)
         p = self.params
         self._bands = {c: (t * p.band_low, t) for c, t in p.thresholds.items()}
+        # the same bounds as exact Decimals: comparing a Decimal amount with them gives what comparing with the
+        # floats gives (Python compares Decimal and float exactly), without a float conversion per comparison
+        self._decimal_bands = {c: (Decimal(lo), Decimal(hi)) for c, (lo, hi) in self._bands.items()}
         self._channels = None if p.channels is None else frozenset(p.channels)
 
     def _just_under(self, edge: Edge) -> bool:
-        band = self._bands.get(edge.txn.currency)
+        band = self._decimal_bands.get(edge.txn.currency)
         if band is None:
             return False
         amount = edge.txn.amount
