@@ -93,3 +93,28 @@ def test_aml_banks_train_the_risk_scorer_with_fedprox_and_differential_privacy(t
     assert events[0].task == "aml" and events[0].meta.plugin == "aml"
     assert events[0].details["privacy"]["epsilon"] == report.privacy["epsilon"]
     assert events[-1].kind == "training_run_finished"
+
+
+def test_a_text_model_federates_too_medical_span_tagger_across_hospitals(registry):
+    from sectorflow import ConfigError
+    from sectorflow.federated import find_trainable
+
+    registry({}, installed=True)
+    try:
+        spec = find_trainable("medical_report")
+    except ConfigError:
+        pytest.skip("the medical_report plugin (token classifier trainable) is not installed")
+    before = spec.build({"partition_id": 0, "num_partitions": 3, "n_reports": 40}).get_weights()
+    cfg = parse_config({"task": "medical_report", "rounds": 1, "local_epochs": 1, "lr": 0.003, "batch_size": 16,
+                        "strategy": {"min_available_clients": 3},
+                        "institutions": [{"partition_id": h, "num_partitions": 3, "n_reports": 40}
+                                         for h in range(3)]})
+    report = simulate(cfg, spec)
+    (only,) = report.rounds
+    assert sorted(p["institution"] for p in only.participants) == ["0", "1", "2"]
+    assert only.num_examples == 120 and 0.0 <= only.eval_metrics["f1"] <= 1.0
+    assert len(report.weights) == len(before)
+    names = sorted(before)
+    after = dict(zip(names, report.weights))
+    assert all(after[k].shape == before[k].shape for k in names)
+    assert any(not np.allclose(after[k], before[k]) for k in names)  # the hospitals' updates were averaged in
