@@ -151,7 +151,17 @@ def reports_command(results: Path = typer.Option(..., "--results", "-r", help="J
             typer.echo(draft.model_dump_json())
         else:
             typer.echo(f"{draft.report_id}\t{draft.kind}\t{draft.regulation}\t{draft.customer_account}\t"
-                       f"{draft.total_amount} {draft.currency}\t{draft.business_date}\tdue {draft.due_by or '-'}")
+                       f"{draft.total_amount} {draft.currency}\t{draft.business_date}\tdue {_due_text(draft)}")
+
+
+def _due_text(draft: ReportDraft) -> str:
+    """``due_by``, or for a suspicious report not yet confirmed its rule and the date if confirmed on detection."""
+    if draft.due_by:
+        return draft.due_by
+    if draft.kind == "suspicious" and draft.elements.get("due_if_confirmed_on_detection"):
+        return (f"{draft.elements['due_if_confirmed_on_detection']} if confirmed on the detection day "
+                f"({draft.elements.get('due_rule', 'after confirmation')})")
+    return "-"
 
 
 @aml_app.command("explain")

@@ -33,7 +33,7 @@ from zoneinfo import ZoneInfo
 
 from sectorflow import ConfigError
 
-from .calendars import calendar_for, large_value_due, suspicious_due
+from .calendars import CN_SUSPICIOUS_WORKING_DAYS, US_SAR_DAYS, calendar_for, large_value_due, suspicious_due
 from .fx import FxRates, FxTable, ensure_rates
 from .schema import Alert, Channel, ReportDraft, Transaction
 from .thresholds import HOME_CURRENCY, Threshold, thresholds_for
@@ -366,7 +366,9 @@ def suspicious_report(alert: Alert, transactions: Iterable[Transaction], jurisdi
     ``transactions`` may hold more than the alert's; those it names are taken, and ids not supplied are listed in
     ``elements["transactions_not_supplied"]``. The total is in the home currency (CNY or USD), converting with
     ``fx`` where needed. The due date counts 5 working days from ``confirmed_on`` (the date the internal procedure
-    confirmed the suspicion, Art. 15; UNVERIFIED); without it ``due_by`` is ``None``. With ``jurisdiction="US"`` the
+    confirmed the suspicion, Art. 15; UNVERIFIED); without it ``due_by`` is ``None`` (the deadline cannot be known before
+    a person confirms), and ``elements`` state the rule (``due_rule``) and the date it gives if the suspicion is
+    confirmed on the detection day (``due_if_confirmed_on_detection``), which ``sectorflow aml reports`` shows. With ``jurisdiction="US"`` the
     draft is a minimal SAR outline (31 CFR 1020.320, due 30 days after detection; UNVERIFIED), dated from the alert.
     Analyst fields (suspicion description, measures taken) are left ``None`` to be written by a person.
 
@@ -385,6 +387,13 @@ def suspicious_report(alert: Alert, transactions: Iterable[Transaction], jurisdi
     detected = alert.time.date()
     due = suspicious_due(jurisdiction, calendar, confirmed_on if jurisdiction == "CN" else detected) \
         if (confirmed_on or jurisdiction == "US") else None
+    if jurisdiction == "CN":
+        due_rule = (f"{CN_SUSPICIOUS_WORKING_DAYS} working days after the internal procedure confirms the suspicion "
+                    "(PBOC Order 2016 No. 3 Art. 15; read in secondary sources, unverified)")
+        due_earliest = suspicious_due(jurisdiction, calendar, detected).isoformat()
+    else:
+        due_rule = f"{US_SAR_DAYS} calendar days after initial detection (31 CFR 1020.320(b)(3); unverified)"
+        due_earliest = due.isoformat() if due else None
     elements: dict[str, Any] = {
         "report_type": "可疑交易报告 (suspicious transaction report)" if jurisdiction == "CN"
         else "Suspicious Activity Report outline (not a FinCEN SAR form)",
@@ -406,6 +415,8 @@ def suspicious_report(alert: Alert, transactions: Iterable[Transaction], jurisdi
         "suspicion_description": None,
         "measures_taken": None,
         "confirmed_on": confirmed_on.isoformat() if confirmed_on else None,
+        "due_rule": due_rule,
+        "due_if_confirmed_on_detection": due_earliest,
         "field_list_verified": False,
         "field_list_note": FIELD_LIST_NOTE,
     }
