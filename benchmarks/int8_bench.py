@@ -188,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=300, help="timed runs per latency figure")
     parser.add_argument("--calls", type=int, default=10_000, help="calls for the resident-memory figure")
+    parser.add_argument("--ops", default="MatMul", help="operators to quantize (MatMul, Gather), comma-separated")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
@@ -216,7 +217,8 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(tempfile.mkdtemp(prefix="int8-bench-"))
     start = time.perf_counter()
-    record = quantize_bundle(spec, task_path=source, out=work / "int8", margin=100.0, num_threads=args.threads)
+    record = quantize_bundle(spec, task_path=source, out=work / "int8", margin=100.0, num_threads=args.threads,
+                             op_types=tuple(args.ops.split(",")))
     build_s = time.perf_counter() - start
     int8_file = work / "int8" / "model.onnx"
     fp32_onnx = paddle_to_onnx(bundle, work / "fp32.onnx")
@@ -243,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": f"{platform.machine()}, {os.cpu_count()} cores visible, {platform.processor() or 'cpu'}",
         "cpu_model": next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                            if line.startswith("model name")), "?"),
-        "threads": args.threads, "input_shape_batch32": shape, "timed_runs": args.runs,
+        "threads": args.threads, "op_types": record["op_types"], "input_shape_batch32": shape, "timed_runs": args.runs,
         "size": record["size"], "accuracy": record["accuracy"], "max_abs_diff": record["max_abs_diff"],
         "validation_rows": sum(len(next(iter(b.values()))) for b in validation.batches),
         "build_seconds": round(build_s, 1), "latency_ms": latency, "memory": memory, "calls": args.calls,
@@ -251,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     acc = record["accuracy"]
     print(f"## {args.task}: {figures['bundle']}\n")
-    print(f"Machine: {figures['cpu_model']} ({figures['machine']}), {args.threads} threads; input at batch 32: "
+    print(f"Quantized: {', '.join(record['op_types'])}. Machine: {figures['cpu_model']} ({figures['machine']}), "
+          f"{args.threads} threads; input at batch 32: "
           f"{shape}; median of {args.runs} runs after 20 warm-up runs.\n")
     print("| | size | " + f"{acc['metric']} | latency batch 1 | latency batch 32 |")
     print("|---|---|---|---|---|")

@@ -43,11 +43,20 @@ from .spec import TaskSpec, ValidationSet
 
 DEFAULT_MARGIN = 0.5
 """Points of validation metric (0-100 scale) the INT8 model may lose against fp32 before it is refused."""
-METHOD = "onnxruntime quantize_dynamic: MatMul weights int8 (QInt8, symmetric, per output channel), activations " \
-         "quantized per batch at run time; other operators fp32"
+DEFAULT_OPS = ("MatMul",)
+OPS = ("MatMul", "Gather")
+"""Operators whose weights may be quantized: ``MatMul`` (linear layers; int8 kernels at run time) and ``Gather``
+(embedding tables: stored int8 per row, dequantized when read; weight-only storage, for models whose size is mostly
+an embedding table)."""
 
 
-def quantize_onnx(fp32_file: Path, out_file: Path) -> int:
+def method(op_types: tuple[str, ...]) -> str:
+    """The manifest's one-line description of the quantization."""
+    return (f"onnxruntime quantize_dynamic of {', '.join(op_types)} weights: int8 (QInt8, symmetric, per channel); "
+            f"MatMul activations quantized per batch at run time; other operators fp32")
+
+
+def quantize_onnx(fp32_file: Path, out_file: Path, op_types: tuple[str, ...] = DEFAULT_OPS) -> int:
     """Quantize an fp32 ONNX model's MatMul weights to int8 (see the module docstring); returns how many int8
     weight tensors the result holds.
 
@@ -69,7 +78,7 @@ def quantize_onnx(fp32_file: Path, out_file: Path) -> int:
         quant_pre_process(str(fp32_file), str(prepared), skip_symbolic_shape=True)
     try:
         quantize_dynamic(str(prepared), str(out_file), weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=["MatMul"])
+                         op_types_to_quantize=list(op_types))
     except Exception as exc:
         raise QuantizationError(f"ONNX Runtime could not quantize {fp32_file.name}: {type(exc).__name__}: {exc}") \
             from exc
@@ -77,8 +86,8 @@ def quantize_onnx(fp32_file: Path, out_file: Path) -> int:
     model = onnx.load(str(out_file))
     n_int8 = sum(1 for init in model.graph.initializer if init.data_type == onnx.TensorProto.INT8)
     if n_int8 == 0:
-        raise QuantizationError(f"Quantization changed nothing in {fp32_file.name}: it has no MatMul with constant "
-                                f"weights (INT8 here covers MatMul, the layers of MLPs and transformers).")
+        raise QuantizationError(f"Quantization changed nothing in {fp32_file.name}: it has no {' or '.join(op_types)} "
+                                f"with constant weights (MatMul: the layers of MLPs and transformers).")
     return n_int8
 
 
@@ -98,7 +107,8 @@ def _sizes(bundle: Bundle, int8_file: Path) -> dict[str, Any]:
 
 
 def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out: str | Path | None = None,
-                    margin: float = DEFAULT_MARGIN, num_threads: int = 1) -> dict[str, Any]:
+                    margin: float = DEFAULT_MARGIN, num_threads: int = 1,
+                    op_types: tuple[str, ...] = DEFAULT_OPS) -> dict[str, Any]:
     """Build, check and save the INT8 bundle of ``spec``'s fp32 bundle (or ``task_path``).
 
     Args:
@@ -108,18 +118,22 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
             (:func:`sectorflow.int8_store.int8_bundle_dir`).
         margin: the most validation points (0-100 scale) the INT8 model may lose (default 0.5).
         num_threads: CPU threads for the two evaluation runs.
+        op_types: operators to quantize, from :data:`OPS` (default MatMul only).
 
     Returns:
         the manifest's ``quantization`` record plus ``"out"`` (the folder written).
 
     Raises:
-        ConfigError: a negative margin.
+        ConfigError: a negative margin, or an operator outside :data:`OPS`.
         BundleError: no model bundle, or not an fp32 ``paddle-inference`` bundle.
         QuantizationError: no validation data, nothing to quantize, or a loss above ``margin`` (``details`` holds
             the record; nothing is written).
     """
     if not margin >= 0:
         raise ConfigError(f"--margin {margin}: give the allowed loss in points, 0 or more (default {DEFAULT_MARGIN}).")
+    op_types = tuple(op_types)
+    if not op_types or set(op_types) - set(OPS):
+        raise ConfigError(f"--ops {','.join(op_types)}: give one or more of {', '.join(OPS)}.")
     source_dir = Path(task_path) if task_path is not None else spec.default_bundle
     if source_dir is None:
         raise BundleError(f"Task {spec.name!r} has no model bundle: there is nothing to quantize.")
@@ -143,7 +157,7 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
         staged.mkdir()
         fp32_onnx = paddle_to_onnx(bundle, work / "fp32.onnx")
         int8_file = staged / DEFAULT_ONNX_FILE
-        n_int8 = quantize_onnx(fp32_onnx, int8_file)
+        n_int8 = quantize_onnx(fp32_onnx, int8_file, op_types)
         reference_pool = cpu_paddle_pool(bundle, num_threads)
         fp32_out = run_batches(reference_pool, validation.batches)
         int8_out = run_batches(OnnxSessionPool(int8_file, num_threads), validation.batches)
@@ -151,7 +165,7 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
         worst, where = max_abs_diff(fp32_out, int8_out, reference_pool.output_names)
         loss = round(100.0 * (fp32_score - int8_score), 4)
         record: dict[str, Any] = {
-            "method": METHOD, "opset": OPSET, "int8_tensors": n_int8, "tools": tool_versions(),
+            "method": method(op_types), "op_types": list(op_types), "opset": OPSET, "int8_tensors": n_int8, "tools": tool_versions(),
             "source_bundle": f"{bundle.name}@{bundle.version}", "source_bundle_sha256": bundle.sha256,
             "size": _sizes(bundle, int8_file),
             "accuracy": {"metric": validation.metric_name, "split": validation.split,

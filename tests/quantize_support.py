@@ -198,12 +198,29 @@ class TextPipeline(Pipeline[TextInput, DigitResult]):
         return [DigitResult(label=labels[int(np.argmax(r))], scores=[float(v) for v in r]) for r in raw]
 
 
-class TextPlugin:
-    """A plugin object registering ``tiny_text`` (no validation data: the export check uses synthetic ids)."""
+def agreement_validation(bundle: Any) -> ValidationSet:
+    """For the random-weight encoder there is no ground truth: labels are the fp32 predictor's own argmax on 256
+    generated texts, so the metric is the INT8 model's agreement with fp32 (fp32 scores 1.0)."""
+    from sectorflow import PredictorPool
+    from sectorflow.export import cpu_paddle_pool
 
-    def __init__(self, bundle: Path) -> None:
+    rng = np.random.default_rng(3)
+    texts = ["".join(chr(int(c)) for c in rng.integers(97, 123, size=rng.integers(3, 12))) for _ in range(256)]
+    batches = [{"input_ids": np.stack([text_ids(t) for t in texts[i:i + 64]])} for i in range(0, 256, 64)]
+    pool: PredictorPool = cpu_paddle_pool(bundle)
+    labels = np.concatenate([pool.run(b)[0].argmax(axis=-1) for b in batches])
+    return ValidationSet(batches=batches, labels=labels, metric=ValidationSet.argmax_accuracy,
+                         metric_name="agreement with fp32", split="256 generated texts (seed 3)")
+
+
+class TextPlugin:
+    """A plugin object registering ``tiny_text`` (no validation data unless asked: the export check then uses
+    synthetic ids)."""
+
+    def __init__(self, bundle: Path, *, with_validation: bool = False) -> None:
         self.spec = TaskSpec(name=TEXT_TASK, input_model=TextInput, output_model=DigitResult, pipeline=TextPipeline,
-                             default_bundle=bundle, devices=("cpu", "gpu"))
+                             default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32", "int8"),
+                             validation=agreement_validation if with_validation else None)
 
     @hookimpl
     def sectorflow_register_tasks(self, register: Any) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from core_support import registry_scope
 from quantize_support import DigitsPlugin, TextPlugin, digits_split, save_bundle, save_tiny_transformer, train_mlp
-from sectorflow import DeviceUnavailableError, ExportMismatchError, Taskflow, load_bundle
+from sectorflow import ConfigError, DeviceUnavailableError, ExportMismatchError, Taskflow, load_bundle
 from sectorflow.cli import main
 from sectorflow.export import export_bundle
 
@@ -106,3 +106,28 @@ def test_the_cli_exports_with_validation_inputs_when_the_task_has_them(tmp_path,
         assert [r.label for r in Taskflow("digits", task_path=out)(items)] == \
                [r.label for r in Taskflow("digits")(items)]
         assert main(["models", "export", "digits", "--format", "tflite"]) == 2  # click: invalid choice
+
+
+def test_gather_quantization_stores_the_embedding_table_as_int8(encoder, tmp_path):
+    """``--ops MatMul,Gather``: the embedding table too is stored int8 (weight-only), checked like MatMul-only."""
+    from sectorflow.quantize import quantize_bundle
+
+    plugin = TextPlugin(encoder, with_validation=True)
+    # Random weights give 3 nearly equal logits, so INT8 noise flips some argmaxes: the margin is opened here (the
+    # refusal itself is tested on the digits model) and the agreement is only checked to be measured and high.
+    matmul = quantize_bundle(plugin.spec, out=tmp_path / "matmul", margin=100)
+    both = quantize_bundle(plugin.spec, out=tmp_path / "both", margin=100, op_types=("MatMul", "Gather"))
+    assert both["op_types"] == ["MatMul", "Gather"] and "Gather" in both["method"]
+    assert both["size"]["int8_bytes"] < matmul["size"]["int8_bytes"]  # the 200 x 32 table is now int8
+    import onnx
+
+    def float_tables(path: Path) -> list[str]:
+        model = onnx.load(str(path / "model.onnx"))
+        return [t.name for t in model.graph.initializer
+                if t.data_type == onnx.TensorProto.FLOAT and list(t.dims) == [200, 32]]
+
+    assert float_tables(tmp_path / "matmul") and not float_tables(tmp_path / "both")
+    assert both["accuracy"]["fp32"] == 1.0  # labels are fp32's own predictions
+    assert 0.6 < both["accuracy"]["int8"] < 1.0 and 0.6 < matmul["accuracy"]["int8"] <= 1.0
+    with pytest.raises(ConfigError, match="give one or more of MatMul, Gather"):
+        quantize_bundle(plugin.spec, out=tmp_path / "x", op_types=("Conv",))
