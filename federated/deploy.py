@@ -35,9 +35,19 @@ def client_app(config_json: str) -> Any:
 
 def server_app(config_json: str) -> Any:
     """The ``ServerApp`` for a federation config given as JSON (what the generated module calls)."""
+    from sectorflow import ConfigError
+
+    from .registry import find_trainable
     from .server import make_server_app
 
-    return make_server_app(_config(config_json))
+    cfg = _config(config_json)
+    try:  # the coordinator may have the plugin installed too: then the records name it and its model
+        spec = find_trainable(cfg.task, cfg.model)
+        plugin = spec.plugin
+        cfg = cfg.model_copy(update={"model": cfg.model or spec.name})
+    except ConfigError:
+        plugin = ""
+    return make_server_app(cfg, plugin=plugin)
 
 
 def write_app(cfg: FederationConfig, out: Path) -> Path:
