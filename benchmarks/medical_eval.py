@@ -129,7 +129,7 @@ def cmeee(limit: int | None, tf=None) -> dict:
                 counts[label, "tp"] += len(g & p)
                 counts[label, "fp"] += len(p - g)
                 counts[label, "fn"] += len(g - p)
-        tagger = {f"{lab} -> {'bod' if lab == 'ANAT' else 'sym|dis'}": prf(counts[lab, "tp"], counts[lab, "fp"],
+        tagger = {f"{lab} -> {'bod' if lab == 'ANAT' else 'sym or dis'}": prf(counts[lab, "tp"], counts[lab, "fp"],
                                                                            counts[lab, "fn"]) for lab in ("ANAT", "FIND")}
     micro = prf(sum(tp.values()), sum(fp.values()), sum(fn.values()))
     all_types = prf(sum(tp.values()), sum(fp.values()), gold_all - sum(tp.values()))
