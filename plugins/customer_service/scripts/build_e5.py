@@ -245,8 +245,20 @@ def check_pruning(q4: Q4File, ids: np.ndarray, texts: list[str]) -> int:
     return len(inside)
 
 
+def save_canonical(tensors: dict[str, np.ndarray], path: Path, metadata: dict[str, str]) -> None:
+    """``safetensors`` file with a byte-reproducible header: the library writes the metadata in hash-map order
+    (it changes from run to run), so the header JSON is rewritten with sorted keys (data offsets are relative to
+    the header's end and stay valid; the header is padded with spaces to 8 bytes, as the format asks)."""
+    from safetensors.numpy import save
+
+    data = save(tensors, metadata=metadata)
+    (size,) = struct.unpack("<Q", data[:8])
+    header = json.dumps(json.loads(data[8:8 + size]), sort_keys=True, separators=(",", ":")).encode()
+    header += b" " * (-len(header) % 8)
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data[8 + size:])
+
+
 def write_bundle(q4: Q4File, ids: np.ndarray, out: Path, provenance: dict, checked: int, keep: str) -> None:
-    from safetensors.numpy import save_file
     from sectorflow import write_manifest
 
     cfg = q4.config
@@ -271,7 +283,7 @@ def write_bundle(q4: Q4File, ids: np.ndarray, out: Path, provenance: dict, check
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*"):
         old.unlink()
-    save_file(weights, str(out / "model.safetensors"), metadata=meta)
+    save_canonical(weights, out / "model.safetensors", meta)
 
     pieces = [q4.pieces[i].encode("utf-8") for i in ids]
     offsets = np.zeros(len(pieces) + 1, dtype=np.int32)
@@ -289,8 +301,8 @@ def write_bundle(q4: Q4File, ids: np.ndarray, out: Path, provenance: dict, check
         "norm.offsets": norm_offsets,
         "norm.output": np.asarray([c for o in norm_out for c in o], dtype=np.int32),
     }
-    save_file(vocab, str(out / "vocab.safetensors"),
-              metadata={k: str(v) for k, v in q4.specials.items()} | {"pieces_in_source": str(len(q4.pieces))})
+    save_canonical(vocab, out / "vocab.safetensors",
+                   {k: str(v) for k, v in q4.specials.items()} | {"pieces_in_source": str(len(q4.pieces))})
     write_manifest(
         out, task="sentence-embedding", name="multilingual-e5-small-q4", version=VERSION, format="e5-q4-safetensors",
         precision="int4-weight-only",

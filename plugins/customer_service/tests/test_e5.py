@@ -291,3 +291,24 @@ def test_unwritable_cache_is_a_config_error(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(ConfigError, match="SECTORFLOW_CACHE_DIR"):
         E5Encoder(cache_dir=blocker / "cache")
+
+
+def test_build_script_writes_byte_reproducible_safetensors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+    import sys
+
+    from safetensors.numpy import load_file
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "build_e5.py"
+    spec = importlib.util.spec_from_file_location("build_e5", script)
+    build = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "build_e5", build)  # its dataclasses look their module up there
+    spec.loader.exec_module(build)
+    tensors = {"b": np.arange(6, dtype=np.float32).reshape(2, 3), "a": np.array([1, 2], dtype=np.uint8)}
+    one, two = tmp_path / "one.safetensors", tmp_path / "two.safetensors"
+    build.save_canonical(tensors, one, {f"k{i}": str(i) for i in range(20)})
+    build.save_canonical(tensors, two, {f"k{i}": str(i) for i in reversed(range(20))})
+    assert one.read_bytes() == two.read_bytes()
+    loaded = load_file(str(one))
+    np.testing.assert_array_equal(loaded["b"], tensors["b"])
+    np.testing.assert_array_equal(loaded["a"], tensors["a"])
