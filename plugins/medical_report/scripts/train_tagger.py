@@ -23,8 +23,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from sectorflow import import_paddle, write_manifest  # noqa: E402
-from sectorflow_medical_report import __version__, corpus, lexicon, tagger  # noqa: E402
+from sectorflow import import_paddle, write_manifest
+from sectorflow_medical_report import __version__, corpus, lexicon, tagger
 
 BUNDLE = HERE.parent / "src" / "sectorflow_medical_report" / "bundle"
 
