@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", default="fedavg", choices=["fedavg", "fedprox", "fedadam"])
     parser.add_argument("--max-transactions", type=int, default=None, help="first N transactions per run (quick)")
     parser.add_argument("--seed", type=int, default=20211)
+    parser.add_argument("--own-run-weight", type=float, default=4.0,
+                        help="typology skew: a run's accounts go to 'its' bank with this weight, 1 to the others")
     args = parser.parse_args(argv)
     if not (args.data / "20K_cycle200").is_dir():
         print(f"AMLSim sample not found at {args.data}", file=sys.stderr)
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     from sectorflow.federated import parse_config, simulate
     from sectorflow_aml.trainable import AMLTrainable, best_threshold, build, merge_banks
 
-    part = {"data": str(args.data), "num_banks": args.banks, "seed": args.seed}
+    part = {"data": str(args.data), "num_banks": args.banks, "seed": args.seed, "own_run_weight": args.own_run_weight}
     if args.max_transactions:
         part["max_transactions"] = args.max_transactions
     start = time.perf_counter()
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         tests = [views(t, weights, stats_for(i), "test") for i, t in enumerate(banks)]
         return thr, tests
 
-    results: dict = {"banks": args.banks, "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared)",
+    results: dict = {"banks": args.banks, "own_run_weight": args.own_run_weight, "machine": f"{platform.machine()}, {os.cpu_count()} cores (shared)",
                      "threads": 1}
     # Centralised: all rows pooled, pooled standardisation.
     t0 = time.perf_counter()

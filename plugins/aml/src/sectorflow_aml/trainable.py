@@ -19,7 +19,8 @@ Banks from AMLSim (Suzumura & Kanezashi 2021, Apache-2.0; ``../shared/data/amlsi
   normalisation local: Li et al., ICLR 2021); only the MLP's weights travel.
 
 Partition keys (``build(partition)``): ``data`` (amlsim_sample folder, required), ``bank`` (0-based) and
-``num_banks``, optional ``runs`` (run folder names, default the three sample runs), ``max_transactions`` (first N
+``num_banks``, optional ``own_run_weight`` (typology skew, default 4), ``runs`` (run folder names, default the
+three sample runs), ``max_transactions`` (first N
 transactions of each run, for quick tests), ``seed``, ``cache_dir`` (replayed features are cached there as ``.npz``,
 default ``~/.cache/sectorflow/aml-federated``).
 """
@@ -66,9 +67,11 @@ class BankData:
         return (self.fraud[self.src] & self.fraud[self.dst]).astype(np.float32)
 
 
-def bank_of_accounts(n_accounts: int, run_index: int, n_runs: int, num_banks: int, seed: int) -> np.ndarray:
-    """Owner bank of each node id of one run (``[n_accounts]`` int64): seeded, weighted by typology mix."""
-    weights = np.array([OWN_RUN_WEIGHT if b % n_runs == run_index else 1.0 for b in range(num_banks)])
+def bank_of_accounts(n_accounts: int, run_index: int, n_runs: int, num_banks: int, seed: int,
+                     own_run_weight: float = OWN_RUN_WEIGHT) -> np.ndarray:
+    """Owner bank of each node id of one run (``[n_accounts]`` int64): seeded, weighted by typology mix (weight
+    ``own_run_weight`` for the bank whose number is the run's index modulo the runs, 1 for the others)."""
+    weights = np.array([own_run_weight if b % n_runs == run_index else 1.0 for b in range(num_banks)])
     rng = np.random.default_rng([seed, run_index, num_banks])
     return rng.choice(num_banks, size=n_accounts, p=weights / weights.sum())
 
@@ -100,7 +103,7 @@ def _replay_subset(src: np.ndarray, dst: np.ndarray, values: list[str], steps: n
 
 
 def load_bank(data: Path, bank: int, num_banks: int, runs: tuple[str, ...] = RUNS, max_transactions: int | None = None,
-              seed: int = SEED, cache_dir: Path | None = None) -> BankData:
+              seed: int = SEED, cache_dir: Path | None = None, own_run_weight: float = OWN_RUN_WEIGHT) -> BankData:
     """Replay bank ``bank``'s view of ``runs`` (cached as ``.npz`` in ``cache_dir``).
 
     Raises:
@@ -112,8 +115,11 @@ def load_bank(data: Path, bank: int, num_banks: int, runs: tuple[str, ...] = RUN
     missing = [str(f) for f in folders if not (f / "transactions.csv.gz").is_file()]
     if missing:
         raise ConfigError(f"AMLSim run folder(s) {missing} not found: point 'data' at amlsim_sample.")
-    key = hashlib.sha256(repr((sorted((f.name, (f / "transactions.csv.gz").stat().st_size) for f in folders),
-                               bank, num_banks, max_transactions, seed, LOOKBACK_DAYS, 2)).encode()).hexdigest()[:20]
+    parts: tuple[Any, ...] = (sorted((f.name, (f / "transactions.csv.gz").stat().st_size) for f in folders), bank,
+                              num_banks, max_transactions, seed, LOOKBACK_DAYS, 2)
+    if own_run_weight != OWN_RUN_WEIGHT:
+        parts += (float(own_run_weight),)
+    key = hashlib.sha256(repr(parts).encode()).hexdigest()[:20]
     cache = Path(cache_dir or Path.home() / ".cache" / "sectorflow" / "aml-federated")
     path = cache / f"bank-{key}.npz"
     if path.is_file():
@@ -126,7 +132,7 @@ def load_bank(data: Path, bank: int, num_banks: int, runs: tuple[str, ...] = RUN
         if max_transactions is not None:
             src, dst, values, steps = src[:max_transactions], dst[:max_transactions], values[:max_transactions], \
                 steps[:max_transactions]
-        owner = bank_of_accounts(fraud.shape[0], r, len(folders), num_banks, seed)
+        owner = bank_of_accounts(fraud.shape[0], r, len(folders), num_banks, seed, own_run_weight)
         keep = np.flatnonzero(owner[src] == bank)
         x = _replay_subset(src[keep], dst[keep], [values[i] for i in keep], steps[keep])
         xs.append(x)
@@ -283,7 +289,8 @@ def build(partition: dict[str, Any]) -> AMLTrainable:
     data = load_bank(Path(partition["data"]), int(partition.get("bank", partition.get("partition_id", 0))),
                      int(partition.get("num_banks", partition.get("num_partitions", 1))), runs,
                      int(max_tx) if max_tx else None, seed,
-                     Path(partition["cache_dir"]) if partition.get("cache_dir") else None)
+                     Path(partition["cache_dir"]) if partition.get("cache_dir") else None,
+                     float(partition.get("own_run_weight", OWN_RUN_WEIGHT)))
     return AMLTrainable(data, seed=seed)
 
 
