@@ -42,6 +42,7 @@ SECRET = "sf_benchmark_key_0123456789abcdefghijklmnop"
 HIDDEN = 1024  # --hidden changes it
 IN_FEATURES = 256
 BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+SERVER_CPUS, CLIENT_CPUS = {0}, {1}  # --pin
 
 
 # --- server role ---------------------------------------------------------------------------------------------------
@@ -69,7 +70,7 @@ def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float
     import numpy as np
     from pydantic import BaseModel, Field
     from sectorflow import Pipeline, TaskResult, TaskSpec, hookimpl, plugins
-    from sectorflow.serving import create_app, hash_key, load_config, run_server
+    from sectorflow.serving import create_app, hash_key, load_config
 
     class In(BaseModel):
         x: list[float] = Field(min_length=IN_FEATURES, max_length=IN_FEATURES)
@@ -113,6 +114,13 @@ def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float
                           "interactive": {"max_queue_items": 100000, "queue_timeout_ms": 60000}}},
         "keys": [{"id": "bench", "sha256": hash_key(SECRET), "scopes": ["task:*", "metrics"]}],
     }, environ={})
+    try:
+        from sectorflow.serving import run_server
+    except ImportError:  # --src pointing at a checkout from before run_server existed: plain uvicorn, as it was then
+        import uvicorn
+
+        uvicorn.run(create_app(config), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+        return
     run_server(create_app(config), host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
@@ -152,20 +160,29 @@ async def _load(port: int, clients: int, seconds: float, max_requests: int, warm
     body = json.dumps({"inputs": [{"x": [((i * 37) % 101) / 101 for i in range(IN_FEATURES)]}]}).encode()
     request = (f"POST /v1/tasks/mlp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {SECRET}\r\n"
                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    return await load(port, request, clients, seconds, max_requests, warmup)
+
+
+async def load(port: int, request: bytes, clients: int, seconds: float, max_requests: int,
+               warmup: float) -> dict[str, Any]:
+    """``clients`` closed-loop keep-alive clients sending ``request`` (a whole HTTP/1.1 request) back to back for
+    ``warmup`` + ``seconds`` (or until ``max_requests`` counted answers); latencies of the measured part."""
     latencies: list[float] = []
     errors = 0
+    answered = 0
     start = time.perf_counter()
     measure_from = start + warmup
     stop_at = measure_from + seconds
 
     async def worker() -> None:
-        nonlocal errors
+        nonlocal errors, answered
         connection = _Connection(port, request)
         try:
             while time.perf_counter() < stop_at and len(latencies) < max_requests:
                 t0 = time.perf_counter()
                 status = await connection.post()
                 t1 = time.perf_counter()
+                answered += 1
                 if t0 >= measure_from:
                     if status == 200:
                         latencies.append(t1 - t0)
@@ -178,7 +195,8 @@ async def _load(port: int, clients: int, seconds: float, max_requests: int, warm
     elapsed = time.perf_counter() - measure_from  # counted requests all finished within this span
     latencies.sort()
     pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000  # noqa: E731
-    return {"clients": clients, "requests": len(latencies), "errors": errors, "rps": len(latencies) / elapsed,
+    return {"clients": clients, "requests": len(latencies), "answered": answered, "errors": errors,
+            "rps": len(latencies) / elapsed,
             "p50_ms": pick(0.50) if latencies else float("nan"), "p99_ms": pick(0.99) if latencies else float("nan"),
             "mean_ms": statistics.fmean(latencies) * 1000 if latencies else float("nan")}
 
@@ -209,10 +227,15 @@ def start_server(batching: bool, args: argparse.Namespace, bundle: Path) -> tupl
     import httpx
 
     port = _free_port()
+    env = {**os.environ, "SECTORFLOW_AUDIT": "off"}
+    if args.src:  # a directory holding a ``sectorflow`` package (an older core/): it shadows the installed one
+        env["PYTHONPATH"] = os.pathsep.join([str(args.src.resolve()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--bundle", str(bundle),
                              "--threads", str(args.threads), "--hidden", str(args.hidden),
                              "--delay-ms", str(args.delay_ms)]
-                            + (["--batching"] if batching else []), env={**os.environ, "SECTORFLOW_AUDIT": "off"})
+                            + (["--batching"] if batching else []), env=env)
+    if args.pin:
+        os.sched_setaffinity(proc.pid, SERVER_CPUS)
     deadline = time.monotonic() + 120
     while True:
         try:
@@ -226,36 +249,75 @@ def start_server(batching: bool, args: argparse.Namespace, bundle: Path) -> tupl
         time.sleep(0.2)
 
 
-def measure(port: int, batching: bool, clients: int, args: argparse.Namespace) -> dict[str, Any]:
+def measure(pid: int, port: int, batching: bool, clients: int, args: argparse.Namespace) -> dict[str, Any]:
     """One point: ``clients`` closed-loop clients against the server on ``port``."""
     url = f"http://127.0.0.1:{port}"
     before = _batch_stats(url)
+    server_cpu, client_cpu = _cpu_seconds(pid), time.process_time()
     row = asyncio.run(_load(port, clients, args.seconds, args.max_requests, args.warmup))
+    server_cpu, client_cpu = _cpu_seconds(pid) - server_cpu, time.process_time() - client_cpu
     after = _batch_stats(url)
     calls = after[1] - before[1]
     row["mean_batch"] = (after[0] - before[0]) / calls if calls else float("nan")
     row["batching"] = "on" if batching else "off"
+    answered = row["answered"] or 1  # every answer of the point, warm-up included: what the CPU time paid for
+    row["server_cpu_ms"] = server_cpu / answered * 1000
+    row["client_cpu_ms"] = client_cpu / answered * 1000
     print(f"batching {row['batching']:>3}  clients {clients:>3}  {row['rps']:8.1f} req/s  "
           f"p50 {row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  mean batch {row['mean_batch']:5.1f}  "
+          f"CPU/request server {row['server_cpu_ms']:.2f} ms, load generator {row['client_cpu_ms']:.2f} ms  "
           f"({row['requests']} requests, {row['errors']} errors)", flush=True)
     return row
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_all(args: argparse.Namespace, bundle: Path) -> list[dict[str, Any]]:
     """Both servers stay up (an idle one costs next to nothing); each concurrency runs off then on, back to back,
-    so that a change in the machine's load between the two points of a pair stays small."""
-    servers = {batching: start_server(batching, args, bundle) for batching in (False, True)}
+    so that a change in the machine's load between the two points of a pair stays small. With ``--repeat N`` the
+    whole sweep runs N times and a summary gives, per point, the median and the range."""
+    modes = {"on": (True,), "off": (False,), "both": (False, True)}[args.modes]
+    servers = {batching: start_server(batching, args, bundle) for batching in modes}
     rows = []
     try:
-        for clients in args.clients:
-            pair = [measure(servers[b][1], b, clients, args) for b in (False, True)]
-            rows += pair
-            print(f"clients {clients:>3}: batching speed-up {pair[1]['rps'] / pair[0]['rps']:.2f}x", flush=True)
+        for repeat in range(args.repeat):
+            if args.repeat > 1:
+                print(f"--- run {repeat + 1} of {args.repeat}, load average {os.getloadavg()[0]:.1f}", flush=True)
+            for clients in args.clients:
+                pair = [measure(servers[b][0].pid, servers[b][1], b, clients, args) for b in modes]
+                for row in pair:
+                    row["run"] = repeat + 1
+                rows += pair
+                if len(pair) == 2:
+                    print(f"clients {clients:>3}: batching speed-up {pair[1]['rps'] / pair[0]['rps']:.2f}x",
+                          flush=True)
     finally:
         for proc, _ in servers.values():
             proc.send_signal(signal.SIGINT)  # uvicorn stops cleanly on SIGINT; Paddle prints a trace on SIGTERM
             proc.wait(30)
+    if args.repeat > 1:
+        summarise(rows)
     return rows
+
+
+def summarise(rows: list[dict[str, Any]]) -> None:
+    """Median and range over the runs of each (batching, clients) point."""
+    print("--- summary: median [min - max] over the runs")
+    points = sorted({(r["batching"], r["clients"]) for r in rows}, key=lambda p: (p[0], p[1]))
+    for mode, clients in points:
+        runs = [r for r in rows if (r["batching"], r["clients"]) == (mode, clients)]
+
+        def stat(key: str, fmt: str) -> str:
+            values = sorted(r[key] for r in runs)
+            return f"{statistics.median(values):{fmt}} [{values[0]:{fmt}} - {values[-1]:{fmt}}]"
+
+        print(f"batching {mode:>3}  clients {clients:>3}  req/s {stat('rps', '.0f')}  p50 ms {stat('p50_ms', '.0f')}  "
+              f"p99 ms {stat('p99_ms', '.0f')}  server CPU ms/request {stat('server_cpu_ms', '.2f')}  "
+              f"load generator CPU ms/request {stat('client_cpu_ms', '.2f')}", flush=True)
 
 
 def main() -> None:
@@ -268,6 +330,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="Inference threads (= batcher instances).")
     parser.add_argument("--delay-ms", type=float, default=2.0, help="max_queue_delay_ms with batching on.")
     parser.add_argument("--hidden", type=int, default=HIDDEN, help="Width of the MLP's three hidden layers.")
+    parser.add_argument("--repeat", type=int, default=1, help="Run the whole sweep N times; print median and range.")
+    parser.add_argument("--modes", choices=("both", "on", "off"), default="both", help="Batching on, off or both.")
+    parser.add_argument("--pin", action="store_true",
+                        help="Pin the server to CPU 0 and the load generator to CPU 1 (needs 2 CPUs): the server "
+                             "uses about one core anyway (Paddle's CPU predictor holds the GIL while it runs).")
+    parser.add_argument("--src", type=Path,
+                        help="Serve with the sectorflow package in this directory (e.g. an older core/ exported "
+                             "with git archive as DIR/sectorflow), for before/after runs back to back.")
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--bundle", type=Path, help=argparse.SUPPRESS)
@@ -285,7 +355,11 @@ def main() -> None:
           f"start; Python {platform.python_version()}; uvicorn {uvicorn.__version__} ({loop}, {http}); audit log "
           f"off; server and client on 127.0.0.1; model: MLP {IN_FEATURES}-{HIDDEN}x3-8 fp32 paddle.inference "
           f"(oneDNN); {args.threads} inference threads x 1 predictor thread; 1 item per request; on: max_batch_size "
-          f"64, delay {args.delay_ms:g} ms; off: max_batch_size 1", flush=True)
+          f"64, delay {args.delay_ms:g} ms; off: max_batch_size 1; "
+          f"{'server on CPU 0, load generator on CPU 1' if args.pin else 'server and load generator unpinned'}; "
+          f"serving code: {args.src or 'installed sectorflow'}", flush=True)
+    if args.pin:
+        os.sched_setaffinity(0, CLIENT_CPUS)
     with tempfile.TemporaryDirectory() as tmp:
         bundle = make_bundle(Path(tmp))
         rows = run_all(args, bundle)

@@ -2,7 +2,8 @@
 
 The knobs are Triton's dynamic batcher's: a merged call holds at most ``max_batch_size`` items (a request carrying
 ``k`` items counts ``k``; a request larger than ``max_batch_size`` runs alone, never split), and the first queued
-request waits at most ``max_queue_delay_ms`` for company. The interactive lane is always drained before the batch
+request waits at most ``max_queue_delay_ms`` for company (not at all when no other request of the task is in
+flight: one client at a time would only pay the delay). The interactive lane is always drained before the batch
 lane. Each lane is bounded in items and in waiting time; past either bound a request is refused with
 :class:`Overloaded` (HTTP 503 with Retry-After) and is never run.
 
@@ -83,6 +84,7 @@ class TaskBatcher:
         self._wakeup = asyncio.Event()
         self._workers: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
+        self._in_flight = 0  # requests submitted and not yet answered (queued or in a running call)
 
     # --- lifecycle ------------------------------------------------------------------------------------------------
 
@@ -131,12 +133,14 @@ class TaskBatcher:
         self._wakeup.set()
         # One timer per request (not asyncio.wait + shield, which cost two more futures and their callbacks).
         timer = loop.call_later(lane_config.queue_timeout_ms / 1000, self._expire, pending)
+        self._in_flight += 1
         try:
             return await pending.future
         except asyncio.CancelledError:
             self._withdraw(pending)  # not yet taken: never runs; taken: runs, and its answer is dropped
             raise
         finally:
+            self._in_flight -= 1
             timer.cancel()
 
     def _expire(self, pending: _Pending) -> None:
@@ -219,7 +223,10 @@ class TaskBatcher:
                 await self._wakeup.wait()
                 continue
             batch, size = [head], len(head.items)
-            deadline = loop.time() + self.config.max_queue_delay_ms / 1000
+            # Wait for company only if there can be any: with no other request of the task in flight (queued or in
+            # a running call), e.g. one client at a time, waiting would only add max_queue_delay_ms to its latency.
+            alone = self._in_flight <= 1
+            deadline = loop.time() + (0.0 if alone else self.config.max_queue_delay_ms / 1000)
             while True:
                 self._wakeup.clear()
                 size = self._collect(batch, size)

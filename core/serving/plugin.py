@@ -43,8 +43,8 @@ def sectorflow_register_commands(app: typer.Typer) -> None:
         # uvicorn installs its own handlers, it is overridden by them, so SIGTERM (systemd, Kubernetes) shuts the
         # server down gracefully instead of aborting in-flight requests.
         import_paddle()
-        run_server(create_app(config), host=host, port=port, log_level=log_level, forwarded_allow_ips=forwarded_allow_ips,
-            access_log=access_log)
+        run_server(create_app(config), host=host, port=port, log_level=log_level,
+                   forwarded_allow_ips=forwarded_allow_ips, access_log=access_log)
 
     @app.command("serve-key")
     def serve_key(

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from .conftest import GATE, PROCESSED, auth
+from .conftest import GATE, PROCESSED, SCORE_GATE, SCORE_HOLD, auth
 
 
 @pytest.fixture(scope="module")
@@ -33,20 +33,40 @@ def _post(url: str, task: str, inputs: list, key: str = "alice", lane: str | Non
 
 
 def test_concurrent_requests_merge_into_one_model_call(server, tasks):
+    SCORE_GATE["entered"].clear()
+    SCORE_GATE["release"].clear()
     count0 = server.metric("sectorflow_batch_size_count", task="score")
     sum0 = server.metric("sectorflow_batch_size_sum", task="score")
-    with ThreadPoolExecutor(8) as pool:
-        responses = list(pool.map(lambda i: _post(server.url, "score", [{"features": [i, 0, 0, 0]}]), range(8)))
+    with ThreadPoolExecutor(9) as pool:
+        held = pool.submit(_post, server.url, "score", [{"features": [SCORE_HOLD, 0, 0, 0]}])
+        assert SCORE_GATE["entered"].wait(20)  # the only worker is busy: the next requests queue together
+        futures = [pool.submit(_post, server.url, "score", [{"features": [i, 0, 0, 0]}]) for i in range(8)]
+        while server.metric("sectorflow_queue_items", task="score", lane="interactive") < 8:
+            time.sleep(0.02)
+        SCORE_GATE["release"].set()
+        responses = [f.result() for f in futures]
+        assert held.result().status_code == 200
     assert [r.status_code for r in responses] == [200] * 8
     assert [r.json()["outputs"][0]["score"] for r in responses] == pytest.approx([float(i) for i in range(8)])
-    batches = server.metric("sectorflow_batch_size_count", task="score") - count0
-    assert server.metric("sectorflow_batch_size_sum", task="score") - sum0 == 8
-    assert batches < 8  # at least two requests shared a model call
-    assert max(int(r.headers["x-sectorflow-batch-items"]) for r in responses) > 1
+    # the held call alone, then the eight queued requests in one call (max_batch_size 8 fills it at once)
+    assert server.metric("sectorflow_batch_size_count", task="score") - count0 == 2
+    assert server.metric("sectorflow_batch_size_sum", task="score") - sum0 == 9
+    assert {r.headers["x-sectorflow-batch-items"] for r in responses} == {"8"}
     # every request of one merged call carries the call id of its single audit event, which names the key
     call_ids = {r.headers["x-sectorflow-call-id"] for r in responses}
+    assert len(call_ids) == 1
     finished = [e for e in tasks.events if e.kind == "call_finished" and e.context.request_id in call_ids]
     assert sum(e.n_items for e in finished) == 8 and {e.context.actor for e in finished} == {"alice"}
+
+
+def test_a_lone_request_does_not_wait_for_company(make_server):
+    """With no other request of the task in flight, the merge window is skipped: a one-minute
+    max_queue_delay_ms would otherwise outlast the client's 20-second timeout."""
+    lone = make_server(tasks={"score": {"max_batch_size": 8, "max_queue_delay_ms": 60000}})
+    for i in range(3):
+        r = httpx.post(f"{lone.url}/v1/tasks/score", headers=auth("alice"),
+                       json={"inputs": [{"features": [i, 0, 0, 0]}]}, timeout=20)
+        assert r.status_code == 200 and r.headers["x-sectorflow-batch-items"] == "1"
 
 
 def test_a_request_counts_as_many_items_and_is_never_split(server):

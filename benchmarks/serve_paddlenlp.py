@@ -1,0 +1,333 @@
+"""Reference: PaddleNLP's SimpleServing and ``sectorflow serve`` serving the same model, same load generator.
+
+The model is the AML plugin's risk scorer (``plugins/aml/src/sectorflow_aml/bundle``: a Paddle MLP on 28 raw
+transaction features, ``model.json`` + ``model.pdiparams``), the only neural model installed now. Both servers get
+requests of one item (28 numbers) from the closed-loop keep-alive load generator of ``serve_load.py``, at 1, 16
+and 64 concurrent clients, on 127.0.0.1:
+
+- ``sectorflow``: the model alone as a task (``aml``: input ``{"x": [28 floats]}``, output the score), through
+  ``Taskflow``, the predictor pool (one predictor thread; oneDNN off as the bundle's manifest says), with batching
+  off (``max_batch_size`` 1) and on (64 items, 2 ms), API key, access decisions, metrics, audit log off;
+- ``SimpleServing``: ``paddlenlp.SimpleServer().register(...)`` with a model handler that feeds the same rows to
+  PaddleNLP's own predictor, served by uvicorn (uvloop, httptools) in the side environment ``.venv-paddlenlp``
+  (``bash benchmarks/paddlenlp_env.sh``; PaddleNLP cannot be installed in the project's .venv). SimpleServing has
+  no batching across requests, no authentication, no input validation beyond ``{"data": Any}``.
+
+SimpleServing's ``register`` is first given the bundle folder as it is, and the script prints what happens; its
+predictor (paddlenlp 3.0.0b4, Paddle 3) takes the first ``*.json`` it lists in the folder as the program, and the
+bundle also holds ``manifest.json`` and ``scorer.json``. The measured SimpleServing then serves a folder with only
+the bundle's ``model.json`` and ``model.pdiparams`` (byte copies, hash-checked), plus a one-word local tokenizer
+folder: ``register`` insists on a tokenizer, which the model handler never uses. Both servers must answer the same
+score for the same row before anything is measured. Run::
+
+    bash benchmarks/paddlenlp_env.sh                      # once
+    .venv/bin/python benchmarks/serve_paddlenlp.py       # about 2 minutes
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+BUNDLE = ROOT / "plugins" / "aml" / "src" / "sectorflow_aml" / "bundle"
+SIDE_PYTHON = ROOT / ".venv-paddlenlp" / "bin" / "python"
+SECRET = "sf_benchmark_key_0123456789abcdefghijklmnop"
+N_FEATURES = 28
+# One transaction's 28 raw features (amount 302.3 and graph/behaviour counts) that score mid-range (about 0.5), so
+# that the two servers' answers are compared where the sigmoid is not saturated.
+ROW = [302.3, 8.0, 1.4, 16.2, 13.2, 1.7, 2.2, 13.5, 0.9, 11.3, 6.2, 16.2, 12.0, 6.3, 1.7, 18.7, 5.0, 16.3, 16.8, 1.3,
+       6.8, 19.4, 9.4, 1.4, 5.3, 7.5, 3.0, 17.1]
+
+
+# --- server roles --------------------------------------------------------------------------------------------------
+
+
+def serve_sectorflow(port: int, batching: bool) -> None:
+    """``sectorflow serve`` of the scorer alone (runs in the project's .venv)."""
+    import numpy as np
+    from pydantic import BaseModel, Field
+    from sectorflow import Pipeline, TaskResult, TaskSpec, hookimpl, import_paddle, plugins
+    from sectorflow.serving import create_app, hash_key, load_config, run_server
+
+    import_paddle()  # before uvicorn's signal handlers (as sectorflow serve)
+
+    class In(BaseModel):
+        x: list[float] = Field(min_length=N_FEATURES, max_length=N_FEATURES)
+
+    class Out(TaskResult):
+        score: float
+
+    class Scorer(Pipeline):
+        def load(self) -> None:
+            self.pool = self.predictor_pool()
+
+        def preprocess(self, items: Any) -> list[Any]:
+            return [item.x for item in items]
+
+        def forward(self, batch: Any) -> list[Any]:
+            return self.pool.run({self.pool.input_names[0]: np.asarray(batch, dtype="float32")})[0][:, 0].tolist()
+
+        def postprocess(self, items: Any, raw: Any) -> list[Out]:
+            return [Out(score=s) for s in raw]
+
+    class BenchPlugin:
+        @hookimpl
+        def sectorflow_register_tasks(self, register: Any) -> None:
+            register(TaskSpec("aml", In, Out, Scorer, default_bundle=BUNDLE,
+                              description="The AML risk scorer's model alone, on 28 raw features"))
+
+    os.environ["SECTORFLOW_LOAD_PLUGINS"] = "builtin_observers"
+    plugins.reset()
+    plugins.get_plugin_manager().register(BenchPlugin(), name="bench")
+    knobs = {"max_batch_size": 64, "max_queue_delay_ms": 2} if batching else {"max_batch_size": 1,
+                                                                              "max_queue_delay_ms": 0}
+    config = load_config(data={
+        "server": {"threads": 2, "load_in_background": False},
+        "tasks": {"aml": {**knobs, "instances": 2, "num_threads": 1, "batch_size": 64,
+                          "interactive": {"max_queue_items": 100000, "queue_timeout_ms": 60000}}},
+        "keys": [{"id": "bench", "sha256": hash_key(SECRET), "scopes": ["task:*"]}],
+    }, environ={})
+    run_server(create_app(config), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+def serve_paddlenlp(port: int, model_dir: Path, tokenizer_dir: Path, patch: bool) -> None:
+    """PaddleNLP SimpleServing of the same model (runs in .venv-paddlenlp; imports no sectorflow).
+
+    ``patch``: two workarounds for SimpleServing 3.0.0b4 on Paddle 3.3.1, without which it serves no Paddle 3
+    (PIR) program at all: its int8 check (``Predictor._is_int8_model``) walks the program's ops with the pre-PIR
+    ``op.type`` (AttributeError), so it is replaced by ``False`` (the model is fp32); and it calls
+    ``Config.enable_memory_optim()`` without ``enable_new_executor()``, which ``create_predictor`` refuses ("Not
+    find predictor_id 0 and pass_name memory_optimize_pass"), so the new executor is switched on with it."""
+    import numpy as np
+    import uvicorn
+    from paddlenlp import SimpleServer
+    from paddlenlp.server import BaseModelHandler, BasePostHandler
+
+    if patch:
+        from paddlenlp.server import predictor as simple_predictor
+
+        simple_predictor.Predictor._is_int8_model = lambda self, model_path: False
+        config_class = simple_predictor.paddle.inference.Config
+        memory_optim = config_class.enable_memory_optim
+
+        def enable_memory_optim(self: Any, *args: Any) -> None:
+            memory_optim(self, *args)
+            self.enable_new_executor()
+
+        config_class.enable_memory_optim = enable_memory_optim
+
+    class RowsHandler(BaseModelHandler):
+        """``data = {"x": [[28 floats], ...]}`` -> the model's scores, through SimpleServing's own predictor."""
+
+        @classmethod
+        def process(cls, predictor: Any, tokenizer: Any, data: Any, parameters: Any) -> Any:
+            x = np.asarray(data["x"], dtype="float32")
+            predictor._input_handles[0].reshape(list(x.shape))
+            predictor._input_handles[0].copy_from_cpu(x)
+            predictor._predictor.run()
+            return {"scores": predictor._output_handles[0].copy_to_cpu()[:, 0].tolist()}
+
+    class PassThrough(BasePostHandler):
+        @classmethod
+        def process(cls, data: Any, parameters: Any) -> Any:
+            return data
+
+    app = SimpleServer()
+    app.register("models/aml", model_path=str(model_dir), tokenizer_name=str(tokenizer_dir),
+                 model_handler=RowsHandler, post_handler=PassThrough, device_id=-1)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+# --- model folder for SimpleServing --------------------------------------------------------------------------------
+
+
+def model_only_dir(work: Path) -> Path:
+    """A folder holding only the bundle's program and weights (byte copies, hash-checked against the manifest):
+    SimpleServing's predictor takes the first ``*.json`` file it lists as the program, and the bundle folder also
+    holds ``manifest.json`` and ``scorer.json``."""
+    from sectorflow import load_bundle
+
+    bundle = load_bundle(BUNDLE)  # checks every file's SHA-256
+    target = work / "simple_serving_model"
+    target.mkdir()
+    for name in ("model.json", "model.pdiparams"):
+        (target / name).write_bytes(bundle.file(name).read_bytes())
+    return target
+
+
+def tokenizer_dir(work: Path) -> Path:
+    """A local one-word BERT tokenizer (SimpleServing's ``register`` insists on one; the handler never uses it)."""
+    folder = work / "tokenizer"
+    folder.mkdir()
+    (folder / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nx\n", encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "BertTokenizer",
+                                                              "do_lower_case": True}), encoding="utf-8")
+    return folder
+
+
+# --- orchestration -------------------------------------------------------------------------------------------------
+
+
+def _wait(proc: subprocess.Popen, url: str, name: str, log: Path) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited with {proc.returncode}:\n{log.read_text(errors='replace')[-4000:]}")
+        try:
+            httpx.get(url, timeout=2)
+            return
+        except httpx.TransportError:
+            time.sleep(0.3)
+    raise RuntimeError(f"{name} did not start within 180 s:\n{log.read_text(errors='replace')[-4000:]}")
+
+
+def start(kind: str, work: Path, model_dir: Path | None = None, tokenizer: Path | None = None,
+          patch: bool = True) -> tuple[subprocess.Popen, int, Path]:
+    sys.path.insert(0, str(HERE))
+    from serve_load import _free_port
+
+    port = _free_port()
+    log = work / f"{kind}-{port}.log"
+    if kind == "paddlenlp":
+        cmd = [str(SIDE_PYTHON), __file__, "--serve-paddlenlp", str(port), str(model_dir), str(tokenizer)] + (
+            ["--patch-int8-check"] if patch else [])
+        ready = f"http://127.0.0.1:{port}/docs"
+    else:
+        cmd = [sys.executable, __file__, "--serve-sectorflow", str(port)] + (["--batching"] if kind == "on" else [])
+        ready = f"http://127.0.0.1:{port}/readyz"
+    env = {**os.environ, "SECTORFLOW_AUDIT": "off", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
+    _wait(proc, ready, kind, log)
+    return proc, port, log
+
+
+def request_bytes(kind: str, port: int) -> bytes:
+    if kind == "paddlenlp":
+        body = json.dumps({"data": {"x": [ROW]}, "parameters": {}}).encode()
+        path, auth = "/models/aml", ""
+    else:
+        body = json.dumps({"inputs": [{"x": ROW}]}).encode()
+        path, auth = "/v1/tasks/aml", f"Authorization: Bearer {SECRET}\r\n"
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Content-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def check_answers(kind: str, port: int) -> float:
+    """One request; the score it answers (both servers must give the same number for the same row)."""
+    import httpx
+
+    if kind == "paddlenlp":
+        r = httpx.post(f"http://127.0.0.1:{port}/models/aml", json={"data": {"x": [ROW]}, "parameters": {}})
+        r.raise_for_status()
+        return float(r.json()["result"]["scores"][0])
+    r = httpx.post(f"http://127.0.0.1:{port}/v1/tasks/aml", json={"inputs": [{"x": ROW}]},
+                   headers={"Authorization": f"Bearer {SECRET}"})
+    r.raise_for_status()
+    return float(r.json()["outputs"][0]["score"])
+
+
+def try_unpatched(work: Path, model_dir: Path, tokenizer: Path) -> str | None:
+    """Start SimpleServing unpatched on ``model_dir``; return its error (``None`` if it served)."""
+    try:
+        proc, port, _ = start("paddlenlp", work, model_dir, tokenizer, patch=False)
+    except RuntimeError as exc:
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        errors = [line for line in lines if "Error" in line or "error" in line]
+        return (errors[-1] if errors else lines[-1]).strip()
+    proc.send_signal(signal.SIGINT)
+    proc.wait(30)
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--max-requests", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=1, help="Run the sweep N times; print median and range.")
+    parser.add_argument("--serve-sectorflow", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--batching", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-paddlenlp", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--patch-int8-check", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_sectorflow:
+        serve_sectorflow(args.serve_sectorflow, args.batching)
+        return
+    if args.serve_paddlenlp:
+        port, model_dir, tokenizer = args.serve_paddlenlp
+        serve_paddlenlp(int(port), Path(model_dir), Path(tokenizer), args.patch_int8_check)
+        return
+    if not SIDE_PYTHON.exists():
+        raise SystemExit(f"{SIDE_PYTHON} is missing: run `bash benchmarks/paddlenlp_env.sh` first.")
+    sys.path.insert(0, str(HERE))
+    from serve_load import _cpu_seconds, load, summarise
+
+    versions = subprocess.run([str(SIDE_PYTHON), "-c", "import paddle, paddlenlp; print(paddle.__version__, "
+                               "paddlenlp.__version__)"], capture_output=True, text=True, check=True).stdout.split()
+    print(f"machine: {platform.machine()} {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before "
+          f"start; Python {platform.python_version()}; model: AML risk scorer (MLP 28-64-32-1, fp32, one predictor "
+          f"thread); 1 item per request; SimpleServing: paddle {versions[0]}, paddlenlp {versions[1]}", flush=True)
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        tokenizer = tokenizer_dir(work)
+        model_dir = model_only_dir(work)
+        for name, folder in (("the bundle folder", BUNDLE), ("the program and weights alone", model_dir)):
+            error = try_unpatched(work, folder, tokenizer)
+            print(f"SimpleServing (unpatched) on {name}: {'served' if error is None else 'fails: ' + error}",
+                  flush=True)
+        servers = {kind: start(kind, work, model_dir, tokenizer) for kind in ("paddlenlp", "off", "on")}
+        try:
+            scores = {kind: check_answers(kind, port) for kind, (_, port, _) in servers.items()}
+            print(f"score of the same row: {scores}", flush=True)
+            if max(scores.values()) - min(scores.values()) > 1e-5:
+                raise SystemExit("the servers disagree on the same row: not the same model")
+            for repeat in range(args.repeat):
+                for clients in args.clients:
+                    for kind, (proc, port, _) in servers.items():
+                        cpu = _cpu_seconds(proc.pid)
+                        client = time.process_time()
+                        row = asyncio.run(load(port, request_bytes(kind, port), clients, args.seconds,
+                                               args.max_requests, args.warmup))
+                        answered = row["answered"] or 1
+                        row.update(batching={"paddlenlp": "SimpleServing", "off": "sf-off", "on": "sf-on"}[kind],
+                                   run=repeat + 1, server_cpu_ms=(_cpu_seconds(proc.pid) - cpu) / answered * 1000,
+                                   client_cpu_ms=(time.process_time() - client) / answered * 1000)
+                        rows.append(row)
+                        print(f"{row['batching']:>13}  clients {clients:>3}  {row['rps']:8.1f} req/s  p50 "
+                              f"{row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  CPU/request server "
+                              f"{row['server_cpu_ms']:.2f} ms  ({row['requests']} requests, {row['errors']} errors)",
+                              flush=True)
+                    by = {r["batching"]: r for r in rows[-3:]}
+                    print(f"clients {clients:>3}: sectorflow/SimpleServing throughput, batching off "
+                          f"{by['sf-off']['rps'] / by['SimpleServing']['rps']:.2f}x, on "
+                          f"{by['sf-on']['rps'] / by['SimpleServing']['rps']:.2f}x", flush=True)
+        finally:
+            for proc, _, _ in servers.values():
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        if args.repeat > 1:
+            summarise(rows)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
