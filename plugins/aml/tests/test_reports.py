@@ -53,6 +53,21 @@ def test_cn_same_day_cumulative_cash_fires_once_at_the_crossing_transaction() ->
     assert updated.transaction_ids == ["d0", "d1", "d2"] and updated.total_amount == Decimal("149650")
 
 
+def test_a_second_large_cash_deposit_on_the_same_day_is_reported_on_its_own_result() -> None:
+    engine = ReportEngine("CN")
+    (first,) = engine.observe(txn("big1", "60000", when="2024-03-05T01:00:00"))
+    assert engine.observe(txn("small", "100", when="2024-03-05T02:00:00")) == []  # joins silently
+    (again,) = engine.observe(txn("huge", "5000000", when="2024-03-05T03:00:00"))  # large-value on its own
+    assert again.report_id == first.report_id  # the same day's draft, updated, not a second report
+    assert again.transaction_ids == ["big1", "small", "huge"] and again.total_amount == Decimal("5060100")
+    assert engine.observe(txn("next-day", "100", when="2024-03-06T03:00:00")) == []
+    us = ReportEngine("US")
+    (ctr,) = us.observe(txn("c1", "10000.01", currency="USD", when="2024-03-05T15:00:00"))
+    assert us.observe(txn("c2", "10000.00", currency="USD", when="2024-03-05T16:00:00")) == []  # not > 10,000
+    (ctr2,) = us.observe(txn("c3", "10000.02", currency="USD", when="2024-03-05T17:00:00"))
+    assert ctr2.report_id == ctr.report_id and ctr2.total_amount == Decimal("30000.03")
+
+
 def test_cn_cash_in_and_out_are_not_netted() -> None:
     engine = ReportEngine("CN")
     assert engine.observe(txn("in1", "30000")) == []
@@ -135,7 +150,9 @@ def test_us_same_day_aggregation_in_and_out_separately() -> None:
                               currency="USD", when=when.format(16))) == []  # out 10,000.00: not more than
     (draft,) = engine.observe(txn("i2", "4000.01", currency="USD", when=when.format(17)))
     assert draft.elements["direction"] == "in" and draft.transaction_ids == ["i1", "i2"]
-    assert engine.observe(txn("i3", "50000", currency="USD", when=when.format(18))) == []  # already reported
+    assert engine.observe(txn("i3", "900", currency="USD", when=when.format(18))) == []  # joins the open draft
+    (updated,) = engine.observe(txn("i4", "50000", currency="USD", when=when.format(18)))  # a CTR amount itself
+    assert updated.report_id == draft.report_id and updated.transaction_ids == ["i1", "i2", "i3", "i4"]
     # A transfer is not a currency transaction.
     assert engine.observe(txn("w1", "50000", channel="wire", currency="USD", when=when.format(19))) == []
 

@@ -25,6 +25,7 @@ serialises calls (``TaskSpec.stateful``).
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date
@@ -38,6 +39,8 @@ from .schema import Alert, Reason, ReportDraft, Transaction, TransactionAssessme
 from .typologies import RULES, build_rules
 from .typologies.base import alert_id
 from .window import TransactionWindow
+
+log = logging.getLogger("sectorflow_aml")
 
 DEFAULT_LOOKBACK_DAYS = 30.0
 """Lookback when no model bundle fixes it (the shipped bundle was trained at 30 days)."""
@@ -118,13 +121,38 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _duplicate_note(txn: Transaction, first: Transaction) -> Reason:
+    same = txn.model_dump(exclude={"transaction_id"}) == first.model_dump(exclude={"transaction_id"})
+    if same:
+        en = (f"duplicate of transaction {txn.transaction_id} already processed (same content): not counted again")
+        zh = f"与已处理的交易 {txn.transaction_id} 重复（内容相同），不重复计入"
+    else:
+        en = (f"transaction id {txn.transaction_id} was already used by a different transaction ({first.amount} "
+              f"{first.currency} {first.sender_account} -> {first.receiver_account} at "
+              f"{first.timestamp.isoformat()}): not counted; check the source system")
+        zh = (f"交易编号 {txn.transaction_id} 已被另一笔不同的交易使用（{first.amount} {first.currency}，"
+              f"{first.sender_account} -> {first.receiver_account}）：未计入，请核对源系统")
+    return Reason(code="input.duplicate_id", en=en, zh=zh, source=__name__)
+
+
+def _late_note(ts: float, now: float) -> Reason:
+    hours = (now - ts) / 3600.0
+    return Reason(code="input.out_of_order",
+                  en=f"arrived after a transaction {hours:,.1f} h later than it (input out of time order): the "
+                     f"window keeps it, but rules assume time order; sort the input by timestamp",
+                  zh=f"晚于比它晚 {hours:,.1f} 小时的交易到达（输入未按时间排序）：已计入窗口，但规则假定按时间顺序，"
+                     f"请按时间排序后再提交", source=__name__)
+
+
 class _Item:
     """What :meth:`AMLPipeline.preprocess` hands on for one transaction."""
 
-    __slots__ = ("alerts", "edge", "reports", "row", "score", "txns")
+    __slots__ = ("alerts", "duplicate", "edge", "notes", "reports", "row", "score", "txns")
 
     def __init__(self, row: list[float] | None, alerts: list[Alert], reports: list[ReportDraft], edge: Any,
-                 txns: dict[str, Transaction] | None = None) -> None:
+                 txns: dict[str, Transaction] | None = None, notes: list[Reason] | None = None) -> None:
+        self.notes = notes  # input warnings (duplicate id, out of time order) that go into the result's reasons
+        self.duplicate = False  # a repeated transaction id: not in the window, not scored, not counted
         self.score: float | None = None
         self.row = row
         self.alerts = alerts
@@ -241,9 +269,22 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         for currency in {txn.currency for txn in items}:  # a missing FX rate fails the call before any state changes
             window.rate_of(currency)
         out: list[_Item] = []
+        ids = window.ids
+        duplicates = late = 0
         with _gc_paused():
             for txn in items:
+                seen = ids.get(txn.transaction_id)
+                if seen is not None:  # a retried upload or a reused id: never counted twice
+                    duplicates += 1
+                    item = _Item(None, [], [], seen, None, [_duplicate_note(txn, seen.txn)])
+                    item.duplicate = True
+                    out.append(item)
+                    continue
                 edge = window.add(txn)
+                notes = None
+                if edge.ts < window.now:
+                    late += 1
+                    notes = [_late_note(edge.ts, window.now)]
                 alerts: list[Alert] = []
                 for rule in rules:
                     hits = rule.check(window, edge)
@@ -253,13 +294,20 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 # An STR draft lists its transactions: read them now, before later transactions of this call move
                 # the window on (postprocess runs after the whole call's preprocess).
                 txns = self._alert_transactions(alerts) if alerts else None
-                out.append(_Item(row, alerts, observe(txn), edge, txns))
+                out.append(_Item(row, alerts, observe(txn), edge, txns, notes))
+        if duplicates:
+            log.warning("%d transaction(s) repeat an id already in the %g-day window: not counted again (see the "
+                        "reason 'input.duplicate_id' on their results).", duplicates, self.lookback_days)
+        if late:
+            log.warning("%d transaction(s) arrived after a later one (out of time order): kept, but the sliding-window "
+                        "rules assume time order; sort the input by timestamp (reason 'input.out_of_order').", late)
         return out
 
     def forward(self, batch: Sequence[_Item]) -> list[_Item]:
         """Score one batch with the model: sets each item's ``score`` (left ``None`` when no model runs)."""
         if self.scorer is not None:
-            for item, score in zip(batch, self.scorer.score_rows([item.row for item in batch]).tolist()):
+            scored = [item for item in batch if item.row is not None]  # a repeated id has no row
+            for item, score in zip(scored, self.scorer.score_rows([item.row for item in scored]).tolist()):
                 item.score = score
         return list(batch)
 
@@ -280,7 +328,12 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 model_risk = model_score / t * a if model_score < t else a + (model_score - t) / (1.0 - t) * (1 - a)
                 model_risk = min(1.0, max(0.0, model_risk))
             alerts = item.alerts
-            if not alerts and model_risk < a:  # the common case: nothing to explain
+            if item.duplicate:
+                results.append(construct(  # a repeated id: not scored, not counted, only the note
+                    meta=None, transaction_id=txn.transaction_id, risk_score=0.0, model_score=None, alert=False,
+                    typologies=[], reasons=list(item.notes), alerts=[], reports=[]))
+                continue
+            if not alerts and model_risk < a and item.notes is None:  # the common case: nothing to explain
                 results.append(_quiet_result(txn.transaction_id, round(model_risk, 6),
                                              None if model_score is None else round(model_score, 6), item.reports))
                 continue
@@ -289,7 +342,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 rule_keep *= 1.0 - alert.score
             risk = 1.0 - rule_keep * (1.0 - model_risk)
             flagged = risk >= a
-            reasons: list[Reason] = []
+            reasons: list[Reason] = list(item.notes) if item.notes else []
             if flagged:
                 alerts = list(alerts)
                 for alert in item.alerts:

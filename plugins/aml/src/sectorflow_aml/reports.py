@@ -10,7 +10,10 @@ in one direction first meets a threshold (:mod:`sectorflow_aml.thresholds`):
 
 One draft per customer, business day, direction and rule. Later transactions of the same key on that day do not
 produce a second draft: they are added to the open draft, which :meth:`ReportEngine.open_reports` returns up to date
-(the draft returned by :meth:`ReportEngine.observe` is a snapshot at the triggering transaction). The customer is the
+(the draft returned by :meth:`ReportEngine.observe` is a snapshot at the triggering transaction). A later transaction
+that meets the threshold on its own (a second large cash deposit on the same day) is reported at once: it gets the
+open draft, updated to include it (same ``report_id``, new total), so it is never only folded in silently; keep the
+latest snapshot per ``report_id``. The customer is the
 account (or the customer id from ``customers=``): cash deposits count for the receiving account, cash withdrawals for
 the sending account, transfers for both sides (only the sides held at ``institution`` when it is set).
 
@@ -202,10 +205,12 @@ class ReportEngine:
                     keys.append(key)
                 total = state.total = state.total + amount
                 state.rows.append((txn, account, amount))
-                if not state.fired and (total >= threshold.amount if threshold.inclusive else
-                                        total > threshold.amount):  # Threshold.met, inlined
-                    state.fired = True
-                    drafts.append(self._draft(state))
+                if not state.fired:
+                    if total >= threshold.amount if threshold.inclusive else total > threshold.amount:  # met()
+                        state.fired = True
+                        drafts.append(self._draft(state))
+                elif amount >= threshold.amount if threshold.inclusive else amount > threshold.amount:
+                    drafts.append(self._draft(state))  # itself large-value: the open draft, updated, on its result
         latest = self._latest
         if latest is None or business_date > latest:
             self._latest = business_date

@@ -17,6 +17,7 @@ API (other modules — typology rules, the feature extractor — read the window
     a.resumed_at, a.idle_seconds   # start and preceding idle time of the latest reactivation: the first transaction
                              #   after at least `dormancy_days` without any (None / 0.0 if never dormant)
     w.edges                  # deque[Edge]: every edge in the window, in arrival order
+    w.ids                    # dict[transaction_id, Edge]: the latest edge of each id in the window
     w.cooldown(key, ts, seconds) -> bool   # True (and arms the key) if `key` has not fired within `seconds`
     w.cooling(key, ts, seconds) -> bool    # True while `key` fired within `seconds` (peek, arms nothing)
     w.rate_of(currency)      # float: the cached factor to the base currency (raises what `rate` raises)
@@ -152,6 +153,7 @@ class TransactionWindow:
         """Forget every edge, account and cooldown."""
         self.accounts: dict[str, AccountState] = {}
         self.edges: deque[Edge] = deque()
+        self.ids: dict[str, Edge] = {}
         self.now = float("-inf")
         self._seq = 0
         self._fired: dict[object, float] = {}
@@ -181,8 +183,12 @@ class TransactionWindow:
     def _evict(self, horizon: float) -> None:
         edges = self.edges
         accounts = self.accounts
+        ids = self.ids
         while edges and edges[0].ts < horizon:
             e = edges.popleft()
+            tid = e.txn.transaction_id
+            if ids.get(tid) is e:
+                del ids[tid]
             s = accounts[e.src]
             d = accounts[e.dst]
             s.outgoing.popleft()
@@ -230,6 +236,7 @@ class TransactionWindow:
         edge = Edge(self._seq, ts, src, dst, amount, txn)
         self._seq += 1
         self.edges.append(edge)
+        self.ids[txn.transaction_id] = edge
         accounts = self.accounts
         s = accounts.get(src)
         if s is None:

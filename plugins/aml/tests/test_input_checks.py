@@ -1,0 +1,66 @@
+"""Input the pipeline must not take at face value: a repeated transaction id (a retried upload) is not counted twice,
+and a transaction that arrives after later ones is kept but flagged, in one batch and one at a time alike."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from sectorflow import Taskflow
+
+T0 = datetime(2024, 3, 4, 9, 0, tzinfo=timezone.utc)
+
+
+def rec(tid: str, amount: str, hours: float, src: str = "ACC", dst: str = "ACC", channel: str = "cash_deposit"):
+    return {"transaction_id": tid, "timestamp": (T0 + timedelta(hours=hours)).isoformat(), "sender_account": src,
+            "receiver_account": dst, "amount": amount, "currency": "CNY", "channel": channel}
+
+
+@pytest.fixture(scope="module")
+def tf() -> Taskflow:
+    return Taskflow("aml", model=False)
+
+
+def codes(result) -> list[str]:
+    return [r.code for r in result.reasons]
+
+
+def test_a_retried_upload_is_not_counted_twice(tf: Taskflow, caplog: pytest.LogCaptureFixture) -> None:
+    tf.reset_state()
+    with caplog.at_level(logging.WARNING, logger="sectorflow_aml"):
+        out = tf([rec("d1", "30000", 0), rec("d1", "30000", 0)])  # the same deposit sent twice
+    assert [r.reports for r in out] == [[], []]  # 30,000 once: under the RMB 50,000 large-value threshold
+    assert codes(out[1]) == ["input.duplicate_id"] and "same content" in out[1].reasons[0].en
+    assert out[1].risk_score == 0.0 and not out[1].alert and out[1].model_score is None
+    assert "1 transaction(s) repeat an id" in caplog.text
+    tf.reset_state()
+    (first, second) = tf([rec("d1", "30000", 0), rec("d2", "30000", 1)])  # two real deposits: reported
+    assert [d.kind for d in second.reports] == ["large_value"] and codes(second) == []
+    tf.reset_state()
+    tf(rec("d1", "30000", 0))
+    again = tf(rec("d1", "30000", 0))  # across calls (streaming) as well
+    assert codes(again) == ["input.duplicate_id"] and again.reports == []
+
+
+def test_an_id_reused_for_other_content_is_refused_from_the_window_and_named(tf: Taskflow) -> None:
+    tf.reset_state()
+    out = tf([rec("x", "30000", 0), rec("x", "45000", 1)])
+    assert codes(out[1]) == ["input.duplicate_id"]
+    assert "different transaction (30000 CNY ACC -> ACC" in out[1].reasons[0].en and out[1].reasons[0].zh
+    assert out[1].reports == []
+
+
+def test_out_of_order_rows_are_kept_and_flagged_the_same_way_in_batch_and_streaming(
+        tf: Taskflow, caplog: pytest.LogCaptureFixture) -> None:
+    rows = [rec("a", "100", 5, "A", "B", "transfer"), rec("b", "100", 1, "B", "C", "transfer"),
+            rec("c", "100", 6, "C", "D", "transfer"), rec("d", "100", 6, "D", "E", "transfer")]
+    tf.reset_state()
+    with caplog.at_level(logging.WARNING, logger="sectorflow_aml"):
+        batch = tf(rows)
+    assert [codes(r) for r in batch] == [[], ["input.out_of_order"], [], []]  # equal times are in order
+    assert "4.0 h later" in batch[1].reasons[0].en and "1 transaction(s) arrived after a later one" in caplog.text
+    tf.reset_state()
+    single = [tf(r) for r in rows]
+    assert [(r.transaction_id, codes(r), r.risk_score) for r in single] == \
+           [(r.transaction_id, codes(r), r.risk_score) for r in batch]
