@@ -16,6 +16,8 @@ with master_clauses.csv's normalised ``-Answer`` columns:
   they are 90 % similar (difflib ratio: the answers have typos such as "Mount Kowledge"); gold entries that only
   list defined terms ("Company and Consultant", "collectively the Parties") are not names and are left out;
 - renewal term and notice period: the ISO duration equals the answer's (``successive 1 year`` -> P1Y, successive);
+  the notice compared is the one the extractor says applies to renewal (CUAD's column is the notice to terminate
+  renewal; a notice to terminate is reported too, with ``applies_to: termination``);
   reported over contracts with an answer, and the share of contracts without one where the extractor stays absent.
 
 Prints a table and writes JSON with ``--json``. Data: ../shared/data/cuad (CC BY 4.0), read in place.
@@ -46,7 +48,7 @@ def name_key(name: str) -> str:
 def gold_parties(answer: str) -> list[str]:
     out = []
     for part in answer.split(";"):
-        part = re.sub(r"\((?:[^()]*[\"“”][^()]*)\)", "", part)  # defined terms ("Company")
+        part = re.sub(r"\((?:[^()]*[\"“”][^()]*)\)|[\"“][^\"“”]*[\"”]", "", part)  # defined terms ("Company")
         part = re.sub(r"\((?:formerly|collectively|each|together|hereinafter)[^()]*\)", "", part, flags=re.I)
         part = part.strip(" ,.")
         if re.search(r"collectively|referred\s+to|individually", part, re.I) or re.fullmatch(r"\w+ and \w+", part):
@@ -127,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         gov = contract.answers["Governing Law"]
         if gov:
             got = f["Governing Law"][0].value if f["Governing Law"] else None
-            ok = bool(got) and got.lower() == gov.lower()
+            ok = bool(got) and re.sub(r"\s*,\s*", ", ", got.lower()) == re.sub(r"\s*,\s*", ", ", gov.lower())
             counts["governing_law"][0] += ok
             counts["governing_law"][1] += 1
             if not ok:
@@ -150,13 +152,14 @@ def main(argv: list[str] | None = None) -> int:
         for key, field, column in (("renewal", "Renewal Term", "Renewal Term"),
                                    ("notice", "Notice Period", "Notice Period To Terminate Renewal")):
             expected = gold_duration(contract.answers[column])
-            got = f[field][0].value["iso"] if f[field] else None
+            found = [e for e in f[field] if key == "renewal" or e.value.get("applies_to") == "renewal"]
+            got = found[0].value["iso"] if found else None
             if expected:
                 ok = got == expected[0]
                 counts[key][0] += ok
                 counts[key][1] += 1
                 if key == "renewal" and ok:
-                    counts["renewal_successive"][0] += f[field][0].value["successive"] == expected[1]
+                    counts["renewal_successive"][0] += found[0].value["successive"] == expected[1]
                     counts["renewal_successive"][1] += 1
                 if not ok:
                     misses[key].append(f"{contract.filename[:50]}: gold {contract.answers[column]!r} got {got!r}")

@@ -51,8 +51,9 @@ def _clean_name(raw: str) -> str:
                     r"of\s+(?=\[|\d)|in\s+person|"
                     r"\(hereinafter)\b|,\s*(?:a|an)\s+\w+|\s*,\s*(?:a|an)\s*$|\s+\(\s*$|,\s*$", raw, maxsplit=1, flags=re.IGNORECASE)[0]
     name = re.sub(r"\s+", " ", name).strip(" ,.;:\"“”'‘’\n\t-")
-    name = re.sub(r"^(?:\(\w{1,3}\)\s*|(?:by\s+and\s+)?between\s+|the\s+following\s+parties:?\s*|and\s*:?\s+(?:the\s+)?)",
-                  "", name, flags=re.I)
+    for _ in range(2):
+        name = re.sub(r"^(?:\(\w{1,3}\)\s*|\w\)\s*|\d+\.\s*PARTIES:?\s*|(?:by\s+and\s+)?(?:between|among)\s+|"
+                      r"the\s+following\s+parties:?\s*|and\s*:?\s+(?:the\s+)?)", "", name, flags=re.I)
     return name
 
 
@@ -61,7 +62,7 @@ def looks_like_party(name: str) -> bool:
     if not name or len(name) > 120 or _PLACE_LIKE.search(name):
         return False
     words = re.findall(r"[A-Za-z][\w'’&.\-]*", name)
-    if not words or len(words) > 12:
+    if not words or len(words) > 12 or not re.match(r"[A-Z0-9(]|[a-z]+[A-Z.]", name) or name.lower() == "and":
         return False
     if re.search(r"\b(?:is|are|may|shall|will|under|laws|website|referred|organized|formed|pursuant)\b", name):
         return False
@@ -86,7 +87,7 @@ def _name_start(window: str, first: bool) -> int:
     if between:
         return between[-1].end()
     cut = 0
-    for stop in re.finditer(r"\n\s*\n|[.:]\s+(?=[A-Z(])", window):
+    for stop in re.finditer(r"\n\s*|[.:]\s+(?=[A-Z(])", window):
         before = window[max(0, stop.start() - 6):stop.start() + 1]
         if not re.search(r"\b(?:Inc|Corp|Co|Ltd|No|Mr|Ms|Dr|St|L\.P|N\.A|S\.A|[A-Z])\.$", before):
             cut = stop.end()
@@ -239,8 +240,9 @@ def _sentences(text: str, spans: list[tuple[int, int]], pattern: re.Pattern[str]
     return [(s, e) for s, e in spans if pattern.search(text[s:e])]
 
 
-GOV_RE = re.compile(r"(?:governed|construed|interpreted|enforced)\b.{0,200}?\blaws?\s+(?:of|in)\s+(?:and\s+in\s+"
-                    r"accordance\s+with\s+)?", re.IGNORECASE | re.DOTALL)
+GOV_CUE = re.compile(r"\b(?:govern(?:ed|s|ing)?|construed|interpreted|determined\s+in\s+accordance)\b", re.I)
+GOV_RE = re.compile(r"\blaws?\b(?:\s+and\s+(?:judicial\s+)?decisions)?(?:,[^,]{0,60},)?\s+(?:of|in)\s+"
+                    r"(?:and\s+in\s+accordance\s+with\s+)?", re.IGNORECASE)
 _US_STATES = ("Alabama Alaska Arizona Arkansas California Colorado Connecticut Delaware Florida Georgia Hawaii Idaho "
               "Illinois Indiana Iowa Kansas Kentucky Louisiana Maine Maryland Massachusetts Michigan Minnesota "
               "Mississippi Missouri Montana Nebraska Nevada Ohio Oklahoma Oregon Pennsylvania Tennessee Texas Utah "
@@ -299,7 +301,13 @@ def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
     """The place named in "governed by/construed in accordance with the laws of X", normalised as CUAD does."""
     for start, end in spans:
         sentence = text[start:end]
+        if not GOV_CUE.search(sentence) or re.search(r"\bnot\s+be\s+governed|conflicts?\s+of\s+laws?\s+of\s+$",
+                                                     sentence[:40], re.I):
+            continue
         for match in GOV_RE.finditer(sentence):
+            if re.search(r"conflicts?\s+(?:of\s+)?$|choice\s+of\s+$", sentence[max(0, match.start() - 12):match.start()],
+                         re.I):
+                continue
             rest = sentence[match.end():]
             place = _PLACE.match(rest)
             if not place or not place.group(1).strip():
@@ -310,7 +318,7 @@ def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
                 state = re.search(r"(?:State|Commonwealth)\s+of\s+([A-Z][\w ]+)", sentence)
                 if state:
                     value = jurisdiction(state.group(1))
-            if not value or value.lower() in {"any", "such", "its", "this"}:
+            if not value or not value[0].isupper() or value.lower() in {"any", "such", "its", "this", "the"}:
                 continue
             canada = re.search(r"federal\s+laws\s+of\s+Canada", sentence)
             if canada and "Canada" not in value:
@@ -318,14 +326,16 @@ def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
             b = start + match.start()
             return [Extraction(text=text[b:start + raw_end], start=b, end=start + raw_end, value=value,
                                confidence=0.9, source="rule:en_governing_law")]
-    adjective = re.compile(r"(?:governed|construed|interpreted)\s+(?:by|under|in\s+accordance\s+with)\s+(?:the\s+)?"
-                           r"(?P<a>PRC|Chinese|English|Israeli|Italian|German|French|Swiss|Taiwanese|Japanese|Korean|"
+    states = "|".join(_US_STATES)
+    adjective = re.compile(r"(?:governed|construed|interpreted)\s+(?:\w+\s+){0,2}?(?:by|under|in\s+accordance\s+with)\s+"
+                           rf"(?:the\s+)?(?:internal\s+)?(?P<a>{states}|PRC|Chinese|English|Israeli|Italian|German|French|Swiss|Taiwanese|Japanese|Korean|"
                            r"Indian|Dutch|Canadian|Singapore|Hong\s+Kong)\s+laws?", re.IGNORECASE)
     for start, end in spans:
         match = adjective.search(text, start, end)
         if match:
+            place = re.sub(r"\s+", " ", match.group("a"))
             return [Extraction(text=match.group(), start=match.start(), end=match.end(),
-                               value=_ADJECTIVES[re.sub(r"\s+", " ", match.group("a").lower())], confidence=0.8,
+                               value=_ADJECTIVES.get(place.lower(), place), confidence=0.8,
                                source="rule:en_governing_law_adjective")]
     return []
 
@@ -365,24 +375,30 @@ NOTICE_RE = re.compile(r"(?:at\s+least|no\s+(?:less|later)\s+than|not\s+less\s+t
 
 
 def notice_period(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
-    """The notice needed to stop a renewal (or, failing that, to terminate): "at least ninety (90) days prior to
-    the end of the then-current term" -> P90D."""
-    candidates = _sentences(text, spans, RENEW_RE) + _sentences(text, spans, re.compile(r"terminat", re.I))
-    for start, end in candidates:
-        sentence = text[start:end]
-        if not re.search(r"notice|notify|prior\s+to", sentence, re.I):
-            continue
-        for match in NOTICE_RE.finditer(sentence):
-            duration = nz.parse_duration(match.group("d"))
-            if duration:
+    """Notice periods: first the one needed to stop a renewal ("at least ninety (90) days prior to the end of the
+    then-current term" -> P90D, ``applies_to: renewal``), then one needed to terminate (``applies_to:
+    termination``), each at most once."""
+    out: list[Extraction] = []
+    for kind, pattern in (("renewal", RENEW_RE), ("termination", re.compile(r"terminat", re.I))):
+        for start, end in _sentences(text, spans, pattern):
+            sentence = text[start:end]
+            if not re.search(r"notice|notify|prior\s+to", sentence, re.I) or any(o.start >= start and o.end <= end
+                                                                                 for o in out):
+                continue
+            match = next((m for m in NOTICE_RE.finditer(sentence) if nz.parse_duration(m.group("d"))), None)
+            if match:
+                if re.search(r"end\s+of\s+(?:the\s+|any\s+|such\s+)?(?:then[- ]current\s+|initial\s+|renewal\s+)?"
+                             r"(?:term|period)|expiration|expiry|then[- ]current\s+term", sentence, re.I):
+                    kind = "renewal"  # a notice to end the contract at the end of a term stops the renewal
+                duration = nz.parse_duration(match.group("d"))
                 b = start + match.start("d")
                 e = b + len(match.group("d"))
-                kind = "renewal" if RENEW_RE.search(sentence) else "termination"
-                return [Extraction(text=text[b:e], start=b, end=e, confidence=0.7 if kind == "renewal" else 0.5,
-                                   source=f"rule:en_notice_{kind}",
-                                   value={"iso": duration["iso"], "business_days": duration["business_days"],
-                                          "applies_to": kind})]
-    return []
+                out.append(Extraction(text=text[b:e], start=b, end=e, confidence=0.7 if kind == "renewal" else 0.5,
+                                      source=f"rule:en_notice_{kind}",
+                                      value={"iso": duration["iso"], "business_days": duration["business_days"],
+                                             "applies_to": kind}))
+                break
+    return out
 
 
 def term(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
