@@ -68,7 +68,8 @@ def main() -> None:
         sys.exit(f"{DATA} is absent: the benchmark reads ../shared/data (banking77, clinc150)")
     cut = (lambda rows: rows[:args.limit]) if args.limit else (lambda rows: rows)
     report: dict = {"machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "threads": args.threads,
-                                "max_seq_len": 64, "python": platform.python_version()}}
+                                "max_seq_len": 64, "python": platform.python_version(),
+                                "load_average_at_start": [round(x, 1) for x in os.getloadavg()]}}
 
     tf = Taskflow("customer_service", num_threads=args.threads, batch_size=32)
     report["bundle"] = {"name": tf.meta.model_name, "version": tf.meta.model_version,
@@ -143,6 +144,7 @@ def main() -> None:
         "pipeline_batch1_ms_p50": round(1000 * float(np.median(lat_tf)), 2),
         "predictor_batch32_msgs_per_s": round(pred32, 1), "pipeline_batch32_msgs_per_s": round(tf32, 1)}
     print(json.dumps(report["speed_en"]), flush=True)
+    report["machine"]["load_average_at_end"] = [round(x, 1) for x in os.getloadavg()]
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     print(json.dumps(report, indent=1, ensure_ascii=False))
