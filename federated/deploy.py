@@ -35,7 +35,7 @@ def client_app(config_json: str) -> Any:
 
 def server_app(config_json: str) -> Any:
     """The ``ServerApp`` for a federation config given as JSON (what the generated module calls)."""
-    from sectorflow import ConfigError
+    from sectorflow import SectorflowError
 
     from .registry import find_trainable
     from .server import make_server_app
@@ -45,7 +45,7 @@ def server_app(config_json: str) -> Any:
         spec = find_trainable(cfg.task, cfg.model)
         plugin = spec.plugin
         cfg = cfg.model_copy(update={"model": cfg.model or spec.name})
-    except ConfigError:
+    except SectorflowError:  # not installed here (or a broken plugin): the records then name no plugin
         plugin = ""
     return make_server_app(cfg, plugin=plugin)
 
