@@ -32,7 +32,7 @@ New York, without regard to its conflict of laws principles.
 
 def test_license_agreement_fields(taskflow_factory):
     tf = taskflow_factory(["Licensor", "Licensee", "Agreement Date", "Effective Date", "Term", "Renewal Term",
-                           "Notice Period", "Governing Law", "Assignment", "Liquidated Damages"])
+                           "Notice Period", "Governing Law", "Assignment", "Liquidated Damages", "Contract Amount"])
     result = tf({"text": CONTRACT})
     assert result.language == "en"
     (licensor,), (licensee,) = result.fields["Licensor"], result.fields["Licensee"]
@@ -46,6 +46,7 @@ def test_license_agreement_fields(taskflow_factory):
     assert (renewal["iso"], renewal["successive"]) == ("P1Y", True)
     assert result.fields["Notice Period"][0].value["iso"] == "P90D"
     assert result.fields["Governing Law"][0].value == "New York"
+    assert result.fields["Contract Amount"][0].value == {"amount": "120000.00", "currency": "USD"}
     assert "prior written consent" in result.fields["Assignment"][0].text
     assert result.absent == ["Liquidated Damages"]
     for found in result.fields.values():

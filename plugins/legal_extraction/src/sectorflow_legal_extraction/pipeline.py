@@ -34,21 +34,6 @@ CLASSIFIED_FIELDS = {"termination": "Termination For Convenience", "assignment":
 """Clause fields of English contracts that the classifier may pick (its CUAD category)."""
 
 
-def _amount_en(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
-    for start, end in spans:
-        sentence = text[start:end]
-        if "$" in sentence or "USD" in sentence or "dollars" in sentence.lower():
-            if not __import__("re").search(r"(?:total|aggregate)\s+(?:contract\s+)?(?:price|amount|fee|consideration)|"
-                                           r"purchase\s+price|contract\s+price", sentence, 2):
-                continue
-            amounts = nz.amounts_in(sentence)
-            if amounts:
-                s, e, raw, value, _ = amounts[0]
-                return [Extraction(text=raw, start=start + s, end=start + e, value=value, confidence=0.6,
-                                   source="rule:en_amount", warnings=nz.check_consistency(amounts))]
-    return []
-
-
 def _rules(language: str) -> dict[str, Callable[[str, list[tuple[int, int]]], list[Extraction]]]:
     if language == "zh":
         return {
@@ -59,7 +44,7 @@ def _rules(language: str) -> dict[str, Callable[[str, list[tuple[int, int]]], li
             **{k: (lambda t, s, k=k: rules_zh.clause(k, t, s)) for k in rules_zh.CLAUSE_PATTERNS},
         }
     return {
-        "contract_amount": _amount_en, "signing_date": lambda t, s: rules_en.agreement_date(t),
+        "contract_amount": rules_en.contract_amount, "signing_date": lambda t, s: rules_en.agreement_date(t),
         "effective_date": lambda t, s: rules_en.effective_date(t), "term": rules_en.term,
         "renewal": rules_en.renewal, "notice_period": rules_en.notice_period,
         "governing_law": rules_en.governing_law, "dispute_resolution": rules_en.dispute_resolution,
@@ -91,26 +76,20 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
             out.append({"text": item.text, "language": language, "spans": segments(item.text, language)})
         return out
 
-    def forward(self, batch: Sequence[dict[str, Any]]) -> list[np.ndarray | None]:
-        results: list[np.ndarray | None] = []
+    def forward(self, batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        results = []
         for feature in batch:
-            if self.pool is None or feature["language"] != "en" or not feature["spans"]:
-                results.append(None)
-                continue
-            texts = [feature["text"][s:e] for s, e in feature["spans"]]
-            chunks = []
-            for i in range(0, len(texts), SEGMENTS_PER_RUN):
-                (scores,) = self.pool.run(batch_arrays(texts[i:i + SEGMENTS_PER_RUN], self.buckets))
-                chunks.append(scores)
-            results.append(np.concatenate(chunks))
+            scores = None
+            if self.pool is not None and feature["language"] == "en" and feature["spans"]:
+                texts = [feature["text"][s:e] for s, e in feature["spans"]]
+                chunks = [self.pool.run(batch_arrays(texts[i:i + SEGMENTS_PER_RUN], self.buckets))[0]
+                          for i in range(0, len(texts), SEGMENTS_PER_RUN)]
+                scores = np.concatenate(chunks)
+            results.append({**feature, "scores": scores})
         return results
 
-    def postprocess(self, items: Sequence[Contract], raw: Sequence[np.ndarray | None]) -> list[ContractExtraction]:
-        outputs = []
-        for item, scores in zip(items, raw):
-            feature = self.preprocess([item])[0]
-            outputs.append(self._extract(feature, scores))
-        return outputs
+    def postprocess(self, items: Sequence[Contract], raw: Sequence[dict[str, Any]]) -> list[ContractExtraction]:
+        return [self._extract(feature, feature["scores"]) for feature in raw]
 
     def _extract(self, feature: dict[str, Any], scores: np.ndarray | None) -> ContractExtraction:
         text, language, spans = feature["text"], feature["language"], feature["spans"]

@@ -447,6 +447,23 @@ def dispute_resolution(text: str, spans: list[tuple[int, int]]) -> list[Extracti
     return []
 
 
+def contract_amount(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """The first amount in a sentence that names a total price, fee or consideration ("a total license fee of USD
+    120,000.00"); words and figures that disagree are flagged."""
+    for start, end in spans:
+        sentence = text[start:end]
+        if "$" in sentence or "USD" in sentence or "dollars" in sentence.lower():
+            if not re.search(r"(?:total|aggregate)\s+(?:contract\s+|license\s+)?(?:price|amount|fee|consideration)|"
+                             r"purchase\s+price|contract\s+price", sentence, re.IGNORECASE):
+                continue
+            amounts = nz.amounts_in(sentence)
+            if amounts:
+                s, e, raw, value, _ = amounts[0]
+                return [Extraction(text=raw, start=start + s, end=start + e, value=value, confidence=0.6,
+                                   source="rule:en_amount", warnings=nz.check_consistency(amounts))]
+    return []
+
+
 CLAUSE_PATTERNS = {
     "termination": re.compile(r"(?:may|shall\s+have\s+the\s+right\s+to)\s+terminate\s+this\s+agreement", re.I),
     "confidentiality": re.compile(r"\bconfidential(?:ity)?\b.{0,120}(?:shall\s+not\s+disclose|hold\s+in\s+"
