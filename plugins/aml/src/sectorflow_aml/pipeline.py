@@ -108,15 +108,17 @@ def _gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        _gc_promoted += max(0, gc.get_count()[0])
-        gc.freeze()
-        gc.unfreeze()
-        if _gc_promoted > _gc_heap:
-            gc.collect()
+        if gc.get_freeze_count() == 0:  # O(1) when empty; a process that froze objects itself (e.g. before a fork,
+            # to keep pages shared) keeps them frozen: then this stage's objects are left to the collector as usual
+            _gc_promoted += max(0, gc.get_count()[0])
             gc.freeze()
-            _gc_heap = max(1_000_000, gc.get_freeze_count())
             gc.unfreeze()
-            _gc_promoted = 0
+            if _gc_promoted > _gc_heap:
+                gc.collect()
+                gc.freeze()
+                _gc_heap = max(1_000_000, gc.get_freeze_count())
+                gc.unfreeze()
+                _gc_promoted = 0
         if was_enabled:
             gc.enable()
 
