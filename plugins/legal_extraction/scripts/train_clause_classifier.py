@@ -93,7 +93,7 @@ def labelled_segments(contracts: list[cuad.CuadContract], cats: list[str]) -> tu
     return texts, np.stack(labels), owner
 
 
-def build_model(paddle, buckets: int, dim: int, n_labels: int):
+def build_model(paddle, buckets: int, dim: int, n_labels: int, dropout: float = 0.0):
     nn = paddle.nn
 
     class ClauseClassifier(nn.Layer):
@@ -102,11 +102,12 @@ def build_model(paddle, buckets: int, dim: int, n_labels: int):
         def __init__(self):
             super().__init__()
             self.embedding = nn.Embedding(buckets, dim, padding_idx=0)
+            self.dropout = nn.Dropout(dropout)
             self.out = nn.Linear(dim, n_labels)
 
         def logits(self, ids, weights):
             pooled = (self.embedding(ids) * weights.unsqueeze(-1)).sum(axis=1)
-            return self.out(nn.functional.relu(pooled))
+            return self.out(self.dropout(nn.functional.relu(pooled)))
 
         def forward(self, ids, weights):  # jit.save needs the first argument to be named self
             return nn.functional.sigmoid(self.logits(ids, weights))
@@ -137,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--seed", type=int, default=2021)
+    parser.add_argument("--dropout", type=float, default=0.0)
+    parser.add_argument("--weight-decay", type=float, default=0.0, help="L2 on all weights (Adam)")
+    parser.add_argument("--lr", type=float, default=3e-3)
     args = parser.parse_args(argv)
     if not (args.data / "master_clauses.csv").is_file():
         print(f"CUAD not found at {args.data}", file=sys.stderr)
@@ -155,8 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{split}: {len(group)} contracts, {len(texts)} segments, {int(labels.sum())} positive labels",
               flush=True)
 
-    model = build_model(paddle, args.buckets, args.dim, len(cats))
-    optimizer = paddle.optimizer.Adam(learning_rate=3e-3, parameters=model.parameters())
+    model = build_model(paddle, args.buckets, args.dim, len(cats), args.dropout)
+    optimizer = paddle.optimizer.Adam(learning_rate=args.lr, parameters=model.parameters(),
+                                      weight_decay=args.weight_decay or None)
     train_x, train_y = data["train"]
     pos = train_y.sum(0)
     pos_weight = paddle.to_tensor(np.clip(np.sqrt((len(train_y) - pos) / np.maximum(pos, 1)), 1, 30)
@@ -226,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
                     "split": f"by contract, sha256 of name with salt {cuad.SPLIT_SEED!r}, 60/20/20",
                     "seed": args.seed, "script": "plugins/legal_extraction/scripts/train_clause_classifier.py",
                     "command": "python plugins/legal_extraction/scripts/train_clause_classifier.py "
-                               f"--buckets {args.buckets} --dim {args.dim} --epochs {args.epochs} --seed {args.seed}"})
+                               f"--buckets {args.buckets} --dim {args.dim} --epochs {args.epochs} --seed {args.seed} "
+                               f"--dropout {args.dropout} --weight-decay {args.weight_decay} --lr {args.lr}"})
     print(f"wrote {args.out}")
     return 0
 
