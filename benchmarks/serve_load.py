@@ -15,10 +15,11 @@ counted. Both servers stay up and each concurrency is measured off then on, back
 Run::
 
     .venv/bin/python benchmarks/serve_load.py                 # about 1.5 minutes
+    .venv/bin/python benchmarks/serve_load.py --repeat 3 --seconds 4   # median and range of three sweeps
     .venv/bin/python benchmarks/serve_load.py --clients 1 64 --seconds 3
 
-PaddleNLP's SimpleServing is not run as a reference: paddlenlp is not installed in the project's environment and
-needs pinned extras (see ../shared/notes/stack-facts.md); the comparison is left for later.
+Each point also reports the CPU time per answered request of the server process (all threads, from /proc) and of
+the load generator (this process). PaddleNLP's SimpleServing is compared in ``serve_paddlenlp.py`` (same generator).
 """
 
 from __future__ import annotations
@@ -50,8 +51,7 @@ SERVER_CPUS, CLIENT_CPUS = {0}, {1}  # --pin
 
 def make_bundle(folder: Path) -> Path:
     import numpy as np
-    from sectorflow import write_manifest
-    from sectorflow import import_paddle
+    from sectorflow import import_paddle, write_manifest
 
     paddle = import_paddle()
     paddle.seed(0)
@@ -311,7 +311,7 @@ def summarise(rows: list[dict[str, Any]]) -> None:
     for mode, clients in points:
         runs = [r for r in rows if (r["batching"], r["clients"]) == (mode, clients)]
 
-        def stat(key: str, fmt: str) -> str:
+        def stat(key: str, fmt: str, runs: list[dict[str, Any]] = runs) -> str:
             values = sorted(r[key] for r in runs)
             return f"{statistics.median(values):{fmt}} [{values[0]:{fmt}} - {values[-1]:{fmt}}]"
 

@@ -243,7 +243,7 @@ def check_answers(kind: str, port: int) -> float:
 def try_unpatched(work: Path, model_dir: Path, tokenizer: Path) -> str | None:
     """Start SimpleServing unpatched on ``model_dir``; return its error (``None`` if it served)."""
     try:
-        proc, port, _ = start("paddlenlp", work, model_dir, tokenizer, patch=False)
+        proc, _port, _ = start("paddlenlp", work, model_dir, tokenizer, patch=False)
     except RuntimeError as exc:
         lines = [line for line in str(exc).splitlines() if line.strip()]
         errors = [line for line in lines if "Error" in line or "error" in line]
@@ -277,8 +277,9 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     from serve_load import _cpu_seconds, load, summarise
 
-    versions = subprocess.run([str(SIDE_PYTHON), "-c", "import paddle, paddlenlp; print(paddle.__version__, "
-                               "paddlenlp.__version__)"], capture_output=True, text=True, check=True).stdout.split()
+    probe = "import paddle, paddlenlp; print(paddle.__version__, paddlenlp.__version__)"
+    versions = subprocess.run([str(SIDE_PYTHON), "-c", probe], capture_output=True, text=True,
+                              check=True).stdout.split()
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before "
           f"start; Python {platform.python_version()}; model: AML risk scorer (MLP 28-64-32-1, fp32, one predictor "
           f"thread); 1 item per request; SimpleServing: paddle {versions[0]}, paddlenlp {versions[1]}", flush=True)

@@ -29,7 +29,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     }.items()}
 
 
-async def answer_task(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequence[Any], lane: Optional[str],
+async def answer_task(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequence[Any], lane: str | None,
                       source: str, rid: str) -> Response:
     """Run validated ``items`` of task ``name`` for ``key`` through its batcher and build the JSON response.
 
