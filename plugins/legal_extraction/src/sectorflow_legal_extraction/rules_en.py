@@ -150,6 +150,16 @@ def parties(text: str) -> list[Extraction]:
         found.append(Extraction(text=text[begin:end], start=begin, end=end,
                                 value={"name": name, "role": canonical or role, "defined_term": role},
                                 confidence=0.85, source="rule:en_defined_term"))
+    if len(found) == 1:  # "between A, Inc. ("A") located at ... and B Corporation located at ...": B has no term
+        tail = head[found[0].end:found[0].end + 400]
+        other = re.search(r"\)\s*(?:,[^()]{0,200}?)?\s+and\s+(?:the\s+)?([A-Z][^,;()]{2,80}?(?:,\s*)?\b(?:"
+                          + _LEGAL_FORM + r")\b\.?)", tail)
+        if other and looks_like_party(_clean_name(other.group(1))):
+            name = _clean_name(other.group(1))
+            b = found[0].end + other.start(1)
+            found.append(Extraction(text=text[b:b + len(name)], start=b, end=b + len(name),
+                                    value={"name": name, "role": "party_b", "defined_term": None}, confidence=0.5,
+                                    source="rule:en_second_party"))
     if not found:
         for line in re.finditer(r"^\s*Party\s+(?P<r>[A-C])\s*[:：]\s*(?P<n>[^\n]{3,120}?)\s*$", head, re.M | re.I):
             name = _clean_name(line.group("n"))
