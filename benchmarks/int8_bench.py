@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -277,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Resident memory, {name}, {args.calls} batch-1 calls: {mem}")
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
