@@ -118,3 +118,26 @@ def test_a_text_model_federates_too_medical_span_tagger_across_hospitals(registr
     after = dict(zip(names, report.weights))
     assert all(after[k].shape == before[k].shape for k in names)
     assert any(not np.allclose(after[k], before[k]) for k in names)  # the hospitals' updates were averaged in
+
+
+def test_local_differential_privacy_noises_each_update_under_secagg_plus(registry):
+    recorder = EventRecorder()
+    registry({"recorder": recorder})
+    cfg = parse_config({"task": "toy", "rounds": 1, "lr": 0.1, "strategy": {"min_available_clients": 3,
+                                                                             "fraction_evaluate": 0.0},
+                        "secagg": {"enabled": True},
+                        "dp": {"mode": "local", "clipping_norm": 100.0, "epsilon": 2.0, "delta": 1e-5},
+                        "institutions": [{"partition_id": i} for i in range(3)]})
+    report = simulate(cfg, toy_trainable.SPEC)
+    assert report.privacy["mode"] == "local" and report.privacy["epsilon"] == 2.0
+    clear = []
+    for i in range(3):  # the same round without noise (clipping at 100 leaves these updates unchanged)
+        t = toy_trainable.ToyTrainable({"partition_id": i})
+        t.fit(epochs=1, lr=0.1, server_round=1)
+        clear.append(t.get_weights()["w"])
+    # LocalDpMod's Gaussian noise: sd = sensitivity * sqrt(2 ln(1.25/delta)) / epsilon = 100 * 4.84 / 2 per weight,
+    # averaged over 3 institutions (sd ~140): the aggregate must be far from the clear average.
+    gap = np.abs(report.weights[1] - np.mean(clear, axis=0))
+    assert gap.max() > 5.0
+    started = [e for e in recorder.events if e.kind == "training_run_started"]
+    assert started[0].details["privacy"]["per_round"] == {"epsilon": 2.0, "delta": 1e-5}
