@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def taskflow_factory():
     cache: dict = {}
 
     def make(schema=None):
-        key = tuple(schema) if schema else None
+        key = json.dumps(schema, ensure_ascii=False)
         if key not in cache:
             cache[key] = Taskflow("legal_extraction", schema=schema) if schema else Taskflow("legal_extraction")
         return cache[key]

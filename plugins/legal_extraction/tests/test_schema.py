@@ -10,9 +10,22 @@ from sectorflow_legal_extraction.schema import STANDARD_SCHEMA, resolve_schema, 
 
 def test_zh_and_en_names_resolve_to_the_same_fields():
     resolved = resolve_schema(["甲方", "party a", "合同金额", "Contract Amount", "签订日期", "agreement_date"])
-    assert [f.key for _, f in resolved] == ["party_a", "party_a", "contract_amount", "contract_amount",
+    assert [f.key for _, f, _ in resolved] == ["party_a", "party_a", "contract_amount", "contract_amount",
                                              "signing_date", "signing_date"]
-    assert [n for n, _ in resolved][1] == "party a"  # results are keyed by the name as written
+    assert [n for n, _, _ in resolved][1] == "party a"  # results are keyed by the name as written
+
+
+def test_uie_style_relations(taskflow_factory):
+    tf = taskflow_factory([{"甲方": ["地址", "联系人", "邮箱"]}, "乙方"])
+    result = tf("甲方：上海明远置业有限公司\n地址：上海市徐汇区漕溪北路88号\n联系人：王明\n\n乙方：李华\n邮箱：li@example.cn\n")
+    (a,), (b,) = result.fields["甲方"], result.fields["乙方"]
+    assert {k: [r.value for r in v] for k, v in a.relations.items()} == {
+        "地址": ["上海市徐汇区漕溪北路88号"], "联系人": ["王明"], "邮箱": []}  # 乙方's e-mail is not 甲方's
+    assert b.relations["email"][0].value == "li@example.cn"
+    with pytest.raises(ConfigError, match="party fields only"):
+        Taskflow("legal_extraction", schema=[{"合同金额": ["地址"]}])
+    with pytest.raises(ConfigError, match="联系人"):
+        Taskflow("legal_extraction", schema=[{"甲方": ["血型"]}])
 
 
 def test_unknown_names_raise_a_config_error_listing_the_supported_ones():

@@ -96,12 +96,17 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
         rules = _rules(language)
         parties: list[Extraction] | None = None
         fields: dict[str, list[Extraction]] = {}
-        for name, field in self.schema:
+        for name, field, relations in self.schema:
             if field.key == "parties" or field.role:
                 if parties is None:
                     parties = rules_zh.parties(text) if language == "zh" else rules_en.parties(text)
-                fields[name] = (list(parties) if field.key == "parties" else
-                                [p for p in parties if field.role in p.value.get("roles", [p.value["role"]])])
+                chosen = (list(parties) if field.key == "parties" else
+                          [p for p in parties if field.role in p.value.get("roles", [p.value["role"]])])
+                if relations is not None:  # UIE-style {"甲方": ["地址"]}: those relations, under the names asked
+                    chosen = [p.model_copy(update={"relations": {asked: p.relations.get(key, [])
+                                                                 for asked, key in relations.items()}})
+                              for p in chosen]
+                fields[name] = chosen
                 continue
             found = self._classified(field.key, text, spans, scores) if scores is not None else []
             fields[name] = found or rules[field.key](text, spans) if field.key in rules else found

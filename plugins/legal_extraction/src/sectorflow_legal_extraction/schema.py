@@ -85,28 +85,56 @@ def supported_names() -> list[str]:
     return [n for f in FIELDS for n in f.names]
 
 
-def resolve_schema(schema: Any) -> list[tuple[str, FieldDef]]:
-    """Turn a user's schema into ``[(name as written, field)]``.
+RELATIONS: dict[str, str] = {
+    "地址": "address", "住所": "address", "通讯地址": "address", "address": "address",
+    "联系人": "contact", "contact": "contact", "contacts": "contact",
+    "电话": "phone", "联系电话": "phone", "phone": "phone", "telephone": "phone",
+    "邮箱": "email", "电子邮箱": "email", "email": "email", "e-mail": "email",
+    "统一社会信用代码": "id_number", "身份证号": "id_number", "id number": "id_number",
+    "开户行": "bank_account", "银行账号": "bank_account", "bank account": "bank_account",
+}
+"""Relation names a party field may carry in a UIE-style schema: ``[{"甲方": ["地址", "联系人"]}]``."""
 
-    Accepts ``None`` (the standard schema), one name, or a list/tuple of names.
+_RELATION_BY_NAME = {_fold(k): v for k, v in RELATIONS.items()}
+
+
+def resolve_schema(schema: Any) -> list[tuple[str, FieldDef, dict[str, str] | None]]:
+    """Turn a user's schema into ``[(name as written, field, relations or None)]``.
+
+    Accepts ``None`` (the standard schema), one name, or a list of names; as in UIE, a party field may be a one-key
+    dict naming the relations to return, ``{"甲方": ["地址", "联系人"]}`` (``relations`` then maps each relation
+    name as written to its key: address, contact, phone, email, id_number, bank_account).
 
     Raises:
-        ConfigError: not a list of strings, empty, or a name that is not supported (the message lists them all).
+        ConfigError: not a list of names, empty, a name or relation that is not supported (the message lists the
+            supported ones), or relations on a field that is not a party.
     """
     if schema is None:
         schema = list(STANDARD_SCHEMA)
-    if isinstance(schema, str):
+    if isinstance(schema, (str, dict)):
         schema = [schema]
-    if not isinstance(schema, (list, tuple)) or not schema or not all(isinstance(n, str) for n in schema):
+    if not isinstance(schema, (list, tuple)) or not schema or not all(
+            isinstance(n, str) or (isinstance(n, dict) and len(n) == 1) for n in schema):
         raise ConfigError(f"schema={schema!r}: give a non-empty list of field names, e.g. ['甲方', '乙方', "
-                          f"'合同金额', '签订日期']; supported: {', '.join(supported_names())}.")
+                          f"'合同金额', '签订日期'] or [{{'甲方': ['地址', '联系人']}}]; supported: "
+                          f"{', '.join(supported_names())}.")
     out, unknown = [], []
-    for name in schema:
-        field = _BY_NAME.get(_fold(name))
+    for entry in schema:
+        name, wanted = (entry, None) if isinstance(entry, str) else next(iter(entry.items()))
+        field = _BY_NAME.get(_fold(str(name)))
         if field is None:
             unknown.append(name)
-        else:
-            out.append((name, field))
+            continue
+        relations = None
+        if wanted is not None:
+            wanted = [wanted] if isinstance(wanted, str) else list(wanted)
+            bad = [r for r in wanted if not isinstance(r, str) or _fold(r) not in _RELATION_BY_NAME]
+            if field.role is None and field.key != "parties" or bad:
+                raise ConfigError(f"schema entry {entry!r}: relations are read for party fields only, from "
+                                  f"{', '.join(RELATIONS)}; not {bad or wanted}.",
+                                  details={"entry": str(entry), "supported_relations": list(RELATIONS)})
+            relations = {r: _RELATION_BY_NAME[_fold(r)] for r in wanted}
+        out.append((str(name), field, relations))
     if unknown:
         raise ConfigError(f"Unknown schema name(s) {unknown}. Supported names: {', '.join(supported_names())}.",
                           details={"unknown": unknown, "supported": supported_names()})
