@@ -9,6 +9,7 @@ from sectorflow import TaskSpec, hookimpl
 
 from . import __version__
 from .pipeline import OPTIONS, MedicalReportPipeline
+from .readers import READERS
 from .schema import MedicalReport, ReportInput
 
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
@@ -32,7 +33,7 @@ def spec() -> TaskSpec:
         description="Radiology findings text (zh/en) to a structured report: findings with anatomy, size (mm), "
                     "ConText assertion and temporality; Fleischner 2017 / Lung-RADS v2022 recommendations; ICD-10.",
         default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32",), languages=("zh", "en"),
-        options=dict(OPTIONS), examples=EXAMPLES)
+        options=dict(OPTIONS), examples=EXAMPLES, readers=dict(READERS))
 
 
 @hookimpl
