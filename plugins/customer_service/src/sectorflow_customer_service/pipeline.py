@@ -185,11 +185,13 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
             threshold = self._float("oos_threshold", cal["threshold"], 0.0, 1.0)
             top = int(probs.argmax())
             oos = probs[top] < threshold or labels[top] == "oos"
-            if self.intent_set == "banking77" and "clinc150" in self.heads:  # off-domain per the CLINC150 head
+            if self.intent_set == "banking77" and "clinc150" in self.heads:  # off-domain per the CLINC150 head (weather ...)
                 c = self.heads.index("clinc150")
                 cprobs = _softmax(raw["logits"][c].astype(np.float64))
-                clabels = self.labels["clinc150"]
-                oos = oos or clabels[int(cprobs.argmax())] == "oos"
+                clabel = self.labels["clinc150"][int(cprobs.argmax())]
+                off_domain = clabel not in set(cal.get("clinc150_in_domain", ()))
+                gate = float(cal.get("gate_min_probability", 2.0))
+                oos = oos or clabel == "oos" or (off_domain and float(cprobs.max()) >= gate)
             intent_set = self.intent_set
         order = [int(j) for j in np.argsort(-probs) if labels[int(j)] != "oos"][: self.top_k]
         top_k = [IntentCandidate(label=labels[j], probability=round(float(probs[j]), 6)) for j in order]
