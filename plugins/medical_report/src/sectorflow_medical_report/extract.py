@@ -23,6 +23,15 @@ _SOLID_PART = re.compile(r"(solid (component|portion|part)|实性(成分|部分)
 _NEGATED_ATTR = re.compile(r"(non-?|not |without |no |无|未见|不伴|非)\s*$", re.IGNORECASE)
 _NORMAL_HEART = re.compile(r"heart size (is )?(normal|within normal limits)|normal heart size|(心影|心脏)(大小)?(正常|不大)",
                            re.IGNORECASE)
+_SOLID_PART_AFTER = re.compile(r"\s*(solid (component|portion|part)|实性(成分|部分))", re.IGNORECASE)
+_PRIOR_SIZE = re.compile(r"(previously|formerly|prior|was|were|from|compared (with|to)|原|前次|上次|既往|原为)\s*"
+                         r"(measuring|measured|measures)?\s*(about|approximately|约|大小约|直径约)?\s*$", re.IGNORECASE)
+_SIZE_GAP_BREAK = re.compile(r"[,，;；、:：]|\b(and|or|with|in|of|at|on|from|to|measuring|is|are)\b|和|及|与|见", re.IGNORECASE)
+_LIST_BREAK = re.compile(r",|;|\band\b|\bwith\b|\bplus\b|，|；|和|及|伴", re.IGNORECASE)
+_POSITIVE_AFTER = re.compile(r"\s*(is|are)\s+(now\s+|again\s+|also\s+)?(present|seen|noted|identified|demonstrated|"
+                             r"visible|visualized|evident)\b", re.IGNORECASE)
+_ANAT_PREP = re.compile(r"\b(in|within|at|of|involving)\s+(the\s+)?(right\s+|left\s+|bilateral\s+)?$", re.IGNORECASE)
+_ZH_LIST_REST = re.compile(r"^[\s、和及与或以及，,。；;]*$")
 _LESION_SIZE_OWNERS = {"nodule", "mass", "granuloma", "cyst", "calcification", "opacity", "consolidation",
                        "lymphadenopathy", "effusion", "pneumothorax"}
 
@@ -183,9 +192,13 @@ def extract(text: str) -> Extraction:
         if "part-solid" in f.attributes:
             f.attributes = [a for a in f.attributes if a not in ("solid", "ground-glass", "subsolid")] or ["part-solid"]
 
-    # anatomy -> nearest finding in the clause; findings without any take the nearest earlier one in the sentence
+    # anatomy -> nearest finding in the clause ("in the right upper lobe" after a finding: that earlier finding);
+    # findings without any take the nearest earlier one in the sentence
     for i, anat in anatomy_mentions:
         f = nearest_finding(i)
+        if _ANAT_PREP.search(text[max(0, anat.start - 14):anat.start]):
+            earlier = [g for g in findings if g.end <= anat.start and clause_of(g.start) == clause_of(anat.start)]
+            f = earlier[-1] if earlier else f
         if f is not None:
             f.anatomy.append(anat)
     for f in findings:
@@ -200,43 +213,81 @@ def extract(text: str) -> Extraction:
             lats = {a.laterality for a in f.anatomy if a.laterality}
             f.laterality = lats.pop() if len(lats) == 1 else ("bilateral" if lats else None)
 
-    # sizes -> nearest lesion-type finding in the sentence
+    # sizes -> the lesion-type finding the size modifies: the next finding when only modifiers stand between
+    # ("5 mm calcified nodule and a 7 mm solid nodule"), else the nearest one before it in the sentence
+    # ("nodule ... measuring 8 mm"), else the nearest after. A former size ("previously 4 mm") is not the size.
     for sz in sizes:
         owners = [f for f in findings if f.sentence == span_index(sents, sz.start) and f.type in _LESION_SIZE_OWNERS]
         if not owners:
             continue
-        f = min(owners, key=lambda f: (f.start - sz.end if f.start >= sz.end else sz.start - f.end) + (0.5 if f.start >= sz.end else 0))
+        if _PRIOR_SIZE.search(text[max(0, sz.start - 30):sz.start]):
+            continue
+        after = [f for f in owners if f.start >= sz.end]
+        before = [f for f in owners if f.end <= sz.start]
+        nxt = min(after, key=lambda f: f.start) if after else None
+        if nxt is not None and nxt.start - sz.end <= 40 and not _SIZE_GAP_BREAK.search(text[sz.end:nxt.start]) \
+                and not any(sz.end <= g.start < nxt.start for g in findings):
+            f = nxt
+        elif before:
+            f = max(before, key=lambda f: f.end)
+        else:
+            f = min(owners, key=lambda f: abs(f.start - sz.end))
         size = Size(text=sz.text, start=sz.start, end=sz.end, axes_mm=sz.axes_mm, mm=sz.mm)
-        if _SOLID_PART.search(text[max(0, sz.start - 30):sz.start]):
+        if _SOLID_PART.search(text[max(0, sz.start - 30):sz.start]) or _SOLID_PART_AFTER.match(text, sz.end):
             f.solid_component_mm = sz.mm
         elif f.size is None or sz.mm > f.size.mm:
             f.size = size
 
-    _assert(text, toks, findings, sents, claus)
+    _assert(text, toks, findings, sents, claus, sizes)
     warnings = _warnings(text, findings)
     return Extraction(findings, modality, region, screening_hint, warnings, [a for _, a in anatomy_mentions],
                       modality_spans)
 
 
+def _zh_list_continues(text: str, cue_end: int, f: Finding, findings: list[Finding], c_end: int) -> bool:
+    """A Chinese pre-cue's scope runs past a comma only into a bare list of findings ("未见胸腔积液，气胸及实变"):
+    from the first comma after the cue to the end of the finding's clause, nothing but findings and connectors."""
+    comma = re.search(r"[，,]", text[cue_end:f.start])
+    if comma is None:
+        return True
+    start = cue_end + comma.start()
+    rest = list(text[start:c_end])
+    for g in findings:
+        if start <= g.start and g.end <= c_end:
+            rest[g.start - start:g.end - start] = " " * (g.end - g.start)
+    return bool(_ZH_LIST_REST.match("".join(rest)))
+
+
 def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[tuple[int, int]],
-            claus: list[tuple[int, int]]) -> None:
-    """Set each finding's assertion from the nearest ConText cue whose scope covers it."""
+            claus: list[tuple[int, int]], sizes: list | None = None) -> None:
+    """Set each finding's assertion from the nearest ConText cue whose scope covers it.
+
+    Beyond the module docstring's scope rules: a pre-cue's scope ends at a list break (comma, "and", "with", 和, 及)
+    that is followed by a size before the finding ("No consolidation, 8 mm nodule": the nodule is stated, not
+    negated), and at a comma when the finding's own clause asserts it ("No pneumothorax, effusion is present").
+    ConText pseudo-triggers ("not without", "no interval increase") are matched (longest first) and ignored."""
     terms = [t for t in toks if any(e.kind == "cue" and e.key == "term" for e in t.entries)]
     for f in findings:
         best: tuple[float, Token, str] | None = None
         s_start, s_end = sents[f.sentence]
         _, c_end = claus[span_index(claus, f.start)]
         for t in toks:
-            cues = [e for e in t.entries if e.kind == "cue" and e.key != "term"]
+            cues = [e for e in t.entries if e.kind == "cue" and e.key not in ("term", "pseudo")]
             if not cues or not (s_start <= t.start < s_end):
                 continue
             for e in cues:
                 pre = e.key.endswith("_pre")
                 if pre and t.end <= f.start:
                     between = text[t.end:f.start]
-                    if _lang(e) == "zh" and re.search(r"[，,]", between):
+                    if _lang(e) == "zh" and re.search(r"[，,]", between) \
+                            and not _zh_list_continues(text, t.end, f, findings, c_end):
                         continue
                     if _NEW_SUBJECT.search(between):
+                        continue
+                    if any(t.end <= sz.start and sz.end <= f.start and _LIST_BREAK.search(text[t.end:sz.start])
+                           for sz in sizes or []):
+                        continue
+                    if re.search(r"[,，]", between) and _POSITIVE_AFTER.match(text, f.end):
                         continue
                     if any(t.end <= x.start and x.end <= f.start for x in terms):
                         continue
