@@ -85,3 +85,42 @@ def test_a_former_size_is_not_the_current_size(text, mm):
 def test_a_solid_component_written_after_its_size():
     (f,) = extract("A 7 mm part-solid nodule with a 3 mm solid component.").findings
     assert (f.size.mm, f.solid_component_mm, f.attributes) == (7.0, 3.0, ["part-solid"])
+
+
+@pytest.mark.parametrize("text", ["Family history of tuberculosis.", "Mother had pneumonia.", "家族史：父亲肺结核。"])
+def test_a_relatives_finding_is_not_the_patients(text):
+    (f,) = extract(text).findings
+    assert f.experiencer == "other"
+    rep = build_report(ReportInput(text=text, modality="CT"), extract(text))
+    assert rep.codes == [] and rep.recommendations == []
+    assert rep.impression.splitlines()[0] in ("No reportable abnormality stated.", "未见明确异常。")
+    assert rep.impression.splitlines()[1].startswith(("Family history (not the patient): ", "家族史（非患者本人）："))
+
+
+def test_a_relatives_nodule_gets_no_guideline_and_the_patients_does():
+    text = "Mother had a lung nodule. 6 mm nodule in the right upper lobe."
+    rep = build_report(ReportInput(text=text, modality="CT", patient_risk="low"), extract(text))
+    assert [(f.experiencer, f.assertion) for f in rep.findings] == [("other", "present"), ("patient", "present")]
+    assert [(r.category, r.finding_ids) for r in rep.recommendations] == [("solid single 6-8 mm", [1])]
+
+
+@pytest.mark.parametrize("text, applies", [
+    ("History of breast cancer. 7 mm nodule in the right upper lobe.", False),
+    ("7 mm nodule in the right upper lobe in a patient with known lung cancer.", False),
+    ("乳腺癌术后。右肺上叶结节约7mm。", False),
+    ("Family history of lung cancer. 7 mm nodule in the right upper lobe.", True),
+    ("No history of cancer. 7 mm nodule in the right upper lobe.", True),
+])
+def test_a_known_cancer_in_the_text_stops_fleischner(text, applies):
+    rep = build_report(ReportInput(text=text, modality="CT", patient_risk="high"), extract(text))
+    if applies:
+        assert [r.guideline for r in rep.recommendations] == ["Fleischner 2017"] and rep.warnings == []
+    else:
+        assert rep.recommendations == [] and [w.kind for w in rep.warnings] == ["guideline_not_applied"]
+        assert "known cancer stated in the text" in rep.warnings[0].message
+
+
+def test_a_sub_millimetre_nodule_is_a_unit_slip_not_a_follow_up_bucket():
+    rep = build_report(ReportInput(text="0.8 mm nodule in the right upper lobe.", modality="CT"),
+                       extract("0.8 mm nodule in the right upper lobe."))
+    assert [w.kind for w in rep.warnings] == ["implausible_size"] and rep.recommendations == []

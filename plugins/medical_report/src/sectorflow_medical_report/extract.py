@@ -31,6 +31,15 @@ _LIST_BREAK = re.compile(r",|;|\band\b|\bwith\b|\bplus\b|，|；|和|及|伴", r
 _POSITIVE_AFTER = re.compile(r"\s*(is|are)\s+(now\s+|again\s+|also\s+)?(present|seen|noted|identified|demonstrated|"
                              r"visible|visualized|evident)\b", re.IGNORECASE)
 _ANAT_PREP = re.compile(r"\b(in|within|at|of|involving)\s+(the\s+)?(right\s+|left\s+|bilateral\s+)?$", re.IGNORECASE)
+_KNOWN_CANCER = re.compile(
+    r"\b(known|history of|h/o|hx of|previous|prior|treated|metastatic)\s+(primary\s+)?([a-z]+\s+){0,2}"
+    r"(cancer|carcinoma|malignancy|neoplasm|lymphoma|sarcoma|melanoma|metastas[ie]s)\b"
+    r"|[\u4e00-\u9fff]{0,4}?(癌|恶性肿瘤|淋巴瘤|肉瘤|黑色素瘤)(病史|术后|放疗后|化疗后|综合治疗后)"
+    r"|(既往|有).{0,8}(癌|恶性肿瘤|淋巴瘤)(病史)?",
+    re.IGNORECASE)
+_OTHER_PERSON = re.compile(r"family history|family hx|\b(mother|father|sister|brother|sibling|parent)s?\b|家族史|父亲|母亲|"
+                           r"其父|其母|兄弟|姐妹|哥哥|姐姐|弟弟|妹妹", re.IGNORECASE)
+"""ConText experiencer "other": a finding in a sentence about a relative is not the patient's."""
 _ZH_LIST_REST = re.compile(r"^[\s、和及与或以及，,。；;]*$")
 _LESION_SIZE_OWNERS = {"nodule", "mass", "granuloma", "cyst", "calcification", "opacity", "consolidation",
                        "lymphadenopathy", "effusion", "pneumothorax"}
@@ -58,6 +67,8 @@ class Extraction:
     warnings: list[ReportWarning] = field(default_factory=list)
     anatomy_mentions: list[Anatomy] = field(default_factory=list)
     modality_spans: list[tuple[int, int]] = field(default_factory=list)
+    known_cancer: str | None = None
+    """The text stating a known (patient's own) cancer, if any: Fleischner 2017 does not apply."""
 
 
 def _lang(entry: Entry) -> str:
@@ -239,9 +250,20 @@ def extract(text: str) -> Extraction:
             f.size = size
 
     _assert(text, toks, findings, sents, claus, sizes)
-    warnings = _warnings(text, findings)
+    for f in findings:  # experiencer: a relative's finding (before it in its sentence) is not the patient's
+        s_start, _ = sents[f.sentence]
+        if _OTHER_PERSON.search(text[s_start:f.start]):
+            f.experiencer = "other"
+    known = None
+    for m in _KNOWN_CANCER.finditer(text):
+        s_start, _ = sents[span_index(sents, m.start())]
+        if not _OTHER_PERSON.search(text[s_start:m.end()]) and not re.search(
+                r"\b(no|without|negative for)\b[^.;]*$|无[^。；]*$", text[s_start:m.start()], re.IGNORECASE):
+            known = m.group(0)
+            break
+    warnings = _warnings(text, [f for f in findings if f.experiencer == "patient"])
     return Extraction(findings, modality, region, screening_hint, warnings, [a for _, a in anatomy_mentions],
-                      modality_spans)
+                      modality_spans, known)
 
 
 def _zh_list_continues(text: str, cue_end: int, f: Finding, findings: list[Finding], c_end: int) -> bool:
@@ -316,7 +338,7 @@ def _warnings(text: str, findings: list[Finding]) -> list[ReportWarning]:
         if f.size is None:
             continue
         mm = f.size.mm
-        if mm <= 0 or mm > 300 or (f.type in LUNG_LESIONS and mm > 100):
+        if mm <= 0 or mm > 300 or (f.type in LUNG_LESIONS and (mm > 100 or mm < 1)):
             out.append(ReportWarning(kind="implausible_size", finding_ids=[f.id],
                                      message=f"{f.type} size '{f.size.text}' = {mm:g} mm is implausible; check the "
                                              "unit (no guideline was applied to this size)"))

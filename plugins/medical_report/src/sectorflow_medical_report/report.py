@@ -88,7 +88,8 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
     exam = build_exam(item, ex)
     warnings = list(ex.warnings)
     bad_size = {i for w in warnings if w.kind in ("implausible_size", "mass_size") for i in w.finding_ids}
-    lung_nodules = [f for f in ex.findings if f.type in ("nodule", "granuloma") and f.assertion == "present"
+    own = [f for f in ex.findings if f.experiencer == "patient"]
+    lung_nodules = [f for f in own if f.type in ("nodule", "granuloma") and f.assertion == "present"
                     and f.id not in bad_size and (exam.body_region in (None, "chest"))]
     recs = []
     if lung_nodules or exam.screening:
@@ -99,6 +100,8 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
         elif exam.modality == "CT":
             excluded = [why for why, on in (("age under 35", item.age is not None and item.age < 35),
                                             ("known primary cancer", item.known_cancer),
+                                            (f"known cancer stated in the text ('{ex.known_cancer}')",
+                                             bool(ex.known_cancer) and not item.known_cancer),
                                             ("immunocompromised patient", item.immunocompromised)) if on]
             if excluded:
                 warnings.append(ReportWarning(kind="guideline_not_applied", finding_ids=[f.id for f in lung_nodules],
@@ -113,13 +116,18 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
             warnings.append(ReportWarning(kind="guideline_not_applied", finding_ids=[f.id for f in lung_nodules],
                                           message="exam modality unknown (give modality='CT' or 'radiograph'): no "
                                                   "nodule guideline applied"))
-    icd = codes(ex.findings, lang)
+    icd = codes(own, lang)
     unknown = [s for s in model_spans or [] if s.label == "FIND" and s.finding_id is None and len(s.text.strip()) >= 2]
     if unknown:
         listed = ", ".join(f"'{s.text}' ({s.start}-{s.end})" for s in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
         warnings.append(ReportWarning(kind="unrecognised_span", message=f"the tagger marks {listed} as findings the "
                                       "rules do not know; not reported (review the text or the lexicon)"))
-    impression = render_impression(ex.findings, recs, lang)
+    impression = render_impression(own, recs, lang)
+    others = [f for f in ex.findings if f.experiencer == "other"]
+    if others:
+        names = [_pick(NAMES[f.type], lang) for f in others]
+        impression += ("\n家族史（非患者本人）：" + "、".join(dict.fromkeys(names)) if lang == "zh"
+                       else "\nFamily history (not the patient): " + ", ".join(dict.fromkeys(names)))
     report_text = render_report(exam, ex.findings, impression, recs, lang)
     return MedicalReport(language=lang, exam=exam, findings=ex.findings, recommendations=recs, codes=icd,  # type: ignore[arg-type]
                          impression=impression, report_text=report_text, warnings=warnings,
@@ -146,6 +154,7 @@ def render_impression(findings: list[Finding], recs: list, lang: str) -> str:
 def render_report(exam: Exam, findings: list[Finding], impression: str, recs: list, lang: str) -> str:
     mod = exam.modality or ("未注明" if lang == "zh" else "not stated")
     region = exam.body_region or ("未注明" if lang == "zh" else "not stated")
+    findings = [f for f in findings if f.experiencer == "patient"]
     absent = [f for f in findings if f.assertion == "absent"]
     if lang == "zh":
         lines = [f"检查：{REGION_ZH.get(region, region)} {MODALITY_ZH.get(mod, mod)}" + ("（筛查）" if exam.screening else ""),

@@ -82,6 +82,9 @@ class Finding(BaseModel):
     assertion: Assertion
     cue: Cue | None = Field(None, description="The cue that set the assertion (none: present by default).")
     temporality: Temporality | None = None
+    experiencer: Literal["patient", "other"] = Field(
+        "patient", description="ConText experiencer: 'other' for a relative's finding (family history); such a "
+                               "finding gets no code, recommendation or impression line.")
     anatomy: list[Anatomy] = Field(default_factory=list)
     laterality: Literal["right", "left", "bilateral"] | None = None
     size: Size | None = None
