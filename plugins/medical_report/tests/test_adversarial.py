@@ -124,3 +124,43 @@ def test_a_sub_millimetre_nodule_is_a_unit_slip_not_a_follow_up_bucket():
     rep = build_report(ReportInput(text="0.8 mm nodule in the right upper lobe.", modality="CT"),
                        extract("0.8 mm nodule in the right upper lobe."))
     assert [w.kind for w in rep.warnings] == ["implausible_size"] and rep.recommendations == []
+
+
+@pytest.mark.parametrize("text", [
+    "No acute cardiopulmonary abnormality other than an 8 mm nodule in the right upper lobe.",
+    "No acute abnormality apart from 8 mm nodule in the right upper lobe.",
+    "No acute process except for an 8 mm nodule in the right upper lobe.",
+])
+def test_no_acute_abnormality_other_than_keeps_the_nodule(text):
+    (f,) = extract(text).findings
+    assert (f.assertion, f.size.mm, f.laterality) == ("present", 8.0, "right")
+
+
+def test_neither_nor_negates_both():
+    assert _read("Neither effusion nor pneumothorax.") == [("effusion", "absent"), ("pneumothorax", "absent")]
+
+
+def _screen(text: str, modality: str = "CT"):
+    rep = build_report(ReportInput(text=text, modality=modality, screening=modality == "CT"), extract(text))
+    return [r.category for r in rep.recommendations], [w.kind for w in rep.warnings]
+
+
+@pytest.mark.parametrize("text, expected", [
+    # a nodule above 30 mm (a mass by the glossary) is still Lung-RADS 4B, never "1 (no nodule)"
+    ("4 cm nodule in the right upper lobe.", (["4B (solid 40 mm)"], ["mass_size"])),
+    ("4 cm mass in the right upper lobe.", (["4B (solid 40 mm)"], [])),
+    # a nodule without a usable size or a mass without a lung site: no category rather than a guessed one
+    ("Right upper lobe nodule.", ([], ["guideline_not_applied"])),
+    ("30 cm nodule in the right upper lobe.", ([], ["implausible_size", "guideline_not_applied"])),
+    ("Mediastinal mass.", ([], ["guideline_not_applied"])),
+    ("No nodules.", (["1 (no nodule)"], [])),
+])
+def test_screening_ct_never_calls_an_unclassified_lesion_category_1(text, expected):
+    assert _screen(text) == expected
+
+
+@pytest.mark.parametrize("text", ["4 cm mass in the right upper lobe.", "5 cm nodule in the right lung.",
+                                  "Right lower lobe nodule."])
+def test_any_lung_nodule_or_mass_on_a_radiograph_goes_to_ct(text):
+    cats, _ = _screen(text, "radiograph")
+    assert cats == ["radiograph nodule"]

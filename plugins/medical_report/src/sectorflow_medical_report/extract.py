@@ -24,7 +24,7 @@ _NEGATED_ATTR = re.compile(r"(non-?|not |without |no |无|未见|不伴|非)\s*$
 _NORMAL_HEART = re.compile(r"heart size (is )?(normal|within normal limits)|normal heart size|(心影|心脏)(大小)?(正常|不大)",
                            re.IGNORECASE)
 _SOLID_PART_AFTER = re.compile(r"\s*(solid (component|portion|part)|实性(成分|部分))", re.IGNORECASE)
-_PRIOR_SIZE = re.compile(r"(previously|formerly|prior|was|were|from|compared (with|to)|原|前次|上次|既往|原为)\s*"
+_PRIOR_SIZE = re.compile(r"(previously|formerly|prior|was|were|(?<!apart )(?<!aside )(?<!away )from|compared (with|to)|原|前次|上次|既往|原为)\s*"
                          r"(measuring|measured|measures)?\s*(about|approximately|约|大小约|直径约)?\s*$", re.IGNORECASE)
 _SIZE_GAP_BREAK = re.compile(r"[,，;；、:：]|\b(and|or|with|in|of|at|on|from|to|measuring|is|are)\b|和|及|与|见", re.IGNORECASE)
 _LIST_BREAK = re.compile(r",|;|\band\b|\bwith\b|\bplus\b|，|；|和|及|伴", re.IGNORECASE)

@@ -178,7 +178,7 @@ CUES: dict[str, tuple[list[str], list[str]]] = {
                  "negative for", "free of", "absence of", "no sign of", "no signs of", "there is no", "there are no",
                  "denies", "no suspicious", "no focal", "no acute", "no visible", "nor", "no significant",
                  "no radiographic evidence of", "no findings of", "clear of", "rules out", "status post resection of",
-                 "s/p resection of", "status post removal of", "post resection of"],
+                 "s/p resection of", "status post removal of", "post resection of", "neither"],
                 ["无", "未见", "未见明显", "未发现", "未显示", "未及", "没有", "否认", "无明显", "未见确切", "未见异常", "不伴",
                  "未探及", "未见明确", "无确切"]),
     "neg_post": (["not seen", "is not seen", "are not seen", "not identified", "not present", "is absent",
@@ -204,7 +204,7 @@ CUES: dict[str, tuple[list[str], list[str]]] = {
     "pseudo": (["not without", "not only", "no doubt", "without doubt"], ["无疑"]),
     "term": (["but", "however", "although", "though", "yet", "except", "aside from", "apart from", "which",
               "there is", "there are", "there has been", "otherwise", "whereas", "with the exception of",
-              "after", "following"],
+              "after", "following", "other than", "except for", "besides", "save for", "excluding"],
              ["但", "但是", "然而", "而", "另见", "另", "余", "其余"]),
 }
 

@@ -92,11 +92,25 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
     lung_nodules = [f for f in own if f.type in ("nodule", "granuloma") and f.assertion == "present"
                     and f.id not in bad_size and (exam.body_region in (None, "chest"))]
     recs = []
-    if lung_nodules or exam.screening:
+    chest = exam.body_region in (None, "chest")
+    # every present lung nodule or mass of the patient, whatever its size warning: a radiograph sends them all to CT,
+    # and a screening CT may not be called category 1 while one of them is left out
+    lesions = [f for f in own if f.assertion == "present" and chest and (f.type in ("nodule", "granuloma") or (
+        f.type == "mass" and any(a.key.endswith(("lung", "lobe")) or a.key == "lingula" for a in f.anatomy)))]
+    implausible = {i for w in warnings if w.kind == "implausible_size" for i in w.finding_ids}
+    if lung_nodules or exam.screening or lesions:
         if exam.modality == "radiograph":
-            recs = radiograph_nodule([f for f in lung_nodules if f.type == "nodule"], lang)
+            recs = radiograph_nodule([f for f in lesions if f.type != "granuloma"], lang)
         elif exam.modality == "CT" and exam.screening:
-            recs = lung_rads(lung_nodules, lang)
+            unsure = [f.id for f in lesions if f.size is None or f.id in implausible]
+            unsure += [f.id for f in own if f.assertion == "present" and f.type == "mass" and f not in lesions]
+            if unsure:
+                warnings.append(ReportWarning(
+                    kind="guideline_not_applied", finding_ids=unsure,
+                    message="Lung-RADS needs a plausible size for every nodule and a lung site for every mass: no "
+                            "category given (it would be a guess)"))
+            else:
+                recs = lung_rads(lesions, lang)
         elif exam.modality == "CT":
             excluded = [why for why, on in (("age under 35", item.age is not None and item.age < 35),
                                             ("known primary cancer", item.known_cancer),
