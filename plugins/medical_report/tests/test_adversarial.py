@@ -164,3 +164,17 @@ def test_screening_ct_never_calls_an_unclassified_lesion_category_1(text, expect
 def test_any_lung_nodule_or_mass_on_a_radiograph_goes_to_ct(text):
     cats, _ = _screen(text, "radiograph")
     assert cats == ["radiograph nodule"]
+
+
+def test_an_unsized_second_nodule_blocks_a_too_mild_fleischner_row():
+    text = "5 mm nodule in the right upper lobe. Left lower lobe nodule."
+    rep = build_report(ReportInput(text=text, modality="CT"), extract(text))
+    assert rep.recommendations == [] and [(w.kind, w.finding_ids) for w in rep.warnings] == [("missing_size", [1])]
+    text = "Multiple nodules: 7 mm ground-glass nodule and 4 mm solid nodule."
+    rep = build_report(ReportInput(text=text, modality="CT"), extract(text))
+    assert [r.category for r in rep.recommendations] == ["ground-glass multiple >=6 mm"]
+
+
+@pytest.mark.parametrize("text", ["Fever: none. 6 mm nodule in the right upper lobe.", "发热：无。右肺上叶结节约6mm。"])
+def test_a_negated_symptom_creates_nothing_and_negates_nothing_else(text):
+    assert _read(text) == [("nodule", "present")]

@@ -83,7 +83,9 @@ def fleischner(nodules: list[Finding], risk: str | None, lang: str) -> list[Reco
         return [_rec("Fleischner 2017", "calcified", _say("calcified", lang), ids, "unspecified", FLEISCHNER, "V~")]
     dominant = max(non_calc, key=lambda f: f.size.mm)  # type: ignore[union-attr]
     mm = int(dominant.size.mm + 0.5)  # type: ignore[union-attr]
-    multiple = len(non_calc) > 1 or any(f.count == "multiple" for f in non_calc)
+    # count every present non-calcified nodule, sized or not: a second, unsized nodule still makes it "multiple"
+    all_non_calc = [f for f in nodules if nodule_type(f) != "calcified"]
+    multiple = len(all_non_calc) > 1 or any(f.count == "multiple" for f in all_non_calc)
     kind = nodule_type(dominant)
     ids = [f.id for f in non_calc]
     n = "multiple" if multiple else "single"

@@ -121,11 +121,18 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
                 warnings.append(ReportWarning(kind="guideline_not_applied", finding_ids=[f.id for f in lung_nodules],
                                               message="Fleischner 2017 does not apply: " + ", ".join(excluded)))
             else:
-                recs = fleischner(lung_nodules, item.patient_risk, lang)
                 unsized = [f.id for f in lung_nodules if f.size is None]
+                # calcified ones and a plural heading ("Multiple nodules: 7 mm ... and 4 mm ...") do not block
+                calcified_only = all(f.type == "granuloma" or "calcified" in f.attributes or f.count == "multiple"
+                                     for f in lung_nodules if f.size is None)
+                # an unsized non-calcified nodule may be the largest one: no Fleischner row rather than a guessed one
+                recs = fleischner(lung_nodules, item.patient_risk, lang) if not unsized or calcified_only else []
                 if unsized:
                     warnings.append(ReportWarning(kind="missing_size", finding_ids=unsized,
-                                                  message="no size written for this nodule: no Fleischner category"))
+                                                  message="no size written for this nodule: no Fleischner category"
+                                                  + ("" if calcified_only or len(lung_nodules) == len(unsized) else
+                                                     " for any nodule of this report (the unsized one may be the "
+                                                     "largest)")))
         elif lung_nodules:
             warnings.append(ReportWarning(kind="guideline_not_applied", finding_ids=[f.id for f in lung_nodules],
                                           message="exam modality unknown (give modality='CT' or 'radiograph'): no "
