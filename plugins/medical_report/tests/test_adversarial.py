@@ -178,3 +178,21 @@ def test_an_unsized_second_nodule_blocks_a_too_mild_fleischner_row():
 @pytest.mark.parametrize("text", ["Fever: none. 6 mm nodule in the right upper lobe.", "发热：无。右肺上叶结节约6mm。"])
 def test_a_negated_symptom_creates_nothing_and_negates_nothing_else(text):
     assert _read(text) == [("nodule", "present")]
+
+
+@pytest.mark.parametrize("text, bound, category", [
+    ("<6 mm nodule in the right upper lobe.", "<", "solid single <6 mm"),
+    ("右肺上叶结节，直径小于6mm。", "<", "solid single <6 mm"),
+    ("Nodule greater than 8 mm in the right upper lobe.", ">", "solid single >8 mm"),
+    ("Nodule up to 8 mm in the right upper lobe.", None, "solid single 6-8 mm"),
+    ("A 5-6 mm nodule in the right upper lobe.", None, "solid single 6-8 mm"),  # a range: its upper bound
+])
+def test_size_bounds_pick_the_fleischner_bucket(text, bound, category):
+    rep = build_report(ReportInput(text=text, modality="CT", patient_risk="low"), extract(text))
+    assert rep.findings[0].size.bound == bound and [r.category for r in rep.recommendations] == [category]
+
+
+def test_size_bounds_in_lung_rads():
+    text = "<6 mm solid nodule in the right upper lobe."
+    rep = build_report(ReportInput(text=text, modality="CT", screening=True), extract(text))
+    assert [r.category for r in rep.recommendations] == ["2 (solid 5.9 mm)"]

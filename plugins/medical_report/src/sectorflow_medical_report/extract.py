@@ -40,6 +40,8 @@ _KNOWN_CANCER = re.compile(
 _OTHER_PERSON = re.compile(r"family history|family hx|\b(mother|father|sister|brother|sibling|parent)s?\b|家族史|父亲|母亲|"
                            r"其父|其母|兄弟|姐妹|哥哥|姐姐|弟弟|妹妹", re.IGNORECASE)
 """ConText experiencer "other": a finding in a sentence about a relative is not the patient's."""
+_LESS_THAN = re.compile(r"(<|＜|≤|less than|smaller than|under|below|小于|不足|＜)\s*$", re.IGNORECASE)
+_MORE_THAN = re.compile(r"(>|＞|≥|greater than|larger than|more than|over|exceeding|大于|超过)\s*$", re.IGNORECASE)
 _ZH_LIST_REST = re.compile(r"^[\s、和及与或以及，,。；;]*$")
 _LESION_SIZE_OWNERS = {"nodule", "mass", "granuloma", "cyst", "calcification", "opacity", "consolidation",
                        "lymphadenopathy", "effusion", "pneumothorax"}
@@ -243,7 +245,9 @@ def extract(text: str) -> Extraction:
             f = max(before, key=lambda f: f.end)
         else:
             f = min(owners, key=lambda f: abs(f.start - sz.end))
-        size = Size(text=sz.text, start=sz.start, end=sz.end, axes_mm=sz.axes_mm, mm=sz.mm)
+        before_size = text[max(0, sz.start - 14):sz.start]
+        bound = "<" if _LESS_THAN.search(before_size) else (">" if _MORE_THAN.search(before_size) else None)
+        size = Size(text=sz.text, start=sz.start, end=sz.end, axes_mm=sz.axes_mm, mm=sz.mm, bound=bound)
         if _SOLID_PART.search(text[max(0, sz.start - 30):sz.start]) or _SOLID_PART_AFTER.match(text, sz.end):
             f.solid_component_mm = sz.mm
         elif f.size is None or sz.mm > f.size.mm:

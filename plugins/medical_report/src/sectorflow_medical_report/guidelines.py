@@ -83,6 +83,8 @@ def fleischner(nodules: list[Finding], risk: str | None, lang: str) -> list[Reco
         return [_rec("Fleischner 2017", "calcified", _say("calcified", lang), ids, "unspecified", FLEISCHNER, "V~")]
     dominant = max(non_calc, key=lambda f: f.size.mm)  # type: ignore[union-attr]
     mm = int(dominant.size.mm + 0.5)  # type: ignore[union-attr]
+    if dominant.size.bound:  # type: ignore[union-attr]  # "<6 mm" -> 5 mm bucket, ">8 mm" -> 9 mm bucket
+        mm = mm - 1 if dominant.size.bound == "<" else mm + 1  # type: ignore[union-attr]
     # count every present non-calcified nodule, sized or not: a second, unsized nodule still makes it "multiple"
     all_non_calc = [f for f in nodules if nodule_type(f) != "calcified"]
     multiple = len(all_non_calc) > 1 or any(f.count == "multiple" for f in all_non_calc)
@@ -125,6 +127,8 @@ def lung_rads(nodules: list[Finding], lang: str) -> list[Recommendation]:
         if f.size is None:
             continue
         mm = round(f.size.mm, 1)
+        if f.size.bound:
+            mm = round(mm - 0.1 if f.size.bound == "<" else mm + 0.1, 1)
         kind = nodule_type(f)
         t = f.temporality
         if kind == "calcified":

@@ -64,6 +64,10 @@ class Size(BaseModel):
     end: int
     axes_mm: list[float]
     mm: float = Field(description="Mean of the first two axes (a range: its upper bound), millimetres.")
+    bound: Literal["<", ">"] | None = Field(
+        None, description="'<' for '<6 mm', 'less than', 小于; '>' for '>8 mm', 'greater than', 大于: the true size is "
+                          "below/above mm, and guideline buckets use the next step below/above (Fleischner 1 mm, "
+                          "Lung-RADS 0.1 mm).")
 
 
 class Cue(BaseModel):
