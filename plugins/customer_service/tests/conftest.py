@@ -24,9 +24,10 @@ def need_data(name: str) -> Path:
 
 @pytest.fixture(scope="session")
 def minilm_vocab() -> Path:
-    from sectorflow_customer_service.minilm import minilm_folder
+    """The WordPiece vocabulary shipped in the plugin's bundle (all-MiniLM-L6-v2's, uncased)."""
+    from sectorflow_customer_service.plugin import BUNDLE_DIR
 
-    return minilm_folder() / "vocab.txt"
+    return BUNDLE_DIR / "vocab.txt"
 
 
 def _tiny_model(vocab: Path, heads):

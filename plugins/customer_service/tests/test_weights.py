@@ -32,7 +32,10 @@ def test_minilm_matches_the_sentence_transformers_reference():
     from sectorflow_customer_service.minilm import minilm_folder
     from sectorflow_customer_service.tokenize import WordPiece
 
-    folder = minilm_folder()
+    try:
+        folder = minilm_folder()
+    except ConfigError as exc:  # the weights package is a training-time dependency (installed --no-deps)
+        pytest.skip(str(exc))
     model = BertEncoder(BertConfig.from_dict(json.loads((folder / "config.json").read_text())))
     load_weights(model, load_file(str(folder / "model.safetensors")), "hf")
     model.eval()
