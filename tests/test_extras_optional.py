@@ -23,10 +23,30 @@ def _dist_name(requirement: str) -> str:
     return re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0].lower().replace("_", "-")
 
 
+def _closure(names: set[str]) -> set[str]:
+    """``names`` and every installed distribution they require, transitively (markers ignored: a superset)."""
+    seen: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        todo.extend(_dist_name(r) for r in requires if "extra ==" not in r)
+    return seen
+
+
 def extra_only_modules() -> list[str]:
-    """Top-level import names of the distributions that only an extra brings in (installed here or not)."""
+    """Top-level import names of the distributions that only an extra brings in (installed here or not).
+
+    A distribution the base install pulls in as well (httpx: Paddle itself requires it) is not extra-only.
+    """
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
-    base = {_dist_name(r) for r in project["dependencies"]}
+    base = _closure({_dist_name(r) for r in project["dependencies"]})
     extra = {_dist_name(r) for name in EXTRAS for r in project["optional-dependencies"].get(name, [])}
     extra -= base | {"sectorflow"}
     modules = {name.replace("-", "_") for name in extra}
