@@ -152,9 +152,16 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
               on_error: OnError, name: str) -> None:
     context = cli_context()
     if on_error is OnError.reject:
-        # First pass: validate every row, so that a rejected file produces no partial output.
-        for _ in _validated(tf.spec, reader(source, name=name), on_error, []):
+        # First pass: validate every row, so that a rejected file produces no partial output, and report every bad
+        # row at once (the first alone would send the user round the fix-and-rerun loop once per row).
+        problems: list[dict[str, Any]] = []
+        for _ in _validated(tf.spec, reader(source, name=name), OnError.skip, problems):
             pass
+        if problems:
+            rows = sorted({p["row"] for p in problems if p.get("row") is not None})
+            first = f" (first: row {rows[0]})" if rows else ""
+            raise InvalidInputError(f"{len(rows) or len(problems)} bad row(s) in {name}{first}; nothing was written. "
+                                    "Fix them, or pass --on-error skip to process the good rows.", details=problems)
     skipped: list[dict[str, Any]] = []
     try:
         out = open(output, "w", encoding="utf-8") if output else sys.stdout
@@ -180,6 +187,9 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
     err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped.")
     if count == 0 and not skipped:
         err.print(f"[yellow]warning[/]: no rows in {name} (the file is empty or has only a header).")
+    if count == 0 and skipped:
+        err.print(f"[red]error[/]: every row of {name} was skipped; nothing was processed.")
+        raise typer.Exit(code=1)
 
 
 def _problem_text(problem: dict[str, Any]) -> str:
@@ -208,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, InvalidInputError) and isinstance(exc.details, list):
             for problem in exc.details[:20]:
                 err.print(f"  row {problem.get('row')}: {_problem_text(problem)}")
+            if len(exc.details) > 20:
+                err.print(f"  ... and {len(exc.details) - 20} more problem(s).")
         return 2
     except (typer.Abort, KeyboardInterrupt):
         return 130
