@@ -1,4 +1,4 @@
-"""The extras are optional: without the libraries that only an extra installs (serve, federated, compliance),
+"""The extras are optional: without the libraries that only an extra installs (serve, federated, compliance, int8),
 every installed plugin, the built-in ones included, still loads, so `Taskflow` and `sectorflow tasks` work.
 
 The check runs in a fresh process in which importing those libraries fails, as on a machine where
@@ -16,7 +16,7 @@ import tomllib
 
 from core_support import PYTHON, REPO_ROOT, child_env
 
-EXTRAS = ("serve", "federated", "compliance")
+EXTRAS = ("serve", "federated", "compliance", "int8")
 
 
 def _dist_name(requirement: str) -> str:
