@@ -196,3 +196,25 @@ def test_size_bounds_in_lung_rads():
     text = "<6 mm solid nodule in the right upper lobe."
     rep = build_report(ReportInput(text=text, modality="CT", screening=True), extract(text))
     assert [r.category for r in rep.recommendations] == ["2 (solid 5.9 mm)"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("右肺上叶结节，约7mm，建议随访。如有症状，复查CT排除肺炎。", [("nodule", "present"), ("pneumonia", "uncertain")]),
+    ("如出现气胸，及时复查。", [("pneumothorax", "uncertain")]),
+    ("If symptoms persist, consider CT to evaluate for pneumonia.", [("pneumonia", "uncertain")]),
+    ("肺炎已排除。", [("pneumonia", "absent")]),
+    ("已排除肺炎。", [("pneumonia", "absent")]),
+])
+def test_hypothetical_and_ruled_out_in_both_languages(text, expected):
+    assert _read(text) == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    # found as regressions of the scope fixes above; a negated list with a verb at its end stays negated
+    ("No focal consolidation, large pleural effusion, or pneumothorax is identified.",
+     [("consolidation", "absent"), ("effusion", "absent"), ("pneumothorax", "absent")]),
+    ("No acute, displaced rib fractures are demonstrated.", [("fracture", "absent")]),
+    ("The opacity could be followed up after treatment of edema.", [("opacity", "present"), ("edema", "uncertain")]),
+])
+def test_scope_fixes_keep_ordinary_negated_lists(text, expected):
+    assert _read(text) == expected

@@ -313,7 +313,12 @@ def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[t
                     if any(t.end <= sz.start and sz.end <= f.start and _LIST_BREAK.search(text[t.end:sz.start])
                            for sz in sizes or []):
                         continue
-                    if re.search(r"[,，]", between) and _POSITIVE_AFTER.match(text, f.end):
+                    last_comma = max(between.rfind(","), between.rfind("，"))
+                    if last_comma >= 0 and _POSITIVE_AFTER.match(text, f.end) \
+                            and not re.search(r"\b(or|nor)\b", between[last_comma:], re.IGNORECASE) \
+                            and any(t.end <= g.start and g.end <= t.end + last_comma for g in findings):
+                        # "No pneumothorax, effusion is present"; not "No X, Y, or effusion is seen", not
+                        # "No acute, displaced fractures are demonstrated" (adjectives, no finding before the comma)
                         continue
                     if any(t.end <= x.start and x.end <= f.start for x in terms):
                         continue
@@ -325,6 +330,8 @@ def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[t
                         continue
                     if re.search(r"[，,]", text[f.end:t.start]):
                         continue
+                    if re.search(r"\b(after|following|since|when|once)\b", text[f.end:t.start], re.IGNORECASE):
+                        continue  # "pneumothorax after the chest tube was removed": the tube was removed
                     dist = t.start - f.end
                 else:
                     continue
