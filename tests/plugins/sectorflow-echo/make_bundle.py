@@ -40,6 +40,11 @@ def make_bundle(out_dir: str | Path, *, task: str = "echo", seed: int = 0, versi
         shutil.rmtree(out)
     out.mkdir(parents=True)
     paddle.seed(seed)
+    # Paddle names each traced op's "struct_name" from a process-wide counter (/Linear/, /Linear_1/, ... per earlier
+    # traces in the process); start it afresh so model.json does not depend on what ran before (private API).
+    from paddle.base import framework
+
+    framework._name_struct = framework.NameStruct()
     with paddle.utils.unique_name.guard():  # parameter names independent of what the process built before
         layer = EchoScorer()
         layer.eval()
