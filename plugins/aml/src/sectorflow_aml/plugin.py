@@ -11,6 +11,7 @@ from . import __version__
 from .loaders import READERS
 from .pipeline import OPTIONS, AMLPipeline
 from .schema import Transaction, TransactionAssessment
+from .validation import validation
 
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
 """The shipped risk-scorer bundle (made by ``plugins/aml/scripts/train_scorer.py``)."""
@@ -35,8 +36,9 @@ def spec() -> TaskSpec:
         version=__version__, aliases=("anti_money_laundering",),
         description="Anti-money-laundering: typology rules + learned risk score over a sliding transaction window; "
                     "alerts with zh/en reasons, large-value/CTR and suspicious transaction report drafts.",
-        default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32",),
-        languages=("zh", "en"), readers=dict(READERS), options=dict(OPTIONS), examples=EXAMPLES, stateful=True)
+        default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32", "int8"),
+        languages=("zh", "en"), readers=dict(READERS), options=dict(OPTIONS), examples=EXAMPLES, stateful=True,
+        validation=validation)
 
 
 @hookimpl

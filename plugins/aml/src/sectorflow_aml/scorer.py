@@ -48,9 +48,11 @@ class RiskScorer:
     """Per-transaction features and their model score.
 
     Args:
-        bundle: a verified ``aml`` bundle of format ``paddle-inference`` with ``scorer.json``.
-        pool: the pipeline's predictor pool for this bundle (``Pipeline.predictor_pool()``); ``None`` builds a
-            one-thread CPU pool.
+        bundle: a verified ``aml`` bundle with ``scorer.json``: format ``paddle-inference`` (fp32), or ``onnx`` (the
+            INT8 bundle ``sectorflow models quantize aml`` writes, which copies ``scorer.json``).
+        pool: the pipeline's predictor pool for this bundle (``Pipeline.predictor_pool()``: a Paddle predictor pool,
+            or at ``precision="int8"`` an ONNX Runtime session pool with the same ``run``/``input_names``); ``None``
+            builds a one-thread CPU Paddle pool (``paddle-inference`` bundles only).
 
     Attributes:
         threshold: the transaction score at or above which the scorer's evaluation flags the transaction's sender
@@ -59,14 +61,17 @@ class RiskScorer:
         feature_names: the names of the feature vector's entries.
 
     Raises:
-        BundleError: the bundle has another format, no ``scorer.json``, or was trained on other features than this
-            code computes (train/serve skew).
+        BundleError: the bundle has another format, no ``scorer.json``, was trained on other features than this
+            code computes (train/serve skew), or is an ``onnx`` bundle given without its pool.
     """
 
     def __init__(self, bundle: Bundle, pool: PredictorPool | None = None) -> None:
-        if bundle.format != "paddle-inference":
+        if bundle.format not in ("paddle-inference", "onnx"):
             raise BundleError(f"Bundle {bundle.path} has format {bundle.format!r}; the risk scorer needs "
-                              f"'paddle-inference'.")
+                              f"'paddle-inference' or 'onnx'.")
+        if pool is None and bundle.format != "paddle-inference":
+            raise BundleError(f"Bundle {bundle.path} is an ONNX bundle; give the risk scorer its pool "
+                              f"(Taskflow('aml', task_path=..., precision='int8') builds it).")
         config: dict[str, Any] = bundle.read_json(SCORER_CONFIG)
         names = tuple(config.get("feature_names") or ())
         if names != FEATURE_NAMES:
