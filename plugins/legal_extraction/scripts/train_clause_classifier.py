@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -35,62 +34,12 @@ from sklearn.metrics import average_precision_score, f1_score  # noqa: E402
 from sectorflow import import_paddle, write_manifest  # noqa: E402
 from sectorflow_legal_extraction import cuad  # noqa: E402
 from sectorflow_legal_extraction.clauses import batch_arrays  # noqa: E402
-from sectorflow_legal_extraction.text import segments  # noqa: E402
+from sectorflow_legal_extraction.validation import labelled_segments  # noqa: E402
 
 PLUGIN = Path(__file__).resolve().parents[1]
 REPO = PLUGIN.parents[1]
 DATA = REPO.parent / "shared" / "data" / "cuad"
 BUNDLE = PLUGIN / "src" / "sectorflow_legal_extraction" / "bundle"
-
-
-def _collapse(text: str) -> tuple[str, list[int]]:
-    """Whitespace runs collapsed to one space, and each output character's offset in ``text``."""
-    out, index, space = [], [], False
-    for i, ch in enumerate(text):
-        if ch.isspace():
-            if not space and out:
-                out.append(" ")
-                index.append(i)
-            space = True
-        else:
-            out.append(ch)
-            index.append(i)
-            space = False
-    return "".join(out), index
-
-
-def clause_spans(contract: cuad.CuadContract, cats: list[str]) -> dict[str, list[tuple[int, int]]]:
-    """Character spans of each category's annotated clauses in the contract text (those that can be found)."""
-    flat, index = _collapse(contract.text)
-    lower = flat.lower()
-    spans: dict[str, list[tuple[int, int]]] = {c: [] for c in cats}
-    for cat in cats:
-        for clause in contract.clauses[cat]:
-            needle = re.sub(r"\s+", " ", clause).strip().lower()
-            if len(needle) < 3:
-                continue
-            at = lower.find(needle)
-            if at >= 0:
-                spans[cat].append((index[at], index[at + len(needle) - 1] + 1))
-    return spans
-
-
-def labelled_segments(contracts: list[cuad.CuadContract], cats: list[str]) -> tuple[list[str], np.ndarray, list[int]]:
-    texts, labels, owner = [], [], []
-    for n, contract in enumerate(contracts):
-        spans = clause_spans(contract, cats)
-        for start, end in segments(contract.text, "en"):
-            row = np.zeros(len(cats), dtype=np.float32)
-            for k, cat in enumerate(cats):
-                for s, e in spans[cat]:
-                    overlap = min(end, e) - max(start, s)
-                    if overlap > 0 and (overlap >= 0.5 * (end - start) or overlap >= 0.5 * (e - s)):
-                        row[k] = 1.0
-                        break
-            texts.append(contract.text[start:end])
-            labels.append(row)
-            owner.append(n)
-    return texts, np.stack(labels), owner
 
 
 def build_model(paddle, buckets: int, dim: int, n_labels: int, dropout: float = 0.0):

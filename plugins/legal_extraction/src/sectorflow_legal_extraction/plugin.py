@@ -10,6 +10,7 @@ from sectorflow import TaskSpec, hookimpl
 from . import __version__
 from .pipeline import OPTIONS, LegalExtractionPipeline
 from .schema import Contract, ContractExtraction
+from .validation import validation
 
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
 """The shipped CUAD clause-classifier bundle (made by ``plugins/legal_extraction/scripts/train_clause_classifier.py``)."""
@@ -35,8 +36,8 @@ def spec() -> TaskSpec:
         description="Contract element extraction (zh + en, UIE-style schema): parties with roles, addresses and "
                     "contacts, amounts, dates, term, renewal, notice, 违约金, governing law, disputes; CUAD clause "
                     "classifier.",
-        default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32",),
-        languages=("zh", "en"), options=dict(OPTIONS), examples=EXAMPLES)
+        default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32", "int8"),
+        languages=("zh", "en"), options=dict(OPTIONS), examples=EXAMPLES, validation=validation)
 
 
 @hookimpl
