@@ -14,7 +14,6 @@ import pytest
 from sectorflow import InvalidInputError, Taskflow
 from sectorflow_medical_report.readers import read_lines, read_txt
 
-os.environ.setdefault("SECTORFLOW_AUDIT", "off")
 
 
 @pytest.fixture(scope="module")

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 from sectorflow import ConfigError, InvalidInputError, Taskflow
 
-os.environ.setdefault("SECTORFLOW_AUDIT", "off")
 SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "medical_report" / "reports.jsonl"
 
 
