@@ -10,6 +10,7 @@ from sectorflow import TaskSpec, hookimpl
 from . import __version__
 from .pipeline import OPTIONS, CustomerServicePipeline
 from .schema import CustomerServiceResult, Message
+from .validation import validation
 
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
 """The shipped intent bundle (made by ``plugins/customer_service/scripts/build_bundle.py``)."""
@@ -29,8 +30,8 @@ def spec() -> TaskSpec:
         pipeline=CustomerServicePipeline, version=__version__, aliases=("cs",),
         description="Customer-service messages (zh/en): intent with top-k, out-of-scope fallback, FAQ answers, "
                     "escalation (anger, complaint, regulator/court, human requested) and language.",
-        default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32",), languages=("zh", "en"),
-        options=dict(OPTIONS), examples=EXAMPLES)
+        default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32", "int8"), languages=("zh", "en"),
+        options=dict(OPTIONS), examples=EXAMPLES, validation=validation)
 
 
 @hookimpl
