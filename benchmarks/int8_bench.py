@@ -12,11 +12,10 @@ For the task's ``paddle-inference`` bundle (or ``--model-bundle``) this script
 3. runs ``--calls`` (default 10,000) batch-1 calls on the INT8 and the fp32 Paddle pools and reports how much the
    process's resident memory (``/proc/self/statm``) grew from call 100 to the last.
 
-Validation data is the task's ``TaskSpec.validation``. For plugins that do not provide one yet the script builds it:
-``aml``: every transaction of the two training runs replayed through the plugin's feature code, metric =
-account-level F1 at the bundle's threshold on the held-out 20% validation accounts (the split and metric the
-bundle's manifest reports); ``customer_service``: the banking77 validation slice of the plugin's training script,
-accuracy of the ``banking77`` head; ``legal_extraction``: segments of the CUAD validation contracts, macro AUPR. Targets (issue 10): INT8 <= 0.3x size, >= 99.5% of fp32 accuracy,
+Validation data is the task's ``TaskSpec.validation`` (``sectorflow_aml.validation``: account-level F1 on the
+held-out 20% of accounts of two AMLSim runs; ``sectorflow_customer_service.validation``: the banking77 validation
+slice, accuracy of the ``banking77`` head; ``sectorflow_legal_extraction.validation``: segments of the CUAD
+validation contracts, macro AUPR). Targets (issue 10): INT8 <= 0.3x size, >= 99.5% of fp32 accuracy,
 <= 0.67x latency; memory growth <= 5%.
 
 Usage::
@@ -43,105 +42,11 @@ from typing import Any
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
-
 
 def rss_bytes() -> int:
     """Resident set size of this process (Linux ``/proc/self/statm``)."""
     pages = int(Path("/proc/self/statm").read_text().split()[1])
     return pages * os.sysconf("SC_PAGE_SIZE")
-
-
-def aml_validation(bundle: Any) -> Any:
-    """The AML scorer's validation set: transactions of the training runs, account-level F1 at the bundle's
-    threshold on the held-out accounts (``sectorflow_aml.training.fit``'s split: seed + run index, 20%)."""
-    from sectorflow import ValidationSet
-    from sectorflow_aml.training import RUNS, SEED, account_scores, account_split, prf, replay
-
-    threshold = float(bundle.read_json("scorer.json")["threshold"])
-    runs = [replay(DATA / "amlsim_sample" / name) for name in RUNS[:2]]
-    batches, pieces = [], []
-    for i, run in enumerate(runs):
-        for begin in range(0, len(run.x), 8192):
-            batches.append({"features": run.x[begin:begin + 8192]})
-            pieces.append(i)
-
-    def metric(outputs: list[list[np.ndarray]], labels: Any) -> float:
-        scores, truth = [], []
-        for i, run in enumerate(runs):
-            tx = np.concatenate([o[0].reshape(-1) for o, p in zip(outputs, pieces) if p == i])
-            best = account_scores(run.src, run.dst, tx, run.fraud.shape[0])
-            val = account_split(run.fraud, SEED + i)
-            scores.append(best[val])
-            truth.append(run.fraud[val])
-        return float(prf(np.concatenate(scores) >= threshold, np.concatenate(truth))["f1"])
-
-    return ValidationSet(batches=batches, labels=None, metric=metric, metric_name="account-level F1",
-                         split="held-out 20% of accounts (seeded, stratified) of " + " + ".join(RUNS[:2]))
-
-
-def customer_service_validation(bundle: Any) -> Any:
-    """The customer-service intent model's validation set: the banking77 validation slice (10% of train, seed 13:
-    the plugin's training split), word pieces of the shipped vocabulary, batches of 32 sorted by length; metric:
-    accuracy of the ``banking77`` head (the output of that name in the built bundle's manifest ``outputs``)."""
-    from sectorflow import ValidationSet, plugins
-    from sectorflow_customer_service import data
-    from sectorflow_customer_service.tokenize import WordPiece
-
-    outputs = list(bundle.manifest.get("outputs") or [])
-    if "banking77" not in outputs:
-        raise SystemExit(f"{bundle.path}: no 'banking77' output in the manifest ({outputs}); give the "
-                         f"paddle-inference bundle the plugin builds from its shipped intent bundle")
-    head = outputs.index("banking77")
-    shipped = plugins.get_task("customer_service").default_bundle
-    tokenizer = WordPiece(Path(shipped) / "vocab.txt")
-    labels = data.banking77_labels(DATA / "banking77")
-    index = {name: i for i, name in enumerate(labels)}
-    rows = sorted(data.banking77(DATA / "banking77")["val"], key=lambda r: len(r[0]))
-    batches, truth = [], []
-    for begin in range(0, len(rows), 32):
-        part = rows[begin:begin + 32]
-        batches.append({"input_ids": tokenizer.encode_batch([t for t, _ in part], max_len=64)})
-        truth.extend(index[label] for _, label in part)
-
-    def metric(outs: list[list[np.ndarray]], labels_: Any) -> float:
-        predicted = np.concatenate([o[head].argmax(axis=-1) for o in outs])
-        return float((predicted == np.asarray(labels_)).mean())
-
-    return ValidationSet(batches=batches, labels=np.asarray(truth), metric=metric, metric_name="banking77 accuracy",
-                         split=f"banking77 validation slice (10% of train, seed 13), {len(rows)} texts")
-
-
-def legal_validation(bundle: Any) -> Any:
-    """The CUAD clause classifier's validation set: segments of the validation contracts (the plugin's by-contract
-    split), labelled as its training script labels them; metric: macro average precision (AUPR) over the categories
-    with positives, the figure the training script selects its epoch on."""
-    import importlib.util
-
-    from sklearn.metrics import average_precision_score
-
-    from sectorflow import ValidationSet
-    from sectorflow_legal_extraction import cuad
-    from sectorflow_legal_extraction.clauses import batch_arrays
-
-    script = REPO / "plugins" / "legal_extraction" / "scripts" / "train_clause_classifier.py"
-    module_spec = importlib.util.spec_from_file_location("train_clause_classifier", script)
-    train = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(train)
-    buckets = int(bundle.read_json("classifier.json")["buckets"])
-    cats = cuad.categories(DATA / "cuad")
-    contracts = [c for c in cuad.load(DATA / "cuad") if c.split == "validation"]
-    texts, labels, _ = train.labelled_segments(contracts, cats)
-    batches = [batch_arrays(texts[i:i + 512], buckets) for i in range(0, len(texts), 512)]
-
-    def metric(outs: list[list[np.ndarray]], y: np.ndarray) -> float:
-        scores = np.concatenate([o[0] for o in outs])
-        aps = [average_precision_score(y[:, k], scores[:, k]) for k in range(y.shape[1]) if y[:, k].sum()]
-        return float(np.mean(aps))
-
-    return ValidationSet(batches=batches, labels=labels, metric=metric, metric_name="macro AUPR",
-                         split=f"CUAD validation contracts ({len(contracts)} contracts, {len(texts)} segments)")
 
 
 def rows_of(validation: Any, n: int) -> dict[str, np.ndarray]:
@@ -150,11 +55,6 @@ def rows_of(validation: Any, n: int) -> dict[str, np.ndarray]:
     if len(next(iter(batch.values()))) < n:
         raise SystemExit(f"validation batches hold fewer than {n} rows; the latency figures need {n}")
     return {name: np.asarray(array)[:n] for name, array in batch.items()}
-
-
-BUILDERS = {"aml": aml_validation, "customer_service": customer_service_validation,
-            "legal_extraction": legal_validation}
-"""Validation sets this script builds for plugins that do not give ``TaskSpec.validation`` yet."""
 
 
 def median_ms(pool: Any, feed: dict[str, np.ndarray], runs: int) -> float:
@@ -183,9 +83,6 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--task", required=True)
     parser.add_argument("--model-bundle", type=Path, help="paddle-inference bundle (default: the task's bundle)")
-    parser.add_argument("--validation", choices=["task", *BUILDERS], default=None,
-                        help="validation data: the task's own (default), or the script's builder for a plugin that "
-                             "has none yet (aml, customer_service)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=300, help="timed runs per latency figure")
     parser.add_argument("--calls", type=int, default=10_000, help="calls for the resident-memory figure")
@@ -204,15 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     spec = plugins.get_task(args.task)
     source = args.model_bundle or spec.default_bundle
     bundle = load_bundle(source)
-    use = args.validation or (args.task if args.task in BUILDERS and spec.validation is None else "task")
-    if use != "task":
-        import dataclasses
-
-        spec = dataclasses.replace(spec, validation=BUILDERS[use])
-    validation = spec.validation(bundle) if spec.validation else None
-    if validation is None:
-        print(f"task {args.task!r} has no validation data; give --validation", file=sys.stderr)
+    if spec.validation is None:
+        print(f"task {args.task!r} gives no validation data (TaskSpec.validation)", file=sys.stderr)
         return 2
+    validation = spec.validation(bundle)
     cached = validation
     spec = __import__("dataclasses").replace(spec, validation=lambda _bundle: cached)
 

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sectorflow import QuantizationError, Taskflow, UnsupportedPrecisionError, load_bundle
+from sectorflow import (
+    QuantizationError,
+    Taskflow,
+    UnsupportedPrecisionError,
+    load_bundle,
+)
 from sectorflow.plugins import get_task
 from sectorflow_aml.loaders import load_transactions
 from sectorflow_aml.validation import DATA, validation

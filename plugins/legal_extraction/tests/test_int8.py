@@ -4,7 +4,12 @@ contracts; ``Taskflow("legal_extraction", precision="int8")`` then labels the sa
 from __future__ import annotations
 
 import pytest
-from sectorflow import QuantizationError, Taskflow, UnsupportedPrecisionError, load_bundle
+from sectorflow import (
+    QuantizationError,
+    Taskflow,
+    UnsupportedPrecisionError,
+    load_bundle,
+)
 from sectorflow.plugins import get_task
 from sectorflow_legal_extraction import cuad
 from sectorflow_legal_extraction.validation import DATA, validation

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from sectorflow import QuantizationError, ValidationSet
 
 DATA = Path(__file__).resolve().parents[4].parent / "shared" / "data" / "amlsim_sample"

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from sectorflow import QuantizationError, ValidationSet
 
 from . import cuad
