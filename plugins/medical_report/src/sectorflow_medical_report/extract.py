@@ -10,6 +10,7 @@ de-identification tokens create nothing, and a later "no acute process" names no
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass, field
 
@@ -165,14 +166,19 @@ def extract(text: str) -> Extraction:
     def clause_of(pos: int) -> int:
         return span_index(claus, pos)
 
-    def nearest_finding(tok_i: int, same_clause: bool = True) -> Finding | None:
+    by_sentence: dict[int, list[Finding]] = {}
+    for f in findings:
+        by_sentence.setdefault(f.sentence, []).append(f)
+
+    by_clause: dict[int, list[Finding]] = {}
+    for f in findings:
+        by_clause.setdefault(clause_of(f.start), []).append(f)
+
+    def nearest_finding(tok_i: int) -> Finding | None:
+        """The nearest finding in the token's clause."""
         t = toks[tok_i]
         best, best_d = None, None
-        for f in findings:
-            if f.sentence != span_index(sents, t.start):
-                continue
-            if same_clause and clause_of(f.start) != clause_of(t.start):
-                continue
+        for f in by_clause.get(clause_of(t.start), []):
             d = f.start - t.end if f.start >= t.end else t.start - f.end
             d = d + 0.5 if f.start < t.start else d  # ties: the finding after a modifier ("calcified nodule")
             if best_d is None or d < best_d:
@@ -189,7 +195,7 @@ def extract(text: str) -> Extraction:
                 continue
             f = nearest_finding(i)
             if f is None and kind == "temporal":  # "结节，……，较前增大": the finding earlier in the sentence
-                before = [g for g in findings if g.sentence == span_index(sents, t.start) and g.end <= t.start]
+                before = [g for g in by_sentence.get(span_index(sents, t.start), []) if g.end <= t.start]
                 f = before[-1] if before else None
             if f is None:
                 continue
@@ -210,14 +216,15 @@ def extract(text: str) -> Extraction:
     for i, anat in anatomy_mentions:
         f = nearest_finding(i)
         if _ANAT_PREP.search(text[max(0, anat.start - 14):anat.start]):
-            earlier = [g for g in findings if g.end <= anat.start and clause_of(g.start) == clause_of(anat.start)]
+            earlier = [g for g in by_sentence.get(span_index(sents, anat.start), [])
+                       if g.end <= anat.start and clause_of(g.start) == clause_of(anat.start)]
             f = earlier[-1] if earlier else f
         if f is not None:
             f.anatomy.append(anat)
     for f in findings:
         if not f.anatomy and not FINDINGS[f.type][3]:
             earlier = [a for _, a in anatomy_mentions if a.start < f.start and span_index(sents, a.start) == f.sentence
-                       and not any(a.end <= g.start < f.start for g in findings)]
+                       and not any(a.end <= g.start < f.start for g in by_sentence[f.sentence])]
             if earlier:
                 f.anatomy.append(earlier[-1].model_copy())
         if not f.anatomy and FINDINGS[f.type][3]:
@@ -230,7 +237,7 @@ def extract(text: str) -> Extraction:
     # ("5 mm calcified nodule and a 7 mm solid nodule"), else the nearest one before it in the sentence
     # ("nodule ... measuring 8 mm"), else the nearest after. A former size ("previously 4 mm") is not the size.
     for sz in sizes:
-        owners = [f for f in findings if f.sentence == span_index(sents, sz.start) and f.type in _LESION_SIZE_OWNERS]
+        owners = [f for f in by_sentence.get(span_index(sents, sz.start), []) if f.type in _LESION_SIZE_OWNERS]
         if not owners:
             continue
         if _PRIOR_SIZE.search(text[max(0, sz.start - 30):sz.start]):
@@ -239,7 +246,7 @@ def extract(text: str) -> Extraction:
         before = [f for f in owners if f.end <= sz.start]
         nxt = min(after, key=lambda f: f.start) if after else None
         if nxt is not None and nxt.start - sz.end <= 40 and not _SIZE_GAP_BREAK.search(text[sz.end:nxt.start]) \
-                and not any(sz.end <= g.start < nxt.start for g in findings):
+                and not any(sz.end <= g.start < nxt.start for g in by_sentence.get(nxt.sentence, [])):
             f = nxt
         elif before:
             f = max(before, key=lambda f: f.end)
@@ -256,7 +263,7 @@ def extract(text: str) -> Extraction:
     _assert(text, toks, findings, sents, claus, sizes)
     for f in findings:  # experiencer: a relative's finding (before it in its sentence) is not the patient's
         s_start, _ = sents[f.sentence]
-        if _OTHER_PERSON.search(text[s_start:f.start]):
+        if _OTHER_PERSON.search(text[max(s_start, f.start - _WINDOW):f.start]):
             f.experiencer = "other"
     known = None
     for m in _KNOWN_CANCER.finditer(text):
@@ -268,6 +275,15 @@ def extract(text: str) -> Extraction:
     warnings = _warnings(text, [f for f in findings if f.experiencer == "patient"])
     return Extraction(findings, modality, region, screening_hint, warnings, [a for _, a in anatomy_mentions],
                       modality_spans, known)
+
+
+_WINDOW = 400
+
+
+def _between(items: list, start: int, end: int) -> list:
+    """The items (sorted by ``.start``) whose start lies in ``[start, end)`` (binary search on the starts)."""
+    lo = bisect.bisect_left(items, start, key=lambda x: x.start)
+    return items[lo:bisect.bisect_left(items, end, lo=lo, key=lambda x: x.start)]
 
 
 def _zh_list_continues(text: str, cue_end: int, f: Finding, findings: list[Finding], c_end: int) -> bool:
@@ -292,12 +308,24 @@ def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[t
     that is followed by a size before the finding ("No consolidation, 8 mm nodule": the nodule is stated, not
     negated), and at a comma when the finding's own clause asserts it ("No pneumothorax, effusion is present").
     ConText pseudo-triggers ("not without", "no interval increase") are matched (longest first) and ignored."""
-    terms = [t for t in toks if any(e.kind == "cue" and e.key == "term" for e in t.entries)]
+    toks_by_sentence: dict[int, list[Token]] = {}
+    for t in toks:
+        toks_by_sentence.setdefault(span_index(sents, t.start), []).append(t)
+    finds_by_sentence: dict[int, list[Finding]] = {}
+    for f in findings:
+        finds_by_sentence.setdefault(f.sentence, []).append(f)
     for f in findings:
         best: tuple[float, Token, str] | None = None
         s_start, s_end = sents[f.sentence]
         _, c_end = claus[span_index(claus, f.start)]
-        for t in toks:
+        # a cue governs at most _WINDOW characters away (ConText scopes are short; this bounds the work on a
+        # 20,000-character one-sentence paste)
+        s_start, s_end = max(s_start, f.start - _WINDOW), min(s_end, f.end + _WINDOW)
+        sentence_toks = _between(toks_by_sentence.get(f.sentence, []), s_start, s_end)
+        terms = [t for t in sentence_toks if any(e.kind == "cue" and e.key == "term" for e in t.entries)]
+        findings_here = _between(finds_by_sentence[f.sentence], s_start, s_end)
+        sizes_here = [sz for sz in sizes or [] if s_start <= sz.start < s_end]
+        for t in sentence_toks:
             cues = [e for e in t.entries if e.kind == "cue" and e.key not in ("term", "pseudo")]
             if not cues or not (s_start <= t.start < s_end):
                 continue
@@ -306,17 +334,17 @@ def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[t
                 if pre and t.end <= f.start:
                     between = text[t.end:f.start]
                     if _lang(e) == "zh" and re.search(r"[，,]", between) \
-                            and not _zh_list_continues(text, t.end, f, findings, c_end):
+                            and not _zh_list_continues(text, t.end, f, findings_here, c_end):
                         continue
                     if _NEW_SUBJECT.search(between):
                         continue
                     if any(t.end <= sz.start and sz.end <= f.start and _LIST_BREAK.search(text[t.end:sz.start])
-                           for sz in sizes or []):
+                           for sz in sizes_here):
                         continue
                     last_comma = max(between.rfind(","), between.rfind("，"))
                     if last_comma >= 0 and _POSITIVE_AFTER.match(text, f.end) \
                             and not re.search(r"\b(or|nor)\b", between[last_comma:], re.IGNORECASE) \
-                            and any(t.end <= g.start and g.end <= t.end + last_comma for g in findings):
+                            and any(t.end <= g.start and g.end <= t.end + last_comma for g in findings_here):
                         # "No pneumothorax, effusion is present"; not "No X, Y, or effusion is seen", not
                         # "No acute, displaced fractures are demonstrated" (adjectives, no finding before the comma)
                         continue
@@ -357,26 +385,31 @@ def _warnings(text: str, findings: list[Finding]) -> list[ReportWarning]:
             out.append(ReportWarning(kind="mass_size", finding_ids=[f.id],
                                      message=f"a 'nodule' of {mm:g} mm is above 30 mm, which the Fleischner Society "
                                              "glossary (Hansell 2008) calls a mass; Fleischner 2017 does not apply"))
-    for a in findings:
-        for b in findings:
-            if a.id >= b.id or a.type != b.type or {a.assertion, b.assertion} != {"present", "absent"}:
-                continue
-            absent = a if a.assertion == "absent" else b
-            if absent.cue and _OTHER_WORDS.search(text[min(absent.cue.end, absent.start):absent.start] + " " + absent.text):
-                continue
-            if a.temporality and b.temporality and a.temporality != b.temporality:
-                continue
-            if absent.temporality == "new":
-                continue
-            if a.laterality and b.laterality and a.laterality != b.laterality and "bilateral" not in (a.laterality, b.laterality):
-                continue
-            keys_a = {x.key for x in a.anatomy if x.source != "implied"}
-            keys_b = {x.key for x in b.anatomy if x.source != "implied"}
-            if keys_a and keys_b and not (keys_a & keys_b) and a.laterality != b.laterality:
-                continue
-            out.append(ReportWarning(kind="conflict", finding_ids=[a.id, b.id],
-                                     message=f"'{a.text}' is stated {a.assertion} and '{b.text}' {b.assertion} for "
-                                             "the same site; please check the report"))
+    pairs = [(a, b) for a in findings if a.assertion == "present" for b in findings
+             if b.assertion == "absent" and b.type == a.type]
+    n_conflicts = 0
+    for a, b in sorted(pairs, key=lambda p: (min(p[0].id, p[1].id), max(p[0].id, p[1].id))):
+        if a.id > b.id:
+            a, b = b, a
+        if n_conflicts >= 20:  # a pasted or repeated text: enough to send it back for review
+            break
+        absent = a if a.assertion == "absent" else b
+        if absent.cue and _OTHER_WORDS.search(text[min(absent.cue.end, absent.start):absent.start] + " " + absent.text):
+            continue
+        if a.temporality and b.temporality and a.temporality != b.temporality:
+            continue
+        if absent.temporality == "new":
+            continue
+        if a.laterality and b.laterality and a.laterality != b.laterality and "bilateral" not in (a.laterality, b.laterality):
+            continue
+        keys_a = {x.key for x in a.anatomy if x.source != "implied"}
+        keys_b = {x.key for x in b.anatomy if x.source != "implied"}
+        if keys_a and keys_b and not (keys_a & keys_b) and a.laterality != b.laterality:
+            continue
+        n_conflicts += 1
+        out.append(ReportWarning(kind="conflict", finding_ids=[a.id, b.id],
+                                 message=f"'{a.text}' is stated {a.assertion} and '{b.text}' {b.assertion} for "
+                                         "the same site; please check the report"))
     normal_heart = _NORMAL_HEART.search(text)
     for f in findings:
         if normal_heart and f.type == "cardiomegaly" and f.assertion == "present":

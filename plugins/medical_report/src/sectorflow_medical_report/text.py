@@ -5,6 +5,7 @@ All offsets are character offsets into the original text, ``end`` exclusive (Pyt
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -50,11 +51,12 @@ def clauses(text: str) -> list[tuple[int, int]]:
 
 
 def span_index(spans: list[tuple[int, int]], pos: int) -> int:
-    """Index of the span holding character ``pos`` (the last span for a position past the end)."""
-    for i, (s, e) in enumerate(spans):
-        if s <= pos < e:
-            return i
-    return len(spans) - 1
+    """Index of the span holding character ``pos`` (the last span for a position past the end). ``spans`` are
+    sorted and contiguous (as :func:`sentences` and :func:`clauses` return them): a binary search."""
+    if not spans:
+        return -1
+    i = bisect.bisect_right(spans, (pos, float("inf"))) - 1
+    return min(max(i, 0), len(spans) - 1)
 
 
 # ---- sizes -----------------------------------------------------------------------------------------------------
