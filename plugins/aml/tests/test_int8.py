@@ -40,6 +40,7 @@ def test_quantized_scorer_agrees_with_fp32(tmp_path, monkeypatch):
     from sectorflow.quantize import quantize_bundle
 
     monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)  # ONNX Runtime's shape inference may leave sym_shape_infer_temp.onnx in the cwd
     fp32 = Taskflow("aml")
     record = quantize_bundle(fp32.spec)  # the full validation set, default 0.5-point margin
     assert record["accuracy"]["metric"] == "account-level F1"
