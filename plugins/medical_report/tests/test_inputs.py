@@ -15,7 +15,6 @@ from sectorflow import InvalidInputError, Taskflow
 from sectorflow_medical_report.readers import read_lines, read_txt
 
 
-
 @pytest.fixture(scope="module")
 def tf():
     return Taskflow("medical_report", use_model=False)
@@ -60,8 +59,8 @@ def test_cli_runs_a_plain_text_report(tmp_path: Path):
     src = tmp_path / "report.txt"
     src.write_text("CT chest: 7 mm solid nodule in the right upper lobe.\nNo pneumothorax.\n", encoding="utf-8")
     exe = Path(sys.executable).with_name("sectorflow")
-    out = subprocess.run([str(exe), "run", "medical_report", str(src), "--format", "txt", "-O", "use_model=false"],
-                         capture_output=True, text=True, env={**os.environ, "SECTORFLOW_AUDIT": "off"}, timeout=120)
+    cmd = [str(exe), "run", "medical_report", str(src), "--format", "txt", "-O", "use_model=false"]
+    out = subprocess.run(cmd, check=False, capture_output=True, text=True, env={**os.environ, "SECTORFLOW_AUDIT": "off"}, timeout=120)
     assert out.returncode == 0, out.stderr
     (line,) = out.stdout.strip().splitlines()
     assert '"category":"solid single 6-8 mm"' in line and '"type":"pneumothorax"' in line
