@@ -18,8 +18,10 @@ nothing is written. Where the bundle goes: :mod:`sectorflow.int8_store`.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,8 @@ from .export import (
     tool_versions,
 )
 from .int8_store import int8_bundle_dir
+
+_cwd_lock = threading.Lock()  # os.chdir is process-wide: one quantization at a time changes folder
 from .onnx_runtime import DEFAULT_ONNX_FILE, OnnxSessionPool
 from .spec import TaskSpec, ValidationSet
 
@@ -71,11 +75,20 @@ def quantize_onnx(fp32_file: Path, out_file: Path, op_types: tuple[str, ...] = D
     except ImportError as exc:  # pragma: no cover - the shared environment has them
         raise QuantizationError("INT8 quantization needs onnx and onnxruntime: pip install 'sectorflow[int8]'.") \
             from exc
-    prepared = out_file.with_name(out_file.stem + ".pre.onnx")
-    try:
-        quant_pre_process(str(fp32_file), str(prepared))
-    except Exception:  # "Incomplete symbolic shape inference" on some graphs: ONNX's own shape inference suffices
-        quant_pre_process(str(fp32_file), str(prepared), skip_symbolic_shape=True)
+    prepared = out_file.resolve().with_name(out_file.stem + ".pre.onnx")
+    source = fp32_file.resolve()
+    # When its symbolic shape inference gives up, ONNX Runtime saves "sym_shape_infer_temp.onnx" (plus external
+    # data) into the *current* folder: run it from a scratch folder so nothing lands in the user's working folder.
+    with tempfile.TemporaryDirectory(prefix=".quant-pre-") as scratch, _cwd_lock:
+        previous = os.getcwd()
+        os.chdir(scratch)
+        try:
+            try:
+                quant_pre_process(str(source), str(prepared))
+            except Exception:  # "Incomplete symbolic shape inference" on some graphs: ONNX's own inference suffices
+                quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+        finally:
+            os.chdir(previous)
     try:
         quantize_dynamic(str(prepared), str(out_file), weight_type=QuantType.QInt8, per_channel=True,
                          op_types_to_quantize=list(op_types))

@@ -187,3 +187,31 @@ def test_a_plugin_that_builds_its_paddle_bundle_gets_the_int8_session_from_predi
         _, _, x_val, y_val = digits_split()
         labels = [int(r.label) for r in tf([{"pixels": row.tolist()} for row in x_val[:100]])]
         assert np.mean(np.array(labels) == y_val[:100]) > 0.9
+
+
+def test_a_failed_symbolic_shape_inference_leaves_nothing_in_the_working_folder(digits, trained, tmp_path,
+                                                                                 monkeypatch):
+    """ONNX Runtime saves ``sym_shape_infer_temp.onnx`` into the current folder when its symbolic shape inference
+    gives up (it does on the CUAD clause classifier); quantization retries without it and the file must not land in
+    the user's folder. The first attempt here fails the way ONNX Runtime's does, writing that file first."""
+    from onnxruntime.quantization import shape_inference
+
+    real = shape_inference.quant_pre_process
+    calls = []
+
+    def failing_once(source, target, **kwargs):
+        calls.append(kwargs)
+        if len(calls) == 1:
+            Path("sym_shape_infer_temp.onnx").write_bytes(b"partial model")
+            raise Exception("Incomplete symbolic shape inference")
+        return real(source, target, **kwargs)
+
+    monkeypatch.setattr(shape_inference, "quant_pre_process", failing_once)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    manifest = quantize_bundle(digits, out=tmp_path / "int8")
+    assert calls == [{}, {"skip_symbolic_shape": True}]
+    assert list(work.iterdir()) == []
+    assert json.loads((tmp_path / "int8" / "manifest.json").read_text())["precision"] == "int8"
+    assert manifest["out"] == str(tmp_path / "int8")
