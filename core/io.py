@@ -85,13 +85,18 @@ def guess_format(source: str | Path) -> str:
 
 
 def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path) -> Reader:
-    """The reader for ``fmt`` (task-specific formats first), or the guess from the file name.
+    """The reader for ``fmt`` (task-specific formats first), or the guess from the file name: the task's own format
+    whose name is the file's suffix (``.gz`` ignored), else ``csv`` for ``*.csv``, else ``jsonl``.
 
     Raises:
         ConfigError: an unknown format; the message lists the ones this task reads.
     """
-    fmt = fmt or guess_format(source)
     readers = {**BUILTIN_READERS, **spec.readers}
+    if fmt is None:
+        # A file named after one of the task's own formats (report.txt for a task with a "txt" reader) is read in
+        # that format; otherwise csv or jsonl by name.
+        suffix = Path(str(source).lower().removesuffix(".gz")).suffix.lstrip(".")
+        fmt = suffix if suffix in spec.readers else guess_format(source)
     if fmt not in readers:
         raise ConfigError(f"Task {spec.name!r} reads the formats {', '.join(sorted(readers))}; not {fmt!r}.")
     return checked_reader(readers[fmt])

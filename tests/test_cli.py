@@ -132,6 +132,16 @@ def test_a_run_where_every_row_was_skipped_fails(cli, tmp_path):
     assert f"every row of {source} was skipped; nothing was processed." in err
 
 
+def test_a_file_named_after_a_task_format_is_read_in_that_format(cli, tmp_path):
+    source = tmp_path / "notes.lines"
+    source.write_text("first line\n{not json}\n")
+    code, out, err = cli("run", "echo", str(source))
+    assert code == 0, err
+    assert [json.loads(line)["text"] for line in out.splitlines()] == ["first line", "{not json}"]
+    code, out, err = cli("run", "echo", str(source), "--format", "jsonl")  # an explicit format still wins
+    assert code == 2 and "row 1" in err
+
+
 def test_a_line_that_is_not_json_is_rejected_by_row(cli, tmp_path):
     source = tmp_path / "in.jsonl"
     source.write_text('{"text": "ok"}\n[1, 2]\n')
