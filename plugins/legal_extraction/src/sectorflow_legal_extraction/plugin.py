@@ -9,6 +9,7 @@ from sectorflow import TaskSpec, hookimpl
 
 from . import __version__
 from .pipeline import OPTIONS, LegalExtractionPipeline
+from .readers import READERS
 from .schema import Contract, ContractExtraction
 from .validation import validation
 
@@ -37,7 +38,8 @@ def spec() -> TaskSpec:
                     "contacts, amounts, dates, term, renewal, notice, 违约金, governing law, disputes; CUAD clause "
                     "classifier.",
         default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32", "int8"),
-        languages=("zh", "en"), options=dict(OPTIONS), examples=EXAMPLES, validation=validation)
+        languages=("zh", "en"), options=dict(OPTIONS), examples=EXAMPLES, validation=validation,
+        readers=dict(READERS))
 
 
 @hookimpl

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sectorflow import ConfigError, TaskResult
 
@@ -145,7 +145,10 @@ def resolve_schema(schema: Any) -> list[tuple[str, FieldDef, dict[str, str] | No
 
 
 class Contract(BaseModel):
-    """One contract. A plain string is accepted as ``{"text": string}``."""
+    """One contract. A plain string is accepted as ``{"text": string}``; unknown keys are refused (choose fields
+    with the task's ``schema`` option, not per item)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     text: str = Field(min_length=1, max_length=MAX_CHARS, description="The contract's full text (zh or en).")
     language: str | None = Field(default=None, pattern="^(zh|en)$",
@@ -155,6 +158,13 @@ class Contract(BaseModel):
     @classmethod
     def _from_string(cls, value: Any) -> Any:
         return {"text": value} if isinstance(value, str) else value
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("text is only white space: give the contract's text")
+        return value
 
 
 class Extraction(BaseModel):
