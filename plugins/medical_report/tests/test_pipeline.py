@@ -72,3 +72,15 @@ def test_the_registered_examples_run(tf):
     assert [len([f for f in r.findings if f.assertion == "present"]) for r in reports] == [1, 1, 1]
     assert [r.recommendations[0].guideline for r in reports] == ["CT for radiograph nodule", "Fleischner 2017",
                                                                  "Lung-RADS v2022"]
+
+
+def test_model_spans_are_whole_words_and_never_deidentification_tokens():
+    text = "The heart is normal in size. XXXX. No focal consolidation."
+    report = Taskflow("medical_report")(text)
+    for span in report.model_spans:
+        assert span.text == text[span.start:span.end]
+        assert set(span.text.upper()) - {"X"}, span
+        assert span.start == 0 or not text[span.start - 1].isalnum(), span
+        assert span.end == len(text) or not text[span.end].isalnum(), span
+        assert len(span.text.strip()) >= 2, span
+    assert [(f.type, f.assertion) for f in report.findings] == [("consolidation", "absent")]

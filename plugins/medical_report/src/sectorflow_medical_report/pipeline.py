@@ -79,6 +79,7 @@ def combine(text: str, ex: Extraction, spans: list[tuple[int, int, str]]) -> lis
     """Merge tagger spans into the rule extraction as the module docstring says; returns the model spans."""
     out = []
     claus = clauses(text)
+    spans = [(s, e, label) for s, e, label in spans if _plausible_span(text, s, e)]
     for f in ex.findings:
         f.model_agrees = any(lab == "FIND" and s < f.end and f.start < e for s, e, lab in spans)
     for s, e, label in spans:
@@ -95,3 +96,17 @@ def combine(text: str, ex: Extraction, spans: list[tuple[int, int, str]]) -> lis
                     Anatomy(key="model_span", text=text[s:e], start=s, end=e, source="model")]
                 break
     return out
+
+
+def _plausible_span(text: str, start: int, end: int) -> bool:
+    """Whether a tagger span can be shown: not blank, not a de-identification token (``XXXX``), and in Latin script
+    whole words of at least two letters (the character tagger can cut words: "cal consolidation", "a" inside
+    "heart"; such fragments are dropped, never extended: the rules stay authoritative)."""
+    piece = text[start:end].strip()
+    if not piece or set(piece.upper()) <= {"X"}:
+        return False
+    if not any("a" <= ch.lower() <= "z" for ch in piece):
+        return True  # Chinese spans: no word boundaries to check
+    starts_word = start == 0 or not text[start - 1].isalnum()
+    ends_word = end >= len(text) or not text[end].isalnum()
+    return starts_word and ends_word and len(piece) >= 2
