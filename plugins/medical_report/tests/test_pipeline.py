@@ -84,3 +84,14 @@ def test_model_spans_are_whole_words_and_never_deidentification_tokens():
         assert span.end == len(text) or not text[span.end].isalnum(), span
         assert len(span.text.strip()) >= 2, span
     assert [(f.type, f.assertion) for f in report.findings] == [("consolidation", "absent")]
+
+
+@pytest.mark.parametrize(("text", "first_line"), [
+    ("Stable appearance.", "Exam: not stated"),
+    ("Lungs are clear.", "Exam: chest"),
+    ("CT chest: no pleural effusion.", "Exam: chest CT"),
+    ("右肺结节，直径约8mm。", "检查：胸部"),
+])
+def test_the_exam_line_names_what_is_known_once(text, first_line):
+    report = Taskflow("medical_report")(text)
+    assert report.report_text.splitlines()[0] == first_line

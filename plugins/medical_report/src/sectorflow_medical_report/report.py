@@ -173,17 +173,19 @@ def render_impression(findings: list[Finding], recs: list, lang: str) -> str:
 
 
 def render_report(exam: Exam, findings: list[Finding], impression: str, recs: list, lang: str) -> str:
-    mod = exam.modality or ("未注明" if lang == "zh" else "not stated")
-    region = exam.body_region or ("未注明" if lang == "zh" else "not stated")
+    unstated = "未注明" if lang == "zh" else "not stated"
     findings = [f for f in findings if f.experiencer == "patient"]
     absent = [f for f in findings if f.assertion == "absent"]
     if lang == "zh":
-        lines = [f"检查：{REGION_ZH.get(region, region)} {MODALITY_ZH.get(mod, mod)}" + ("（筛查）" if exam.screening else ""),
+        named = [REGION_ZH.get(exam.body_region, exam.body_region) if exam.body_region else None,
+                 MODALITY_ZH.get(exam.modality, exam.modality) if exam.modality else None]
+        lines = [f"检查：{' '.join(n for n in named if n) or unstated}" + ("（筛查）" if exam.screening else ""),
                  "所见：" + ("；".join(describe(f, lang) for f in findings if f.assertion != "absent") or "无阳性所见"),
                  "阴性所见：" + ("、".join(dict.fromkeys(_pick(NAMES[f.type], lang) for f in absent)) or "无"),
                  "印象：", impression]
     else:
-        lines = [f"Exam: {region} {mod}" + (" (screening)" if exam.screening else ""),
+        named = [n for n in (exam.body_region, exam.modality) if n]
+        lines = [f"Exam: {' '.join(named) or unstated}" + (" (screening)" if exam.screening else ""),
                  "Findings: " + ("; ".join(describe(f, lang) for f in findings if f.assertion != "absent") or "none positive"),
                  "Negative for: " + (", ".join(dict.fromkeys(_pick(NAMES[f.type], lang) for f in absent)) or "nothing stated"),
                  "Impression:", impression]
