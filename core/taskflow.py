@@ -52,7 +52,8 @@ def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: i
                 problems.append({"row": first_row + offset, "field": ".".join(str(p) for p in err["loc"]) or None,
                                  "reason": err["msg"]})
     if problems:
-        shown = "; ".join(f"row {p['row']}: {p['field']}: {p['reason']}" for p in problems[:5])
+        shown = "; ".join(f"row {p['row']}: {p['field'] + ': ' if p['field'] else ''}{p['reason']}"
+                          for p in problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         raise InvalidInputError(f"Invalid input for {model.__name__}: {shown}{more}.", details=problems)
     return out

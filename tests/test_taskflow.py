@@ -378,3 +378,18 @@ def test_reload_of_a_stateful_task_keeps_its_state(echo_registry, tmp_path):
     tf.reload(counter_v2)
     after = tf({"text": "ccc"})
     assert (after.seq, after.chars_so_far, after.meta.model_version) == (3, 6, "2.0.0")
+
+
+def test_an_item_of_the_wrong_type_is_named_by_row_without_a_field():
+    from pydantic import BaseModel
+
+    from sectorflow.taskflow import validate_items
+
+    class Item(BaseModel):
+        text: str
+
+    with pytest.raises(InvalidInputError) as info:
+        validate_items(Item, [{"text": "ok"}, 123], first_row=1)
+    assert "row 2: Input should be a valid dictionary" in info.value.message
+    assert "None" not in info.value.message
+    assert info.value.details == [{"row": 2, "field": None, "reason": info.value.details[0]["reason"]}]
