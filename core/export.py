@@ -50,6 +50,20 @@ def paddle_files(bundle: Bundle) -> tuple[Path, Path]:
     return bundle.file(f"{prefix}.json"), bundle.file(f"{prefix}.pdiparams")
 
 
+def source_bundle(spec: TaskSpec, task_path: str | Path | None, action: str) -> Bundle:
+    """The fp32 bundle that export or quantize reads: ``task_path`` if given, else the task's default bundle,
+    hash-checked by :func:`~sectorflow.bundle.load_bundle`.
+
+    Raises:
+        BundleError: the task has no model bundle (``action`` says what could not be done), or the bundle fails to
+            load (see :func:`~sectorflow.bundle.load_bundle`).
+    """
+    source_dir = Path(task_path) if task_path is not None else spec.default_bundle
+    if source_dir is None:
+        raise BundleError(f"Task {spec.name!r} has no model bundle: there is nothing to {action}.")
+    return load_bundle(source_dir, expected_task=spec.name)
+
+
 def paddle_to_onnx(bundle: Bundle, out_file: Path, opset: int = OPSET) -> Path:
     """Convert a ``paddle-inference`` bundle's program to ONNX with paddle2onnx; returns ``out_file``.
 
@@ -189,10 +203,7 @@ def export_bundle(spec: TaskSpec, out: str | Path, *, fmt: str = "onnx", task_pa
     """
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: give one of {', '.join(FORMATS)}.")
-    source_dir = Path(task_path) if task_path is not None else spec.default_bundle
-    if source_dir is None:
-        raise BundleError(f"Task {spec.name!r} has no model bundle to export.")
-    bundle = load_bundle(source_dir, expected_task=spec.name)
+    bundle = source_bundle(spec, task_path, "export")
     model_json, params = paddle_files(bundle)
     out = Path(out)
     reference_pool = cpu_paddle_pool(bundle, num_threads)

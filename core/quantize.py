@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .bundle import Bundle, load_bundle, write_manifest
+from .bundle import Bundle, write_manifest
 from .errors import BundleError, ConfigError, QuantizationError
 from .export import (
     OPSET,
@@ -37,6 +37,7 @@ from .export import (
     paddle_to_onnx,
     replace_folder,
     run_batches,
+    source_bundle,
     tool_versions,
 )
 from .int8_store import int8_bundle_dir
@@ -147,10 +148,7 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
     op_types = tuple(op_types)
     if not op_types or set(op_types) - set(OPS):
         raise ConfigError(f"--ops {','.join(op_types)}: give one or more of {', '.join(OPS)}.")
-    source_dir = Path(task_path) if task_path is not None else spec.default_bundle
-    if source_dir is None:
-        raise BundleError(f"Task {spec.name!r} has no model bundle: there is nothing to quantize.")
-    bundle = load_bundle(source_dir, expected_task=spec.name)
+    bundle = source_bundle(spec, task_path, "quantize")
     model_json, params = paddle_files(bundle)
     if str(bundle.manifest.get("precision", "fp32")) != "fp32":
         raise BundleError(f"Bundle {bundle.path} stores {bundle.manifest.get('precision')} weights; quantize its fp32 "

@@ -131,3 +131,17 @@ def test_gather_quantization_stores_the_embedding_table_as_int8(encoder, tmp_pat
     assert 0.6 < both["accuracy"]["int8"] < 1.0 and 0.6 < matmul["accuracy"]["int8"] <= 1.0
     with pytest.raises(ConfigError, match="give one or more of MatMul, Gather"):
         quantize_bundle(plugin.spec, out=tmp_path / "x", op_types=("Conv",))
+
+
+def test_a_task_without_a_bundle_has_nothing_to_export_or_quantize():
+    from pydantic import BaseModel
+    from sectorflow import BundleError, Pipeline, TaskResult, TaskSpec
+    from sectorflow.export import source_bundle
+
+    class Item(BaseModel):
+        x: int
+
+    spec = TaskSpec(name="bare", input_model=Item, output_model=TaskResult, pipeline=Pipeline)
+    for action in ("export", "quantize"):
+        with pytest.raises(BundleError, match=f"Task 'bare' has no model bundle: there is nothing to {action}."):
+            source_bundle(spec, None, action)
