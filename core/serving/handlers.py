@@ -70,6 +70,26 @@ def _field(loc: Any) -> str:
     return ".".join(parts)
 
 
+def _problem(error: dict[str, Any]) -> dict[str, Any]:
+    """One ``details`` entry of a 422 from a pydantic/FastAPI validation error.
+
+    A body that is not JSON at all comes as ``json_invalid`` with the location ``("body", <character offset>)``;
+    the offset is not a field, so it is reported as field ``body`` with the offset in the reason."""
+    loc = tuple(error.get("loc", ()))
+    if error.get("type") == "json_invalid":
+        where = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else None
+        why = (error.get("ctx") or {}).get("error") or error.get("msg", "JSON decode error")
+        at = f" at character {where}" if where is not None else ""
+        return {"field": "body", "row": None,
+                "reason": f"The request body is not valid JSON ({why}{at}); send a JSON object "
+                          f'{{"inputs": [...]}} with Content-Type: application/json.'}
+    if loc == ("body",) and error.get("type") in ("model_attributes_type", "dict_type", "model_type"):
+        return {"field": "body", "row": None,
+                "reason": 'The request body must be a JSON object {"inputs": [...]} sent with Content-Type: '
+                          "application/json."}
+    return {"field": _field(loc), "reason": error.get("msg", "invalid"), "row": None}
+
+
 def exception_response(exc: BaseException) -> JSONResponse | None:
     """The error response for an expected exception (typed error, access, rate limit, overload); ``None`` for any
     other exception. Used by the app's exception handlers and by the task fast path alike."""
@@ -99,8 +119,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [{"field": _field(e.get("loc", ())), "reason": e.get("msg", "invalid"), "row": None}
-                    for e in exc.errors()]
+        problems = [_problem(e) for e in exc.errors()]
         shown = "; ".join(f"{p['field'] or '(body)'}: {p['reason']}" for p in problems[:5])
         record_refused_call(request, f"InvalidInputError: Invalid request: {shown}.", exc.body)
         return error_response(422, "InvalidInputError", f"Invalid request: {shown}.", problems)

@@ -136,6 +136,26 @@ def test_malformed_json_and_oversized_body(server):
     assert r.status_code == 413, r.text
 
 
+@pytest.mark.parametrize("content, content_type", [
+    (b"hello", "application/json"),
+    (b'{"inputs": [', "application/json"),
+    (b"inputs=1", "text/plain"),
+])
+def test_a_body_that_is_not_json_says_so(server, content, content_type):
+    # a fresh user's finding: this used to answer 422 with the field "0" (the character offset of the JSON error)
+    r = server.client.post("/v1/tasks/echo", headers={**auth("alice"), "Content-Type": content_type},
+                           content=content)
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["error"] == "InvalidInputError"
+    assert [d["field"] for d in body["details"]] == ["body"]
+    reason = body["details"][0]["reason"]
+    assert "JSON" in reason and "inputs" in reason
+    if content_type == "application/json":
+        assert "not valid JSON" in reason and f"at character {len(content) if content != b'hello' else 0}" in reason
+    assert "body: The request body" in body["message"]
+
+
 def test_pipeline_refusal_maps_to_its_http_status(server):
     r = server.client.post("/v1/tasks/echo", headers=auth("alice"), json={"inputs": [{"text": "ok"}, {"text": "boom"}]})
     assert r.status_code == 422
