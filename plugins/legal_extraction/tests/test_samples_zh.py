@@ -36,3 +36,15 @@ def test_disagreeing_amount_is_a_warning(taskflow_factory, samples):
     (amount,) = result.fields["合同金额"]
     assert amount.value["amount"] is None and amount.value["words"] == "300000.00"
     assert amount.value["figures"] == "350000.00" and len(result.warnings) == 1
+
+
+@pytest.mark.parametrize("text, span", [
+    ("第二条 合同总金额为人民币壹佰万元整（¥1,000,000.00）。", "人民币壹佰万元整（¥1,000,000.00）"),
+    ("第二条 合同总价款：¥1,000,000.00（人民币壹佰万元整），分两期支付。", "¥1,000,000.00（人民币壹佰万元整）"),
+    ("第二条 合同总金额为人民币（大写）壹佰万元整 (¥1,000,000.00) 。", "人民币（大写）壹佰万元整 (¥1,000,000.00)"),
+    ("第二条 合同总金额为人民币壹佰万元整。", "人民币壹佰万元整"),
+])
+def test_amount_span_keeps_its_brackets_balanced(taskflow_factory, text, span):
+    (amount,) = taskflow_factory(["合同金额"])(text).fields["合同金额"]
+    assert amount.text == span and text[amount.start:amount.end] == span
+    assert amount.value["amount"] == "1000000.00" and amount.value.get("words_and_figures_agree", True)

@@ -96,6 +96,7 @@ def contract_amount(text: str, spans: list[tuple[int, int]]) -> list[Extraction]
         first = amounts[0]
         pair = [a for a in amounts[1:] if 0 <= a[0] - first[1] <= 3 and a[4] != first[4]]
         b, e = start + first[0], start + (pair[0][1] if pair else first[1])
+        e = _close_brackets(text, b, e, end)
         value = dict(first[3])
         if pair:
             value["words_and_figures_agree"] = not warnings
@@ -105,6 +106,28 @@ def contract_amount(text: str, spans: list[tuple[int, int]]) -> list[Extraction]
         return [Extraction(text=text[b:e], start=b, end=e, value=value, confidence=0.9, source="rule:zh_amount",
                            warnings=warnings)]
     return []
+
+
+_BRACKETS = {"（": "）", "(": ")", "【": "】", "[": "]"}
+
+
+def _close_brackets(text: str, begin: int, end: int, limit: int) -> int:
+    """``end`` moved past the closing brackets that the span ``text[begin:end]`` opens and leaves open, when they
+    follow at once (spaces allowed): ``人民币壹佰万元整（¥1,000,000.00`` -> ``...（¥1,000,000.00）``, so a span
+    that holds an opening bracket also holds its closing one. Never past ``limit``."""
+    stack = []
+    for char in text[begin:end]:
+        if char in _BRACKETS:
+            stack.append(_BRACKETS[char])
+        elif stack and char == stack[-1]:
+            stack.pop()
+    while stack:
+        match = re.match(r"\s*" + re.escape(stack[-1]), text[end:limit])
+        if not match:
+            break
+        end += match.end()
+        stack.pop()
+    return end
 
 
 def _dated(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str], name: str,
