@@ -15,6 +15,13 @@ fixture, non-commercial/unclear terms): the findings and impression text (joined
   overlaps, value within 0.05 mm); precision = sizes the plugin attaches that are such F mentions.
 - tagger agreement: share of rule findings a tagger FIND span overlaps (the tagger was trained on generated text).
 
+Development and test parts. IU X-ray has no train/validation/test split, so this script makes one, fixed and
+reproducible: a report is in the development part when ``sha256(f"{SPLIT_SALT}:{uid}")`` read as an integer is
+divisible by 3 (about one third: 1,242 of the 3,851 reports, 26 with a "Nodule" label), else in the held-out test
+part (2,609 reports). Rule changes may only be motivated by development-part errors (``--errors`` writes those and
+refuses to write test errors); the test part is only scored. Figures are printed for test, dev and all, labelled.
+The size gold file annotates all reports; each part is scored on its own reports' mentions.
+
 Chinese, ../shared/data/cmeee/select_dev.json (500 CMeEE sentences with gold entities; ``end_idx`` inclusive):
 exact-span precision/recall/F1 per CMeEE type for what the plugin extracts (anatomy -> bod, findings -> sym or dis
 by lexicon entry, exam modality -> pro), micro over those types, and recall over all gold entities (the MacBERT-large
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import os
 import sys
@@ -35,6 +43,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 GOLD = Path(__file__).resolve().parent / "medical_iu_size_gold.json"
+SPLIT_SALT = "sectorflow-iu-xray-dev-v1"
+"""Salt of the development/test split of IU X-ray (see the module docstring); changing it changes both parts."""
+PARTS = ("test", "dev", "all")
 
 IU_LABELS = {
     "nodule": {"Nodule"}, "effusion": {"Pleural Effusion"}, "pneumothorax": {"Pneumothorax"},
@@ -52,27 +63,43 @@ def prf(tp: int, fp: int, fn: int) -> dict:
             "tp": tp, "fp": fp, "fn": fn}
 
 
-def iu(tf, limit: int | None) -> dict:
+def part_of(uid: str) -> str:
+    """``"dev"`` or ``"test"``: the fixed, salted-hash part of an IU X-ray report (about one third is dev)."""
+    return "dev" if int(hashlib.sha256(f"{SPLIT_SALT}:{uid}".encode()).hexdigest(), 16) % 3 == 0 else "test"
+
+
+def iu(tf, limit: int | None, errors: list | None = None) -> dict:
+    """Scores per part (``test``, ``dev``, ``all``). ``errors``: a list that receives the development part's
+    errors (nodule false positives/negatives, missed or wrong sizes); test-part errors are never collected."""
     path = DATA / "iu_xray" / "indiana_reports.csv"
     with open(path, encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))[:limit]
     texts = [" ".join(x for x in (r["findings"], r["impression"]) if x) or "(empty)" for r in rows]
     reports = tf([{"text": t, "modality": "radiograph", "language": "en"} for t in texts])
-    counts = {k: Counter() for k in list(IU_LABELS) + ["nodule_or_uncertain"]}
+    names = list(IU_LABELS) + ["nodule_or_uncertain"]
+    counts = {part: {k: Counter() for k in names} for part in PARTS}
     gold_sizes = json.loads(GOLD.read_text(encoding="utf-8"))["mentions"]
-    size_tp = size_fp = 0
-    found_f = set()
+    size = {part: Counter() for part in PARTS}
     agree = Counter()
-    for row, rep in zip(rows, reports):
+    n = Counter()
+    for row, text, rep in zip(rows, texts, reports):
+        part = part_of(row["uid"])
+        n[part] += 1
         problems = {p.strip() for p in row["Problems"].split(";")}
+        outcome = {}
         for ftype, labels in IU_LABELS.items():
             gold = bool(problems & labels)
             pred = any(f.type == ftype and f.assertion == "present" for f in rep.findings)
-            counts[ftype]["tp" if gold and pred else "fp" if pred else "fn" if gold else "tn"] += 1
+            outcome[ftype] = "tp" if gold and pred else "fp" if pred else "fn" if gold else "tn"
         gold = "Nodule" in problems
         pred = any(f.type == "nodule" and f.assertion in ("present", "uncertain") for f in rep.findings)
-        counts["nodule_or_uncertain"]["tp" if gold and pred else "fp" if pred else "fn" if gold else "tn"] += 1
+        outcome["nodule_or_uncertain"] = "tp" if gold and pred else "fp" if pred else "fn" if gold else "tn"
+        for p in (part, "all"):
+            for name, o in outcome.items():
+                counts[p][name][o] += 1
         mentions = {int(k.split(":")[1]): v for k, v in gold_sizes.items() if k.split(":")[0] == row["uid"]}
+        found = set()
+        wrong = []
         for f in rep.findings:
             if f.model_agrees is not None:
                 agree["yes" if f.model_agrees else "no"] += 1
@@ -80,14 +107,27 @@ def iu(tf, limit: int | None) -> dict:
                 continue
             hit = next((off for off, (lab, mm) in mentions.items() if lab == "F" and f.size.start <= off < f.size.end),
                        None)
-            if hit is not None and abs(mentions[hit][1] - f.size.mm) < 0.05 and (row["uid"], hit) not in found_f:
-                size_tp += 1
-                found_f.add((row["uid"], hit))
+            if hit is not None and abs(mentions[hit][1] - f.size.mm) < 0.05 and hit not in found:
+                found.add(hit)
             else:
-                size_fp += 1
-    n_f = sum(1 for v in gold_sizes.values() if v[0] == "F")
-    out = {name: prf(c["tp"], c["fp"], c["fn"]) | {"tn": c["tn"]} for name, c in counts.items()}
-    out["sizes"] = prf(size_tp, size_fp, n_f - size_tp) | {"gold_F_mentions": n_f}
+                wrong.append((f.type, f.size.text, f.size.mm))
+        n_gold = sum(1 for v in mentions.values() if v[0] == "F")
+        for p in (part, "all"):
+            size[p].update({"tp": len(found), "fp": len(wrong), "fn": n_gold - len(found)})
+        if errors is not None and part == "dev":
+            missed = [(off, mm) for off, (lab, mm) in mentions.items() if lab == "F" and off not in found]
+            if outcome["nodule"] in ("fp", "fn") or missed or wrong:
+                errors.append({"uid": row["uid"], "nodule": outcome["nodule"], "problems": row["Problems"],
+                               "text": text, "nodule_findings": [(f.text, f.assertion, f.start) for f in rep.findings
+                                                                 if f.type == "nodule"],
+                               "missed_sizes": missed, "wrong_sizes": wrong})
+    out = {}
+    for part in PARTS:
+        out[part] = {name: prf(c["tp"], c["fp"], c["fn"]) | {"tn": c["tn"]} for name, c in counts[part].items()}
+        out[part]["sizes"] = prf(size[part]["tp"], size[part]["fp"], size[part]["fn"]) | {
+            "gold_F_mentions": size[part]["tp"] + size[part]["fn"]}
+        out[part]["n_reports"] = n[part] if part != "all" else len(rows)
+    out["split"] = {"salt": SPLIT_SALT, "rule": "dev when int(sha256(f'{salt}:{uid}'), 16) % 3 == 0"}
     out["tagger_agreement"] = round(agree["yes"] / max(1, sum(agree.values())), 4) if agree else None
     out["n_reports"] = len(rows)
     return out
@@ -138,19 +178,24 @@ def cmeee(limit: int | None, tf=None) -> dict:
 
 
 def markdown(result: dict) -> str:
-    """The tables of docs/medical-report.md."""
+    """The tables of docs/medical-report.md: IU X-ray per part (test first), then CMeEE."""
     iu_r, cm = result["iu_xray"], result["cmeee"]
-    lines = ["| finding (IU Problems label) | precision | recall | F1 | tp | fp | fn |", "|---|---|---|---|---|---|---|"]
-    for name in list(IU_LABELS) + ["nodule_or_uncertain"]:
-        m = iu_r[name]
-        label = " / ".join(sorted(IU_LABELS.get(name, {"Nodule"})))
-        shown = "nodule, present or uncertain" if name == "nodule_or_uncertain" else name
-        lines.append(f"| {shown} ({label}) | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {m['tp']} | "
-                     f"{m['fp']} | {m['fn']} |")
-    s = iu_r["sizes"]
-    lines += ["", "| size extraction | precision | recall | F1 | tp | fp | fn |", "|---|---|---|---|---|---|---|",
-              (f"| finding sizes (144 gold) | {s['precision']:.3f} | {s['recall']:.3f} | {s['f1']:.3f} | {s['tp']} | "
-               f"{s['fp']} | {s['fn']} |"), "", f"Tagger agreement with the rule findings: {iu_r['tagger_agreement']}", "",
+    lines = []
+    for part in PARTS:
+        r = iu_r[part]
+        lines += [f"IU X-ray, {part} part ({r['n_reports']} reports)", "",
+                  "| finding (IU Problems label) | precision | recall | F1 | tp | fp | fn |",
+                  "|---|---|---|---|---|---|---|"]
+        for name in list(IU_LABELS) + ["nodule_or_uncertain"]:
+            m = r[name]
+            label = " / ".join(sorted(IU_LABELS.get(name, {"Nodule"})))
+            shown = "nodule, present or uncertain" if name == "nodule_or_uncertain" else name
+            lines.append(f"| {shown} ({label}) | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {m['tp']} | "
+                         f"{m['fp']} | {m['fn']} |")
+        s = r["sizes"]
+        lines += [(f"| finding sizes ({s['gold_F_mentions']} gold) | {s['precision']:.3f} | {s['recall']:.3f} | "
+                   f"{s['f1']:.3f} | {s['tp']} | {s['fp']} | {s['fn']} |"), ""]
+    lines += [f"Tagger agreement with the rule findings (all reports): {iu_r['tagger_agreement']}", "",
               "| CMeEE type | precision | recall | F1 | tp | fp | fn |", "|---|---|---|---|---|---|---|"]
     for t, m in list(cm["per_type"].items()) + [("micro, bod+sym+dis+pro", cm["micro_over_plugin_types"]),
                                                ("micro, all nine gold types", cm["over_all_gold_types"])] + [
@@ -166,6 +211,8 @@ def main() -> None:
     ap.add_argument("--no-model", action="store_true")
     ap.add_argument("--json", type=Path, default=None, help="also write the full result (every count) here")
     ap.add_argument("--print-json", action="store_true", help="print the JSON instead of the markdown tables")
+    ap.add_argument("--errors", type=Path, default=None,
+                    help="write the development part's IU errors here (jsonl); test-part errors are never written")
     args = ap.parse_args()
     if not (DATA / "iu_xray").is_dir() or not (DATA / "cmeee").is_dir():
         sys.exit(f"needs {DATA}/iu_xray and {DATA}/cmeee (see ../shared/data/README.md)")
@@ -173,12 +220,17 @@ def main() -> None:
     from sectorflow import Taskflow
 
     tf = Taskflow("medical_report", use_model=not args.no_model, batch_size=64, num_threads=2)
-    result = {"iu_xray": iu(tf, args.limit), "cmeee": cmeee(args.limit, None if args.no_model else tf),
+    errors: list | None = [] if args.errors else None
+    result = {"iu_xray": iu(tf, args.limit, errors), "cmeee": cmeee(args.limit, None if args.no_model else tf),
               "setup": {"threads": 2, "batch_size": 64, "model": not args.no_model}}
     print(json.dumps(result, indent=1, ensure_ascii=False) if args.print_json else markdown(result))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+    if args.errors:
+        args.errors.parent.mkdir(parents=True, exist_ok=True)
+        args.errors.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors or []),
+                               encoding="utf-8")
 
 
 if __name__ == "__main__":

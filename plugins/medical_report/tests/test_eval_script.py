@@ -20,10 +20,31 @@ def test_medical_eval_runs_on_a_few_reports(tmp_path):
     out = tmp_path / "eval.json"
     env = {**os.environ, "SECTORFLOW_AUDIT": "off"}
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "medical_eval.py"), "--limit", "40",
-                           "--json", str(out)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+                           "--json", str(out), "--errors", str(tmp_path / "dev_errors.jsonl")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result["iu_xray"]["n_reports"] == 40 and result["cmeee"]["n_sentences"] == 40
     assert set(result["cmeee"]["per_type"]) == {"bod", "sym", "dis", "pro"}
     assert 0.0 <= result["iu_xray"]["tagger_agreement"] <= 1.0
+    parts = result["iu_xray"]
+    assert parts["dev"]["n_reports"] + parts["test"]["n_reports"] == parts["all"]["n_reports"] == 40
+    assert parts["dev"]["n_reports"] > 0 and parts["test"]["n_reports"] > 0
+    for name in ("nodule", "sizes"):  # dev + test counts add up to all
+        assert all(parts["dev"][name][k] + parts["test"][name][k] == parts["all"][name][k] for k in ("tp", "fp", "fn"))
+    errors = [json.loads(line) for line in (tmp_path / "dev_errors.jsonl").read_text(encoding="utf-8").splitlines()]
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from medical_eval import part_of
+
+    assert all(part_of(e["uid"]) == "dev" for e in errors)  # test-part errors are never written
+
+
+def test_the_split_is_fixed_and_about_one_third():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from medical_eval import SPLIT_SALT, part_of
+
+    assert SPLIT_SALT == "sectorflow-iu-xray-dev-v1"
+    parts = [part_of(str(uid)) for uid in range(1, 3001)]
+    assert 0.30 < parts.count("dev") / len(parts) < 0.37
+    # pinned: a changed salt or rule would move reports between the parts
+    assert [part_of(str(u)) for u in range(1, 9)] == ["dev", "dev", "test", "test", "test", "test", "test", "test"]
