@@ -17,6 +17,8 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.padding import Padding
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -45,11 +47,18 @@ def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print JSON
     if as_json:
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
-    table = Table("task", "plugin", "version", "languages", "devices", "precisions", "description")
+    # Descriptions go in a list under the table: as a seventh column they were squeezed to one word per line in
+    # an 80-column terminal.
+    table = Table("task", "plugin", "version", "languages", "devices", "precisions")
+    for column in table.columns[:3]:
+        column.no_wrap = True
     for row in rows:
-        table.add_row(row["task"], row["plugin"], row["version"], ",".join(row["languages"]),
-                      ",".join(row["devices"]), ",".join(row["precisions"]), row["description"])
-    Console().print(table)
+        table.add_row(row["task"], row["plugin"], row["version"], ", ".join(row["languages"]),
+                      ", ".join(row["devices"]), ", ".join(row["precisions"]))
+    console = Console()
+    console.print(table)
+    for row in rows:
+        console.print(Padding(f"[bold]{escape(row['task'])}[/bold]: {escape(row['description'])}", (0, 0, 0, 2)))
 
 
 @app.command("schema")
