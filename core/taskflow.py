@@ -32,6 +32,11 @@ def _default_threads() -> int:
         raise ConfigError(f"SECTORFLOW_NUM_THREADS={raw!r} is not an integer.") from exc
 
 
+# pydantic's wording where it does not say what to fix: a file reader leaves a blank cell out, so "Field required"
+# was what a user with an empty CSV cell saw.
+_REASONS = {"missing": "missing or empty: a value is required"}
+
+
 def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: int = 1) -> list[BaseModel]:
     """Validate raw items (dicts or model instances) against ``model``.
 
@@ -50,7 +55,7 @@ def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: i
         except ValidationError as exc:
             for err in exc.errors():
                 problems.append({"row": first_row + offset, "field": ".".join(str(p) for p in err["loc"]) or None,
-                                 "reason": err["msg"]})
+                                 "reason": _REASONS.get(err["type"], err["msg"])})
     if problems:
         shown = "; ".join(f"row {p['row']}: {p['field'] + ': ' if p['field'] else ''}{p['reason']}"
                           for p in problems[:5])

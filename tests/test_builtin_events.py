@@ -12,7 +12,7 @@ from sectorflow.builtin import sectorflow_task_event
 @pytest.mark.parametrize(("error", "level"), [
     ("ConfigError: Unknown schema name(s) ['x']", logging.DEBUG),
     ("UnsupportedPrecisionError: precision='int8' needs an INT8 bundle", logging.DEBUG),
-    ("InvalidInputError: row 1: text: Field required", logging.DEBUG),
+    ("InvalidInputError: row 1: text: missing or empty: a value is required", logging.DEBUG),
     ("BundleIntegrityError: model.pdiparams: SHA-256 mismatch", logging.WARNING),
     ("RuntimeError: predictor failed", logging.WARNING),
 ])

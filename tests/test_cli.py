@@ -100,7 +100,7 @@ def test_on_error_skip_runs_the_good_rows_and_reports_bad_row_numbers(cli, tmp_p
     code, _, err = cli("run", "echo", str(source), "-o", str(target), "--on-error", "skip")
     assert code == 0
     assert [json.loads(line)["text"] for line in target.read_text().splitlines()] == ["fine", "also fine", "last"]
-    assert "skipped row 2: text: Field required" in err and "skipped row 4: text: Field required" in err
+    assert "skipped row 2: text: missing or empty: a value is required" in err and "skipped row 4: text: missing or empty: a value is required" in err
     assert "3 item(s) processed, 2 row(s) skipped." in err
 
 
@@ -124,7 +124,7 @@ def test_reject_reports_every_bad_row_once(cli, tmp_path):
     assert code == 2 and not target.exists()
     assert f"3 bad row(s) in {source} (first: row 2); nothing was written." in err
     listed = [line.strip() for line in err.splitlines() if line.strip().startswith("row ")]
-    assert listed == ["row 2: text: String should have at least 1 character", "row 4: text: Field required",
+    assert listed == ["row 2: text: String should have at least 1 character", "row 4: text: missing or empty: a value is required",
                       "row 5: text: String should have at least 1 character"]
 
 
