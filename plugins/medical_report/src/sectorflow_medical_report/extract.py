@@ -14,7 +14,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from .lexicon import FINDINGS, LUNG_LESIONS, PLURALS, Entry, lexicon
+from .lexicon import FINDINGS, LUNG_LESIONS, NODULAR_FORMS, PLURALS, Entry, lexicon
 from .schema import Anatomy, Cue, Finding, ReportWarning, Size
 from .text import clauses, find_sizes, sentences, span_index
 
@@ -44,6 +44,11 @@ _OTHER_PERSON = re.compile(r"family history|family hx|\b(mother|father|sister|br
 _LESS_THAN = re.compile(r"(<|＜|≤|less than|smaller than|under|below|小于|不足|＜)\s*$", re.IGNORECASE)
 _MORE_THAN = re.compile(r"(>|＞|≥|greater than|larger than|more than|over|exceeding|大于|超过)\s*$", re.IGNORECASE)
 _ZH_LIST_REST = re.compile(r"^[\s、和及与或以及，,。；;]*$")
+_ANAPHOR = re.compile(r"\s*(this|it|these|they|(the\s+)?(largest|larger|biggest|dominant)|the\s+(nodule|nodules|lesion|"
+                      r"lesions|mass|masses|opacity|density|abnormality|finding|focus))\b|\s*(该|其|此|最大者|较大者)",
+                      re.IGNORECASE)
+"""A sentence that opens with an anaphor ("This measures 3.2 cm", "The largest measures 3.5 mm", 其大小约8mm) and
+names no lesion itself: its size belongs to the last lesion of the sentence before."""
 _LESION_SIZE_OWNERS = {"nodule", "mass", "granuloma", "cyst", "calcification", "opacity", "consolidation",
                        "lymphadenopathy", "effusion", "pneumothorax"}
 
@@ -112,6 +117,8 @@ def extract(text: str) -> Extraction:
         r = t.first("region")
         if r and region is None:
             region = r.key
+        if m and region is None and m.data.get("region"):  # "胸部CT", "chest x-ray": the form names the region
+            region = str(m.data["region"])
         if t.text.lower().replace("-", " ").replace("  ", " ") in ("low dose ct", "ldct", "低剂量ct", "screening", "筛查"):
             screening_hint = True
     if re.search(r"screening|筛查", text, re.IGNORECASE):
@@ -161,6 +168,8 @@ def extract(text: str) -> Extraction:
             f.attributes.append("calcified")
         if "磨玻璃" in form or form.lower() in ("ggn", "ggo nodule"):
             f.attributes.append("ground-glass")
+        if form in NODULAR_FORMS:
+            f.attributes.append("nodular")
         findings.append(f)
 
     def clause_of(pos: int) -> int:
@@ -236,8 +245,15 @@ def extract(text: str) -> Extraction:
     # sizes -> the lesion-type finding the size modifies: the next finding when only modifiers stand between
     # ("5 mm calcified nodule and a 7 mm solid nodule"), else the nearest one before it in the sentence
     # ("nodule ... measuring 8 mm"), else the nearest after. A former size ("previously 4 mm") is not the size.
+    # A sentence that names no lesion but opens with an anaphor takes the last lesion of the sentence before
+    # ("A mass is present in the left midlung. This measures 3.2 cm."); the size keeps its own text and offsets.
     for sz in sizes:
-        owners = [f for f in by_sentence.get(span_index(sents, sz.start), []) if f.type in _LESION_SIZE_OWNERS]
+        sent = span_index(sents, sz.start)
+
+        owners = _size_owners(by_sentence.get(sent, []), sz.kind)
+        anaphor = _ANAPHOR.match(text, sents[sent][0]) if not owners and sent > 0 else None
+        if anaphor is not None and anaphor.end() <= sz.start:
+            owners = _size_owners(by_sentence.get(sent - 1, []), sz.kind)[-1:]
         if not owners:
             continue
         if _PRIOR_SIZE.search(text[max(0, sz.start - 30):sz.start]):
@@ -278,6 +294,11 @@ def extract(text: str) -> Extraction:
 
 
 _WINDOW = 400
+
+
+def _size_owners(findings: list[Finding], kind: str) -> list[Finding]:
+    """The findings that may own a size of ``kind`` (an apex distance: only a pneumothorax)."""
+    return [f for f in findings if f.type in _LESION_SIZE_OWNERS and (kind != "apex_distance" or f.type == "pneumothorax")]
 
 
 def _between(items: list, start: int, end: int) -> list:

@@ -165,10 +165,14 @@ def lung_rads(nodules: list[Finding], lang: str) -> list[Recommendation]:
 
 
 def radiograph_nodule(nodules: list[Finding], lang: str) -> list[Recommendation]:
-    """A nodule or mass on a radiograph: CT, not a Fleischner interval."""
+    """A nodule, lung mass or nodular opacity on a radiograph: CT, not a Fleischner interval. Category
+    "radiograph nodule", or "radiograph nodular opacity" when every finding is an opacity with the attribute
+    nodular (not a definite nodule)."""
     ids = [f.id for f in nodules]
-    return [_rec("CT for radiograph nodule", "radiograph nodule", _say("cxr", lang), ids, "unspecified",
-                 RADIOGRAPH_CT, "V~ (scope statement); project rule")] if ids else []
+    only_opacity = all(f.type == "opacity" for f in nodules)
+    return [_rec("CT for radiograph nodule", "radiograph nodular opacity" if only_opacity else "radiograph nodule",
+                 _say("cxr", lang), ids, "unspecified", RADIOGRAPH_CT, "V~ (scope statement); project rule")
+            ] if ids else []
 
 
 def _rec(guideline: str, category: str, text: str, ids: list[int], risk: str, source: str,

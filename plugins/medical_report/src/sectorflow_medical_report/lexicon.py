@@ -28,8 +28,8 @@ class Entry:
 
 # ---- findings: key -> (English forms, Chinese forms, CMeEE type, implied anatomy) -------------------------------
 FINDINGS: dict[str, tuple[list[str], list[str], str, str | None]] = {
-    "nodule": (["nodule", "nodules", "nodular opacity", "nodular opacities", "nodular density", "nodular densities",
-                "pulmonary nodule", "pulmonary nodules", "lung nodule", "lung nodules", "ggn", "ggo nodule"],
+    "nodule": (["nodule", "nodules", "pulmonary nodule", "pulmonary nodules", "lung nodule", "lung nodules", "ggn",
+                "ggo nodule"],
                ["结节", "小结节", "结节影", "结节灶", "微结节", "小结节影"], "sym", "lung"),
     "mass": (["mass", "masses", "mass lesion"], ["肿块", "团块", "团块影", "肿块影", "占位", "占位性病变"], "sym", None),
     "effusion": (["pleural effusion", "pleural effusions", "effusion", "effusions", "pleural fluid"],
@@ -37,10 +37,12 @@ FINDINGS: dict[str, tuple[list[str], list[str], str, str | None]] = {
     "pneumothorax": (["pneumothorax", "pneumothoraces"], ["气胸"], "dis", "pleura"),
     "consolidation": (["consolidation", "consolidations", "airspace disease", "air space disease",
                        "airspace consolidation", "air space consolidation"], ["实变", "实变影", "肺实变"], "sym", "lung"),
+    # "nodular opacity" is an opacity with the attribute nodular, not a definite nodule (see NODULAR_FORMS)
     "opacity": (["opacity", "opacities", "opacification", "airspace opacity", "airspace opacities", "infiltrate",
-                 "infiltrates", "density", "densities"],
+                 "infiltrates", "density", "densities", "nodular opacity", "nodular opacities", "nodular density",
+                 "nodular densities"],
                 ["阴影", "密度增高影", "片状影", "斑片影", "斑片状影", "模糊影", "高密度影", "渗出影", "渗出", "浸润影", "磨玻璃影",
-                 "磨玻璃密度影"], "sym", "lung"),
+                 "磨玻璃密度影", "结节状影", "结节样影", "结节状密度影", "结节样密度影", "结节状高密度影"], "sym", "lung"),
     "cardiomegaly": (["cardiomegaly", "enlarged heart", "cardiac enlargement", "enlarged cardiac silhouette",
                       "heart is enlarged", "heart size is enlarged", "cardiac silhouette is enlarged"],
                      ["心影增大", "心脏增大", "心脏扩大", "心影扩大", "心脏肥大"], "sym", "heart"),
@@ -69,6 +71,15 @@ FINDINGS: dict[str, tuple[list[str], list[str], str, str | None]] = {
     "hernia": (["hernia", "hiatal hernia", "hiatus hernia"], ["疝", "食管裂孔疝"], "dis", None),
 }
 """Finding lexicon. Plural forms are listed so that a plural can set the count to multiple (:data:`PLURALS`)."""
+
+NODULAR_FORMS = {"nodular opacity", "nodular opacities", "nodular density", "nodular densities", "结节状影", "结节样影",
+                 "结节状密度影", "结节样密度影", "结节状高密度影"}
+"""Opacity forms that carry the attribute ``nodular``. The Fleischner Society glossary (Hansell DM et al., Radiology
+2008;246(3):697-722) defines a nodule as a rounded opacity up to 3 cm; a radiologist who writes "nodular opacity"
+or "nodular density" instead of "nodule" leaves open whether it is one (overlapping structures, a nipple, a healing
+rib fracture, a calcified granuloma). Such a finding is reported as an opacity with the attribute nodular: on a
+radiograph it still leads to "further evaluation with CT", on CT it gets no Fleischner row (the radiologist has
+not called it a nodule)."""
 
 PLURALS = {"nodules", "nodular opacities", "nodular densities", "pulmonary nodules", "lung nodules", "masses",
            "effusions", "pleural effusions", "opacities", "airspace opacities", "infiltrates", "densities",
@@ -127,6 +138,10 @@ MODALITIES: dict[str, tuple[list[str], list[str]]] = {
     "PET/CT": (["pet/ct", "pet-ct", "pet ct", "pet"], ["PET/CT", "PET-CT"]),
     "mammography": (["mammogram", "mammography"], ["钼靶", "乳腺X线"]),
 }
+MODALITY_REGION: dict[str, str] = {form: "chest" for form in (
+    "ct chest", "chest ct", "chest film", "cxr", "chest x-ray", "chest radiograph", "portable chest", "胸部CT", "胸片",
+    "胸部正位片", "胸部X线片")}
+"""Modality forms that also name the body region ("胸部CT": CT of the chest; "chest x-ray": a chest radiograph)."""
 SCREENING_HINTS = {"low-dose ct", "low dose ct", "ldct", "低剂量ct", "screening", "筛查"}
 
 REGIONS: dict[str, tuple[list[str], list[str]]] = {
@@ -145,6 +160,11 @@ ATTRIBUTES: dict[str, tuple[list[str], list[str]]] = {
     "ground-glass": (["ground-glass", "ground glass", "ggo", "nonsolid", "non-solid"], ["磨玻璃", "毛玻璃", "纯磨玻璃", "磨玻璃密度"]),
     "calcified": (["calcified", "calcific"], ["钙化", "钙化性"]),
     "spiculated": (["spiculated", "spiculation"], ["毛刺", "分叶"]),
+    # texture adjectives: "nodular right lower lobe opacity"; reticulonodular is an interstitial pattern (Hansell
+    # 2008), fibronodular describes scarring (apical caps): neither makes a nodule
+    "nodular": (["nodular", "nodular-appearing"], ["结节状", "结节样"]),
+    "reticulonodular": (["reticulonodular", "reticular nodular", "reticulo-nodular"], ["网格结节状", "网状结节"]),
+    "fibronodular": (["fibronodular", "fibro-nodular"], ["纤维结节状"]),
 }
 
 COUNTS: dict[str, tuple[list[str], list[str]]] = {
@@ -253,7 +273,11 @@ class Lexicon:
             add("finding", key, en, zh, cmeee=cmeee, implied=implied)
         for key, (en, zh, lat, region) in ANATOMY.items():
             add("anatomy", key, en, zh, laterality=lat, region=region)
-        for group, kind in ((MODALITIES, "modality"), (REGIONS, "region"), (ATTRIBUTES, "attribute"),
+        for key, (en, zh) in MODALITIES.items():
+            for form in en + zh:
+                extra = {"region": MODALITY_REGION[form]} if form in MODALITY_REGION else {}
+                add("modality", key, [form] if form in en else [], [form] if form in zh else [], **extra)
+        for group, kind in ((REGIONS, "region"), (ATTRIBUTES, "attribute"),
                             (COUNTS, "count"), (TEMPORAL, "temporal"), (CUES, "cue"), (LATERALITY, "lat")):
             for key, (en, zh) in group.items():
                 add(kind, key, en, zh)

@@ -29,7 +29,9 @@ SITES = {
 }
 LAT = {"right": ("right", "右侧"), "left": ("left", "左侧"), "bilateral": ("bilateral", "双侧")}
 ATTR = {"solid": ("solid", "实性"), "part-solid": ("part-solid", "部分实性"), "ground-glass": ("ground-glass", "磨玻璃"),
-        "calcified": ("calcified", "钙化"), "subsolid": ("subsolid", "亚实性"), "spiculated": ("spiculated", "毛刺")}
+        "calcified": ("calcified", "钙化"), "subsolid": ("subsolid", "亚实性"), "spiculated": ("spiculated", "毛刺"),
+        "nodular": ("nodular", "结节状"), "reticulonodular": ("reticulonodular", "网格结节状"),
+        "fibronodular": ("fibronodular", "纤维结节状")}
 TEMP = {"new": ("new", "新发"), "stable": ("stable", "稳定"), "increased": ("increased", "增大"),
         "decreased": ("decreased", "缩小"), "prior": ("prior", "陈旧")}
 MODALITY_ZH = {"radiograph": "X线片", "CT": "CT", "MR": "磁共振", "ultrasound": "超声", "PET/CT": "PET/CT",
@@ -38,6 +40,8 @@ REGION_ZH = {"chest": "胸部", "abdomen": "腹部", "head": "头颅", "neck": "
              "breast": "乳腺", "musculoskeletal": "骨骼"}
 GUIDELINE_ZH = {"Fleischner 2017": "Fleischner学会2017指南", "Lung-RADS v2022": "Lung-RADS v2022",
                 "CT for radiograph nodule": "胸片发现结节"}
+NODULAR_NOTE = ("a nodular opacity is not a definite nodule (Fleischner Society glossary, Hansell 2008): no Fleischner "
+                "category; if the radiologist calls it a nodule, give it as a nodule")
 ANATOMY_REGION = {"lung": "chest", "pleura": "chest", "heart": "chest", "bone": "musculoskeletal",
                   "lymph_node": "chest"}
 
@@ -98,12 +102,20 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
     lesions = [f for f in own if f.assertion == "present" and chest and (f.type in ("nodule", "granuloma") or (
         f.type == "mass" and any(a.key.endswith(("lung", "lobe")) or a.key == "lingula" for a in f.anatomy)))]
     implausible = {i for w in warnings if w.kind == "implausible_size" for i in w.finding_ids}
-    if lung_nodules or exam.screening or lesions:
+    # "nodular opacity" (Hansell 2008: the radiologist's hedge, not a definite nodule): CT after a radiograph, no
+    # Fleischner row and no Lung-RADS category 1 on CT
+    nodular = [f for f in own if f.assertion == "present" and chest and f.type == "opacity"
+               and "nodular" in f.attributes and "calcified" not in f.attributes]
+    if nodular and exam.modality == "CT":
+        warnings.append(ReportWarning(kind="guideline_not_applied", finding_ids=[f.id for f in nodular],
+                                      message=NODULAR_NOTE))
+    if lung_nodules or exam.screening or lesions or nodular:
         if exam.modality == "radiograph":
-            recs = radiograph_nodule([f for f in lesions if f.type != "granuloma"], lang)
+            recs = radiograph_nodule([f for f in lesions if f.type != "granuloma"] + nodular, lang)
         elif exam.modality == "CT" and exam.screening:
             unsure = [f.id for f in lesions if f.size is None or f.id in implausible]
             unsure += [f.id for f in own if f.assertion == "present" and f.type == "mass" and f not in lesions]
+            unsure += [f.id for f in nodular]
             if unsure:
                 warnings.append(ReportWarning(
                     kind="guideline_not_applied", finding_ids=unsure,

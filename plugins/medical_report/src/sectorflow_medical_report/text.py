@@ -69,6 +69,11 @@ _SIZE = re.compile(
     re.IGNORECASE)
 _TO_MM = {"mm": 1.0, "cm": 10.0, "毫米": 1.0, "厘米": 10.0, "公分": 10.0}
 _DISTANCE_AFTER = re.compile(r"\s*(above|below|from|proximal|distal|superior to|inferior to|距)", re.IGNORECASE)
+_APEX_DISTANCE = re.compile(r"\s*from\s+the\s+((left|right|thoracic|lung|pleural|chest|pulmonary)\s+)*(apex|apices|cupola)\b"
+                            r"|\s*(apex|apical)[- ]to[- ]cupola\b", re.IGNORECASE)
+"""A pneumothorax measured "0.9 cm from the thoracic apex": the apex-cupola distance, the usual size of a
+pneumothorax (Baumann MH et al., ACCP consensus, Chest 2001;119(2):590-602: < 3 cm small). Kept as a size of kind
+``apex_distance``, which only a pneumothorax may take."""
 
 
 @dataclass
@@ -81,7 +86,7 @@ class SizeMention:
     text: str
     axes_mm: list[float]
     mm: float
-    kind: str  # single | axes | range
+    kind: str  # single | axes | range | apex_distance
 
 
 def _unit_factor(unit: str | None) -> float | None:
@@ -96,13 +101,15 @@ def _unit_factor(unit: str | None) -> float | None:
 
 
 def find_sizes(text: str) -> list[SizeMention]:
-    """Every size with a unit in ``text``, in mm. Distances ("3 cm above the carina") are left out.
+    """Every size with a unit in ``text``, in mm. Distances ("3 cm above the carina") are left out, except a
+    distance from the lung apex (``kind="apex_distance"``: a pneumothorax's apex-cupola size).
 
     Example: "1.9 x 1.8 cm" -> axes [19.0, 18.0], mm 18.5; "0.8cm" -> 8.0; "8毫米" -> 8.0.
     """
     out = []
     for m in _SIZE.finditer(text):
-        if _DISTANCE_AFTER.match(text, m.end()):
+        apex = bool(_APEX_DISTANCE.match(text, m.end()))
+        if _DISTANCE_AFTER.match(text, m.end()) and not apex:
             continue
         g = m.groups()
         if g[0] is not None:  # range
@@ -120,5 +127,6 @@ def find_sizes(text: str) -> list[SizeMention]:
         for n, u in nums_units:
             axes.append(round(float(n) * (_unit_factor(u) or _unit_factor(last_unit)), 3))
         mm = round(sum(axes[:2]) / len(axes[:2]), 3)
-        out.append(SizeMention(m.start(), m.end(), m.group(0), axes, mm, "axes" if len(axes) > 1 else "single"))
+        kind = "apex_distance" if apex else "axes" if len(axes) > 1 else "single"
+        out.append(SizeMention(m.start(), m.end(), m.group(0), axes, mm, kind))
     return out
