@@ -7,6 +7,7 @@ File format (TOML; JSON with the same structure also works)::
     max_items_per_request = 1024      # longer ``inputs`` lists get 422
     threads = 2                       # inference thread pool (runs off the event loop)
     allowed_bundle_roots = ["/srv/models"]   # reload may only load bundles below these (empty: anywhere)
+    freeze_gc = true                  # gc.freeze() and a larger gen-0 threshold once the models are loaded (serving.gcfreeze)
 
     [defaults]                        # applied to every served task unless [tasks.NAME] says otherwise
     max_batch_size = 32               # items merged into one model call (Triton/Ray Serve knob)
@@ -106,6 +107,7 @@ class ServerConfig(_Strict):
     threads: int = Field(2, ge=1, le=256)
     allowed_bundle_roots: list[str] = Field(default_factory=list)
     load_in_background: bool = True
+    freeze_gc: bool = True
 
 
 class ServeConfig(_Strict):

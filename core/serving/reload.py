@@ -16,6 +16,7 @@ from fastapi import APIRouter, Depends, Request
 
 from ..errors import BundleError, ConfigError, SectorflowError, UnknownTaskError
 from ..spec import CallContext
+from . import gcfreeze
 from .access import AccessDenied, client_address, request_id, require
 from .auth import SCOPE_ADMIN, ApiKey
 from .routes_tasks import ERRORS
@@ -72,6 +73,8 @@ def admin_router() -> APIRouter:
             state.metrics.reloads.labels(task, "failure").inc()
             raise BundleError(f"The bundle {task_path} failed to load: {type(exc).__name__}: {exc}") from exc
         state.metrics.reloads.labels(task, "success").inc()
+        if state.frozen:
+            gcfreeze.refreeze()  # the new model's objects too (the old one's are freed by reference counting)
         state.metrics.set_model(task, current)
         request.state.reload_ms = (time.perf_counter() - start) * 1000
         return ReloadResponse(task=task, previous=previous, current=current)

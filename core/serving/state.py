@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..errors import SectorflowError
 from ..spec import TaskSpec
 from ..taskflow import Taskflow
+from . import gcfreeze
 from .auth import KeyStore
 from .batching import TaskBatcher
 from .config import ServeConfig
@@ -36,6 +37,7 @@ class ServerState:
     batchers: dict[str, TaskBatcher] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     loaded_at: float | None = None
+    frozen: bool = False
     aliases: dict[str, str] = field(default_factory=dict)
     """Every name a task answers to (its name and aliases) -> the task name."""
 
@@ -80,9 +82,15 @@ class ServerState:
             log.info("task %s ready (%s@%s) in %.1f s", name, taskflow.meta.model_name, taskflow.meta.model_version,
                      time.perf_counter() - start)
         self.loaded_at = time.time()
+        if self.config.server.freeze_gc and not self.frozen:
+            gcfreeze.hold()  # the loaded models and libraries leave the full collections (see gcfreeze)
+            self.frozen = True
 
     async def shutdown(self) -> None:
         """Stop every batcher (running calls finish), then the thread pools."""
         await asyncio.gather(*(b.stop() for b in self.batchers.values()), return_exceptions=True)
         self.executor.shutdown(wait=True, cancel_futures=True)
         self.reload_executor.shutdown(wait=False, cancel_futures=True)
+        if self.frozen:
+            self.frozen = False
+            gcfreeze.release()
