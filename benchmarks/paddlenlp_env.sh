@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Side environment for the PaddleNLP SimpleServing reference (benchmarks/serve_paddlenlp.py).
+# Side environment for the PaddleNLP references: SimpleServing (benchmarks/serve_paddlenlp.py) and Taskflow
+# serving the customer-service model from a task_path (benchmarks/paddlenlp_compare.py).
 #
 # PaddleNLP is not installed in the project's .venv: its pins (numpy<=1.26.4 through tool_helpers, aistudio-sdk,
 # pyarrow, huggingface_hub, datasets) conflict with what other parts of the project may need. This script makes a
 # separate, git-ignored .venv-paddlenlp (the .gitignore ignores .venv-*/) with the pins that make paddlenlp 3.0.0b4
 # import on Paddle 3.3.1 (see ../shared/notes/stack-facts.md). sectorflow is not installed there: the reference
-# server reads the bundle's files itself (and checks their SHA-256 against the manifest).
+# server reads the bundle's files itself (and checks their SHA-256 against the manifest), and the Taskflow
+# comparison serves folders written by plugins/customer_service/scripts/export_paddlenlp.py.
 #
 #   bash benchmarks/paddlenlp_env.sh            # about 2-5 minutes with a warm pip cache
 #   PYTHON=/path/to/python3.11 bash benchmarks/paddlenlp_env.sh
