@@ -3,8 +3,11 @@ entry, each with one CPU (Flower's default of two CPUs per client runs them one 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from sectorflow import ConfigError, TrainableSpec
@@ -24,6 +27,24 @@ def quiet_flower() -> None:
     """Telemetry and update checks off (they are on by default in Flower)."""
     for key, value in FLOWER_ENV.items():
         os.environ.setdefault(key, value)
+
+
+@contextlib.contextmanager
+def _flower_logs(verbose: bool) -> Iterator[None]:
+    """Without ``verbose``, Flower's per-round INFO lines, its deprecation notice for ``run_simulation`` and Ray's
+    accelerator ``FutureWarning`` are not printed (errors still are); the run report carries the rounds."""
+    if verbose:
+        yield
+        return
+    logger = logging.getLogger("flwr")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning, module=r"ray\.")
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cpus: int | None = None,
@@ -51,8 +72,10 @@ def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cp
                                              "num_gpus": 0, "include_dashboard": False,
                                              "logging_level": logging.INFO if verbose else logging.ERROR,
                                              "log_to_driver": verbose}}
-    run_simulation(server_app=make_server_app(cfg, report, spec.plugin), client_app=make_client_app(cfg, spec),
-                   num_supernodes=n, backend_config=backend, verbose_logging=verbose)
+    with _flower_logs(verbose):
+        run_simulation(server_app=make_server_app(cfg, report, spec.plugin),
+                       client_app=make_client_app(cfg, spec), num_supernodes=n, backend_config=backend,
+                       verbose_logging=verbose)
     if report.error:
         raise RuntimeError(f"federated run {report.run_id} failed: {report.error}")
     if report.weights is None:
