@@ -9,6 +9,11 @@ used to write the rules or to train/tune the classifier; ``train``/``validation`
 with master_clauses.csv's normalised ``-Answer`` columns:
 
 - governing law: exact match (case-insensitive) of the normalised place, over contracts with an answer;
+- governing law, same places (reported beside the exact match, not instead of it): CUAD writes one law several
+  ways ("England and Wales, UK", "England, United Kingdom; Wales, United Kingdom" and "England; Wales" for the same
+  "laws of England and Wales"; "British Columbia,Canada"), so the answer and the value are also compared as sets of
+  places: split at ";", "," and " and ", lower case, the country names "United Kingdom"/"UK"/"Canada"/"USA" dropped
+  when another place remains;
 - agreement date: the ISO date equals the answer's m/d/yy; when the answer leaves parts blank (``[]/[]/2020``) only
   the given parts are compared; over contracts with an answer;
 - parties: micro F1 of party names; a predicted name matches a gold name when their normalised forms (lower case,
@@ -56,6 +61,15 @@ def gold_parties(answer: str) -> list[str]:
         if name_key(part):
             out.append(part)
     return out
+
+
+_COUNTRY_SUFFIXES = {"united kingdom", "uk", "u.k", "canada", "usa", "u.s.a", "united states"}
+
+
+def law_places(answer: str) -> frozenset[str]:
+    """The set of places a governing-law answer names (see the module docstring)."""
+    parts = {p.strip(" .").lower() for p in re.split(r";|,|\s+and\s+", answer) if p.strip(" .")}
+    return frozenset(parts - _COUNTRY_SUFFIXES or parts)
 
 
 def parties_match(pred: list[str], gold: list[str]) -> tuple[int, int, int]:
@@ -117,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     contracts = [c for c in cuad.load(args.data) if c.split == args.split]
     tf = Taskflow("legal_extraction", schema=["Parties", "Agreement Date", "Governing Law", "Renewal Term",
                                               "Notice Period"])
-    counts = {k: [0, 0] for k in ("governing_law", "agreement_date", "renewal", "renewal_absent", "notice",
+    counts = {k: [0, 0] for k in ("governing_law", "governing_law_places", "agreement_date", "renewal", "renewal_absent", "notice",
                                   "notice_absent", "renewal_successive")}
     ptp = ppred = pgold = 0
     misses: dict[str, list[str]] = {k: [] for k in counts}
@@ -132,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             ok = bool(got) and re.sub(r"\s*,\s*", ", ", got.lower()) == re.sub(r"\s*,\s*", ", ", gov.lower())
             counts["governing_law"][0] += ok
             counts["governing_law"][1] += 1
+            counts["governing_law_places"][0] += bool(got) and law_places(got) == law_places(gov)
+            counts["governing_law_places"][1] += 1
             if not ok:
                 misses["governing_law"].append(f"{contract.filename[:50]}: gold {gov!r} got {got!r}")
         date = contract.answers["Agreement Date"]
@@ -171,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     recall = ptp / pgold if pgold else 0.0
     report = {
         "split": args.split, "contracts": len(contracts), "seconds": round(seconds, 1),
-        "governing_law_exact": counts["governing_law"], "agreement_date_exact": counts["agreement_date"],
+        "governing_law_exact": counts["governing_law"], "governing_law_same_places": counts["governing_law_places"],
+        "agreement_date_exact": counts["agreement_date"],
         "parties": {"precision": round(precision, 4), "recall": round(recall, 4),
                     "f1": round(2 * precision * recall / (precision + recall), 4) if ptp else 0.0,
                     "tp": ptp, "predicted": ppred, "gold": pgold},

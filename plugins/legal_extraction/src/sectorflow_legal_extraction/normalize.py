@@ -146,11 +146,13 @@ NUM_DATE_RE = re.compile(r"(?<![\d.])((?:19|20)\d{2})[./\-](\d{1,2})[./\-](\d{1,
 _MONTHS = (r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?|"
            r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?")
 EN_DATE_RE = re.compile(
-    rf"(?:(?<![\d\w])(?:the\s+)?|(?<=[a-z]))\d{{1,2}}(?:st|nd|rd|th|s\s?t|n\s?d|r\s?d|t\s?h)?\)?\s+(?:day\s+)?(?:of\s+)?"
+    rf"(?:(?<![\d\w])(?:the\s+)?|(?<=[a-z]))\d{{1,2}}\s?(?:st|nd|rd|th|s\s?t|n\s?d|r\s?d|t\s?h)?\)?\s+(?:day\s+)?"
+    rf"(?:of\s+)?(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day,?\s+)?(?:-{{2,}}\s*)?"
     rf"(?:{_MONTHS})\.?\s*,?\s+\d{{4}}\b"
-    rf"|\b(?:{_MONTHS})\.?\s+(?:\d{{1,2}}(?:st|nd|rd|th)?|_+|\[\s*\*+\s*\]|\s)?,?\s*\d{{4}}"
+    rf"|\b(?:{_MONTHS})\.?\s+(?:\d{{1,2}}(?:st|nd|rd|th|t\s?h)?\s*|_+|\[\s*\*+\s*\]|\s)?,?\s*\d{{4}}"
     rf"|\b\d{{1,2}}/\d{{1,2}}/(?:(?:19|20)\d{{2}}|\d{{2}})\b"
-    rf"|(?:_{{2,}}|\[\s*[*\s]*\])(?:\s*day\s+of\s+_{{2,}})?\s*,?\s*(?:19|20)\d{{2}}\b", re.IGNORECASE)
+    rf"|(?:_{{2,}}|\[\s*[*·_\s]*\])(?:\s*day\s+of\s+_{{2,}})?\s*,?\s*(?:19|20)\d{{2}}\b"
+    rf"|(?<=\bday\sof)\s+,\s*(?:19|20)\d{{2}}\b|(?<=\bas\sof)\s+,\s*(?:19|20)\d{{2}}\b", re.IGNORECASE)
 """English dates: '15th july 2018', '16 day of August. 2012', 'Sept 1st, 2005', 'June __, 2005', '1/5/2010'."""
 
 
@@ -194,12 +196,14 @@ def parse_date(text: str) -> str | None:
     match = NUM_DATE_RE.search(text)
     if match:
         return _iso(int(match.group(1)), int(match.group(2)), int(match.group(3)))
-    blank = re.fullmatch(r"\s*(?:_{2,}|\[\s*[*\s]*\])(?:\s*day\s+of\s+_{2,})?\s*,?\s*((?:19|20)\d{2})\s*", text)
+    blank = re.fullmatch(r"\s*(?:_{2,}|\[\s*[*·_\s]*\]|(?=\s*,))(?:\s*day\s+of\s+_{2,})?\s*,?\s*((?:19|20)\d{2})\s*",
+                         text)
     if blank:  # "________, 2015": only the year is given
         return blank.group(1)
     cleaned = re.sub(r"(\d)\s*(s)\s?(t)|(\d)\s*(n)\s?(d)|(\d)\s*(r)\s?(d)|(\d)\s*(t)\s?(h)\b",
                      lambda m: "".join(g for g in m.groups() if g) + " ", text)  # "24t h" (PDF text) -> "24th"
-    cleaned = re.sub(r"\bday\s+of\b", "", cleaned, flags=re.I)
+    cleaned = re.sub(r"\bday\s+of\b|\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day,?|-{2,}", "", cleaned, flags=re.I)
+    cleaned = re.sub(r"\s+,", ",", cleaned)
     cleaned = re.sub(r"(?<=[A-Za-z])\.(?=\s)", "", cleaned)  # "August. 2012"
     if re.search(r"_|\[\s*\*+\s*\]", cleaned) or re.fullmatch(rf"\s*(?:{_MONTHS})\.?,?\s+\d{{4}}\s*", cleaned, re.I):
         month_year = re.search(rf"({_MONTHS})\.?.*?(\d{{4}})", cleaned, re.I)
@@ -228,7 +232,8 @@ def dates_in(text: str) -> list[tuple[int, int, str, str]]:
                 continue
             iso = parse_date(match.group())
             if iso:
-                out.append((match.start(), match.end(), match.group(), iso))
+                lead = len(match.group()) - len(match.group().lstrip())
+                out.append((match.start() + lead, match.end(), match.group().lstrip(), iso))
     out.sort()
     return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from . import normalize as nz
+from .rules_en_law import governing_law, jurisdiction  # noqa: F401  (the task's governing-law rule)
 from .schema import Extraction
 
 PREAMBLE_CHARS = 4000
@@ -199,30 +200,73 @@ def _attach_addresses(text: str, head: str, found: list[Extraction]) -> None:
                                                      source="rule:en_party_address")]
 
 
+_STRONG_CUE = re.compile(r"(?:\bdated|\bmade|\bentered\s+into|\bexecuted|\bas\s+of|\beffective|\bsigned)\W+"
+                         r"(?:\w+\W+){0,6}$", re.I)
+_WEAK_CUE = re.compile(r"(?:\bon|\bthis)\W+(?:\w+\W+){0,6}$", re.I)
+_OTHER_AGREEMENT = re.compile(r"(?:\bto|\bof|\bunder|\bin|\bthat|\band)\s+(?:the|that|a|certain)\s+[^.()]{0,80}?(?:agreement|"
+                              r"contract|lease)\b[^.;]{0,120}?\bdated\s+(?:as\s+of\s+)?$|WHEREAS\b[^;]{0,300}$|"
+                              r"(?:before|after|prior\s+to|until|through|later\s+than|\bby|ending|expir\w*\s+on|"
+                              r"amended)\s+(?:the\s+)?$", re.I)
+
+
+def _signature_dates(text: str) -> list[tuple[int, int, str, str]]:
+    """Dates of the signature blocks: after a ``Date:`` label anywhere, and every full date after the last
+    "IN WITNESS WHEREOF" (or in the last 3,000 characters when there is none)."""
+    out = []
+    for match in re.finditer(r"\bDated?\s*:?\s*", text):
+        found = nz.dates_in(text[match.end():match.end() + 40])
+        if found and found[0][0] == 0 and (":" in match.group() or re.match(r"\d", found[0][2])):
+            s, e, raw, iso = found[0]
+            out.append((match.end() + s, match.end() + e, raw, iso))
+    witness = [m.end() for m in re.finditer(r"IN\s+WITNESS\s+WHEREOF|(?i:in\s+witness\s+whereof)", text)]
+    tail = witness[-1] if witness else max(0, len(text) - 3000)
+    out += [(tail + s, tail + e, raw, iso) for s, e, raw, iso in nz.dates_in(text[tail:tail + 6000])
+            if len(iso) == 10 and not re.search(r"Source:|\b(?:10-K|10-Q|8-K|S-1|F-1)\b",
+                                                text[text.rfind("\n", 0, tail + s) + 1:tail + s])]
+    return out
+
+
 def agreement_date(text: str) -> list[Extraction]:
-    """The date in the preamble ("dated as of", "made ... this 16 day of August, 2012", "effective as of"), or
-    the first date of the first 1,500 characters."""
+    """The agreement's date, in this order: a preamble date after "dated" / "made" / "entered into" / "as of" /
+    "effective" (not the date of another agreement it amends: "to the Distribution Agreement dated ..."), one after
+    "on" / "this", the date of the witness clause ("executed this Agreement as of this 4th day of April, 2003"),
+    the latest signature-block date (the last party to sign dates the agreement), and last the first date of the
+    first 1,500 characters. Partly blank dates keep only what is given ("[___], 2020" -> ``2020``)."""
     head = text[:PREAMBLE_CHARS]
     dates = [d for d in nz.dates_in(head)
              if not re.search(r"Source:|\b(?:10-K|10-Q|8-K|S-1|F-1)\b", head[head.rfind("\n", 0, d[0]) + 1:d[0]])]
-    cue = re.compile(r"(?:dated|made|entered\s+into|executed|as\s+of|effective|on|this)\W+(?:\w+\W+){0,6}$", re.I)
     chosen, confidence = None, 0.0
-    for start, end, raw, iso in dates:
-        if cue.search(head[max(0, start - 60):start]):
-            chosen, confidence = (start, end, raw, iso), 0.85
+    for cue, score in ((_STRONG_CUE, 0.85), (_WEAK_CUE, 0.75)):
+        for date in dates:
+            before = head[max(0, date[0] - 200):date[0]]
+            if cue.search(before[-60:]) and not _OTHER_AGREEMENT.search(before):
+                chosen, confidence = date, score
+                break
+        if chosen:
             break
-    if chosen is None and dates and dates[0][0] < 1500:
-        chosen, confidence = dates[0], 0.5
-    if chosen is None:  # the signature blocks: the last party to sign dates the agreement
-        offsets = [m.end() for m in re.finditer(r"\bDated?\s*:\s*", text)]
-        signed = []
-        for at in offsets:
-            found = nz.dates_in(text[at:at + 40])
+    if chosen is None:
+        for match in re.finditer(r"(?:this|the)\s+(?:agreement|amendment|contract)\s+(?:is|was|shall\s+be)\s+dated\s+"
+                                 r"(?:as\s+of\s+)?", text, re.I):  # "14.6 This Agreement is dated April 29, 2010."
+            found = nz.dates_in(text[match.end():match.end() + 60])
             if found and found[0][0] == 0:
                 s, e, raw, iso = found[0]
-                signed.append((at + s, at + e, raw, iso))
+                chosen, confidence = (match.end() + s, match.end() + e, raw, iso), 0.8
+                break
+    if chosen is None and dates and dates[0][0] < 1500 and len(dates[0][3]) == 10:
+        chosen, confidence = dates[0], 0.4
+    if chosen is None:
+        for match in re.finditer(r"(?:IN\s+WITNESS\s+WHEREOF[^.]{0,200}?(?:as\s+of|on)|(?:Signed|Executed|Dated)(?:\s+and\s+"
+                                 r"effective)?)\s+(?:this\s+|the\s+)?", text):
+            found = nz.dates_in(text[match.end():match.end() + 60])
+            if found and found[0][0] <= 2:
+                s, e, raw, iso = found[0]
+                chosen, confidence = (match.end() + s, match.end() + e, raw, iso), 0.6
+    if chosen is None:
+        signed = [d for d in _signature_dates(text) if len(d[3]) == 10]
         if signed:
             chosen, confidence = max(signed, key=lambda d: d[3]), 0.45
+    if chosen is None and dates and dates[0][0] < 1500:
+        chosen, confidence = dates[0], 0.35
     if chosen is None:
         return []
     start, end, raw, iso = chosen
@@ -248,106 +292,6 @@ def effective_date(text: str) -> list[Extraction]:
 
 def _sentences(text: str, spans: list[tuple[int, int]], pattern: re.Pattern[str]) -> list[tuple[int, int]]:
     return [(s, e) for s, e in spans if pattern.search(text[s:e])]
-
-
-GOV_CUE = re.compile(r"\b(?:govern(?:ed|s|ing)?|construed|interpreted|determined\s+in\s+accordance)\b", re.I)
-GOV_RE = re.compile(r"\blaws?\b(?:\s+and\s+(?:judicial\s+)?decisions)?(?:,[^,]{0,60},)?\s+(?:of|in)\s+"
-                    r"(?:and\s+in\s+accordance\s+with\s+)?", re.IGNORECASE)
-_US_STATES = ("Alabama Alaska Arizona Arkansas California Colorado Connecticut Delaware Florida Georgia Hawaii Idaho "
-              "Illinois Indiana Iowa Kansas Kentucky Louisiana Maine Maryland Massachusetts Michigan Minnesota "
-              "Mississippi Missouri Montana Nebraska Nevada Ohio Oklahoma Oregon Pennsylvania Tennessee Texas Utah "
-              "Vermont Virginia Washington Wisconsin Wyoming").split() + [
-    "New Hampshire", "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota", "Rhode Island",
-    "South Carolina", "South Dakota", "West Virginia", "District of Columbia"]
-_PROVINCES = {"Ontario", "British Columbia", "Alberta", "Quebec", "Manitoba", "Saskatchewan", "Nova Scotia",
-              "New Brunswick"}
-_PLACE = re.compile(r"(?:the\s+)?(?:(?:(?i:State|Commonwealth|Province)|Republic|Kingdom|Hong\s+Kong\s+Special\s+"
-                    r"Administrative\s+Region)\s+of\s+)?((?:[A-Z][\w'’.\-]*|of|and|the)(?:\s+(?:[A-Z][\w'’.\-]*|of|"
-                    r"and|the))*)")
-
-
-_COUNTRIES = ("People's Republic of China", "Hong Kong", "Taiwan", "Singapore", "Japan", "Korea", "India", "Israel",
-              "England", "Scotland", "Ireland", "Germany", "France", "Italy", "Spain", "Switzerland", "Netherlands",
-              "Sweden", "Canada", "Australia", "Mexico", "Brazil", "Cayman Islands", "Bermuda", "Luxembourg")
-_ADJECTIVES = {"prc": "People's Republic of China", "chinese": "People's Republic of China", "english": "England",
-               "israeli": "Israel", "italian": "Italy", "german": "Germany", "french": "France", "swiss": "Switzerland",
-               "taiwanese": "Taiwan", "japanese": "Japan", "korean": "Korea", "indian": "India", "dutch": "Netherlands",
-               "canadian": "Canada", "singapore": "Singapore", "hong kong": "Hong Kong"}
-
-
-def jurisdiction(place: str) -> str:
-    """CUAD's normal form of a governing-law place: a US state's name ("State of New York" -> "New York"), a
-    province with its country ("Ontario, Canada"), a country's common name ("People's Republic of China")."""
-    place = re.sub(r"\s+", " ", place).strip(" ,.;")
-    place = re.sub(r"^(?:the\s+)?(?:State|Commonwealth)\s+of\s+", "", place, flags=re.I)
-    place = re.sub(r"^the\s+", "", place, flags=re.I)
-    place = re.sub(r"^Province\s+of\s+", "", place, flags=re.I)
-    place = place.replace("’", "'")
-    lower = place.lower()
-    for state in sorted(_US_STATES, key=len, reverse=True):
-        if lower == state.lower() or re.match(re.escape(state.lower()) + r"\b(?!\s+(?:city|county))", lower):
-            if state == "Washington" and lower.startswith("washington, d"):
-                return "District of Columbia"
-            return state
-    for province in _PROVINCES:
-        if lower.startswith(province.lower()):
-            return f"{province}, Canada"
-    aliases = {"prc": "People's Republic of China", "p.r.c": "People's Republic of China",
-               "china": "People's Republic of China", "people's republic of china": "People's Republic of China",
-               "england and wales": "England", "united kingdom": "England", "hong kong special administrative region":
-               "Hong Kong"}
-    for alias, canonical in aliases.items():
-        if lower.startswith(alias):
-            return canonical
-    for country in _COUNTRIES:
-        if lower.startswith(country.lower()):
-            return country
-    place = re.sub(r"\s+(?:and|without|excluding|applicable|as|in|including|except|which|that|exclusive|to|"
-                   r"regardless|other|for|notwithstanding|with)\b.*$", "", place, flags=re.I)
-    return place
-
-
-def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
-    """The place named in "governed by/construed in accordance with the laws of X", normalised as CUAD does."""
-    for start, end in spans:
-        sentence = text[start:end]
-        if not GOV_CUE.search(sentence) or re.search(r"\bnot\s+be\s+governed|conflicts?\s+of\s+laws?\s+of\s+$",
-                                                     sentence[:40], re.I):
-            continue
-        for match in GOV_RE.finditer(sentence):
-            if re.search(r"conflicts?\s+(?:of\s+)?$|choice\s+of\s+$", sentence[max(0, match.start() - 12):match.start()],
-                         re.I):
-                continue
-            rest = sentence[match.end():]
-            place = _PLACE.match(rest)
-            if not place or not place.group(1).strip():
-                continue
-            raw_end = match.end() + place.end()
-            value = jurisdiction(rest[:place.end()])
-            if value.lower() in {"united states", "the united states", "united states of america", "u.s.a", "usa"}:
-                state = re.search(r"(?:State|Commonwealth)\s+of\s+([A-Z][\w ]+)", sentence)
-                if state:
-                    value = jurisdiction(state.group(1))
-            if not value or not value[0].isupper() or value.lower() in {"any", "such", "its", "this", "the"}:
-                continue
-            canada = re.search(r"federal\s+laws\s+of\s+Canada", sentence)
-            if canada and "Canada" not in value:
-                value = f"{value}, Canada"
-            b = start + match.start()
-            return [Extraction(text=text[b:start + raw_end], start=b, end=start + raw_end, value=value,
-                               confidence=0.9, source="rule:en_governing_law")]
-    states = "|".join(_US_STATES)
-    adjective = re.compile(r"(?:governed|construed|interpreted)\s+(?:\w+\s+){0,2}?(?:by|under|in\s+accordance\s+with)\s+"
-                           rf"(?:the\s+)?(?:internal\s+)?(?P<a>{states}|PRC|Chinese|English|Israeli|Italian|German|French|Swiss|Taiwanese|Japanese|Korean|"
-                           r"Indian|Dutch|Canadian|Singapore|Hong\s+Kong)\s+laws?", re.IGNORECASE)
-    for start, end in spans:
-        match = adjective.search(text, start, end)
-        if match:
-            place = re.sub(r"\s+", " ", match.group("a"))
-            return [Extraction(text=match.group(), start=match.start(), end=match.end(),
-                               value=_ADJECTIVES.get(place.lower(), place), confidence=0.8,
-                               source="rule:en_governing_law_adjective")]
-    return []
 
 
 RENEW_RE = re.compile(r"\b(?:renew|renewal|renewed|automatically\s+extend|extended\s+(?:automatically|for))",

@@ -1,0 +1,215 @@
+"""Governing law of English contracts, normalised as CUAD's ``Governing Law-Answer`` column writes it.
+
+Passes, first that finds a place wins: (1) a sentence that says the contract is governed / construed / interpreted
+by "the laws of X" (several laws in one sentence give ``"X; Y"``, as CUAD writes them: ``laws of England and
+Wales`` -> ``England; Wales``; "the laws thereof" / "of that State" read the state the sentence names);
+(2) the adjective form ("governed by English law", "Ohio law", "PRC Laws"); (3) weaker phrasings ("controlled by /
+subject to / pursuant to the laws of X", "the legislation of X shall apply", "in accordance with the laws of X" when
+not about where a party is organised); (4) the dispute clause: the courts or arbitration place the contract sends
+disputes to, when no sentence names a law. Developed on CUAD train and validation contracts only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .schema import Extraction
+
+GOV_CUE = re.compile(r"\b(?:govern(?:ed|s|ing)?|construed|interpreted|determined\s+in\s+accordance)\b", re.I)
+GOV_RE = re.compile(r"\b(?:laws?|legislation)\b(?:\s+and\s+(?:judicial\s+)?decisions)?(?:,[^,]{0,60},)?\s*(?:(?:of|in)"
+                    r"(?:\s+|(?=the\b|[A-Z]))(?:and\s+in\s+accordance\s+with\s+)?|(?=thereof\b))", re.IGNORECASE)
+US_STATES = ("Alabama Alaska Arizona Arkansas California Colorado Connecticut Delaware Florida Georgia Hawaii Idaho "
+             "Illinois Indiana Iowa Kansas Kentucky Louisiana Maine Maryland Massachusetts Michigan Minnesota "
+             "Mississippi Missouri Montana Nebraska Nevada Ohio Oklahoma Oregon Pennsylvania Tennessee Texas Utah "
+             "Vermont Virginia Washington Wisconsin Wyoming").split() + [
+    "New Hampshire", "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota", "Rhode Island",
+    "South Carolina", "South Dakota", "West Virginia", "District of Columbia"]
+PROVINCES = ("Ontario", "British Columbia", "Alberta", "Quebec", "Manitoba", "Saskatchewan", "Nova Scotia",
+             "New Brunswick")
+COUNTRIES = ("People's Republic of China", "Hong Kong", "Taiwan", "Singapore", "Japan", "Korea", "India", "Israel",
+             "England", "Wales", "Scotland", "Ireland", "Germany", "France", "Italy", "Spain", "Switzerland",
+             "Netherlands", "Sweden", "Canada", "Australia", "Mexico", "Brazil", "Cayman Islands", "Bermuda",
+             "Luxembourg", "Kazakhstan", "Denmark", "Norway", "Finland", "Belgium", "Austria")
+_ALIASES = {"prc": "People's Republic of China", "p.r.c": "People's Republic of China",
+            "china": "People's Republic of China", "people's republic of china": "People's Republic of China",
+            "r.o.c": "Taiwan", "roc": "Taiwan", "republic of china": "Taiwan", "united kingdom": "England",
+            "hong kong special administrative region": "Hong Kong", "the netherlands": "Netherlands"}
+_ADJECTIVES = {"prc": "People's Republic of China", "chinese": "People's Republic of China", "english": "England",
+               "israeli": "Israel", "italian": "Italy", "german": "Germany", "french": "France", "swiss": "Switzerland",
+               "taiwanese": "Taiwan", "japanese": "Japan", "korean": "Korea", "indian": "India", "dutch": "Netherlands",
+               "canadian": "Canada", "singapore": "Singapore", "hong kong": "Hong Kong", "spanish": "Spain"}
+_PLACE = re.compile(r"(?:the\s*)?(?:(?:(?i:State|Commonwealth|Province)|Republic|Kingdom|Hong\s+Kong\s+Special\s+"
+                    r"Administrative\s+Region)\s+of\s*)?((?:[A-Z][\w'’.\-]*|of|and|the)(?:\s+(?:[A-Z][\w'’.\-]*|of|"
+                    r"and|the))*)")
+_BACKREF = re.compile(r"(?:the\s+)?(?:thereof|that\s+(?:State|Commonwealth|jurisdiction|country)|such\s+(?:State|"
+                      r"Commonwealth|jurisdiction)|said\s+(?:State|Commonwealth))\b", re.I)
+_NOT_PLACES = {"any", "such", "its", "this", "the", "that", "each", "said", "which", "a", "all"}
+
+
+def _known(place: str) -> str | None:
+    """The canonical jurisdiction ``place`` starts with (a US state, a Canadian province, a country), or None."""
+    lower = re.sub(r"\s+", " ", place).replace("’", "'").lower().strip()
+    lower = re.sub(r"^(?:the\s+)?(?:state|commonwealth|province)\s+of\s*", "", lower)
+    lower = re.sub(r"^the\s+", "", lower)
+    for state in sorted(US_STATES, key=len, reverse=True):
+        if re.match(re.escape(state.lower()) + r"\b(?!\s+(?:city|county))", lower):
+            if state == "Washington" and lower.startswith("washington, d"):
+                return "District of Columbia"
+            return state
+    for province in PROVINCES:
+        if lower.startswith(province.lower()):
+            return f"{province}, Canada"
+    for alias, canonical in sorted(_ALIASES.items(), key=lambda a: -len(a[0])):
+        if re.match(re.escape(alias) + r"(?![\w])", lower):
+            return canonical
+    for country in COUNTRIES:
+        if re.match(re.escape(country.lower()) + r"\b", lower):
+            return country
+    return None
+
+
+def jurisdiction(place: str) -> str:
+    """CUAD's normal form of a governing-law place: a US state's name ("State of New York" -> "New York"), a
+    province with its country ("Ontario, Canada"), a country's common name ("People's Republic of China");
+    otherwise the place as written, up to the first word that is not part of it."""
+    place = re.sub(r"\s+", " ", place).strip(" ,.;").replace("’", "'")
+    known = _known(place)
+    if known:
+        return known
+    place = re.sub(r"^(?:the\s+)?(?:State|Commonwealth|Province)\s+of\s+", "", place, flags=re.I)
+    place = re.sub(r"^the\s+", "", place, flags=re.I)
+    return re.sub(r"\s+(?:and|without|excluding|applicable|as|in|including|except|which|that|exclusive|to|"
+                  r"regardless|other|for|notwithstanding|with)\b.*$", "", place, flags=re.I)
+
+
+def _places_after(sentence: str, at: int) -> tuple[list[str], int]:
+    """Places named at ``sentence[at:]`` (after "laws of"), with the offset where the last one ends.
+    "England and Wales" gives both; "the State of California and the laws of Hong Kong" gives both."""
+    rest = sentence[at:]
+    backref = _BACKREF.match(rest)
+    if backref:  # "the laws thereof", "the laws of that State": the state the sentence names
+        named = re.search(r"(?:State|Commonwealth)\s+of\s+([A-Z][\w ]{2,30})", sentence) or re.search(
+            r"\bin\s+(?:the\s+)?([A-Z][\w ]{2,30})", sentence)
+        value = _known(named.group(1)) if named else None
+        return ([value], at + backref.end()) if value else ([], at)
+    place = _PLACE.match(rest)
+    either = re.search(r"\beither\s+(?:the\s+)?([A-Z][\w ]{2,30}?)\s+or\s+(?:the\s+)?([A-Z][\w ]{2,30})", rest[:200])
+    if either and _known(either.group(1)) and _known(either.group(2)):  # "the state where a suit is filed, being
+        return [_known(either.group(1)), _known(either.group(2))], at + either.end()  # either Illinois or New York"
+    if not place or not place.group(1).strip():
+        return [], at
+    name = re.sub(r"(?:\s+(?:and|the|of))+$", "", place.group(1))
+    name = re.sub(r"(?<=[a-z]{2})\.$|(?<=\.)\.$", "", name)  # the sentence's full stop
+    raw = rest[:place.start(1) + len(name)]
+    parts = re.split(r"\s+and\s+(?:the\s+)?", name)
+    if len(parts) > 1 and all(_known(p) for p in parts):
+        values = [_known(p) for p in parts]
+    else:
+        values = [jurisdiction(raw)]
+    end = at + len(raw)
+    more = re.match(r"\s*,?\s*(?:and|or)\s+(?:the\s+)?(?:laws?\s+of\s+)", sentence[end:])
+    if more:
+        extra, extra_end = _places_after(sentence, end + more.end())
+        if extra and all(_known(x) for x in extra):
+            values += extra
+            end = extra_end
+    return values, end
+
+
+def _value(values: list[str], sentence: str) -> str | None:
+    values = [v for v in dict.fromkeys(values) if v and v[0].isupper() and v.lower() not in _NOT_PLACES]
+    if not values:
+        return None
+    if values[0].lower() in {"united states", "united states of america", "u.s.a", "usa"}:
+        state = re.search(r"(?:State|Commonwealth)\s+of\s+([A-Z][\w ]+)", sentence)
+        if state and _known(state.group(1)):
+            values[0] = _known(state.group(1))
+    if re.search(r"federal\s+laws\s+of\s+Canada", sentence) and not values[0].endswith("Canada"):
+        values[0] = f"{values[0]}, Canada"
+    values = [v for v in values if not any(o != v and (o.endswith(", " + v) or (
+        v.lower().startswith("united states") and o in US_STATES)) for o in values)]  # "Nova Scotia and Canada"
+    return "; ".join(dict.fromkeys(values))
+
+
+def _law_sentences(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str], source: str,
+                   confidence: float) -> list[Extraction]:
+    for start, end in spans:
+        sentence = text[start:end]
+        if not cue.search(sentence) or re.search(r"\bnot\s+be\s+governed|conflicts?\s+of\s+laws?\s+of\s+$",
+                                                 sentence[:40], re.I):
+            continue
+        for match in GOV_RE.finditer(sentence):
+            before = sentence[max(0, match.start() - 60):match.start()]
+            if re.search(r"conflicts?\s+(?:of\s+)?$|choice\s+of\s+$|principles\s+of\s+$", before[-14:], re.I):
+                continue
+            if source != "rule:en_governing_law" and re.search(
+                    r"organi[sz]ed|incorporated|existing|formed|registered|duly", before, re.I):
+                continue
+            values, raw_end = _places_after(sentence, match.end())
+            value = _value(values, sentence)
+            if value is None:
+                continue
+            b = start + match.start()
+            return [Extraction(text=text[b:start + raw_end], start=b, end=start + raw_end, value=value,
+                               confidence=confidence, source=source)]
+    return []
+
+
+_WEAK_CUE = re.compile(r"\b(?:controlled|subject|pursuant|according)\s+(?:to|by)\s+(?:the\s+)?(?:\w+\s+){0,2}?"
+                       r"(?:laws?|legislation)\b|\b(?:laws?|legislation)\s+of\s+.{2,60}?\s+shall\s+apply|"
+                       r"\bin\s+accordance\s+with\s+the\s+laws?\s+of", re.I)
+_ADJECTIVE = re.compile(
+    r"(?:governed|construed|interpreted|subject\s+to\s+the\s+application\s+of)\s+(?:\w+\s+){0,2}?"
+    r"(?:by|under|in\s+accordance\s+with|of)?\s*(?:the\s+)?(?:internal\s+)?(?P<a>" + "|".join(US_STATES)
+    + r"|PRC|Chinese|English|Israeli|Italian|German|French|Swiss|Taiwanese|Japanese|Korean|Indian|Dutch|Canadian|"
+      r"Singapore|Hong\s+Kong|Spanish)\s+laws?", re.IGNORECASE)
+
+
+def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """The governing law's place(s), CUAD-normalised (module docstring); ``[]`` when no pass finds one."""
+    found = _law_sentences(text, spans, GOV_CUE, "rule:en_governing_law", 0.9)
+    if found:
+        return found
+    for start, end in spans:
+        match = _ADJECTIVE.search(text, start, end)
+        if match:
+            place = re.sub(r"\s+", " ", match.group("a"))
+            return [Extraction(text=match.group(), start=match.start(), end=match.end(),
+                               value=_ADJECTIVES.get(place.lower(), _known(place) or place), confidence=0.8,
+                               source="rule:en_governing_law_adjective")]
+    found = _law_sentences(text, spans, _WEAK_CUE, "rule:en_governing_law_weak", 0.6)
+    if found:
+        return found
+    return _from_disputes(text, spans)
+
+
+_FORUM_CITIES = {"beijing": "Beijing", "shanghai": "Shanghai", "shenzhen": "Shenzhen", "people's court":
+                 "People's Republic of China", "people’s court": "People's Republic of China"}
+_FORUM_PLACE = re.compile(r"\b(?:" + "|".join(re.escape(p) for p in sorted(
+    [*US_STATES, *PROVINCES, *COUNTRIES, "PRC", "P.R.C", "China", "United Kingdom", *_FORUM_CITIES], key=len,
+    reverse=True)) + r")\b", re.I)
+_VENUE = re.compile(r"\b(?:courts?|tribunals?|arbitrat\w*|venue|jurisdiction)\b", re.I)
+
+
+def _from_disputes(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+    """The places of the courts or the arbitration that disputes go to ("arbitration in McLean, Virginia", "a court
+    located in the Commonwealth of Massachusetts or in any court in the Netherlands"), when no sentence names a
+    law; confidence 0.4."""
+    for start, end in spans:
+        sentence = text[start:end]
+        venue = _VENUE.search(sentence)
+        if not venue or not re.search(r"disput|claim|action|suit|proceeding|litigat", sentence, re.I):
+            continue
+        places = []
+        for match in _FORUM_PLACE.finditer(sentence, max(0, venue.start() - 30)):
+            if re.match(r"\s+(?:corporation|company|limited|law|laws)\b", sentence[match.end():], re.I):
+                continue  # a party's description or a law, not a forum
+            name = match.group().lower().replace("’", "'")
+            value = _FORUM_CITIES.get(name) or _known(match.group())
+            if value:
+                places.append((match, value))
+        if places:
+            b, e = start + places[0][0].start(), start + places[-1][0].end()
+            return [Extraction(text=text[b:e], start=b, end=e, value="; ".join(dict.fromkeys(v for _, v in places)),
+                               confidence=0.4, source="rule:en_governing_law_forum")]
+    return []
