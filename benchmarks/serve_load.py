@@ -19,7 +19,11 @@ Run::
     .venv/bin/python benchmarks/serve_load.py --clients 1 64 --seconds 3
 
 Each point also reports the CPU time per answered request of the server process (all threads, from /proc) and of
-the load generator (this process). PaddleNLP's SimpleServing is compared in ``serve_paddlenlp.py`` (same generator).
+the load generator (this process), and, to tell where a latency tail comes from: how long the server's threads
+waited for a CPU taken by other jobs (``/proc/PID/task/*/schedstat``), the time each task request spent inside the
+server's app (p50/p99, from the ASGI call to the last byte handed to uvicorn, warm-up included), the event loop's
+stalls (a 1 ms ticker's lateness over 5 ms), the garbage collector's full (generation-2) pauses and the time in its
+younger collections, and the load generator's own loop lag (p99). The load generator runs on uvloop when installed. PaddleNLP's SimpleServing is compared in ``serve_paddlenlp.py`` (same generator).
 """
 
 from __future__ import annotations
@@ -114,14 +118,80 @@ def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float
                           "interactive": {"max_queue_items": 100000, "queue_timeout_ms": 60000}}},
         "keys": [{"id": "bench", "sha256": hash_key(SECRET), "scopes": ["task:*", "metrics"]}],
     }, environ={})
+    app = Probe(create_app(config))
     try:
         from sectorflow.serving import run_server
     except ImportError:  # --src pointing at a checkout from before run_server existed: plain uvicorn, as it was then
         import uvicorn
 
-        uvicorn.run(create_app(config), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+        uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
         return
-    run_server(create_app(config), host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    run_server(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+
+
+class Probe:
+    """ASGI wrapper of the benchmark server (not of the product): time in the app per task request (ASGI call to
+    the last body message sent), the event loop's stalls (a 1 ms ticker's lateness) and the garbage collector's
+    pauses; ``GET /bench/stats`` returns them since the last call and resets. Comparing the server's time in the app
+    with the client's latency tells what happens before the app sees a request (socket buffers while the loop is
+    stalled, the load generator's own scheduling)."""
+
+    def __init__(self, app: Any) -> None:
+        import gc
+
+        self.app = app
+        self.reset()
+        self._gc_start = 0.0
+        self._ticker: asyncio.Task[None] | None = None
+        gc.callbacks.append(self._gc)
+
+    def reset(self) -> None:
+        self.in_app: list[float] = []
+        self.stalls: list[float] = []
+        self.gc_pauses: list[float] = []
+        self.gc_young = 0.0
+
+    def _gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+        elif info.get("generation") == 2:
+            self.gc_pauses.append(time.perf_counter() - self._gc_start)
+        else:
+            self.gc_young += time.perf_counter() - self._gc_start
+
+    async def _tick(self) -> None:
+        while True:
+            t = time.perf_counter()
+            await asyncio.sleep(0.001)
+            late = time.perf_counter() - t - 0.001
+            if late > 0.005:
+                self.stalls.append(late)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._ticker is None and scope["type"] != "lifespan":
+            self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        if scope["type"] != "http" or scope["path"] != "/v1/tasks/mlp":
+            if scope["type"] == "http" and scope["path"] == "/bench/stats":
+                import gc
+
+                body = json.dumps({"in_app": self.in_app, "stalls": self.stalls, "gc2": self.gc_pauses,
+                                   "gc_young_s": self.gc_young, "gc_objects": len(gc.get_objects()),
+                                   "gc_frozen": gc.get_freeze_count()}).encode()
+                self.reset()
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [(b"content-type", b"application/json")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            await self.app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+
+        async def timed_send(message: Any) -> None:
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                self.in_app.append(time.perf_counter() - t0)
+
+        await self.app(scope, receive, timed_send)
 
 
 # --- client role ---------------------------------------------------------------------------------------------------
@@ -191,14 +261,34 @@ async def load(port: int, request: bytes, clients: int, seconds: float, max_requ
         finally:
             connection.close()
 
-    await asyncio.gather(*(worker() for _ in range(clients)))
+    lags: list[float] = []
+
+    async def ticker() -> None:  # the load generator's own event loop lateness (its scheduling delays)
+        while time.perf_counter() < stop_at:
+            t = time.perf_counter()
+            await asyncio.sleep(0.001)
+            lags.append(time.perf_counter() - t - 0.001)
+
+    await asyncio.gather(ticker(), *(worker() for _ in range(clients)))
+    lags.sort()
     elapsed = time.perf_counter() - measure_from  # counted requests all finished within this span
     latencies.sort()
     pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000  # noqa: E731
     return {"clients": clients, "requests": len(latencies), "answered": answered, "errors": errors,
             "rps": len(latencies) / elapsed,
             "p50_ms": pick(0.50) if latencies else float("nan"), "p99_ms": pick(0.99) if latencies else float("nan"),
-            "mean_ms": statistics.fmean(latencies) * 1000 if latencies else float("nan")}
+            "mean_ms": statistics.fmean(latencies) * 1000 if latencies else float("nan"),
+            "client_lag_p99_ms": lags[int(0.99 * len(lags))] * 1000 if lags else float("nan")}
+
+
+def run_loop(coroutine: Any) -> Any:
+    """Run the load generator's coroutine on uvloop when it is installed (as the server does), else on asyncio's."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coroutine)
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        return runner.run(coroutine)
 
 
 def _batch_stats(url: str) -> tuple[float, float]:
@@ -249,14 +339,38 @@ def start_server(batching: bool, args: argparse.Namespace, bundle: Path) -> tupl
         time.sleep(0.2)
 
 
+def _probe_stats(url: str) -> dict[str, Any]:
+    import httpx
+
+    r = httpx.get(f"{url}/bench/stats")
+    return r.json() if r.status_code == 200 else {}
+
+
+def _quantile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else float("nan")
+
+
 def measure(pid: int, port: int, batching: bool, clients: int, args: argparse.Namespace) -> dict[str, Any]:
     """One point: ``clients`` closed-loop clients against the server on ``port``."""
     url = f"http://127.0.0.1:{port}"
     before = _batch_stats(url)
-    server_cpu, client_cpu = _cpu_seconds(pid), time.process_time()
-    row = asyncio.run(_load(port, clients, args.seconds, args.max_requests, args.warmup))
+    _probe_stats(url)  # reset
+    server_cpu, client_cpu, waited = _cpu_seconds(pid), time.process_time(), _run_delay_seconds(pid)
+    started = time.perf_counter()
+    row = run_loop(_load(port, clients, args.seconds, args.max_requests, args.warmup))
     server_cpu, client_cpu = _cpu_seconds(pid) - server_cpu, time.process_time() - client_cpu
+    row["server_cpu_wait"] = (_run_delay_seconds(pid) - waited) / (time.perf_counter() - started)
     after = _batch_stats(url)
+    probe = _probe_stats(url)  # the whole point, warm-up included
+    in_app = probe.get("in_app", [])
+    row["server_p50_ms"], row["server_p99_ms"] = _quantile(in_app, 0.5), _quantile(in_app, 0.99)
+    row["stall_s"] = sum(probe.get("stalls", []))
+    row["stall_max_ms"] = max(probe.get("stalls") or [0.0]) * 1000
+    row["gc2"] = len(probe.get("gc2", []))
+    row["gc2_max_ms"] = max(probe.get("gc2") or [0.0]) * 1000
+    row["gc_young_s"] = probe.get("gc_young_s", float("nan"))
+    row["gc_objects"], row["gc_frozen"] = probe.get("gc_objects", 0), probe.get("gc_frozen", 0)
     calls = after[1] - before[1]
     row["mean_batch"] = (after[0] - before[0]) / calls if calls else float("nan")
     row["batching"] = "on" if batching else "off"
@@ -267,7 +381,25 @@ def measure(pid: int, port: int, batching: bool, clients: int, args: argparse.Na
           f"p50 {row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  mean batch {row['mean_batch']:5.1f}  "
           f"CPU/request server {row['server_cpu_ms']:.2f} ms, load generator {row['client_cpu_ms']:.2f} ms  "
           f"({row['requests']} requests, {row['errors']} errors)", flush=True)
+    print(f"    server waited for a CPU {row['server_cpu_wait']:.2f} s per second of the point (other jobs); "
+          f"in the server's app: p50 {row['server_p50_ms']:.1f} ms  p99 {row['server_p99_ms']:.1f} ms; event loop "
+          f"stalls > 5 ms: {row['stall_s']:.2f} s in all, longest {row['stall_max_ms']:.0f} ms; gen-2 collections "
+          f"{row['gc2']}, longest {row['gc2_max_ms']:.0f} ms, younger ones {row['gc_young_s']:.2f} s in all "
+          f"({row['gc_objects']} objects tracked, {row['gc_frozen']} frozen); client loop lag p99 {row['client_lag_p99_ms']:.1f} ms",
+          flush=True)
     return row
+
+
+def _run_delay_seconds(pid: int) -> float:
+    """Seconds the threads of process ``pid`` have spent runnable but waiting for a CPU (``/proc/PID/task/*/schedstat``,
+    second field): what other jobs on the machine took from it. Threads that ended are not counted."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 1e9
 
 
 def _cpu_seconds(pid: int) -> float:
