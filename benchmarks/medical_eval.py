@@ -13,6 +13,8 @@ fixture, non-commercial/unclear terms): the findings and impression text (joined
 - size extraction against benchmarks/medical_iu_size_gold.json (every size mention hand-labelled; F = the size of
   a finding the plugin covers, with its mm): recall = F mentions whose mm the plugin attaches to a finding (span
   overlaps, value within 0.05 mm); precision = sizes the plugin attaches that are such F mentions.
+- nodular opacities: among the reports where the plugin finds a present opacity with the attribute nodular and no
+  present nodule, how many the IU labels call Nodule and how many Opacity or Density.
 - tagger agreement: share of rule findings a tagger FIND span overlaps (the tagger was trained on generated text).
 
 Development and test parts. IU X-ray has no train/validation/test split, so this script makes one, fixed and
@@ -80,6 +82,7 @@ def iu(tf, limit: int | None, errors: list | None = None) -> dict:
     counts = {part: {k: Counter() for k in names} for part in PARTS}
     gold_sizes = json.loads(GOLD.read_text(encoding="utf-8"))["mentions"]
     size = {part: Counter() for part in PARTS}
+    nodular = {part: Counter() for part in PARTS}  # reports with a nodular opacity and no nodule: their IU labels
     agree = Counter()
     n = Counter()
     for row, text, rep in zip(rows, texts, reports):
@@ -97,6 +100,12 @@ def iu(tf, limit: int | None, errors: list | None = None) -> dict:
         for p in (part, "all"):
             for name, o in outcome.items():
                 counts[p][name][o] += 1
+        if outcome["nodule"] in ("tn", "fn") and any(f.type == "opacity" and "nodular" in f.attributes
+                                                     and f.assertion == "present" for f in rep.findings):
+            for p in (part, "all"):
+                nodular[p]["reports"] += 1
+                nodular[p]["labelled Nodule"] += "Nodule" in problems
+                nodular[p]["labelled Opacity or Density"] += bool(problems & {"Opacity", "Density"})
         mentions = {int(k.split(":")[1]): v for k, v in gold_sizes.items() if k.split(":")[0] == row["uid"]}
         found = set()
         wrong = []
@@ -127,6 +136,7 @@ def iu(tf, limit: int | None, errors: list | None = None) -> dict:
         out[part]["sizes"] = prf(size[part]["tp"], size[part]["fp"], size[part]["fn"]) | {
             "gold_F_mentions": size[part]["tp"] + size[part]["fn"]}
         out[part]["n_reports"] = n[part] if part != "all" else len(rows)
+        out[part]["nodular_opacity_reports"] = dict(nodular[part])
     out["split"] = {"salt": SPLIT_SALT, "rule": "dev when int(sha256(f'{salt}:{uid}'), 16) % 3 == 0"}
     out["tagger_agreement"] = round(agree["yes"] / max(1, sum(agree.values())), 4) if agree else None
     out["n_reports"] = len(rows)
@@ -193,8 +203,12 @@ def markdown(result: dict) -> str:
             lines.append(f"| {shown} ({label}) | {m['precision']:.3f} | {m['recall']:.3f} | {m['f1']:.3f} | {m['tp']} | "
                          f"{m['fp']} | {m['fn']} |")
         s = r["sizes"]
+        no = r["nodular_opacity_reports"]
         lines += [(f"| finding sizes ({s['gold_F_mentions']} gold) | {s['precision']:.3f} | {s['recall']:.3f} | "
-                   f"{s['f1']:.3f} | {s['tp']} | {s['fp']} | {s['fn']} |"), ""]
+                   f"{s['f1']:.3f} | {s['tp']} | {s['fp']} | {s['fn']} |"), "",
+                  (f"Reports with a present nodular opacity and no present nodule: {no.get('reports', 0)}; labelled "
+                   f"Nodule {no.get('labelled Nodule', 0)}, Opacity or Density {no.get('labelled Opacity or Density', 0)}"),
+                  ""]
     lines += [f"Tagger agreement with the rule findings (all reports): {iu_r['tagger_agreement']}", "",
               "| CMeEE type | precision | recall | F1 | tp | fp | fn |", "|---|---|---|---|---|---|---|"]
     for t, m in list(cm["per_type"].items()) + [("micro, bod+sym+dis+pro", cm["micro_over_plugin_types"]),
