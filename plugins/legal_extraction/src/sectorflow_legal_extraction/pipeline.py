@@ -65,7 +65,7 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
         if self.bundle is not None:
             config = self.bundle.read_json("classifier.json")
             self.categories: list[str] = list(config["categories"])
-            self.thresholds: dict[str, float] = dict(config["thresholds"])
+            self.thresholds: dict[str, float | None] = dict(config["thresholds"])  # None: not calibrated
             self.buckets = int(config["buckets"])
             self.pool = self.predictor_pool()
 
@@ -113,7 +113,10 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
         clauses = []
         if scores is not None:
             for k, category in enumerate(self.categories):
-                for row in np.nonzero(scores[:, k] >= self.thresholds.get(category, 0.5))[0]:
+                threshold = self.thresholds.get(category)
+                if threshold is None:  # no calibrated threshold (validation F1 too low): never a predicted clause
+                    continue
+                for row in np.nonzero(scores[:, k] >= threshold)[0]:
                     s, e = spans[int(row)]
                     clauses.append(ClauseLabel(category=category, start=s, end=e, score=round(float(scores[row, k]), 4)))
             clauses.sort(key=lambda c: (c.start, -c.score))
@@ -127,7 +130,8 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
             return []
         column = scores[:, self.categories.index(category)]
         row = int(np.argmax(column))
-        if column[row] < self.thresholds.get(category, 0.5):
+        threshold = self.thresholds.get(category)
+        if threshold is None or column[row] < threshold:
             return []
         s, e = spans[row]
         value: dict[str, Any] = {}

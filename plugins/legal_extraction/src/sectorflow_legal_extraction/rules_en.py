@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 
 from . import normalize as nz
+from .rules_en_signatures import signature_parties
+from .rules_en_law import known_place as _known_place
 from .rules_en_law import governing_law, jurisdiction  # noqa: F401  (the task's governing-law rule)
 from .schema import Extraction
 
@@ -60,7 +62,7 @@ def _clean_name(raw: str) -> str:
 
 def looks_like_party(name: str) -> bool:
     """A company or person name: a legal-form word, or a few words that are mostly capitalised, and no verb."""
-    if not name or len(name) > 120 or _PLACE_LIKE.search(name):
+    if not name or len(name) > 120 or _PLACE_LIKE.search(name) or _known_place(name) == name.strip(" ."):
         return False
     words = re.findall(r"[A-Za-z][\w'’&.\-]*", name)
     if not words or len(words) > 12 or not re.match(r"[A-Z0-9(]|[a-z]+[A-Z.]", name) or name.lower() == "and":
@@ -128,7 +130,7 @@ def parties(text: str) -> list[Extraction]:
                     found.append(Extraction(text=text[b0:b0 + len(other)], start=b0, end=b0 + len(other),
                                             value={"name": other, "role": "party_a", "defined_term": None},
                                             confidence=0.6, source="rule:en_between"))
-                    seen.add(re.sub(r"\W", "", other.lower()))
+                    seen.add(_party_key(other))
                 start_in += ands[-1].end()
                 name_raw = window[start_in:]
         if re.match(r"[\s,;]*(?:a|an)\s", name_raw):  # a second defined term of the previous party
@@ -140,7 +142,7 @@ def parties(text: str) -> list[Extraction]:
                 rf"\b(?:{_LEGAL_FORM})\b", name):
             continue
         previous_end = match.end()
-        key = re.sub(r"\W", "", name.lower())
+        key = _party_key(name)
         if key in seen:
             continue
         seen.add(key)
@@ -162,7 +164,8 @@ def parties(text: str) -> list[Extraction]:
                                     value={"name": name, "role": "party_b", "defined_term": None}, confidence=0.5,
                                     source="rule:en_second_party"))
     if not found:
-        for line in re.finditer(r"^\s*Party\s+(?P<r>[A-C])\s*[:：]\s*(?P<n>[^\n]{3,120}?)\s*$", head, re.M | re.I):
+        for line in re.finditer(r"^\s*Party\s+(?P<r>[A-C])\s*(?:\([^()\n]{1,30}\))?\s*[:：]\s*(?P<n>[^\n]{3,120}?)"
+                                r"(?:\s+(?:Address|Registered\s+address|Legal\s+representative)\s*:.*)?\s*$", head, re.M | re.I):
             name = _clean_name(line.group("n"))
             role = "party_" + line.group("r").lower()
             if looks_like_party(name) and role not in {p.value["role"] for p in found}:
@@ -182,7 +185,23 @@ def parties(text: str) -> list[Extraction]:
                                             value={"name": name, "role": "party_a" if group == 1 else "party_b",
                                                    "defined_term": None}, confidence=0.6, source="rule:en_between"))
     _attach_addresses(text, head, found)
+    if len(found) < 2 or re.search(r"joint\s+filing|schedule\s+13[dg]|\b13[dg]\b", text[:1500], re.I):  # the signature blocks name the rest
+        keys = [_party_key(p.value["name"]) for p in found]
+        added: set[str] = set()
+        for party in signature_parties(text):
+            key = _party_key(party.value["name"])
+            if key and key not in added and not any(key in k or k in key for k in keys if k):
+                found.append(party)
+                added.add(key)
     return found
+
+
+_KEY_FORMS = {"inc", "incorporated", "corp", "corporation", "co", "company", "llc", "ltd", "limited", "lp", "llp",
+              "plc", "the", "sa", "nv", "bv", "ag", "gmbh"}
+
+
+def _party_key(name: str) -> str:
+    return "".join(w for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in _KEY_FORMS)
 
 
 def _attach_addresses(text: str, head: str, found: list[Extraction]) -> None:

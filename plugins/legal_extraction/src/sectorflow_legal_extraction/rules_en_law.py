@@ -46,7 +46,7 @@ _BACKREF = re.compile(r"(?:the\s+)?(?:thereof|that\s+(?:State|Commonwealth|juris
 _NOT_PLACES = {"any", "such", "its", "this", "the", "that", "each", "said", "which", "a", "all"}
 
 
-def _known(place: str) -> str | None:
+def known_place(place: str) -> str | None:
     """The canonical jurisdiction ``place`` starts with (a US state, a Canadian province, a country), or None."""
     lower = re.sub(r"\s+", " ", place).replace("’", "'").lower().strip()
     lower = re.sub(r"^(?:the\s+)?(?:state|commonwealth|province)\s+of\s*", "", lower)
@@ -73,7 +73,7 @@ def jurisdiction(place: str) -> str:
     province with its country ("Ontario, Canada"), a country's common name ("People's Republic of China");
     otherwise the place as written, up to the first word that is not part of it."""
     place = re.sub(r"\s+", " ", place).strip(" ,.;").replace("’", "'")
-    known = _known(place)
+    known = known_place(place)
     if known:
         return known
     place = re.sub(r"^(?:the\s+)?(?:State|Commonwealth|Province)\s+of\s+", "", place, flags=re.I)
@@ -90,27 +90,27 @@ def _places_after(sentence: str, at: int) -> tuple[list[str], int]:
     if backref:  # "the laws thereof", "the laws of that State": the state the sentence names
         named = re.search(r"(?:State|Commonwealth)\s+of\s+([A-Z][\w ]{2,30})", sentence) or re.search(
             r"\bin\s+(?:the\s+)?([A-Z][\w ]{2,30})", sentence)
-        value = _known(named.group(1)) if named else None
+        value = known_place(named.group(1)) if named else None
         return ([value], at + backref.end()) if value else ([], at)
     place = _PLACE.match(rest)
     either = re.search(r"\beither\s+(?:the\s+)?([A-Z][\w ]{2,30}?)\s+or\s+(?:the\s+)?([A-Z][\w ]{2,30})", rest[:200])
-    if either and _known(either.group(1)) and _known(either.group(2)):  # "the state where a suit is filed, being
-        return [_known(either.group(1)), _known(either.group(2))], at + either.end()  # either Illinois or New York"
+    if either and known_place(either.group(1)) and known_place(either.group(2)):  # "the state where a suit is filed, being
+        return [known_place(either.group(1)), known_place(either.group(2))], at + either.end()  # either Illinois or New York"
     if not place or not place.group(1).strip():
         return [], at
     name = re.sub(r"(?:\s+(?:and|the|of))+$", "", place.group(1))
     name = re.sub(r"(?<=[a-z]{2})\.$|(?<=\.)\.$", "", name)  # the sentence's full stop
     raw = rest[:place.start(1) + len(name)]
     parts = re.split(r"\s+and\s+(?:the\s+)?", name)
-    if len(parts) > 1 and all(_known(p) for p in parts):
-        values = [_known(p) for p in parts]
+    if len(parts) > 1 and all(known_place(p) for p in parts):
+        values = [known_place(p) for p in parts]
     else:
         values = [jurisdiction(raw)]
     end = at + len(raw)
     more = re.match(r"\s*,?\s*(?:and|or)\s+(?:the\s+)?(?:laws?\s+of\s+)", sentence[end:])
     if more:
         extra, extra_end = _places_after(sentence, end + more.end())
-        if extra and all(_known(x) for x in extra):
+        if extra and all(known_place(x) for x in extra):
             values += extra
             end = extra_end
     return values, end
@@ -122,8 +122,8 @@ def _value(values: list[str], sentence: str) -> str | None:
         return None
     if values[0].lower() in {"united states", "united states of america", "u.s.a", "usa"}:
         state = re.search(r"(?:State|Commonwealth)\s+of\s+([A-Z][\w ]+)", sentence)
-        if state and _known(state.group(1)):
-            values[0] = _known(state.group(1))
+        if state and known_place(state.group(1)):
+            values[0] = known_place(state.group(1))
     if re.search(r"federal\s+laws\s+of\s+Canada", sentence) and not values[0].endswith("Canada"):
         values[0] = f"{values[0]}, Canada"
     values = [v for v in values if not any(o != v and (o.endswith(", " + v) or (
@@ -175,7 +175,7 @@ def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
         if match:
             place = re.sub(r"\s+", " ", match.group("a"))
             return [Extraction(text=match.group(), start=match.start(), end=match.end(),
-                               value=_ADJECTIVES.get(place.lower(), _known(place) or place), confidence=0.8,
+                               value=_ADJECTIVES.get(place.lower(), known_place(place) or place), confidence=0.8,
                                source="rule:en_governing_law_adjective")]
     found = _law_sentences(text, spans, _WEAK_CUE, "rule:en_governing_law_weak", 0.6)
     if found:
@@ -205,7 +205,7 @@ def _from_disputes(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
             if re.match(r"\s+(?:corporation|company|limited|law|laws)\b", sentence[match.end():], re.I):
                 continue  # a party's description or a law, not a forum
             name = match.group().lower().replace("’", "'")
-            value = _FORUM_CITIES.get(name) or _known(match.group())
+            value = _FORUM_CITIES.get(name) or known_place(match.group())
             if value:
                 places.append((match, value))
         if places:
