@@ -88,12 +88,14 @@ def test_texture_adjectives_are_attributes_and_make_no_nodule(text, ftype, attri
     ("There is a focal density over the right first rib. It is approximately 1.2 cm in diameter.", "opacity",
      "1.2 cm", 12.0),
     ("Nodule in the right upper lobe. The nodule measures 8 mm.", "nodule", "8 mm", 8.0),
+    ("右肺上叶见一结节。其大小约8mm。", "nodule", "8mm", 8.0),
 ])
 def test_a_size_in_the_next_sentence_belongs_to_the_finding_the_anaphor_names(text, ftype, size_text, mm):
     found = [f for f in extract(text).findings if f.size is not None]
     (f,) = found
     assert (f.type, f.size.text, f.size.mm) == (ftype, size_text, mm)
-    assert text[f.size.start:f.size.end] == size_text and f.size.start > text.index(".")  # offsets of the 2nd sentence
+    first_stop = min(i for i in (text.find("."), text.find("。")) if i >= 0)
+    assert text[f.size.start:f.size.end] == size_text and f.size.start > first_stop  # offsets in the 2nd sentence
 
 
 @pytest.mark.parametrize("text", [
@@ -101,11 +103,12 @@ def test_a_size_in_the_next_sentence_belongs_to_the_finding_the_anaphor_names(te
     "The lungs are clear. It measures 3 cm.",                     # no lesion before
     "XXXX XXXX. This measures 3 cm.",                             # de-identification tokens name nothing
     "Nodule in the right upper lobe. Heart size normal. This measures 3 cm.",  # only the sentence just before
+    "右肺上叶见一结节。心影不大。其大小约8mm。",
 ])
 def test_an_anaphoric_size_without_a_lesion_just_before_is_attached_to_nothing(text):
     ex = extract(text)
     assert all(f.size is None for f in ex.findings)
-    assert [f.type for f in ex.findings] == (["nodule"] if text.startswith("Nodule") else [])
+    assert [f.type for f in ex.findings] == (["nodule"] if text.startswith(("Nodule", "右肺")) else [])
 
 
 def test_a_pneumothorax_measured_from_the_apex_has_that_size_and_no_other_finding_takes_it():
