@@ -134,3 +134,31 @@ def test_the_region_named_inside_the_modality_word_is_read(text, modality):
 def test_a_bare_ct_names_no_region_from_the_text():
     rep = report("CT示肝脏囊肿")
     assert rep.exam.modality == "CT" and rep.exam.body_region_source != "text"
+
+
+# ---- a nodule or nodular opacity the report itself explains as benign: no CT step -------------------------------
+
+@pytest.mark.parametrize(("text", "explanation"), [
+    ("Nodular density overlying the anterior left 4th rib represents a healing rib fracture.",
+     "represents a healing rib fracture"),
+    ("Nodular densities consistent with chronic granulomatous disease.",
+     "consistent with chronic granulomatous disease"),
+    ("8 mm nodule in the right upper lobe consistent with a granuloma.", "consistent with a granuloma"),
+])
+def test_a_lesion_the_report_explains_as_benign_gets_no_ct_step_but_a_warning_that_says_why(text, explanation):
+    rep = report(text, modality="radiograph")
+    assert rep.recommendations == []
+    (w,) = [w for w in rep.warnings if w.kind == "guideline_not_applied"]
+    assert f"('{explanation}')" in w.message and w.finding_ids == [0]
+    assert rep.findings[0].assertion == "present"  # still reported as stated
+
+
+@pytest.mark.parametrize("text", [
+    "Nodular opacity over the upper lungs may represent overlying telemetry leads.",   # hedged
+    "3-4 mm nodular opacity in the right lung is probably a small calcified granuloma.",  # no linking verb
+    "4 cm mass in the right upper lobe representing a vascular malformation.",          # a mass always goes to CT
+    "Nodular opacity in the right upper lobe. Old healed rib fractures on the left.",   # another sentence
+])
+def test_a_hedged_or_unrelated_explanation_keeps_the_ct_step(text):
+    rep = report(text, modality="radiograph")
+    assert [r.guideline for r in rep.recommendations] == ["CT for radiograph nodule"]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from .extract import Extraction
 from .guidelines import codes, fleischner, lung_rads, radiograph_nodule
 from .schema import Exam, Finding, MedicalReport, ModelSpan, ReportInput, ReportWarning
-from .text import detect_language
+from .text import detect_language, sentences
 
 NAMES = {
     "nodule": ("nodule", "结节"), "mass": ("mass", "肿块"), "effusion": ("pleural effusion", "胸腔积液"),
@@ -40,6 +42,18 @@ REGION_ZH = {"chest": "胸部", "abdomen": "腹部", "head": "头颅", "neck": "
              "breast": "乳腺", "musculoskeletal": "骨骼"}
 GUIDELINE_ZH = {"Fleischner 2017": "Fleischner学会2017指南", "Lung-RADS v2022": "Lung-RADS v2022",
                 "CT for radiograph nodule": "胸片发现结节"}
+_BENIGN_EXPLANATION = re.compile(
+    r"\b(represents?|representing|consistent with|compatible with|due to|secondary to|related to|reflects?|"
+    r"reflecting|characteristic of|typical of)\s+(an?\s+|the\s+)?([a-z-]+\s+){0,3}?(calcified granulomas?|granulomas?|"
+    r"granulomatous disease|(healing|healed|old)\s+(rib\s+)?fractures?|(rib\s+)?fractures?|nipple( shadows?)?|nipples|"
+    r"overlapping|superimposed|overlying|vessels?|"
+    r"vascular|artifacts?|telemetry|bone island|costochondral)\b", re.IGNORECASE)
+_HEDGED = re.compile(r"\b(may|might|could|possibly|probably|likely|perhaps|questionabl[ey]|or|versus)\s+$", re.IGNORECASE)
+"""A nodule or nodular opacity the report itself explains, in its own sentence and without a hedge, as a benign
+mimic or benign lesion ("Nodular density ... represents a healing rib fracture", "Nodular densities consistent
+with chronic granulomatous disease"): no CT step after a radiograph (the radiologist has characterised it; calcified
+granulomas need no follow-up in Fleischner 2017). A hedged explanation ("may represent overlying telemetry") keeps
+the CT step."""
 NODULAR_NOTE = ("a nodular opacity is not a definite nodule (Fleischner Society glossary, Hansell 2008): no Fleischner "
                 "category; if the radiologist calls it a nodule, give it as a nodule")
 ANATOMY_REGION = {"lung": "chest", "pleura": "chest", "heart": "chest", "bone": "musculoskeletal",
@@ -111,7 +125,15 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
                                       message=NODULAR_NOTE))
     if lung_nodules or exam.screening or lesions or nodular:
         if exam.modality == "radiograph":
-            recs = radiograph_nodule([f for f in lesions if f.type != "granuloma"] + nodular, lang)
+            to_ct = [f for f in lesions if f.type != "granuloma"] + nodular
+            explained = {f.id: _benign_explanation(item.text, f) for f in to_ct if f.type != "mass"}
+            for f in to_ct:
+                if explained.get(f.id):
+                    warnings.append(ReportWarning(
+                        kind="guideline_not_applied", finding_ids=[f.id],
+                        message=f"no CT step for '{f.text}': the report explains it as benign "
+                                f"('{explained[f.id]}')"))
+            recs = radiograph_nodule([f for f in to_ct if not explained.get(f.id)], lang)
         elif exam.modality == "CT" and exam.screening:
             unsure = [f.id for f in lesions if f.size is None or f.id in implausible]
             unsure += [f.id for f in own if f.assertion == "present" and f.type == "mass" and f not in lesions]
@@ -165,6 +187,16 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
     return MedicalReport(language=lang, exam=exam, findings=ex.findings, recommendations=recs, codes=icd,  # type: ignore[arg-type]
                          impression=impression, report_text=report_text, warnings=warnings,
                          model_spans=model_spans or [])
+
+
+def _benign_explanation(text: str, f: Finding) -> str | None:
+    """The unhedged benign explanation after ``f`` in its sentence (see :data:`_BENIGN_EXPLANATION`), if any."""
+    spans = sentences(text)
+    end = spans[f.sentence][1] if f.sentence < len(spans) else len(text)
+    for m in _BENIGN_EXPLANATION.finditer(text, f.end, end):
+        if not _HEDGED.search(text[max(f.end, m.start() - 24):m.start()]):
+            return m.group(0)
+    return None
 
 
 def render_impression(findings: list[Finding], recs: list, lang: str) -> str:
