@@ -245,6 +245,37 @@ def test_two_account_round_trip_needs_min_length_2_and_ordered_loops_need_ordere
     assert len(k.tx("B", "C", 1000, days=2)) == 1
 
 
+def test_cycle_fast_search_finds_the_same_loops_as_the_counted_search():
+    """The min_txns_per_hop=1 search (on-demand two-hop map) returns exactly the loop of the counted search with a
+    count of 1, in a random graph with collection hubs (more senders than the eager-map limit) and self-transfers."""
+    import random
+
+    rng = random.Random(7)
+    accounts = [f"a{i}" for i in range(40)]
+    hubs = accounts[:3]
+    rules = [CycleRule(), CycleRule(min_length=2), CycleRule(max_length=4), CycleRule(min_length=5),
+             CycleRule(max_degree=6)]
+    window = TransactionWindow(30.0)
+    searched = found = 0
+    for n in range(3000):
+        src = rng.choice(hubs) if rng.random() < 0.3 else rng.choice(accounts)
+        dst = rng.choice(hubs) if rng.random() < 0.3 else rng.choice(accounts)
+        if rng.random() < 0.02:
+            dst = src  # a self-transfer
+        txn = Transaction(transaction_id=f"r{n}", timestamp=T0 + timedelta(hours=n / 4), sender_account=src,
+                          receiver_account=dst, amount=Decimal("100"))
+        window.add(txn)
+        if src == dst:
+            continue
+        for rule in rules:
+            fast = rule._find_short(window.accounts, src, dst)
+            assert fast == rule._find_short_counted(window.accounts, src, dst), (n, rule.params)
+            searched += 1
+            found += fast is not None
+    assert searched > 10_000 and 0 < found < searched  # both answers occur, and hubs exceed the eager-map limit
+    assert max(len(window.accounts[h].senders) for h in hubs) > 8
+
+
 def test_cycle_rule_checks_its_parameters():
     with pytest.raises(ConfigError, match="max_length"):
         CycleRule(max_length=20)

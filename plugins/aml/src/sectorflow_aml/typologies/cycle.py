@@ -64,6 +64,11 @@ class CycleParams:
         fraction("score", self.score)
 
 
+_EAGER_BACK1 = 8
+"""Up to this many senders of the closing edge's sender, :meth:`CycleRule._find_short_any` builds the two-hop map
+backwards at once; above it (collection hubs), entry by entry on demand."""
+
+
 class CycleRule(Rule):
     """A closed loop of transfers through the window (see the module docstring)."""
 
@@ -101,6 +106,13 @@ class CycleRule(Rule):
     def _find_short(self, accounts: dict, u: str, v: str) -> list[str] | None:
         """:meth:`_find` specialised to loops of at most 5 accounts (the default): the same two hops back from
         ``u`` and two forward from ``v``, without the general search's bookkeeping."""
+        if self.params.min_txns_per_hop == 1:
+            return self._find_short_any(accounts, u, v)
+        return self._find_short_counted(accounts, u, v)
+
+    def _find_short_counted(self, accounts: dict, u: str, v: str) -> list[str] | None:
+        """:meth:`_find_short` with the ``min_txns_per_hop`` count test on every hop: two hops back from ``u`` into a
+        map (``y -> x`` for ``y -> x -> u``), then two forward from ``v`` probing it."""
         p = self.params
         m, lo, hi, max_degree = p.min_txns_per_hop, p.min_length, p.max_length, p.max_degree
         back1 = accounts[u].senders  # x -> u
@@ -139,6 +151,89 @@ class CycleRule(Rule):
                 if x is not None and x != a and x != v:
                     return [u, v, a, b, x]
         return None
+
+    def _find_short_any(self, accounts: dict, u: str, v: str) -> list[str] | None:
+        """:meth:`_find_short` for ``min_txns_per_hop=1`` (the default), where every count test passes: the same
+        answer (the same loop, found in the same search order) without building the two-hop map backwards from
+        ``u`` (all senders of all senders of ``u``: hundreds of accounts when ``u`` is a collection hub). Instead,
+        for each account ``b`` two hops forward from ``v`` the map's entry is worked out on demand (:meth:`_via`)."""
+        p = self.params
+        lo, hi, max_degree = p.min_length, p.max_length, p.max_degree
+        back1 = accounts[u].senders  # x -> u
+        if lo <= 2 and v in back1:
+            return [u, v]
+        fwd1 = accounts[v].receivers  # v -> a
+        if lo <= 3 <= hi:
+            for a in fwd1:
+                if a != u and a != v and a in back1:
+                    return [u, v, a]
+        if hi < 4:
+            return None
+        four, five = lo <= 4, hi >= 5
+        via: dict[str, str | None] = {}
+        if five and len(back1) <= _EAGER_BACK1:  # few senders of u: the whole map at once is cheaper
+            five = False
+            for x in back1:
+                if x == u or x == v:
+                    continue
+                senders = accounts[x].senders
+                if len(senders) > max_degree:
+                    continue
+                for y in senders:
+                    if y != u and y != x and y not in via:
+                        via[y] = x
+            if via:
+                for a in fwd1:
+                    if a == u or a == v:
+                        continue
+                    receivers = accounts[a].receivers
+                    if len(receivers) > max_degree:
+                        continue
+                    for b in receivers:
+                        if b == u or b == v or b == a:
+                            continue
+                        if four and b in back1:
+                            return [u, v, a, b]
+                        x = via.get(b)
+                        if x is not None and x != a and x != v:
+                            return [u, v, a, b, x]
+                return None
+        for a in fwd1:
+            if a == u or a == v:
+                continue
+            receivers = accounts[a].receivers
+            if len(receivers) > max_degree:
+                continue
+            for b in receivers:
+                if b == u or b == v or b == a:
+                    continue
+                if four and b in back1:
+                    return [u, v, a, b]
+                if five:
+                    if b in via:
+                        x = via[b]
+                    else:
+                        x = via[b] = self._via(accounts, back1, u, v, b, max_degree)
+                    if x is not None and x != a:
+                        return [u, v, a, b, x]
+        return None
+
+    @staticmethod
+    def _via(accounts: dict, back1: dict, u: str, v: str, b: str, max_degree: int) -> str | None:
+        """The entry of :meth:`_find_short`'s ``back2`` map for ``b``: the first sender ``x`` of ``u`` (in the order of
+        ``back1``) that ``b`` pays, with ``x`` not ``u``, ``v`` or ``b`` and at most ``max_degree`` senders; ``None`` if
+        there is none. The candidates are the intersection of ``b``'s receivers with ``u``'s senders (a set operation
+        in C over the smaller of the two)."""
+        found = accounts[b].receivers.keys() & back1.keys()
+        if not found:
+            return None
+        found.discard(u)
+        found.discard(v)
+        found.discard(b)
+        found = {x for x in found if len(accounts[x].senders) <= max_degree}
+        if len(found) <= 1:
+            return next(iter(found), None)
+        return next(x for x in back1 if x in found)
 
     def _find(self, accounts: dict, u: str, v: str) -> list[str] | None:
         """Accounts ``[u, v, ..., x]`` of a short simple path ``v -> ... -> u`` (so ``u -> v`` closes the loop)."""
