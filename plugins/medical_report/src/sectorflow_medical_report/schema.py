@@ -94,7 +94,9 @@ class Finding(BaseModel):
     size: Size | None = None
     solid_component_mm: float | None = None
     count: Literal["single", "multiple"] | None = None
-    attributes: list[str] = Field(default_factory=list, description="solid, part-solid, ground-glass, calcified...")
+    attributes: list[str] = Field(default_factory=list, description="solid, part-solid, subsolid, ground-glass, "
+                                  "calcified, spiculated; nodular, reticulonodular, fibronodular ('nodular opacity' = "
+                                  "opacity + nodular, not a nodule: Hansell 2008)")
     sentence: int = Field(description="0-based sentence index.")
     model_agrees: bool | None = Field(None, description="Whether the tagger marked this span too (none: no model).")
 
