@@ -152,7 +152,8 @@ EN_DATE_RE = re.compile(
     rf"|\b(?:{_MONTHS})\.?\s+(?:\d{{1,2}}(?:st|nd|rd|th|t\s?h)?\s*|_+|\[\s*\*+\s*\]|\s)?,?\s*\d{{4}}"
     rf"|\b\d{{1,2}}/\d{{1,2}}/(?:(?:19|20)\d{{2}}|\d{{2}})\b"
     rf"|(?:_{{2,}}|\[\s*[*·_\s]*\])(?:\s*day\s+of\s+_{{2,}})?\s*,?\s*(?:19|20)\d{{2}}\b"
-    rf"|(?<=\bday\sof)\s+,\s*(?:19|20)\d{{2}}\b|(?<=\bas\sof)\s+,\s*(?:19|20)\d{{2}}\b", re.IGNORECASE)
+    rf"|(?<=\bday\sof)\s+,\s*(?:19|20)\d{{2}}\b|(?<=\bas\sof)\s+,\s*(?:19|20)\d{{2}}\b"
+    rf"|_{{2,}}\s*day\s+of\s+(?:{_MONTHS})\.?,?\s+(?:19|20)\d{{2}}\b", re.IGNORECASE)
 """English dates: '15th july 2018', '16 day of August. 2012', 'Sept 1st, 2005', 'June __, 2005', '1/5/2010'."""
 
 

@@ -56,13 +56,14 @@ def _clean_name(raw: str) -> str:
     name = re.sub(r"\s+", " ", name).strip(" ,.;:\"“”'‘’\n\t-")
     for _ in range(2):
         name = re.sub(r"^(?:\(\w{1,3}\)\s*|\w\)\s*|\d+\.\s*PARTIES:?\s*|(?:by\s+and\s+)?(?:between|among)\s+|"
-                      r"the\s+following\s+parties:?\s*|and\s*:?\s+(?:the\s+)?)", "", name, flags=re.I)
+                      r"the\s+following\s+parties:?\s*|and\s*:?\s+(?:the\s+)?|in\s+addition,\s*)", "", name, flags=re.I)
     return name
 
 
 def looks_like_party(name: str) -> bool:
     """A company or person name: a legal-form word, or a few words that are mostly capitalised, and no verb."""
-    if not name or len(name) > 120 or _PLACE_LIKE.search(name) or _known_place(name) == name.strip(" ."):
+    if not name or len(name) > 120 or _PLACE_LIKE.search(name) or _known_place(name) == name.strip(" .") or \
+            re.search(r"\bagreement\b", name, re.I):
         return False
     words = re.findall(r"[A-Za-z][\w'’&.\-]*", name)
     if not words or len(words) > 12 or not re.match(r"[A-Z0-9(]|[a-z]+[A-Z.]", name) or name.lower() == "and":
@@ -75,7 +76,7 @@ def looks_like_party(name: str) -> bool:
     return capital == len(words) and len(words) <= 8
 
 
-_LAST_AND = re.compile(r"(?:^|[\s,;])(?:and|&)\s*:?\s+(?:the\s+)?(?=\S)", re.IGNORECASE)
+_LAST_AND = re.compile(r"(?:^|[\s,;])(?:and|&)\s*[:,]?\s+(?:the\s+)?(?=\S)", re.IGNORECASE)
 
 
 def _name_start(window: str, first: bool) -> int:
@@ -87,8 +88,9 @@ def _name_start(window: str, first: bool) -> int:
                 return start
         return len(window)
     between = list(_BETWEEN.finditer(window))
+    heading = list(re.finditer(r"\bPARTIES\b:?\s*(?:\(\w{1,3}\)|\d\.)?\s*", window))
     if between:
-        return between[-1].end()
+        return max(between[-1].end(), heading[-1].end() if heading else 0)
     cut = 0
     for stop in re.finditer(r"\n\s*|[.:]\s+(?=[A-Z(])", window):
         before = window[max(0, stop.start() - 6):stop.start() + 1]
@@ -164,9 +166,9 @@ def parties(text: str) -> list[Extraction]:
                                     value={"name": name, "role": "party_b", "defined_term": None}, confidence=0.5,
                                     source="rule:en_second_party"))
     if not found:
-        for line in re.finditer(r"^\s*Party\s+(?P<r>[A-C])\s*(?:\([^()\n]{1,30}\))?\s*[:：]\s*(?P<n>[^\n]{3,120}?)"
-                                r"(?:\s+(?:Address|Registered\s+address|Legal\s+representative)\s*:.*)?\s*$", head, re.M | re.I):
-            name = _clean_name(line.group("n"))
+        for line in re.finditer(r"^\s*(?i:Party)\s+(?P<r>[A-Ca-c])\s*(?:\([^()\n]{1,30}\))?\s*[:：]\s*(?P<n>[^\n]{3,120}?)"
+                                r"(?:\s+(?:[A-Z][a-z]+\s+)?(?:Address|address|Legal\s+representative)\s*:.*)?\s*$", head, re.M):
+            name = _clean_name(re.sub(r"\s*[(（][^()（）]*[\u4e00-\u9fff][^()]*[)）]?\s*$", "", line.group("n")))
             role = "party_" + line.group("r").lower()
             if looks_like_party(name) and role not in {p.value["role"] for p in found}:
                 b = line.start("n")
@@ -223,7 +225,7 @@ _STRONG_CUE = re.compile(r"(?:\bdated|\bmade|\bentered\s+into|\bexecuted|\bas\s+
                          r"(?:\w+\W+){0,6}$", re.I)
 _WEAK_CUE = re.compile(r"(?:\bon|\bthis)\W+(?:\w+\W+){0,6}$", re.I)
 _OTHER_AGREEMENT = re.compile(r"(?:\bto|\bof|\bunder|\bin|\bthat|\band)\s+(?:the|that|a|certain)\s+[^.()]{0,80}?(?:agreement|"
-                              r"contract|lease)\b[^.;]{0,120}?\bdated\s+(?:as\s+of\s+)?$|WHEREAS\b[^;]{0,300}$|"
+                              r"contract|lease)\b[^.;]{0,120}?\bdated\s+(?:as\s+of\s+)?$|WHEREAS\b[^;]{0,400}$|"
                               r"(?:before|after|prior\s+to|until|through|later\s+than|\bby|ending|expir\w*\s+on|"
                               r"amended)\s+(?:the\s+)?$", re.I)
 
@@ -240,7 +242,7 @@ def _signature_dates(text: str) -> list[tuple[int, int, str, str]]:
     witness = [m.end() for m in re.finditer(r"IN\s+WITNESS\s+WHEREOF|(?i:in\s+witness\s+whereof)", text)]
     tail = witness[-1] if witness else max(0, len(text) - 3000)
     out += [(tail + s, tail + e, raw, iso) for s, e, raw, iso in nz.dates_in(text[tail:tail + 6000])
-            if len(iso) == 10 and not re.search(r"Source:|\b(?:10-K|10-Q|8-K|S-1|F-1)\b",
+            if len(iso) >= 7 and not re.search(r"Source:|\b(?:10-K|10-Q|8-K|S-1|F-1)\b",
                                                 text[text.rfind("\n", 0, tail + s) + 1:tail + s])]
     return out
 
@@ -253,11 +255,12 @@ def agreement_date(text: str) -> list[Extraction]:
     first 1,500 characters. Partly blank dates keep only what is given ("[___], 2020" -> ``2020``)."""
     head = text[:PREAMBLE_CHARS]
     dates = [d for d in nz.dates_in(head)
-             if not re.search(r"Source:|\b(?:10-K|10-Q|8-K|S-1|F-1)\b", head[head.rfind("\n", 0, d[0]) + 1:d[0]])]
+             if not re.search(r"Source:|\b(?:10-K|10-Q|8-K|S-1|F-1)\b", head[head.rfind("\n", 0, d[0]) + 1:d[0]])
+             and not re.match(r"\s*(?:WHEREAS|Whereas)\b", head[head.rfind("\n\n", 0, d[0]) + 1:d[0]])]  # recitals
     chosen, confidence = None, 0.0
     for cue, score in ((_STRONG_CUE, 0.85), (_WEAK_CUE, 0.75)):
         for date in dates:
-            before = head[max(0, date[0] - 200):date[0]]
+            before = head[max(0, date[0] - 400):date[0]]
             if cue.search(before[-60:]) and not _OTHER_AGREEMENT.search(before):
                 chosen, confidence = date, score
                 break
@@ -271,8 +274,9 @@ def agreement_date(text: str) -> list[Extraction]:
                 s, e, raw, iso = found[0]
                 chosen, confidence = (match.end() + s, match.end() + e, raw, iso), 0.8
                 break
-    if chosen is None and dates and dates[0][0] < 1500 and len(dates[0][3]) == 10:
-        chosen, confidence = dates[0], 0.4
+    early = [d for d in dates if d[0] < 1500 and not _OTHER_AGREEMENT.search(head[max(0, d[0] - 400):d[0]])]
+    if chosen is None and early and len(early[0][3]) == 10:
+        chosen, confidence = early[0], 0.4
     if chosen is None:
         for match in re.finditer(r"(?:IN\s+WITNESS\s+WHEREOF[^.]{0,200}?(?:as\s+of|on)|(?:Signed|Executed|Dated)(?:\s+and\s+"
                                  r"effective)?)\s+(?:this\s+|the\s+)?", text):
@@ -281,7 +285,8 @@ def agreement_date(text: str) -> list[Extraction]:
                 s, e, raw, iso = found[0]
                 chosen, confidence = (match.end() + s, match.end() + e, raw, iso), 0.6
     if chosen is None:
-        signed = [d for d in _signature_dates(text) if len(d[3]) == 10]
+        signed = _signature_dates(text)
+        signed = [d for d in signed if len(d[3]) == 10] or signed  # a partly blank "April ____, 2003" last
         if signed:
             chosen, confidence = max(signed, key=lambda d: d[3]), 0.45
     if chosen is None and dates and dates[0][0] < 1500:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from .rules_en_law import known_place
 from .schema import Extraction
 
 _FORM = (r"(?:Inc|Incorporated|Corp|Corporation|Company|Co|LLC|L\.L\.C|Ltd|Limited|LP|L\.P|LLP|L\.L\.P|PLC|GmbH|AG|"
@@ -71,6 +72,8 @@ def signature_parties(text: str) -> list[Extraction]:
         if re.search(r"\b(?:its|general\s+partner|manager|member)\s*$", window, re.I):
             continue
         for name in _names_before(window):
+            if re.fullmatch(r"(?:[IVX]+|U?G\.?P\.?|[A-Z][a-z]+)(?:,?\s+\S+)?", name) or known_place(name.split()[0]):
+                continue  # "GP, LLC" (a cut-off name), "Delaware Corporation" (a description)
             key = re.sub(r"\W", "", name.lower())
             begin = text.rfind(name, max(0, match.start() - 160), match.start())
             if key in seen or begin < 0:

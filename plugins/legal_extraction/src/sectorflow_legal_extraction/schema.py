@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field
 
-from sectorflow import ConfigError, TaskResult
+from sectorflow import ConfigError, TaskResult, TextItem
 
 MAX_CHARS = 2_000_000
 """Longest contract accepted (characters); CUAD's longest text is about 43,000."""
@@ -144,27 +144,14 @@ def resolve_schema(schema: Any) -> list[tuple[str, FieldDef, dict[str, str] | No
 # --- input and output models --------------------------------------------------------------------------------------
 
 
-class Contract(BaseModel):
+class Contract(TextItem):
     """One contract. A plain string is accepted as ``{"text": string}``; unknown keys are refused (choose fields
     with the task's ``schema`` option, not per item)."""
 
-    model_config = ConfigDict(extra="forbid")
-
+    text_hint = "the contract's text"
     text: str = Field(min_length=1, max_length=MAX_CHARS, description="The contract's full text (zh or en).")
     language: str | None = Field(default=None, pattern="^(zh|en)$",
                                  description="'zh' or 'en'; detected from the text when omitted.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_string(cls, value: Any) -> Any:
-        return {"text": value} if isinstance(value, str) else value
-
-    @field_validator("text")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("text is only white space: give the contract's text")
-        return value
 
 
 class Extraction(BaseModel):
