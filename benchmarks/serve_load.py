@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -70,7 +71,7 @@ def make_bundle(folder: Path) -> Path:
     return folder
 
 
-def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float) -> None:
+def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float, shared_port: bool = False) -> None:
     import numpy as np
     from pydantic import BaseModel, Field
     from sectorflow import Pipeline, TaskResult, TaskSpec, hookimpl, plugins
@@ -119,6 +120,18 @@ def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float
         "keys": [{"id": "bench", "sha256": hash_key(SECRET), "scopes": ["task:*", "metrics"]}],
     }, environ={})
     app = Probe(create_app(config))
+    if shared_port:  # --processes N: one of N servers on the same port (SO_REUSEPORT; the kernel spreads connections)
+        import uvicorn
+        from sectorflow.serving.server import ProxyHeaders
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(("127.0.0.1", port))  # uvicorn listens once the model is loaded: no connection waits for a load
+        server = uvicorn.Server(uvicorn.Config(ProxyHeaders(app, "127.0.0.1"), log_level="warning",
+                                               access_log=False, proxy_headers=False))
+        with contextlib.suppress(KeyboardInterrupt):  # SIGINT stops it (uvicorn.run catches this itself)
+            server.run(sockets=[sock])
+        return
     try:
         from sectorflow.serving import run_server
     except ImportError:  # --src pointing at a checkout from before run_server existed: plain uvicorn, as it was then
@@ -170,6 +183,14 @@ class Probe:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if self._ticker is None and scope["type"] != "lifespan":
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
+        if scope["type"] == "http" and scope["path"] != "/v1/tasks/mlp":  # which server answered (--processes)
+            plain_send = send
+
+            async def send(message: Any) -> None:
+                if message["type"] == "http.response.start":
+                    message = {**message, "headers": [*message.get("headers", []),
+                                                       (b"x-bench-pid", str(os.getpid()).encode())]}
+                await plain_send(message)
         if scope["type"] != "http" or scope["path"] != "/v1/tasks/mlp":
             if scope["type"] == "http" and scope["path"] == "/bench/stats":
                 import gc
@@ -291,13 +312,28 @@ def run_loop(coroutine: Any) -> Any:
         return runner.run(coroutine)
 
 
-def _batch_stats(url: str) -> tuple[float, float]:
+def _each_server(url: str, path: str, servers: int, headers: dict[str, str] | None = None) -> list[Any]:
+    """GET ``path`` from every one of ``servers`` servers sharing the port: a new connection per try (the kernel picks
+    the server per connection) until each server's pid has answered once. Returns their responses."""
     import httpx
 
-    text = httpx.get(f"{url}/metrics", headers={"Authorization": f"Bearer {SECRET}"}).text
-    values = {line.split("{")[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-              if line.startswith("sectorflow_batch_size_sum") or line.startswith("sectorflow_batch_size_count")}
-    return values.get("sectorflow_batch_size_sum", 0.0), values.get("sectorflow_batch_size_count", 0.0)
+    answers: dict[str, Any] = {}
+    for _ in range(200 * servers):
+        r = httpx.get(f"{url}{path}", headers=headers)
+        answers.setdefault(r.headers.get("x-bench-pid", "?"), r)
+        if len(answers) >= servers:
+            break
+    return list(answers.values())
+
+
+def _batch_stats(url: str, servers: int = 1) -> tuple[float, float]:
+    total, calls = 0.0, 0.0
+    for r in _each_server(url, "/metrics", servers, {"Authorization": f"Bearer {SECRET}"}):
+        values = {line.split("{")[0]: float(line.rsplit(" ", 1)[1]) for line in r.text.splitlines()
+                  if line.startswith(("sectorflow_batch_size_sum", "sectorflow_batch_size_count"))}
+        total += values.get("sectorflow_batch_size_sum", 0.0)
+        calls += values.get("sectorflow_batch_size_count", 0.0)
+    return total, calls
 
 
 def _has(module: str) -> bool:
@@ -312,38 +348,51 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(batching: bool, args: argparse.Namespace, bundle: Path) -> tuple[subprocess.Popen, int]:
-    """Start one benchmark server and wait until its model is loaded."""
+def start_server(batching: bool, args: argparse.Namespace, bundle: Path) -> tuple[list[subprocess.Popen], int]:
+    """Start one benchmark server (``--processes N``: N on one port) and wait until its models are loaded."""
     import httpx
 
     port = _free_port()
     env = {**os.environ, "SECTORFLOW_AUDIT": "off"}
     if args.src:  # a directory holding a ``sectorflow`` package (an older core/): it shadows the installed one
         env["PYTHONPATH"] = os.pathsep.join([str(args.src.resolve()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--bundle", str(bundle),
-                             "--threads", str(args.threads), "--hidden", str(args.hidden),
-                             "--delay-ms", str(args.delay_ms)]
-                            + (["--batching"] if batching else []), env=env)
+    procs = [subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--bundle", str(bundle),
+                               "--threads", str(args.threads), "--hidden", str(args.hidden),
+                               "--delay-ms", str(args.delay_ms)]
+                              + (["--batching"] if batching else [])
+                              + (["--shared-port"] if args.processes > 1 else []), env=env)
+             for _ in range(args.processes)]
     if args.pin:
-        os.sched_setaffinity(proc.pid, SERVER_CPUS)
+        for proc in procs:
+            os.sched_setaffinity(proc.pid, SERVER_CPUS)
     deadline = time.monotonic() + 120
+    ready: set[str] = set()
     while True:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
-                return proc, port
+            r = httpx.get(f"http://127.0.0.1:{port}/readyz")
+            if r.status_code == 200:
+                ready.add(r.headers.get("x-bench-pid", "?"))
+                if len(ready) >= args.processes:
+                    return procs, port
         except httpx.TransportError:
-            if proc.poll() is not None:
+            if any(proc.poll() is not None for proc in procs):
                 raise SystemExit("benchmark server exited") from None
         if time.monotonic() > deadline:
             raise SystemExit("benchmark server did not start")
         time.sleep(0.2)
 
 
-def _probe_stats(url: str) -> dict[str, Any]:
-    import httpx
-
-    r = httpx.get(f"{url}/bench/stats")
-    return r.json() if r.status_code == 200 else {}
+def _probe_stats(url: str, servers: int = 1) -> dict[str, Any]:
+    merged: dict[str, Any] = {"in_app": [], "stalls": [], "gc2": [], "gc_young_s": 0.0}
+    for r in _each_server(url, "/bench/stats", servers):
+        if r.status_code != 200:
+            continue
+        stats = r.json()
+        for key in ("in_app", "stalls", "gc2"):
+            merged[key] += stats[key]
+        merged["gc_young_s"] += stats["gc_young_s"]
+        merged["gc_objects"], merged["gc_frozen"] = stats["gc_objects"], stats["gc_frozen"]
+    return merged
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -351,18 +400,26 @@ def _quantile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else float("nan")
 
 
-def measure(pid: int, port: int, batching: bool, clients: int, args: argparse.Namespace) -> dict[str, Any]:
-    """One point: ``clients`` closed-loop clients against the server on ``port``."""
+def measure(pids: list[int], port: int, batching: bool, clients: int, args: argparse.Namespace) -> dict[str, Any]:
+    """One point: ``clients`` closed-loop clients against the server(s) on ``port``."""
     url = f"http://127.0.0.1:{port}"
-    before = _batch_stats(url)
-    _probe_stats(url)  # reset
-    server_cpu, client_cpu, waited = _cpu_seconds(pid), time.process_time(), _run_delay_seconds(pid)
+    n = len(pids)
+    before = _batch_stats(url, n)
+    _probe_stats(url, n)  # reset
+
+    def cpu() -> float:
+        return sum(_cpu_seconds(pid) for pid in pids)
+
+    def delay() -> float:
+        return sum(_run_delay_seconds(pid) for pid in pids)
+
+    server_cpu, client_cpu, waited = cpu(), time.process_time(), delay()
     started = time.perf_counter()
     row = run_loop(_load(port, clients, args.seconds, args.max_requests, args.warmup))
-    server_cpu, client_cpu = _cpu_seconds(pid) - server_cpu, time.process_time() - client_cpu
-    row["server_cpu_wait"] = (_run_delay_seconds(pid) - waited) / (time.perf_counter() - started)
-    after = _batch_stats(url)
-    probe = _probe_stats(url)  # the whole point, warm-up included
+    server_cpu, client_cpu = cpu() - server_cpu, time.process_time() - client_cpu
+    row["server_cpu_wait"] = (delay() - waited) / (time.perf_counter() - started)
+    after = _batch_stats(url, n)
+    probe = _probe_stats(url, n)  # the whole point, warm-up included
     in_app = probe.get("in_app", [])
     row["server_p50_ms"], row["server_p99_ms"] = _quantile(in_app, 0.5), _quantile(in_app, 0.99)
     row["stall_s"] = sum(probe.get("stalls", []))
@@ -420,7 +477,7 @@ def run_all(args: argparse.Namespace, bundle: Path) -> list[dict[str, Any]]:
             if args.repeat > 1:
                 print(f"--- run {repeat + 1} of {args.repeat}, load average {os.getloadavg()[0]:.1f}", flush=True)
             for clients in args.clients:
-                pair = [measure(servers[b][0].pid, servers[b][1], b, clients, args) for b in modes]
+                pair = [measure([p.pid for p in servers[b][0]], servers[b][1], b, clients, args) for b in modes]
                 for row in pair:
                     row["run"] = repeat + 1
                 rows += pair
@@ -428,9 +485,11 @@ def run_all(args: argparse.Namespace, bundle: Path) -> list[dict[str, Any]]:
                     print(f"clients {clients:>3}: batching speed-up {pair[1]['rps'] / pair[0]['rps']:.2f}x",
                           flush=True)
     finally:
-        for proc, _ in servers.values():
-            proc.send_signal(signal.SIGINT)  # uvicorn stops cleanly on SIGINT; Paddle prints a trace on SIGTERM
-            proc.wait(30)
+        for procs, _ in servers.values():
+            for proc in procs:
+                proc.send_signal(signal.SIGINT)  # uvicorn stops cleanly on SIGINT; Paddle prints a trace on SIGTERM
+            for proc in procs:
+                proc.wait(30)
     if args.repeat > 1:
         summarise(rows)
     return rows
@@ -471,13 +530,18 @@ def main() -> None:
                         help="Serve with the sectorflow package in this directory (e.g. an older core/ exported "
                              "with git archive as DIR/sectorflow), for before/after runs back to back.")
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="Run N server processes on one port (SO_REUSEPORT), each with its own model, queues, "
+                             "limits and metrics: what several workers or a model process per core could give. Not "
+                             "a mode of sectorflow serve (see docs/serving.md).")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--shared-port", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bundle", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--batching", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     HIDDEN = args.hidden
     if args.serve:
-        serve(args.serve, args.bundle, args.batching, args.threads, args.delay_ms)
+        serve(args.serve, args.bundle, args.batching, args.threads, args.delay_ms, args.shared_port)
         return
     import uvicorn
 
@@ -489,7 +553,7 @@ def main() -> None:
           f"(oneDNN); {args.threads} inference threads x 1 predictor thread; 1 item per request; on: max_batch_size "
           f"64, delay {args.delay_ms:g} ms; off: max_batch_size 1; "
           f"{'server on CPU 0, load generator on CPU 1' if args.pin else 'server and load generator unpinned'}; "
-          f"serving code: {args.src or 'installed sectorflow'}", flush=True)
+          f"serving code: {args.src or 'installed sectorflow'}; {args.processes} server process(es)", flush=True)
     if args.pin:
         os.sched_setaffinity(0, CLIENT_CPUS)
     with tempfile.TemporaryDirectory() as tmp:
