@@ -65,22 +65,10 @@ def _fraction(options: dict[str, Any], name: str, default: float) -> float:
 
 
 _FIELDS_SET = frozenset(TransactionAssessment.model_fields)
+_NO_ALERTS: list[Alert] = []
+"""The alerts of a transaction that completed none (most): one shared list, never mutated and never handed out."""
 _new = object.__new__
 _set = object.__setattr__
-
-
-def _quiet_result(transaction_id: str, risk: float, model_score: float | None,
-                  reports: list[ReportDraft]) -> TransactionAssessment:
-    """An unflagged :class:`TransactionAssessment` built like ``model_construct`` does (every field given, values
-    already checked), without its per-call overhead; the common case on real data."""
-    out = _new(TransactionAssessment)
-    _set(out, "__dict__", {"meta": None, "transaction_id": transaction_id, "risk_score": risk,
-                           "model_score": model_score, "alert": False, "typologies": [], "reasons": [], "alerts": [],
-                           "reports": reports})
-    _set(out, "__pydantic_fields_set__", set(_FIELDS_SET))
-    _set(out, "__pydantic_extra__", None)
-    _set(out, "__pydantic_private__", None)
-    return out
 
 
 _gc_promoted = 0
@@ -265,38 +253,43 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
     def preprocess(self, items: Sequence[Transaction]) -> list[_Item]:
         """Update the window and run the rules, the feature extractor and the report engine, in order."""
         window = self.window
-        rules = self.rules
-        scorer = self.scorer
+        checks = [rule.check for rule in self.rules]
+        feature_row = self.scorer._extractor.row if self.scorer is not None else None
         observe = self.reports_engine.observe
         for currency in {txn.currency for txn in items}:  # a missing FX rate fails the call before any state changes
             window.rate_of(currency)
         out: list[_Item] = []
+        append = out.append
         ids = window.ids
+        add = window.add
         duplicates = late = 0
         with _gc_paused():
             for txn in items:
                 seen = ids.get(txn.transaction_id)
                 if seen is not None:  # a retried upload or a reused id: never counted twice
                     duplicates += 1
-                    item = _Item(None, [], [], seen, None, [_duplicate_note(txn, seen.txn)])
+                    item = _Item(None, _NO_ALERTS, [], seen, None, [_duplicate_note(txn, seen.txn)])
                     item.duplicate = True
-                    out.append(item)
+                    append(item)
                     continue
-                edge = window.add(txn)
+                edge = add(txn)
                 notes = None
                 if edge.ts < window.now:
                     late += 1
                     notes = [_late_note(edge.ts, window.now)]
-                alerts: list[Alert] = []
-                for rule in rules:
-                    hits = rule.check(window, edge)
+                alerts = _NO_ALERTS  # shared and never mutated; a transaction with hits gets its own list
+                for check in checks:
+                    hits = check(window, edge)
                     if hits:
-                        alerts.extend(hits)
-                row = scorer.feature_row(txn, window) if scorer is not None else None
+                        if alerts is _NO_ALERTS:
+                            alerts = hits  # a new list made by the rule for this call
+                        else:
+                            alerts.extend(hits)
+                row = feature_row(txn, window) if feature_row is not None else None
                 # An STR draft lists its transactions: read them now, before later transactions of this call move
                 # the window on (postprocess runs after the whole call's preprocess).
                 txns = self._alert_transactions(alerts) if alerts else None
-                out.append(_Item(row, alerts, observe(txn), edge, txns, notes))
+                append(_Item(row, alerts, observe(txn), edge, txns, notes))
         if duplicates:
             log.warning("%d transaction(s) repeat an id already in the %g-day window: not counted again (see the "
                         "reason 'input.duplicate_id' on their results).", duplicates, self.lookback_days)
@@ -308,8 +301,13 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
     def forward(self, batch: Sequence[_Item]) -> list[_Item]:
         """Score one batch with the model: sets each item's ``score`` (left ``None`` when no model runs)."""
         if self.scorer is not None:
-            scored = [item for item in batch if item.row is not None]  # a repeated id has no row
-            for item, score in zip(scored, self.scorer.score_rows([item.row for item in scored]).tolist()):
+            rows = [item.row for item in batch]
+            if None in rows:  # a repeated id has no row
+                scored = [item for item in batch if item.row is not None]
+                rows = [item.row for item in scored]
+            else:
+                scored = batch
+            for item, score in zip(scored, self.scorer.score_rows(rows).tolist()):
                 item.score = score
         return list(batch)
 
@@ -323,6 +321,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         a = self.alert_threshold
         t = self.scorer.threshold if self.scorer is not None else None
         construct = TransactionAssessment.model_construct
+        new, setattr_, assessment, fields_set = _new, _set, TransactionAssessment, _FIELDS_SET
+        append = results.append
         for txn, item in zip(items, raw):
             model_score = item.score
             model_risk = 0.0
@@ -330,14 +330,23 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 model_risk = model_score / t * a if model_score < t else a + (model_score - t) / (1.0 - t) * (1 - a)
                 model_risk = min(1.0, max(0.0, model_risk))
             alerts = item.alerts
+            if not alerts and model_risk < a and item.notes is None and not item.duplicate:
+                # the common case, nothing to explain: an unflagged result built like model_construct does (every
+                # field given, values already checked), without its per-call overhead
+                out = new(assessment)
+                setattr_(out, "__dict__", {
+                    "meta": None, "transaction_id": txn.transaction_id, "risk_score": round(model_risk, 6),
+                    "model_score": None if model_score is None else round(model_score, 6), "alert": False,
+                    "typologies": [], "reasons": [], "alerts": [], "reports": item.reports})
+                setattr_(out, "__pydantic_fields_set__", set(fields_set))
+                setattr_(out, "__pydantic_extra__", None)
+                setattr_(out, "__pydantic_private__", None)
+                append(out)
+                continue
             if item.duplicate:
                 results.append(construct(  # a repeated id: not scored, not counted, only the note
                     meta=None, transaction_id=txn.transaction_id, risk_score=0.0, model_score=None, alert=False,
                     typologies=[], reasons=list(item.notes), alerts=[], reports=[]))
-                continue
-            if not alerts and model_risk < a and item.notes is None:  # the common case: nothing to explain
-                results.append(_quiet_result(txn.transaction_id, round(model_risk, 6),
-                                             None if model_score is None else round(model_score, 6), item.reports))
                 continue
             rule_keep = 1.0
             for alert in alerts:
@@ -358,6 +367,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             strs = [x for x in alerts if x.score >= self.str_threshold]
             if strs:
                 reports = list(reports) + [self._str(alert, item) for alert in strs]
+            if alerts is _NO_ALERTS:
+                alerts = []
             results.append(construct(
                 meta=None, transaction_id=txn.transaction_id, risk_score=round(risk, 6),
                 model_score=None if model_score is None else round(model_score, 6), alert=flagged,
