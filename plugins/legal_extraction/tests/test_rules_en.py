@@ -107,3 +107,22 @@ def test_calibration_leaves_uncalibrated_categories_without_a_threshold():
     thresholds, f1 = script.calibrate(y, scores, ["good", "no positives", "never found"])
     assert 0.2 < thresholds["good"] <= 0.8 and f1["good"] == 1.0
     assert thresholds["no positives"] is None and thresholds["never found"] is None
+
+
+@pytest.mark.parametrize("text, names", [
+    ('This Agreement is entered into between the parties on 1 April, 2020.\n\nPARTIES (1) Kestrel Labs UK Limited '
+     'is a company registered in England (the "Employer"); and (2) Jane Roe of [address removed] (the "Executive").',
+     ["Kestrel Labs UK Limited", "Jane Roe"]),
+    ('This Agreement is made between Ivan Petrov, director of CookWell (hereinafter referred to as "Client") and '
+     'Mary Vale, director of Vale Web Works, PLC (hereinafter referred to as "Company").',
+     ["CookWell", "Vale Web Works, PLC"]),
+    ('This Agreement is made between Snapdragon Labs, Inc. a California corporation ("Snap"), and, Blue Air, Inc., '
+     'a Delaware corporation ("Sponsor").', ["Snapdragon Labs, Inc", "Blue Air, Inc"]),
+    ('Road Transportation Agreement   Party A (Shipper): Zeta Express Co., Ltd. Address: 1 Huazhi Road   Party B '
+     '(Carrier): Tongze Logistics Ltd. Address: 12 Yinchun Road   Due to the need for logistics.',
+     ["Zeta Express Co., Ltd", "Tongze Logistics Ltd"]),
+])
+def test_preamble_party_forms(text, names):
+    found = rules_en.parties(text)
+    assert [p.value["name"] for p in found] == names
+    assert all(text[p.start:p.end] == p.text for p in found)

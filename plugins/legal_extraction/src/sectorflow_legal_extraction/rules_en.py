@@ -47,6 +47,8 @@ _PLACE_LIKE = re.compile(r"(?:\b[A-Z]{2}\s+\d{5}|\d{4,}|^(?:USA|U\.S\.A|P\.R\.C|
 
 
 def _clean_name(raw: str) -> str:
+    raw = raw.strip()
+    raw = re.split(r"\s+of\s+\[", raw, maxsplit=1)[0]  # "Jane Roe of [address removed]"
     name = re.split(r",?\s+(?:a|an)\s+(?:[A-Z][\w.\-]*\s+){0,4}(?:corporation|company|limited|partnership|"
                     r"association|bank|trust|organi[sz]ation|entity|institution|individual|resident|citizen|"
                     r"business|national|[a-z]+\s+(?:corporation|company|partnership))\b|,?\s+(?:having|with|located|"
@@ -57,6 +59,8 @@ def _clean_name(raw: str) -> str:
     for _ in range(2):
         name = re.sub(r"^(?:\(\w{1,3}\)\s*|\w\)\s*|\d+\.\s*PARTIES:?\s*|(?:by\s+and\s+)?(?:between|among)\s+|"
                       r"the\s+following\s+parties:?\s*|and\s*:?\s+(?:the\s+)?|in\s+addition,\s*)", "", name, flags=re.I)
+    # "Ivan Petrov, director of CookWell": the company, not its signatory
+    name = re.sub(r"^[A-Z][\w.]*(?:\s+[A-Z][\w.]*){1,3},\s*(?:director|president|officer|owner)\s+of\s+", "", name)
     return name
 
 
@@ -166,8 +170,9 @@ def parties(text: str) -> list[Extraction]:
                                     value={"name": name, "role": "party_b", "defined_term": None}, confidence=0.5,
                                     source="rule:en_second_party"))
     if not found:
-        for line in re.finditer(r"^\s*(?i:Party)\s+(?P<r>[A-Ca-c])\s*(?:\([^()\n]{1,30}\))?\s*[:：]\s*(?P<n>[^\n]{3,120}?)"
-                                r"(?:\s+(?:[A-Z][a-z]+\s+)?(?:Address|address|Legal\s+representative)\s*:.*)?\s*$", head, re.M):
+        for line in re.finditer(r"(?:^|(?<=\s\s))\s*(?i:Party)\s+(?P<r>[A-Ca-c])\s*(?:\([^()\n]{1,30}\))?\s*[:：]\s*"
+                                r"(?P<n>[^\n]{3,120}?)(?=\s+(?:[A-Z][a-z]+\s+)?(?:Address|address|Legal\s+representative)"
+                                r"\s*:|\s{3,}|\s*$)", head, re.M):
             name = _clean_name(re.sub(r"\s*[(（][^()（）]*[\u4e00-\u9fff][^()]*[)）]?\s*$", "", line.group("n")))
             role = "party_" + line.group("r").lower()
             if looks_like_party(name) and role not in {p.value["role"] for p in found}:
