@@ -85,6 +85,9 @@ class TaskBatcher:
         self._workers: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
         self._in_flight = 0  # requests submitted and not yet answered (queued or in a running call)
+        # the lanes' metric children, looked up once (prometheus' labels() was ~2 % of the server's time, py-spy)
+        self._queue_gauge = {lane: metrics.queue_items.labels(self.name, lane) for lane in LANES}
+        self._queue_time = {lane: metrics.queue_seconds.labels(self.name, lane) for lane in LANES}
 
     # --- lifecycle ------------------------------------------------------------------------------------------------
 
@@ -158,7 +161,7 @@ class TaskBatcher:
 
     def _count(self, lane: Lane, delta: int) -> None:
         self._queued[lane] += delta
-        self._metrics.queue_items.labels(self.name, lane).set(self._queued[lane])
+        self._queue_gauge[lane].set(self._queued[lane])
 
     def _withdraw(self, pending: _Pending) -> bool:
         """Remove a request not yet taken into a call; ``False`` if it was already taken."""
@@ -240,7 +243,7 @@ class TaskBatcher:
                     break
             now = time.perf_counter()
             for pending in batch:
-                self._metrics.queue_seconds.labels(self.name, pending.lane).observe(now - pending.arrived)
+                self._queue_time[pending.lane].observe(now - pending.arrived)
             task = asyncio.create_task(self._run(batch))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
