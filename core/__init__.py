@@ -27,6 +27,7 @@ from .errors import (
 )
 from .hookspecs import hookimpl
 from .io import open_text
+from .items import TextItem
 from .pipeline import Pipeline
 from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec, ValidationSet
 from .taskflow import Taskflow
@@ -41,5 +42,5 @@ __all__ = [
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",
     "DeviceUnavailableError", "UnsupportedPrecisionError", "BundleError", "BundleIntegrityError", "UnsafePickleError",
     "ConfigError", "import_paddle", "open_text", "__version__",
-    "ValidationSet", "QuantizationError", "ExportMismatchError",
+    "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem",
 ]

@@ -4,34 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field
 
-from sectorflow import TaskResult
+from sectorflow import TaskResult, TextItem
 
 
-class Message(BaseModel):
+class Message(TextItem):
     """One customer message (Chinese, English or mixed); a plain string is accepted as ``{"text": ...}``; unknown
     keys are refused."""
 
-    model_config = ConfigDict(extra="forbid")
-
+    text_hint = "the customer's message"
     text: str = Field(min_length=1, max_length=4000, description="The customer's message, as typed.")
     id: str | None = Field(default=None, description="Your id for the message (echoed in the result).")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _plain_string(cls, data: Any) -> Any:
-        """A bare string is the message text: ``Taskflow("customer_service")(["text", ...])``."""
-        return {"text": data} if isinstance(data, str) else data
-
-    @field_validator("text")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("text is only white space: give the customer's message")
-        return value
 
 
 class IntentCandidate(BaseModel):

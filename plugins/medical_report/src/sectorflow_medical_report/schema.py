@@ -6,34 +6,21 @@ Sizes are millimetres.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from sectorflow import TaskResult
+from pydantic import BaseModel, Field
+from sectorflow import TaskResult, TextItem
 
 Modality = Literal["radiograph", "CT", "MR", "ultrasound", "PET/CT", "mammography"]
 Assertion = Literal["present", "absent", "uncertain"]
 Temporality = Literal["new", "stable", "increased", "decreased", "prior"]
 
 
-class ReportInput(BaseModel):
+class ReportInput(TextItem):
     """One radiology findings text and what the caller knows about the exam and the patient. A bare string is
     accepted as ``{"text": ...}`` (``Taskflow("medical_report")("胸片显示右肺结节，直径约8mm")``)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _plain_string(cls, data: Any) -> Any:
-        return {"text": data} if isinstance(data, str) else data
-
-    @field_validator("text")
-    @classmethod
-    def _not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("text is only white space: give the findings text of the report")
-        return value
-
+    text_hint = "the findings text of the report"
     text: str = Field(min_length=1, max_length=20000, description="Findings (and impression) text, zh or en.")
     language: Literal["auto", "zh", "en"] = Field(
         "auto", description="Language of the rendered report; auto = the language of the text.")

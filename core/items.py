@@ -1,0 +1,43 @@
+"""Base input model for tasks whose item is one text (a message, a report, a contract).
+
+Plugins subclass :class:`TextItem`, redeclare ``text`` with their own length limit and description, set
+``text_hint`` and add their own fields::
+
+    class ReportInput(TextItem):
+        text_hint = "the findings text of the report"
+        text: str = Field(min_length=1, max_length=20000, description="Findings text, zh or en.")
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class TextItem(BaseModel):
+    """One text item. A bare string is accepted as ``{"text": ...}`` (``Taskflow(task)("...")``); unknown keys are
+    refused (``extra="forbid"``), so a misspelt option is an error rather than silently ignored.
+
+    Raises (through :func:`sectorflow.Taskflow` validation, as ``InvalidInputError``): an empty text, a text of only
+    white space ("text is only white space: give <text_hint>"), an unknown key.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    text_hint: ClassVar[str] = "the text"
+    """What the text is, for the error message when it is blank ("the customer's message")."""
+
+    text: str = Field(min_length=1, description="The text.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_string(cls, data: Any) -> Any:
+        return {"text": data} if isinstance(data, str) else data
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError(f"text is only white space: give {cls.text_hint}")
+        return value

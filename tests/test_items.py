@@ -1,0 +1,31 @@
+"""sectorflow.TextItem: the shared base of one-text input models (customer_service, medical_report, legal)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import Field
+
+from sectorflow import InvalidInputError, TextItem
+from sectorflow.taskflow import validate_items
+
+
+class Note(TextItem):
+    text_hint = "the note"
+    text: str = Field(min_length=1, max_length=8, description="A short note.")
+    author: str | None = None
+
+
+def test_a_bare_string_is_the_text_and_fields_keep_their_own_limits():
+    assert Note.model_validate("hi").text == "hi"
+    assert Note.model_validate({"text": "hi", "author": "a"}).author == "a"
+    assert Note.model_json_schema()["properties"]["text"]["maxLength"] == 8
+
+
+def test_blank_text_unknown_keys_and_overlong_text_are_reported_per_row():
+    with pytest.raises(InvalidInputError) as caught:
+        validate_items(Note, ["ok", "   ", {"text": "ok", "lang": "en"}, "far too long"])
+    assert [(d["row"], d["field"], d["reason"]) for d in caught.value.details] == [
+        (2, "text", "Value error, text is only white space: give the note"),
+        (3, "lang", "Extra inputs are not permitted"),
+        (4, "text", "String should have at most 8 characters"),
+    ]
