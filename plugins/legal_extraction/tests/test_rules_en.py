@@ -68,6 +68,17 @@ def test_agreement_date(text, iso):
     assert found.value == iso and text[found.start:found.end] == found.text
 
 
+@pytest.mark.parametrize("text, iso", [
+    ("SPONSORSHIP AGREEMENT\n\nTERM: The term shall commence on November 1, 2007 and end on October 31, 2008.\n\n"
+     + "Benefits. " * 400 + "\n\nBy: /s/ A B\nDate: 3/21/08\n", "2008-03-21"),
+    ("This First Amendment to the Development Agreement entered into on April 15, 2010 by and between A Inc. and B "
+     "S.A.S. will be effective as of July 5, 2011.", "2011-07-05"),
+])
+def test_dates_of_other_events_are_not_the_agreement_date(text, iso):
+    (found,) = rules_en.agreement_date(text)
+    assert found.value == iso and text[found.start:found.end] == found.text
+
+
 def test_joint_filing_parties_come_from_the_signature_blocks():
     text = ("JOINT FILING AGREEMENT\n\nIn accordance with Rule 13d-1(k) under the Securities Exchange Act of 1934, the "
             "undersigned agree to the joint filing of a Schedule 13G.\n\nDATED: April 8, 2020 ALPHA CAPITAL LP\n\n"

@@ -48,7 +48,8 @@ _PLACE_LIKE = re.compile(r"(?:\b[A-Z]{2}\s+\d{5}|\d{4,}|^(?:USA|U\.S\.A|P\.R\.C|
 
 def _clean_name(raw: str) -> str:
     raw = raw.strip()
-    raw = re.split(r"\s+of\s+\[", raw, maxsplit=1)[0]  # "Jane Roe of [address removed]"
+    raw = re.split(r"\s+of\s+\[|,\s+not\s+individually|\s+and/or\s+(?:its\s+)?assigns", raw, maxsplit=1)[0]  # "Jane Roe of [address removed]"
+    raw = re.sub(r"^.*\b(?:From|To)\s*:\s*|^\([^()]*\)\s*(?:and|&)\s+", "", raw, flags=re.I | re.S)
     name = re.split(r",?\s+(?:a|an)\s+(?:[A-Z][\w.\-]*\s+){0,4}(?:corporation|company|limited|partnership|"
                     r"association|bank|trust|organi[sz]ation|entity|institution|individual|resident|citizen|"
                     r"business|national|[a-z]+\s+(?:corporation|company|partnership))\b|,?\s+(?:having|with|located|"
@@ -121,7 +122,7 @@ def parties(text: str) -> list[Extraction]:
         window_start = previous_end if found and previous_end else max(floor, match.start() - 400)
         floor = match.end()
         window = head[window_start:match.start()]
-        if _BAD_ROLE.search(role) or len(role) > 40 or len(window) > 500:
+        if _BAD_ROLE.search(role) or len(role) > 40 or len(window) > 700:
             if not _BAD_ROLE.search(role):
                 previous_end = match.end()
             continue
@@ -230,9 +231,10 @@ _STRONG_CUE = re.compile(r"(?:\bdated|\bmade|\bentered\s+into|\bexecuted|\bas\s+
                          r"(?:\w+\W+){0,6}$", re.I)
 _WEAK_CUE = re.compile(r"(?:\bon|\bthis)\W+(?:\w+\W+){0,6}$", re.I)
 _OTHER_AGREEMENT = re.compile(r"(?:\bto|\bof|\bunder|\bin|\bthat|\band)\s+(?:the|that|a|certain)\s+[^.()]{0,80}?(?:agreement|"
-                              r"contract|lease)\b[^.;]{0,120}?\bdated\s+(?:as\s+of\s+)?$|WHEREAS\b[^;]{0,400}$|"
-                              r"(?:before|after|prior\s+to|until|through|later\s+than|\bby|ending|expir\w*\s+on|"
-                              r"amended)\s+(?:the\s+)?$", re.I)
+                              r"contract|lease)\b[^.;]{0,120}?\b(?:dated|entered\s+into\s+(?:on|as\s+of))\s+(?:as\s+of\s+)?$|"
+                              r"WHEREAS\b[^;]{0,400}$|(?:before|after|prior\s+to|until|through|later\s+than|\bby|ending|"
+                              r"amended)\s+(?:the\s+)?$|(?:commenc|begin|start|end|expir|terminat)\w*\s+(?:on|as\s+of)\s+"
+                              r"(?:the\s+)?$", re.I)
 
 
 def _signature_dates(text: str) -> list[tuple[int, int, str, str]]:
