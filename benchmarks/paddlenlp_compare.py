@@ -37,7 +37,11 @@ first construction starts a thread that calls a statistics server, which costs u
 batch size and maximum sequence length (64 tokens, the plugin's) on both sides. Run::
 
     bash benchmarks/paddlenlp_env.sh                                  # once
-    nice .venv/bin/python benchmarks/paddlenlp_compare.py --threads 2 --reps 5 --texts 1024
+    nice .venv/bin/python benchmarks/paddlenlp_compare.py --threads 2 --reps 3 --texts 512
+
+It also prints the token positions the messages cost at the batch size, in arrival order and sorted by length
+(what padding costs). ``--profile --roles sf-fp32`` prints instead a cProfile of one fresh process's imports and
+construction and of one call (where the time goes). Figures: docs/performance.md.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ def child(role: str, args: argparse.Namespace) -> None:
     if args.limit:
         texts = texts[:args.limit]
     stamps: dict[str, float] = {}
+    prof = _profile(None, "", args.profile)
     if role.startswith("pnlp"):
         import paddlenlp.taskflow.utils as pnlp_utils
 
@@ -124,14 +129,54 @@ def child(role: str, args: argparse.Namespace) -> None:
             # the top banking77 intent (what PaddleNLP answers), not `intent`, which may be out_of_scope
             return [r.top_k[0].label for r in tf([{"text": t} for t in batch])]
 
+    prof = _profile(prof, f"{role}: imports and construction", args.profile)
     first = predict([PROBE])
     stamps["first_answer"] = time.time()
     predict(texts[:64])  # warm-up: shapes of a full batch
+    prof = _profile(prof, "", args.profile)
     start = time.perf_counter()
     labels_out = predict(texts)
     seconds = time.perf_counter() - start
+    _profile(prof, f"{role}: one call of {len(texts)} messages", False)
     print("RESULT " + json.dumps({"role": role, "stamps": stamps, "probe": first[0], "seconds": seconds,
                                   "n": len(texts), "labels": labels_out}), flush=True)
+
+
+def _profile(prof: Any, title: str, again: bool) -> Any:
+    """``--profile``: print the cumulative-time profile of what ran since ``prof`` started; start a new one."""
+    if prof is not None and not title:
+        prof.disable()
+    elif prof is not None:
+        import io
+        import pstats
+
+        prof.disable()
+        out = io.StringIO()
+        pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(25)
+        print(f"=== profile: {title}\n{out.getvalue()}", flush=True)
+    if not again:
+        return None
+    import cProfile
+
+    prof = cProfile.Profile()
+    prof.enable()
+    return prof
+
+
+def padding(texts: list[str], batch: int) -> tuple[int, int]:
+    """Token positions run at ``batch``: batches in arrival order (each padded to its longest message), and
+    batches of the messages sorted by length (the plugin's tokenizer, at most ``MAX_LEN`` tokens)."""
+    from sectorflow_customer_service.plugin import BUNDLE_DIR
+    from sectorflow_customer_service.tokenize import WordPiece
+
+    ids = WordPiece(BUNDLE_DIR / "vocab.txt").encode_batch(texts, MAX_LEN)
+    lengths = [int(n) for n in (ids != 0).sum(axis=1)]
+    ordered = sorted(lengths)
+
+    def cost(values: list[int]) -> int:
+        return sum(max(values[i:i + batch]) * len(values[i:i + batch]) for i in range(0, len(values), batch))
+
+    return cost(lengths), cost(ordered)
 
 
 # --- parent ---------------------------------------------------------------------------------------------------------
@@ -242,6 +287,8 @@ def main() -> None:
     parser.add_argument("--child", choices=ROLES, help=argparse.SUPPRESS)
     parser.add_argument("--texts-file", help=argparse.SUPPRESS)
     parser.add_argument("--limit", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="store_true", help="profile (cProfile) the construction and one call of "
+                        "each of --roles in one fresh process and print the top functions, instead of the benchmark")
     args = parser.parse_args()
     if args.child:
         child(args.child, args)
@@ -257,8 +304,18 @@ def main() -> None:
     texts, gold = _texts(args.texts)
     texts_file = Path(args.work) / "texts.json"
     texts_file.write_text(json.dumps(texts), encoding="utf-8")
+    if args.profile:
+        for role in args.roles:
+            cmd = [_python(role), str(Path(__file__).resolve()), "--child", role, "--texts-file", str(texts_file),
+                   "--threads", str(args.threads), "--batch", str(args.batch), "--work", str(args.work), "--profile"]
+            proc = subprocess.run(cmd, env=_env(args), capture_output=True, text=True, check=False)
+            print("\n".join(ln for ln in proc.stdout.splitlines() if not ln.startswith("RESULT ")))
+        return
     print(f"machine: {_machine()}; threads {args.threads}, batch {args.batch}, max length {MAX_LEN} tokens, "
           f"{len(texts)} banking77 test messages; model {setup['bundle']} ({setup['sha256'][:16]})", flush=True)
+    in_order, by_length = padding(texts, args.batch)
+    print(f"token positions run at batch {args.batch}: {in_order} in arrival order, {by_length} sorted by length "
+          f"({in_order / by_length:.2f}x)", flush=True)
     for role in args.roles:  # warm-up round, not recorded (file cache, PaddleNLP's static export folder)
         run_child(role, argparse.Namespace(**{**vars(args), "limit": 64}), texts_file)
     runs: dict[str, list[dict[str, Any]]] = {r: [] for r in args.roles}
