@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     contracts = [c for c in cuad.load(args.data) if c.split == args.split]
     tf = Taskflow("legal_extraction", schema=["Parties", "Agreement Date", "Governing Law", "Renewal Term",
                                               "Notice Period"])
-    counts = {k: [0, 0] for k in ("governing_law", "governing_law_places", "agreement_date", "renewal", "renewal_absent", "notice",
+    counts = {k: [0, 0] for k in ("governing_law", "governing_law_places", "agreement_date", "renewal",
+                                  "renewal_absent", "notice",
                                   "notice_absent", "renewal_successive")}
     ptp = ppred = pgold = 0
     misses: dict[str, list[str]] = {k: [] for k in counts}

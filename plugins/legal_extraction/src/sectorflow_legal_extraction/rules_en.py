@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 
 from . import normalize as nz
-from .rules_en_signatures import signature_parties
-from .rules_en_law import known_place as _known_place
 from .rules_en_law import governing_law, jurisdiction  # noqa: F401  (the task's governing-law rule)
+from .rules_en_law import known_place as _known_place
+from .rules_en_signatures import signature_parties
 from .schema import Extraction
 
 PREAMBLE_CHARS = 4000
@@ -230,8 +230,8 @@ def _attach_addresses(text: str, head: str, found: list[Extraction]) -> None:
 _STRONG_CUE = re.compile(r"(?:\bdated|\bmade|\bentered\s+into|\bexecuted|\bas\s+of|\beffective|\bsigned)\W+"
                          r"(?:\w+\W+){0,6}$", re.I)
 _WEAK_CUE = re.compile(r"(?:\bon|\bthis)\W+(?:\w+\W+){0,6}$", re.I)
-_OTHER_AGREEMENT = re.compile(r"(?:\bto|\bof|\bunder|\bin|\bthat|\band)\s+(?:the|that|a|certain)\s+[^.()]{0,80}?(?:agreement|"
-                              r"contract|lease)\b[^.;]{0,120}?\b(?:dated|entered\s+into\s+(?:on|as\s+of))\s+(?:as\s+of\s+)?$|"
+_OTHER_AGREEMENT = re.compile(r"(?:\bto|\bof|\bunder|\bin|\bthat|\band)\s+(?:the|that|a|certain)\s+[^.()]{0,80}?"
+                              r"(?:agreement|contract|lease)\b[^.;]{0,120}?\b(?:dated|entered\s+into\s+(?:on|as\s+of))\s+(?:as\s+of\s+)?$|"
                               r"WHEREAS\b[^;]{0,400}$|(?:before|after|prior\s+to|until|through|later\s+than|\bby|ending|"
                               r"amended)\s+(?:the\s+)?$|(?:commenc|begin|start|end|expir|terminat)\w*\s+(?:on|as\s+of)\s+"
                               r"(?:the\s+)?$", re.I)
@@ -285,8 +285,8 @@ def agreement_date(text: str) -> list[Extraction]:
     if chosen is None and early and len(early[0][3]) == 10:
         chosen, confidence = early[0], 0.4
     if chosen is None:
-        for match in re.finditer(r"(?:IN\s+WITNESS\s+WHEREOF[^.]{0,200}?(?:as\s+of|on)|(?:Signed|Executed|Dated)(?:\s+and\s+"
-                                 r"effective)?)\s+(?:this\s+|the\s+)?", text):
+        for match in re.finditer(r"(?:IN\s+WITNESS\s+WHEREOF[^.]{0,200}?(?:as\s+of|on)|(?:Signed|Executed|Dated)"
+                                 r"(?:\s+and\s+effective)?)\s+(?:this\s+|the\s+)?", text):
             found = nz.dates_in(text[match.end():match.end() + 60])
             if found and found[0][0] <= 2:
                 s, e, raw, iso = found[0]

@@ -94,8 +94,9 @@ def _places_after(sentence: str, at: int) -> tuple[list[str], int]:
         return ([value], at + backref.end()) if value else ([], at)
     place = _PLACE.match(rest)
     either = re.search(r"\beither\s+(?:the\s+)?([A-Z][\w ]{2,30}?)\s+or\s+(?:the\s+)?([A-Z][\w ]{2,30})", rest[:200])
-    if either and known_place(either.group(1)) and known_place(either.group(2)):  # "the state where a suit is filed, being
-        return [known_place(either.group(1)), known_place(either.group(2))], at + either.end()  # either Illinois or New York"
+    if either and known_place(either.group(1)) and known_place(either.group(2)):
+        # "the state where a suit is filed, being either Illinois or New York"
+        return [known_place(either.group(1)), known_place(either.group(2))], at + either.end()
     if not place or not place.group(1).strip():
         return [], at
     name = re.sub(r"(?:\s+(?:and|the|of))+$", "", place.group(1))

@@ -27,8 +27,8 @@ _UPPER_NAME = re.compile(r"((?:\(?[A-Z0-9À-ÞĀ-Ž][A-Z0-9À-ÞĀ-Ž&.'’()\-/
                          r"LLP|PLC|GMBH|AG|S\.A\.?|SA|N\.V\.?|B\.V\.?|S\.[AÀ]\.?\s*R\.L\.?|KGAA|TRUST|FUND|BANK|N\.A\.?))\s*$")
 
 
-_UPPER_FORM_END = re.compile(r"(?<=\s)(?:LLC|L\.L\.C\.?|INC\.?|CORP\.?|CORPORATION|COMPANY|LTD\.?|LIMITED|L\.P\.?|LP|LLP|PLC|"
-                             r"GMBH|S\.A\.?|SA|N\.V\.?|B\.V\.?|S\.[AÀ]\.?\s*R\.L\.?|KGAA|FUND)(?=\s+[A-Z(])")
+_UPPER_FORM_END = re.compile(r"(?<=\s)(?:LLC|L\.L\.C\.?|INC\.?|CORP\.?|CORPORATION|COMPANY|LTD\.?|LIMITED|L\.P\.?|LP|"
+                             r"LLP|PLC|GMBH|S\.A\.?|SA|N\.V\.?|B\.V\.?|S\.[AÀ]\.?\s*R\.L\.?|KGAA|FUND)(?=\s+[A-Z(])")
 
 
 def _names_before(window: str) -> list[str]:
@@ -54,7 +54,8 @@ def _name_before(window: str) -> str | None:
                       + r")\s*$", window)
     if mixed:
         words = mixed.group(1).split()
-        titles = [i for i, w in enumerate(words) if w.lower().strip(":,.") in _TITLES or w.lower().strip(":,") in _TITLES]
+        titles = [i for i, w in enumerate(words) if w.lower().strip(":,.") in _TITLES or w.lower().strip(":,") in
+                  _TITLES]
         words = words[titles[-1] + 1:] if titles else words
         while words and not words[0][0].isupper():
             words.pop(0)
