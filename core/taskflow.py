@@ -237,13 +237,36 @@ class Taskflow:
             raise RuntimeError(f"{type(pipeline).__name__}.preprocess returned {len(features)} features for "
                                f"{len(items)} items")
         raw: list[Any] = []
-        for begin in range(0, len(features), self.batch_size):
-            raw.extend(pipeline.forward(features[begin:begin + self.batch_size]))
+        order = self._batch_order(pipeline, features)
+        if order is None:
+            for begin in range(0, len(features), self.batch_size):
+                raw.extend(pipeline.forward(features[begin:begin + self.batch_size]))
+        else:  # batches of similar items (Pipeline.batch_key), raw outputs put back in input order
+            raw = [None] * len(features)
+            for begin in range(0, len(order), self.batch_size):
+                rows = order[begin:begin + self.batch_size]
+                outs = pipeline.forward([features[i] for i in rows])
+                if len(outs) != len(rows):
+                    raise RuntimeError(f"{type(pipeline).__name__}.forward returned {len(outs)} outputs for "
+                                       f"{len(rows)} features")
+                for i, out in zip(rows, outs):
+                    raw[i] = out
         outputs = pipeline.postprocess(items, raw)
         if len(outputs) != len(items):
             raise RuntimeError(f"{type(pipeline).__name__}.postprocess returned {len(outputs)} results for "
                                f"{len(items)} items")
         return outputs
+
+    def _batch_order(self, pipeline: Pipeline, features: list[Any]) -> list[int] | None:
+        """Feature indices sorted by ``pipeline.batch_key`` (stable), or ``None`` for arrival order: a stateful
+        task, a call that fits one batch, or a pipeline without a key."""
+        if (self.spec.stateful or len(features) <= self.batch_size
+                or type(pipeline).batch_key is Pipeline.batch_key):
+            return None
+        keys = [pipeline.batch_key(f) for f in features]
+        if any(k is None for k in keys):
+            return None
+        return sorted(range(len(features)), key=keys.__getitem__)
 
     def stream(self, iterable: Iterable[Any], *, chunk_size: int | None = None,
                context: CallContext | None = None) -> Iterator[Any]:

@@ -393,3 +393,33 @@ def test_an_item_of_the_wrong_type_is_named_by_row_without_a_field():
     assert "row 2: Input should be a valid dictionary" in info.value.message
     assert "None" not in info.value.message
     assert info.value.details == [{"row": 2, "field": None, "reason": info.value.details[0]["reason"]}]
+
+
+class LengthSortedPipeline(echo_plugin().EchoPipeline):
+    """The echo model with a batch key: features carry their text's length, forward records the lengths it got."""
+
+    seen: list[list[int]] = []
+
+    def preprocess(self, items):
+        return [(len(item.text), f) for item, f in zip(items, super().preprocess(items))]
+
+    def batch_key(self, feature):
+        return feature[0]
+
+    def forward(self, batch):
+        type(self).seen.append([n for n, _ in batch])
+        return super().forward([f for _, f in batch])
+
+
+def test_a_batch_key_groups_similar_items_into_batches_and_keeps_the_output_order(registry):
+    items = [{"text": "x" * n} for n in (9, 1, 7, 3, 8, 2, 6, 4)]
+    registry({"echo": _plugin(_echo_spec())})
+    reference = [{k: v for k, v in r.items() if k != "meta"} for r in dumps(Taskflow("echo", batch_size=64)(items))]
+    registry({"sorted": _plugin(replace(_echo_spec(), pipeline=LengthSortedPipeline, aliases=()))})
+    LengthSortedPipeline.seen = []
+    results = Taskflow("echo", batch_size=3)(items)
+    assert [{k: v for k, v in r.items() if k != "meta"} for r in dumps(results)] == reference  # input order
+    assert LengthSortedPipeline.seen == [[1, 2, 3], [4, 6, 7], [8, 9]]
+    LengthSortedPipeline.seen = []
+    Taskflow("echo", batch_size=8)(items)  # one batch: nothing to sort
+    assert LengthSortedPipeline.seen == [[9, 1, 7, 3, 8, 2, 6, 4]]
