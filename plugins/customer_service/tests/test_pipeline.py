@@ -27,6 +27,22 @@ def test_issue_example_both_languages(tf):
     assert en.meta.model_name == "minilm-l6-intents-banking77-clinc150"
 
 
+def test_a_call_cut_into_batches_by_route_and_length_answers_as_one_batch(tf):
+    texts = ["I am still waiting on my card?", "我的银行卡被冻结了怎么办", "Hi",
+             "My card payment was declined twice today at the supermarket, why?", "转账失败", "top up failed"]
+    small = Taskflow("customer_service", batch_size=2)
+    seen = []
+    forward = small.pipeline.forward
+    small.pipeline.forward = lambda batch: seen.append([f["route"] for f in batch]) or forward(batch)
+    got = small(texts)
+    want = tf(texts)
+    assert [(r.intent, r.out_of_scope, r.language, r.escalate) for r in got] == \
+        [(r.intent, r.out_of_scope, r.language, r.escalate) for r in want]
+    # other padding, same numbers up to float noise
+    assert [r.intent_probability for r in got] == pytest.approx([r.intent_probability for r in want], abs=1e-4)
+    assert seen == [["en", "en"], ["en", "en"], ["zh", "zh"]]  # one encoder per batch, shortest first
+
+
 def test_gibberish_and_off_domain_get_the_fallback(tf):
     results = tf(["asdf qwerty zxcvb", "What's the weather like in Paris tomorrow?", "12345 ???",
                   "红烧肉怎么做"])

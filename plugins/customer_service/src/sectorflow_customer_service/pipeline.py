@@ -151,6 +151,11 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
                         "route": "zh" if guess.lang == "zh" else "en"})
         return out
 
+    def batch_key(self, feature: dict[str, Any]) -> tuple[str, int]:
+        """Route, then length in characters: a large call is cut into batches of one encoder and similar lengths,
+        which pad less (the core restores input order)."""
+        return feature["route"], len(feature["text"])
+
     def forward(self, batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         raw: list[dict[str, Any]] = [{} for _ in batch]
         en = [i for i, f in enumerate(batch) if f["route"] == "en"]
