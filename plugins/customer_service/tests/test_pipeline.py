@@ -43,6 +43,16 @@ def test_a_call_cut_into_batches_by_route_and_length_answers_as_one_batch(tf):
     assert seen == [["en", "en"], ["en", "en"], ["zh", "zh"]]  # one encoder per batch, shortest first
 
 
+def test_the_chinese_encoder_loads_with_the_first_chinese_message_only():
+    fresh = Taskflow("customer_service")
+    assert not fresh.pipeline.zh.loaded and "zh" not in fresh.pipeline.prototypes
+    assert fresh("I am still waiting on my card?").intent == "card_arrival"
+    assert not fresh.pipeline.zh.loaded  # English only: never built
+    zh = fresh("我的银行卡被冻结了怎么办")
+    assert fresh.pipeline.zh.loaded and (zh.intent, zh.encoder) == ("card_not_working", "multilingual-e5-small-q4")
+    assert fresh.pipeline.zh_calibration["min_similarity"] > 0.5
+
+
 def test_gibberish_and_off_domain_get_the_fallback(tf):
     results = tf(["asdf qwerty zxcvb", "What's the weather like in Paris tomorrow?", "12345 ???",
                   "红烧肉怎么做"])

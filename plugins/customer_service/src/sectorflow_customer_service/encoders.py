@@ -14,8 +14,9 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -29,6 +30,36 @@ class Encoder(Protocol):
     name: str
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class LazyEncoder:
+    """An :class:`Encoder` built by ``factory()`` on first use (``encode``, ``name`` or any attribute), once, under a
+    lock (thread-safe). ``loaded`` says whether it has been built."""
+
+    def __init__(self, factory: Callable[[], Encoder]) -> None:
+        self._factory: Callable[[], Encoder] | None = factory
+        self._encoder: Encoder | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._encoder is not None
+
+    def get(self) -> Encoder:
+        if self._encoder is None:
+            with self._lock:
+                if self._encoder is None:
+                    assert self._factory is not None
+                    self._encoder, self._factory = self._factory(), None
+        return self._encoder
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self.get().encode(texts)
+
+    def __getattr__(self, attr: str) -> Any:  # name, cacheable, ... of the real encoder
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        return getattr(self.get(), attr)
 
 
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:

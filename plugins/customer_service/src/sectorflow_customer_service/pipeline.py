@@ -9,6 +9,7 @@ backbone bundle (``task_path``) both languages use that backbone when its vocabu
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import numpy as np
 
 from sectorflow import ConfigError, Pipeline
 
-from .encoders import CharNgramEncoder, Encoder, chinese_encoder, encode_cached
+from .encoders import CharNgramEncoder, Encoder, LazyEncoder, chinese_encoder, encode_cached
 from .escalation import REASONS, EscalationRules
 from .examples import PACKAGE_DATA, PrototypeClassifier, read_examples
 from .faq import FaqIndex
@@ -78,32 +79,43 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
         self.calibration = shipped.read_json("calibration.json") if self.heads else {}
         self.labels = shipped.read_json("labels.json") if self.heads else {}
         self.intent_set = str(o.get("intent_set", "banking77"))
-        self.zh = self._chinese_encoder(shipped)
+        # The Chinese encoder (multilingual-e5-small, ~2 s to build) and its intent examples load with the first
+        # Chinese message, not here: an English-only service never pays for them. A Chinese FAQ loads them now.
+        self._zh_lock = threading.Lock()
+        self.zh: Encoder = LazyEncoder(lambda: self._chinese_encoder(shipped))  # type: ignore[assignment]
         self.encoders: dict[str, Encoder] = {"en": self.main, "zh": self.zh}
         # Example-based intents: the operator's file (per language), else the shipped Chinese examples for zh.
         self.prototypes: dict[str, PrototypeClassifier] = {}
+        self._zh_examples: list[tuple[str, str]] = read_examples(PACKAGE_DATA / "intents_zh.jsonl")
+        self.zh_calibration: dict[str, float] | None = None  # set when the Chinese examples load
         if o.get("intent_examples"):
-            for lang in ("en", "zh"):
-                rows = self._examples(Path(o["intent_examples"]), lang)
-                if rows:
-                    self.prototypes[lang] = PrototypeClassifier(self.encoders[lang], rows, encode=encode_cached)
-        if "zh" not in self.prototypes:
-            self.prototypes["zh"] = PrototypeClassifier(self.zh, read_examples(PACKAGE_DATA / "intents_zh.jsonl"),
-                                                     encode=encode_cached)
+            rows = self._examples(Path(o["intent_examples"]), "en")
+            if rows:
+                self.prototypes["en"] = PrototypeClassifier(self.main, rows, encode=encode_cached)
+            self._zh_examples = self._examples(Path(o["intent_examples"]), "zh") or self._zh_examples
         if "en" in self.prototypes:
             self.intent_set = "examples"
         elif self.intent_set not in self.heads:
             raise ConfigError(f"intent_set={self.intent_set!r} is not in this bundle (it has {self.heads}); "
                               f"a backbone bundle ({CHECKPOINT_FORMAT}) needs intent_examples=PATH with English "
                               f"examples.")
-        # out-of-scope threshold for Chinese: leave-one-out on the examples + off-domain sentences
-        self.zh_calibration = self.prototypes["zh"].calibrate(
-            [t for t, _ in read_examples(PACKAGE_DATA / "oos_zh.jsonl")])
         self.faq = (FaqIndex(o["faq"], self.encoders, hnsw_threshold=self._int("hnsw_threshold", 2000, 1, 10**9))
                     if o.get("faq") else None)
         self.rules = EscalationRules(o.get("escalation_terms"))
 
     # --- helpers -----------------------------------------------------------------------------------------------
+    def _ensure_zh(self) -> None:
+        """Build the Chinese intent examples' classifier and its out-of-scope threshold (leave-one-out on the
+        examples + off-domain sentences) once, on the first Chinese message; thread-safe."""
+        if "zh" in self.prototypes:
+            return
+        with self._zh_lock:
+            if "zh" in self.prototypes:
+                return
+            clf = PrototypeClassifier(self.zh, self._zh_examples, encode=encode_cached)
+            self.zh_calibration = clf.calibrate([t for t, _ in read_examples(PACKAGE_DATA / "oos_zh.jsonl")])
+            self.prototypes["zh"] = clf  # last: other threads test for this key
+
     def _int(self, key: str, default: int, low: int, high: int) -> int:
         value = self.options.get(key, default)
         if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
@@ -165,6 +177,7 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
             for row, i in enumerate(en):
                 raw[i] = {"embedding": outputs[0][row], "logits": [o[row] for o in outputs[1:]]}
         if zh:
+            self._ensure_zh()
             vectors = self.zh.encode([batch[i]["text"] for i in zh])
             for row, i in enumerate(zh):
                 raw[i] = {"embedding": vectors[row], "logits": []}
