@@ -46,8 +46,9 @@ def quantize_command(
                                                   "Taskflow(precision='int8') reads, under SECTORFLOW_HOME)."),
     task_path: Optional[Path] = typer.Option(None, help="An fp32 bundle folder instead of the task's default."),
     num_threads: int = typer.Option(1, min=1, help="CPU threads for the fp32 and INT8 evaluation runs."),
-    ops: str = typer.Option("MatMul", help="Operators to quantize, comma-separated: MatMul (linear layers) and/or "
-                                           "Gather (embedding tables, stored int8)."),
+    ops: Optional[str] = typer.Option(None, help="Operators to quantize, comma-separated: MatMul (linear layers) "
+                                                 "and/or Gather (embedding tables, stored int8); default: the task's "
+                                                 "own choice (MatMul for most)."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest's quantization record as JSON."),
 ) -> None:
     """Build TASK's INT8 bundle (paddle2onnx + ONNX Runtime dynamic quantization of MatMul weights) and record its
@@ -56,7 +57,7 @@ def quantize_command(
 
     spec = plugins.get_task(task)
     record = quantize_bundle(spec, task_path=task_path, out=out, margin=margin, num_threads=num_threads,
-                             op_types=tuple(o.strip() for o in ops.split(",") if o.strip()))
+                             op_types=None if ops is None else tuple(o.strip() for o in ops.split(",") if o.strip()))
     if as_json:
         typer.echo(json.dumps(record, indent=2, ensure_ascii=False))
         return

@@ -122,7 +122,7 @@ def _sizes(bundle: Bundle, int8_file: Path) -> dict[str, Any]:
 
 def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out: str | Path | None = None,
                     margin: float = DEFAULT_MARGIN, num_threads: int = 1,
-                    op_types: tuple[str, ...] = DEFAULT_OPS) -> dict[str, Any]:
+                    op_types: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Build, check and save the INT8 bundle of ``spec``'s fp32 bundle (or ``task_path``).
 
     Args:
@@ -132,7 +132,8 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
             (:func:`sectorflow.int8_store.int8_bundle_dir`).
         margin: the most validation points (0-100 scale) the INT8 model may lose (default 0.5).
         num_threads: CPU threads for the two evaluation runs.
-        op_types: operators to quantize, from :data:`OPS` (default MatMul only).
+        op_types: operators to quantize, from :data:`OPS`; default the task's ``TaskSpec.quantize_ops`` (MatMul
+            unless the plugin says otherwise).
 
     Returns:
         the manifest's ``quantization`` record plus ``"out"`` (the folder written).
@@ -145,7 +146,7 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
     """
     if not margin >= 0:
         raise ConfigError(f"--margin {margin}: give the allowed loss in points, 0 or more (default {DEFAULT_MARGIN}).")
-    op_types = tuple(op_types)
+    op_types = tuple(spec.quantize_ops if op_types is None else op_types)
     if not op_types or set(op_types) - set(OPS):
         raise ConfigError(f"--ops {','.join(op_types)}: give one or more of {', '.join(OPS)}.")
     bundle = source_bundle(spec, task_path, "quantize")

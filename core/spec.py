@@ -120,6 +120,9 @@ class TaskSpec:
         validation: ``validation(bundle) -> ValidationSet``: labelled model inputs from the plugin's validation split
             for the given (fp32) bundle, or ``None``. ``sectorflow models quantize`` needs it to measure the INT8
             model against fp32 (docs/performance.md); called only there, so it may read data files lazily.
+        quantize_ops: the operators ``sectorflow models quantize`` quantizes when ``--ops`` is not given
+            (``MatMul``; ``("MatMul", "Gather")`` also stores embedding tables int8, for a model whose MatMul-only INT8
+            loses more than the margin).
         plugin: filled in by the registry: the name of the plugin that registered the spec.
     """
 
@@ -139,6 +142,7 @@ class TaskSpec:
     examples: tuple[dict[str, Any], ...] = ()
     stateful: bool = False
     validation: Callable[[Bundle], ValidationSet] | None = None
+    quantize_ops: tuple[str, ...] = ("MatMul",)
     plugin: str = ""
 
     def summary(self) -> dict[str, Any]:

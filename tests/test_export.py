@@ -131,6 +131,12 @@ def test_gather_quantization_stores_the_embedding_table_as_int8(encoder, tmp_pat
     assert 0.6 < both["accuracy"]["int8"] < 1.0 and 0.6 < matmul["accuracy"]["int8"] <= 1.0
     with pytest.raises(ConfigError, match="give one or more of MatMul, Gather"):
         quantize_bundle(plugin.spec, out=tmp_path / "x", op_types=("Conv",))
+    # a task that declares quantize_ops gets them when the caller (the CLI without --ops) names none
+    from dataclasses import replace
+
+    declared = quantize_bundle(replace(plugin.spec, quantize_ops=("MatMul", "Gather")), out=tmp_path / "declared",
+                               margin=100)
+    assert declared["op_types"] == ["MatMul", "Gather"] and matmul["op_types"] == ["MatMul"]
 
 
 def test_a_task_without_a_bundle_has_nothing_to_export_or_quantize():

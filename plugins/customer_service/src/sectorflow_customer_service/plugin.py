@@ -31,7 +31,9 @@ def spec() -> TaskSpec:
         description="Customer-service messages (zh/en): intent with top-k, out-of-scope fallback, FAQ answers, "
                     "escalation (anger, complaint, regulator/court, human requested) and language.",
         default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32", "int8"), languages=("zh", "en"),
-        options=dict(OPTIONS), examples=EXAMPLES, validation=validation)
+        options=dict(OPTIONS), examples=EXAMPLES, validation=validation,
+        # MatMul-only INT8 lost 0.80 banking77 validation points (margin 0.5); with the embedding table too, 0.20
+        quantize_ops=("MatMul", "Gather"))
 
 
 @hookimpl
