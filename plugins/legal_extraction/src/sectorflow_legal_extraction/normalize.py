@@ -18,7 +18,6 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 from typing import Any
 
-import cn2an
 from price_parser import Price
 
 CN_DIGITS = "零〇○一二三四五六七八九十百千万亿两壹贰叁肆伍陆柒捌玖拾佰仟"
@@ -46,6 +45,13 @@ WORDS_RE = re.compile(rf"(?:人民币|RMB)?(?:（?大写）?[:：]?)?[{CN_DIGITS
 """An amount written in Chinese words (financial uppercase or ordinary numerals) ending in 元/圆 ..."""
 
 
+
+def _cn2an() -> Any:
+    """The ``cn2an`` module, imported on first use (0.9 s: every task's start would pay it at plugin discovery)."""
+    import cn2an
+
+    return cn2an
+
 def currency_of(text: str) -> str | None:
     """ISO 4217 code named in ``text`` (人民币/¥/元 -> CNY, $/USD -> USD, ...), or ``None``."""
     for pattern, code in _CURRENCIES:
@@ -68,10 +74,10 @@ def amount_from_words(text: str) -> Decimal | None:
     if not core:
         return None
     try:
-        return _decimal(cn2an.cn2an(core, "normal"))
+        return _decimal(_cn2an().cn2an(core, "normal"))
     except (ValueError, KeyError, IndexError, InvalidOperation):
         try:
-            return _decimal(cn2an.cn2an(re.sub(r"[元圆].*$", "", core), "smart"))
+            return _decimal(_cn2an().cn2an(re.sub(r"[元圆].*$", "", core), "smart"))
         except (ValueError, KeyError, IndexError, InvalidOperation):
             return None
 
@@ -165,8 +171,8 @@ def _zh_int(text: str | None) -> int | None:
     text = text.replace("○", "〇")
     try:
         if re.fullmatch(r"[〇零一二三四五六七八九]{4}", text):  # a year digit by digit: 二〇二三
-            return int(cn2an.transform(text, "cn2an"))
-        return int(cn2an.cn2an(text, "smart"))
+            return int(_cn2an().transform(text, "cn2an"))
+        return int(_cn2an().cn2an(text, "smart"))
     except (ValueError, KeyError, IndexError):
         return None
 
