@@ -7,6 +7,10 @@
   ``--n`` rows of the run: reading, validation, the pipeline in 1,024-row calls and JSON-lines writing.
 - Breakdown: the same transactions through the sliding window alone, window + scorer features, and the model on
   the feature matrix, so the time of each stage is visible. ``--profile`` adds a cProfile of the batch call.
+- ``--instructions REV``: instructions executed (Valgrind's callgrind ``I refs``, which machine load does not move) by
+  the per-transaction stages alone (window, the nine rules, the scorer's features, the report engine; no Paddle) over
+  the first ``--n-instr`` transactions, for the plugin at ``REV`` and the working tree, each minus the same
+  process without the loop; prints the ratio old/new. Needs ``valgrind`` on the PATH (minutes per run).
 - ``--compare REV``: the batch and file figures of the plugin as it was at git revision ``REV`` (its
   ``plugins/aml/src`` extracted with ``git archive``; the same core, venv and data) and of the working tree, measured
   back to back in fresh subprocesses, alternating, ``--reps`` times each; prints medians and the ratio new/old of
@@ -17,7 +21,7 @@ Targets (issue 3): >= 50,000 tx/s batch, p99 <= 2 ms streaming.
 Usage::
 
     .venv/bin/python benchmarks/aml_throughput.py [--run 20K_fanin200cycle200] [--n 60000] [--batch-size 1024]
-        [--compare 1c73f84 --reps 3]
+        [--compare 1c73f84 --reps 3] [--instructions 116f132 --n-instr 20000]
 """
 
 from __future__ import annotations
@@ -183,6 +187,67 @@ def compare(rev: str, source: Path, n: int, batch_size: int, reps: int) -> None:
         print(f"  {label}: " + "; ".join(parts))
 
 
+def stages_loop(source: Path, n: int, loop: bool) -> None:
+    """The per-transaction stages without the model (what ``--instructions`` counts): window, every rule, the
+    scorer's feature row and the report engine over the first ``n`` transactions of ``source``."""
+    from sectorflow_aml.features import FeatureExtractor as Features
+    from sectorflow_aml.loaders import READERS
+    from sectorflow_aml.reports import ReportEngine
+    from sectorflow_aml.typologies import build_rules
+
+    txns = [t for _, t in itertools.islice(READERS["amlsim"](source), n)]
+    window = TransactionWindow(lookback_days=30.0)
+    checks = [rule.check for rule in build_rules()]
+    features = Features(window.lookback)
+    engine = ReportEngine("CN")
+    if not loop:  # everything but the loop (imports, reading, construction): subtracted from the loop's count
+        return
+    for t in txns:
+        edge = window.add(t)
+        for check in checks:
+            check(window, edge)
+        features.row(t, window)
+        engine.observe(t)
+
+
+def instructions(rev: str, source: Path, n: int) -> None:
+    """Callgrind instruction counts of :func:`stages_loop` for the plugin at ``rev`` and the working tree."""
+    import re
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        print("instructions: valgrind is not installed; skipped")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        old_root = Path(tmp) / "old"
+        old_root.mkdir()
+        archive = subprocess.run(["git", "-C", str(GIT_REPO), "archive", rev, "plugins/aml/src"], capture_output=True,
+                                 check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(old_root, filter="data")
+        running: dict[tuple[str, bool], subprocess.Popen] = {}
+        for which in ("old", "new"):  # the four runs at once (each is single-threaded; counts do not depend on load)
+            for loop in (False, True):
+                env = dict(os.environ)
+                if which == "old":
+                    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(old_root / "plugins/aml/src"),
+                                                                      env.get("PYTHONPATH")]))
+                running[which, loop] = subprocess.Popen(
+                    ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__,
+                     "--stages-only", str(source), "--n-instr", str(n), "--loop", "1" if loop else "0"],
+                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        counts: dict[tuple[str, bool], int] = {}
+        for key, proc in running.items():
+            _, err = proc.communicate()
+            if proc.returncode:
+                raise RuntimeError(f"valgrind run {key} failed: {err[-2000:]}")
+            counts[key] = int(re.search(r"I\s+refs:\s+([\d,]+)", err).group(1).replace(",", ""))
+    old = counts["old", True] - counts["old", False]
+    new = counts["new", True] - counts["new", False]
+    print(f"instructions (callgrind I refs) of window + 9 rules + features + report engine, first {n} transactions: "
+          f"old {old / n:,.0f} per transaction, new {new / n:,.0f}; old/new {old / new:.2f}x")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
@@ -193,8 +258,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile the batch call and print the top 25")
     parser.add_argument("--compare", metavar="REV", help="also measure the plugin at git revision REV (see above)")
     parser.add_argument("--reps", type=int, default=3, help="alternating runs per side for --compare")
+    parser.add_argument("--instructions", metavar="REV", help="callgrind instruction counts at REV and now (see above)")
+    parser.add_argument("--n-instr", type=int, default=20000, help="transactions for --instructions")
     parser.add_argument("--measure-only", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--stages-only", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--loop", default="1", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.stages_only:
+        stages_loop(args.stages_only, args.n_instr, args.loop == "1")
+        return 0
+    if args.instructions:
+        instructions(args.instructions, args.data / args.run / "transactions.csv.gz", args.n_instr)
+        return 0
     if args.measure_only:
         print(json.dumps(measure(args.measure_only, args.n, args.batch_size)))
         return 0
