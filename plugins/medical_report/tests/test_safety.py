@@ -77,3 +77,20 @@ def test_statements_that_do_not_conflict_do_not_warn():
                  "Right pleural effusion. No left pleural effusion.",
                  "2 cm calcified granuloma in the right midlung. No other nodules or masses."):
         assert extract(text).warnings == [], text
+
+
+@pytest.mark.parametrize("text", ["CT胸部：未见结节。", "所见：无结节。", "肺内：未见结节", "胸片：未见明确结节。",
+                                  "CT胸部：无明确结节。", "CT胸部：未见明确结节影。", "肺结节：无", "右肺结节：未见"])
+def test_a_negation_after_a_full_width_colon_is_absent_with_no_code(text):
+    # "Header：未见 X" (the usual Chinese report layout) was reported as a present nodule with R91: the post-cue
+    # "：未见" took the characters of the pre-cue "未见" and only looked backwards
+    found = extract(text).findings
+    assert [f.assertion for f in found] == ["absent"]
+    rep = build_report(ReportInput(text=text), extract(text))
+    assert rep.codes == [] and rep.recommendations == []
+
+
+def test_a_heading_colon_does_not_negate_what_it_introduces():
+    assert [f.assertion for f in extract("CT胸部：右肺上叶结节，直径约8mm。").findings] == ["present"]
+    assert [(f.text, f.assertion) for f in extract("胸部CT：未见胸腔积液，右肺结节8mm。").findings] == \
+        [("胸腔积液", "absent"), ("结节", "present")]

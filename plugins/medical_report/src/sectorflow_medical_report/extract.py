@@ -321,6 +321,9 @@ def _zh_list_continues(text: str, cue_end: int, f: Finding, findings: list[Findi
     return bool(_ZH_LIST_REST.match("".join(rest)))
 
 
+_COLON_NEG = frozenset({"：无", ":无", "：未见", ":未见"})
+
+
 def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[tuple[int, int]],
             claus: list[tuple[int, int]], sizes: list | None = None) -> None:
     """Set each finding's assertion from the nearest ConText cue whose scope covers it.
@@ -352,6 +355,10 @@ def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[t
                 continue
             for e in cues:
                 pre = e.key.endswith("_pre")
+                # "CT胸部：未见结节": the post-cue "：未见" / "：无" (a negated heading, "肺结节：无") took the characters of
+                # the pre-cue "未见", so it also governs the findings after it
+                if not pre and t.end <= f.start and _lang(e) == "zh" and text[t.start:t.end] in _COLON_NEG:
+                    pre = True
                 if pre and t.end <= f.start:
                     between = text[t.end:f.start]
                     if _lang(e) == "zh" and re.search(r"[，,]", between) \
