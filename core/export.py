@@ -52,7 +52,8 @@ def paddle_files(bundle: Bundle) -> tuple[Path, Path]:
 
 def source_bundle(spec: TaskSpec, task_path: str | Path | None, action: str) -> Bundle:
     """The fp32 bundle that export or quantize reads: ``task_path`` if given, else the task's default bundle,
-    hash-checked by :func:`~sectorflow.bundle.load_bundle`.
+    hash-checked by :func:`~sectorflow.bundle.load_bundle`; when that is not a ``paddle-inference`` bundle and the
+    task has a :attr:`TaskSpec.inference_bundle`, the bundle it builds from it.
 
     Raises:
         BundleError: the task has no model bundle (``action`` says what could not be done), or the bundle fails to
@@ -61,7 +62,10 @@ def source_bundle(spec: TaskSpec, task_path: str | Path | None, action: str) -> 
     source_dir = Path(task_path) if task_path is not None else spec.default_bundle
     if source_dir is None:
         raise BundleError(f"Task {spec.name!r} has no model bundle: there is nothing to {action}.")
-    return load_bundle(source_dir, expected_task=spec.name)
+    bundle = load_bundle(source_dir, expected_task=spec.name)
+    if bundle.format != "paddle-inference" and spec.inference_bundle is not None:
+        bundle = spec.inference_bundle(bundle)
+    return bundle
 
 
 def paddle_to_onnx(bundle: Bundle, out_file: Path, opset: int = OPSET) -> Path:

@@ -120,6 +120,10 @@ class TaskSpec:
         validation: ``validation(bundle) -> ValidationSet``: labelled model inputs from the plugin's validation split
             for the given (fp32) bundle, or ``None``. ``sectorflow models quantize`` needs it to measure the INT8
             model against fp32 (docs/performance.md); called only there, so it may read data files lazily.
+        inference_bundle: ``inference_bundle(bundle) -> Bundle`` for a task whose shipped bundle is not itself a
+            ``paddle-inference`` bundle (e.g. compact int8 weights rebuilt into one at first load): returns the fp32
+            ``paddle-inference`` bundle the pipeline serves, so ``sectorflow models quantize|export TASK`` start from
+            it without ``--task-path``.
         quantize_ops: the operators ``sectorflow models quantize`` quantizes when ``--ops`` is not given
             (``MatMul``; ``("MatMul", "Gather")`` also stores embedding tables int8, for a model whose MatMul-only INT8
             loses more than the margin).
@@ -142,6 +146,7 @@ class TaskSpec:
     examples: tuple[dict[str, Any], ...] = ()
     stateful: bool = False
     validation: Callable[[Bundle], ValidationSet] | None = None
+    inference_bundle: Callable[[Bundle], Bundle] | None = None
     quantize_ops: tuple[str, ...] = ("MatMul",)
     plugin: str = ""
 

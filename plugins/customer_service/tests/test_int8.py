@@ -65,3 +65,17 @@ def test_quantized_intents_agree_with_fp32(tmp_path, monkeypatch):
     want, got = fp32(MESSAGES), int8(MESSAGES)
     assert [r.intent for r in got] == [r.intent for r in want]
     assert all(abs(a.intent_probability - b.intent_probability) <= PROBABILITY_TOLERANCE for a, b in zip(want, got))
+
+
+def test_quantize_and_export_start_from_the_built_paddle_bundle_without_task_path(tmp_path, monkeypatch):
+    # `sectorflow models quantize customer_service` (no --task-path) used to stop at "format 'sectorflow-cs-int8'"
+    from sectorflow.export import source_bundle
+    from sectorflow.plugins import get_task
+
+    monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))
+    spec = get_task("customer_service")
+    built = source_bundle(spec, None, "quantize")
+    assert built.format == "paddle-inference" and built.manifest["precision"] == "fp32"
+    assert Path(built.path).is_relative_to(tmp_path)  # rebuilt into this SECTORFLOW_HOME
+    shipped = load_bundle(spec.default_bundle, expected_task="customer_service")
+    assert built.manifest["source_bundle_sha256"] == shipped.sha256
