@@ -172,3 +172,15 @@ def test_find_trainable_through_the_hook(registry):
         find_trainable("aml")
     with pytest.raises(ConfigError, match="named 'other'"):
         find_trainable("toy", "other")
+
+
+def test_the_federation_toml_of_the_docs_parses_and_can_run_in_simulation():
+    import re
+    import tomllib
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "federated.md").read_text(encoding="utf-8")
+    block = re.search(r"## federation\.toml\s+```toml\n(.*?)```", doc, re.S).group(1)
+    cfg = parse_config(tomllib.loads(block))
+    # simulate() refuses fewer institutions than min_available_clients (a fresh user copied a one-bank example)
+    assert len(cfg.institutions) >= cfg.strategy.min_available_clients == 3
+    assert cfg.secagg.enabled and cfg.dp.mode == "local"
