@@ -222,3 +222,36 @@ def test_jsonl_skip_mode_skips_a_malformed_line_and_keeps_the_rest(tmp_path: Pat
     txns, problems = load_transactions(source, format="jsonl", on_error="skip")
     assert [t.transaction_id for t in txns] == ["j1", "j4"] and [p["row"] for p in problems] == [2, 3]
     assert main(["run", "aml", str(source), "--format", "jsonl", "-o", str(tmp_path / "r.jsonl")]) == 2
+
+
+def test_a_csv_header_without_the_required_columns_is_one_error_that_names_them(tmp_path: Path) -> None:
+    from sectorflow import ConfigError
+    from sectorflow_aml.loaders import csv_reader
+
+    semi = tmp_path / "semi.csv"
+    semi.write_text("transaction_id;timestamp;sender_account;receiver_account;amount\nt1;2024-01-01;A;B;100\n")
+    with pytest.raises(ConfigError, match="separated by semicolons") as raised:
+        list(csv_reader()(semi))
+    assert raised.value.details["missing"] == ["transaction_id", "timestamp", "sender_account", "receiver_account",
+                                               "amount"]
+    other = tmp_path / "other.csv"
+    other.write_text("id,when,from,to,value\nt1,2024-01-01,A,B,100\n")
+    with pytest.raises(ConfigError, match="lacks the column"):
+        list(csv_reader()(other))
+    mapped = csv_reader(mapping={"transaction_id": "id", "timestamp": "when", "sender_account": "from",
+                                 "receiver_account": "to", "amount": "value"})
+    assert [r for _, r in mapped(other)] == [{"transaction_id": "t1", "timestamp": "2024-01-01",
+                                              "sender_account": "A", "receiver_account": "B", "amount": "100"}]
+
+
+def test_a_csv_row_with_more_cells_than_the_header_is_a_bad_row(tmp_path: Path) -> None:
+    from sectorflow import InvalidInputError
+    from sectorflow_aml.loaders import csv_reader
+
+    path = tmp_path / "extra.csv"
+    path.write_text("transaction_id,timestamp,sender_account,receiver_account,amount\n"
+                    "t1,2024-01-01,A,B,100,extra\nt2,2024-01-01,A,B,100\n")
+    rows = list(csv_reader()(path))
+    assert isinstance(rows[0][1], InvalidInputError) and "surplus: 'extra'" in str(rows[0][1])
+    assert rows[1] == (2, {"transaction_id": "t2", "timestamp": "2024-01-01", "sender_account": "A",
+                           "receiver_account": "B", "amount": "100"})

@@ -99,10 +99,42 @@ def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, 
                 fmt = "amlsim" if header[:4] == AMLSIM_HEADER else "amlworld"
                 raise ConfigError(f"{source} is an {'AMLSim' if fmt == 'amlsim' else 'AMLworld'} file, not a CSV "
                                   f"with Transaction columns: read it with --format {fmt} (format={fmt!r}).")
+            _check_header(source, header, mapping, defaults)
             for row, record in enumerate(reader, start=1):
+                if record.get(None):  # type: ignore[call-overload]  # DictReader's key for surplus cells
+                    reason = (f"{len(header) + len(record[None])} cells but the header has {len(header)} columns "  # type: ignore[index]
+                              f"(surplus: {', '.join(map(repr, record[None]))})")  # type: ignore[index]
+                    yield row, InvalidInputError(f"Row {row}: {reason}.",
+                                                 details=[{"row": row, "field": None, "reason": reason}])
+                    continue
                 yield row, _remap(record, mapping, defaults)
 
     return read_csv
+
+
+REQUIRED = tuple(name for name, f in Transaction.model_fields.items() if f.is_required())
+"""``Transaction`` fields without a default: a CSV must have a column for each (or a mapping or a default)."""
+
+
+def _check_header(source: Any, header: tuple[str, ...], mapping: Mapping[str, str] | None,
+                  defaults: Mapping[str, Any] | None) -> None:
+    """One error for a header that lacks required columns (a wrong delimiter, another file), instead of the same
+    'missing' reason on every row."""
+    missing = [field for field in REQUIRED
+               if (mapping or {}).get(field, field) not in header and field not in (defaults or {})]
+    if not missing:
+        return
+    hint = ""
+    joined = ",".join(header)
+    for delimiter, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")):
+        if delimiter in joined:
+            hint = (f" The header looks separated by {name}: save the file with commas (the CSV reader reads "
+                    f"comma-separated files).")
+            break
+    raise ConfigError(f"The CSV header of {source} lacks the column(s) {', '.join(missing)} (found: "
+                      f"{', '.join(header) or 'no header'}).{hint} Rename the columns, or map yours to Transaction "
+                      f"fields with a column mapping (csv_reader(mapping={{'amount': 'Amount Paid', ...}})).",
+                      details={"missing": missing, "header": list(header)})
 
 
 def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None) -> Reader:
