@@ -116,3 +116,12 @@ def test_count_and_attributes():
     assert "calcified" in f.attributes and f.size.mm == 5.0
     assert one("右肺结节，无钙化。").attributes == []
     assert one("Noncalcified nodule in the left upper lobe.").attributes == []
+
+
+def test_a_decimal_comma_before_a_unit_is_a_decimal_point():
+    # "6,5 mm" was read as 5 mm: the nodule fell from Fleischner's 6-8 mm row to < 6 mm
+    from sectorflow_medical_report.text import find_sizes
+
+    assert [(s.text, s.mm) for s in find_sizes("nodule measuring 6,5 mm")] == [("6,5 mm", 6.5)]
+    assert [(s.text, s.axes_mm) for s in find_sizes("mass 1,9 x 1,8 cm")] == [("1,9 x 1,8 cm", [19.0, 18.0])]
+    assert [s.text for s in find_sizes("nodules 1, 2 mm")] == ["2 mm"]  # a list, not a decimal

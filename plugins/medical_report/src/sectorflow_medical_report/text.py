@@ -61,11 +61,12 @@ def span_index(spans: list[tuple[int, int]], pos: int) -> int:
 
 # ---- sizes -----------------------------------------------------------------------------------------------------
 _UNIT = r"(mm|cm|millimet(?:er|re)s?|centimet(?:er|re)s?|毫米|厘米|公分)"
-_NUM = r"(\d+(?:\.\d+)?)"
+_NUM = r"(\d+(?:\.\d+|,\d{1,2}(?=\s*(?:mm|cm|millimet|centimet|毫米|厘米|公分|x|×|\*|乘)))?)"
+"""A number; a decimal comma ("6,5 mm", "1,9 x 1,8 cm": European reports) only directly before a unit or a "x"."""
 _AXIS = _NUM + r"(?:\s*-?\s*" + _UNIT + r")?"
 _SIZE = re.compile(
-    r"(?<![A-Za-z0-9.])" + _NUM + r"\s*(?:-|–|~|～|到|至|to)\s*" + _NUM + r"\s*" + _UNIT + r"(?![A-Za-z])"
-    r"|(?<![A-Za-z0-9.])" + _AXIS + (r"(?:\s*(?:x|×|\*|by|乘)\s*" + _AXIS + r")?") * 2 + r"(?![A-Za-z0-9])",
+    r"(?<![A-Za-z0-9.])(?<!\d,)" + _NUM + r"\s*(?:-|–|~|～|到|至|to)\s*" + _NUM + r"\s*" + _UNIT + r"(?![A-Za-z])"
+    r"|(?<![A-Za-z0-9.])(?<!\d,)" + _AXIS + (r"(?:\s*(?:x|×|\*|by|乘)\s*" + _AXIS + r")?") * 2 + r"(?![A-Za-z0-9])",
     re.IGNORECASE)
 _TO_MM = {"mm": 1.0, "cm": 10.0, "毫米": 1.0, "厘米": 10.0, "公分": 10.0}
 _DISTANCE_AFTER = re.compile(r"\s*(above|below|from|proximal|distal|superior to|inferior to|距)", re.IGNORECASE)
@@ -100,6 +101,10 @@ def _unit_factor(unit: str | None) -> float | None:
     return _TO_MM.get(unit)
 
 
+def _number(text: str) -> float:
+    return float(text.replace(",", "."))
+
+
 def find_sizes(text: str) -> list[SizeMention]:
     """Every size with a unit in ``text``, in mm. Distances ("3 cm above the carina") are left out, except a
     distance from the lung apex (``kind="apex_distance"``: a pneumothorax's apex-cupola size).
@@ -114,7 +119,7 @@ def find_sizes(text: str) -> list[SizeMention]:
         g = m.groups()
         if g[0] is not None:  # range
             f = _unit_factor(g[2])
-            lo, hi = float(g[0]) * f, float(g[1]) * f
+            lo, hi = _number(g[0]) * f, _number(g[1]) * f
             out.append(SizeMention(m.start(), m.end(), m.group(0), [lo, hi], max(lo, hi), "range"))
             continue
         nums = [g[i] for i in (3, 5, 7)]
@@ -125,7 +130,7 @@ def find_sizes(text: str) -> list[SizeMention]:
             continue  # a bare number is no size
         axes = []
         for n, u in nums_units:
-            axes.append(round(float(n) * (_unit_factor(u) or _unit_factor(last_unit)), 3))
+            axes.append(round(_number(n) * (_unit_factor(u) or _unit_factor(last_unit)), 3))
         mm = round(sum(axes[:2]) / len(axes[:2]), 3)
         kind = "apex_distance" if apex else "axes" if len(axes) > 1 else "single"
         out.append(SizeMention(m.start(), m.end(), m.group(0), axes, mm, kind))
