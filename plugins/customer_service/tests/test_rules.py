@@ -1,5 +1,6 @@
 """Language identification and escalation rules (no model)."""
 
+import pytest
 from sectorflow_customer_service.escalation import EscalationRules
 from sectorflow_customer_service.language import detect_language
 
@@ -37,3 +38,19 @@ def test_no_escalation_for_ordinary_requests():
 def test_operator_phrases_extend_a_reason():
     rules = EscalationRules({"regulator_or_legal_threat": ["Finanzaufsicht"]})
     assert rules.check("ich gehe zur Finanzaufsicht").reasons == ("regulator_or_legal_threat",)
+
+
+@pytest.mark.parametrize("text", ["我不是要投诉，只是问问", "I don't want to complain, just asking",
+                                  "Not angry at all, thanks!", "I do not need to speak to a human"])
+def test_a_negated_complaint_anger_or_human_request_does_not_escalate(text):
+    assert EscalationRules().check(text).escalate is False
+
+
+@pytest.mark.parametrize(("text", "reasons"), [
+    ("再不处理我就向金融监管总局投诉，转人工", ("human_requested", "regulator_or_legal_threat", "complaint")),
+    ("I'm not happy, I want to file a complaint", ("complaint",)),  # the negation is in another clause
+    ("I do not want to go to court but I will", ("regulator_or_legal_threat",)),  # regulators/courts always count
+    ("Why can't I speak to a human", ("human_requested",)),
+])
+def test_negation_elsewhere_or_of_a_court_keeps_the_escalation(text, reasons):
+    assert EscalationRules().check(text).reasons == reasons

@@ -57,6 +57,26 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
+NEGATABLE = ("human_requested", "complaint", "anger")
+"""Reasons a negation right before the phrase cancels ("I don't want to complain", "我不是要投诉", "Not angry at
+all"). A regulator or court named is always reported, negated or not."""
+
+_EN_NEGATION = re.compile(r"\b(not|no|never|don't|dont|do not|doesn't|does not|didn't|did not|won't|will not|"
+                          r"wouldn't|isn't|am not|i'm not)\b(\s+[a-z']+){0,3}\s*$")
+_ZH_NEGATION = re.compile(r"(不是|不想|不要|不用|无需|没有|没想|并非|不会|别)(要|想|去|再)?\s*$")
+_CLAUSE_BREAK = re.compile(r"[.,;:!?，。；：！？\n]")
+
+
+def _negated(lowered: str, start: int) -> bool:
+    """Whether the phrase at ``start`` is negated: a negation cue ending its clause's text before it (English: up to
+    three words between, as in "don't want to complain"; Chinese: directly before, so "再不处理我就投诉" stays a
+    complaint)."""
+    before = lowered[:start]
+    breaks = [m.end() for m in _CLAUSE_BREAK.finditer(before)]
+    clause = before[breaks[-1] if breaks else 0:]
+    return bool(_EN_NEGATION.search(clause) or _ZH_NEGATION.search(clause))
+
+
 @dataclass(frozen=True)
 class Escalation:
     """``escalate`` is True when any reason fired; ``reasons`` in the order of :data:`REASONS`; ``matched`` the
@@ -87,7 +107,8 @@ class EscalationRules:
         lowered = text.lower()
         reasons, matched = [], []
         for reason in REASONS:
-            hits = [p for p, rx in self._patterns[reason] if rx.search(lowered)]
+            hits = [p for p, rx in self._patterns[reason]
+                    if any(reason not in NEGATABLE or not _negated(lowered, m.start()) for m in rx.finditer(lowered))]
             if reason == "anger":
                 caps = re.findall(r"\b[A-Z]{4,}\b", text)
                 if len(caps) >= 3:
