@@ -81,12 +81,12 @@ def _problem(error: dict[str, Any]) -> dict[str, Any]:
         why = (error.get("ctx") or {}).get("error") or error.get("msg", "JSON decode error")
         at = f" at character {where}" if where is not None else ""
         return {"field": "body", "row": None,
-                "reason": f"The request body is not valid JSON ({why}{at}); send a JSON object "
-                          f'{{"inputs": [...]}} with Content-Type: application/json.'}
+                "reason": f"The request body is not valid JSON ({why}{at}); send a JSON object (for a task: "
+                          f'{{"inputs": [...]}}) with Content-Type: application/json'}
     if loc == ("body",) and error.get("type") in ("model_attributes_type", "dict_type", "model_type"):
         return {"field": "body", "row": None,
-                "reason": 'The request body must be a JSON object {"inputs": [...]} sent with Content-Type: '
-                          "application/json."}
+                "reason": 'The request body must be a JSON object (for a task: {"inputs": [...]}) sent with '
+                          "Content-Type: application/json"}
     return {"field": _field(loc), "reason": error.get("msg", "invalid"), "row": None}
 
 
