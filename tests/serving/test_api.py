@@ -153,7 +153,7 @@ def test_a_body_that_is_not_json_says_so(server, content, content_type):
     assert "JSON" in reason and "inputs" in reason
     if content_type == "application/json":
         assert "not valid JSON" in reason and f"at character {len(content) if content != b'hello' else 0}" in reason
-    assert "body: The request body" in body["message"] and ".." not in body["message"]
+    assert "body: The request body" in body["message"] and not body["message"].endswith("..")
 
 
 def test_pipeline_refusal_maps_to_its_http_status(server):
