@@ -94,3 +94,10 @@ def test_a_heading_colon_does_not_negate_what_it_introduces():
     assert [f.assertion for f in extract("CT胸部：右肺上叶结节，直径约8mm。").findings] == ["present"]
     assert [(f.text, f.assertion) for f in extract("胸部CT：未见胸腔积液，右肺结节8mm。").findings] == \
         [("胸腔积液", "absent"), ("结节", "present")]
+
+
+@pytest.mark.parametrize("text", ["右肺上叶结节：无增大，直径8mm", "结节：无钙化，直径8mm", "CT胸部：结节：未见增大，大小约7mm",
+                                  "肺结节：无明显变化"])
+def test_a_negated_change_or_attribute_after_the_colon_keeps_the_finding_present(text):
+    # "结节：无增大" negates the growth, not the nodule (it was reported absent, with no code or recommendation)
+    assert [(f.text, f.assertion) for f in extract(text).findings] == [("结节", "present")]

@@ -322,6 +322,8 @@ def _zh_list_continues(text: str, cue_end: int, f: Finding, findings: list[Findi
 
 
 _COLON_NEG = frozenset({"：无", ":无", "：未见", ":未见"})
+_ZH_ATTRIBUTE = re.compile(r"\s*(明显|确切)?(增大|增多|长大|变化|改变|进展|钙化|强化|缩小|变小|新发)")
+"""What "finding：无 ..." may negate instead of the finding: its change or an attribute ("结节：无钙化")."""
 
 
 def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[tuple[int, int]],
@@ -380,6 +382,8 @@ def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[t
                         continue
                     dist = f.start - t.end
                 elif not pre and t.start >= f.end:
+                    if text[t.start:t.end] in _COLON_NEG and _ZH_ATTRIBUTE.match(text, t.end):
+                        continue  # "结节：无增大，直径8mm": the growth is negated, not the nodule
                     if t.start >= c_end and not text[t.start:t.end].lstrip().startswith((":", "：")):
                         continue
                     if any(f.end <= x.start and x.end <= t.start for x in terms):
