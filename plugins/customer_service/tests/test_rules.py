@@ -51,6 +51,13 @@ def test_a_negated_complaint_anger_or_human_request_does_not_escalate(text):
     ("I'm not happy, I want to file a complaint", ("complaint",)),  # the negation is in another clause
     ("I do not want to go to court but I will", ("regulator_or_legal_threat",)),  # regulators/courts always count
     ("Why can't I speak to a human", ("human_requested",)),
+    # negation words that do not negate the phrase (a re-check found these cancelled by a looser rule)
+    ("I can't not complain", ("complaint",)),
+    ("I have no choice but to complain", ("complaint",)),
+    ("I have never been so angry", ("anger",)),
+    ("I'm not kidding I am angry", ("anger",)),
+    ("Why won't you let me talk to a person", ("human_requested",)),
+    ("I will not stop until I complain", ("complaint",)),
 ])
 def test_negation_elsewhere_or_of_a_court_keeps_the_escalation(text, reasons):
     assert EscalationRules().check(text).reasons == reasons

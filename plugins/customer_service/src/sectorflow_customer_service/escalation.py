@@ -61,19 +61,23 @@ NEGATABLE = ("human_requested", "complaint", "anger")
 """Reasons a negation right before the phrase cancels ("I don't want to complain", "我不是要投诉", "Not angry at
 all"). A regulator or court named is always reported, negated or not."""
 
-_EN_NEGATION = re.compile(r"\b(not|no|never|don't|dont|do not|doesn't|does not|didn't|did not|won't|will not|"
-                          r"wouldn't|isn't|am not|i'm not)\b(\s+[a-z']+){0,3}\s*$")
+_EN_NEGATION = re.compile(r"(?<![a-z'])(not|don't|dont|do not|didn't|did not|doesn't|does not|no need to)\s+"
+                          r"((really\s+)?(want|need|wish|mean|plan|intend|have)\s+to\s+)?$")
+_EN_DOUBLE_NEGATION = re.compile(r"\b(can't|cannot|can not|won't|couldn't)\s+not\s+$")
 _ZH_NEGATION = re.compile(r"(不是|不想|不要|不用|无需|没有|没想|并非|不会|别)(要|想|去|再)?\s*$")
 _CLAUSE_BREAK = re.compile(r"[.,;:!?，。；：！？\n]")
 
 
 def _negated(lowered: str, start: int) -> bool:
-    """Whether the phrase at ``start`` is negated: a negation cue ending its clause's text before it (English: up to
-    three words between, as in "don't want to complain"; Chinese: directly before, so "再不处理我就投诉" stays a
-    complaint)."""
+    """Whether the phrase at ``start`` is negated: a negation directly before it in its clause (English: "not",
+    "don't", "do not" ..., optionally with "want to" / "need to" between, as in "don't want to complain"; not
+    "never been so angry", "won't you let me talk to a person" or "can't not complain"; Chinese: 不是/不想/不要 ...
+    directly before, so "再不处理我就投诉" stays a complaint)."""
     before = lowered[:start]
     breaks = [m.end() for m in _CLAUSE_BREAK.finditer(before)]
     clause = before[breaks[-1] if breaks else 0:]
+    if _EN_DOUBLE_NEGATION.search(clause):  # "I can't not complain"
+        return False
     return bool(_EN_NEGATION.search(clause) or _ZH_NEGATION.search(clause))
 
 
