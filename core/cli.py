@@ -50,8 +50,10 @@ def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print JSON
     # Descriptions go in a list under the table: as a seventh column they were squeezed to one word per line in
     # an 80-column terminal.
     table = Table("task", "plugin", "version", "languages", "devices", "precisions")
-    for column in table.columns[:3]:
-        column.no_wrap = True
+    for column in table.columns:
+        column.min_width = len(str(column.header))  # whole headers, also at 80 columns
+        column.overflow = "fold"
+    table.columns[2].no_wrap = True  # the version on one line
     for row in rows:
         table.add_row(row["task"], row["plugin"], row["version"], ", ".join(row["languages"]),
                       ", ".join(row["devices"]), ", ".join(row["precisions"]))

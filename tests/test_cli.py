@@ -55,6 +55,7 @@ def test_tasks_lists_the_registered_tasks(cli):
     echo = next(row for row in Taskflow.tasks() if row["task"] == "echo")
     text = " ".join(out.split())
     assert f"echo: {' '.join(echo['description'].split())}" in text
+    assert "languages" in out and "precisions" in out  # whole headers (were cut to "langua…" at 80 columns)
 
 
 def test_schema_prints_the_tasks_json_schema(cli):
