@@ -155,15 +155,20 @@ def measure(source: Path, n: int, batch_size: int) -> dict[str, float]:
     return out
 
 
+def extract_plugin(rev: str, old_root: Path) -> Path:
+    """``plugins/aml/src`` as it was at git revision ``rev``, extracted under ``old_root`` (returned)."""
+    old_root.mkdir()
+    archive = subprocess.run(["git", "-C", str(GIT_REPO), "archive", rev, "plugins/aml/src"], capture_output=True,
+                             check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(old_root, filter="data")
+    return old_root
+
+
 def compare(rev: str, source: Path, n: int, batch_size: int, reps: int) -> None:
     """Batch and file figures of the plugin at ``rev`` and of the working tree, alternating in fresh processes."""
     with tempfile.TemporaryDirectory() as tmp:
-        old_root = Path(tmp) / "old"
-        old_root.mkdir()
-        archive = subprocess.run(["git", "-C", str(GIT_REPO), "archive", rev, "plugins/aml/src"], capture_output=True,
-                                 check=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(old_root, filter="data")
+        old_root = extract_plugin(rev, Path(tmp) / "old")
         runs: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
         for _ in range(reps):
             for which in ("old", "new"):
@@ -219,12 +224,7 @@ def instructions(rev: str, source: Path, n: int) -> None:
         print("instructions: valgrind is not installed; skipped")
         return
     with tempfile.TemporaryDirectory() as tmp:
-        old_root = Path(tmp) / "old"
-        old_root.mkdir()
-        archive = subprocess.run(["git", "-C", str(GIT_REPO), "archive", rev, "plugins/aml/src"], capture_output=True,
-                                 check=True).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(old_root, filter="data")
+        old_root = extract_plugin(rev, Path(tmp) / "old")
         running: dict[tuple[str, bool], subprocess.Popen] = {}
         for which in ("old", "new"):  # the four runs at once (each is single-threaded; counts do not depend on load)
             for loop in (False, True):
