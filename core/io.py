@@ -78,6 +78,23 @@ def read_csv(source: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 BUILTIN_READERS: dict[str, Reader] = {"jsonl": read_jsonl, "csv": read_csv}
 
 
+def whole_file_reader(what: str) -> Reader:
+    """A reader for a task whose item is one text (``TextItem``): the whole file is one item, ``(1, {"text": ...})``;
+    an empty or blank file is one bad row whose message asks for ``what`` ("the contract text"). UTF-8, ``.gz`` and
+    ``-`` as for the built-in formats. Plugins register it as their ``txt`` format."""
+
+    def read_txt(source: Any) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
+        with open_text(source) as handle:
+            text = handle.read()
+        if not text.strip():
+            yield 1, InvalidInputError(f"Input file {source} is empty: put {what} in it.",
+                                       details=[{"row": 1, "field": "text", "reason": "empty file"}])
+            return
+        yield 1, {"text": text}
+
+    return read_txt  # type: ignore[return-value]
+
+
 def guess_format(source: str | Path) -> str:
     """``csv`` for ``*.csv[.gz]``, else ``jsonl``."""
     name = str(source).lower().removesuffix(".gz")

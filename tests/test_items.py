@@ -29,3 +29,17 @@ def test_blank_text_unknown_keys_and_overlong_text_are_reported_per_row():
         (3, "lang", "Extra inputs are not permitted"),
         (4, "text", "String should have at most 8 characters"),
     ]
+
+
+def test_whole_file_reader_gives_one_item_and_an_empty_file_is_one_bad_row(tmp_path):
+    from sectorflow import whole_file_reader
+
+    read = whole_file_reader("the note")
+    note = tmp_path / "note.txt"
+    note.write_text("line one\nline two\n", encoding="utf-8")
+    assert list(read(note)) == [(1, {"text": "line one\nline two\n"})]
+    blank = tmp_path / "blank.txt"
+    blank.write_text(" \n", encoding="utf-8")
+    ((row, problem),) = read(blank)
+    assert row == 1 and isinstance(problem, InvalidInputError) and "put the note in it" in str(problem)
+    assert problem.details == [{"row": 1, "field": "text", "reason": "empty file"}]

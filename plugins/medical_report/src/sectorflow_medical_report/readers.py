@@ -14,18 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from sectorflow import InvalidInputError, open_text
+from sectorflow import open_text, whole_file_reader
 
-
-def read_txt(source: Any) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
-    """The whole file as one report: ``(1, {"text": ...})``; an empty file is one bad row."""
-    with open_text(source) as handle:
-        text = handle.read()
-    if not text.strip():
-        yield 1, InvalidInputError(f"Input file {source} is empty: write the report text in it.",
-                                   details=[{"row": 1, "field": "text", "reason": "empty file"}])
-        return
-    yield 1, {"text": text}
+read_txt = whole_file_reader("the report text")
+"""The whole file as one report: ``(1, {"text": ...})``; an empty file is one bad row."""
 
 
 def read_lines(source: Any) -> Iterator[tuple[int, dict[str, Any]]]:
