@@ -164,3 +164,13 @@ def test_cn_default_with_fx_rates_gives_the_usd_structuring_fan_in_alert():
     # China's foreign-currency cash level is USD 10,000 inclusive (PBOC Order 2016 No. 3 Art. 5): 8,000-9,900 is under
     assert [(a.typology, a.variant) for a in alerts] == [("structuring", "fan_in")]
     assert "10,000.00 USD" in alerts[0].reasons[0].en
+
+
+def test_model_off_results_name_no_model(aml: Taskflow):
+    """``model=False`` runs rules only: neither the results nor the load event may name the scorer bundle."""
+    rules_only = Taskflow("aml", model=False)
+    (off,) = rules_only([rec(1, "A", "B", "1000")])
+    assert off.meta is not None and off.model_score is None
+    assert (off.meta.model_name, off.meta.model_version, off.meta.bundle_sha256) == (None, None, None)
+    (on,) = aml([rec(1, "A", "B", "1000")])
+    assert on.meta.model_name == "aml-risk-mlp" and on.meta.bundle_sha256 and on.model_score is not None
