@@ -17,7 +17,7 @@ from core_support import REPO_ROOT
 SHARED = REPO_ROOT.parent / "shared" / "data"
 
 SCRIPTS = [
-    ("aml_throughput.py", ["--n", "2500", "--n-stream", "1200"], "tx/s"),
+    ("aml_throughput.py", ["--n", "2500", "--n-stream", "300", "--stream-after", "2500"], "tx/s"),
     ("audit_bench.py", ["--calls", "3", "--appends", "20", "--verify-records", "200"], "verif"),
 ]
 
