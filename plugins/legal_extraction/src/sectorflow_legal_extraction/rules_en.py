@@ -265,11 +265,23 @@ def agreement_date(text: str) -> list[Extraction]:
              if not re.search(r"Source:|\b(?:10-K|10-Q|8-K|S-1|F-1)\b", head[head.rfind("\n", 0, d[0]) + 1:d[0]])
              and not re.match(r"\s*(?:WHEREAS|Whereas)\b", head[head.rfind("\n\n", 0, d[0]) + 1:d[0]])]  # recitals
     chosen, confidence = None, 0.0
+    letter = re.search(r"^[ \t]*Date[ \t]*:[ \t]*", head[:1000], re.M)  # a letter's or confirmation's "Date:" line
+    found = nz.dates_in(head[letter.end():letter.end() + 40]) if letter else []
+    if found and found[0][0] == 0 and len(found[0][3]) == 10:
+        s, e, raw, iso = found[0]
+        chosen, confidence = (letter.end() + s, letter.end() + e, raw, iso), 0.85
     for cue, score in ((_STRONG_CUE, 0.85), (_WEAK_CUE, 0.75)):
-        for date in dates:
+        for n, date in enumerate(dates):
             before = head[max(0, date[0] - 400):date[0]]
-            if cue.search(before[-60:]) and not _OTHER_AGREEMENT.search(before):
+            if chosen is None and cue.search(before[-60:]) and not _OTHER_AGREEMENT.search(before):
                 chosen, confidence = date, score
+                # "dated as of this ____ day of ______, 2012, but made effective as of February 20, 2012": the full
+                # date the same sentence gives next
+                later = next((d for d in dates[n + 1:n + 2] if len(d[3]) == 10 and d[0] - date[1] < 120 and
+                              not re.search(r"[.;]\s", head[date[1]:d[0]]) and
+                              _STRONG_CUE.search(head[max(0, d[0] - 60):d[0]])), None)
+                if len(date[3]) < 10 and later:
+                    chosen = later
                 break
         if chosen:
             break

@@ -16,7 +16,7 @@ import re
 from .schema import Extraction
 
 GOV_CUE = re.compile(r"\b(?:govern(?:ed|s|ing)?|construed|interpreted|determined\s+in\s+accordance)\b", re.I)
-GOV_RE = re.compile(r"\b(?:laws?|legislation)\b(?:\s+and\s+(?:judicial\s+)?decisions)?(?:,[^,]{0,60},)?\s*(?:(?:of|in)"
+GOV_RE = re.compile(r"\b(?:laws?|legislation|regulations)\b(?:\s+and\s+(?:judicial\s+)?decisions)?(?:,[^,]{0,60},)?\s*(?:(?:of|in)"
                     r"(?:\s+|(?=the\b|[A-Z]))(?:and\s+in\s+accordance\s+with\s+)?|(?=thereof\b))", re.IGNORECASE)
 US_STATES = ("Alabama Alaska Arizona Arkansas California Colorado Connecticut Delaware Florida Georgia Hawaii Idaho "
              "Illinois Indiana Iowa Kansas Kentucky Louisiana Maine Maryland Massachusetts Michigan Minnesota "
@@ -29,9 +29,9 @@ PROVINCES = ("Ontario", "British Columbia", "Alberta", "Quebec", "Manitoba", "Sa
 COUNTRIES = ("People's Republic of China", "Hong Kong", "Taiwan", "Singapore", "Japan", "Korea", "India", "Israel",
              "England", "Wales", "Scotland", "Ireland", "Germany", "France", "Italy", "Spain", "Switzerland",
              "Netherlands", "Sweden", "Canada", "Australia", "Mexico", "Brazil", "Cayman Islands", "Bermuda",
-             "Luxembourg", "Kazakhstan", "Denmark", "Norway", "Finland", "Belgium", "Austria")
+             "Luxembourg", "Kazakhstan", "China", "Denmark", "Norway", "Finland", "Belgium", "Austria")
 _ALIASES = {"prc": "People's Republic of China", "p.r.c": "People's Republic of China",
-            "china": "People's Republic of China", "people's republic of china": "People's Republic of China",
+            "people's republic of china": "People's Republic of China",
             "r.o.c": "Taiwan", "roc": "Taiwan", "republic of china": "Taiwan", "united kingdom": "England",
             "hong kong special administrative region": "Hong Kong", "the netherlands": "Netherlands"}
 _ADJECTIVES = {"prc": "People's Republic of China", "chinese": "People's Republic of China", "english": "England",
@@ -108,6 +108,10 @@ def _places_after(sentence: str, at: int) -> tuple[list[str], int]:
     else:
         values = [jurisdiction(raw)]
     end = at + len(raw)
+    country = re.match(r"\s*,\s*(?:the\s+)?(" + "|".join(COUNTRIES) + r")\b", sentence[end:])
+    if country and len(values) == 1 and not known_place(values[0]) and values[0] != country.group(1):
+        values = [f"{values[0]}, {country.group(1)}"]  # "the laws of Victoria, Australia": CUAD keeps the country
+        end += country.end()
     more = re.match(r"\s*,?\s*(?:and|or)\s+(?:the\s+)?(?:laws?\s+of\s+)", sentence[end:])
     if more:
         extra, extra_end = _places_after(sentence, end + more.end())
@@ -148,26 +152,40 @@ def _law_sentences(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str]
                 continue
             values, raw_end = _places_after(sentence, match.end())
             value = _value(values, sentence)
-            if value is None:
-                continue
+            if value is None or (match.group().lower().startswith("regulations") and not (known_place(value) or re.match(
+                    r"\s*(?:the\s+)?(?:Republic|State|Commonwealth|Kingdom|Province)\s+of\b", sentence[match.end():]))):
+                continue  # "the rules and regulations of MICOA" is no governing law
             b = start + match.start()
             return [Extraction(text=text[b:start + raw_end], start=b, end=start + raw_end, value=value,
                                confidence=confidence, source=source)]
     return []
 
 
-_WEAK_CUE = re.compile(r"\b(?:controlled|subject|pursuant|according)\s+(?:to|by)\s+(?:the\s+)?(?:\w+\s+){0,2}?"
+_WEAK_CUE = re.compile(r"\b(?:controlled|subject|pursuant|according)\s+(?:to|by)\s+(?:the\s+)?(?:\w+\s+){0,4}?"
                        r"(?:laws?|legislation)\b|\b(?:laws?|legislation)\s+of\s+.{2,60}?\s+shall\s+apply|"
                        r"\bin\s+accordance\s+with\s+the\s+laws?\s+of", re.I)
 _ADJECTIVE = re.compile(
     r"(?:governed|construed|interpreted|subject\s+to\s+the\s+application\s+of)\s+(?:\w+\s+){0,2}?"
-    r"(?:by|under|in\s+accordance\s+with|of)?\s*(?:the\s+)?(?:internal\s+)?(?P<a>" + "|".join(US_STATES)
+    r"(?:by|under|in\s+accordance\s+with|of)?\s*(?:the\s+)?(?:internal\s+)?(?:(?:State|Commonwealth)\s+of\s+)?(?P<a>" + "|".join(US_STATES)
     + r"|PRC|Chinese|English|Israeli|Italian|German|French|Swiss|Taiwanese|Japanese|Korean|Indian|Dutch|Canadian|"
       r"Singapore|Hong\s+Kong|Spanish)\s+laws?", re.IGNORECASE)
 
 
+def _rejoined(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` with a sentence that a blank line cut in two joined again ("construed in accordance with, the" /
+    "laws of the State of Georgia"): a span that ends without . ; : or ) joins the next when that starts lower case."""
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        if out and text[start:start + 1].islower() and not re.search(r"[.;:)]\s*$", text[out[-1][0]:out[-1][1]]):
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
+    return out
+
+
 def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
     """The governing law's place(s), CUAD-normalised (module docstring); ``[]`` when no pass finds one."""
+    spans = _rejoined(text, spans)
     found = _law_sentences(text, spans, GOV_CUE, "rule:en_governing_law", 0.9)
     if found:
         return found
