@@ -44,11 +44,13 @@ _OTHER_PERSON = re.compile(r"family history|family hx|\b(mother|father|sister|br
 _LESS_THAN = re.compile(r"(<|＜|≤|less than|smaller than|under|below|小于|不足|＜)\s*$", re.IGNORECASE)
 _MORE_THAN = re.compile(r"(>|＞|≥|greater than|larger than|more than|over|exceeding|大于|超过)\s*$", re.IGNORECASE)
 _ZH_LIST_REST = re.compile(r"^[\s、和及与或以及，,。；;]*$")
-_ANAPHOR = re.compile(r"\s*(this|it|these|they|(the\s+)?(largest|larger|biggest|dominant)|the\s+(nodule|nodules|lesion|"
-                      r"lesions|mass|masses|opacity|density|abnormality|finding|focus))\b|\s*(该|其|此|最大者|较大者)",
+_ANAPHOR = re.compile(r"\s*(?:\d{1,2}\.\s+)?(this|it|these|they|(the\s+)?(largest|larger|biggest|dominant)|"
+                      r"the\s+(nodule|nodules|lesion|lesions|mass|masses|opacity|density|abnormality|finding|focus))\b"
+                      r"|\s*(该|其|此|最大者|较大者)",
                       re.IGNORECASE)
 """A sentence that opens with an anaphor ("This measures 3.2 cm", "The largest measures 3.5 mm", 其大小约8mm) and
-names no lesion itself: its size belongs to the last lesion of the sentence before."""
+names no lesion itself: its size belongs to the last lesion of the sentence before (a numbered item's marker, "2. The
+largest measures 7 mm", may stand before the anaphor)."""
 _LESION_SIZE_OWNERS = {"nodule", "mass", "granuloma", "cyst", "calcification", "opacity", "consolidation",
                        "lymphadenopathy", "effusion", "pneumothorax"}
 

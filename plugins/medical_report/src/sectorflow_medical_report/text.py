@@ -10,7 +10,10 @@ import re
 from dataclasses import dataclass
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-_SENT_END = re.compile(r"[。！？!；;\n]|\.(?=\s|$)(?<!\d\.)|\.(?=\s*$)")
+_SENT_END = re.compile(r"[。！？!；;\n]|\.(?=\s|$)(?<!\d\.)|\.(?=\s*$)"
+                       r"|(?<=\s)(?<![.;!?。；]\s)(?=\d{1,2}\.\s+\S)")
+"""Sentence ends; the last branch is an empty break before a numbered item ("1. No pneumothorax 2. Right lung
+nodule"): an item written without a full stop does not run on into the next, so "No" does not reach the nodule."""
 _CLAUSE_END = re.compile(r"[，,]")
 DEID = re.compile(r"X{2,}", re.IGNORECASE)
 """De-identification placeholders in the Indiana chest X-ray reports ("XXXX"): they name nothing."""
@@ -38,7 +41,8 @@ def boundaries(text: str, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
-    """Sentence spans: split after 。！？!；; newlines and a full stop followed by space or the end (not 0.8)."""
+    """Sentence spans: split after 。！？!；; newlines and a full stop followed by space or the end (not 0.8), and
+    before a numbered list item ("2. ") that follows a space but no sentence end."""
     return boundaries(text, _SENT_END)
 
 
