@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/medical_eval.py [--limit N] [--no-model] [--json out/medical_eval.json]
 
 English, ../shared/data/iu_xray/indiana_reports.csv (3,851 Indiana University chest X-ray reports; evaluation
-fixture, non-commercial/unclear terms): the findings and impression text (joined with one space) goes through
+fixture, non-commercial/unclear terms): the findings and impression text (joined with a line break: they are separate
+sections, and a space made a findings text without a final full stop run on into the impression) goes through
 ``Taskflow("medical_report")`` with ``modality="radiograph"``.
 
 - nodule present/absent per report against the report's labelled Problems (gold: "Nodule" among them; the MeSH
@@ -70,13 +71,21 @@ def part_of(uid: str) -> str:
     return "dev" if int(hashlib.sha256(f"{SPLIT_SALT}:{uid}".encode()).hexdigest(), 16) % 3 == 0 else "test"
 
 
+def report_text(row: dict) -> str:
+    """The text scored for one IU report: its findings and impression, joined with a line break (two sections: joined
+    with a space, a findings text without a final full stop, "... There is no pneumothorax", ran on into the
+    impression as one sentence; the offsets, and the size gold's, are the same either way); "(empty)" when both
+    are empty."""
+    return "\n".join(x for x in (row["findings"], row["impression"]) if x) or "(empty)"
+
+
 def iu(tf, limit: int | None, errors: list | None = None) -> dict:
     """Scores per part (``test``, ``dev``, ``all``). ``errors``: a list that receives the development part's
     errors (nodule false positives/negatives, missed or wrong sizes); test-part errors are never collected."""
     path = DATA / "iu_xray" / "indiana_reports.csv"
     with open(path, encoding="utf-8", newline="") as handle:
         rows = list(csv.DictReader(handle))[:limit]
-    texts = [" ".join(x for x in (r["findings"], r["impression"]) if x) or "(empty)" for r in rows]
+    texts = [report_text(r) for r in rows]
     reports = tf([{"text": t, "modality": "radiograph", "language": "en"} for t in texts])
     names = list(IU_LABELS) + ["nodule_or_uncertain"]
     counts = {part: {k: Counter() for k in names} for part in PARTS}

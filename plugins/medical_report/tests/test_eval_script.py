@@ -48,3 +48,15 @@ def test_the_split_is_fixed_and_about_one_third():
     assert 0.30 < parts.count("dev") / len(parts) < 0.37
     # pinned: a changed salt or rule would move reports between the parts
     assert [part_of(str(u)) for u in range(1, 9)] == ["dev", "dev", "test", "test", "test", "test", "test", "test"]
+
+
+def test_findings_and_impression_are_joined_as_two_sections():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from medical_eval import report_text
+    from sectorflow_medical_report.extract import extract
+
+    text = report_text({"findings": "Heart size is normal. There is no effusion", "impression": "Right apical nodule."})
+    assert text == "Heart size is normal. There is no effusion\nRight apical nodule."
+    assert [(f.type, f.assertion) for f in extract(text).findings] == [("effusion", "absent"), ("nodule", "present")]
+    assert report_text({"findings": "", "impression": "No acute disease."}) == "No acute disease."
+    assert report_text({"findings": "", "impression": ""}) == "(empty)"
