@@ -47,3 +47,49 @@ def test_governing_law_sentence_cut_by_blank_lines_is_joined():
 def test_more_agreement_dates(text, iso):
     (found,) = rules_en.agreement_date(text)
     assert found.value == iso and text[found.start:found.end] == found.text
+
+
+def _names(text):
+    return [p.value["name"] for p in rules_en.parties(text)]
+
+
+def test_first_party_with_a_long_description_after_between():
+    text = ('This Hosting Agreement is made on 2 May 2011 by and between:\n\nParties to this agreement\n\n'
+            'NORTHWIND TRADING Pty Ltd, registration no 2001/123456/07, registered office at 4 Quay Road, Cape Town, '
+            'represented by Anna Berg, Director, acting under the powers granted to her by the Board on the 3rd of '
+            'March, 2011, whose authority is recorded in the minutes kept at its registered office and open to '
+            'inspection (hereinafter referred to as "the Customer"),\n\nAND\n\nSOUTHWIND HOSTING, SA., a public '
+            'limited company with place of business in Calle Mayor 12, Madrid, (hereinafter referred to as "SWH").')
+    assert _names(text) == ["NORTHWIND TRADING Pty Ltd", "SOUTHWIND HOSTING, SA"]
+
+
+@pytest.mark.parametrize("raw, name", [
+    ("BLUE RIVER FOODS INC. 3rd Floor, Harbour House, Port Louis", "BLUE RIVER FOODS INC."),
+    ("NORDIC PHARMA A/S of Fabriksvej 8, 2750 Ballerup, Denmark", "NORDIC PHARMA A/S"),
+    ('professional skier, ANNA LINDQVIST,', "ANNA LINDQVIST"),
+    ('Sam Okafor ("Presenter)', "Sam Okafor"),
+    ("Bank of Example, N.A.", "Bank of Example, N.A"),
+    ("Consent to Assignment and Amendment of Use Agreement dated May 2, 1999",
+     "Consent to Assignment and Amendment of Use Agreement dated May 2, 1999"),
+])
+def test_party_name_is_cut_at_its_address_or_description(raw, name):
+    assert rules_en._clean_name(raw) == name
+
+
+def test_person_retained_by_a_letter_agreement_is_a_party():
+    text = ('Dear Maya:\n\nOrbit Labs, Inc, a Delaware corporation (the "Company"), is pleased to offer this '
+            'Consulting Agreement (this "Agreement") to retain Maya Chen ("Consultant") to perform the services below.')
+    assert _names(text) == ["Orbit Labs, Inc", "Maya Chen"]
+
+
+def test_second_party_after_an_address_without_a_comma():
+    text = ('This Promotion Agreement (herein "Agreement") dated May 3, 2001, by and between Lark Media, Inc. (herein '
+            '"Lark") located at 9 King Street, Toronto, Canada M5V 1A1 and Heron Paging Corporation located at 20 Oak '
+            'Avenue, Austin, TX 78701, sets out the terms of a joint promotion.')
+    assert _names(text) == ["Lark Media, Inc", "Heron Paging Corporation"]
+
+
+def test_roles_alone_are_not_party_names():
+    text = ("STATEMENT OF WORK\n\nThis Statement of Work is part of the Services Agreement executed by and between "
+            "Developer and Client on the Effective Date.")
+    assert _names(text) == []

@@ -52,17 +52,30 @@ def _clean_name(raw: str) -> str:
     raw = re.sub(r"^.*\b(?:From|To)\s*:\s*|^\([^()]*\)\s*(?:and|&)\s+", "", raw, flags=re.I | re.S)
     name = re.split(r",?\s+(?:a|an)\s+(?:[A-Z][\w.\-]*\s+){0,4}(?:corporation|company|limited|partnership|"
                     r"association|bank|trust|organi[sz]ation|entity|institution|individual|resident|citizen|"
-                    r"business|national|[a-z]+\s+(?:corporation|company|partnership))\b|,?\s+(?:having|with|located|"
+                    r"business|national|[a-z]+\s+(?:corporation|company|partnership))\b|,?\s+(?:having|with|located|registration|"
+                    r"registered|represented|"
                     r"whose|residing|organized|incorporated|acting|doing|on\s+behalf|hereinafter|its|address|is\s+a|"
                     r"of\s+(?=\[|\d)|in\s+person|"
                     r"\(hereinafter)\b|,\s*(?:a|an)\s+\w+|\s*,\s*(?:a|an)\s*$|\s+\(\s*$|,\s*$", raw, maxsplit=1, flags=re.IGNORECASE)[0]
     name = re.sub(r"\s+", " ", name).strip(" ,.;:\"“”'‘’\n\t-")
     for _ in range(2):
         name = re.sub(r"^(?:\(\w{1,3}\)\s*|\w\)\s*|\d+\.\s*PARTIES:?\s*|(?:by\s+and\s+)?(?:between|among)\s+|"
-                      r"the\s+following\s+parties:?\s*|and\s*:?\s+(?:the\s+)?|in\s+addition,\s*)", "", name, flags=re.I)
+                      r"the\s+following\s+parties:?\s*|and\s*:?\s+(?:the\s+)?|in\s+addition,\s*|"
+                      r"parties(?:\s+to\s+this\s+agreement)?\s*:?\s+)", "", name, flags=re.I)
     # "Ivan Petrov, director of CookWell": the company, not its signatory
     name = re.sub(r"^[A-Z][\w.]*(?:\s+[A-Z][\w.]*){1,3},\s*(?:director|president|officer|owner)\s+of\s+", "", name)
-    return name
+    return _trim_name(name)
+
+
+def _trim_name(name: str) -> str:
+    """Cut what follows a name and is no part of it: an address after the legal form ("Acme Ltd. 2nd Floor, ...",
+    "Acme Inc Unit 5"), an address after "of" ("Acme A/S of Harbour Road 12, ..."), an unclosed defined term
+    ("Jo Roe ("Artist)"), and a lower-case description before it ("professional golfer, JO ROE")."""
+    name = re.sub(rf"^(.*?\b(?i:{_LEGAL_FORM})\b\.?),?\s+(?:\d|(?:Unit|Suite|Room|Floor|Level|Block|No\.)\s).*$", r"\1",
+                  name, flags=re.S)
+    name = re.sub(r"\s+of\s+(?![^,()]*\b(?i:agreement|dated|amendment)\b)[A-Z][^,()]{0,40}?\d.*$", "", name, flags=re.S)
+    name = re.sub(r"\s*\(\s*[\"“][^\"“”()]*\)?$", "", name)
+    return re.sub(r"^(?:[a-z][\w\-]*\s+){1,3}[a-z][\w\-]*,\s+(?=[A-Z])", "", name).strip(" ,")
 
 
 def looks_like_party(name: str) -> bool:
@@ -81,6 +94,13 @@ def looks_like_party(name: str) -> bool:
     return capital == len(words) and len(words) <= 8
 
 
+_ROLE_ONLY = re.compile(r"(?:(?:the|master|sub|prime|exclusive|authori[sz]ed|independent)\s+)*(?:client|customer|"
+                        r"reseller|distributor|franchisor|franchisee|developer|consultant|company|contractor|"
+                        r"subcontractor|licensor|licensee|supplier|vendor|agent|sponsor|manufacturer|purchaser|buyer|"
+                        r"seller|provider|publisher|partner|member|owner|operator|affiliate)s?", re.I)
+"""A defined role and nothing else ("Client", "Master Franchisee"): not a party's name ("between Developer and
+Client" names no one; the signature blocks may)."""
+
 _LAST_AND = re.compile(r"(?:^|[\s,;])(?:and|&)\s*[:,]?\s+(?:the\s+)?(?=\S)", re.IGNORECASE)
 
 
@@ -91,7 +111,9 @@ def _name_start(window: str, first: bool) -> int:
         for start in [0, *(m.end() for m in _LAST_AND.finditer(window))]:
             if looks_like_party(_clean_name(window[start:])) and not re.match(r"[\s,;]*(?:a|an)\s", window[start:]):
                 return start
-        return len(window)
+        # "... to retain Jo Roe ("Consultant")": the name after retain / engage / hire / appoint / employ
+        run = re.search(r"\b(?:retain|engage|hire|appoint|employ)s?\s+((?:[A-Z][\w.'’\-]*\s+){1,4}[A-Z][\w.'’\-]*)\s*$", window)
+        return run.start(1) if run and looks_like_party(_clean_name(run.group(1))) else len(window)
     between = list(_BETWEEN.finditer(window))
     heading = list(re.finditer(r"\bPARTIES\b:?\s*(?:\(\w{1,3}\)|\d\.)?\s*", window))
     if between:
@@ -102,6 +124,17 @@ def _name_start(window: str, first: bool) -> int:
         if not re.search(r"\b(?:Inc|Corp|Co|Ltd|No|Mr|Ms|Dr|St|L\.P|N\.A|S\.A|[A-Z])\.$", before):
             cut = stop.end()
     return cut
+
+
+def _first_window(head: str, start: int, floor: int, end: int) -> int:
+    """Where to look for the first party's name before its defined term at ``end``: from ``start`` (400 characters
+    back), unless no name is found there and a "between" up to 1,000 characters back opens a long description
+    ("between: X Pty Ltd, registration nr ..., represented by ... (hereinafter "the Customer")")."""
+    window = head[start:end]
+    if looks_like_party(_clean_name(window[_name_start(window, True):])):
+        return start
+    between = list(_BETWEEN.finditer(head, max(floor, end - 1000), end))
+    return between[-1].start() if between else start
 
 
 def parties(text: str) -> list[Extraction]:
@@ -120,9 +153,11 @@ def parties(text: str) -> list[Extraction]:
     for match in _DEFINED.finditer(head):
         role = (match.group(1) or match.group(2) or "").strip()
         window_start = previous_end if found and previous_end else max(floor, match.start() - 400)
+        if not found and not _BETWEEN.search(head, window_start, match.start()):
+            window_start = _first_window(head, window_start, floor, match.start())
         floor = match.end()
         window = head[window_start:match.start()]
-        if _BAD_ROLE.search(role) or len(role) > 40 or len(window) > 700:
+        if _BAD_ROLE.search(role) or len(role) > 40 or len(window) > 1000:
             if not _BAD_ROLE.search(role):
                 previous_end = match.end()
             continue
@@ -162,7 +197,7 @@ def parties(text: str) -> list[Extraction]:
                                 confidence=0.85, source="rule:en_defined_term"))
     if len(found) == 1:  # "between A, Inc. ("A") located at ... and B Corporation located at ...": B has no term
         tail = head[found[0].end:found[0].end + 400]
-        other = re.search(r"\)\s*(?:,[^()]{0,200}?)?\s+and\s+(?:the\s+)?([A-Z][^,;()]{2,80}?(?:,\s*)?\b(?:"
+        other = re.search(r"\)\s*(?:[,\s][^()]{0,200}?)?\s+and\s+(?:the\s+)?([A-Z][^,;()]{2,80}?(?:,\s*)?\b(?:"
                           + _LEGAL_FORM + r")\b\.?)", tail)
         if other and looks_like_party(_clean_name(other.group(1))):
             name = _clean_name(other.group(1))
@@ -187,7 +222,7 @@ def parties(text: str) -> list[Extraction]:
         if match:
             for group in (1, 2):
                 name = _clean_name(match.group(group))
-                if looks_like_party(name):
+                if looks_like_party(name) and not _ROLE_ONLY.fullmatch(name):
                     begin = match.start(group)
                     found.append(Extraction(text=text[begin:begin + len(name)], start=begin, end=begin + len(name),
                                             value={"name": name, "role": "party_a" if group == 1 else "party_b",
