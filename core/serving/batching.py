@@ -7,6 +7,12 @@ flight: one client at a time would only pay the delay). The interactive lane is 
 lane. Each lane is bounded in items and in waiting time; past either bound a request is refused with
 :class:`Overloaded` (HTTP 503 with Retry-After) and is never run.
 
+When more items wait than one call holds, they are shared evenly between the calls they need (136 waiting with
+``max_batch_size`` 64: calls of 46, 45 and 45, not 64, 64 and 8). Filling each call to the limit left the remainder
+waiting one call longer than the rest: in a closed loop of 200 clients and batches of 64, 8 requests in 200 waited
+a fourth call, which set the p99 latency at about 4/3 of the median; with even shares the batches settle at 50 and
+every request waits four calls.
+
 Only requests with the same caller (key id, tenant, client address) are merged, so that the single
 ``call_started``/``call_finished`` event of a merged call names exactly one actor. Inference runs in a thread pool,
 off the event loop. If a merged call fails, each of its requests is run again alone, so that one bad request fails
@@ -189,10 +195,20 @@ class TaskBatcher:
                 return head
         return None
 
-    def _collect(self, batch: list[_Pending], size: int) -> int:
+    def _target(self, head: _Pending) -> int:
+        """Items the batch headed by ``head`` may hold: ``max_batch_size``, or, when more items wait (in both lanes,
+        whichever caller sent them) than one call holds, an even share of them (see the module docstring)."""
+        limit = self.config.max_batch_size
+        waiting = len(head.items) + sum(self._queued.values())
+        if waiting <= limit:
+            return limit
+        calls = -(-waiting // limit)
+        return -(-waiting // calls)
+
+    def _collect(self, batch: list[_Pending], size: int, limit: int) -> int:
         if self.taskflow.spec.stateful:  # never merged: see the module docstring
             return size
-        group, limit = batch[0].group, self.config.max_batch_size
+        group = batch[0].group
         for lane in LANES:
             queue = self._lanes[lane]
             if not queue or size >= limit:
@@ -226,20 +242,21 @@ class TaskBatcher:
                 await self._wakeup.wait()
                 continue
             batch, size = [head], len(head.items)
+            target = self._target(head)
             # Wait for company only if there can be any: with no other request of the task in flight (queued or in
             # a running call), e.g. one client at a time, waiting would only add max_queue_delay_ms to its latency.
             alone = self._in_flight <= 1
             deadline = loop.time() + (0.0 if alone else self.config.max_queue_delay_ms / 1000)
             while True:
                 self._wakeup.clear()
-                size = self._collect(batch, size)
+                size = self._collect(batch, size, target)
                 remaining = deadline - loop.time()
-                if size >= self.config.max_batch_size or remaining <= 0 or self.taskflow.spec.stateful:
+                if size >= target or remaining <= 0 or self.taskflow.spec.stateful:
                     break
                 try:
                     await asyncio.wait_for(self._wakeup.wait(), remaining)
                 except TimeoutError:
-                    size = self._collect(batch, size)
+                    size = self._collect(batch, size, target)
                     break
             now = time.perf_counter()
             for pending in batch:
