@@ -94,7 +94,7 @@ def require(scope: str):  # noqa: ANN201 - a FastAPI dependency
             actor=key.id if key else None, tenant=key.tenant if key else None, scope=scope or "authenticated",
             allowed=allowed, reason=reason, source=client_address(request), request_id=request_id(request),
             route=f"{request.method} {getattr(route, 'path', 'unmatched')}",
-            roles=tuple(sorted(key.scopes)) if key else ()))
+            roles=key.roles if key else ()))
         if key is None:
             raise AccessDenied(401, f"{reason.capitalize()}: send 'Authorization: Bearer <key>' or 'X-API-Key'.")
         if not allowed:

@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from functools import cached_property
 
 from .config import KeyConfig, Lane
 
@@ -44,17 +45,31 @@ class ApiKey:
     rate_limit: str | None
     lane: Lane
 
+    @cached_property
+    def roles(self) -> tuple[str, ...]:
+        """The key's scopes, sorted (as access decisions name them)."""
+        return tuple(sorted(self.scopes))
+
     def allows(self, scope: str) -> bool:
         """Whether the key holds ``scope`` (``task:*`` covers every ``task:NAME``)."""
         return scope in self.scopes or (scope.startswith("task:") and "task:*" in self.scopes)
 
 
 class KeyStore:
-    """Look keys up by the digest of the presented secret."""
+    """Look keys up by the digest of the presented secret.
 
-    def __init__(self, keys: list[KeyConfig]) -> None:
+    A secret that matched a key is remembered (at most ``cache_size`` of them, the oldest forgotten first), so that
+    a client's later requests skip the SHA-256 and the comparison with every stored digest. Only matches are
+    remembered: an unknown secret is hashed and compared again on every request, and cannot fill the cache. The
+    configured keys do not change while a store exists (a server reads them once), so a remembered match stays
+    right.
+    """
+
+    def __init__(self, keys: list[KeyConfig], cache_size: int = 1024) -> None:
         self._by_digest = {k.sha256: ApiKey(k.id, k.tenant, frozenset(k.scopes), k.rate_limit, k.lane)
                            for k in keys}
+        self._cache_size = cache_size
+        self._verified: dict[str, ApiKey] = {}
 
     def __len__(self) -> int:
         return len(self._by_digest)
@@ -63,11 +78,17 @@ class KeyStore:
         """The key whose digest matches ``secret``, or ``None``. Compares digests in constant time."""
         if not secret:
             return None
+        found = self._verified.get(secret)
+        if found is not None:
+            return found
         digest = hash_key(secret)
-        found = None
         for stored, key in self._by_digest.items():
             if hmac.compare_digest(stored, digest):
                 found = key
+        if found is not None and self._cache_size > 0:
+            if len(self._verified) >= self._cache_size:
+                self._verified.pop(next(iter(self._verified)))
+            self._verified[secret] = found
         return found
 
 

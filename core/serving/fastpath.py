@@ -13,11 +13,13 @@ ordinary:
   (``model_validate_json``, no intermediate Python objects);
 - the presented key exists and holds the scope ``task:NAME``.
 
-Then it records the same access decision as the route's dependency, runs :func:`routes_tasks.answer_task` (the
-function the FastAPI route runs too) and maps its exceptions with :func:`handlers.exception_response` (the
-functions behind the app's exception handlers). Anything else (no key, a key without the scope, invalid JSON or
-fields, another content type or query) goes on to FastAPI untouched, which answers it as before (401, 403, 422
-with fields, ...) and records its access decision; so the fast path never decides a refusal on its own.
+Then it records the same access decision as the route's dependency, runs :func:`routes_tasks.task_answer` (the
+function the FastAPI route runs too), sends its body and headers as the two ASGI messages a Starlette ``Response``
+would send (same headers, in the same order, without building one) and maps its exceptions with
+:func:`handlers.exception_response` (the functions behind the app's exception handlers). Anything else (no key, a
+key without the scope, invalid JSON or fields, another content type or query) goes on to FastAPI untouched, which
+answers it as before (401, 403, 422 with fields, ...) and records its access decision; so the fast path never
+decides a refusal on its own.
 """
 
 from __future__ import annotations
@@ -31,9 +33,10 @@ from pydantic import BaseModel, ValidationError
 from .access import AccessDecision, record_access_decision
 from .auth import presented_secret
 from .handlers import exception_response
-from .routes_tasks import answer_task
+from .routes_tasks import task_answer
 
 _LANE_QUERIES = {b"": None, b"lane=interactive": "interactive", b"lane=batch": "batch"}
+_JSON = (b"content-type", b"application/json")
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class _Route:
     request_model: type[BaseModel]
     response_model: type[BaseModel]
     scope: str
+    action: str  # the access decision's action, ``POST <path>``
 
 
 class TaskFastPath:
@@ -55,7 +59,7 @@ class TaskFastPath:
 
     def add(self, path: str, task: str, request_model: type[BaseModel], response_model: type[BaseModel]) -> None:
         """Serve ``POST path`` (a task's route or an alias) for ``task`` with its request and response models."""
-        self._routes[path] = _Route(path, task, request_model, response_model, f"task:{task}")
+        self._routes[path] = _Route(path, task, request_model, response_model, f"task:{task}", f"POST {path}")
 
     async def __call__(self, scope: dict[str, Any], headers: dict[bytes, bytes], body: bytes, rid: str,
                        send: Callable[[Any], Awaitable[None]]) -> bool:
@@ -84,17 +88,23 @@ class TaskFastPath:
         scope["route"] = route  # labels sectorflow_http_requests_total like the FastAPI route
         record_access_decision(AccessDecision(
             actor=key.id, tenant=key.tenant, scope=route.scope, allowed=True, reason="ok", source=source,
-            request_id=rid, route=f"POST {route.path}", roles=tuple(sorted(key.scopes))))
+            request_id=rid, route=route.action, roles=key.roles))
         try:
-            response = await answer_task(state, route.task, route.response_model, key,
-                                         request.inputs,  # type: ignore[attr-defined]
-                                         _LANE_QUERIES[query], source, rid)
+            body, task_headers = await task_answer(state, route.task, route.response_model, key,
+                                                   request.inputs,  # type: ignore[attr-defined]
+                                                   _LANE_QUERIES[query], source, rid)
         except Exception as exc:
             mapped = exception_response(exc)
             if mapped is None:
                 raise  # Starlette's ServerErrorMiddleware answers 500, as for the FastAPI route
-            response = mapped
-        await response(scope, _no_more_body, send)
+            await mapped(scope, _no_more_body, send)
+            return True
+        # What Response(body, media_type="application/json", headers=task_headers) sends: its headers lower-cased
+        # in their order, then content-length and content-type.
+        raw = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in task_headers.items()]
+        raw += [(b"content-length", str(len(body)).encode("latin-1")), _JSON]
+        await send({"type": "http.response.start", "status": 200, "headers": raw})
+        await send({"type": "http.response.body", "body": body})
         return True
 
 

@@ -152,6 +152,7 @@ class ServingMiddleware:
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
         self.fast = fast
+        self._counted: dict[tuple[str, str, int], Any] = {}  # (method, route, status) -> its counter child
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -190,9 +191,19 @@ class ServingMiddleware:
 
             await self.app(scope, replay, tracking_send)
         finally:
-            route = scope.get("route")
-            self.metrics.http.labels(scope.get("method", ""), getattr(route, "path", "unmatched"),
-                                     str(status["code"])).inc()
+            self._count(scope.get("method", ""), getattr(scope.get("route"), "path", "unmatched"), status["code"])
+
+    def _count(self, method: str, route: str, status: int) -> None:
+        """Count one response in ``sectorflow_http_requests_total``. The counter's children are looked up once per
+        (method, route, status) and kept (at most 1,024 of them; unknown paths all count as ``unmatched``):
+        ``labels()`` took a lock and built its key on every request."""
+        key = (method, route, status)
+        child = self._counted.get(key)
+        if child is None:
+            child = self.metrics.http.labels(method, route, str(status))
+            if len(self._counted) < 1024:
+                self._counted[key] = child
+        child.inc()
 
 
 _ID_PREFIX = secrets.token_hex(8)

@@ -33,8 +33,20 @@ async def answer_task(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequ
                       source: str, rid: str) -> Response:
     """Run validated ``items`` of task ``name`` for ``key`` through its batcher and build the JSON response.
 
-    Shared by the FastAPI route and the ASGI fast path (:mod:`sectorflow.serving.fastpath`), so both answer alike.
-    Raises AccessDenied (403, lane), Overloaded (503), RateLimited (429/413) or the task's SectorflowError.
+    The FastAPI route's answer; the ASGI fast path (:mod:`sectorflow.serving.fastpath`) sends the same body and
+    headers (:func:`task_answer`) without building a Response. Raises as :func:`task_answer`.
+    """
+    body, headers = await task_answer(state, name, Resp, key, items, lane, source, rid)
+    return Response(body, media_type="application/json", headers=headers)
+
+
+async def task_answer(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequence[Any], lane: str | None,
+                      source: str, rid: str) -> tuple[bytes, dict[str, str]]:
+    """Run validated ``items`` of task ``name`` for ``key`` through its batcher: the JSON body (``Resp``) and the
+    task headers (``X-Sectorflow-Call-ID``, ``X-Sectorflow-Batch-Items``) of a 200 answer.
+
+    Shared by the FastAPI route and the ASGI fast path, so both answer alike. Raises AccessDenied (403, lane),
+    Overloaded (503), RateLimited (429/413) or the task's SectorflowError.
     """
     chosen = lane or key.lane
     if key.lane == "batch" and chosen == "interactive":
@@ -55,10 +67,9 @@ async def answer_task(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequ
     context = CallContext(actor=key.id, tenant=key.tenant, source=source, request_id=rid, channel="http")
     answer = await batcher.submit(items, context, chosen)
     # Serialised here, once: returning the model would make FastAPI validate the outputs a second time.
-    return Response(Resp(outputs=answer.outputs, call_id=answer.call_id).model_dump_json(),
-                    media_type="application/json",
-                    headers={"X-Sectorflow-Call-ID": answer.call_id,
-                             "X-Sectorflow-Batch-Items": str(answer.batch_items)})
+    result = Resp(outputs=answer.outputs, call_id=answer.call_id)
+    return (result.__pydantic_serializer__.to_json(result),
+            {"X-Sectorflow-Call-ID": answer.call_id, "X-Sectorflow-Batch-Items": str(answer.batch_items)})
 
 
 def _task_route(spec: TaskSpec, max_items: int) -> Any:

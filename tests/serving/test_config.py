@@ -68,3 +68,26 @@ def test_generated_keys_are_random_and_hash_to_hex():
     a, b = generate_key(), generate_key()
     assert a != b and a.startswith("sf_") and len(a) == 46
     assert len(hash_key(a)) == 64 and int(hash_key(a), 16) >= 0
+
+
+def test_key_store_remembers_matched_secrets_only_and_a_bounded_number(monkeypatch):
+    """A matched secret skips the SHA-256 next time; an unknown one is hashed every time and never remembered;
+    at most ``cache_size`` secrets are remembered, the oldest forgotten first."""
+    from sectorflow.serving import auth
+
+    config = load_config(data={"keys": [_key("a", "sa", scopes=["task:*"]), _key("b", "sb"), _key("c", "sc")]},
+                         environ={})
+    store = auth.KeyStore(config.keys, cache_size=2)
+    hashed: list[str] = []
+    real_hash = auth.hash_key
+    monkeypatch.setattr(auth, "hash_key", lambda secret: hashed.append(secret) or real_hash(secret))
+    first = store.authenticate("sa")
+    assert first is not None and first.id == "a" and first.allows("task:echo")
+    assert store.authenticate("sa") is first and hashed == ["sa"]
+    assert store.authenticate("wrong") is None and store.authenticate("wrong") is None
+    assert hashed == ["sa", "wrong", "wrong"]
+    assert [store.authenticate(s).id for s in ("sb", "sc")] == ["b", "c"]  # "sa", the oldest, is forgotten
+    hashed.clear()
+    assert [store.authenticate(s).id for s in ("sc", "sb", "sa")] == ["c", "b", "a"]
+    assert hashed == ["sa"]
+    assert store.authenticate("") is None and store.authenticate(None) is None

@@ -57,6 +57,11 @@ def test_fast_path_and_fastapi_route_answer_alike(server, decisions, path):
     assert fast.status_code == slow.status_code == 200, (fast.text, slow.text)
     assert _without_ids(fast.json()) == _without_ids(slow.json())
     assert [o["text"] for o in fast.json()["outputs"]] == ["FASTFAST", "PATH"]
+    # the same headers, in the same order (the fast path sends them without building a Starlette Response)
+    assert [(k, v) for k, v in fast.headers.multi_items() if k not in ("date", "x-request-id", "x-sectorflow-call-id")
+            ] == [(k, v) for k, v in slow.headers.multi_items() if k not in ("date", "x-request-id",
+                                                                              "x-sectorflow-call-id")]
+    assert [k for k, _ in fast.headers.multi_items()] == [k for k, _ in slow.headers.multi_items()]
     for r, rid in ((fast, "fast-1"), (slow, "slow-1")):
         assert r.headers["x-request-id"] == rid
         assert r.headers["x-sectorflow-call-id"] == r.json()["call_id"]
