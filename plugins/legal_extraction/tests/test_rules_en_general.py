@@ -93,3 +93,25 @@ def test_roles_alone_are_not_party_names():
     text = ("STATEMENT OF WORK\n\nThis Statement of Work is part of the Services Agreement executed by and between "
             "Developer and Client on the Effective Date.")
     assert _names(text) == []
+
+
+def test_unquoted_hereinafter_terms_and_street_addresses():
+    text = ("SUPPLY AGREEMENT\n\nbetween\n\nFALKE CHEMIE GmbH & Co KG, Hafenweg 3, 20457 Hamburg,\n\nGermany\n\n"
+            "— hereinafter referred to as Falke —\n\nand\n\nQuill Bio Inc, 12 Elm Court, Suite 4, Boston, MA 02110\n\n"
+            "— hereinafter referred to as Quill —\n\nPreamble\n\nWhereas, Falke makes esters.")
+    assert _names(text) == ["FALKE CHEMIE GmbH & Co KG", "Quill Bio Inc"]
+
+
+def test_lower_case_legal_form_and_parenthesised_unquoted_term():
+    text = ("This Agreement is entered into this 3 March, 1995 by and between ORBIS S.A., whose address is 4, rue Haute, "
+            "75001 PARIS, FRANCE (hereinafter referred to as ORBIS) and LUMEN corporation whose address is 50 Pine "
+            "Street, Denver, Colorado 80202 (hereinafter referred to as LUMEN) for support services.")
+    assert _names(text) == ["ORBIS S.A", "LUMEN corporation"]
+
+
+def test_party_lines_win_over_a_company_described_in_between():
+    text = ("Cooperation Agreement Heat Recovery Project Party A: Alder Energy Co., Ltd. Legal Representative: Wen Li "
+            "Alder Energy Co., Ltd. is a subsidiary of Birch Power Corporation (the \"Company\"), a listed company. "
+            "Party B: Cedar Gas Supply Co., Ltd. Legal Representative: Zhao Min Cedar Gas Supply Co., Ltd. is located "
+            "in an industrial park.")
+    assert _names(text) == ["Alder Energy Co., Ltd", "Cedar Gas Supply Co., Ltd"]

@@ -18,7 +18,7 @@ from .schema import Extraction
 PREAMBLE_CHARS = 4000
 
 _LEGAL_FORM = (r"Inc|Incorporated|Corp|Corporation|Company|Co|LLC|L\.L\.C|Ltd|Limited|LP|L\.P|LLP|PLC|plc|GmbH|AG|"
-               r"S\.A|SA|B\.V|N\.V|Pty|Trust|Bank|Group|Holdings|Partners|Partnership|University|Association|"
+               r"S\.A|SA|B\.V|N\.V|Pty|KG|A/S|AB|S\.p\.A|SpA|S\.r\.l|Trust|Bank|Group|Holdings|Partners|Partnership|University|Association|"
                r"Foundation|Institute")
 _NOT_ROLES = {"agreement", "effective date", "parties", "party", "term", "amendment", "the agreement", "contract",
               "exhibit", "schedule", "recitals", "services", "products", "product", "territory", "confidential"
@@ -33,7 +33,10 @@ _ROLE_NAMES = {"licensor": "licensor", "licensee": "licensee", "lessor": "lessor
                "party b": "party_b", "party c": "party_c"}
 
 _DEFINED = re.compile(r"\((?:[^()]{0,80}?)[\"“”'‘’]{1,2}([A-Za-z0-9][^\"“”()]{0,60}?)[\"“”'‘’]{1,2}(?:[^()]{0,80}?)\)|"
-                      r"(?<=\s)[\"“]([A-Z][^\"“”()]{0,40}?)[\"”](?=\s*(?:[-,;.)]|and\b|of\b|$))", re.M)
+                      r"(?<=\s)[\"“]([A-Z][^\"“”()]{0,40}?)[\"”](?=\s*(?:[-,;.)]|and\b|of\b|$))|"
+                      # unquoted: "(hereinafter referred to as Party A)", "— hereinafter referred to as Acme —"
+                      r"(?:\(|[—–]\s*)(?:hereinafter|hereafter)\s+(?:referred\s+to\s+as|called)\s+(?:the\s+)?"
+                      r"([A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){0,2})\s*(?:\)|[—–])", re.M)
 _BETWEEN = re.compile(r"\b(?:by\s+and\s+between|between|among|amongst|by\s+and\s+among|(?:entered\s+into|made|"
                       r"executed)\s+(?:\w+\s+){0,3}?by)\b\s*[:,]?\s*(?:the\s+)?",
                       re.IGNORECASE)
@@ -69,9 +72,9 @@ def _clean_name(raw: str) -> str:
 
 def _trim_name(name: str) -> str:
     """Cut what follows a name and is no part of it: an address after the legal form ("Acme Ltd. 2nd Floor, ...",
-    "Acme Inc Unit 5"), an address after "of" ("Acme A/S of Harbour Road 12, ..."), an unclosed defined term
-    ("Jo Roe ("Artist)"), and a lower-case description before it ("professional golfer, JO ROE")."""
-    name = re.sub(rf"^(.*?\b(?i:{_LEGAL_FORM})\b\.?),?\s+(?:\d|(?:Unit|Suite|Room|Floor|Level|Block|No\.)\s).*$", r"\1",
+    "Acme Inc Unit 5", "Acme GmbH, Hafenweg 3, ..."), an address after "of" ("Acme A/S of Harbour Road 12, ..."),
+    an unclosed defined term ("Jo Roe ("Artist)"), and a lower-case description before it ("professional golfer, JO ROE")."""
+    name = re.sub(rf"^(.*?\b(?i:{_LEGAL_FORM})\b\.?),?\s+(?:\d|(?:Unit|Suite|Room|Floor|Level|Block|No\.)\s|(?<=,\s)[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){{0,3}}\s+\d).*$", r"\1",
                   name, flags=re.S)
     name = re.sub(r"\s+of\s+(?![^,()]*\b(?i:agreement|dated|amendment)\b)[A-Z][^,()]{0,40}?\d.*$", "", name, flags=re.S)
     name = re.sub(r"\s*\(\s*[\"“][^\"“”()]*\)?$", "", name)
@@ -90,7 +93,8 @@ def looks_like_party(name: str) -> bool:
         return False
     if re.search(rf"\b(?:{_LEGAL_FORM})\b", name):
         return True
-    capital = sum(1 for w in words if w[0].isupper() or w.lower() in {"of", "and", "for", "de", "the", "&"})
+    capital = sum(1 for w in words if w[0].isupper() or w.lower() in {"of", "and", "for", "de", "the", "&"}
+                  or (w is words[-1] and w.lower() in {"corporation", "company", "limited", "inc", "corp", "ltd", "llc"}))
     return capital == len(words) and len(words) <= 8
 
 
@@ -151,7 +155,7 @@ def parties(text: str) -> list[Extraction]:
     seen: set[str] = set()
     previous_end = floor = 0
     for match in _DEFINED.finditer(head):
-        role = (match.group(1) or match.group(2) or "").strip()
+        role = (match.group(1) or match.group(2) or match.group(3) or "").strip()
         window_start = previous_end if found and previous_end else max(floor, match.start() - 400)
         if not found and not _BETWEEN.search(head, window_start, match.start()):
             window_start = _first_window(head, window_start, floor, match.start())
@@ -205,17 +209,9 @@ def parties(text: str) -> list[Extraction]:
             found.append(Extraction(text=text[b:b + len(name)], start=b, end=b + len(name),
                                     value={"name": name, "role": "party_b", "defined_term": None}, confidence=0.5,
                                     source="rule:en_second_party"))
-    if not found:
-        for line in re.finditer(r"(?:^|(?<=\s\s))\s*(?i:Party)\s+(?P<r>[A-Ca-c])\s*(?:\([^()\n]{1,30}\))?\s*[:：]\s*"
-                                r"(?P<n>[^\n]{3,120}?)(?=\s+(?:[A-Z][a-z]+\s+)?(?:Address|address|Legal\s+representative)"
-                                r"\s*:|\s{3,}|\s*$)", head, re.M):
-            name = _clean_name(re.sub(r"\s*[(（][^()（）]*[\u4e00-\u9fff][^()]*[)）]?\s*$", "", line.group("n")))
-            role = "party_" + line.group("r").lower()
-            if looks_like_party(name) and role not in {p.value["role"] for p in found}:
-                b = line.start("n")
-                found.append(Extraction(text=text[b:b + len(name)], start=b, end=b + len(name),
-                                        value={"name": name, "role": role, "defined_term": f"Party {line.group('r')}"},
-                                        confidence=0.85, source="rule:en_party_line"))
+    lines = _party_lines(head)
+    if not found or len(lines) >= 2:  # "Party A: X ... Party B: Y" lines name the parties outright
+        found = lines
     if not found:
         match = re.search(r"\b(?:by\s+and\s+)?between\s*:?\s+(.{3,400}?)\s*,?\s+and\s*:?\s+(.{3,150}?)(?:[,.;(]|\s+"
                           r"(?:dated|effective|as\s+of|for|in|on|who|which|hereinafter)\b)", head, re.I | re.DOTALL)
@@ -236,6 +232,22 @@ def parties(text: str) -> list[Extraction]:
             if key and key not in added and not any(key in k or k in key for k in keys if k):
                 found.append(party)
                 added.add(key)
+    return found
+
+
+def _party_lines(head: str) -> list[Extraction]:
+    """``Party A: X Address: ...`` / ``Party B (Shipper): Y Legal Representative: ...`` lines, several to a line."""
+    found: list[Extraction] = []
+    for line in re.finditer(r"(?:^|(?<=\s\s)|(?<=[a-z.;] ))\s*(?i:Party)\s+(?P<r>[A-Ca-c])\s*(?:\([^()\n]{1,30}\))?\s*"
+                            r"[:：]\s*(?P<n>[^\n]{3,120}?)(?=\s+(?:[A-Z][a-z]+\s+)?(?:Address|address|Legal\s+"
+                            r"(?i:representative))\s*:|\s{3,}|\s*$)", head, re.M):
+        name = _clean_name(re.sub(r"\s*[(（][^()（）]*[\u4e00-\u9fff][^()]*[)）]?\s*$", "", line.group("n")))
+        role = "party_" + line.group("r").lower()
+        if looks_like_party(name) and role not in {p.value["role"] for p in found}:
+            b = line.start("n")
+            found.append(Extraction(text=head[b:b + len(name)], start=b, end=b + len(name),
+                                    value={"name": name, "role": role, "defined_term": f"Party {line.group('r')}"},
+                                    confidence=0.85, source="rule:en_party_line"))
     return found
 
 
