@@ -1,0 +1,273 @@
+"""Parties of English contracts: the preamble's defined terms (``Name, a Delaware corporation ... ("Company")``),
+``between X and Y``, ``Party A: X`` lines, and the signature blocks when the preamble gives fewer than two.
+
+Returns ``list[Extraction]`` whose ``value`` is ``{"name", "role", "defined_term"}`` (empty when nothing is found:
+nothing is guessed). Developed on CUAD train and validation contracts only; ``benchmarks/legal_eval.py`` measures
+them on the test contracts.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .rules_en_law import known_place as _known_place
+from .rules_en_signatures import signature_parties
+from .schema import Extraction
+
+PREAMBLE_CHARS = 4000
+
+_LEGAL_FORM = (r"Inc|Incorporated|Corp|Corporation|Company|Co|LLC|L\.L\.C|Ltd|Limited|LP|L\.P|LLP|PLC|plc|GmbH|AG|"
+               r"S\.A|SA|B\.V|N\.V|Pty|KG|A/S|AB|S\.p\.A|SpA|S\.r\.l|Trust|Bank|Group|Holdings|Partners|Partnership|University|Association|"
+               r"Foundation|Institute")
+_NOT_ROLES = {"agreement", "effective date", "parties", "party", "term", "amendment", "the agreement", "contract",
+              "exhibit", "schedule", "recitals", "services", "products", "product", "territory", "confidential"
+              " information", "commencement date", "execution date", "closing date", "joint venture", "program",
+              "marks", "trademarks", "licensed products", "property", "premises", "work", "plan", "fee", "fees",
+              "license", "software", "documentation", "system", "project", "purchase price", "content", "site",
+              "field", "brand", "materials", "deliverables", "collectively", "each a party", "both", "we", "us",
+              "you", "either", "together"}
+_ROLE_NAMES = {"licensor": "licensor", "licensee": "licensee", "lessor": "lessor", "landlord": "lessor",
+               "lessee": "lessee", "tenant": "lessee", "seller": "seller", "supplier": "seller", "vendor": "seller",
+               "buyer": "buyer", "purchaser": "buyer", "customer": "buyer", "party a": "party_a",
+               "party b": "party_b", "party c": "party_c"}
+
+_DEFINED = re.compile(r"\((?:[^()]{0,80}?)[\"“”'‘’]{1,2}([A-Za-z0-9][^\"“”()]{0,60}?)[\"“”'‘’]{1,2}(?:[^()]{0,80}?)\)|"
+                      r"(?<=\s)[\"“]([A-Z][^\"“”()]{0,40}?)[\"”](?=\s*(?:[-,;.)]|and\b|of\b|$))|"
+                      # unquoted: "(hereinafter referred to as Party A)", "— hereinafter referred to as Acme —"
+                      r"(?:\(|[—–]\s*)(?:hereinafter|hereafter)\s+(?:referred\s+to\s+as|called)\s+(?:the\s+)?"
+                      r"([A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){0,2})\s*(?:\)|[—–])", re.M)
+_BETWEEN = re.compile(r"\b(?:by\s+and\s+between|between|among|amongst|by\s+and\s+among|(?:entered\s+into|made|"
+                      r"executed)\s+(?:\w+\s+){0,3}?by)\b\s*[:,]?\s*(?:the\s+)?",
+                      re.IGNORECASE)
+_AND = re.compile(r"^[\s,;.]*(?:-+\s*)?(?:and|&)\s*(?:-+\s*)?:?\s*(?:the\s+)?|^[\s,;.]+", re.IGNORECASE)
+_BAD_ROLE = re.compile(r"agreement|addendum|amendment|\bdate\b|schedule|exhibit|section|^programs?$|^products?$|"
+                       r"^services?$|territory|^station$|property|premises|information|material|^marks?$|\bact$|"
+                       r"rules?$|^fund$|^plan$|^the$|^this$|^term|^party$|^parties$|collectively|^each|^an?$|"
+                       r"^licensed?\b|^software|price$|^fees?$|^(?:FCC|SEC|IBOC)$", re.IGNORECASE)
+_PLACE_LIKE = re.compile(r"(?:\b[A-Z]{2}\s+\d{5}|\d{4,}|^(?:USA|U\.S\.A|P\.R\.C|PRC|India|China|Korea|Japan|Israel|"
+                         r"Canada|Hong Kong|United States(?: of America)?)$)")
+
+
+def _clean_name(raw: str) -> str:
+    raw = raw.strip()
+    raw = re.split(r"\s+of\s+\[|,\s+not\s+individually|\s+and/or\s+(?:its\s+)?assigns", raw, maxsplit=1)[0]  # "Jane Roe of [address removed]"
+    raw = re.sub(r"^.*\b(?:From|To)\s*:\s*|^\([^()]*\)\s*(?:and|&)\s+", "", raw, flags=re.I | re.S)
+    name = re.split(r",?\s+(?:a|an)\s+(?:[A-Z][\w.\-]*\s+){0,4}(?:corporation|company|limited|partnership|"
+                    r"association|bank|trust|organi[sz]ation|entity|institution|individual|resident|citizen|"
+                    r"business|national|[a-z]+\s+(?:corporation|company|partnership))\b|,?\s+(?:having|with|located|registration|"
+                    r"registered|represented|"
+                    r"whose|residing|organized|incorporated|acting|doing|on\s+behalf|hereinafter|its|address|is\s+a|"
+                    r"of\s+(?=\[|\d)|in\s+person|"
+                    r"\(hereinafter)\b|,\s*(?:a|an)\s+\w+|\s*,\s*(?:a|an)\s*$|\s+\(\s*$|,\s*$", raw, maxsplit=1, flags=re.IGNORECASE)[0]
+    name = re.sub(r"\s+", " ", name).strip(" ,.;:\"“”'‘’\n\t-")
+    for _ in range(2):
+        name = re.sub(r"^(?:\(\w{1,3}\)\s*|\w\)\s*|\d+\.\s*PARTIES:?\s*|(?:by\s+and\s+)?(?:between|among)\s+|"
+                      r"the\s+following\s+parties:?\s*|and\s*:?\s+(?:the\s+)?|in\s+addition,\s*|"
+                      r"parties(?:\s+to\s+this\s+agreement)?\s*:?\s+)", "", name, flags=re.I)
+    # "Ivan Petrov, director of CookWell": the company, not its signatory
+    name = re.sub(r"^[A-Z][\w.]*(?:\s+[A-Z][\w.]*){1,3},\s*(?:director|president|officer|owner)\s+of\s+", "", name)
+    return _trim_name(name)
+
+
+def _trim_name(name: str) -> str:
+    """Cut what follows a name and is no part of it: an address after the legal form ("Acme Ltd. 2nd Floor, ...",
+    "Acme Inc Unit 5", "Acme GmbH, Hafenweg 3, ..."), an address after "of" ("Acme A/S of Harbour Road 12, ..."),
+    an unclosed defined term ("Jo Roe ("Artist)"), and a lower-case description before it ("professional golfer, JO ROE")."""
+    name = re.sub(rf"^(.*?\b(?i:{_LEGAL_FORM})\b\.?),?\s+(?:\d|(?:Unit|Suite|Room|Floor|Level|Block|No\.)\s|(?<=,\s)[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){{0,3}}\s+\d).*$", r"\1",
+                  name, flags=re.S)
+    name = re.sub(r"\s+of\s+(?![^,()]*\b(?i:agreement|dated|amendment)\b)[A-Z][^,()]{0,40}?\d.*$", "", name, flags=re.S)
+    name = re.sub(r"\s*\(\s*[\"“][^\"“”()]*\)?$", "", name)
+    return re.sub(r"^(?:[a-z][\w\-]*\s+){1,3}[a-z][\w\-]*,\s+(?=[A-Z])", "", name).strip(" ,")
+
+
+def looks_like_party(name: str) -> bool:
+    """A company or person name: a legal-form word, or a few words that are mostly capitalised, and no verb."""
+    if not name or len(name) > 120 or _PLACE_LIKE.search(name) or _known_place(name) == name.strip(" .") or \
+            re.search(r"\bagreement\b", name, re.I):
+        return False
+    words = re.findall(r"[A-Za-z][\w'’&.\-]*", name)
+    if not words or len(words) > 12 or not re.match(r"[A-Z0-9(]|[a-z]+[A-Z.]", name) or name.lower() == "and":
+        return False
+    if re.search(r"\b(?:is|are|may|shall|will|under|laws|website|referred|organized|formed|pursuant)\b", name):
+        return False
+    if re.search(rf"\b(?:{_LEGAL_FORM})\b", name):
+        return True
+    capital = sum(1 for w in words if w[0].isupper() or w.lower() in {"of", "and", "for", "de", "the", "&"}
+                  or (w is words[-1] and w.lower() in {"corporation", "company", "limited", "inc", "corp", "ltd", "llc"}))
+    return capital == len(words) and len(words) <= 8
+
+
+_ROLE_ONLY = re.compile(r"(?:(?:the|master|sub|prime|exclusive|authori[sz]ed|independent)\s+)*(?:client|customer|"
+                        r"reseller|distributor|franchisor|franchisee|developer|consultant|company|contractor|"
+                        r"subcontractor|licensor|licensee|supplier|vendor|agent|sponsor|manufacturer|purchaser|buyer|"
+                        r"seller|provider|publisher|partner|member|owner|operator|affiliate)s?", re.I)
+"""A defined role and nothing else ("Client", "Master Franchisee"): not a party's name ("between Developer and
+Client" names no one; the signature blocks may)."""
+
+_LAST_AND = re.compile(r"(?:^|[\s,;])(?:and|&)\s*[:,]?\s+(?:the\s+)?(?=\S)", re.IGNORECASE)
+
+
+def _name_start(window: str, first: bool) -> int:
+    """Offset in ``window`` where the party's name begins: after "between"/"among" for the first party, after the
+    last "and" for the next ones (what lies before it describes the previous party), else at the paragraph start."""
+    if not first:  # the first of: the window start, after each "and", that gives a party-like name
+        for start in [0, *(m.end() for m in _LAST_AND.finditer(window))]:
+            if looks_like_party(_clean_name(window[start:])) and not re.match(r"[\s,;]*(?:a|an)\s", window[start:]):
+                return start
+        # "... to retain Jo Roe ("Consultant")": the name after retain / engage / hire / appoint / employ
+        run = re.search(r"\b(?:retain|engage|hire|appoint|employ)s?\s+((?:[A-Z][\w.'’\-]*\s+){1,4}[A-Z][\w.'’\-]*)\s*$", window)
+        return run.start(1) if run and looks_like_party(_clean_name(run.group(1))) else len(window)
+    between = list(_BETWEEN.finditer(window))
+    heading = list(re.finditer(r"\bPARTIES\b:?\s*(?:\(\w{1,3}\)|\d\.)?\s*", window))
+    if between:
+        return max(between[-1].end(), heading[-1].end() if heading else 0)
+    cut = 0
+    for stop in re.finditer(r"\n\s*|[.:]\s+(?=[A-Z(])", window):
+        before = window[max(0, stop.start() - 6):stop.start() + 1]
+        if not re.search(r"\b(?:Inc|Corp|Co|Ltd|No|Mr|Ms|Dr|St|L\.P|N\.A|S\.A|[A-Z])\.$", before):
+            cut = stop.end()
+    return cut
+
+
+def _first_window(head: str, start: int, floor: int, end: int) -> int:
+    """Where to look for the first party's name before its defined term at ``end``: from ``start`` (400 characters
+    back), unless no name is found there and a "between" up to 1,000 characters back opens a long description
+    ("between: X Pty Ltd, registration nr ..., represented by ... (hereinafter "the Customer")")."""
+    window = head[start:end]
+    if looks_like_party(_clean_name(window[_name_start(window, True):])):
+        return start
+    between = list(_BETWEEN.finditer(head, max(floor, end - 1000), end))
+    return between[-1].start() if between else start
+
+
+def parties(text: str) -> list[Extraction]:
+    """Parties of the preamble: ``Name, a Delaware corporation, with offices at ... ("Company")`` gives the party
+    ``Name`` with role ``Company`` (a CUAD-style defined term); the role is mapped to ``licensor``, ``lessee``,
+    ``party_a`` ... when it is one. The name runs from "between"/"and" (or the paragraph start) to the first
+    description (", a Delaware corporation", "with offices at", "having"). Falls back to ``between X and Y`` without
+    defined terms. Addresses between a party's name and the next party belong to that party only."""
+    head = text[:PREAMBLE_CHARS]
+    stop = next((m for m in re.finditer(r"\b(?:WHEREAS|RECITALS|BACKGROUND|W I T N E S S|NOW,? THEREFORE|WITNESSETH)\b",
+                                        head) if m.start() > 300), None)
+    head = head[:stop.start()] if stop else head
+    found: list[Extraction] = []
+    seen: set[str] = set()
+    previous_end = floor = 0
+    for match in _DEFINED.finditer(head):
+        role = (match.group(1) or match.group(2) or match.group(3) or "").strip()
+        window_start = previous_end if found and previous_end else max(floor, match.start() - 400)
+        if not found and not _BETWEEN.search(head, window_start, match.start()):
+            window_start = _first_window(head, window_start, floor, match.start())
+        floor = match.end()
+        window = head[window_start:match.start()]
+        if _BAD_ROLE.search(role) or len(role) > 40 or len(window) > 1000:
+            if not _BAD_ROLE.search(role):
+                previous_end = match.end()
+            continue
+        start_in = _name_start(window, not found)
+        name_raw = window[start_in:]
+        if not found:  # "between iBio Inc., a corporation, with a location at ... and Beijing CC-Pharming Ltd. ("CC")"
+            ands = list(_LAST_AND.finditer(name_raw))
+            if ands and re.search(r",\s*(?:a|an)\s|located|address|offices|\d{3,}", name_raw[:ands[-1].start()]):
+                other = _clean_name(name_raw[:ands[-1].start()])
+                if looks_like_party(other):
+                    b0 = window_start + start_in + max(name_raw.find(other[:12]), 0)
+                    found.append(Extraction(text=text[b0:b0 + len(other)], start=b0, end=b0 + len(other),
+                                            value={"name": other, "role": "party_a", "defined_term": None},
+                                            confidence=0.6, source="rule:en_between"))
+                    seen.add(_party_key(other))
+                start_in += ands[-1].end()
+                name_raw = window[start_in:]
+        if re.match(r"[\s,;]*(?:a|an)\s", name_raw):  # a second defined term of the previous party
+            continue
+        name = _clean_name(name_raw)
+        if not looks_like_party(name):
+            continue
+        if re.match(r"(?:this|the|such|each|said|exhibit)\b", name, re.I) and not re.search(
+                rf"\b(?:{_LEGAL_FORM})\b", name):
+            continue
+        previous_end = match.end()
+        key = _party_key(name)
+        if key in seen:
+            continue
+        seen.add(key)
+        offset = name_raw.find(name[:12])
+        begin = window_start + start_in + max(offset, 0)
+        end = begin + len(name)
+        canonical = _ROLE_NAMES.get(role.lower())
+        found.append(Extraction(text=text[begin:end], start=begin, end=end,
+                                value={"name": name, "role": canonical or role, "defined_term": role},
+                                confidence=0.85, source="rule:en_defined_term"))
+    if len(found) == 1:  # "between A, Inc. ("A") located at ... and B Corporation located at ...": B has no term
+        tail = head[found[0].end:found[0].end + 400]
+        other = re.search(r"\)\s*(?:[,\s][^()]{0,200}?)?\s+and\s+(?:the\s+)?([A-Z][^,;()]{2,80}?(?:,\s*)?\b(?:"
+                          + _LEGAL_FORM + r")\b\.?)", tail)
+        if other and looks_like_party(_clean_name(other.group(1))):
+            name = _clean_name(other.group(1))
+            b = found[0].end + other.start(1)
+            found.append(Extraction(text=text[b:b + len(name)], start=b, end=b + len(name),
+                                    value={"name": name, "role": "party_b", "defined_term": None}, confidence=0.5,
+                                    source="rule:en_second_party"))
+    lines = _party_lines(head)
+    if not found or len(lines) >= 2:  # "Party A: X ... Party B: Y" lines name the parties outright
+        found = lines
+    if not found:
+        match = re.search(r"\b(?:by\s+and\s+)?between\s*:?\s+(.{3,400}?)\s*,?\s+and\s*:?\s+(.{3,150}?)(?:[,.;(]|\s+"
+                          r"(?:dated|effective|as\s+of|for|in|on|who|which|hereinafter)\b)", head, re.I | re.DOTALL)
+        if match:
+            for group in (1, 2):
+                name = _clean_name(match.group(group))
+                if looks_like_party(name) and not _ROLE_ONLY.fullmatch(name):
+                    begin = match.start(group)
+                    found.append(Extraction(text=text[begin:begin + len(name)], start=begin, end=begin + len(name),
+                                            value={"name": name, "role": "party_a" if group == 1 else "party_b",
+                                                   "defined_term": None}, confidence=0.6, source="rule:en_between"))
+    _attach_addresses(text, head, found)
+    if len(found) < 2 or re.search(r"joint\s+filing|schedule\s+13[dg]|\b13[dg]\b", text[:1500], re.I):  # the signature blocks name the rest
+        keys = [_party_key(p.value["name"]) for p in found]
+        added: set[str] = set()
+        for party in signature_parties(text):
+            key = _party_key(party.value["name"])
+            if key and key not in added and not any(key in k or k in key for k in keys if k):
+                found.append(party)
+                added.add(key)
+    return found
+
+
+def _party_lines(head: str) -> list[Extraction]:
+    """``Party A: X Address: ...`` / ``Party B (Shipper): Y Legal Representative: ...`` lines, several to a line."""
+    found: list[Extraction] = []
+    for line in re.finditer(r"(?:^|(?<=\s\s)|(?<=[a-z.;] ))\s*(?i:Party)\s+(?P<r>[A-Ca-c])\s*(?:\([^()\n]{1,30}\))?\s*"
+                            r"[:：]\s*(?P<n>[^\n]{3,120}?)(?=\s+(?:[A-Z][a-z]+\s+)?(?:Address|address|Legal\s+"
+                            r"(?i:representative))\s*:|\s{3,}|\s*$)", head, re.M):
+        name = _clean_name(re.sub(r"\s*[(（][^()（）]*[\u4e00-\u9fff][^()]*[)）]?\s*$", "", line.group("n")))
+        role = "party_" + line.group("r").lower()
+        if looks_like_party(name) and role not in {p.value["role"] for p in found}:
+            b = line.start("n")
+            found.append(Extraction(text=head[b:b + len(name)], start=b, end=b + len(name),
+                                    value={"name": name, "role": role, "defined_term": f"Party {line.group('r')}"},
+                                    confidence=0.85, source="rule:en_party_line"))
+    return found
+
+
+_KEY_FORMS = {"inc", "incorporated", "corp", "corporation", "co", "company", "llc", "ltd", "limited", "lp", "llp",
+              "plc", "the", "sa", "nv", "bv", "ag", "gmbh"}
+
+
+def _party_key(name: str) -> str:
+    return "".join(w for w in re.findall(r"[a-z0-9]+", name.lower()) if w not in _KEY_FORMS)
+
+
+def _attach_addresses(text: str, head: str, found: list[Extraction]) -> None:
+    for n, party in enumerate(found):
+        limit = found[n + 1].start if n + 1 < len(found) else min(len(head), party.end + 400)
+        segment = text[party.end:limit]
+        match = re.search(r"(?:principal\s+(?:place\s+of\s+business|offices?|executive\s+offices?)|offices?|"
+                          r"address|residing|located)\s+(?:is\s+)?(?:at|in)\s+(.{8,200}?)(?=\s*[(;]|\s*,?\s*\(|"
+                          r"\s+and\s+[A-Z]|\.\s|$)", segment, re.IGNORECASE | re.DOTALL)
+        if match:
+            begin = party.end + match.start(1)
+            raw = match.group(1).rstrip(" ,")
+            party.relations["address"] = [Extraction(text=raw, start=begin, end=begin + len(raw),
+                                                     value=re.sub(r"\s+", " ", raw), confidence=0.7,
+                                                     source="rule:en_party_address")]
