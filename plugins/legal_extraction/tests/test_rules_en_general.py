@@ -115,3 +115,22 @@ def test_party_lines_win_over_a_company_described_in_between():
             "Party B: Cedar Gas Supply Co., Ltd. Legal Representative: Zhao Min Cedar Gas Supply Co., Ltd. is located "
             "in an industrial park.")
     assert _names(text) == ["Alder Energy Co., Ltd", "Cedar Gas Supply Co., Ltd"]
+
+
+@pytest.mark.parametrize("sentence, value", [
+    ("This Agreement shall be governed by, and construed under, Vermont law.", "Vermont"),
+    ("This Agreement shall be governed by the laws in force in Scotland.", "Scotland"),
+    ("This agreement shall be subject to Norwegian law.", "Norway"),
+    ("The applicable law is the law of Austria.", "Austria"),
+])
+def test_governing_law_phrasings_without_laws_of(sentence, value):
+    (found,) = governing_law(sentence, [(0, len(sentence))])
+    assert found.value == value
+
+
+@pytest.mark.parametrize("sentence", [
+    "Supplier is subject to Texas law enforcement background checks.",
+    "All applicable laws of the State of Ohio shall be complied with by Supplier.",
+])
+def test_mentions_of_law_that_choose_no_law(sentence):
+    assert governing_law(sentence, [(0, len(sentence))]) == []

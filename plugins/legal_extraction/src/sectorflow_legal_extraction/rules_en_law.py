@@ -15,8 +15,9 @@ import re
 
 from .schema import Extraction
 
-GOV_CUE = re.compile(r"\b(?:govern(?:ed|s|ing)?|construed|interpreted|determined\s+in\s+accordance)\b", re.I)
-GOV_RE = re.compile(r"\b(?:laws?|legislation|regulations)\b(?:\s+and\s+(?:judicial\s+)?decisions)?(?:,[^,]{0,60},)?\s*(?:(?:of|in)"
+GOV_CUE = re.compile(r"\b(?:govern(?:ed|s|ing)?|construed|interpreted|determined\s+in\s+accordance|applicable\s+law\s+"
+                     r"(?:is|shall\s+be))\b", re.I)
+GOV_RE = re.compile(r"\b(?:laws?|legislation|regulations)\b(?:\s+and\s+(?:judicial\s+)?decisions)?(?:,[^,]{0,60},)?\s*(?:in\s+force\s+)?(?:(?:of|in)"
                     r"(?:\s+|(?=the\b|[A-Z]))(?:and\s+in\s+accordance\s+with\s+)?|(?=thereof\b))", re.IGNORECASE)
 US_STATES = ("Alabama Alaska Arizona Arkansas California Colorado Connecticut Delaware Florida Georgia Hawaii Idaho "
              "Illinois Indiana Iowa Kansas Kentucky Louisiana Maine Maryland Massachusetts Michigan Minnesota "
@@ -37,7 +38,10 @@ _ALIASES = {"prc": "People's Republic of China", "p.r.c": "People's Republic of 
 _ADJECTIVES = {"prc": "People's Republic of China", "chinese": "People's Republic of China", "english": "England",
                "israeli": "Israel", "italian": "Italy", "german": "Germany", "french": "France", "swiss": "Switzerland",
                "taiwanese": "Taiwan", "japanese": "Japan", "korean": "Korea", "indian": "India", "dutch": "Netherlands",
-               "canadian": "Canada", "singapore": "Singapore", "hong kong": "Hong Kong", "spanish": "Spain"}
+               "canadian": "Canada", "singapore": "Singapore", "hong kong": "Hong Kong", "spanish": "Spain",
+               "swedish": "Sweden", "norwegian": "Norway", "danish": "Denmark", "finnish": "Finland",
+               "belgian": "Belgium", "austrian": "Austria", "irish": "Ireland", "scottish": "Scotland",
+               "australian": "Australia", "mexican": "Mexico", "brazilian": "Brazil"}
 _PLACE = re.compile(r"(?:the\s*)?(?:(?:(?i:State|Commonwealth|Province)|Republic|Kingdom|Hong\s+Kong\s+Special\s+"
                     r"Administrative\s+Region)\s+of\s*)?((?:[A-Z][\w'’.\-]*|of|and|the)(?:\s+(?:[A-Z][\w'’.\-]*|of|"
                     r"and|the))*)")
@@ -165,10 +169,11 @@ _WEAK_CUE = re.compile(r"\b(?:controlled|subject|pursuant|according)\s+(?:to|by)
                        r"(?:laws?|legislation)\b|\b(?:laws?|legislation)\s+of\s+.{2,60}?\s+shall\s+apply|"
                        r"\bin\s+accordance\s+with\s+the\s+laws?\s+of", re.I)
 _ADJECTIVE = re.compile(
-    r"(?:governed|construed|interpreted|subject\s+to\s+the\s+application\s+of)\s+(?:\w+\s+){0,2}?"
+    r"(?:governed|construed|interpreted|subject\s+to\s+the\s+application\s+of|subject\s+to)\s+(?:[\w,]+\s+){0,3}?"
     r"(?:by|under|in\s+accordance\s+with|of)?\s*(?:the\s+)?(?:internal\s+)?(?:(?:State|Commonwealth)\s+of\s+)?(?P<a>" + "|".join(US_STATES)
     + r"|PRC|Chinese|English|Israeli|Italian|German|French|Swiss|Taiwanese|Japanese|Korean|Indian|Dutch|Canadian|"
-      r"Singapore|Hong\s+Kong|Spanish)\s+laws?", re.IGNORECASE)
+      r"Singapore|Hong\s+Kong|Spanish|" + "|".join(a for a in _ADJECTIVES if " " not in a) + r")\s+laws?\b(?!\s+(?:enforcement|firms?|schools?|"
+      r"departments?|offices?))", re.IGNORECASE)
 
 
 def _rejoined(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
