@@ -98,7 +98,8 @@ def quantize_onnx(fp32_file: Path, out_file: Path, op_types: tuple[str, ...] = D
             from exc
     prepared.unlink()
     model = onnx.load(str(out_file))
-    n_int8 = sum(1 for init in model.graph.initializer if init.data_type == onnx.TensorProto.INT8)
+    quantized_types = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)  # a Gather-only table is stored as uint8
+    n_int8 = sum(1 for init in model.graph.initializer if init.data_type in quantized_types)
     if n_int8 == 0:
         raise QuantizationError(f"Quantization changed nothing in {fp32_file.name}: it has no {' or '.join(op_types)} "
                                 f"with constant weights (MatMul: the layers of MLPs and transformers).")

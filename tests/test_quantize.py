@@ -215,3 +215,18 @@ def test_a_failed_symbolic_shape_inference_leaves_nothing_in_the_working_folder(
     assert list(work.iterdir()) == []
     assert json.loads((tmp_path / "int8" / "manifest.json").read_text())["precision"] == "int8"
     assert manifest["out"] == str(tmp_path / "int8")
+
+
+def test_quantizing_only_the_embedding_gather_counts_its_uint8_table(tmp_path):
+    """ONNX Runtime's dynamic quantizer stores a Gather-only table as uint8 (one scale); that is a quantized model,
+    not 'Quantization changed nothing' (which refused ``--ops Gather`` before)."""
+    import onnx
+    from quantize_support import save_tiny_transformer
+    from sectorflow.export import paddle_to_onnx
+    from sectorflow.quantize import quantize_onnx
+
+    fp32 = paddle_to_onnx(load_bundle(save_tiny_transformer(tmp_path / "fp32")), tmp_path / "fp32.onnx")
+    assert quantize_onnx(fp32, tmp_path / "gather.onnx", ("Gather",)) == 2  # the table and its zero point
+    quantized = [(init.data_type, len(init.dims)) for init in onnx.load(str(tmp_path / "gather.onnx")).graph.initializer
+                 if init.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)]
+    assert sorted(quantized) == [(onnx.TensorProto.UINT8, 0), (onnx.TensorProto.UINT8, 2)]
