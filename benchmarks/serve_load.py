@@ -23,7 +23,8 @@ the load generator (this process), and, to tell where a latency tail comes from:
 waited for a CPU taken by other jobs (``/proc/PID/task/*/schedstat``), the time each task request spent inside the
 server's app (p50/p99, from the ASGI call to the last byte handed to uvicorn, warm-up included), the event loop's
 stalls (a 1 ms ticker's lateness over 5 ms), the garbage collector's full (generation-2) pauses and the time in its
-younger collections, and the load generator's own loop lag (p99). The load generator runs on uvloop when installed. PaddleNLP's SimpleServing is compared in ``serve_paddlenlp.py`` (same generator).
+younger collections, and the load generator's own loop lag (p99); and, per task request, how many model calls
+finished while it was in the app (p50/p99/mean: how many batches it waited for, which machine load does not move). The load generator runs on uvloop when installed. PaddleNLP's SimpleServing is compared in ``serve_paddlenlp.py`` (same generator).
 """
 
 from __future__ import annotations
@@ -147,19 +148,24 @@ class Probe:
     the last body message sent), the event loop's stalls (a 1 ms ticker's lateness) and the garbage collector's
     pauses; ``GET /bench/stats`` returns them since the last call and resets. Comparing the server's time in the app
     with the client's latency tells what happens before the app sees a request (socket buffers while the loop is
-    stalled, the load generator's own scheduling)."""
+    stalled, the load generator's own scheduling). It also counts, per task request, the model calls of the task
+    that finished while the request was in the app (its own included): a count that other jobs on the machine do
+    not move, which shows how many batches a request waited for."""
 
     def __init__(self, app: Any) -> None:
         import gc
 
         self.app = app
         self.reset()
+        self.calls = 0  # model calls of the task finished so far
+        self._counted: Any = None  # the batcher whose calls are counted
         self._gc_start = 0.0
         self._ticker: asyncio.Task[None] | None = None
         gc.callbacks.append(self._gc)
 
     def reset(self) -> None:
         self.in_app: list[float] = []
+        self.calls_waited: list[int] = []
         self.stalls: list[float] = []
         self.gc_pauses: list[float] = []
         self.gc_young = 0.0
@@ -180,6 +186,23 @@ class Probe:
             if late > 0.005:
                 self.stalls.append(late)
 
+    def _count_calls(self) -> None:
+        """Count the finished model calls of the task's batcher (wraps its ``_run``, once it is loaded)."""
+        state = getattr(getattr(self.app, "state", None), "sectorflow", None)
+        batcher = state.batchers.get("mlp") if state is not None else None
+        if batcher is None or batcher is self._counted:
+            return
+        run = batcher._run
+
+        async def counted(batch: Any) -> None:
+            try:
+                await run(batch)
+            finally:
+                self.calls += 1
+
+        batcher._run = counted
+        self._counted = batcher
+
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if self._ticker is None and scope["type"] != "lifespan":
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
@@ -195,7 +218,8 @@ class Probe:
             if scope["type"] == "http" and scope["path"] == "/bench/stats":
                 import gc
 
-                body = json.dumps({"in_app": self.in_app, "stalls": self.stalls, "gc2": self.gc_pauses,
+                body = json.dumps({"in_app": self.in_app, "calls_waited": self.calls_waited,
+                                   "stalls": self.stalls, "gc2": self.gc_pauses,
                                    "gc_young_s": self.gc_young, "gc_objects": len(gc.get_objects()),
                                    "gc_frozen": gc.get_freeze_count()}).encode()
                 self.reset()
@@ -205,12 +229,14 @@ class Probe:
                 return
             await self.app(scope, receive, send)
             return
-        t0 = time.perf_counter()
+        self._count_calls()
+        t0, calls0 = time.perf_counter(), self.calls
 
         async def timed_send(message: Any) -> None:
             await send(message)
             if message["type"] == "http.response.body" and not message.get("more_body"):
                 self.in_app.append(time.perf_counter() - t0)
+                self.calls_waited.append(self.calls - calls0)
 
         await self.app(scope, receive, timed_send)
 
@@ -383,13 +409,13 @@ def start_server(batching: bool, args: argparse.Namespace, bundle: Path) -> tupl
 
 
 def _probe_stats(url: str, servers: int = 1) -> dict[str, Any]:
-    merged: dict[str, Any] = {"in_app": [], "stalls": [], "gc2": [], "gc_young_s": 0.0}
+    merged: dict[str, Any] = {"in_app": [], "calls_waited": [], "stalls": [], "gc2": [], "gc_young_s": 0.0}
     for r in _each_server(url, "/bench/stats", servers):
         if r.status_code != 200:
             continue
         stats = r.json()
-        for key in ("in_app", "stalls", "gc2"):
-            merged[key] += stats[key]
+        for key in ("in_app", "calls_waited", "stalls", "gc2"):
+            merged[key] += stats.get(key, [])
         merged["gc_young_s"] += stats["gc_young_s"]
         merged["gc_objects"], merged["gc_frozen"] = stats["gc_objects"], stats["gc_frozen"]
     return merged
@@ -422,6 +448,10 @@ def measure(pids: list[int], port: int, batching: bool, clients: int, args: argp
     probe = _probe_stats(url, n)  # the whole point, warm-up included
     in_app = probe.get("in_app", [])
     row["server_p50_ms"], row["server_p99_ms"] = _quantile(in_app, 0.5), _quantile(in_app, 0.99)
+    waited = sorted(probe.get("calls_waited", []))
+    row["calls_p50"] = waited[len(waited) // 2] if waited else float("nan")
+    row["calls_p99"] = waited[min(len(waited) - 1, int(0.99 * len(waited)))] if waited else float("nan")
+    row["calls_mean"] = statistics.fmean(waited) if waited else float("nan")
     row["stall_s"] = sum(probe.get("stalls", []))
     row["stall_max_ms"] = max(probe.get("stalls") or [0.0]) * 1000
     row["gc2"] = len(probe.get("gc2", []))
@@ -435,12 +465,14 @@ def measure(pids: list[int], port: int, batching: bool, clients: int, args: argp
     row["server_cpu_ms"] = server_cpu / answered * 1000
     row["client_cpu_ms"] = client_cpu / answered * 1000
     print(f"batching {row['batching']:>3}  clients {clients:>3}  {row['rps']:8.1f} req/s  "
-          f"p50 {row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  mean batch {row['mean_batch']:5.1f}  "
+          f"p50 {row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  mean {row['mean_ms']:6.1f} ms  "
+          f"mean batch {row['mean_batch']:5.1f}  "
           f"CPU/request server {row['server_cpu_ms']:.2f} ms, load generator {row['client_cpu_ms']:.2f} ms  "
           f"({row['requests']} requests, {row['errors']} errors)", flush=True)
     print(f"    server waited for a CPU {row['server_cpu_wait']:.2f} s per second of the point (other jobs); "
-          f"in the server's app: p50 {row['server_p50_ms']:.1f} ms  p99 {row['server_p99_ms']:.1f} ms; event loop "
-          f"stalls > 5 ms: {row['stall_s']:.2f} s in all, longest {row['stall_max_ms']:.0f} ms; gen-2 collections "
+          f"in the server's app: p50 {row['server_p50_ms']:.1f} ms  p99 {row['server_p99_ms']:.1f} ms, model calls "
+          f"finished meanwhile p50 {row['calls_p50']:g}  p99 {row['calls_p99']:g}  mean {row['calls_mean']:.2f}; "
+          f"event loop stalls > 5 ms: {row['stall_s']:.2f} s in all, longest {row['stall_max_ms']:.0f} ms; gen-2 collections "
           f"{row['gc2']}, longest {row['gc2_max_ms']:.0f} ms, younger ones {row['gc_young_s']:.2f} s in all "
           f"({row['gc_objects']} objects tracked, {row['gc_frozen']} frozen); client loop lag p99 {row['client_lag_p99_ms']:.1f} ms",
           flush=True)
@@ -507,7 +539,8 @@ def summarise(rows: list[dict[str, Any]]) -> None:
             return f"{statistics.median(values):{fmt}} [{values[0]:{fmt}} - {values[-1]:{fmt}}]"
 
         print(f"batching {mode:>3}  clients {clients:>3}  req/s {stat('rps', '.0f')}  p50 ms {stat('p50_ms', '.0f')}  "
-              f"p99 ms {stat('p99_ms', '.0f')}  server CPU ms/request {stat('server_cpu_ms', '.2f')}  "
+              f"p99 ms {stat('p99_ms', '.0f')}  mean ms {stat('mean_ms', '.0f')}  "
+              f"mean batch {stat('mean_batch', '.1f')}  server CPU ms/request {stat('server_cpu_ms', '.2f')}  "
               f"load generator CPU ms/request {stat('client_cpu_ms', '.2f')}", flush=True)
 
 
