@@ -1,12 +1,18 @@
 """Train the medical_report span tagger on the project's generated corpus and export it as the shipped bundle.
 
     python plugins/medical_report/scripts/train_tagger.py --epochs 10
+    python plugins/medical_report/scripts/train_tagger.py --export-only   # rewrite model.json/.pdiparams only
 
 Data: :mod:`sectorflow_medical_report.corpus` (project-written templates, all four styles): train = seed 1,
 validation = seed 2 (the epoch with the best validation F1 is kept), test = seed 3 (reported only). No real report
 is read. Writes ``src/sectorflow_medical_report/bundle/``: ``model.json`` + ``model.pdiparams`` (paddle.jit.save,
 served by a paddle.inference predictor), ``weights.safetensors`` (float32 state dict, the federated starting point),
 ``vocab.json`` and ``manifest.json`` (metrics, provenance, sha256 of every file).
+
+The inference program is saved from :func:`sectorflow_medical_report.tagger.make_export_layer` (the same function
+without the GRU's ``sequence_length``, so that the ONNX export agrees with Paddle on padded batches).
+``--export-only`` rebuilds just that program from the bundle's ``weights.safetensors`` and ``vocab.json`` (no
+training; metrics and provenance kept, the export recorded under ``provenance.inference_program``).
 """
 
 from __future__ import annotations
@@ -36,7 +42,12 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=BUNDLE)
+    ap.add_argument("--export-only", action="store_true",
+                    help="rewrite the inference program of the bundle in --out from its weights.safetensors")
     args = ap.parse_args()
+    if args.export_only:
+        export_only(args.out)
+        return
     paddle = import_paddle()
     paddle.seed(args.seed)
     train, val, test = (corpus.generate(args.n_train, 1), corpus.generate(args.n_eval, 2),
@@ -63,9 +74,7 @@ def main() -> None:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     layer.eval()
-    paddle.jit.save(layer, str(out / "model"), input_spec=[
-        paddle.static.InputSpec([None, None], "int64", name="chars"),
-        paddle.static.InputSpec([None], "int64", name="lengths")])
+    tagger.save_inference(layer, str(out / "model"))
     from safetensors.numpy import save_file
 
     save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in best_state.items()},
@@ -86,8 +95,31 @@ def main() -> None:
                     "command": f"python plugins/medical_report/scripts/train_tagger.py --epochs {args.epochs} "
                                f"--n-train {args.n_train} --n-eval {args.n_eval} --seed {args.seed}",
                     "architecture": f"char embedding {tagger.EMBED} + BiGRU {tagger.HIDDEN} + linear, BIO {list(tagger.TAGS)}",
-                    "seed": args.seed})
+                    "seed": args.seed, "inference_program": INFERENCE_PROGRAM})
     print("validation", vm, "test", tm, "->", out)
+
+
+INFERENCE_PROGRAM = ("tagger.make_export_layer: forward GRU, backward GRU over each row reversed within its length, "
+                     "positions past the length zeroed (no sequence_length; ONNX export checked within 1e-4)")
+
+
+def export_only(out: Path) -> None:
+    """Rewrite ``model.json`` + ``model.pdiparams`` of the bundle in ``out`` from its float32 weights."""
+    from safetensors.numpy import load_file
+
+    paddle = import_paddle()
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    vocab = json.loads((out / "vocab.json").read_text(encoding="utf-8"))
+    layer = tagger.make_layer(len(vocab))
+    layer.set_state_dict({k: paddle.to_tensor(v) for k, v in load_file(str(out / "weights.safetensors")).items()})
+    layer.eval()
+    tagger.save_inference(layer, str(out / "model"))
+    manifest.pop("files")
+    manifest["provenance"]["inference_program"] = INFERENCE_PROGRAM
+    manifest["provenance"]["inference_program_command"] = ("python plugins/medical_report/scripts/train_tagger.py "
+                                                           "--export-only")
+    write_manifest(out, **manifest)
+    print("inference program rewritten ->", out)
 
 
 if __name__ == "__main__":

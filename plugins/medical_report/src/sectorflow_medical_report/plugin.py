@@ -11,6 +11,14 @@ from . import __version__
 from .pipeline import OPTIONS, MedicalReportPipeline
 from .readers import READERS
 from .schema import MedicalReport, ReportInput
+from .validation import validation
+
+QUANTIZE_OPS = ("Gather",)
+"""What ``sectorflow models quantize medical_report`` stores as 8-bit by default: the character embedding (Gather,
+weight-only; the GRU and output layer stay fp32). ONNX Runtime's dynamic quantizer has no GRU operator, so the GRU
+weights (three quarters of the parameters) cannot be quantized; quantizing the output layer (MatMul) too quantizes
+its input per batch at run time and flips a near-tie character tag ("右" in "胸片显示右肺结节": B-ANAT 0.58 in fp32,
+B-FIND 0.53 with MatMul) for no gain in size (docs/performance.md)."""
 
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
 """The shipped span-tagger bundle (made by ``plugins/medical_report/scripts/train_tagger.py``)."""
@@ -32,8 +40,9 @@ def spec() -> TaskSpec:
         version=__version__, aliases=("radiology_report",),
         description="Radiology findings text (zh/en) to a structured report: findings with anatomy, size (mm), "
                     "ConText assertion and temporality; Fleischner 2017 / Lung-RADS v2022 recommendations; ICD-10.",
-        default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32",), languages=("zh", "en"),
-        options=dict(OPTIONS), examples=EXAMPLES, readers=dict(READERS))
+        default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32", "int8"), languages=("zh", "en"),
+        options=dict(OPTIONS), examples=EXAMPLES, readers=dict(READERS), validation=validation,
+        quantize_ops=QUANTIZE_OPS)
 
 
 @hookimpl
