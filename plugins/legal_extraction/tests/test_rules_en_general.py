@@ -134,3 +134,23 @@ def test_governing_law_phrasings_without_laws_of(sentence, value):
 ])
 def test_mentions_of_law_that_choose_no_law(sentence):
     assert governing_law(sentence, [(0, len(sentence))]) == []
+
+
+def test_numbered_parties_under_a_parties_heading():
+    text = ('THIS AGREEMENT IS MADE ON THE 4 DAY OF JUNE, 2012 PARTIES (1) KESTREL (ASIA) LTD, a company incorporated in '
+            'Hong Kong whose registered office is at Unit 12, 8/F Sea Tower ("Kestrel"); and Pier Road, Hong Kong (2) '
+            'OSPREY POWER HOLDINGS PLC a company incorporated in Jersey whose registered office is at 3 Bay Street '
+            '("Osprey"), each a "Party".')
+    assert _names(text) == ["KESTREL (ASIA) LTD", "OSPREY POWER HOLDINGS PLC"]
+
+
+def test_individual_and_unquoted_upper_case_term():
+    text = ('This ENDORSEMENT AGREEMENT (the "Agreement") is made this 2nd day of May, 2004 by and between Dana Wolfe, '
+            'Individual ("ATHLETE"), with offices in Oregon; and Fit Path, a Nevada Corporation (the COMPANY), with '
+            'offices at 10 Lake Road, Reno, Nevada 89501.')
+    assert _names(text) == ["Dana Wolfe", "Fit Path"]
+
+
+def test_limited_of_an_address_is_cut():
+    assert rules_en._clean_name("Heron Learning UK Limited of Park House, 12 - 14 Mill Road, Reading") == \
+        "Heron Learning UK Limited"

@@ -35,7 +35,8 @@ _DEFINED = re.compile(r"\((?:[^()]{0,80}?)[\"“”'‘’]{1,2}([A-Za-z0-9][^\"
                       r"(?<=\s)[\"“]([A-Z][^\"“”()]{0,40}?)[\"”](?=\s*(?:[-,;.)]|and\b|of\b|$))|"
                       # unquoted: "(hereinafter referred to as Party A)", "— hereinafter referred to as Acme —"
                       r"(?:\(|[—–]\s*)(?:hereinafter|hereafter)\s+(?:referred\s+to\s+as|called)\s+(?:the\s+)?"
-                      r"([A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){0,2})\s*(?:\)|[—–])", re.M)
+                      r"([A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){0,2})\s*(?:\)|[—–])|"
+                      r"\(the\s+([A-Z][A-Z\-]{2,20})\)", re.M)  # "(the COMPANY)"
 _BETWEEN = re.compile(r"\b(?:by\s+and\s+between|between|among|amongst|by\s+and\s+among|(?:entered\s+into|made|"
                       r"executed)\s+(?:\w+\s+){0,3}?by)\b\s*[:,]?\s*(?:the\s+)?",
                       re.IGNORECASE)
@@ -55,7 +56,7 @@ def _clean_name(raw: str) -> str:
     name = re.split(r",?\s+(?:a|an)\s+(?:[A-Z][\w.\-]*\s+){0,4}(?:corporation|company|limited|partnership|"
                     r"association|bank|trust|organi[sz]ation|entity|institution|individual|resident|citizen|"
                     r"business|national|[a-z]+\s+(?:corporation|company|partnership))\b|,?\s+(?:having|with|located|registration|"
-                    r"registered|represented|"
+                    r"registered|represented|individual\b|"
                     r"whose|residing|organized|incorporated|acting|doing|on\s+behalf|hereinafter|its|address|is\s+a|"
                     r"of\s+(?=\[|\d)|in\s+person|"
                     r"\(hereinafter)\b|,\s*(?:a|an)\s+\w+|\s*,\s*(?:a|an)\s*$|\s+\(\s*$|,\s*$", raw, maxsplit=1, flags=re.IGNORECASE)[0]
@@ -76,6 +77,8 @@ def _trim_name(name: str) -> str:
     name = re.sub(rf"^(.*?\b(?i:{_LEGAL_FORM})\b\.?),?\s+(?:\d|(?:Unit|Suite|Room|Floor|Level|Block|No\.)\s|(?<=,\s)[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){{0,3}}\s+\d).*$", r"\1",
                   name, flags=re.S)
     name = re.sub(r"\s+of\s+(?![^,()]*\b(?i:agreement|dated|amendment)\b)[A-Z][^,()]{0,40}?\d.*$", "", name, flags=re.S)
+    name = re.sub(r"(\b(?:Ltd|LLC|PLC|plc|Inc|AG|SA|KG|AB|Limited|GmbH)\.?)\s+of\s+(?=[^()]{0,60}\d).*$", r"\1", name,
+                  flags=re.S)  # "Acme UK Limited of Boston House, 69 Manor Road"
     name = re.sub(r"\s*\(\s*[\"“][^\"“”()]*\)?$", "", name)
     return re.sub(r"^(?:[a-z][\w\-]*\s+){1,3}[a-z][\w\-]*,\s+(?=[A-Z])", "", name).strip(" ,")
 
@@ -111,7 +114,8 @@ def _name_start(window: str, first: bool) -> int:
     """Offset in ``window`` where the party's name begins: after "between"/"among" for the first party, after the
     last "and" for the next ones (what lies before it describes the previous party), else at the paragraph start."""
     if not first:  # the first of: the window start, after each "and", that gives a party-like name
-        for start in [0, *(m.end() for m in _LAST_AND.finditer(window))]:
+        numbered = [m.end() for m in re.finditer(r"(?<![\w)])\(\s*(?:\d{1,2}|[a-h]|[ivx]{1,4})\s*\)\s*(?=[A-Z])", window)]
+        for start in [*numbered[-1:], 0, *(m.end() for m in _LAST_AND.finditer(window))]:  # "... (2) Beta PLC"
             if looks_like_party(_clean_name(window[start:])) and not re.match(r"[\s,;]*(?:a|an)\s", window[start:]):
                 return start
         # "... to retain Jo Roe ("Consultant")": the name after retain / engage / hire / appoint / employ
@@ -119,8 +123,8 @@ def _name_start(window: str, first: bool) -> int:
         return run.start(1) if run and looks_like_party(_clean_name(run.group(1))) else len(window)
     between = list(_BETWEEN.finditer(window))
     heading = list(re.finditer(r"\bPARTIES\b:?\s*(?:\(\w{1,3}\)|\d\.)?\s*", window))
-    if between:
-        return max(between[-1].end(), heading[-1].end() if heading else 0)
+    if between or heading:  # "PARTIES (1) Acme Ltd, ..." with no "between"
+        return max(between[-1].end() if between else 0, heading[-1].end() if heading else 0)
     cut = 0
     for stop in re.finditer(r"\n\s*|[.:]\s+(?=[A-Z(])", window):
         before = window[max(0, stop.start() - 6):stop.start() + 1]
@@ -154,7 +158,7 @@ def parties(text: str) -> list[Extraction]:
     seen: set[str] = set()
     previous_end = floor = 0
     for match in _DEFINED.finditer(head):
-        role = (match.group(1) or match.group(2) or match.group(3) or "").strip()
+        role = next((g for g in match.groups() if g), "").strip()
         window_start = previous_end if found and previous_end else max(floor, match.start() - 400)
         if not found and not _BETWEEN.search(head, window_start, match.start()):
             window_start = _first_window(head, window_start, floor, match.start())
