@@ -154,3 +154,14 @@ def test_individual_and_unquoted_upper_case_term():
 def test_limited_of_an_address_is_cut():
     assert rules_en._clean_name("Heron Learning UK Limited of Park House, 12 - 14 Mill Road, Reading") == \
         "Heron Learning UK Limited"
+
+
+def test_signature_block_keeps_a_funds_number_with_its_name():
+    from sectorflow_legal_extraction.rules_en_signatures import signature_parties
+
+    text = ("JOINT FILING AGREEMENT\n\nThe undersigned agree to file one statement on Schedule 13D and have signed "
+            "it below.\n\n"
+            "THE HERON FUND VI-A, L.P.\n\nBy: Heron Partners, L.P., its General Partner\n\nBy: /s/ Ann Lee Name: Ann "
+            "Lee Title: Counsel\n\nTHE HERON FUND XII (MASTER), L.P.\n\nBy: /s/ Ann Lee Name: Ann Lee Title: Counsel\n")
+    assert [p.value["name"] for p in signature_parties(text)] == ["THE HERON FUND VI-A, L.P",
+                                                                  "THE HERON FUND XII (MASTER), L.P"]

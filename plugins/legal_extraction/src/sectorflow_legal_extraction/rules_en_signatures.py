@@ -28,7 +28,10 @@ _UPPER_NAME = re.compile(r"((?:\(?[A-Z0-9À-ÞĀ-Ž][A-Z0-9À-ÞĀ-Ž&.'’()\-/
 
 
 _UPPER_FORM_END = re.compile(r"(?<=\s)(?:LLC|L\.L\.C\.?|INC\.?|CORP\.?|CORPORATION|COMPANY|LTD\.?|LIMITED|L\.P\.?|LP|"
-                             r"LLP|PLC|GMBH|S\.A\.?|SA|N\.V\.?|B\.V\.?|S\.[AÀ]\.?\s*R\.L\.?|KGAA|FUND)(?=\s+[A-Z(])")
+                             r"LLP|PLC|GMBH|S\.A\.?|SA|N\.V\.?|B\.V\.?|S\.[AÀ]\.?\s*R\.L\.?|KGAA|FUND)"
+                             r"(?=\s+(?!(?:[IVXL]+(?:-[A-Z])?|L\.?P\.?|LLC|\([A-Z]+\)),?(?:\s|$))[A-Z(])")
+"""Where two names run together: after a legal form, unless a fund's number or form follows ("FUND VI-A, L.P.",
+"FUND XII (MASTER), L.P.", "FUND L.P.")."""
 
 
 def _names_before(window: str) -> list[str]:
