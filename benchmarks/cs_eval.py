@@ -98,7 +98,8 @@ def main() -> None:
         "in_scope_accuracy_top1_no_threshold": round(float(np.mean([r.top_k[0].label == y
                                                                    for r, (_, y) in zip(r_in, ins)])), 4),
         "oos_recall": round(float(np.mean([r.out_of_scope for r in r_out])), 4),
-        "threshold": tfc.pipeline.calibration["clinc150"]["threshold"]}
+        "rule": {k: v for k, v in tfc.pipeline.calibration["clinc150"].items()
+                 if k in ("method", "distance_threshold", "threshold")}}
     print(json.dumps(report["clinc150_test"]), flush=True)
 
     rows = [json.loads(line) for line in ZH_EVAL.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -105,3 +105,21 @@ def test_paddlenlp_checkpoint_as_backbone(paddlenlp_checkpoint, tmp_path):
     (r,) = tf(["I want to close my account"])  # the example itself: similarity 1 whatever the random weights
     assert r.intent == "terminate_account" and r.intent_set == "examples" and r.encoder == "ernie-tiny"
     assert r.meta.model_name == "ernie-tiny"
+
+
+def test_clinc150_out_of_scope_by_distance_to_the_nearest_intent():
+    """The shipped bundle calibrates CLINC150's out-of-scope rule on the Mahalanobis distance (scripts/fit_oos.py);
+    oos_threshold= switches back to the top-probability rule."""
+    tfc = Taskflow("customer_service", intent_set="clinc150")
+    pipe = tfc._current[0]
+    cal = pipe.calibration["clinc150"]
+    assert cal["method"] == "mahalanobis" and cal["val_oos_recall_wilson_lower"] >= 0.75
+    texts = ["set an alarm for 7 am tomorrow", "asdf qwerty zxcvb", "what is the capital of peru"]
+    alarm, gibberish, capital = tfc(texts)
+    assert (alarm.intent, alarm.out_of_scope) == ("alarm", False)
+    assert gibberish.out_of_scope and capital.out_of_scope and gibberish.intent == "out_of_scope"
+    distances = pipe.oos_scorers["clinc150"].distance(pipe.main.encode(texts))
+    assert distances[0] <= cal["distance_threshold"] < min(distances[1], distances[2])
+    by_probability = Taskflow("customer_service", intent_set="clinc150", oos_threshold=0.0)
+    (r,) = by_probability(["asdf qwerty zxcvb"])
+    assert not r.out_of_scope and r.intent != "out_of_scope"  # threshold 0: only the head's 'oos' class remains

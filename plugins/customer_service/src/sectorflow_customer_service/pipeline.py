@@ -23,6 +23,7 @@ from .escalation import REASONS, EscalationRules
 from .examples import PACKAGE_DATA, PrototypeClassifier, read_examples
 from .faq import FaqIndex
 from .language import detect_language
+from .oos import MahalanobisScorer
 from .runtime import CHECKPOINT_FORMAT, PredictorEncoder, heads_of, inference_bundle, tokenizer_of
 from .schema import CustomerServiceResult, FaqAnswer, IntentCandidate, Message
 
@@ -35,7 +36,8 @@ OPTIONS = {
     "faq_top_k": "FAQ answers per message (default 3).",
     "faq_min_score": "Lowest cosine similarity an FAQ answer may have (default per encoder, see docs).",
     "top_k": "Intents listed per message (default 3).",
-    "oos_threshold": "Override the calibrated out-of-scope threshold (top intent probability, 0..1).",
+    "oos_threshold": "Override the calibrated out-of-scope rule with a top intent probability threshold (0..1); "
+                     "an intent set calibrated by distance (clinc150) then uses this instead of the distance.",
     "zh_min_similarity": "Override the Chinese out-of-scope threshold (best example similarity, -1..1).",
     "escalation_terms": "Extra escalation phrases: {reason: [phrase, ...]} (reasons: " + ", ".join(REASONS) + ").",
     "hnsw_threshold": "FAQ entries per language above which an HNSW index replaces exact search (default 2000).",
@@ -78,6 +80,10 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
         self.main = PredictorEncoder(pool, self.tokenizer, shipped.name, batch_size=self.batch_size)
         self.calibration = shipped.read_json("calibration.json") if self.heads else {}
         self.labels = shipped.read_json("labels.json") if self.heads else {}
+        # intent sets calibrated with the Mahalanobis distance of the sentence vector (scripts/fit_oos.py)
+        self.oos_scorers = {name: MahalanobisScorer.load(shipped.file(cal["statistics"]))
+                            for name, cal in self.calibration.items()
+                            if isinstance(cal, dict) and cal.get("method") == "mahalanobis"}
         self.intent_set = str(o.get("intent_set", "banking77"))
         # The Chinese encoder (multilingual-e5-small, ~2 s to build) and its intent examples load with the first
         # Chinese message, not here: an English-only service never pays for them. A Chinese FAQ loads them now.
@@ -200,9 +206,14 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
             probs = _softmax(raw["logits"][head].astype(np.float64))
             labels = self.labels[self.intent_set]
             cal = self.calibration[self.intent_set]
-            threshold = self._float("oos_threshold", cal["threshold"], 0.0, 1.0)
             top = int(probs.argmax())
-            oos = probs[top] < threshold or labels[top] == "oos"
+            scorer = self.oos_scorers.get(self.intent_set)
+            if scorer is not None and "oos_threshold" not in self.options:  # distance to the nearest intent
+                far = float(scorer.distance(raw["embedding"][None, :])[0]) > cal["distance_threshold"]
+                oos = far or labels[top] == "oos"
+            else:
+                threshold = self._float("oos_threshold", cal["threshold"], 0.0, 1.0)
+                oos = probs[top] < threshold or labels[top] == "oos"
             if self.intent_set == "banking77" and "clinc150" in self.heads:  # off-domain per the CLINC150 head (weather ...)
                 c = self.heads.index("clinc150")
                 cprobs = _softmax(raw["logits"][c].astype(np.float64))
