@@ -165,3 +165,10 @@ def test_signature_block_keeps_a_funds_number_with_its_name():
             "Lee Title: Counsel\n\nTHE HERON FUND XII (MASTER), L.P.\n\nBy: /s/ Ann Lee Name: Ann Lee Title: Counsel\n")
     assert [p.value["name"] for p in signature_parties(text)] == ["THE HERON FUND VI-A, L.P",
                                                                   "THE HERON FUND XII (MASTER), L.P"]
+
+
+def test_apposition_after_a_name_and_recital_words_are_cut():
+    assert rules_en._clean_name("NORTHERN NEWS SERVICE OF THE PRESS AGENCY, the unit within the agency that sells "
+                                "news") == "NORTHERN NEWS SERVICE OF THE PRESS AGENCY"
+    assert not rules_en.looks_like_party("WHEREAS")
+    assert rules_en.looks_like_party("Now Foods Inc")

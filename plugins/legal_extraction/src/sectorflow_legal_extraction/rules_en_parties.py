@@ -56,7 +56,7 @@ def _clean_name(raw: str) -> str:
     name = re.split(r",?\s+(?:a|an)\s+(?:[A-Z][\w.\-]*\s+){0,4}(?:corporation|company|limited|partnership|"
                     r"association|bank|trust|organi[sz]ation|entity|institution|individual|resident|citizen|"
                     r"business|national|[a-z]+\s+(?:corporation|company|partnership))\b|,?\s+(?:having|with|located|registration|"
-                    r"registered|represented|individual\b|"
+                    r"registered|represented|individual\b|(?<=,\s)the\s+(?=[a-z])|"
                     r"whose|residing|organized|incorporated|acting|doing|on\s+behalf|hereinafter|its|address|is\s+a|"
                     r"of\s+(?=\[|\d)|in\s+person|"
                     r"\(hereinafter)\b|,\s*(?:a|an)\s+\w+|\s*,\s*(?:a|an)\s*$|\s+\(\s*$|,\s*$", raw, maxsplit=1, flags=re.IGNORECASE)[0]
@@ -86,6 +86,7 @@ def _trim_name(name: str) -> str:
 def looks_like_party(name: str) -> bool:
     """A company or person name: a legal-form word, or a few words that are mostly capitalised, and no verb."""
     if not name or len(name) > 120 or _PLACE_LIKE.search(name) or _known_place(name) == name.strip(" .") or \
+            re.match(r"(?i:whereas|recitals?|witnesseth|now,?\s+therefore|background)\b", name) or \
             re.search(r"\bagreement\b", name, re.I):
         return False
     words = re.findall(r"[A-Za-z][\w'’&.\-]*", name)
