@@ -182,6 +182,8 @@ def record_task_event(event: TaskEvent) -> int | None:
     """
     cfg = config()
     regulated = cfg.is_regulated(event.task)
+    if not cfg.enabled and not regulated and _noticed:  # the log is off and its notice given: what write() returns
+        return None
     meta = event.meta
     subjects = None
     field_name = cfg.subject_fields.get(event.task)

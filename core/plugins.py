@@ -39,9 +39,18 @@ _trace_hooks = False
 _trace_log = logging.getLogger("sectorflow.hooks")
 
 
+_required_cache: tuple[str, list[str]] = ("", [])
+
+
 def required_plugins() -> list[str]:
-    """The names listed in ``SECTORFLOW_REQUIRED_PLUGINS`` (empty when unset)."""
-    return [part.strip() for part in os.environ.get("SECTORFLOW_REQUIRED_PLUGINS", "").split(",") if part.strip()]
+    """The names listed in ``SECTORFLOW_REQUIRED_PLUGINS`` (empty when unset; read on every call, parsed once per
+    value: :func:`emit` checks it twice a task call)."""
+    global _required_cache
+    raw = os.environ.get("SECTORFLOW_REQUIRED_PLUGINS", "")
+    cached = _required_cache
+    if cached[0] != raw:
+        cached = _required_cache = (raw, [part.strip() for part in raw.split(",") if part.strip()])
+    return list(cached[1])
 
 
 def _check_required(pm: pluggy.PluginManager) -> None:

@@ -303,3 +303,17 @@ def test_unregistering_a_required_plugin_fails_every_later_call(registry, monkey
     pm.unregister(name="watcher")
     with pytest.raises(PluginError, match="watcher"):
         tf({"text": "b"})
+
+
+def test_required_plugins_follows_the_environment_on_every_call(monkeypatch):
+    from sectorflow.plugins import required_plugins
+
+    monkeypatch.setenv("SECTORFLOW_REQUIRED_PLUGINS", " audit, aml ,")
+    first = required_plugins()
+    assert first == ["audit", "aml"]
+    first.append("changed by the caller")  # the parsed value is cached: callers get a copy
+    assert required_plugins() == ["audit", "aml"]
+    monkeypatch.setenv("SECTORFLOW_REQUIRED_PLUGINS", "medical_report")
+    assert required_plugins() == ["medical_report"]
+    monkeypatch.delenv("SECTORFLOW_REQUIRED_PLUGINS")
+    assert required_plugins() == []
