@@ -18,7 +18,8 @@ def test_language_by_cjk_share():
 def test_escalation_reasons_both_languages():
     rules = EscalationRules()
     human = rules.check("Can I speak to a human please")
-    assert human.escalate and human.reasons == ("human_requested",) and human.matched == ("speak to a human",)
+    assert human.escalate and human.reasons == ("human_requested",)
+    assert human.matched == ("speak to a human", "human please")
     assert rules.check("转人工").reasons == ("human_requested",)
     threat = rules.check("再不解决我就打12378投诉，去法院起诉你们")
     assert threat.reasons == ("regulator_or_legal_threat", "complaint")
@@ -61,3 +62,24 @@ def test_a_negated_complaint_anger_or_human_request_does_not_escalate(text):
 ])
 def test_negation_elsewhere_or_of_a_court_keeps_the_escalation(text, reasons):
     assert EscalationRules().check(text).reasons == reasons
+
+
+@pytest.mark.parametrize(("text", "reasons", "phrase"), [
+    ("I am complaining about the fees again", ("complaint",), "complaining"),
+    ("I complained twice already", ("complaint",), "complained"),
+    ("Where do I send complaints?", ("complaint",), "complaints"),
+    ("I want a human", ("human_requested",), "want a human"),
+    ("Just get me a person now", ("human_requested",), "get me a person"),
+    ("Agent please", ("human_requested",), "agent please"),
+    ("再不处理我就找监管", ("regulator_or_legal_threat",), "找监管"),
+    ("我要向监管反映这个问题", ("regulator_or_legal_threat",), "向监管"),
+])
+def test_inflections_and_short_forms_escalate(text, reasons, phrase):
+    verdict = EscalationRules().check(text)
+    assert verdict.reasons == reasons and phrase in verdict.matched
+
+
+@pytest.mark.parametrize("text", ["I don't want a human, the app is fine", "我没有在抱怨，监管要求的材料在哪里下载",
+                                  "What are the regulatory requirements for opening an account?"])
+def test_short_forms_do_not_fire_when_negated_or_absent(text):
+    assert EscalationRules().check(text).escalate is False

@@ -2,7 +2,8 @@
 
 Four reasons, each a list of phrases (case-insensitive; English phrases match on word boundaries):
 
-- ``human_requested``: the customer asks for a person ("speak to a human", "real person", "转人工", "人工客服").
+- ``human_requested``: the customer asks for a person ("speak to a human", "I want a human", "real person", "转人工",
+  "人工客服").
 - ``regulator_or_legal_threat``: a regulator, ombudsman or court is named. Sources for the names: the US Consumer
   Financial Protection Bureau (CFPB) complaint portal, the UK Financial Ombudsman Service and FCA, the OCC and
   FDIC; in China the National Financial Regulatory Administration (国家金融监督管理总局, formerly 银保监会 CBIRC,
@@ -30,7 +31,10 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
                "talk to a person", "real person", "real human", "human agent", "live agent", "speak to an agent",
                "talk to an agent", "speak to a representative", "talk to a representative", "customer service rep",
                "speak to a manager", "talk to a manager", "speak with a human", "speak with someone",
-               "speak with an agent", "speak with a manager", "connect me to", "transfer me to", "operator please"),
+               "speak with an agent", "speak with a manager", "connect me to", "transfer me to", "operator please",
+               "want a human", "need a human", "want a person", "need a person", "get me a human",
+               "get me a person", "let me talk to", "let me speak to", "human please", "agent please",
+               "representative please", "want a real", "need a real"),
         "zh": ("转人工", "人工客服", "人工服务", "找人工", "真人客服", "接人工", "要人工", "客服经理", "找你们经理",
                "找你们领导"),
     },
@@ -41,10 +45,11 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
                "court"),
         "zh": ("银保监会", "银监会", "保监会", "金融监管总局", "金融监督管理总局", "监管局", "监管部门", "人民银行",
                "人行", "12378", "12363", "12315", "消协", "消费者协会", "起诉", "法院", "律师", "律师函", "打官司",
-               "仲裁", "报警", "媒体曝光", "曝光"),
+               "仲裁", "报警", "媒体曝光", "曝光", "找监管", "向监管", "告到监管", "去监管"),
     },
     "complaint": {
-        "en": ("complaint", "complain", "file a complaint", "formal complaint", "raise a complaint"),
+        "en": ("complaint", "complaints", "complain", "complaining", "complained", "file a complaint",
+               "formal complaint", "raise a complaint"),
         "zh": ("投诉", "举报", "差评"),
     },
     "anger": {
