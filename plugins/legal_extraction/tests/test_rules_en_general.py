@@ -172,3 +172,12 @@ def test_apposition_after_a_name_and_recital_words_are_cut():
                                 "news") == "NORTHERN NEWS SERVICE OF THE PRESS AGENCY"
     assert not rules_en.looks_like_party("WHEREAS")
     assert rules_en.looks_like_party("Now Foods Inc")
+
+
+@pytest.mark.parametrize("raw, name", [
+    ("Dunaj Telekom a.s., Hlavna 17, PO Box 5, 811 01 Bratislava, Slovakia", "Dunaj Telekom a.s."),
+    ("Lakeside Robotics Oy, Satamakatu 4, 00160 Helsinki", "Lakeside Robotics Oy"),
+    ("Merlion Foods Pte. Ltd., 8 Marina View, Singapore 018960", "Merlion Foods Pte. Ltd."),
+])
+def test_european_and_asian_legal_forms_end_a_name(raw, name):
+    assert rules_en._clean_name(raw) == name

@@ -17,7 +17,8 @@ from .schema import Extraction
 PREAMBLE_CHARS = 4000
 
 _LEGAL_FORM = (r"Inc|Incorporated|Corp|Corporation|Company|Co|LLC|L\.L\.C|Ltd|Limited|LP|L\.P|LLP|PLC|plc|GmbH|AG|"
-               r"S\.A|SA|B\.V|N\.V|Pty|KG|A/S|AB|S\.p\.A|SpA|S\.r\.l|Trust|Bank|Group|Holdings|Partners|Partnership|University|Association|"
+               r"S\.A|SA|B\.V|N\.V|BV|NV|Pty|Pte|Bhd|KG|A/S|ApS|AB|Oy|Oyj|S\.p\.A|SpA|S\.r\.l|a\.s|s\.r\.o|SARL|"
+               r"S\.A\.R\.L|S\.A\.S|S\.L|Ltda|Trust|Bank|Group|Holdings|Partners|Partnership|University|Association|"
                r"Foundation|Institute")
 _NOT_ROLES = {"agreement", "effective date", "parties", "party", "term", "amendment", "the agreement", "contract",
               "exhibit", "schedule", "recitals", "services", "products", "product", "territory", "confidential"
