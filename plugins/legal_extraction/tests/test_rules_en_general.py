@@ -181,3 +181,23 @@ def test_apposition_after_a_name_and_recital_words_are_cut():
 ])
 def test_european_and_asian_legal_forms_end_a_name(raw, name):
     assert rules_en._clean_name(raw) == name
+
+
+def test_role_in_bare_parentheses():
+    text = ("GAS SERVICE AGREEMENT\n\nThis Gas Service Agreement (Agreement) is entered into by Lakes Gas Transmission "
+            "Limited Partnership (Transporter) and NORTH PIPELINE COMPANY (Shipper).\n\nWHEREAS, Shipper needs gas.")
+    assert _names(text) == ["Lakes Gas Transmission Limited Partnership", "NORTH PIPELINE COMPANY"]
+
+
+def test_defined_terms_after_the_preamble_sentence_are_not_parties():
+    text = ('This Sponsorship Agreement (the "Agreement") is entered into by and between Falcon Motorsport, Ltd., a Texas '
+            'limited partnership ("Falcon"), and ROADSURE, INC., a Texas corporation (the "Sponsor").\n\nFalcon runs a '
+            'racing team competing in endurance racing (the "Racing Team") and Sponsor sells insurance.')
+    assert _names(text) == ["Falcon Motorsport, Ltd", "ROADSURE, INC"]
+
+
+def test_third_party_after_an_address_with_an_abbreviation():
+    text = ('This LICENSE AGREEMENT (the "Agreement") is made by and between Pike Media, Inc., a Delaware corporation '
+            '("Pike"), and TROUT INC., a Delaware corporation ("Trout US") and TROUT GAMES IRELAND LIMITED, having its '
+            'registered office at The Quay, 4 Dock Road Co. Dublin Ireland ("Trout Ireland").')
+    assert _names(text) == ["Pike Media, Inc", "TROUT INC", "TROUT GAMES IRELAND LIMITED"]

@@ -37,7 +37,11 @@ _DEFINED = re.compile(r"\((?:[^()]{0,80}?)[\"“”'‘’]{1,2}([A-Za-z0-9][^\"
                       # unquoted: "(hereinafter referred to as Party A)", "— hereinafter referred to as Acme —"
                       r"(?:\(|[—–]\s*)(?:hereinafter|hereafter)\s+(?:referred\s+to\s+as|called)\s+(?:the\s+)?"
                       r"([A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){0,2})\s*(?:\)|[—–])|"
-                      r"\(the\s+([A-Z][A-Z\-]{2,20})\)", re.M)  # "(the COMPANY)"
+                      r"\(the\s+([A-Z][A-Z\-]{2,20})\)|"  # "(the COMPANY)"
+                      r"\((?:the\s+)?((?:Transporter|Shipper|Licensor|Licensee|Company|Customer|Client|Supplier|"
+                      r"Distributor|Seller|Buyer|Purchaser|Vendor|Consultant|Contractor|Agent|Sponsor|Manufacturer|"
+                      r"Reseller|Franchisor|Franchisee|Lessor|Lessee|Landlord|Tenant|Provider|Publisher|Developer)s?)\)",
+                      re.M)  # "X Partnership (Transporter) and Y COMPANY (Shipper)"
 _BETWEEN = re.compile(r"\b(?:by\s+and\s+between|between|among|amongst|by\s+and\s+among|(?:entered\s+into|made|"
                       r"executed)\s+(?:\w+\s+){0,3}?by)\b\s*[:,]?\s*(?:the\s+)?",
                       re.IGNORECASE)
@@ -170,6 +174,10 @@ def parties(text: str) -> list[Extraction]:
             if not _BAD_ROLE.search(role):
                 previous_end = match.end()
             continue
+        if len(found) >= 2 and re.search(r"(?:[a-z]{2}(?<!\b(?:Co|No|St|Rd))(?<!\b(?:Inc|Ltd|Ave|Ste))(?<!Corp)|[)\"”])"
+                                         r"\.\s+[A-Z]|\.\s*\n\s*\n", window) and not re.search(
+                r"\(\s*(?:\d{1,2}|[a-h]|[ivx]{1,4})\s*\)", window):
+            break  # the preamble's sentence has ended: later defined terms ("Racing Team", "JANA Nominees") are not parties
         start_in = _name_start(window, not found)
         name_raw = window[start_in:]
         if not found:  # "between iBio Inc., a corporation, with a location at ... and Beijing CC-Pharming Ltd. ("CC")"
