@@ -201,3 +201,12 @@ def test_third_party_after_an_address_with_an_abbreviation():
             '("Pike"), and TROUT INC., a Delaware corporation ("Trout US") and TROUT GAMES IRELAND LIMITED, having its '
             'registered office at The Quay, 4 Dock Road Co. Dublin Ireland ("Trout Ireland").')
     assert _names(text) == ["Pike Media, Inc", "TROUT INC", "TROUT GAMES IRELAND LIMITED"]
+
+
+def test_signature_name_before_a_signature_and_by_line():
+    from sectorflow_legal_extraction.rules_en_signatures import signature_parties
+
+    text = ("JOINT FILING AGREEMENT The undersigned agree to file jointly. IN WITNESS WHEREOF, the undersigned sign "
+            "below. ALDER EQUITY S.À R.L. /s/ Jan Novak By: Jan Novak Title: Manager BIRCH HOLDING S.A. /s/ Eva "
+            "Maas By: Eva Maas Title: Director")
+    assert [p.value["name"] for p in signature_parties(text)] == ["ALDER EQUITY S.À R.L", "BIRCH HOLDING S.A"]

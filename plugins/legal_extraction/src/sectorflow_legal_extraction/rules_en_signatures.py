@@ -73,6 +73,7 @@ def signature_parties(text: str) -> list[Extraction]:
     seen: set[str] = set()
     for match in _BY.finditer(text):
         window = text[max(0, match.start() - 160):match.start()]
+        window = re.sub(r"(?:\s*/s/\s*[A-Z][\w.'’\-]*(?:\s+[A-Z][\w.'’\-]*){0,3})+\s*$", " ", window)  # "ACME S.A. /s/ Jo Roe By:"
         if re.search(r"\b(?:its|general\s+partner|manager|member)\s*$", window, re.I):
             continue
         for name in _names_before(window):
