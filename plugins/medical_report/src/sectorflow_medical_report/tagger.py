@@ -125,7 +125,8 @@ def make_export_layer(layer: Any) -> Any:
         names[f"bw.{kind}_l0"] = f"gru.{kind}_l0_reverse"
         names[f"fw.0.cell.{kind}"] = f"gru.0.cell_fw.{kind}"  # Paddle lists each GRU weight under two names
         names[f"bw.0.cell.{kind}"] = f"gru.0.cell_bw.{kind}"
-    own = export.state_dict()
+    # a GRU built while Paddle's static mode is on also lists a "_dropout_state" buffer (cuDNN's RNG state, no weight)
+    own = [k for k in export.state_dict() if not k.endswith("_dropout_state")]
     if set(own) != set(names):
         raise RuntimeError(f"export layer parameters {sorted(own)} do not match the expected {sorted(names)}")
     export.set_state_dict({mine: state[theirs] for mine, theirs in names.items()})
