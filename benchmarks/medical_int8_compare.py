@@ -1,6 +1,6 @@
 """How far ``Taskflow("medical_report", precision="int8")`` changes the reports, on development data only.
 
-    .venv/bin/sectorflow models quantize medical_report      # once: the INT8 bundle (embedding table 8-bit)
+    .venv/bin/sectorflow models quantize medical_report      # once: the INT8 bundle (embedding table and GRU weights 8-bit)
     .venv/bin/python benchmarks/medical_int8_compare.py [--threads 1]
 
 Inputs: the development part of IU X-ray (1,242 reports; the split of ``benchmarks/medical_eval.py``, findings and

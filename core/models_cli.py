@@ -46,9 +46,9 @@ def quantize_command(
                                                   "Taskflow(precision='int8') reads, under SECTORFLOW_HOME)."),
     task_path: Optional[Path] = typer.Option(None, help="An fp32 bundle folder instead of the task's default."),
     num_threads: int = typer.Option(1, min=1, help="CPU threads for the fp32 and INT8 evaluation runs."),
-    ops: Optional[str] = typer.Option(None, help="Operators to quantize, comma-separated: MatMul (linear layers) "
-                                                 "and/or Gather (embedding tables, stored int8); default: the task's "
-                                                 "own choice (MatMul for most)."),
+    ops: Optional[str] = typer.Option(None, help="Operators to quantize, comma-separated: MatMul (linear layers), "
+                                                 "Gather (embedding tables, stored 8-bit), GRU (recurrent weights, "
+                                                 "stored int8); default: the task's own choice (MatMul for most)."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest's quantization record as JSON."),
 ) -> None:
     """Build TASK's INT8 bundle (paddle2onnx + ONNX Runtime dynamic quantization of MatMul weights) and record its

@@ -7,7 +7,9 @@ Method (what works on CPU with Paddle 3.3.1; ../shared/notes/stack-facts.md):
    ``Constant`` nodes, into initializers and infers shapes (without it quantization silently changes nothing);
 3. ``quantize_dynamic(weight_type=QInt8, per_channel=True, op_types_to_quantize=["MatMul"])``: MatMul weights are
    stored as int8 with one symmetric scale per output channel; activations are quantized per batch at run time
-   (dynamic quantization: no calibration data needed). Other operators stay fp32.
+   (dynamic quantization: no calibration data needed). ``Gather`` (embedding tables) likewise, weight-only;
+   ``GRU`` weights, which that quantizer does not cover, are stored int8 by :mod:`sectorflow.weight_only`. Other
+   operators stay fp32.
 
 The task's :attr:`~sectorflow.TaskSpec.validation` batches then run through the fp32 Paddle predictor (the
 reference) and the INT8 ONNX Runtime session. The metric on both, the loss in points (``100 * (fp32 - int8)``),
@@ -45,20 +47,30 @@ from .int8_store import int8_bundle_dir
 _cwd_lock = threading.Lock()  # os.chdir is process-wide: one quantization at a time changes folder
 from .onnx_runtime import DEFAULT_ONNX_FILE, OnnxSessionPool
 from .spec import TaskSpec, ValidationSet
+from .weight_only import WEIGHT_ONLY_OPS, store_recurrent_int8
 
 DEFAULT_MARGIN = 0.5
 """Points of validation metric (0-100 scale) the INT8 model may lose against fp32 before it is refused."""
 DEFAULT_OPS = ("MatMul",)
-OPS = ("MatMul", "Gather")
-"""Operators whose weights may be quantized: ``MatMul`` (linear layers; int8 kernels at run time) and ``Gather``
-(embedding tables: stored int8 per row, dequantized when read; weight-only storage, for models whose size is mostly
-an embedding table)."""
+OPS = ("MatMul", "Gather", "GRU")
+"""Operators whose weights may be quantized: ``MatMul`` (linear layers; int8 kernels at run time), ``Gather``
+(embedding tables: stored 8-bit, dequantized when read; weight-only storage, for models whose size is mostly an
+embedding table) and ``GRU`` (recurrent weights stored int8 per gate row behind ``DequantizeLinear``; weight-only,
+:mod:`sectorflow.weight_only`, since ONNX Runtime's quantizer has no GRU)."""
 
 
 def method(op_types: tuple[str, ...]) -> str:
     """The manifest's one-line description of the quantization."""
-    return (f"onnxruntime quantize_dynamic of {', '.join(op_types)} weights: int8 (QInt8, symmetric, per channel); "
-            f"MatMul activations quantized per batch at run time; other operators fp32")
+    dynamic = [op for op in op_types if op not in WEIGHT_ONLY_OPS]
+    weight_only = [op for op in op_types if op in WEIGHT_ONLY_OPS]
+    parts = []
+    if dynamic:
+        parts.append(f"onnxruntime quantize_dynamic of {', '.join(dynamic)} weights: int8 (QInt8, symmetric, per "
+                     f"channel); MatMul activations quantized per batch at run time")
+    if weight_only:
+        parts.append(f"{', '.join(weight_only)} weights stored int8 (symmetric, per gate row) and dequantized by "
+                     f"DequantizeLinear (weight-only)")
+    return "; ".join(parts + ["other operators fp32"])
 
 
 def quantize_onnx(fp32_file: Path, out_file: Path, op_types: tuple[str, ...] = DEFAULT_OPS) -> int:
@@ -90,14 +102,21 @@ def quantize_onnx(fp32_file: Path, out_file: Path, op_types: tuple[str, ...] = D
                 quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
         finally:
             os.chdir(previous)
+    dynamic = [op for op in op_types if op not in WEIGHT_ONLY_OPS]
     try:
-        quantize_dynamic(str(prepared), str(out_file), weight_type=QuantType.QInt8, per_channel=True,
-                         op_types_to_quantize=list(op_types))
+        if dynamic:
+            quantize_dynamic(str(prepared), str(out_file), weight_type=QuantType.QInt8, per_channel=True,
+                             op_types_to_quantize=dynamic)
+        else:
+            shutil.copyfile(prepared, out_file)
     except Exception as exc:
         raise QuantizationError(f"ONNX Runtime could not quantize {fp32_file.name}: {type(exc).__name__}: {exc}") \
             from exc
     prepared.unlink()
     model = onnx.load(str(out_file))
+    weight_only = tuple(op for op in op_types if op in WEIGHT_ONLY_OPS)
+    if weight_only and store_recurrent_int8(model, weight_only):
+        onnx.save(model, str(out_file))
     quantized_types = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)  # a Gather-only table is stored as uint8
     n_int8 = sum(1 for init in model.graph.initializer if init.data_type in quantized_types)
     if n_int8 == 0:

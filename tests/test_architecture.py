@@ -18,8 +18,9 @@ CORE_THIRD_PARTY = {"numpy", "pydantic", "pluggy", "typer", "rich", "paddle"}
 # The HTTP server may also use its web stack (starlette is FastAPI's own base and is re-exported by it).
 SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "fastapi_offline", "starlette", "uvicorn", "prometheus_client",
                                           "limits", "httpx"}
-# INT8 and export (core/export.py, quantize.py, onnx_runtime.py) use the ONNX stack, imported only when they run.
-ONNX_MODULES = {"sectorflow.export", "sectorflow.quantize", "sectorflow.onnx_runtime"}
+# INT8 and export (core/export.py, quantize.py, onnx_runtime.py, weight_only.py) use the ONNX stack, imported only when
+# they run.
+ONNX_MODULES = {"sectorflow.export", "sectorflow.quantize", "sectorflow.onnx_runtime", "sectorflow.weight_only"}
 ONNX_THIRD_PARTY = CORE_THIRD_PARTY | {"onnx", "onnxruntime", "paddle2onnx"}
 # sectorflow subpackages that are public API for plugins (they ship as documented parts of the distribution).
 PUBLIC_SUBPACKAGES = {"federated", "compliance", "serving"}

@@ -13,12 +13,12 @@ from .readers import READERS
 from .schema import MedicalReport, ReportInput
 from .validation import validation
 
-QUANTIZE_OPS = ("Gather",)
-"""What ``sectorflow models quantize medical_report`` stores as 8-bit by default: the character embedding (Gather,
-weight-only; the GRU and output layer stay fp32). ONNX Runtime's dynamic quantizer has no GRU operator, so the GRU
-weights (three quarters of the parameters) cannot be quantized; quantizing the output layer (MatMul) too quantizes
-its input per batch at run time and flips a near-tie character tag ("右" in "胸片显示右肺结节": B-ANAT 0.58 in fp32,
-B-FIND 0.53 with MatMul) for no gain in size (docs/performance.md)."""
+QUANTIZE_OPS = ("Gather", "GRU")
+"""What ``sectorflow models quantize medical_report`` stores as 8-bit by default: the character embedding (Gather)
+and the GRU's weights (int8 per gate row behind DequantizeLinear: ONNX Runtime's dynamic quantizer has no GRU),
+both weight-only, so the arithmetic stays fp32: 0.29x the size, the same validation F1. The output layer (MatMul) is
+left out: quantizing its input per batch at run time flips a near-tie character tag ("右" in "胸片显示右肺结节": B-ANAT
+0.58 in fp32, B-FIND 0.53 with MatMul) for almost no gain in size (docs/performance.md)."""
 
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
 """The shipped span-tagger bundle (made by ``plugins/medical_report/scripts/train_tagger.py``)."""
