@@ -9,7 +9,8 @@ Method (what works on CPU with Paddle 3.3.1; ../shared/notes/stack-facts.md):
    stored as int8 with one symmetric scale per output channel; activations are quantized per batch at run time
    (dynamic quantization: no calibration data needed). ``Gather`` (embedding tables) likewise, weight-only;
    ``GRU`` weights, which that quantizer does not cover, are stored int8 by :mod:`sectorflow.weight_only`. Other
-   operators stay fp32.
+   operators stay fp32. Last, :func:`sectorflow.onnx_compact.compact_graph` drops the graph's shape annotations and
+   shortens internal tensor names (same arithmetic; half of a small model's file was that text).
 
 The task's :attr:`~sectorflow.TaskSpec.validation` batches then run through the fp32 Paddle predictor (the
 reference) and the INT8 ONNX Runtime session. The metric on both, the loss in points (``100 * (fp32 - int8)``),
@@ -47,6 +48,7 @@ from .int8_store import int8_bundle_dir
 _cwd_lock = threading.Lock()  # os.chdir is process-wide: one quantization at a time changes folder
 from .onnx_runtime import DEFAULT_ONNX_FILE, OnnxSessionPool
 from .spec import TaskSpec, ValidationSet
+from .onnx_compact import compact_graph
 from .weight_only import WEIGHT_ONLY_OPS, store_recurrent_int8
 
 DEFAULT_MARGIN = 0.5
@@ -115,7 +117,9 @@ def quantize_onnx(fp32_file: Path, out_file: Path, op_types: tuple[str, ...] = D
     prepared.unlink()
     model = onnx.load(str(out_file))
     weight_only = tuple(op for op in op_types if op in WEIGHT_ONLY_OPS)
-    if weight_only and store_recurrent_int8(model, weight_only):
+    if weight_only:
+        store_recurrent_int8(model, weight_only)
+    if compact_graph(model):  # shape annotations and long generated names: half of a small model's file
         onnx.save(model, str(out_file))
     quantized_types = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)  # a Gather-only table is stored as uint8
     n_int8 = sum(1 for init in model.graph.initializer if init.data_type in quantized_types)

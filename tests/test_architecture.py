@@ -20,7 +20,8 @@ SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "fastapi_offline", "starlet
                                           "limits", "httpx"}
 # INT8 and export (core/export.py, quantize.py, onnx_runtime.py, weight_only.py) use the ONNX stack, imported only when
 # they run.
-ONNX_MODULES = {"sectorflow.export", "sectorflow.quantize", "sectorflow.onnx_runtime", "sectorflow.weight_only"}
+ONNX_MODULES = {"sectorflow.export", "sectorflow.quantize", "sectorflow.onnx_runtime", "sectorflow.weight_only",
+                "sectorflow.onnx_compact"}
 ONNX_THIRD_PARTY = CORE_THIRD_PARTY | {"onnx", "onnxruntime", "paddle2onnx"}
 # sectorflow subpackages that are public API for plugins (they ship as documented parts of the distribution).
 PUBLIC_SUBPACKAGES = {"federated", "compliance", "serving"}
