@@ -40,7 +40,8 @@ def test_quantized_classifier_agrees_with_fp32(tmp_path, monkeypatch):
     record = quantize_bundle(fp32.spec)  # every validation contract, default 0.5-point margin
     assert record["accuracy"]["metric"] == "macro AUPR"
     assert record["accuracy"]["loss_points"] <= 0.5
-    assert record["size"]["int8_bytes"] < record["size"]["fp32_bytes"]
+    assert record["op_types"] == ["MatMul", "Gather"]  # the plugin's default: the embedding table 8-bit too
+    assert record["size"]["int8_bytes"] <= 0.3 * record["size"]["fp32_bytes"]  # issue 10's size target
 
     int8 = Taskflow("legal_extraction", precision="int8")
     assert int8.pipeline.bundle.manifest["precision"] == "int8"
