@@ -127,6 +127,10 @@ class TaskSpec:
         quantize_ops: the operators ``sectorflow models quantize`` quantizes when ``--ops`` is not given
             (``MatMul``; ``("MatMul", "Gather")`` also stores embedding tables int8, for a model whose MatMul-only INT8
             loses more than the margin).
+        model_switch: the name of the boolean option that turns the task's model off (``"model"`` for aml,
+            ``Taskflow("aml", model=False)``), or ``None``. With that option ``False`` the runtime loads no bundle at
+            all: the pipeline gets ``bundle=None``, results name no model, and ``precision="int8"`` needs no INT8
+            bundle (no model runs).
         plugin: filled in by the registry: the name of the plugin that registered the spec.
     """
 
@@ -148,6 +152,7 @@ class TaskSpec:
     validation: Callable[[Bundle], ValidationSet] | None = None
     inference_bundle: Callable[[Bundle], Bundle] | None = None
     quantize_ops: tuple[str, ...] = ("MatMul",)
+    model_switch: str | None = None
     plugin: str = ""
 
     def summary(self) -> dict[str, Any]:

@@ -125,6 +125,8 @@ class Taskflow:
     def _build(self, task_path: str | Path | None, context: CallContext) -> tuple[Pipeline, ResultMeta]:
         start = time.perf_counter()
         bundle_dir = Path(task_path) if task_path is not None else self.spec.default_bundle
+        if self.spec.model_switch is not None and self.options.get(self.spec.model_switch, True) is False:
+            bundle_dir = None  # the caller turned the model off (e.g. Taskflow("aml", model=False)): load none
         base_meta = ResultMeta(task=self.spec.name, plugin=self.spec.plugin, device=str(self.device),
                                precision=self.precision)
         try:

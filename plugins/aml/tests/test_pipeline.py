@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from sectorflow import ConfigError, Taskflow
+from sectorflow import ConfigError, Taskflow, UnsupportedPrecisionError
 from sectorflow_aml.plugin import EXAMPLES, spec
 from sectorflow_aml.schema import TransactionAssessment
 
@@ -174,3 +174,12 @@ def test_model_off_results_name_no_model(aml: Taskflow):
     assert (off.meta.model_name, off.meta.model_version, off.meta.bundle_sha256) == (None, None, None)
     (on,) = aml([rec(1, "A", "B", "1000")])
     assert on.meta.model_name == "aml-risk-mlp" and on.meta.bundle_sha256 and on.model_score is not None
+
+
+def test_model_off_runs_at_int8_without_an_int8_bundle(tmp_path, monkeypatch):
+    """No model runs with model=False, so precision="int8" needs no INT8 bundle (TaskSpec.model_switch)."""
+    monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))  # an empty store: no INT8 bundle was ever built here
+    (r,) = Taskflow("aml", model=False, precision="int8")([rec(1, "A", "B", "1000")])
+    assert r.meta.precision == "int8" and r.meta.model_name is None and r.model_score is None
+    with pytest.raises(UnsupportedPrecisionError, match="sectorflow models quantize aml"):
+        Taskflow("aml", precision="int8")  # with the model on, the INT8 bundle is needed

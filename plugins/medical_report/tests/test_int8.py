@@ -103,6 +103,9 @@ def test_int8_without_a_quantized_bundle_names_the_quantize_command(tmp_path, mo
     monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))
     with pytest.raises(UnsupportedPrecisionError, match="sectorflow models quantize medical_report"):
         Taskflow("medical_report", precision="int8")
+    rules_only = Taskflow("medical_report", precision="int8", use_model=False)  # no model runs: none needed
+    report = rules_only("There is an 8 mm nodule in the left lower lobe.")
+    assert report.meta.model_name is None and report.findings and not report.model_spans
 
 
 def test_quantized_tagger_gives_the_same_reports(spec, tmp_path, monkeypatch, fp32_reports):

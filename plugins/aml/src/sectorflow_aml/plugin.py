@@ -38,7 +38,7 @@ def spec() -> TaskSpec:
                     "alerts with zh/en reasons, large-value/CTR and suspicious transaction report drafts.",
         default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32", "int8"),
         languages=("zh", "en"), readers=dict(READERS), options=dict(OPTIONS), examples=EXAMPLES, stateful=True,
-        validation=validation)
+        validation=validation, model_switch="model")
 
 
 @hookimpl

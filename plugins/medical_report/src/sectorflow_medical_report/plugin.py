@@ -42,7 +42,7 @@ def spec() -> TaskSpec:
                     "ConText assertion and temporality; Fleischner 2017 / Lung-RADS v2022 recommendations; ICD-10.",
         default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32", "int8"), languages=("zh", "en"),
         options=dict(OPTIONS), examples=EXAMPLES, readers=dict(READERS), validation=validation,
-        quantize_ops=QUANTIZE_OPS)
+        quantize_ops=QUANTIZE_OPS, model_switch="use_model")
 
 
 @hookimpl
