@@ -66,7 +66,14 @@ def quantize_command(
     _err.print(f"  size     {_mib(size['fp32_bytes'])} fp32 -> {_mib(size['int8_bytes'])} int8 ({size['ratio']:.2f}x)")
     _err.print(f"  {acc['metric']:<8} {100 * acc['fp32']:.2f} fp32 -> {100 * acc['int8']:.2f} int8 "
                f"(loss {acc['loss_points']:.2f} points, margin {acc['margin_points']:g}; {acc['split']})")
-    _err.print(f"  use it:  Taskflow({spec.name!r}, precision='int8')")
+    where = "" if out is None else f", task_path={str(record['out'])!r}"  # --out: not the store the default reads
+    _err.print(f"  use it:  Taskflow({spec.name!r}, precision='int8'{where})")
+
+
+def _positive_tolerance(value: float) -> float:
+    if not value > 0:  # also refuses NaN
+        raise typer.BadParameter(f"{value:g}: give the largest difference allowed, a number above 0 (e.g. 1e-4).")
+    return value
 
 
 @models_app.command("export")
@@ -76,8 +83,9 @@ def export_command(
                                                                   "(Paddle Inference / Paddle Lite's opt tool)."),
     out: Optional[Path] = typer.Option(None, help="Output folder (default ./<task>-<format>)."),
     task_path: Optional[Path] = typer.Option(None, help="A bundle folder instead of the task's default."),
-    tolerance: float = typer.Option(1e-4, help="Largest absolute output difference allowed against the Paddle "
-                                               "predictor."),
+    tolerance: float = typer.Option(1e-4, callback=_positive_tolerance,
+                                    help="Largest absolute output difference allowed against the Paddle predictor "
+                                         "(above 0)."),
     num_threads: int = typer.Option(1, min=1, help="CPU threads for the check runs."),
 ) -> None:
     """Export TASK's model as an ONNX (fp32) or Paddle bundle, checked against the Paddle predictor's outputs."""

@@ -62,13 +62,16 @@ embedding table) and ``GRU`` (recurrent weights stored int8 per gate row behind 
 
 
 def method(op_types: tuple[str, ...]) -> str:
-    """The manifest's one-line description of the quantization."""
-    dynamic = [op for op in op_types if op not in WEIGHT_ONLY_OPS]
-    weight_only = [op for op in op_types if op in WEIGHT_ONLY_OPS]
+    """The manifest's one-line description of the quantization (what ONNX Runtime 1.32 and
+    :mod:`sectorflow.weight_only` store for each operator)."""
     parts = []
-    if dynamic:
-        parts.append(f"onnxruntime quantize_dynamic of {', '.join(dynamic)} weights: int8 (QInt8, symmetric, per "
-                     f"channel); MatMul activations quantized per batch at run time")
+    if "MatMul" in op_types:
+        parts.append("onnxruntime quantize_dynamic of MatMul weights: int8 (QInt8, symmetric, per output channel), "
+                     "MatMul activations quantized per batch at run time")
+    if "Gather" in op_types:
+        parts.append("Gather (embedding) tables stored 8-bit by onnxruntime quantize_dynamic (uint8 with one scale "
+                     "and zero point per table), dequantized when read (weight-only)")
+    weight_only = [op for op in op_types if op in WEIGHT_ONLY_OPS]
     if weight_only:
         parts.append(f"{', '.join(weight_only)} weights stored int8 (symmetric, per gate row) and dequantized by "
                      f"DequantizeLinear (weight-only)")

@@ -158,6 +158,13 @@ def test_int8_on_a_gpu_without_tensorrt_is_a_typed_error(digits):
         Taskflow("digits", device="gpu", precision="int8", device_probe=FakeProbe(gpus=1))
 
 
+def test_the_cli_tells_how_to_use_a_bundle_written_with_out(digits, trained, tmp_path, capsys):
+    out = tmp_path / "int8-here"
+    assert main(["models", "quantize", "digits", "--task-path", str(trained["fp32"]), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"use it:  Taskflow('digits', precision='int8', task_path='{out}')" in err  # not the default store
+
+
 def test_models_list_shows_the_built_int8_bundle(digits, quantized, capsys):
     assert main(["models", "list", "--json"]) == 0
     rows = {row["task"]: row for row in json.loads(capsys.readouterr().out)}
