@@ -73,13 +73,16 @@ def test_negation_elsewhere_or_of_a_court_keeps_the_escalation(text, reasons):
     ("Agent please", ("human_requested",), "agent please"),
     ("再不处理我就找监管", ("regulator_or_legal_threat",), "找监管"),
     ("我要向监管反映这个问题", ("regulator_or_legal_threat",), "向监管"),
+    ("I would like to speak with a person about my loan", ("human_requested",), "speak with a person"),
+    ("Ｉ　ｗａｎｔ　ａ　ｈｕｍａｎ", ("human_requested",), "want a human"),  # full-width: NFKC first
 ])
 def test_inflections_and_short_forms_escalate(text, reasons, phrase):
     verdict = EscalationRules().check(text)
     assert verdict.reasons == reasons and phrase in verdict.matched
 
 
-@pytest.mark.parametrize("text", ["I don't want a human, the app is fine", "我没有在抱怨，监管要求的材料在哪里下载",
+@pytest.mark.parametrize("text", ["I don't want a human, the app is fine", "I never want to speak to a human",
+                                  "I wouldn't want a human for this", "我没有在抱怨，监管要求的材料在哪里下载",
                                   "What are the regulatory requirements for opening an account?"])
 def test_short_forms_do_not_fire_when_negated_or_absent(text):
     assert EscalationRules().check(text).escalate is False

@@ -20,6 +20,7 @@ phrases with the ``escalation_terms`` option.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -31,7 +32,9 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
                "talk to a person", "real person", "real human", "human agent", "live agent", "speak to an agent",
                "talk to an agent", "speak to a representative", "talk to a representative", "customer service rep",
                "speak to a manager", "talk to a manager", "speak with a human", "speak with someone",
-               "speak with an agent", "speak with a manager", "connect me to", "transfer me to", "operator please",
+               "speak with an agent", "speak with a manager", "speak with a person", "talk with a person",
+               "speak with a representative", "talk with someone", "talk with a human", "connect me to",
+               "transfer me to", "operator please",
                "want a human", "need a human", "want a person", "need a person", "get me a human",
                "get me a person", "let me talk to", "let me speak to", "human please", "agent please",
                "representative please", "want a real", "need a real"),
@@ -66,7 +69,8 @@ NEGATABLE = ("human_requested", "complaint", "anger")
 """Reasons a negation right before the phrase cancels ("I don't want to complain", "我不是要投诉", "Not angry at
 all"). A regulator or court named is always reported, negated or not."""
 
-_EN_NEGATION = re.compile(r"(?<![a-z'])(not|don't|dont|do not|didn't|did not|doesn't|does not|no need to)\s+"
+_EN_NEGATION = re.compile(r"(?<![a-z'])(not|don't|dont|do not|didn't|did not|doesn't|does not|no need to|never|"
+                          r"wouldn't|would not)\s+"
                           r"((really\s+)?(want|need|wish|mean|plan|intend|have)\s+to\s+)?$")
 _EN_DOUBLE_NEGATION = re.compile(r"\b(can't|cannot|can not|won't|couldn't)\s+not\s+$")
 _ZH_NEGATION = re.compile(r"(不是|不想|不要|不用|无需|没有|没想|并非|不会|别)(要|想|去|再)?\s*$")
@@ -112,7 +116,9 @@ class EscalationRules:
         return re.compile(re.escape(phrase))
 
     def check(self, text: str) -> Escalation:
-        """Escalation verdict for one message."""
+        """Escalation verdict for one message (NFKC-normalised first, so full-width "Ｉ　ｗａｎｔ　ａ　ｈｕｍａｎ" reads
+        as "I want a human")."""
+        text = unicodedata.normalize("NFKC", text)
         lowered = text.lower()
         reasons, matched = [], []
         for reason in REASONS:
