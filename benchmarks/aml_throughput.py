@@ -263,12 +263,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--run", default="20K_fanin200cycle200")
-    parser.add_argument("--n", type=int, default=60000, help="transactions for the batch figure")
+    parser.add_argument("--n", type=positive_int, default=60000, help="transactions for the batch figure")
     parser.add_argument("--n-stream", type=positive_int, default=5000, help="timed one-transaction calls")
     parser.add_argument("--stream-after", type=positive_int, default=60000,
                         help="transactions fed in one call before the streaming figure, so it is taken with a full "
                              "window (default 60,000: about 100 days of the run, the lookback is 30)")
-    parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--batch-size", type=positive_int, default=1024)
     parser.add_argument("--profile", action="store_true", help="cProfile the batch call and print the top 25")
     parser.add_argument("--compare", metavar="REV", help="also measure the plugin at git revision REV (see above)")
     parser.add_argument("--reps", type=int, default=3, help="alternating runs per side for --compare")
@@ -290,6 +290,8 @@ def main(argv: list[str] | None = None) -> int:
 
     txns, problems = load_transactions(args.data / args.run / "transactions.csv.gz", "amlsim")
     assert not problems, problems[:3]
+    if args.n > len(txns):
+        parser.error(f"--n {args.n} exceeds the run's {len(txns):,} transactions")
     if args.stream_after + STREAM_WARMUP + args.n_stream > len(txns):
         parser.error(f"--stream-after {args.stream_after} + {STREAM_WARMUP} warm-up calls + --n-stream "
                      f"{args.n_stream} exceed the run's {len(txns):,} transactions")
