@@ -96,7 +96,7 @@ def export_command(
     check = export_bundle(spec, target, fmt=fmt.value, task_path=task_path, tolerance=tolerance,
                           num_threads=num_threads)
     _err.print(f"{fmt.value} bundle written to {check['out']}: largest absolute difference from the Paddle "
-               f"predictor {check['max_abs_diff']:.3g} on {check['output']} (tolerance {check['tolerance']:g}, "
+               f"predictor {check['max_abs_diff']:.3g} on {check['output'] or 'every output'} (tolerance {check['tolerance']:g}, "
                f"{check['batches']} {check['inputs']} batches)")
 
 
