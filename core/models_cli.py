@@ -66,13 +66,15 @@ def quantize_command(
     _err.print(f"  size     {_mib(size['fp32_bytes'])} fp32 -> {_mib(size['int8_bytes'])} int8 ({size['ratio']:.2f}x)")
     _err.print(f"  {acc['metric']:<8} {100 * acc['fp32']:.2f} fp32 -> {100 * acc['int8']:.2f} int8 "
                f"(loss {acc['loss_points']:.2f} points, margin {acc['margin_points']:g}; {acc['split']})")
-    where = "" if out is None else f", task_path={str(record['out'])!r}"  # --out: not the store the default reads
+    # --out: not the store the default reads; absolute, so the line works from any folder
+    where = "" if out is None else f", task_path={str(Path(record['out']).resolve())!r}"
     _err.print(f"  use it:  Taskflow({spec.name!r}, precision='int8'{where})")
 
 
 def _positive_tolerance(value: float) -> float:
-    if not value > 0:  # also refuses NaN
-        raise typer.BadParameter(f"{value:g}: give the largest difference allowed, a number above 0 (e.g. 1e-4).")
+    if not 0 < value < float("inf"):  # also refuses NaN and inf (a check that cannot fail)
+        raise typer.BadParameter(f"{value:g}: give the largest difference allowed, a finite number above 0 "
+                                 f"(e.g. 1e-4).")
     return value
 
 

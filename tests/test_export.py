@@ -106,7 +106,7 @@ def test_the_cli_exports_with_validation_inputs_when_the_task_has_them(tmp_path,
         assert [r.label for r in Taskflow("digits", task_path=out)(items)] == \
                [r.label for r in Taskflow("digits")(items)]
         assert main(["models", "export", "digits", "--format", "tflite"]) == 2  # click: invalid choice
-        for bad in ("0", "-1"):  # a tolerance must be above 0: a parameter error, not a failed check
+        for bad in ("0", "-1", "inf"):  # a finite tolerance above 0: a parameter error, not a failed check
             assert main(["models", "export", "digits", "--format", "onnx", "--out", str(tmp_path / "t"),
                          "--tolerance", bad]) == 2
             assert "tolerance" in capsys.readouterr().err.lower()

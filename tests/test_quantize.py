@@ -162,7 +162,7 @@ def test_the_cli_tells_how_to_use_a_bundle_written_with_out(digits, trained, tmp
     out = tmp_path / "int8-here"
     assert main(["models", "quantize", "digits", "--task-path", str(trained["fp32"]), "--out", str(out)]) == 0
     err = capsys.readouterr().err
-    assert f"use it:  Taskflow('digits', precision='int8', task_path='{out}')" in err  # not the default store
+    assert f"use it:  Taskflow('digits', precision='int8', task_path='{out.resolve()}')" in err  # not the store
 
 
 def test_models_list_shows_the_built_int8_bundle(digits, quantized, capsys):

@@ -82,7 +82,9 @@ def test_inflections_and_short_forms_escalate(text, reasons, phrase):
 
 
 @pytest.mark.parametrize("text", ["I don't want a human, the app is fine", "I never want to speak to a human",
-                                  "I wouldn't want a human for this", "我没有在抱怨，监管要求的材料在哪里下载",
+                                  "I wouldn't want a human for this", "I wouldn\u2019t want a human",
+                                  "I don\u2019t want to speak to a person", "I didn\u2018t mean to complain",
+                                  "我没有在抱怨，监管要求的材料在哪里下载",
                                   "What are the regulatory requirements for opening an account?"])
 def test_short_forms_do_not_fire_when_negated_or_absent(text):
     assert EscalationRules().check(text).escalate is False

@@ -74,6 +74,8 @@ _EN_NEGATION = re.compile(r"(?<![a-z'])(not|don't|dont|do not|didn't|did not|doe
                           r"((really\s+)?(want|need|wish|mean|plan|intend|have)\s+to\s+)?$")
 _EN_DOUBLE_NEGATION = re.compile(r"\b(can't|cannot|can not|won't|couldn't)\s+not\s+$")
 _ZH_NEGATION = re.compile(r"(不是|不想|不要|不用|无需|没有|没想|并非|不会|别)(要|想|去|再)?\s*$")
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'"})
+"""Typographic apostrophes (as phones and word processors type "don’t") read as ``'`` (NFKC leaves them)."""
 _CLAUSE_BREAK = re.compile(r"[.,;:!?，。；：！？\n]")
 
 
@@ -117,8 +119,8 @@ class EscalationRules:
 
     def check(self, text: str) -> Escalation:
         """Escalation verdict for one message (NFKC-normalised first, so full-width "Ｉ　ｗａｎｔ　ａ　ｈｕｍａｎ" reads
-        as "I want a human")."""
-        text = unicodedata.normalize("NFKC", text)
+        as "I want a human", and typographic apostrophes read as ``'``)."""
+        text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
         lowered = text.lower()
         reasons, matched = [], []
         for reason in REASONS:
