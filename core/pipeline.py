@@ -39,12 +39,9 @@ class Pipeline(Generic[In, Out]):
         num_threads: CPU threads for the predictor.
         options: the task-specific keyword options given to ``Taskflow(...)``.
 
-    Attribute a pipeline may set in :meth:`load`:
-        uses_bundle: ``False`` when the options turn the bundle's model off (``Taskflow("aml", model=False)``);
-            results and audit events then name no model (``meta.model_name`` etc. are ``None``). Default ``True``.
+    A task whose options can turn its model off declares that option as ``TaskSpec.model_switch``; the runtime then
+    passes ``bundle=None`` (and results name no model).
     """
-
-    uses_bundle: bool = True
 
     def __init__(self, spec: TaskSpec, bundle: Bundle | None, device: Device, precision: str, batch_size: int,
                  num_threads: int, options: dict[str, Any]) -> None:

@@ -142,8 +142,6 @@ class Taskflow:
             pipeline = self.spec.pipeline(self.spec, bundle, self.device, self.precision, self.batch_size,
                                           self.num_threads, dict(self.options))
             pipeline.load()
-            if not pipeline.uses_bundle:  # the options turned the model off (e.g. model=False): name no model
-                meta = base_meta
         except Exception as exc:  # every failed load is an event, also one Paddle raises on a malformed program
             plugins.emit(TaskEvent("model_load_failed", self.spec.name, context, base_meta,
                                    error=f"{type(exc).__name__}: {exc}",

@@ -182,7 +182,6 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 raise ConfigError(f"lookback_days={lookback!r}, but the model bundle {self.bundle.name} was trained "
                                   f"with {self.scorer.lookback_days:g} days; drop the option or pass model=False.")
             lookback = self.scorer.lookback_days
-        self.uses_bundle = self.scorer is not None  # model=False: results name no model
         self.model_source = f"{self.bundle.name}@{self.bundle.version}" if self.scorer else None
         self.lookback_days = float(lookback if lookback is not None else DEFAULT_LOOKBACK_DAYS)
         rules_opt = opts.get("rules")
