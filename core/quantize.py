@@ -79,12 +79,12 @@ def method(op_types: tuple[str, ...]) -> str:
 
 
 def quantize_onnx(fp32_file: Path, out_file: Path, op_types: tuple[str, ...] = DEFAULT_OPS) -> int:
-    """Quantize an fp32 ONNX model's MatMul weights to int8 (see the module docstring); returns how many int8
-    weight tensors the result holds.
+    """Quantize the weights of the ``op_types`` operators (from :data:`OPS`) of an fp32 ONNX model to 8 bits, then
+    compact the graph (see the module docstring); returns how many 8-bit weight tensors the result holds.
 
     Raises:
-        QuantizationError: onnxruntime's quantization tools are missing, or no MatMul weight was quantized (the
-            model has no MatMul with a constant weight, e.g. only convolutions).
+        QuantizationError: onnxruntime's quantization tools are missing, or no weight was quantized (the model has
+            none of ``op_types`` with a constant weight, e.g. only convolutions).
     """
     try:
         import onnx
