@@ -75,6 +75,7 @@ def test_negation_elsewhere_or_of_a_court_keeps_the_escalation(text, reasons):
     ("我要向监管反映这个问题", ("regulator_or_legal_threat",), "向监管"),
     ("I would like to speak with a person about my loan", ("human_requested",), "speak with a person"),
     ("Ｉ　ｗａｎｔ　ａ　ｈｕｍａｎ", ("human_requested",), "want a human"),  # full-width: NFKC first
+    ("我要人工，马上", ("human_requested",), "要人工"),  # 要 shared with no negation: still a request
 ])
 def test_inflections_and_short_forms_escalate(text, reasons, phrase):
     verdict = EscalationRules().check(text)
@@ -84,7 +85,7 @@ def test_inflections_and_short_forms_escalate(text, reasons, phrase):
 @pytest.mark.parametrize("text", ["I don't want a human, the app is fine", "I never want to speak to a human",
                                   "I wouldn't want a human for this", "I wouldn\u2019t want a human",
                                   "I don\u2019t want to speak to a person", "I didn\u2018t mean to complain",
-                                  "我没有在抱怨，监管要求的材料在哪里下载",
+                                  "我没有在抱怨，监管要求的材料在哪里下载", "我不要人工", "不需要人工", "我不想转人工客服",
                                   "What are the regulatory requirements for opening an account?"])
 def test_short_forms_do_not_fire_when_negated_or_absent(text):
     assert EscalationRules().check(text).escalate is False

@@ -73,7 +73,9 @@ _EN_NEGATION = re.compile(r"(?<![a-z'])(not|don't|dont|do not|didn't|did not|doe
                           r"wouldn't|would not)\s+"
                           r"((really\s+)?(want|need|wish|mean|plan|intend|have)\s+to\s+)?$")
 _EN_DOUBLE_NEGATION = re.compile(r"\b(can't|cannot|can not|won't|couldn't)\s+not\s+$")
-_ZH_NEGATION = re.compile(r"(不是|不想|不要|不用|无需|没有|没想|并非|不会|别)(要|想|去|再)?\s*$")
+_ZH_NEGATION = re.compile(r"(不是|不想|不要|不用|不需要|无需|没有|没想|并非|不会|别)(要|想|去|再|转|找)?\s*$")
+_ZH_MODALS = "要想需"
+"""A phrase starting with one of these ("要人工") may share it with the negation before it ("我不要人工")."""
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'"})
 """Typographic apostrophes (as phones and word processors type "don’t") read as ``'`` (NFKC leaves them)."""
 _CLAUSE_BREAK = re.compile(r"[.,;:!?，。；：！？\n]")
@@ -83,13 +85,18 @@ def _negated(lowered: str, start: int) -> bool:
     """Whether the phrase at ``start`` is negated: a negation directly before it in its clause (English: "not",
     "don't", "do not" ..., optionally with "want to" / "need to" between, as in "don't want to complain"; not
     "never been so angry", "won't you let me talk to a person" or "can't not complain"; Chinese: 不是/不想/不要 ...
-    directly before, so "再不处理我就投诉" stays a complaint)."""
+    directly before, also sharing a character with the phrase as in "我不要人工", so "再不处理我就投诉" stays a
+    complaint)."""
     before = lowered[:start]
     breaks = [m.end() for m in _CLAUSE_BREAK.finditer(before)]
     clause = before[breaks[-1] if breaks else 0:]
     if _EN_DOUBLE_NEGATION.search(clause):  # "I can't not complain"
         return False
-    return bool(_EN_NEGATION.search(clause) or _ZH_NEGATION.search(clause))
+    if _EN_NEGATION.search(clause) or _ZH_NEGATION.search(clause):
+        return True
+    # "我不要人工": the phrase 要人工 took the 要 of 不要, so read the clause with the phrase's first character too
+    first = lowered[start:start + 1]
+    return first in _ZH_MODALS and bool(_ZH_NEGATION.search(clause + first))
 
 
 @dataclass(frozen=True)
