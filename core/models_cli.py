@@ -51,8 +51,8 @@ def quantize_command(
                                                  "stored int8); default: the task's own choice (MatMul for most)."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest's quantization record as JSON."),
 ) -> None:
-    """Build TASK's INT8 bundle (paddle2onnx + ONNX Runtime dynamic quantization of MatMul weights) and record its
-    size and validation accuracy against fp32; refuse it when it loses more than --margin points."""
+    """Build TASK's INT8 bundle (paddle2onnx, then 8-bit weights of the chosen operators: MatMul, Gather, GRU) and
+    record its size and validation accuracy against fp32; refuse it when it loses more than --margin points."""
     from .quantize import quantize_bundle
 
     spec = plugins.get_task(task)

@@ -171,8 +171,9 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
         QuantizationError: no validation data, nothing to quantize, or a loss above ``margin`` (``details`` holds
             the record; nothing is written).
     """
-    if not margin >= 0:
-        raise ConfigError(f"--margin {margin}: give the allowed loss in points, 0 or more (default {DEFAULT_MARGIN}).")
+    if not 0 <= margin <= 100:  # also refuses NaN and inf (a check that cannot fail)
+        raise ConfigError(f"--margin {margin}: give the allowed loss in points, from 0 to 100 (default "
+                          f"{DEFAULT_MARGIN}).")
     op_types = tuple(spec.quantize_ops if op_types is None else op_types)
     if not op_types or set(op_types) - set(OPS):
         raise ConfigError(f"--ops {','.join(op_types)}: give one or more of {', '.join(OPS)}.")

@@ -141,7 +141,8 @@ def test_the_cli_refuses_with_exit_code_2(digits, trained, tmp_path, capsys):
                  str(tmp_path / "x"), "--margin", "5"])
     assert code == 2
     assert "more than the margin of 5" in capsys.readouterr().err
-    assert main(["models", "quantize", "digits", "--margin", "-1"]) == 2
+    for bad in ("-1", "101", "inf", "nan"):
+        assert main(["models", "quantize", "digits", "--margin", bad]) == 2
 
 
 def test_a_task_without_validation_data_cannot_be_quantized(trained, monkeypatch, tmp_path):
