@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python plugins/aml/scripts/train_scorer.py " + " ".join(
         ["--train", *args.train, "--test", args.test, "--seed", str(args.seed), "--epochs", str(args.epochs)])
     write_manifest(
-        args.out, task="aml", name="aml-risk-mlp", version="1.0.0", format="paddle-inference", precision="fp32",
+        args.out, task="aml", name="aml-risk-mlp", version="2.0.0", format="paddle-inference", precision="fp32",
         model_prefix="model", labels=["laundering_risk"], cpu_onednn=False,
         metrics={"account_level": {"validation": result.validation, "test": test_metrics},
                  "decision": "an account is flagged when any transaction it sends or receives scores >= threshold",

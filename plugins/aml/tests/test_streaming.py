@@ -16,13 +16,25 @@ from sectorflow_aml.schema import Transaction
 
 RUN = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "amlsim_sample" / "20K_fanin200cycle200"
 N = 10_000
-N_MODEL = 1500
+N_MODEL = 4200
+"""Enough of the run for the model to raise alerts (bundle 2.0.0 raises its first at transaction 3,546)."""
 T0 = datetime(2024, 3, 4, 9, 0, tzinfo=timezone.utc)
 
 
+class Score(float):
+    """A risk score that equals another within 2e-5: the predictor's float sums differ in the last bits between a
+    batch of 1 and a batch of 64 (different GEMM kernels), which rounding to fixed decimals turns into a flip when a
+    score lies near a rounding boundary."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, float) and abs(self - other) <= 2e-5
+
+    __hash__ = float.__hash__
+
+
 def summary(result) -> tuple:
-    """Everything that must not depend on how the stream was cut (model scores to 1e-5)."""
-    return (result.transaction_id, result.alert, tuple(result.typologies), round(result.risk_score, 5),
+    """Everything that must not depend on how the stream was cut (model scores to 2e-5)."""
+    return (result.transaction_id, result.alert, tuple(result.typologies), Score(result.risk_score),
             tuple(a.alert_id for a in result.alerts), tuple(tuple(a.transaction_ids) for a in result.alerts),
             tuple(d.report_id for d in result.reports), tuple(r.code for r in result.reasons))
 
@@ -57,7 +69,7 @@ def test_rules_one_at_a_time_in_chunks_and_in_one_batch_give_the_same_alerts_on_
 def test_model_scores_and_model_alerts_do_not_depend_on_how_the_stream_is_cut(amlsim):
     # the predictor runs once per call when fed one at a time (slow here), so a shorter prefix
     batch, single, chunked = feed_three_ways(Taskflow("aml", batch_size=64), amlsim[:N_MODEL])
-    assert any("model_risk" in s[2] for s in batch) and len({s[3] for s in batch}) > 100
+    assert any("model_risk" in s[2] for s in batch) and len({round(s[3], 5) for s in batch}) > 100
     assert single == batch
     assert chunked == batch
 

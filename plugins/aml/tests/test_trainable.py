@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from sectorflow import ConfigError, Trainable
+from sectorflow_aml.features import N_FEATURES
 from sectorflow_aml.trainable import AMLTrainable, bank_of_accounts, build, load_bank, merge_banks, trainable_spec
 
 AMLSIM = Path(__file__).resolve().parents[4] / "shared" / "data" / "amlsim_sample"
@@ -54,7 +55,7 @@ def test_the_trainable_contract(banks):
     assert isinstance(t, Trainable) and trainable_spec().task == "aml"
     w = t.get_weights()
     assert sorted(w) == ["mlp.0.bias", "mlp.0.weight", "mlp.2.bias", "mlp.2.weight", "mlp.4.bias", "mlp.4.weight"]
-    assert all(v.dtype == np.float32 for v in w.values()) and w["mlp.0.weight"].shape == (28, 64)
+    assert all(v.dtype == np.float32 for v in w.values()) and w["mlp.0.weight"].shape == (N_FEATURES, 64)
     n, metrics = t.fit(epochs=2, lr=5e-3)
     assert n == len(t.train_rows) > 0 and metrics["loss"] > 0
     assert not np.allclose(t.get_weights()["mlp.0.weight"], w["mlp.0.weight"])

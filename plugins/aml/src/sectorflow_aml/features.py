@@ -3,30 +3,28 @@
 :class:`FeatureExtractor` turns each transaction, at its arrival, into a float32 vector of ``len(FEATURE_NAMES)``
 values. It reads the sliding-window graph of :mod:`sectorflow_aml.window` (which the pipeline has already updated
 with ``window.add(txn)``) and keeps a little state of its own for what the window does not hold: time-decayed
-velocity, per-account running amount statistics, the last incoming amount, and cycle membership.
+velocity, the last incoming amount, and cycle membership.
 
 The training script (``plugins/aml/scripts/train_scorer.py``) replays AMLSim runs through this same class and the same
 window, so training and serving compute identical features.
 
-The vector holds raw, interpretable values (counts, sums, hours); the model's first layers clip them to
+The vector holds raw, interpretable values (counts, ratios, hours); the model's first layers clip them to
 ``FEATURE_CAPS`` and apply ``log1p`` to the ``LOG_FEATURES`` before standardising, so this per-transaction Python code
 does as little arithmetic as possible. Features are computed *after* the current transaction is in the window
 (``s`` = sender, ``r`` = receiver; "deg" = distinct counterparties in the window, "cnt" = edges in the window):
 
 ======================  =========================================================================================
-amount                  amount in base currency
 s_out_deg, s_in_deg     sender's distinct receivers / senders in the window
 r_in_deg, r_out_deg     receiver's distinct senders / receivers in the window (fan-in, fan-out)
 s_out_cnt, r_in_cnt     sender's outgoing / receiver's incoming edge count in the window
 pair_cnt                edges ``s -> r`` in the window, this one included (repeated transfers)
-reverse_edge            1 if ``r -> s`` is in the window (round trip)
-s_in_sum, s_out_sum     sender's windowed incoming / outgoing totals (their log difference is the pass-through
-                        ratio, 快进快出)
-r_in_sum, r_out_sum     the same for the receiver
+reverse_edge            1 if ``r -> s`` is in the window (round trip; 0 for a self-transfer)
+s_out_over_in           sender's windowed outgoing total / incoming total, self-transfers left out: the
+                        pass-through ratio (快进快出; near 1 when what comes in goes out); the cap (10) when nothing
+                        came in
+r_out_over_in           the same for the receiver
 s_hours_since_in        hours since the sender last received money (the lookback if never)
 amount_over_last_in     amount / the sender's last incoming amount (0 if none; capped at 10 by the model)
-s_mean_log_amount       mean of log1p(amount) over the sender's earlier transactions (0 if none)
-r_mean_log_amount       the same for the receiver
 s_velocity, r_velocity  the account's transactions, exponentially decayed with a one-day time constant
 s_hours_since_prev      hours since the sender's previous transaction (the lookback if none)
 r_hours_since_prev      the same for the receiver
@@ -35,6 +33,13 @@ s_in_cycle, r_in_cycle  1 if the account lay on such a cycle within the lookback
 s_age_days, r_age_days  days since the account was first seen
 s_lifetime, r_lifetime  the account's lifetime transaction count (this one included)
 ======================  =========================================================================================
+
+**No feature depends on the scale of amounts**: amounts enter only as ratios (pass-through ratios, amount over the
+last incoming amount), so multiplying every amount by the same factor (another currency unit, a bank whose
+customers move larger sums) leaves every feature, and the score, unchanged (a test checks this). Absolute amounts,
+windowed sums and mean log amounts were features of the scorer until bundle aml-risk-mlp 1.0.0: on AMLSim, whose planted laundering transfers
+are 3-20 units among normal ones of 100-1,000, the model learned that gap and scored a lone 1 CNY transfer 1.0 on
+other data. Amount thresholds belong to the rules and the report engine, whose figures are sourced.
 
 Source of the typology features: FFIEC BSA/AML Examination Manual, Appendix F (rapid movement of funds,
 round-tripping); FinCEN FIN-2014-A005 (funnel accounts, fan-in); AMLSim typologies (Suzumura & Kanezashi 2021).
@@ -55,21 +60,23 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 FEATURE_NAMES: tuple[str, ...] = (
-    "amount", "s_out_deg", "s_in_deg", "r_in_deg", "r_out_deg", "s_out_cnt", "r_in_cnt", "pair_cnt",
-    "reverse_edge", "s_in_sum", "s_out_sum", "r_in_sum", "r_out_sum", "s_hours_since_in", "amount_over_last_in",
-    "s_mean_log_amount", "r_mean_log_amount", "s_velocity", "r_velocity", "s_hours_since_prev",
-    "r_hours_since_prev", "cycle_closed", "s_in_cycle", "r_in_cycle", "s_age_days", "r_age_days", "s_lifetime",
-    "r_lifetime",
+    "s_out_deg", "s_in_deg", "r_in_deg", "r_out_deg", "s_out_cnt", "r_in_cnt", "pair_cnt", "reverse_edge",
+    "s_out_over_in", "r_out_over_in", "s_hours_since_in", "amount_over_last_in", "s_velocity", "r_velocity",
+    "s_hours_since_prev", "r_hours_since_prev", "cycle_closed", "s_in_cycle", "r_in_cycle", "s_age_days",
+    "r_age_days", "s_lifetime", "r_lifetime",
 )
 """Names of the feature vector's entries, in order (the bundle records them; a mismatch is refused)."""
 
 N_FEATURES = len(FEATURE_NAMES)
 
-LOG_FEATURES: frozenset[str] = frozenset(FEATURE_NAMES) - {
-    "reverse_edge", "s_mean_log_amount", "r_mean_log_amount", "cycle_closed", "s_in_cycle", "r_in_cycle"}
+LOG_FEATURES: frozenset[str] = frozenset(FEATURE_NAMES) - {"reverse_edge", "cycle_closed", "s_in_cycle", "r_in_cycle"}
 """Features the model passes through ``log1p`` (after clipping at 0 and at their cap)."""
 
-FEATURE_CAPS: dict[str, float] = {"amount_over_last_in": 10.0}
+RATIO_CAP = 10.0
+"""Cap of the ratio features (and the pass-through ratio's value when nothing came in)."""
+
+FEATURE_CAPS: dict[str, float] = {"amount_over_last_in": RATIO_CAP, "s_out_over_in": RATIO_CAP,
+                                  "r_out_over_in": RATIO_CAP}
 """Upper caps the model applies before ``log1p`` (the hours features are capped at the lookback by construction)."""
 
 HOUR = 3600.0
@@ -83,7 +90,7 @@ without the budget, and the median 4)."""
 
 _NEG_INF = -math.inf
 # Slots of the per-account state list (a list is faster than an object with attributes here).
-_LAST_T, _VEL, _MEAN, _N, _LAST_IN_AMT, _LAST_IN_T, _CYCLE_T = range(7)
+_LAST_T, _VEL, _LAST_IN_AMT, _LAST_IN_T, _CYCLE_T = range(5)
 
 
 def find_cycle(window: TransactionWindow, src: str, dst: str) -> list[str] | None:
@@ -186,16 +193,13 @@ class FeatureExtractor:
         acc = self._acc
         ss = acc.get(src)
         if ss is None:
-            ss = acc[src] = [t, 0.0, 0.0, 0.0, 0.0, _NEG_INF, _NEG_INF]
+            ss = acc[src] = [t, 0.0, 0.0, _NEG_INF, _NEG_INF]
         sr = acc.get(dst)
         if sr is None:
-            sr = acc[dst] = [t, 0.0, 0.0, 0.0, 0.0, _NEG_INF, _NEG_INF]
+            sr = acc[dst] = [t, 0.0, 0.0, _NEG_INF, _NEG_INF]
         lookback_h = self._lookback_hours
         horizon = t - self.lookback
 
-        log_amt = math.log1p(amount)
-        s_mean = ss[_MEAN]
-        r_mean = sr[_MEAN]
         last_in_t = ss[_LAST_IN_T]
         s_since_in = (t - last_in_t) / HOUR if last_in_t >= horizon else lookback_h
         last_in_amt = ss[_LAST_IN_AMT]
@@ -205,16 +209,13 @@ class FeatureExtractor:
         prev = wr.prev_active
         r_since_prev = (t - prev) / HOUR if prev is not None and prev >= horizon else lookback_h
 
-        # own state: decayed velocity, running mean of log amounts, last inbound
+        # own state: decayed velocity, last inbound
         dt = t - ss[_LAST_T]
         if dt > 0.0:
             ss[_VEL] = ss[_VEL] * math.exp(-dt / VELOCITY_TAU) + 1.0
             ss[_LAST_T] = t
         else:
             ss[_VEL] += 1.0
-        n = ss[_N] + 1.0
-        ss[_MEAN] = s_mean + (log_amt - s_mean) / n
-        ss[_N] = n
         if sr is not ss:
             dt = t - sr[_LAST_T]
             if dt > 0.0:
@@ -222,9 +223,6 @@ class FeatureExtractor:
                 sr[_LAST_T] = t
             else:
                 sr[_VEL] += 1.0
-            n = sr[_N] + 1.0
-            sr[_MEAN] = r_mean + (log_amt - r_mean) / n
-            sr[_N] = n
         sr[_LAST_IN_AMT] = amount
         sr[_LAST_IN_T] = t
 
@@ -236,15 +234,19 @@ class FeatureExtractor:
                 for account in path:
                     st = acc.get(account)
                     if st is None:
-                        st = acc[account] = [t, 0.0, 0.0, 0.0, 0.0, _NEG_INF, _NEG_INF]
+                        st = acc[account] = [t, 0.0, 0.0, _NEG_INF, _NEG_INF]
                     st[_CYCLE_T] = t
 
         s_recv = ws.receivers
+        s_in = ws.in_sum - ws.self_sum
+        r_in = wr.in_sum - wr.self_sum
         return [
-            amount, len(s_recv), len(ws.senders), len(wr.senders), len(wr.receivers),
-            len(ws.outgoing), len(wr.incoming), s_recv.get(dst, 0), 1.0 if src in wr.receivers else 0.0,
-            ws.in_sum, ws.out_sum, wr.in_sum, wr.out_sum, s_since_in, over_last_in, s_mean, r_mean,
-            ss[_VEL], sr[_VEL], s_since_prev, r_since_prev,
+            len(s_recv), len(ws.senders), len(wr.senders), len(wr.receivers),
+            len(ws.outgoing), len(wr.incoming), s_recv.get(dst, 0),
+            1.0 if src in wr.receivers and src != dst else 0.0,
+            (ws.out_sum - ws.self_sum) / s_in if s_in > 1e-9 * ws.in_sum else RATIO_CAP,
+            (wr.out_sum - wr.self_sum) / r_in if r_in > 1e-9 * wr.in_sum else RATIO_CAP,
+            s_since_in, over_last_in, ss[_VEL], sr[_VEL], s_since_prev, r_since_prev,
             closed, 1.0 if ss[_CYCLE_T] >= horizon else 0.0, 1.0 if sr[_CYCLE_T] >= horizon else 0.0,
             (t - ws.first_seen) / DAY, (t - wr.first_seen) / DAY, ws.lifetime_count, wr.lifetime_count,
         ]

@@ -160,11 +160,10 @@ class RiskScorer:
             pct, hours = round(100 * f["amount_over_last_in"]), round(f["s_hours_since_in"])
             out.append(("model.feature.pass_through", f"forwards {pct}% of money received {hours} h earlier",
                         f"转出{hours}小时前收到资金的{pct}%"))
-        if f["s_lifetime"] > 2 and f["s_mean_log_amount"] > 0:
-            typical = float(np.expm1(f["s_mean_log_amount"]))
-            if f["amount"] < typical / 5 or f["amount"] > typical * 5:
-                out.append(("model.feature.amount_unusual", f"amount {f['amount']:,.2f} far from the sender's "
-                            f"typical {typical:,.2f}", f"金额{f['amount']:,.2f}与付款账户常见金额{typical:,.2f}差异大"))
+        if f["s_in_deg"] and 0.9 <= f["s_out_over_in"] <= 1.1:
+            pct = round(100 * f["s_out_over_in"])
+            out.append(("model.feature.s_out_over_in", f"sender paid out {pct}% of what it received within {days} "
+                        "days", f"付款账户{days}天内转出金额为转入金额的{pct}%"))
         return out[:limit]
 
     def reset(self) -> None:

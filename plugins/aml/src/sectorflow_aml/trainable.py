@@ -115,8 +115,10 @@ def load_bank(data: Path, bank: int, num_banks: int, runs: tuple[str, ...] = RUN
     missing = [str(f) for f in folders if not (f / "transactions.csv.gz").is_file()]
     if missing:
         raise ConfigError(f"AMLSim run folder(s) {missing} not found: point 'data' at amlsim_sample.")
+    from .features import FEATURE_NAMES
+
     parts: tuple[Any, ...] = (sorted((f.name, (f / "transactions.csv.gz").stat().st_size) for f in folders), bank,
-                              num_banks, max_transactions, seed, LOOKBACK_DAYS, 2)
+                              num_banks, max_transactions, seed, LOOKBACK_DAYS, 2, FEATURE_NAMES)
     if own_run_weight != OWN_RUN_WEIGHT:
         parts += (float(own_run_weight),)
     key = hashlib.sha256(repr(parts).encode()).hexdigest()[:20]

@@ -11,6 +11,8 @@ API (other modules — typology rules, the feature extractor — read the window
     a.incoming / a.outgoing  # collections.deque[Edge], oldest first, only edges inside the window
     a.senders / a.receivers  # dict[counterparty_id, int]: distinct counterparties in the window -> edge count
     a.in_sum / a.out_sum     # float: total amount in / out inside the window (base currency)
+    a.self_sum               # float: the part of both that is self-transfers (sender = receiver, e.g. cash
+                             #   deposits and withdrawals recorded on one account)
     a.prev_active            # float | None: time of this account's previous transaction before the current one
                              #   (kept for ever, not evicted: dormant-account rules look past the window)
     a.last_active, a.first_seen, a.lifetime_count
@@ -91,6 +93,7 @@ class AccountState:
         "prev_active",
         "receivers",
         "resumed_at",
+        "self_sum",
         "senders",
     )
 
@@ -102,6 +105,7 @@ class AccountState:
         self.receivers: dict[str, int] = {}
         self.in_sum = 0.0
         self.out_sum = 0.0
+        self.self_sum = 0.0
         self.first_seen = ts
         self.last_active = ts
         self.prev_active: float | None = None
@@ -205,10 +209,12 @@ class TransactionWindow:
                 d.senders[e.src] = n
             else:
                 del d.senders[e.src]
+            if s is d:
+                s.self_sum -= e.amount
             if not s.outgoing and not s.incoming:
-                s.in_sum = s.out_sum = 0.0  # drop accumulated float error
+                s.in_sum = s.out_sum = s.self_sum = 0.0  # drop accumulated float error
             if not d.outgoing and not d.incoming:
-                d.in_sum = d.out_sum = 0.0
+                d.in_sum = d.out_sum = d.self_sum = 0.0
 
     def add(self, txn: Transaction) -> Edge:
         """Evict expired edges, then insert ``txn`` as an edge and update both accounts.
@@ -250,6 +256,8 @@ class TransactionWindow:
         d.incoming.append(edge)
         d.in_sum += amount
         d.senders[src] = d.senders.get(src, 0) + 1
+        if s is d:
+            s.self_sum += amount
         dormancy = self.dormancy
         if s.lifetime_count:
             last = s.last_active
