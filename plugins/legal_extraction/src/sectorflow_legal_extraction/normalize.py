@@ -152,10 +152,10 @@ NUM_DATE_RE = re.compile(r"(?<![\d.])((?:19|20)\d{2})[./\-](\d{1,2})[./\-](\d{1,
 _MONTHS = (r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?|"
            r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?")
 EN_DATE_RE = re.compile(
-    rf"(?:(?<![\d\w])(?:the\s+)?|(?<=[a-z]))\d{{1,2}}\s?(?:st|nd|rd|th|s\s?t|n\s?d|r\s?d|t\s?h)?\)?\s+(?:day\s+)?"
+    rf"(?:(?<![\d\w])(?:the\s+)?|(?<=[a-z]))\d{{1,2}}\s{{0,2}}(?:st|nd|rd|th|s\s{{0,2}}t|n\s{{0,2}}d|r\s{{0,2}}d|t\s{{0,2}}h)?\)?\s+(?:day\s+)?"
     rf"(?:of\s+)?(?:(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day,?\s+)?(?:-{{2,}}\s*)?"
     rf"(?:{_MONTHS})\.?\s*,?\s+\d{{4}}\b"
-    rf"|\b(?:{_MONTHS})\.?\s+(?:\d{{1,2}}(?:st|nd|rd|th|t\s?h)?\s*|_+|\[\s*\*+\s*\]|\s)?,?\s*\d{{4}}"
+    rf"|\b(?:{_MONTHS})\.?\s+(?:\d{{1,2}}(?:st|nd|rd|th|t\s{{0,2}}h)?\s*|_+|\[\s*\*+\s*\]|\s)?,?\s*\d{{4}}"
     rf"|\b\d{{1,2}}/\d{{1,2}}/(?:(?:19|20)\d{{2}}|\d{{2}})\b"
     rf"|(?:_{{2,}}|\[\s*[*·_\s]*\])(?:\s*day\s+of\s+_{{2,}})?\s*,?\s*(?:19|20)\d{{2}}\b"
     rf"|(?<=\bday\sof)\s+,\s*(?:19|20)\d{{2}}\b|(?<=\bas\sof)\s+,\s*(?:19|20)\d{{2}}\b"
@@ -207,7 +207,7 @@ def parse_date(text: str) -> str | None:
                          text)
     if blank:  # "________, 2015": only the year is given
         return blank.group(1)
-    cleaned = re.sub(r"(\d)\s*(s)\s?(t)|(\d)\s*(n)\s?(d)|(\d)\s*(r)\s?(d)|(\d)\s*(t)\s?(h)\b",
+    cleaned = re.sub(r"(\d)\s*(s)\s{0,2}(t)|(\d)\s*(n)\s{0,2}(d)|(\d)\s*(r)\s{0,2}(d)|(\d)\s*(t)\s{0,2}(h)\b",
                      lambda m: "".join(g for g in m.groups() if g) + " ", text)  # "24t h" (PDF text) -> "24th"
     cleaned = re.sub(r"\bday\s+of\b|\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day,?|-{2,}", "", cleaned, flags=re.I)
     cleaned = re.sub(r"\s+,", ",", cleaned)

@@ -60,14 +60,14 @@ def agreement_date(text: str) -> list[Extraction]:
         chosen, confidence = (letter.end() + s, letter.end() + e, raw, iso), 0.85
     for cue, score in ((_STRONG_CUE, 0.85), (_WEAK_CUE, 0.75)):
         for n, date in enumerate(dates):
-            before = head[max(0, date[0] - 400):date[0]]
+            before = re.sub(r"\s+", " ", head[max(0, date[0] - 400):date[0]])  # spacing and line breaks vary
             if chosen is None and cue.search(before[-60:]) and not _OTHER_AGREEMENT.search(before):
                 chosen, confidence = date, score
                 # "dated as of this ____ day of ______, 2012, but made effective as of February 20, 2012": the full
                 # date the same sentence gives next
                 later = next((d for d in dates[n + 1:n + 2] if len(d[3]) == 10 and d[0] - date[1] < 120 and
                               not re.search(r"[.;]\s", head[date[1]:d[0]]) and
-                              _STRONG_CUE.search(head[max(0, d[0] - 60):d[0]])), None)
+                              _STRONG_CUE.search(re.sub(r"\s+", " ", head[max(0, d[0] - 120):d[0]])[-60:])), None)
                 if len(date[3]) < 10 and later:
                     chosen = later
                 break

@@ -20,6 +20,7 @@ _LEGAL_FORM = (r"Inc|Incorporated|Corp|Corporation|Company|Co|LLC|L\.L\.C|Ltd|Li
                r"S\.A|SA|B\.V|N\.V|BV|NV|Pty|Pte|Bhd|KG|A/S|ApS|AB|Oy|Oyj|S\.p\.A|SpA|S\.r\.l|a\.s|s\.r\.o|SARL|"
                r"S\.A\.R\.L|S\.A\.S|S\.L|Ltda|Trust|Bank|Group|Holdings|Partners|Partnership|University|Association|"
                r"Foundation|Institute")
+_LEGAL_FORM += "|" + _LEGAL_FORM.upper()  # names are often written in capitals: "ACME CORPORATION"
 _NOT_ROLES = {"agreement", "effective date", "parties", "party", "term", "amendment", "the agreement", "contract",
               "exhibit", "schedule", "recitals", "services", "products", "product", "territory", "confidential"
               " information", "commencement date", "execution date", "closing date", "joint venture", "program",
@@ -37,7 +38,7 @@ _DEFINED = re.compile(r"\((?:[^()]{0,80}?)[\"“”'‘’]{1,2}([A-Za-z0-9][^\"
                       # unquoted: "(hereinafter referred to as Party A)", "— hereinafter referred to as Acme —"
                       r"(?:\(|[—–]\s*)(?:hereinafter|hereafter)\s+(?:referred\s+to\s+as|called)\s+(?:the\s+)?"
                       r"([A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){0,2})\s*(?:\)|[—–])|"
-                      r"\(the\s+([A-Z][A-Z\-]{2,20})\)|"  # "(the COMPANY)"
+                      r"\((?i:the)\s+([A-Z][A-Z\-]{2,20})\)|"  # "(the COMPANY)"
                       r"\((?:the\s+)?((?:Transporter|Shipper|Licensor|Licensee|Company|Customer|Client|Supplier|"
                       r"Distributor|Seller|Buyer|Purchaser|Vendor|Consultant|Contractor|Agent|Sponsor|Manufacturer|"
                       r"Reseller|Franchisor|Franchisee|Lessor|Lessee|Landlord|Tenant|Provider|Publisher|Developer)s?)\)",
@@ -56,7 +57,8 @@ _PLACE_LIKE = re.compile(r"(?:\b[A-Z]{2}\s+\d{5}|\d{4,}|^(?:USA|U\.S\.A|P\.R\.C|
 
 def _clean_name(raw: str) -> str:
     raw = raw.strip()
-    raw = re.split(r"\s+of\s+\[|,\s+not\s+individually|\s+and/or\s+(?:its\s+)?assigns", raw, maxsplit=1)[0]  # "Jane Roe of [address removed]"
+    raw = re.split(r"\s+of\s+\[|,\s+not\s+individually|\s+and/or\s+(?:its\s+)?assigns|,?\s+(?:listed|set\s+forth|"
+                   r"identified|named)\s+(?:on|in)\s", raw, maxsplit=1)[0]  # "Jane Roe of [address removed]"
     raw = re.sub(r"^.*\b(?:From|To)\s*:\s*|^\([^()]*\)\s*(?:and|&)\s+", "", raw, flags=re.I | re.S)
     name = re.split(r",?\s+(?:a|an)\s+(?:[A-Z][\w.\-]*\s+){0,4}(?:corporation|company|limited|partnership|"
                     r"association|bank|trust|organi[sz]ation|entity|institution|individual|resident|citizen|"
@@ -79,13 +81,20 @@ def _trim_name(name: str) -> str:
     """Cut what follows a name and is no part of it: an address after the legal form ("Acme Ltd. 2nd Floor, ...",
     "Acme Inc Unit 5", "Acme GmbH, Hafenweg 3, ..."), an address after "of" ("Acme A/S of Harbour Road 12, ..."),
     an unclosed defined term ("Jo Roe ("Artist)"), and a lower-case description before it ("professional golfer, JO ROE")."""
-    name = re.sub(rf"^(.*?\b(?i:{_LEGAL_FORM})\b\.?),?\s+(?:\d|(?:Unit|Suite|Room|Floor|Level|Block|No\.)\s|(?<=,\s)[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){{0,3}}\s+\d).*$", r"\1",
+    name = re.sub(rf"^(.*?\b(?i:{_LEGAL_FORM})\b\.?),?\s+(?:\d|(?i:Unit|Suite|Room|Floor|Level|Block|No\.)\s|(?<=,\s)[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){{0,3}}\s+\d).*$", r"\1",
                   name, flags=re.S)
     name = re.sub(r"\s+of\s+(?![^,()]*\b(?i:agreement|dated|amendment)\b)[A-Z][^,()]{0,40}?\d.*$", "", name, flags=re.S)
     name = re.sub(r"(\b(?:Ltd|LLC|PLC|plc|Inc|AG|SA|KG|AB|Limited|GmbH)\.?)\s+of\s+(?=[^()]{0,60}\d).*$", r"\1", name,
                   flags=re.S)  # "Acme UK Limited of Boston House, 69 Manor Road"
     name = re.sub(r"\s*\(\s*[\"“][^\"“”()]*\)?$", "", name)
     return re.sub(r"^(?:[a-z][\w\-]*\s+){1,3}[a-z][\w\-]*,\s+(?=[A-Z])", "", name).strip(" ,")
+
+
+_NOT_A_NAME = re.compile(r"\b(?:is|are|may|shall|will|laws|website|referred|organized|formed|pursuant|collectively|"
+                         r"individually|respectively|herein|hereinafter|hereto|hereunder|thereof)\b|"
+                         r"\s(?:the|as|of|and|with|to|in|for|on|by|or)$", re.IGNORECASE)
+_LEADING_WORD = re.compile(r"(?:in|with|during|upon|each|any|such|said|as|other|all|years?|unless|hereby)(?:\s|$)",
+                           re.IGNORECASE)
 
 
 def looks_like_party(name: str) -> bool:
@@ -99,6 +108,8 @@ def looks_like_party(name: str) -> bool:
         return False
     if re.search(r"\b(?:is|are|may|shall|will|under|laws|website|referred|organized|formed|pursuant)\b", name):
         return False
+    if _NOT_A_NAME.search(name) or (_LEADING_WORD.match(name) and not re.search(rf"\b(?:{_LEGAL_FORM})\b", name)):
+        return False  # the same checks in capitals: "COLLECTIVELY AS THE", "IN CONNECTION", "WITH"
     if re.search(rf"\b(?:{_LEGAL_FORM})\b", name):
         return True
     capital = sum(1 for w in words if w[0].isupper() or w.lower() in {"of", "and", "for", "de", "the", "&"}
@@ -174,7 +185,8 @@ def parties(text: str) -> list[Extraction]:
             if not _BAD_ROLE.search(role):
                 previous_end = match.end()
             continue
-        if len(found) >= 2 and re.search(r"(?:[a-z]{2}(?<!\b(?:Co|No|St|Rd))(?<!\b(?:Inc|Ltd|Ave|Ste))(?<!Corp)|[)\"”])"
+        if len(found) >= 2 and re.search(r"(?:[A-Za-z]{2}(?<!\b(?i:Co|No|St|Rd|LP|SA|AG|NV|BV|AB|KG))(?<!\b(?i:Inc|Ltd|Ave|Ste|LLC|PLC|LLP|Pte|Bhd))"
+                                         r"(?<!(?i:Corp))|[)\"”])"
                                          r"\.\s+[A-Z]|\.\s*\n\s*\n", window) and not re.search(
                 r"\(\s*(?:\d{1,2}|[a-h]|[ivx]{1,4})\s*\)", window):
             break  # the preamble's sentence has ended: later defined terms ("Racing Team", "JANA Nominees") are not parties
@@ -226,7 +238,7 @@ def parties(text: str) -> list[Extraction]:
     if not found or len(lines) >= 2:  # "Party A: X ... Party B: Y" lines name the parties outright
         found = lines
     if not found:
-        match = re.search(r"\b(?:by\s+and\s+)?between\s*:?\s+(.{3,400}?)\s*,?\s+and\s*:?\s+(.{3,150}?)(?:[,.;(]|\s+"
+        match = re.search(r"\b(?:by\s+and\s+)?(?:between|among|amongst)\s*:?\s+(.{3,400}?)\s*,?\s+and\s*:?\s+(.{3,150}?)(?:[,.;(]|\s+"
                           r"(?:dated|effective|as\s+of|for|in|on|who|which|hereinafter)\b)", head, re.I | re.DOTALL)
         if match:
             for group in (1, 2):

@@ -1,0 +1,55 @@
+"""English rules, third round: the same contract written another way (spacing, line breaks, capitals, "among")
+must give the same answer. Found with ``benchmarks/legal_eval_robustness.py`` on CUAD train contracts; every
+sentence here is project-written."""
+
+from __future__ import annotations
+
+import pytest
+
+from sectorflow_legal_extraction import normalize as nz
+from sectorflow_legal_extraction import rules_en
+
+
+def _names(text: str) -> list[str]:
+    return [p.value["name"] for p in rules_en.parties(text)]
+
+
+def test_date_cue_is_found_across_wide_spacing():
+    # justified PDF text: the cue "dated" is more than 60 characters before the date it introduces
+    text = ("Exhibit 10.1 printed January 3, 2019\n\nTHIS SUPPLY AGREEMENT is dated" + " " * 40 + "\n\n" + " " * 30
+            + "May 16, 2017, between Acme Widgets Inc. and Beta Gadgets Inc.")
+    (found,) = rules_en.agreement_date(text)
+    assert found.value == "2017-05-16" and text[found.start:found.end] == found.text
+
+
+@pytest.mark.parametrize("raw, iso", [("27t  h  day  of  March,  2017", "2017-03-27"),
+                                      ("1  st    day  of  May  2006", "2006-05-01")])
+def test_ordinal_split_by_extraction_with_double_spaces(raw, iso):
+    assert nz.dates_in(f"made this {raw} by") == [(10, 10 + len(raw), raw, iso)]
+
+
+def test_parties_between_without_defined_terms_written_with_among():
+    text = "This supply contract is made among Acme Widgets and Beta Gadgets, for the supply of widgets.\n\n1. Supply."
+    assert _names(text) == ["Acme Widgets", "Beta Gadgets"]
+
+
+def test_preamble_in_capitals_gives_the_same_parties():
+    text = ('THIS AGREEMENT IS MADE BY AND BETWEEN ACME WIDGETS CORPORATION, A DELAWARE CORPORATION ("ACME"), AND BETA '
+            'GADGETS INC., A NEVADA CORPORATION ("BETA") WITH OFFICES IN RENO. ACME WILL RUN OTHER ONLINE AND '
+            'TELEVISION PROMOTIONS (THE "PROMOTIONS").\n\n1. LICENCE.')
+    assert _names(text) == ["ACME WIDGETS CORPORATION", "BETA GADGETS INC"]
+    assert _names(text.title().replace('"Acme"', '"ACME"')) == ["Acme Widgets Corporation", "Beta Gadgets Inc"]
+
+
+@pytest.mark.parametrize("name, ok", [("COLLECTIVELY AS THE", False), ("WITH", False), ("IN CONNECTION", False),
+                                      ("ALL REFERRED TO HEREIN AS THE", False), ("UNLESS TERMINATED EARLIER", False),
+                                      ("ACME CORPORATION", True), ("Bank of Avalon, N. A", True),
+                                      ("IN-Q WIDGETS LLC", True)])
+def test_looks_like_party_in_capitals(name, ok):
+    assert rules_en.looks_like_party(name) is ok
+
+
+def test_name_is_cut_before_listed_on_a_schedule():
+    text = ('This Marketing Agreement is entered into by and between Acme Widgets, Inc., a Delaware corporation '
+            '("Acme"), and the Trust Advisors to the Seller Trusts listed on Schedule A hereto (the "Advisors").')
+    assert _names(text) == ["Acme Widgets, Inc", "Trust Advisors to the Seller Trusts"]
