@@ -1,11 +1,11 @@
 """Reference: PaddleNLP's SimpleServing and ``sectorflow serve`` serving the same model, same load generator.
 
-The model is the AML plugin's risk scorer (``plugins/aml/src/sectorflow_aml/bundle``: a Paddle MLP on 28 raw
-transaction features, ``model.json`` + ``model.pdiparams``), the only neural model installed now. Both servers get
-requests of one item (28 numbers) from the closed-loop keep-alive load generator of ``serve_load.py``, at 1, 16
-and 64 concurrent clients, on 127.0.0.1:
+The model is the AML plugin's risk scorer (``plugins/aml/src/sectorflow_aml/bundle``: a Paddle MLP on
+``sectorflow_aml.features.N_FEATURES`` (23) raw transaction features, ``model.json`` + ``model.pdiparams``), the only
+neural model installed now. Both servers get requests of one item (23 numbers) from the closed-loop keep-alive load
+generator of ``serve_load.py``, at 1, 16 and 64 concurrent clients, on 127.0.0.1:
 
-- ``sectorflow``: the model alone as a task (``aml``: input ``{"x": [28 floats]}``, output the score), through
+- ``sectorflow``: the model alone as a task (``aml``: input ``{"x": [23 floats]}``, output the score), through
   ``Taskflow``, the predictor pool (one predictor thread; oneDNN off as the bundle's manifest says), with batching
   off (``max_batch_size`` 1) and on (64 items, 2 ms), API key, access decisions, metrics, audit log off;
 - ``SimpleServing``: ``paddlenlp.SimpleServer().register(...)`` with a model handler that feeds the same rows to
@@ -44,11 +44,15 @@ ROOT = HERE.parent
 BUNDLE = ROOT / "plugins" / "aml" / "src" / "sectorflow_aml" / "bundle"
 SIDE_PYTHON = ROOT / ".venv-paddlenlp" / "bin" / "python"
 SECRET = "sf_benchmark_key_0123456789abcdefghijklmnop"
-N_FEATURES = 28
-# One transaction's 28 raw features (amount 302.3 and graph/behaviour counts) that score mid-range (about 0.5), so
-# that the two servers' answers are compared where the sigmoid is not saturated.
-ROW = [302.3, 8.0, 1.4, 16.2, 13.2, 1.7, 2.2, 13.5, 0.9, 11.3, 6.2, 16.2, 12.0, 6.3, 1.7, 18.7, 5.0, 16.3, 16.8, 1.3,
-       6.8, 19.4, 9.4, 1.4, 5.3, 7.5, 3.0, 17.1]
+# One transaction's raw features, in the order of ``sectorflow_aml.features.FEATURE_NAMES`` (bundle aml-risk-mlp
+# 2.0.0, 23 features), that the shipped bundle scores mid-range (0.4927), so that the two servers' answers are
+# compared where the sigmoid is not saturated. It is transaction 28,490 (0-based, file order) of AMLSim run
+# 20K_fanin200cycle200 (a sender with 2 receivers paying a collection account with 24 senders), replayed through the
+# window and FeatureExtractor with a 30-day lookback, values rounded to one decimal. The literal stays here (not
+# computed at start) because this file also runs in .venv-paddlenlp, which has no sectorflow; ``main`` checks its
+# length against the installed plugin.
+ROW = [2.0, 1.0, 24.0, 0.0, 2.0, 24.0, 1.0, 0.0, 1.8, 0.0, 216.0, 0.9, 1.4, 1.5, 24.0, 24.0, 0.0, 0.0, 0.0, 32.0, 38.0,
+       4.0, 25.0]
 
 
 # --- server roles --------------------------------------------------------------------------------------------------
@@ -58,8 +62,16 @@ def serve_sectorflow(port: int, batching: bool) -> None:
     """``sectorflow serve`` of the scorer alone (runs in the project's .venv)."""
     import numpy as np
     from pydantic import BaseModel, Field
-    from sectorflow import Pipeline, TaskResult, TaskSpec, hookimpl, import_paddle, plugins
+    from sectorflow import (
+        Pipeline,
+        TaskResult,
+        TaskSpec,
+        hookimpl,
+        import_paddle,
+        plugins,
+    )
     from sectorflow.serving import create_app, hash_key, load_config, run_server
+    from sectorflow_aml.features import N_FEATURES
 
     import_paddle()  # before uvicorn's signal handlers (as sectorflow serve)
 
@@ -86,7 +98,7 @@ def serve_sectorflow(port: int, batching: bool) -> None:
         @hookimpl
         def sectorflow_register_tasks(self, register: Any) -> None:
             register(TaskSpec("aml", In, Out, Scorer, default_bundle=BUNDLE,
-                              description="The AML risk scorer's model alone, on 28 raw features"))
+                              description=f"The AML risk scorer's model alone, on {N_FEATURES} raw features"))
 
     os.environ["SECTORFLOW_LOAD_PLUGINS"] = "builtin_observers"
     plugins.reset()
@@ -129,7 +141,7 @@ def serve_paddlenlp(port: int, model_dir: Path, tokenizer_dir: Path, patch: bool
         config_class.enable_memory_optim = enable_memory_optim
 
     class RowsHandler(BaseModelHandler):
-        """``data = {"x": [[28 floats], ...]}`` -> the model's scores, through SimpleServing's own predictor."""
+        """``data = {"x": [[23 floats], ...]}`` -> the model's scores, through SimpleServing's own predictor."""
 
         @classmethod
         def process(cls, predictor: Any, tokenizer: Any, data: Any, parameters: Any) -> Any:
@@ -272,6 +284,11 @@ def main() -> None:
         port, model_dir, tokenizer = args.serve_paddlenlp
         serve_paddlenlp(int(port), Path(model_dir), Path(tokenizer), args.patch_int8_check)
         return
+    from sectorflow_aml.features import N_FEATURES
+
+    if len(ROW) != N_FEATURES:
+        raise SystemExit(f"ROW has {len(ROW)} values but the AML scorer takes {N_FEATURES} features "
+                         f"(sectorflow_aml.features.FEATURE_NAMES): update ROW to a row of the current bundle")
     if not SIDE_PYTHON.exists():
         raise SystemExit(f"{SIDE_PYTHON} is missing: run `bash benchmarks/paddlenlp_env.sh` first.")
     sys.path.insert(0, str(HERE))
@@ -281,8 +298,9 @@ def main() -> None:
     versions = subprocess.run([str(SIDE_PYTHON), "-c", probe], capture_output=True, text=True,
                               check=True).stdout.split()
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before "
-          f"start; Python {platform.python_version()}; model: AML risk scorer (MLP 28-64-32-1, fp32, one predictor "
-          f"thread); 1 item per request; SimpleServing: paddle {versions[0]}, paddlenlp {versions[1]}", flush=True)
+          f"start; Python {platform.python_version()}; model: AML risk scorer (MLP {N_FEATURES}-64-32-1, fp32, one "
+          f"predictor thread); 1 item per request; SimpleServing: paddle {versions[0]}, paddlenlp {versions[1]}",
+          flush=True)
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
