@@ -48,11 +48,13 @@ def quantize_command(
     num_threads: int = typer.Option(1, min=1, help="CPU threads for the fp32 and INT8 evaluation runs."),
     ops: Optional[str] = typer.Option(None, help="Operators to quantize, comma-separated: MatMul (linear layers), "
                                                  "Gather (embedding tables, stored 8-bit), GRU (recurrent weights, "
-                                                 "stored int8); default: the task's own choice (MatMul for most)."),
+                                                 "stored int8), MatMulWeightOnly (linear layers' weights stored "
+                                                 "int8, float32 arithmetic); default: the task's own choice."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest's quantization record as JSON."),
 ) -> None:
-    """Build TASK's INT8 bundle (paddle2onnx, then 8-bit weights of the chosen operators: MatMul, Gather, GRU) and
-    record its size and validation accuracy against fp32; refuse it when it loses more than --margin points."""
+    """Build TASK's INT8 bundle (paddle2onnx, then 8-bit weights of the chosen operators: MatMul, Gather, GRU,
+    MatMulWeightOnly) and record its size and validation accuracy against fp32; refuse it when it loses more than
+    --margin points."""
     from .quantize import quantize_bundle
 
     spec = plugins.get_task(task)

@@ -49,16 +49,18 @@ _cwd_lock = threading.Lock()  # os.chdir is process-wide: one quantization at a 
 from .onnx_runtime import DEFAULT_ONNX_FILE, OnnxSessionPool
 from .spec import TaskSpec, ValidationSet
 from .onnx_compact import compact_graph
-from .weight_only import WEIGHT_ONLY_OPS, store_recurrent_int8
+from .weight_only import WEIGHT_ONLY_OPS, store_weights_int8
 
 DEFAULT_MARGIN = 0.5
 """Points of validation metric (0-100 scale) the INT8 model may lose against fp32 before it is refused."""
 DEFAULT_OPS = ("MatMul",)
-OPS = ("MatMul", "Gather", "GRU")
+OPS = ("MatMul", "Gather", "GRU", "MatMulWeightOnly")
 """Operators whose weights may be quantized: ``MatMul`` (linear layers; int8 kernels at run time), ``Gather``
 (embedding tables: stored 8-bit, dequantized when read; weight-only storage, for models whose size is mostly an
 embedding table) and ``GRU`` (recurrent weights stored int8 per gate row behind ``DequantizeLinear``; weight-only,
-:mod:`sectorflow.weight_only`, since ONNX Runtime's quantizer has no GRU)."""
+:mod:`sectorflow.weight_only`, since ONNX Runtime's quantizer has no GRU) and ``MatMulWeightOnly`` (MatMul weights
+stored int8 per output column behind ``DequantizeLinear``, activations and arithmetic float32: no per-batch rounding
+of activations, for small models whose inputs span a wide range; not together with ``MatMul``)."""
 
 
 def method(op_types: tuple[str, ...]) -> str:
@@ -71,10 +73,12 @@ def method(op_types: tuple[str, ...]) -> str:
     if "Gather" in op_types:
         parts.append("Gather (embedding) tables stored 8-bit by onnxruntime quantize_dynamic (uint8 with one scale "
                      "and zero point per table), dequantized when read (weight-only)")
-    weight_only = [op for op in op_types if op in WEIGHT_ONLY_OPS]
-    if weight_only:
-        parts.append(f"{', '.join(weight_only)} weights stored int8 (symmetric, per gate row) and dequantized by "
-                     f"DequantizeLinear (weight-only)")
+    if "GRU" in op_types:
+        parts.append("GRU weights stored int8 (symmetric, per gate row) and dequantized by DequantizeLinear "
+                     "(weight-only)")
+    if "MatMulWeightOnly" in op_types:
+        parts.append("MatMul weights stored int8 (symmetric, per output column) and dequantized by DequantizeLinear; "
+                     "activations and arithmetic float32 (weight-only)")
     return "; ".join(parts + ["other operators fp32"])
 
 
@@ -121,7 +125,7 @@ def quantize_onnx(fp32_file: Path, out_file: Path, op_types: tuple[str, ...] = D
     model = onnx.load(str(out_file))
     weight_only = tuple(op for op in op_types if op in WEIGHT_ONLY_OPS)
     if weight_only:
-        store_recurrent_int8(model, weight_only)
+        store_weights_int8(model, weight_only)
     if compact_graph(model):  # shape annotations and long generated names: half of a small model's file
         onnx.save(model, str(out_file))
     quantized_types = (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)  # a Gather-only table is stored as uint8
@@ -177,6 +181,9 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
     op_types = tuple(spec.quantize_ops if op_types is None else op_types)
     if not op_types or set(op_types) - set(OPS):
         raise ConfigError(f"--ops {','.join(op_types)}: give one or more of {', '.join(OPS)}.")
+    if {"MatMul", "MatMulWeightOnly"} <= set(op_types):
+        raise ConfigError(f"--ops {','.join(op_types)}: MatMul (int8 weights and activations) and MatMulWeightOnly "
+                          f"(int8 weights, float32 activations) are two ways to store the same layers; give one.")
     bundle = source_bundle(spec, task_path, "quantize")
     model_json, params = paddle_files(bundle)
     if str(bundle.manifest.get("precision", "fp32")) != "fp32":

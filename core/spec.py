@@ -126,7 +126,8 @@ class TaskSpec:
             it without ``--task-path``.
         quantize_ops: the operators ``sectorflow models quantize`` quantizes when ``--ops`` is not given
             (``MatMul``; ``("MatMul", "Gather")`` also stores embedding tables int8, for a model whose MatMul-only INT8
-            loses more than the margin).
+            loses more than the margin; ``("MatMulWeightOnly",)`` keeps activations float32, for a small model
+            whose dynamically quantized activations lose more than the margin).
         model_switch: the name of the boolean option that turns the task's model off (``"model"`` for aml,
             ``Taskflow("aml", model=False)``), or ``None``. With that option ``False`` the runtime loads no bundle at
             all: the pipeline gets ``bundle=None``, results name no model, and ``precision="int8"`` needs no INT8

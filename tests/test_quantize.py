@@ -15,6 +15,7 @@ import pytest
 from core_support import FakeProbe, registry_scope
 from quantize_support import DigitsPlugin, add_outlier_row, digits_split, save_bundle, train_mlp
 from sectorflow import (
+    ConfigError,
     QuantizationError,
     Taskflow,
     UnsupportedPrecisionError,
@@ -238,3 +239,19 @@ def test_quantizing_only_the_embedding_gather_counts_its_uint8_table(tmp_path):
     quantized = [(init.data_type, len(init.dims)) for init in onnx.load(str(tmp_path / "gather.onnx")).graph.initializer
                  if init.data_type in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8)]
     assert sorted(quantized) == [(onnx.TensorProto.UINT8, 0), (onnx.TensorProto.UINT8, 2)]
+
+
+def test_weight_only_matmul_keeps_float_activations_and_is_not_combined_with_matmul(digits, trained, tmp_path):
+    record = quantize_bundle(digits, task_path=trained["fp32"], out=tmp_path / "wo", op_types=("MatMulWeightOnly",))
+    assert "activations and arithmetic float32" in record["method"]
+    assert record["accuracy"]["int8"] > 0.93 and record["accuracy"]["loss_points"] <= 0.5
+    assert record["size"]["ratio"] < 0.35  # int8 weights, like the dynamic MatMul choice
+    import onnx
+
+    model = onnx.load(str(tmp_path / "wo" / "model.onnx"))
+    ops = [n.op_type for n in model.graph.node]
+    assert ops.count("DequantizeLinear") >= 2 and "MatMulInteger" not in ops and "DynamicQuantizeLinear" not in ops
+    with pytest.raises(ConfigError, match="two ways to store the same layers"):
+        quantize_bundle(digits, task_path=trained["fp32"], out=tmp_path / "both", op_types=("MatMul",
+                                                                                            "MatMulWeightOnly"))
+    assert not (tmp_path / "both").exists()
