@@ -2,8 +2,9 @@
 
 For the task's ``paddle-inference`` bundle (or ``--model-bundle``) this script
 
-1. builds the INT8 bundle exactly as ``sectorflow models quantize`` does (paddle2onnx opset 17, ONNX Runtime
-   dynamic quantization of MatMul weights, per channel) into a temporary folder, with the margin check off so that
+1. builds the INT8 bundle exactly as ``sectorflow models quantize`` does (paddle2onnx opset 17, then the task's
+   ``TaskSpec.quantize_ops`` or ``--ops``: e.g. ONNX Runtime dynamic quantization of MatMul weights per channel, or
+   weight-only ``MatMulWeightOnly`` for aml) into a temporary folder, with the margin check off so that
    a loss is reported rather than refused, and takes size and accuracy from its manifest record;
 2. times one model run (``pool.run``, the call a pipeline's ``forward`` makes) at batch 1 and batch 32 for: the fp32
    Paddle predictor with oneDNN, the fp32 Paddle predictor as the bundle configures it (when it opts out of
@@ -86,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=300, help="timed runs per latency figure")
     parser.add_argument("--calls", type=int, default=10_000, help="calls for the resident-memory figure")
-    parser.add_argument("--ops", default="MatMul", help="operators to quantize (MatMul, Gather), comma-separated")
+    parser.add_argument("--ops", help="operators to quantize, comma-separated (MatMul, Gather, GRU, "
+                                      "MatMulWeightOnly); default: the task's own choice, as `models quantize`")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="int8-bench-"))
     start = time.perf_counter()
     record = quantize_bundle(spec, task_path=source, out=work / "int8", margin=100.0, num_threads=args.threads,
-                             op_types=tuple(args.ops.split(",")))
+                             op_types=tuple(args.ops.split(",")) if args.ops else None)
     build_s = time.perf_counter() - start
     int8_file = work / "int8" / "model.onnx"
     fp32_onnx = paddle_to_onnx(bundle, work / "fp32.onnx")
