@@ -14,9 +14,13 @@ Inference, FastDeploy or Paddle Lite's ``paddle_lite_opt``) with the bundle's ma
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -68,6 +72,31 @@ def source_bundle(spec: TaskSpec, task_path: str | Path | None, action: str) -> 
     return bundle
 
 
+_fd_lock = threading.Lock()
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Send what native code writes to file descriptor 1 to descriptor 2 for the block.
+
+    paddle2onnx's C++ side prints its progress ("[Paddle2ONNX] Start parsing ...") to the process's stdout even with
+    ``verbose=False``, which broke ``sectorflow models quantize --json | jq`` and any program reading our stdout.
+    Descriptors are process-wide: one block at a time (a lock), Python's own buffers flushed on both sides.
+    """
+    with _fd_lock:
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            os.dup2(2, 1)
+            try:
+                yield
+            finally:
+                sys.stdout.flush()
+                os.dup2(saved, 1)
+        finally:
+            os.close(saved)
+
+
 def paddle_to_onnx(bundle: Bundle, out_file: Path, opset: int = OPSET) -> Path:
     """Convert a ``paddle-inference`` bundle's program to ONNX with paddle2onnx; returns ``out_file``.
 
@@ -86,8 +115,9 @@ def paddle_to_onnx(bundle: Bundle, out_file: Path, opset: int = OPSET) -> Path:
     except ImportError as exc:  # pragma: no cover - the shared environment has both
         raise BundleError("ONNX export needs paddle2onnx and onnx: pip install 'sectorflow[int8]'.") from exc
     try:
-        data = paddle2onnx.export(str(model_json), str(params), None, opset_version=opset, auto_upgrade_opset=False,
-                                  enable_onnx_checker=True, verbose=False)
+        with _stdout_to_stderr():
+            data = paddle2onnx.export(str(model_json), str(params), None, opset_version=opset,
+                                      auto_upgrade_opset=False, enable_onnx_checker=True, verbose=False)
     except Exception as exc:  # paddle2onnx logs and re-raises assorted errors (or UnboundLocalError after a failure)
         raise BundleError(f"paddle2onnx could not convert {model_json}: {type(exc).__name__}: {exc}") from exc
     if not data:

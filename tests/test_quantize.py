@@ -255,3 +255,18 @@ def test_weight_only_matmul_keeps_float_activations_and_is_not_combined_with_mat
         quantize_bundle(digits, task_path=trained["fp32"], out=tmp_path / "both", op_types=("MatMul",
                                                                                             "MatMulWeightOnly"))
     assert not (tmp_path / "both").exists()
+
+
+def test_json_output_is_the_only_thing_on_stdout(digits, trained, tmp_path, capfd):
+    # paddle2onnx's native code printed "[Paddle2ONNX] Start parsing ..." on the process's stdout, so
+    # `sectorflow models quantize --json | jq` got three lines of text before the JSON (capfd sees descriptor 1)
+    code = main(["models", "quantize", "digits", "--task-path", str(trained["fp32"]), "--out", str(tmp_path / "q"),
+                 "--json"])
+    captured = capfd.readouterr()
+    assert code == 0
+    assert json.loads(captured.out)["accuracy"]["metric"]
+    assert "[Paddle2ONNX]" in captured.err  # moved to stderr, not lost
+    code = main(["models", "export", "digits", "--format", "onnx", "--task-path", str(trained["fp32"]), "--out",
+                 str(tmp_path / "e")])
+    captured = capfd.readouterr()
+    assert code == 0 and "[Paddle2ONNX]" not in captured.out and str(tmp_path / "e") in captured.err
