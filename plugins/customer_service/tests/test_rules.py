@@ -86,6 +86,8 @@ def test_inflections_and_short_forms_escalate(text, reasons, phrase):
                                   "I wouldn't want a human for this", "I wouldn\u2019t want a human",
                                   "I don\u2019t want to speak to a person", "I didn\u2018t mean to complain",
                                   "我没有在抱怨，监管要求的材料在哪里下载", "我不要人工", "不需要人工", "我不想转人工客服",
-                                  "What are the regulatory requirements for opening an account?"])
+                                  "What are the regulatory requirements for opening an account?",
+                                  "no human please", "No agent please, the app is fine",
+                                  "I don`t want to talk to a human", "I don\u00b4t want a human"])
 def test_short_forms_do_not_fire_when_negated_or_absent(text):
     assert EscalationRules().check(text).escalate is False

@@ -69,20 +69,22 @@ NEGATABLE = ("human_requested", "complaint", "anger")
 """Reasons a negation right before the phrase cancels ("I don't want to complain", "我不是要投诉", "Not angry at
 all"). A regulator or court named is always reported, negated or not."""
 
-_EN_NEGATION = re.compile(r"(?<![a-z'])(not|don't|dont|do not|didn't|did not|doesn't|does not|no need to|never|"
+_EN_NEGATION = re.compile(r"(?<![a-z'])(not|no|don't|dont|do not|didn't|did not|doesn't|does not|no need to|never|"
                           r"wouldn't|would not)\s+"
                           r"((really\s+)?(want|need|wish|mean|plan|intend|have)\s+to\s+)?$")
 _EN_DOUBLE_NEGATION = re.compile(r"\b(can't|cannot|can not|won't|couldn't)\s+not\s+$")
 _ZH_NEGATION = re.compile(r"(不是|不想|不要|不用|不需要|无需|没有|没想|并非|不会|别)(要|想|去|再|转|找)?\s*$")
 _ZH_MODALS = "要想需"
 """A phrase starting with one of these ("要人工") may share it with the negation before it ("我不要人工")."""
-_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'"})
-"""Typographic apostrophes (as phones and word processors type "don’t") read as ``'`` (NFKC leaves them)."""
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'", "`": "'", "\u00b4": "'"})
+"""Typographic apostrophes (as phones and word processors type "don’t"), the backtick and the acute accent
+("don`t", "don´t") read as ``'``; mapped before NFKC, which would split the acute accent into a space and a
+combining mark."""
 _CLAUSE_BREAK = re.compile(r"[.,;:!?，。；：！？\n]")
 
 
 def _negated(lowered: str, start: int) -> bool:
-    """Whether the phrase at ``start`` is negated: a negation directly before it in its clause (English: "not",
+    """Whether the phrase at ``start`` is negated: a negation directly before it in its clause (English: "not", "no",
     "don't", "do not" ..., optionally with "want to" / "need to" between, as in "don't want to complain"; not
     "never been so angry", "won't you let me talk to a person" or "can't not complain"; Chinese: 不是/不想/不要 ...
     directly before, also sharing a character with the phrase as in "我不要人工", so "再不处理我就投诉" stays a
@@ -127,7 +129,7 @@ class EscalationRules:
     def check(self, text: str) -> Escalation:
         """Escalation verdict for one message (NFKC-normalised first, so full-width "Ｉ　ｗａｎｔ　ａ　ｈｕｍａｎ" reads
         as "I want a human", and typographic apostrophes read as ``'``)."""
-        text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
+        text = unicodedata.normalize("NFKC", text.translate(_APOSTROPHES))
         lowered = text.lower()
         reasons, matched = [], []
         for reason in REASONS:
