@@ -56,8 +56,8 @@ def _int8_rows(weight: np.ndarray, axis: int = 1) -> tuple[np.ndarray, np.ndarra
 
 def store_weights_int8(model: Any, op_types: tuple[str, ...] = WEIGHT_ONLY_OPS) -> int:
     """Rewrite ``model`` (an ``onnx.ModelProto``) in place: the constant weights of every node of the ``op_types``
-    choices (``GRU``: ``W`` and ``R``; ``MatMulWeightOnly``: the constant weight of a ``MatMul`` or ``Gemm``) become int8
-    initializers read through ``DequantizeLinear``. Returns the number of weight tensors stored as int8 (0 when the
+    choices (``GRU``: ``W`` and ``R``; ``MatMulWeightOnly``: the constant weight of a ``MatMul`` or ``Gemm``) become
+    int8 initializers read through ``DequantizeLinear``. Returns the number of weight tensors stored as int8 (0 when the
     model has no such node with initializer weights). A weight read by more than one node is left float32."""
     from onnx import helper, numpy_helper
 

@@ -37,9 +37,10 @@ s_lifetime, r_lifetime  the account's lifetime transaction count (this one inclu
 **No feature depends on the scale of amounts**: amounts enter only as ratios (pass-through ratios, amount over the
 last incoming amount), so multiplying every amount by the same factor (another currency unit, a bank whose
 customers move larger sums) leaves every feature, and the score, unchanged (a test checks this). Absolute amounts,
-windowed sums and mean log amounts were features of the scorer until bundle aml-risk-mlp 1.0.0: on AMLSim, whose planted laundering transfers
-are 3-20 units among normal ones of 100-1,000, the model learned that gap and scored a lone 1 CNY transfer 1.0 on
-other data. Amount thresholds belong to the rules and the report engine, whose figures are sourced.
+windowed sums and mean log amounts were features of the scorer until bundle aml-risk-mlp 1.0.0: on AMLSim, whose
+planted laundering transfers are 3-20 units among normal ones of 100-1,000, the model learned that gap and scored a
+lone 1 CNY transfer 1.0 on other data. Amount thresholds belong to the rules and the report engine, whose figures
+are sourced.
 
 Source of the typology features: FFIEC BSA/AML Examination Manual, Appendix F (rapid movement of funds,
 round-tripping); FinCEN FIN-2014-A005 (funnel accounts, fan-in); AMLSim typologies (Suzumura & Kanezashi 2021).
