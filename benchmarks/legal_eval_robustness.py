@@ -15,7 +15,8 @@ rewrite that changes how the text is written but not what it says? Each rewrite 
 - ``curly`` / ``straight``: straight quotes made typographic (“Company”) / typographic quotes made straight;
 - ``upper``: the preamble in capitals (many contracts write their parties' names in capitals);
 - ``spaces``: every space doubled (OCR output and justified text);
-- ``among``: "between" written "among" and "by and between" written "by and among".
+- ``among``: "between" written "among" and "by and between" written "by and among";
+- ``noterms``: no defined terms (every parenthesis with a quoted term dropped: ``Acme Inc. ("Acme")`` -> ``Acme Inc.``).
 
 Prints, per rewrite and field, how many contracts that were right stay right, and with ``--show`` the ones that
 broke (the field's value before and after). Data: ../shared/data/cuad (CC BY 4.0), read in place.
@@ -59,6 +60,7 @@ REWRITES = {
     "upper": str.upper,
     "spaces": lambda h: h.replace(" ", "  "),
     "among": lambda h: re.sub(r"\bbetween\b", "among", re.sub(r"\bBETWEEN\b", "AMONG", h)),
+    "noterms": lambda h: re.sub(r"\s*\((?:[^()]{0,80}?)[\"“][^()]{0,80}\)", "", h),
 }
 
 

@@ -53,3 +53,29 @@ def test_name_is_cut_before_listed_on_a_schedule():
     text = ('This Marketing Agreement is entered into by and between Acme Widgets, Inc., a Delaware corporation '
             '("Acme"), and the Trust Advisors to the Seller Trusts listed on Schedule A hereto (the "Advisors").')
     assert _names(text) == ["Acme Widgets, Inc", "Trust Advisors to the Seller Trusts"]
+
+
+def test_parties_without_defined_terms_split_at_the_and_after_a_description():
+    text = ("SUPPLY AGREEMENT effective as of the date of last signing between Centre for Widget Research and "
+            "Commercialization, a not-for-profit research institution with offices at 12 Main Street, Hamilton, and "
+            "Fusion Widgets Inc., having a place of business at 4 Long Road, Hamilton. This document sets out terms.")
+    assert _names(text) == ["Centre for Widget Research and Commercialization", "Fusion Widgets Inc"]
+
+
+def test_between_one_side_that_is_a_name():
+    text = "This Program Agreement is between Chase Widget Bank, N.A. and you as a member of the Program.\n\n1. Terms."
+    assert _names(text) == ["Chase Widget Bank, N.A"]
+
+
+def test_second_party_without_defined_term_after_a_first_with_one():
+    text = ('This Consulting Agreement is made by and between Acme Widgets, Inc., a Delaware corporation (the "Company"), '
+            'and Jane Q. Roe on her own behalf with an address of 18 Harbor Drive, Chicago, IL 60602.\n\n1. Services.')
+    assert _names(text) == ["Acme Widgets, Inc", "Jane Q. Roe"]
+
+
+@pytest.mark.parametrize("raw, name", [
+    ("A.B. Widgets, Inc., who are also the parties to the Co-Branding Agreement", "A.B. Widgets, Inc"),
+    ("Consolidated Widgets Inc., Harbour House, Dock Street, St. Helier, Jersey", "Consolidated Widgets Inc."),
+])
+def test_name_cut_before_who_and_a_building_address(raw, name):
+    assert rules_en._clean_name(raw) == name

@@ -64,7 +64,8 @@ def _clean_name(raw: str) -> str:
                     r"association|bank|trust|organi[sz]ation|entity|institution|individual|resident|citizen|"
                     r"business|national|[a-z]+\s+(?:corporation|company|partnership))\b|,?\s+(?:having|with|located|registration|"
                     r"registered|represented|individual\b|(?<=,\s)the\s+(?=[a-z])|"
-                    r"whose|residing|organized|incorporated|acting|doing|on\s+behalf|hereinafter|its|address|is\s+a|"
+                    r"whose|who|residing|organized|incorporated|acting|doing|on\s+(?:\w+\s+){0,2}behalf|hereinafter|its|address|"
+                    r"is\s+a|"
                     r"of\s+(?=\[|\d)|in\s+person|"
                     r"\(hereinafter)\b|,\s*(?:a|an)\s+\w+|\s*,\s*(?:a|an)\s*$|\s+\(\s*$|,\s*$", raw, maxsplit=1, flags=re.IGNORECASE)[0]
     name = re.sub(r"\s+", " ", name).strip(" ,.;:\"“”'‘’\n\t-")
@@ -83,6 +84,9 @@ def _trim_name(name: str) -> str:
     an unclosed defined term ("Jo Roe ("Artist)"), and a lower-case description before it ("professional golfer, JO ROE")."""
     name = re.sub(rf"^(.*?\b(?i:{_LEGAL_FORM})\b\.?),?\s+(?:\d|(?i:Unit|Suite|Room|Floor|Level|Block|No\.)\s|(?<=,\s)[A-Z][\w\-]*(?:\s+[A-Z][\w\-]*){{0,3}}\s+\d).*$", r"\1",
                   name, flags=re.S)
+    name = re.sub(rf"^(.*?\b(?:{_LEGAL_FORM})\b\.?),\s+[A-Z][^,()]{{0,30}}\b(?i:House|Street|Road|Avenue|Floor|Building|"
+                  r"Tower|Centre|Center|Plaza|Drive|Lane|Boulevard|Square|Court|P\.?O\.?\s+Box)\b.*$", r"\1", name,
+                  flags=re.S)  # "Acme Inc., Harbour House, Dock Street, ..."
     name = re.sub(r"\s+of\s+(?![^,()]*\b(?i:agreement|dated|amendment)\b)[A-Z][^,()]{0,40}?\d.*$", "", name, flags=re.S)
     name = re.sub(r"(\b(?:Ltd|LLC|PLC|plc|Inc|AG|SA|KG|AB|Limited|GmbH)\.?)\s+of\s+(?=[^()]{0,60}\d).*$", r"\1", name,
                   flags=re.S)  # "Acme UK Limited of Boston House, 69 Manor Road"
@@ -238,16 +242,11 @@ def parties(text: str) -> list[Extraction]:
     if not found or len(lines) >= 2:  # "Party A: X ... Party B: Y" lines name the parties outright
         found = lines
     if not found:
-        match = re.search(r"\b(?:by\s+and\s+)?(?:between|among|amongst)\s*:?\s+(.{3,400}?)\s*,?\s+and\s*:?\s+(.{3,150}?)(?:[,.;(]|\s+"
-                          r"(?:dated|effective|as\s+of|for|in|on|who|which|hereinafter)\b)", head, re.I | re.DOTALL)
-        if match:
-            for group in (1, 2):
-                name = _clean_name(match.group(group))
-                if looks_like_party(name) and not _ROLE_ONLY.fullmatch(name):
-                    begin = match.start(group)
-                    found.append(Extraction(text=text[begin:begin + len(name)], start=begin, end=begin + len(name),
-                                            value={"name": name, "role": "party_a" if group == 1 else "party_b",
-                                                   "defined_term": None}, confidence=0.6, source="rule:en_between"))
+        found = _between_parties(text, head)
+    elif len(found) == 1:  # the other party has no defined term
+        key = _party_key(found[0].value["name"])
+        found += [p for p in _between_parties(text, head, found[0].start)[:2] if _party_key(p.value["name"]) not in key
+                  and key not in _party_key(p.value["name"]) and p.start > found[0].start][:1]
     _attach_addresses(text, head, found)
     if len(found) < 2 or re.search(r"joint\s+filing|schedule\s+13[dg]|\b13[dg]\b", text[:1500], re.I):  # the signature blocks name the rest
         keys = [_party_key(p.value["name"]) for p in found]
@@ -258,6 +257,75 @@ def parties(text: str) -> list[Extraction]:
                 found.append(party)
                 added.add(key)
     return found
+
+
+_BETWEEN_WORD = re.compile(r"\b(?:by\s+and\s+)?(?:between|among|amongst)\b\s*[:,]?\s*(?:the\s+)?", re.IGNORECASE)
+_TAIL = re.compile(r",\s+(?:for|in|on|to|under|as\s+of|relating|regarding|concerning)\s|"
+                   r",?\s+(?:which|that|dated|effective|whereby|pursuant|shall|will|hereby|agrees?)\b")
+"""What ends the last party of a "between" sentence: "..., and Beta Gadgets, for the supply of ..."."""
+_DESCRIBED = re.compile(r",\s*(?:a|an)\s|\b(?:located|address|offices?|having|with|whose|residing|registered|"
+                        r"organi[sz]ed|incorporated)\b|\d|\)", re.IGNORECASE)
+_SPLIT = re.compile(r"(?:,\s*|\s+)(?i:and|&)\s*:?\s+(?:(?i:the)\s+)?(?=[A-Z0-9])|;\s*(?:(?i:and)\s+)?(?=[A-Z])")
+
+
+def _preamble_sentence(head: str, start: int) -> int:
+    """End of the sentence that names the parties: a full stop before a capitalised word (not after Inc., Co.,
+    an initial ...), a full stop before a blank line, or a recital heading; at most 1,200 characters."""
+    limit = min(len(head), start + 1200)
+    for stop in re.finditer(r"\.\s*\n\s*\n(?!\s*(?i:and)\b)|\.\s+(?=[A-Z][a-z])(?!(?i:hereinafter|hereafter|and)\b)|\b(?:WHEREAS|Whereas|RECITALS|Recitals|"
+                            r"W\s?I\s?T\s?N\s?E\s?S\s?S|NOW,?\s+THEREFORE|BACKGROUND)\b", head[start:limit]):
+        before = head[max(0, start + stop.start() - 6):start + stop.start()]
+        if stop.group().startswith(".") and "\n" not in stop.group() and re.search(
+                r"(?:\b(?i:Inc|Corp|Co|Ltd|No|Mr|Ms|Mrs|Dr|Prof|St|Jr|Sr|Ave|Blvd|Ste|L\.P|N\.A|S\.A|B\.V|N\.V)|\b[A-Z])$",
+                before):
+            continue
+        return start + stop.start()
+    return limit
+
+
+def _between_parties(text: str, head: str, before: int | None = None) -> list[Extraction]:
+    """``between X[, description] and Y[, description]`` without defined terms: the sentence after the first
+    "between"/"among" that gives two names is split at the "and" (or ";") that leaves a party-like name on both
+    sides, preferring a split whose left side ends in a description (", a Delaware corporation", "located at",
+    an address) and names with a legal form (only a "between" that starts in the first 2,500 characters, or before
+    ``before``): "between Centre for Probe Development and Commercialization, a
+    not-for-profit institution, and Fusion Inc." splits at the second "and"."""
+    for n_between, between in enumerate(list(_BETWEEN_WORD.finditer(head))[:4]):
+        if between.start() >= (2500 if before is None else before):
+            break
+        end = _preamble_sentence(head, between.end())
+        sentence = head[between.end():end]
+        best, best_score = None, -1.0
+        for split in _SPLIT.finditer(sentence):
+            left_raw, right_raw = sentence[:split.start()], _TAIL.split(sentence[split.end():], maxsplit=1)[0]
+            left, right = _clean_name(left_raw), _clean_name(right_raw)
+            if not (looks_like_party(left) and looks_like_party(right)) or _ROLE_ONLY.fullmatch(left) or \
+                    _ROLE_ONLY.fullmatch(right) or _party_key(left) == _party_key(right):
+                continue
+            score = (2.0 * bool(_DESCRIBED.search(left_raw[len(left):] if left_raw.strip().startswith(left[:8])
+                                                  else left_raw)) +
+                     bool(re.search(rf"\b(?:{_LEGAL_FORM})\b", left)) + bool(re.search(rf"\b(?:{_LEGAL_FORM})\b", right))
+                     + 0.5 * sentence[split.start():split.end()].lstrip().startswith((",", ";")))
+            if score > best_score:
+                best, best_score = (left_raw, left, split.end(), right_raw, right), score
+        if best is None:  # "between Chase Bank USA, N.A. and you": the one side that is a name
+            split = re.search(r"\s+(?i:and|&)\s+", sentence)
+            if split is None or n_between:
+                continue
+            left_raw, right_raw = sentence[:split.start()], _TAIL.split(sentence[split.end():], maxsplit=1)[0]
+            best = (left_raw, _clean_name(left_raw), split.end(), right_raw, _clean_name(right_raw))
+        left_raw, left, right_at, right_raw, right = best
+        out = []
+        for n, (raw, name, offset) in enumerate(((left_raw, left, 0), (right_raw, right, right_at))):
+            if not looks_like_party(name) or _ROLE_ONLY.fullmatch(name):
+                continue
+            begin = between.end() + offset + max(raw.find(name[:12]), 0)
+            out.append(Extraction(text=text[begin:begin + len(name)], start=begin, end=begin + len(name),
+                                  value={"name": name, "role": "party_a" if n == 0 else "party_b",
+                                         "defined_term": None}, confidence=0.6, source="rule:en_between"))
+        if out:
+            return out
+    return []
 
 
 def _party_lines(head: str) -> list[Extraction]:
