@@ -125,8 +125,14 @@ class Taskflow:
     def _build(self, task_path: str | Path | None, context: CallContext) -> tuple[Pipeline, ResultMeta]:
         start = time.perf_counter()
         bundle_dir = Path(task_path) if task_path is not None else self.spec.default_bundle
-        if self.spec.model_switch is not None and self.options.get(self.spec.model_switch, True) is False:
-            bundle_dir = None  # the caller turned the model off (e.g. Taskflow("aml", model=False)): load none
+        switch = self.spec.model_switch
+        if switch is not None:
+            value = self.options.get(switch, True)
+            if not isinstance(value, bool):  # before the bundle lookup, so model=0 is named, not a missing INT8 model
+                raise ConfigError(f"{switch}={value!r}: give True or False (False runs task {self.spec.name!r} "
+                                  f"without its model).")
+            if value is False:
+                bundle_dir = None  # the caller turned the model off (e.g. Taskflow("aml", model=False)): load none
         base_meta = ResultMeta(task=self.spec.name, plugin=self.spec.plugin, device=str(self.device),
                                precision=self.precision)
         try:

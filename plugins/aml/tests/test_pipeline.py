@@ -183,3 +183,10 @@ def test_model_off_runs_at_int8_without_an_int8_bundle(tmp_path, monkeypatch):
     assert r.meta.precision == "int8" and r.meta.model_name is None and r.model_score is None
     with pytest.raises(UnsupportedPrecisionError, match="sectorflow models quantize aml"):
         Taskflow("aml", precision="int8")  # with the model on, the INT8 bundle is needed
+
+
+def test_a_model_switch_that_is_not_a_bool_is_named_before_any_bundle_lookup(tmp_path, monkeypatch):
+    monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))  # no INT8 bundle: that error used to come first for model=0
+    for value in (0, "no", None):
+        with pytest.raises(ConfigError, match=r"model=.*give True or False"):
+            Taskflow("aml", model=value, precision="int8")
