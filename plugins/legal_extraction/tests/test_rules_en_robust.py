@@ -79,3 +79,17 @@ def test_second_party_without_defined_term_after_a_first_with_one():
 ])
 def test_name_cut_before_who_and_a_building_address(raw, name):
     assert rules_en._clean_name(raw) == name
+
+
+def test_effective_date_gives_way_to_the_last_signature_soon_after():
+    body = ('DISTRIBUTOR AGREEMENT\n\nThis Agreement is effective 7/1/98 ("Effective Date") between Acme Widgets, Inc. '
+            '("Acme") and Beta Gadgets Corp. ("Distributor").\n\n1. Products.' + " The products are widgets." * 40
+            + "\n\nIN WITNESS WHEREOF the parties sign below.\n\nAcme Widgets, Inc. By: Jo Roe Date: 7/1/98   "
+            "Beta Gadgets Corp. By: Al Poe Date: 7/7/98")
+    (found,) = rules_en.agreement_date(body)
+    assert found.value == "1998-07-07" and body[found.start:found.end] == found.text
+    # a date the preamble gives as the agreement's own ("made ... effective") stays, and so does one signed long after
+    made = body.replace("This Agreement is effective", "This Agreement is made and effective")
+    assert rules_en.agreement_date(made)[0].value == "1998-07-01"
+    late = body.replace("Date: 7/7/98", "Date: 3/9/99")
+    assert rules_en.agreement_date(late)[0].value == "1998-07-01"

@@ -42,11 +42,18 @@ def _signature_dates(text: str) -> list[tuple[int, int, str, str]]:
     return out
 
 
+def _days_after(iso: str, days: int) -> str:
+    import datetime
+
+    return (datetime.date.fromisoformat(iso) + datetime.timedelta(days=days)).isoformat()
+
+
 def agreement_date(text: str) -> list[Extraction]:
     """The agreement's date, in this order: a preamble date after "dated" / "made" / "entered into" / "as of" /
     "effective" (not the date of another agreement it amends: "to the Distribution Agreement dated ..."), one after
-    "on" / "this", the date of the witness clause ("executed this Agreement as of this 4th day of April, 2003"),
-    the latest signature-block date (the last party to sign dates the agreement), and last the first date of the
+    "on" / "this" (a date named only effective gives way to the latest signature date in the 60 days after it),
+    the date of the witness clause ("executed this Agreement as of this 4th day of April, 2003"), the latest
+    signature-block date (the last party to sign dates the agreement), and last the first date of the
     first 1,500 characters. Partly blank dates keep only what is given ("[___], 2020" -> ``2020``)."""
     head = text[:PREAMBLE_CHARS]
     dates = [d for d in nz.dates_in(head)
@@ -73,6 +80,17 @@ def agreement_date(text: str) -> list[Extraction]:
                 break
         if chosen:
             break
+    if chosen is not None and len(chosen[3]) == 10:
+        # "This Agreement is effective 7/1/98" and signed "Date: 7/7/98": the agreement is dated when the last party
+        # signs (CUAD's answer); only a preamble date named effective and nothing else, and a signature date in the
+        # 60 days after it (an effective date long before or after the signing is a term, not the agreement's date)
+        cue_text = re.sub(r"\s+", " ", head[max(0, chosen[0] - 60):chosen[0]])
+        if re.search(r"effective", cue_text, re.I) and not re.search(r"dated|made|entered|executed|signed", cue_text,
+                                                                      re.I):
+            signed = [d for d in _signature_dates(text)
+                      if len(d[3]) == 10 and chosen[3] < d[3] <= _days_after(chosen[3], 60)]
+            if signed:
+                chosen, confidence = max(signed, key=lambda d: d[3]), 0.6
     if chosen is None:
         for match in re.finditer(r"(?:this|the)\s+(?:agreement|amendment|contract)\s+(?:is|was|shall\s+be)\s+dated\s+"
                                  r"(?:as\s+of\s+)?", text, re.I):  # "14.6 This Agreement is dated April 29, 2010."
