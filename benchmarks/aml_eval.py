@@ -14,6 +14,8 @@ Accounts never seen in a transaction count as not flagged. Labels: ``isFraud`` o
 Usage::
 
     .venv/bin/python benchmarks/aml_eval.py [--config default|amlsim] [--runs 20K_cycle200 ...] [--batch-size 1024]
+    .venv/bin/python benchmarks/aml_eval.py --ablate s_out_over_in r_out_over_in   # model only, features zeroed
+    .venv/bin/python benchmarks/aml_eval.py --ablate                                # the same path, nothing zeroed
 
 Data: ../shared/data/amlsim_sample (IBM/AMLSim, Apache-2.0; Suzumura & Kanezashi 2021).
 """
@@ -31,11 +33,10 @@ from typing import Any
 
 os.environ["OMP_NUM_THREADS"] = "1"  # one math thread: bundles are byte-reproducible only at a fixed thread count
 
-import numpy as np  # noqa: E402
-
-from sectorflow import SectorflowError, Taskflow, write_manifest  # noqa: E402
-from sectorflow_aml.loaders import load_transactions  # noqa: E402
-from sectorflow_aml.training import RUNS, SEED, fit, prf, replay  # noqa: E402
+import numpy as np
+from sectorflow import SectorflowError, Taskflow, write_manifest
+from sectorflow_aml.loaders import load_transactions
+from sectorflow_aml.training import RUNS, SEED, fit, prf, replay
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "amlsim_sample"
@@ -84,22 +85,20 @@ def run_pipeline(bundle: Path, folder: Path, batch_size: int, threshold: float, 
             "n_tx": len(txns)}
 
 
-def ablation(replayed: dict[str, Any], args: argparse.Namespace) -> int:
-    """Leave-one-run-out, model only, with the ``--ablate`` features set to 0 everywhere."""
+def ablation(replayed: dict[str, Any], args: argparse.Namespace, lookback: float) -> int:
+    """Leave-one-run-out, model only, with the ``--ablate`` features set to 0 everywhere (none: the baseline of
+    this path, which scores every transaction through the exported predictor, self-transfers included)."""
     from sectorflow_aml.features import FEATURE_NAMES
     from sectorflow_aml.training import evaluate_files
 
-    unknown = sorted(set(args.ablate) - set(FEATURE_NAMES))
-    if unknown:
-        raise SystemExit(f"unknown features {unknown}; choose from {', '.join(FEATURE_NAMES)}")
     cols = [FEATURE_NAMES.index(n) for n in args.ablate]
     for run in replayed.values():
         run.x[:, cols] = 0.0
-    print(f"model only, features set to 0: {', '.join(args.ablate)}")
+    print(f"model only, features set to 0: {', '.join(args.ablate) or 'none (baseline)'}")
     with tempfile.TemporaryDirectory() as tmp:
         for held_out in args.runs:
             train = [replayed[name] for name in RUNS if name != held_out]
-            result = fit(train, Path(tmp) / held_out, seed=args.seed)
+            result = fit(train, Path(tmp) / held_out, seed=args.seed, lookback_days=lookback)
             m = evaluate_files(replayed[held_out], Path(tmp) / held_out, result.threshold)
             print(f"{held_out:22s} precision {m['precision']:.3f} recall {m['recall']:.3f} F1 {m['f1']:.3f} "
                   f"(TP {m['tp']}, FP {m['fp']}, FN {m['fn']}; threshold {result.threshold:.4f})")
@@ -112,18 +111,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", nargs="+", default=list(RUNS))
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=SEED)
-    parser.add_argument("--ablate", nargs="*", default=[], metavar="FEATURE",
+    parser.add_argument("--ablate", nargs="*", default=None, metavar="FEATURE",
                         help="zero these features in training and test (model only, through the exported "
-                             "predictor, not Taskflow): how much the model leans on them")
+                             "predictor, not Taskflow): how much the model leans on them; with no names, the "
+                             "same path with nothing zeroed (its baseline)")
     parser.add_argument("--config", default="default", choices=sorted(rule_configs()),
                         help="rule configuration and window lookback of benchmarks/aml_rules_eval.py (the model of "
                              "each fold is trained at the same lookback)")
     args = parser.parse_args(argv)
     lookback, rules = rule_configs()[args.config]
+    if args.ablate:
+        from sectorflow_aml.features import FEATURE_NAMES
+
+        unknown = sorted(set(args.ablate) - set(FEATURE_NAMES))
+        if unknown:  # before the replay, which takes a while
+            raise SystemExit(f"unknown features {unknown}; choose from {', '.join(FEATURE_NAMES)}")
 
     replayed = {name: replay(args.data / name, lookback) for name in RUNS}
-    if args.ablate:
-        return ablation(replayed, args)
+    if args.ablate is not None:
+        return ablation(replayed, args, lookback)
     rows = []
     typology_rows = []
     with tempfile.TemporaryDirectory() as tmp:
