@@ -6,9 +6,9 @@ Usage (from the repository root)::
 
 The rules were written on 238 CUAD train/validation contracts and generalise worse to unseen ones than those
 figures say (docs/legal-extraction.md). This script asks a narrower, general question on train or validation
-contracts only (the test split is refused): when a field is right on a contract, does it stay right after a
-rewrite that changes how the text is written but not what it says? Each rewrite touches the first 4,000 characters
-(the preamble the party and date rules read):
+contracts only (the test split is refused): when a field (parties, agreement date, governing law) is right on a
+contract, does it stay right after a rewrite that changes how the text is written but not what it says? Each rewrite
+touches the whole text:
 
 - ``wrap``: the text re-flowed to lines of about 60 characters (PDF-to-text line breaks in other places);
 - ``unwrap``: single line breaks inside paragraphs joined to spaces;
@@ -33,9 +33,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from legal_eval import DATA, date_match, gold_parties, parties_match  # noqa: E402
-
-HEAD = 4000
-
 
 def _wrap(head: str) -> str:
     return "\n\n".join("\n".join(textwrap.wrap(p, 60)) for p in re.split(r"\n\s*\n", head))
@@ -67,12 +64,16 @@ REWRITES = {
 def _fields(tf, text: str) -> dict:
     f = tf({"text": text, "language": "en"}).fields
     return {"date": f["Agreement Date"][0].value if f["Agreement Date"] else None,
-            "parties": [e.value["name"] for e in f["Parties"]]}
+            "parties": [e.value["name"] for e in f["Parties"]],
+            "law": f["Governing Law"][0].value if f["Governing Law"] else None}
 
 
 def _right(field: str, got, contract) -> bool:
     if field == "date":
         return bool(contract.answers["Agreement Date"]) and date_match(got, contract.answers["Agreement Date"])
+    if field == "law":
+        gold = contract.answers["Governing Law"]
+        return bool(gold and got) and re.sub(r"\s*,\s*", ", ", got.lower()) == re.sub(r"\s*,\s*", ", ", gold.lower())
     gold = gold_parties(contract.answers["Parties"])
     tp, npred, ngold = parties_match(got, gold)
     return bool(gold) and tp == npred == ngold
@@ -92,15 +93,15 @@ def main(argv: list[str] | None = None) -> int:
     from sectorflow_legal_extraction import cuad
 
     contracts = [c for c in cuad.load(args.data) if c.split == args.split]
-    tf = Taskflow("legal_extraction", schema=["Parties", "Agreement Date"])
+    tf = Taskflow("legal_extraction", schema=["Parties", "Agreement Date", "Governing Law"])
     base = {c.filename: _fields(tf, c.text) for c in contracts}
     print(f"CUAD {args.split} split: {len(contracts)} contracts; per rewrite, right before -> still right after")
     for name in args.only or REWRITES:
         rewrite = REWRITES[name]
-        kept = {"date": [0, 0], "parties": [0, 0]}
-        broken: dict[str, list[str]] = {"date": [], "parties": []}
+        kept = {"date": [0, 0], "parties": [0, 0], "law": [0, 0]}
+        broken: dict[str, list[str]] = {"date": [], "parties": [], "law": []}
         for c in contracts:
-            after = _fields(tf, rewrite(c.text[:HEAD]) + c.text[HEAD:])
+            after = _fields(tf, rewrite(c.text))
             for field in kept:
                 if not _right(field, base[c.filename][field], c):
                     continue
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                 if not ok:
                     broken[field].append(f"{c.filename[:50]}: {base[c.filename][field]!r} -> {after[field]!r}")
         print(f"  {name:9s} date {kept['date'][0]:4d} / {kept['date'][1]:4d}   "
-              f"parties {kept['parties'][0]:4d} / {kept['parties'][1]:4d}")
+              f"parties {kept['parties'][0]:4d} / {kept['parties'][1]:4d}   law {kept['law'][0]:4d} / {kept['law'][1]:4d}")
         for field, lines in broken.items():
             for line in lines[:args.show]:
                 print(f"    broke {field}: {line}")

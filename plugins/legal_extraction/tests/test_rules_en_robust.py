@@ -1,5 +1,5 @@
-"""English rules, third round: the same contract written another way (spacing, line breaks, capitals, "among")
-must give the same answer. Found with ``benchmarks/legal_eval_robustness.py`` on CUAD train contracts; every
+"""English rules, third round: the same contract written another way (spacing, line breaks, capitals, "among", no
+defined terms) must give the same answer. Found with ``benchmarks/legal_eval_robustness.py`` on CUAD train contracts; every
 sentence here is project-written."""
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ import pytest
 
 from sectorflow_legal_extraction import normalize as nz
 from sectorflow_legal_extraction import rules_en
+from sectorflow_legal_extraction.rules_en_law import governing_law
+from sectorflow_legal_extraction.text import segments
 
 
 def _names(text: str) -> list[str]:
@@ -93,3 +95,29 @@ def test_effective_date_gives_way_to_the_last_signature_soon_after():
     assert rules_en.agreement_date(made)[0].value == "1998-07-01"
     late = body.replace("Date: 7/7/98", "Date: 3/9/99")
     assert rules_en.agreement_date(late)[0].value == "1998-07-01"
+
+
+@pytest.mark.parametrize("text, value", [
+    ("THIS AGREEMENT SHALL BE GOVERNED BY AND CONSTRUED IN ACCORDANCE WITH THE LAWS OF THE STATE OF NEW YORK WITHOUT "
+     "REGARD TO ITS CONFLICT OF LAWS PRINCIPLES.", "New York"),
+    ("THIS AGREEMENT IS GOVERNED BY THE LAWS OF VICTORIA, AUSTRALIA.", "Victoria, Australia"),
+    ("THIS AGREEMENT SHALL BE GOVERNED BY THE LAWS OF THE REPUBLIC OF SOUTH AFRICA.", "Republic of South Africa"),
+    ("THIS AGREEMENT SHALL BE CONSTRUED IN ACCORDANCE WITH AND GOVERNED BY THE LAWS OFTHE STATE OFTEXAS AND ACTIONS "
+     "MAY BE BROUGHT THERE.", "Texas"),
+    # lines of capitals that the segmenter takes for headings
+    ("15.1 THE INTERPRETATION OF THIS CONTRACT SHALL BE IN ACCORDANCE WITH AND CONTROLLED BY\nTHE LAWS OF THE STATE "
+     "OF TEXAS, WITHOUT REGARD TO THE\nDOCTRINES OF CONFLICTS OF LAW.", "Texas"),
+    ("(a) THIS AGREEMENT SHALL BE GOVERNED BY AND CONSTRUED IN ACCORDANCE WITH THE INTERNAL\nLAWS OF THE "
+     "COMMONWEALTH OF PENNSYLVANIA WITHOUT GIVING\nEFFECT TO ANY CHOICE OF LAW RULE.", "Pennsylvania"),
+    ("This Agreement shall be governed by, and interpreted in accordance with New\nYork law without regard to "
+     "conflicts of laws.", "New York"),
+])
+def test_governing_law_in_capitals_and_wrapped_lines(text, value):
+    (found,) = governing_law(text, segments(text, "en"))
+    assert found.value == value and text[found.start:found.end] == found.text
+
+
+def test_dispute_forum_wrapped_between_words():
+    text = "Any dispute shall be submitted to the exclusive jurisdiction of the courts sitting in New\nYork."
+    (found,) = governing_law(text, segments(text, "en"))
+    assert found.value == "New York" and found.source == "rule:en_governing_law_forum"

@@ -170,7 +170,7 @@ _WEAK_CUE = re.compile(r"\b(?:controlled|subject|pursuant|according)\s+(?:to|by)
                        r"\bin\s+accordance\s+with\s+the\s+laws?\s+of", re.I)
 _ADJECTIVE = re.compile(
     r"(?:governed|construed|interpreted|subject\s+to\s+the\s+application\s+of|subject\s+to)\s+(?:[\w,]+\s+){0,3}?"
-    r"(?:by|under|in\s+accordance\s+with|of)?\s*(?:the\s+)?(?:internal\s+)?(?:(?:State|Commonwealth)\s+of\s+)?(?P<a>" + "|".join(US_STATES)
+    r"(?:by|under|in\s+accordance\s+with|of)?\s*(?:the\s+)?(?:internal\s+)?(?:(?:State|Commonwealth)\s+of\s+)?(?P<a>" + "|".join(st.replace(" ", r"\s+") for st in US_STATES)
     + r"|PRC|Chinese|English|Israeli|Italian|German|French|Swiss|Taiwanese|Japanese|Korean|Indian|Dutch|Canadian|"
       r"Singapore|Hong\s+Kong|Spanish|" + "|".join(a for a in _ADJECTIVES if " " not in a) + r")\s+laws?\b(?!\s+(?:enforcement|firms?|schools?|"
       r"departments?|offices?))", re.IGNORECASE)
@@ -178,19 +178,72 @@ _ADJECTIVE = re.compile(
 
 def _rejoined(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """``spans`` with a sentence that a blank line cut in two joined again ("construed in accordance with, the" /
-    "laws of the State of Georgia"): a span that ends without . ; : or ) joins the next when that starts lower case."""
+    "laws of the State of Georgia"): a span that ends without . ; : or ) joins the next when that starts lower case
+    or when it ends in a word no sentence ends with ("... CONTROLLED BY" / "THE LAWS OF THE STATE OF TEXAS": a line
+    of capitals that the segmenter took for a heading), or when only a line break (no blank line) parts them."""
     out: list[tuple[int, int]] = []
     for start, end in spans:
-        if out and text[start:start + 1].islower() and not re.search(r"[.;:)]\s*$", text[out[-1][0]:out[-1][1]]):
+        previous = text[out[-1][0]:out[-1][1]] if out else ""
+        if out and not re.search(r"[.;:)]\s*$", previous) and (text[start:start + 1].islower() or re.search(
+                r"\b(?i:the|of|to|and|or|by|with|under|in|a|an|laws?|governed|construed)$", previous) or
+                "\n" in text[out[-1][1]:start] and not re.search(r"\n\s*\n", text[out[-1][1]:start])):
             out[-1] = (out[-1][0], end)
         else:
             out.append((start, end))
     return out
 
 
+_CANONICAL = [*US_STATES, *PROVINCES, *COUNTRIES, "PRC", "P.R.C", "R.O.C", "United States of America", "United States",
+              "United Kingdom", "U.S.A", "USA", "Hong Kong Special Administrative Region", "State", "Commonwealth",
+              "Province", "Republic", "Kingdom", "Federal Republic"]
+_RECASE = re.compile(r"(?:(?<![\w.])|(?<=\bof)|(?<=\bofthe))(?:" + "|".join(r"\s+".join(re.escape(w) for w in c.split()) for c in sorted(
+    _CANONICAL, key=len, reverse=True)) + r")(?![\w])", re.IGNORECASE)
+_CANON_BY_KEY = {re.sub(r"\s+", " ", c.lower()): c for c in _CANONICAL}
+_AFTER_OF = re.compile(r"\b(?i:laws?|legislation|state|commonwealth|province|republic|kingdom)\s+of\s*(?:the\s+)?"
+                       r"((?:[a-z][\w'’.\-]*\s*){1,3})")
+_FUNCTION_WORDS = {"and", "the", "of", "without", "excluding", "applicable", "as", "in", "including", "except", "which",
+                   "that", "to", "regardless", "other", "for", "notwithstanding", "with", "shall", "its", "their", "any",
+                   "such", "this", "said", "thereof", "a", "an", "or", "is", "are", "be", "will", "may", "state",
+                   "commonwealth", "province", "republic", "kingdom", "giving", "given", "effect", "conflict",
+                   "conflicts", "choice", "principles", "rules", "provisions", "law", "laws"}
+
+
+def _truecased(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with every sentence written in capitals ("THIS AGREEMENT SHALL BE GOVERNED BY THE LAWS OF THE STATE OF
+    NEW YORK") lower-cased except the places it names and the words after "laws of" ("... the laws of the State of
+    New York"), so that the passes, which tell a place by its capital letter, read it; same length and offsets."""
+    out = None
+    for start, end in spans:
+        sentence = text[start:end]
+        letters = [c for c in sentence if c.isalpha()]
+        if len(letters) < 20 or sum(c.isupper() for c in letters) < 0.8 * len(letters):
+            continue
+        lower = sentence.lower()
+        lower = _RECASE.sub(lambda m: "".join(
+            w if w.isspace() else _CANON_BY_KEY[re.sub(r"\s+", " ", m.group().lower())].split()[i // 2]
+            for i, w in enumerate(re.split(r"(\s+)", m.group()))), lower)
+        for m in _AFTER_OF.finditer(lower):
+            words = re.split(r"(\s+)", m.group(1))
+            fixed, stop = [], False
+            for w in words:
+                stop = stop or (not w.isspace() and w.strip(",.;").lower() in _FUNCTION_WORDS)
+                fixed.append(w if stop or w.isspace() else w[:1].upper() + w[1:])
+            lower = lower[:m.start(1)] + "".join(fixed) + lower[m.end(1):]
+        out = (out if out is not None else text)
+        out = out[:start] + lower + out[end:]
+    return text if out is None else out
+
+
 def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
-    """The governing law's place(s), CUAD-normalised (module docstring); ``[]`` when no pass finds one."""
+    """The governing law's place(s), CUAD-normalised (module docstring); ``[]`` when no pass finds one. Sentences
+    written in capitals are read through ``_truecased``; ``text`` of the result is always the contract's own."""
     spans = _rejoined(text, spans)
+    proxy = _truecased(text, spans)
+    found = _governing_law(proxy, spans)
+    return [f.model_copy(update={"text": text[f.start:f.end]}) for f in found]
+
+
+def _governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
     found = _law_sentences(text, spans, GOV_CUE, "rule:en_governing_law", 0.9)
     if found:
         return found
@@ -209,7 +262,7 @@ def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
 
 _FORUM_CITIES = {"beijing": "Beijing", "shanghai": "Shanghai", "shenzhen": "Shenzhen", "people's court":
                  "People's Republic of China", "people’s court": "People's Republic of China"}
-_FORUM_PLACE = re.compile(r"\b(?:" + "|".join(re.escape(p) for p in sorted(
+_FORUM_PLACE = re.compile(r"\b(?:" + "|".join(re.escape(p).replace(r"\ ", r"\s+") for p in sorted(
     [*US_STATES, *PROVINCES, *COUNTRIES, "PRC", "P.R.C", "China", "United Kingdom", *_FORUM_CITIES], key=len,
     reverse=True)) + r")\b", re.I)
 _VENUE = re.compile(r"\b(?:courts?|tribunals?|arbitrat\w*|venue|jurisdiction)\b", re.I)
