@@ -16,7 +16,10 @@ touches the whole text:
 - ``upper``: the preamble in capitals (many contracts write their parties' names in capitals);
 - ``spaces``: every space doubled (OCR output and justified text);
 - ``among``: "between" written "among" and "by and between" written "by and among";
-- ``noterms``: no defined terms (every parenthesis with a quoted term dropped: ``Acme Inc. ("Acme")`` -> ``Acme Inc.``).
+- ``noterms``: no defined terms (every parenthesis with a quoted term dropped: ``Acme Inc. ("Acme")`` -> ``Acme Inc.``);
+- ``unquoted``: defined terms without quotes (``(the "Company")`` -> ``(the Company)``);
+- ``british`` / ``ordinal``: "March 1, 2005" written "1 March 2005" / "the 1th day of March, 2005" (the ordinal suffix
+  is always "th": the date parser reads it the same).
 
 Prints, per rewrite and field, how many contracts that were right stay right, and with ``--show`` the ones that
 broke (the field's value before and after). Data: ../shared/data/cuad (CC BY 4.0), read in place.
@@ -33,6 +36,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from legal_eval import DATA, date_match, gold_parties, parties_match  # noqa: E402
+
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 
 def _wrap(head: str) -> str:
     return "\n\n".join("\n".join(textwrap.wrap(p, 60)) for p in re.split(r"\n\s*\n", head))
@@ -58,6 +63,9 @@ REWRITES = {
     "spaces": lambda h: h.replace(" ", "  "),
     "among": lambda h: re.sub(r"\bbetween\b", "among", re.sub(r"\bBETWEEN\b", "AMONG", h)),
     "noterms": lambda h: re.sub(r"\s*\((?:[^()]{0,80}?)[\"“][^()]{0,80}\)", "", h),
+    "unquoted": lambda h: re.sub(r"\(([^()\"“”]{0,40}?)[\"“]([^()\"“”]{1,40})[\"”]\)", r"(\1\2)", h),
+    "british": lambda h: re.sub(rf"\b({_MONTHS})\s+(\d{{1,2}}),\s+(\d{{4}})", r"\2 \1 \3", h),
+    "ordinal": lambda h: re.sub(rf"\b({_MONTHS})\s+(\d{{1,2}}),\s+(\d{{4}})", r"the \2th day of \1, \3", h),
 }
 
 

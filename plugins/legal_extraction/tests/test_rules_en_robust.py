@@ -121,3 +121,16 @@ def test_dispute_forum_wrapped_between_words():
     text = "Any dispute shall be submitted to the exclusive jurisdiction of the courts sitting in New\nYork."
     (found,) = governing_law(text, segments(text, "en"))
     assert found.value == "New York" and found.source == "rule:en_governing_law_forum"
+
+
+def test_unquoted_short_defined_terms():
+    text = ("This Services Agreement is made by and between Jo Roe (Roe), residing at 4 Elm Road, Springfield, and "
+            "Widget Vision Solutions, Inc. (WVS), a Nevada corporation.\n\nNow the parties agree as follows.")
+    assert _names(text) == ["Jo Roe", "Widget Vision Solutions, Inc"]
+    assert [p.value["defined_term"] for p in rules_en.parties(text)] == ["Roe", "WVS"]
+
+
+def test_bracketed_words_inside_a_name_are_no_defined_term():
+    text = ('This Agreement is made between ALDER (HONG KONG) LTD, a Hong Kong company ("Alder"), and BIRCH FUND '
+            '(CAYMAN) MANAGEMENT L.P., a Cayman Islands partnership ("Birch").')
+    assert _names(text) == ["ALDER (HONG KONG) LTD", "BIRCH FUND (CAYMAN) MANAGEMENT L.P"]

@@ -41,7 +41,11 @@ _DEFINED = re.compile(r"\((?:[^()]{0,80}?)[\"“”'‘’]{1,2}([A-Za-z0-9][^\"
                       r"\((?i:the)\s+([A-Z][A-Z\-]{2,20})\)|"  # "(the COMPANY)"
                       r"\((?:the\s+)?((?:Transporter|Shipper|Licensor|Licensee|Company|Customer|Client|Supplier|"
                       r"Distributor|Seller|Buyer|Purchaser|Vendor|Consultant|Contractor|Agent|Sponsor|Manufacturer|"
-                      r"Reseller|Franchisor|Franchisee|Lessor|Lessee|Landlord|Tenant|Provider|Publisher|Developer)s?)\)",
+                      r"Reseller|Franchisor|Franchisee|Lessor|Lessee|Landlord|Tenant|Provider|Publisher|Developer)s?)\)|"
+                      # "Acme Widgets, Inc. (Acme) and Beta LLC (BETA)": a short capitalised term in brackets, then
+                      # a comma, "and", a description or the sentence's end (not "SHBV (HONG KONG) LTD")
+                      r"(?<=[\w.,])\s*\((?:the\s+)?([A-Z][\w&\-]*(?:\s+[A-Z][\w&\-]*){0,2})\)(?=\s*(?:[,;.]|(?i:and|or|having|"
+                      r"with|located|whose|hereinafter|hereto|each|both|collectively|as|a|an)\b|$))",
                       re.M)  # "X Partnership (Transporter) and Y COMPANY (Shipper)"
 _BETWEEN = re.compile(r"\b(?:by\s+and\s+between|between|among|amongst|by\s+and\s+among|(?:entered\s+into|made|"
                       r"executed)\s+(?:\w+\s+){0,3}?by)\b\s*[:,]?\s*(?:the\s+)?",
