@@ -134,3 +134,16 @@ def test_bracketed_words_inside_a_name_are_no_defined_term():
     text = ('This Agreement is made between ALDER (HONG KONG) LTD, a Hong Kong company ("Alder"), and BIRCH FUND '
             '(CAYMAN) MANAGEMENT L.P., a Cayman Islands partnership ("Birch").')
     assert _names(text) == ["ALDER (HONG KONG) LTD", "BIRCH FUND (CAYMAN) MANAGEMENT L.P"]
+
+
+@pytest.mark.parametrize("text, iso", [
+    ("MARKETING AFFILIATE AGREEMENT\n\nTHIS AGREEMENT IS MADE THIS 1S T DAY OF OCTOBER 2008, BETWEEN ACME INC. AND "
+     "BETA LLC.", "2008-10-01"),
+    ("YIELD AGREEMENT\n\nDATE:    27 APRIL 2006\n\nTO:   BETA TRUST\n\nTHE TERMS ARE AS FOLLOWS: EFFECTIVE DATE 01 "
+     "APRIL 2006", "2006-04-27"),
+    ("SERVICES\n\nThe parties shall perform the services. " * 30 + "\n\nSIGNED AND EFFECTIVE THIS 25TH DAY OF MAY, "
+     "1999.\n\nAfter October 1, 1999 all expenses are borne by Beta.", "1999-05-25"),
+])
+def test_agreement_date_cues_in_capitals(text, iso):
+    (found,) = rules_en.agreement_date(text)
+    assert found.value == iso and text[found.start:found.end] == found.text

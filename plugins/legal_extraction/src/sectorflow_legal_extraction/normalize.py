@@ -208,7 +208,7 @@ def parse_date(text: str) -> str | None:
     if blank:  # "________, 2015": only the year is given
         return blank.group(1)
     cleaned = re.sub(r"(\d)\s*(s)\s{0,2}(t)|(\d)\s*(n)\s{0,2}(d)|(\d)\s*(r)\s{0,2}(d)|(\d)\s*(t)\s{0,2}(h)\b",
-                     lambda m: "".join(g for g in m.groups() if g) + " ", text)  # "24t h" (PDF text) -> "24th"
+                     lambda m: "".join(g for g in m.groups() if g) + " ", text, flags=re.I)  # "24t h" (PDF text) -> "24th"
     cleaned = re.sub(r"\bday\s+of\b|\b(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day,?|-{2,}", "", cleaned, flags=re.I)
     cleaned = re.sub(r"\s+,", ",", cleaned)
     cleaned = re.sub(r"(?<=[A-Za-z])\.(?=\s)", "", cleaned)  # "August. 2012"

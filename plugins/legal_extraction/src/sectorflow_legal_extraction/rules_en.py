@@ -29,7 +29,7 @@ def _signature_dates(text: str) -> list[tuple[int, int, str, str]]:
     """Dates of the signature blocks: after a ``Date:`` label anywhere, and every full date after the last
     "IN WITNESS WHEREOF" (or in the last 3,000 characters when there is none)."""
     out = []
-    for match in re.finditer(r"\bDated?\s*:?\s*", text):
+    for match in re.finditer(r"\b(?:Dated?|DATED?)\s*:?\s*", text):
         found = nz.dates_in(text[match.end():match.end() + 40])
         if found and found[0][0] == 0 and (":" in match.group() or re.match(r"\d", found[0][2])):
             s, e, raw, iso = found[0]
@@ -37,7 +37,7 @@ def _signature_dates(text: str) -> list[tuple[int, int, str, str]]:
     witness = [m.end() for m in re.finditer(r"IN\s+WITNESS\s+WHEREOF|(?i:in\s+witness\s+whereof)", text)]
     tail = witness[-1] if witness else max(0, len(text) - 3000)
     out += [(tail + s, tail + e, raw, iso) for s, e, raw, iso in nz.dates_in(text[tail:tail + 6000])
-            if len(iso) >= 7 and not re.search(r"Source:|\b(?:10-K|10-Q|8-K|S-1|F-1)\b",
+            if len(iso) >= 7 and not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b",
                                                 text[text.rfind("\n", 0, tail + s) + 1:tail + s])]
     return out
 
@@ -57,10 +57,10 @@ def agreement_date(text: str) -> list[Extraction]:
     first 1,500 characters. Partly blank dates keep only what is given ("[___], 2020" -> ``2020``)."""
     head = text[:PREAMBLE_CHARS]
     dates = [d for d in nz.dates_in(head)
-             if not re.search(r"Source:|\b(?:10-K|10-Q|8-K|S-1|F-1)\b", head[head.rfind("\n", 0, d[0]) + 1:d[0]])
+             if not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b", head[head.rfind("\n", 0, d[0]) + 1:d[0]])
              and not re.match(r"\s*(?:WHEREAS|Whereas)\b", head[head.rfind("\n\n", 0, d[0]) + 1:d[0]])]  # recitals
     chosen, confidence = None, 0.0
-    letter = re.search(r"^[ \t]*Date[ \t]*:[ \t]*", head[:1000], re.M)  # a letter's or confirmation's "Date:" line
+    letter = re.search(r"^[ \t]*(?i:date)[ \t]*:[ \t]*", head[:1000], re.M)  # a letter's or confirmation's "Date:" line
     found = nz.dates_in(head[letter.end():letter.end() + 40]) if letter else []
     if found and found[0][0] == 0 and len(found[0][3]) == 10:
         s, e, raw, iso = found[0]
@@ -103,8 +103,9 @@ def agreement_date(text: str) -> list[Extraction]:
     if chosen is None and early and len(early[0][3]) == 10:
         chosen, confidence = early[0], 0.4
     if chosen is None:
-        for match in re.finditer(r"(?:IN\s+WITNESS\s+WHEREOF[^.]{0,200}?(?:as\s+of|on)|(?:Signed|Executed|Dated)"
-                                 r"(?:\s+and\s+effective)?)\s+(?:this\s+|the\s+)?", text):
+        for match in re.finditer(r"(?:IN\s+WITNESS\s+WHEREOF[^.]{0,200}?(?:as\s+of|on|AS\s+OF|ON)|(?:Signed|Executed|"
+                                 r"Dated|SIGNED|EXECUTED|DATED)(?:\s+and\s+effective|\s+AND\s+EFFECTIVE)?)\s+"
+                                 r"(?:this\s+|the\s+|THIS\s+|THE\s+)?", text):
             found = nz.dates_in(text[match.end():match.end() + 60])
             if found and found[0][0] <= 2:
                 s, e, raw, iso = found[0]
