@@ -147,3 +147,14 @@ def test_bracketed_words_inside_a_name_are_no_defined_term():
 def test_agreement_date_cues_in_capitals(text, iso):
     (found,) = rules_en.agreement_date(text)
     assert found.value == iso and text[found.start:found.end] == found.text
+
+
+def test_signature_company_with_several_spaces_between_words():
+    from sectorflow_legal_extraction.rules_en_signatures import signature_parties
+
+    text = ("IN WITNESS WHEREOF the parties sign below.\n\nDISTRIBUTOR\n\nWIDGETVISION   COMMUNICATIONS  LTD.   By: "
+            "Name Jo Roe   Title PRESIDENT\n\nALDER  MUSIC  INTERNATIONAL,  INC.    By: Name Al Poe")
+    found = signature_parties(text)
+    assert [p.value["name"] for p in found] == ["WIDGETVISION COMMUNICATIONS LTD", "ALDER MUSIC INTERNATIONAL, INC"]
+    assert [text[p.start:p.end] for p in found] == [p.text for p in found]
+    assert found[0].text == "WIDGETVISION   COMMUNICATIONS  LTD"

@@ -72,7 +72,9 @@ def signature_parties(text: str) -> list[Extraction]:
     out: list[Extraction] = []
     seen: set[str] = set()
     for match in _BY.finditer(text):
-        window = text[max(0, match.start() - 160):match.start()]
+        window = re.sub(r"[ \t]{2,}", " ", text[max(0, match.start() - 240):match.start()])[-160:]  # spacing varies
+        last = re.split(r"\n[ \t]*\n", window)[-1]
+        window = last if re.search(r"[A-Za-z]{2}", last) else window  # "DISTRIBUTOR\n\nACME LTD. By:": from ACME
         window = re.sub(r"(?:\s*/s/\s*[A-Z][\w.'’\-]*(?:\s+[A-Z][\w.'’\-]*){0,3})+\s*$", " ", window)  # "ACME S.A. /s/ Jo Roe By:"
         if re.search(r"\b(?:its|general\s+partner|manager|member)\s*$", window, re.I):
             continue
@@ -80,11 +82,15 @@ def signature_parties(text: str) -> list[Extraction]:
             if re.fullmatch(r"(?:[IVX]+|U?G\.?P\.?|[A-Z][a-z]+)(?:,?\s+\S+)?", name) or known_place(name.split()[0]):
                 continue  # "GP, LLC" (a cut-off name), "Delaware Corporation" (a description)
             key = re.sub(r"\W", "", name.lower())
-            begin = text.rfind(name, max(0, match.start() - 160), match.start())
-            if key in seen or begin < 0:
+            # the name as written: its words may stand apart by several spaces or a line break
+            spots = list(re.finditer(r"\s+".join(re.escape(w) for w in name.split()),
+                                     text[max(0, match.start() - 240):match.start()]))
+            if key in seen or not spots:
                 continue
+            begin = max(0, match.start() - 240) + spots[-1].start()
+            end = max(0, match.start() - 240) + spots[-1].end()
             seen.add(key)
-            out.append(Extraction(text=name, start=begin, end=begin + len(name),
+            out.append(Extraction(text=text[begin:end], start=begin, end=end,
                                   value={"name": name, "role": "signatory", "defined_term": None}, confidence=0.5,
                                   source="rule:en_signature_block"))
     return out
