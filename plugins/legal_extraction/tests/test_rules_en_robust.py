@@ -158,3 +158,14 @@ def test_signature_company_with_several_spaces_between_words():
     assert [p.value["name"] for p in found] == ["WIDGETVISION COMMUNICATIONS LTD", "ALDER MUSIC INTERNATIONAL, INC"]
     assert [text[p.start:p.end] for p in found] == [p.text for p in found]
     assert found[0].text == "WIDGETVISION   COMMUNICATIONS  LTD"
+
+
+def test_first_party_without_between_in_a_wrapped_paragraph():
+    text = ("CONSULTING AGREEMENT\n\nAlder Biotech, Inc., with a place of business at 740 Heinz Avenue, Berkeley, CA\n"
+            "94710 (\"Alder\") and BIRCH B.V having an address at Staalweg 16, Leiden, the\nNetherlands, represented by "
+            "Jo Roe, (\"Consultant\") agree to all terms of this\nConsulting Agreement (\"Agreement\").\n\n1. Services.")
+    assert _names(text) == ["Alder Biotech, Inc", "BIRCH B.V"]
+
+
+def test_a_clause_with_has_is_no_name():
+    assert not rules_en.looks_like_party("HAS DETERMINED THE INFORMATION")

@@ -98,7 +98,7 @@ def _trim_name(name: str) -> str:
     return re.sub(r"^(?:[a-z][\w\-]*\s+){1,3}[a-z][\w\-]*,\s+(?=[A-Z])", "", name).strip(" ,")
 
 
-_NOT_A_NAME = re.compile(r"\b(?:is|are|may|shall|will|laws|website|referred|organized|formed|pursuant|collectively|"
+_NOT_A_NAME = re.compile(r"\b(?:is|are|was|were|has|have|had|may|shall|will|laws|website|referred|organized|formed|pursuant|collectively|"
                          r"individually|respectively|herein|hereinafter|hereto|hereunder|thereof)\b|"
                          r"\s(?:the|as|of|and|with|to|in|for|on|by|or)$", re.IGNORECASE)
 _LEADING_WORD = re.compile(r"(?:in|with|during|upon|each|any|such|said|as|other|all|years?|unless|hereby)(?:\s|$)",
@@ -153,6 +153,10 @@ def _name_start(window: str, first: bool) -> int:
     cut = 0
     for stop in re.finditer(r"\n\s*|[.:]\s+(?=[A-Z(])", window):
         before = window[max(0, stop.start() - 6):stop.start() + 1]
+        line = window[window.rfind("\n", 0, stop.start()) + 1:stop.start()]
+        if stop.group().startswith("\n") and "\n" not in stop.group()[1:] and len(line) >= 50 and \
+                not re.search(r"[.:;]\s*$", line):
+            continue  # a line break inside a wrapped paragraph (a long line that does not end a sentence)
         if not re.search(r"\b(?:Inc|Corp|Co|Ltd|No|Mr|Ms|Dr|St|L\.P|N\.A|S\.A|[A-Z])\.$", before):
             cut = stop.end()
     return cut
