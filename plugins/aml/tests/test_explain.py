@@ -133,3 +133,91 @@ def test_cli_explain_with_the_wrong_input_exits_2_with_one_message(tmp_path: Pat
     err = capsys.readouterr().err
     assert code == 2 and "is not the input that produced alert cycle-sample" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1, err  # one message, no per-id noise
+
+
+_FLOW_COLUMNS = ["transaction_id", "timestamp", "sender_account", "receiver_account", "amount", "currency"]
+
+
+def _flow_rows() -> list[dict[str, str]]:
+    """Twelve payroll transfers (a fan-out alert, score 0.6: no report draft) and a three-account loop (a cycle alert,
+    score 0.8: a suspicious-report draft that lists its transfers)."""
+    rows = [{"transaction_id": f"P{e:02d}", "timestamp": f"2026-10-10T02:{e:02d}:00", "sender_account": "CORP",
+             "receiver_account": f"EMP{e:02d}", "amount": f"{10000 + 7 * e}.00", "currency": "CNY"} for e in range(12)]
+    loop = [("L1", "LOOP1", "LOOP2", "300000.00"), ("L2", "LOOP2", "LOOP3", "298000.00"),
+            ("L3", "LOOP3", "LOOP1", "296000.00")]
+    rows += [{"transaction_id": tid, "timestamp": f"2026-11-07T0{i + 1}:00:00", "sender_account": a,
+              "receiver_account": b, "amount": amount, "currency": "CNY"} for i, (tid, a, b, amount) in enumerate(loop)]
+    return rows
+
+
+def _write_csv(path: Path, rows: list[dict[str, str]]) -> Path:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=_FLOW_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def _flow_results(tmp_path: Path) -> tuple[Path, Path, dict[str, Alert]]:
+    """The input CSV, the results file ``sectorflow run aml`` would write for it (rules only) and its alerts."""
+    from sectorflow import Taskflow
+
+    rows = _flow_rows()
+    source = _write_csv(tmp_path / "in.csv", rows)
+    results = Taskflow("aml", model=False)([dict(r) for r in rows])
+    out = tmp_path / "results.jsonl"
+    out.write_text("".join(r.model_dump_json() + "\n" for r in results))
+    alerts = {a.typology: a for r in results for a in r.alerts}
+    return source, out, alerts
+
+
+def _edited(tmp_path: Path, tid: str, **changes: str) -> Path:
+    rows = [dict(r, **changes) if r["transaction_id"] == tid else r for r in _flow_rows()]
+    return _write_csv(tmp_path / f"edited-{tid}.csv", rows)
+
+
+def test_explain_refuses_an_input_whose_amounts_or_times_were_edited(tmp_path: Path) -> None:
+    """Ids and accounts are unchanged by an edited amount: what the results record of the transfers must match."""
+    source, results, alerts = _flow_results(tmp_path)
+    cycle = alerts["cycle"]
+    assert sorted(cycle.transaction_ids) == ["L1", "L2", "L3"]
+    explain_alert(cycle.alert_id, results, source, tmp_path / "ok.png", "csv")  # the unedited input draws
+    with pytest.raises(InvalidInputError, match=r"L2 has amount 298001\.00 there, 298000\.00 in the results"):
+        explain_alert(cycle.alert_id, results, _edited(tmp_path, "L2", amount="298001.00"), tmp_path / "a.png", "csv")
+    with pytest.raises(InvalidInputError, match=r"L1 has time 2026-11-07T01:30:00\+00:00 there"):
+        explain_alert(cycle.alert_id, results, _edited(tmp_path, "L1", timestamp="2026-11-07T01:30:00"),
+                      tmp_path / "t.png", "csv")
+    with pytest.raises(InvalidInputError, match=r"L1 has currency USD there, CNY in the results"):
+        explain_alert(cycle.alert_id, results, _edited(tmp_path, "L1", currency="USD"), tmp_path / "c.png", "csv")
+    with pytest.raises(InvalidInputError, match=r"receiver_account LOOP9 there, LOOP2 in the results"):
+        explain_alert(cycle.alert_id, results, _edited(tmp_path, "L1", receiver_account="LOOP9"),
+                      tmp_path / "r.png", "csv")
+    assert not any((tmp_path / f"{n}.png").exists() for n in "atcr")
+
+
+def test_explain_checks_the_completing_time_and_says_what_the_results_cannot_confirm(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A fan-out alert below the report threshold has no draft listing its amounts: its completing transfer's time
+    is still checked, and the unchecked amounts are named on stderr and under the picture."""
+    from sectorflow_aml.cli import checked_alert
+
+    source, results, alerts = _flow_results(tmp_path)
+    fan_out = alerts["fan_out"]
+    last = fan_out.transaction_ids[-1]  # the transfer that completed the pattern (its result carries the alert)
+    with pytest.raises(InvalidInputError, match=rf"{last} has time 2026-10-10T03:00:00\+00:00 there, but the alert"):
+        explain_alert(fan_out.alert_id, results, _edited(tmp_path, last, timestamp="2026-10-10T03:00:00"),
+                      tmp_path / "x.png", "csv")
+    edited = _edited(tmp_path, "P00", amount="99999.00")
+    _, txns, note = checked_alert(fan_out.alert_id, results, edited, "csv")
+    n = len(fan_out.transaction_ids)
+    assert note is not None and note.startswith(f"Amounts of {n} of the alert's {n} transfers were not checked")
+    assert next(t.amount for t in txns if t.transaction_id == "P00") == 99999
+    assert checked_alert(alerts["cycle"].alert_id, results, source, "csv")[2] is None  # all recorded: no note
+    app = typer.Typer()
+    register(app)
+    done = CliRunner().invoke(app, ["aml", "explain", fan_out.alert_id, "--results", str(results), "--input",
+                                    str(edited), "--format", "csv", "--png", str(tmp_path / "f.png")])
+    assert done.exit_code == 0 and f"note: Amounts of {n} of the alert's {n}" in done.output
+    with caplog.at_level("WARNING", logger="sectorflow_aml"):
+        explain_alert(fan_out.alert_id, results, edited, tmp_path / "g.png", "csv")
+    assert any("were not checked" in r.getMessage() for r in caplog.records)

@@ -15,7 +15,10 @@ The flow (alerts live in the results that ``sectorflow run`` writes, amounts in 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,6 +30,8 @@ from sectorflow import ConfigError, InvalidInputError, open_text
 from .explain import draw_alert
 from .loaders import READERS, guess_format
 from .schema import Alert, ReportDraft, Transaction
+
+log = logging.getLogger("sectorflow_aml")
 
 aml_app = typer.Typer(help="Anti-money-laundering tools: list alerts, draw an alert's fund flow.",
                       no_args_is_help=True)
@@ -67,14 +72,51 @@ def iter_reports(results: str | Path) -> Iterator[ReportDraft]:
 
 def find_alert(results: str | Path, alert_id: str) -> Alert:
     """The alert ``alert_id`` in ``results``. Raises ConfigError naming a few known ids when it is not there."""
+    return _locate_alert(results, alert_id)[0]
+
+
+def _locate_alert(results: str | Path, alert_id: str) -> tuple[Alert, str | None]:
+    """The alert and the ``transaction_id`` of the result it is on (the transaction that completed it)."""
     known: list[str] = []
-    for alert in iter_alerts(results):
-        if alert.alert_id == alert_id:
-            return alert
-        known.append(alert.alert_id)
+    with open_text(results) as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                alerts = [Alert.model_validate(a) for a in record.get("alerts", [])]
+            except (json.JSONDecodeError, AttributeError, ValidationError) as exc:
+                raise InvalidInputError(f"{results}, line {line_no}: not a sectorflow aml result ({exc}).",
+                                        details=[{"row": line_no, "field": "alerts", "reason": str(exc)}]) from exc
+            for alert in alerts:
+                if alert.alert_id == alert_id:
+                    trigger = record.get("transaction_id")
+                    return alert, trigger if isinstance(trigger, str) else None
+                known.append(alert.alert_id)
     sample = ", ".join(known[:5]) or "none"
     raise ConfigError(f"No alert {alert_id!r} in {results} ({len(known)} alerts; e.g. {sample}). "
                       f"List them with `sectorflow aml alerts --results {results}`.")
+
+
+def recorded_transactions(results: str | Path, ids: set[str]) -> dict[str, dict[str, Any]]:
+    """What ``results`` records about the transactions ``ids``: the rows of its report drafts' ``transactions``.
+
+    A result line carries no amounts of its own; suspicious-report drafts (alerts scoring at least
+    ``str_threshold``) list every transaction of their alert with time, accounts, amount and currency, and
+    large-value / CTR drafts list theirs with time, amount and currency. Returns ``{transaction_id: row}`` (the
+    first row seen per id; a suspicious draft's row, which names the accounts, is preferred).
+
+    Raises:
+        InvalidInputError: a line that is not a result object (names the line).
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for draft in iter_reports(results):
+        rows = draft.elements.get("transactions")
+        for row in rows if isinstance(rows, list) else []:
+            tid = row.get("transaction_id") if isinstance(row, dict) else None
+            if tid in ids and (tid not in found or "sender_account" in row and "sender_account" not in found[tid]):
+                found[tid] = row
+    return found
 
 
 def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str]) -> list[Transaction]:
@@ -94,33 +136,110 @@ def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str]) 
 
 def explain_alert(alert_id: str, results: str | Path, source: str | Path, png: str | Path,
                   fmt: str | None = None) -> Path:
-    """Python equivalent of ``sectorflow aml explain``: find the alert, read its transactions, draw the PNG."""
-    alert = find_alert(results, alert_id)
-    transactions = load_alert_transactions(source, fmt, set(alert.transaction_ids))
-    check_input_matches(alert, transactions, source)
-    return draw_alert(alert, transactions, png)
-
-
-def check_input_matches(alert: Alert, transactions: list[Transaction], source: str | Path) -> None:
-    """Refuse to draw from an input file that is not the one the results came from.
-
-    Transaction ids alone do not prove it (the AMLSim reader numbers rows, so every AMLSim file has the same ids):
-    every transaction of the alert must be in the file, and each must involve one of the alert's accounts.
+    """Python equivalent of ``sectorflow aml explain``: find the alert, read its transactions, check them against the
+    results (:func:`check_input_matches`), draw the PNG. What the results could not confirm is logged as a warning
+    and written under the picture.
 
     Raises:
-        InvalidInputError: ids missing from the file, or transactions between accounts the alert does not name.
+        ConfigError: no such alert, unknown format. InvalidInputError: ``source`` is not the input of ``results``.
     """
+    alert, transactions, note = checked_alert(alert_id, results, source, fmt)
+    if note:
+        log.warning("%s", note)
+    return draw_alert(alert, transactions, png, note=note)
+
+
+def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: str | None = None,
+                  ) -> tuple[Alert, list[Transaction], str | None]:
+    """The alert, its transactions read from ``source`` and checked against ``results``, and a note naming what the
+    results could not confirm (``None`` when every drawn amount and time was compared).
+
+    Raises:
+        ConfigError: no such alert, unknown format. InvalidInputError: ``source`` is not the input of ``results``.
+    """
+    alert, trigger_id = _locate_alert(results, alert_id)
+    ids = set(alert.transaction_ids) | ({trigger_id} if trigger_id else set())
+    found = load_alert_transactions(source, fmt, ids)
+    trigger = next((t for t in found if t.transaction_id == trigger_id), None)
+    transactions = [t for t in found if t.transaction_id in set(alert.transaction_ids)]
+    recorded = recorded_transactions(results, set(alert.transaction_ids))
+    unchecked = check_input_matches(alert, transactions, source, recorded=recorded, trigger=trigger)
+    note = None
+    if unchecked:
+        note = (f"Amounts of {len(unchecked)} of the alert's {len(alert.transaction_ids)} transfers were not checked "
+                f"against {Path(str(results)).name}: it records amounts only in report drafts (ids, accounts and the "
+                f"completing transfer's time were checked).")
+    return alert, transactions, note
+
+
+def _differences(txn: Transaction, row: dict[str, Any]) -> list[str]:
+    """Where ``txn`` (read from the input) differs from ``row`` (a report draft's record of it)."""
+    out = []
+    try:
+        if "amount" in row and Decimal(str(row["amount"])) != txn.amount:
+            out.append(f"amount {txn.amount} there, {row['amount']} in the results")
+    except (InvalidOperation, TypeError):
+        out.append(f"amount {txn.amount} there, {row['amount']!r} in the results")
+    if "currency" in row and row["currency"] != txn.currency:
+        out.append(f"currency {txn.currency} there, {row['currency']} in the results")
+    if "time" in row:
+        try:
+            same = datetime.fromisoformat(str(row["time"])) == txn.timestamp
+        except (TypeError, ValueError):
+            same = False
+        if not same:
+            out.append(f"time {txn.timestamp.isoformat()} there, {row['time']} in the results")
+    for side in ("sender_account", "receiver_account"):
+        if side in row and row[side] != getattr(txn, side):
+            out.append(f"{side} {getattr(txn, side)} there, {row[side]} in the results")
+    return out
+
+
+def check_input_matches(alert: Alert, transactions: list[Transaction], source: str | Path, *,
+                        recorded: dict[str, dict[str, Any]] | None = None,
+                        trigger: Transaction | None = None) -> list[str]:
+    """Refuse to draw from an input file that is not the one the results came from.
+
+    Transaction ids alone do not prove it (the AMLSim reader numbers rows, so every AMLSim file has the same ids),
+    nor do accounts (an edited amount keeps both). Checked: every transaction of the alert is in the file and
+    involves one of the alert's accounts; each one the results record (``recorded``, from
+    :func:`recorded_transactions`: the transactions of report drafts) has the recorded time, accounts, amount and
+    currency; ``trigger`` (the input's transaction whose result carries the alert) has the alert's ``time`` (to the
+    millisecond).
+
+    Returns:
+        The ids of the alert's transactions whose amount could not be compared (the results record none for them).
+
+    Raises:
+        InvalidInputError: ids missing from the file, transactions between accounts the alert does not name, or a
+            transaction whose time, accounts, amount or currency differ from the results (names the first few).
+    """
+    recorded = recorded or {}
     found = {t.transaction_id for t in transactions}
     missing = [tid for tid in alert.transaction_ids if tid not in found]
     accounts = set(alert.accounts)
     foreign = [t.transaction_id for t in transactions
                if t.sender_account not in accounts and t.receiver_account not in accounts]
-    if missing or foreign:
-        what = (f"{len(missing)} of the alert's {len(alert.transaction_ids)} transactions are not in it"
-                if missing else f"transactions {', '.join(foreign[:5])} there involve none of the alert's accounts")
+    changed = {t.transaction_id: diff for t in transactions if t.transaction_id in recorded
+               for diff in [_differences(t, recorded[t.transaction_id])] if diff}
+    if trigger is not None and abs((trigger.timestamp - alert.time).total_seconds()) >= 1e-3:
+        changed.setdefault(trigger.transaction_id, []).append(
+            f"time {trigger.timestamp.isoformat()} there, but the alert it completed is timed "
+            f"{alert.time.isoformat()} in the results")
+    if missing or foreign or changed:
+        if missing:
+            what = f"{len(missing)} of the alert's {len(alert.transaction_ids)} transactions are not in it"
+        elif foreign:
+            what = f"transactions {', '.join(foreign[:5])} there involve none of the alert's accounts"
+        else:
+            what = "; ".join(f"{tid} has {', '.join(diffs)}" for tid, diffs in list(changed.items())[:3])
+            if len(changed) > 3:
+                what += f"; {len(changed) - 3} more transactions differ"
         raise InvalidInputError(f"{source} is not the input that produced alert {alert.alert_id}: {what}. Pass the "
-                                f"same --input (and --format) that `sectorflow run aml` read.",
-                                details={"missing": missing[:20], "foreign": foreign[:20]})
+                                f"same --input (and --format) that `sectorflow run aml` read, unedited.",
+                                details={"missing": missing[:20], "foreign": foreign[:20],
+                                         "changed": {k: v for k, v in list(changed.items())[:20]}})
+    return [tid for tid in alert.transaction_ids if tid not in recorded]
 
 
 @aml_app.command("alerts")
@@ -174,8 +293,10 @@ def explain_command(
     png: Path = typer.Option(..., "--png", help="PNG file to write."),
 ) -> None:
     """Draw ALERT_ID's fund flow (accounts as nodes, transfers as arrows with amount and time) as a PNG."""
-    path = explain_alert(alert_id, results, source, png, fmt)
-    typer.echo(str(path))
+    alert, transactions, note = checked_alert(alert_id, results, source, fmt)
+    if note:
+        typer.echo(f"note: {note}", err=True)
+    typer.echo(str(draw_alert(alert, transactions, png, note=note)))
 
 
 def register(app: Any) -> None:

@@ -94,7 +94,7 @@ def flow_graph(alert: Alert, transactions: Iterable[Transaction], *, max_lines: 
 
 
 def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Path, *, max_lines: int = 3,
-               dpi: int = 150) -> Path:
+               dpi: int = 150, note: str | None = None) -> Path:
     """Write a PNG of ``alert``'s fund flow to ``path`` and return the path.
 
     Args:
@@ -103,6 +103,7 @@ def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Pa
         path: the PNG file to write (parent folders are created).
         max_lines: transfers listed per arrow before "+N more".
         dpi: resolution.
+        note: a line written under the picture (e.g. what could not be checked against the results).
 
     Raises:
         InvalidInputError: none of the alert's transactions is among ``transactions``.
@@ -156,8 +157,10 @@ def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Pa
                  f"{len(chosen)} transfers, {sums}, {first:{clock}} to {last:{clock}} (UTC)"
                  + (f"\n{reasons}" if reasons else ""), fontsize=10)
     missing = len(wanted) - len(chosen)
-    if missing:
-        fig.text(0.01, 0.01, f"{missing} transaction(s) of the alert were not in the input supplied.", fontsize=8)
+    footer = ([f"{missing} transaction(s) of the alert were not in the input supplied."] if missing else []) \
+        + ([note] if note else [])
+    if footer:
+        fig.text(0.01, 0.01, "\n".join(footer), fontsize=8, wrap=True)
     ax.set_axis_off()
     ax.margins(0.12)
     fig.tight_layout()
