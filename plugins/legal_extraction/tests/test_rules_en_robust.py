@@ -45,7 +45,11 @@ def test_preamble_in_capitals_gives_the_same_parties():
 
 @pytest.mark.parametrize("name, ok", [("COLLECTIVELY AS THE", False), ("WITH", False), ("IN CONNECTION", False),
                                       ("ALL REFERRED TO HEREIN AS THE", False), ("UNLESS TERMINATED EARLIER", False),
+                                      ("TEXAS", False), ("A BEIJING COMPANY", False),
+                                      ("AS ADMINISTRATOR FOR ACME FILM CORPORATION", False),
+                                      ("AT ITS PRINCIPAL OFFICE IN MINOT", False),
                                       ("ACME CORPORATION", True), ("Bank of Avalon, N. A", True),
+                                      ("All Widgets Company", True), ("In-Q Widgets LLC", True),
                                       ("IN-Q WIDGETS LLC", True)])
 def test_looks_like_party_in_capitals(name, ok):
     assert rules_en.looks_like_party(name) is ok

@@ -101,13 +101,16 @@ def _trim_name(name: str) -> str:
 _NOT_A_NAME = re.compile(r"\b(?:is|are|was|were|has|have|had|may|shall|will|laws|website|referred|organized|formed|pursuant|collectively|"
                          r"individually|respectively|herein|hereinafter|hereto|hereunder|thereof)\b|"
                          r"\s(?:the|as|of|and|with|to|in|for|on|by|or)$", re.IGNORECASE)
-_LEADING_WORD = re.compile(r"(?:in|with|during|upon|each|any|such|said|as|other|all|years?|unless|hereby)(?:\s|$)",
-                           re.IGNORECASE)
+_LEADING_WORD = re.compile(r"(?:each|any|such|said|other|all|years?)(?:\s|$)", re.IGNORECASE)
+_LEADING_PHRASE = re.compile(r"(?:in|with|during|upon|as|at|unless|hereby|whereby)\s|(?:a|an)\s+(?:\S+\s+){0,3}(?:company|"
+                             r"corporation|partnership|entity|organi[sz]ation)$", re.IGNORECASE)
+"""Words that start a phrase, never a name, legal form or not: "AS ADMINISTRATOR FOR ACME CORPORATION", "A BEIJING
+COMPANY", "AT ITS PRINCIPAL OFFICE"."""
 
 
 def looks_like_party(name: str) -> bool:
     """A company or person name: a legal-form word, or a few words that are mostly capitalised, and no verb."""
-    if not name or len(name) > 120 or _PLACE_LIKE.search(name) or _known_place(name) == name.strip(" .") or \
+    if not name or len(name) > 120 or _PLACE_LIKE.search(name) or (_known_place(name) or "").lower() == name.strip(" .").lower() or \
             re.match(r"(?i:whereas|recitals?|witnesseth|now,?\s+therefore|background)\b", name) or \
             re.search(r"\bagreement\b", name, re.I):
         return False
@@ -116,7 +119,8 @@ def looks_like_party(name: str) -> bool:
         return False
     if re.search(r"\b(?:is|are|may|shall|will|under|laws|website|referred|organized|formed|pursuant)\b", name):
         return False
-    if _NOT_A_NAME.search(name) or (_LEADING_WORD.match(name) and not re.search(rf"\b(?:{_LEGAL_FORM})\b", name)):
+    if _NOT_A_NAME.search(name) or _LEADING_PHRASE.match(name) or (
+            _LEADING_WORD.match(name) and not re.search(rf"\b(?:{_LEGAL_FORM})\b", name)):
         return False  # the same checks in capitals: "COLLECTIVELY AS THE", "IN CONNECTION", "WITH"
     if re.search(rf"\b(?:{_LEGAL_FORM})\b", name):
         return True
