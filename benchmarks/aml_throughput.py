@@ -113,7 +113,8 @@ def predictor_latency(bundle_dir: Path, calls: int = 500) -> dict[str, float]:
     from sectorflow import import_paddle
 
     inference = import_paddle().inference
-    x = np.random.default_rng(0).random((1, 28), dtype=np.float32)
+    width = len(RiskScorer(load_bundle(bundle_dir), None).feature_names)  # the model's input: one feature row
+    x = np.random.default_rng(0).random((1, width), dtype=np.float32)
     out = {}
     for onednn in (True, False):
         config = inference.Config(str(bundle_dir / "model.json"), str(bundle_dir / "model.pdiparams"))
