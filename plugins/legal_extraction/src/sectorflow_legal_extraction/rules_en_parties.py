@@ -102,7 +102,7 @@ _NOT_A_NAME = re.compile(r"\b(?:is|are|was|were|has|have|had|may|shall|will|laws
                          r"individually|respectively|herein|hereinafter|hereto|hereunder|thereof)\b|"
                          r"\s(?:the|as|of|and|with|to|in|for|on|by|or)$", re.IGNORECASE)
 _LEADING_WORD = re.compile(r"(?:each|any|such|said|other|all|years?)(?:\s|$)", re.IGNORECASE)
-_LEADING_PHRASE = re.compile(r"(?:in|with|during|upon|as|at|unless|hereby|whereby)\s|(?:a|an)\s+(?:\S+\s+){0,3}(?:company|"
+_LEADING_PHRASE = re.compile(r"(?:in|with|during|upon|as|at|unless|hereby|whereby)(?:\s|$)|(?:a|an)\s+(?:\S+\s+){0,3}(?:company|"
                              r"corporation|partnership|entity|organi[sz]ation)$", re.IGNORECASE)
 """Words that start a phrase, never a name, legal form or not: "AS ADMINISTRATOR FOR ACME CORPORATION", "A BEIJING
 COMPANY", "AT ITS PRINCIPAL OFFICE"."""
