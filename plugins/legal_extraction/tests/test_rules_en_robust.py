@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from sectorflow_legal_extraction import normalize as nz
-from sectorflow_legal_extraction import rules_en
+from sectorflow_legal_extraction import rules_en, rules_en_parties
 from sectorflow_legal_extraction.rules_en_law import governing_law
 from sectorflow_legal_extraction.text import segments
 
@@ -173,3 +173,11 @@ def test_first_party_without_between_in_a_wrapped_paragraph():
 
 def test_a_clause_with_has_is_no_name():
     assert not rules_en.looks_like_party("HAS DETERMINED THE INFORMATION")
+
+
+def test_a_list_of_companies_without_defined_terms():
+    text = ("This Licence Agreement is made among Alder Health Sciences Inc., Alder Health Foods Inc. and Jo Roe, "
+            "residing at 4 Elm Road, Springfield.\n\n1. Licence.")
+    assert _names(text) == ["Alder Health Sciences Inc", "Alder Health Foods Inc", "Jo Roe"]
+    assert rules_en_parties._listed("GUARANTY WIDGET BANK, FSB") == ["GUARANTY WIDGET BANK, FSB"]
+    assert rules_en_parties._listed("Acme Widgets Co., Ltd") == ["Acme Widgets Co., Ltd"]

@@ -295,6 +295,24 @@ def _preamble_sentence(head: str, start: int) -> int:
     return limit
 
 
+def _listed(name: str) -> list[str]:
+    """A list of companies written as one name, split after each legal form: "Alpha Inc., Beta Widgets LLC" -> both
+    (a piece that is only a legal form or a place stays with the name before it: "Acme, Inc., Delaware")."""
+    cuts = [m.end() for m in re.finditer(rf"\b(?:{_LEGAL_FORM})\b\.?(?=,\s+[A-Z])", name)]
+    parts, start = [], 0
+    for cut in cuts:
+        rest = name[cut:].lstrip(" ,")
+        end = re.search(rf"\b(?:{_LEGAL_FORM})\b\.?(?=,|$)", rest)
+        piece = rest[:end.end()] if end else rest
+        if re.match(rf"(?:{_LEGAL_FORM})\b", rest) or _known_place(rest.split(",")[0]) or not looks_like_party(piece) \
+                or len(piece.split("(")[0].split()) < 2:  # "GUARANTY BANK, FSB": a one-word piece stays
+            continue
+        parts.append(name[start:cut].strip(" ,."))
+        start = cut
+    parts.append(name[start:].strip(" ,"))
+    return [p for p in parts if p]
+
+
 def _between_parties(text: str, head: str, before: int | None = None) -> list[Extraction]:
     """``between X[, description] and Y[, description]`` without defined terms: the sentence after the first
     "between"/"among" that gives two names is split at the "and" (or ";") that leaves a party-like name on both
@@ -328,13 +346,16 @@ def _between_parties(text: str, head: str, before: int | None = None) -> list[Ex
             best = (left_raw, _clean_name(left_raw), split.end(), right_raw, _clean_name(right_raw))
         left_raw, left, right_at, right_raw, right = best
         out = []
-        for n, (raw, name, offset) in enumerate(((left_raw, left, 0), (right_raw, right, right_at))):
-            if not looks_like_party(name) or _ROLE_ONLY.fullmatch(name):
+        for n, (raw, whole, offset) in enumerate(((left_raw, left, 0), (right_raw, right, right_at))):
+            if not looks_like_party(whole) or _ROLE_ONLY.fullmatch(whole):
                 continue
-            begin = between.end() + offset + max(raw.find(name[:12]), 0)
-            out.append(Extraction(text=text[begin:begin + len(name)], start=begin, end=begin + len(name),
-                                  value={"name": name, "role": "party_a" if n == 0 else "party_b",
-                                         "defined_term": None}, confidence=0.6, source="rule:en_between"))
+            at = 0
+            for name in _listed(whole):
+                begin = between.end() + offset + max(raw.find(name[:12], at), 0)
+                at = begin - between.end() - offset + len(name)
+                out.append(Extraction(text=text[begin:begin + len(name)], start=begin, end=begin + len(name),
+                                      value={"name": name, "role": "party_a" if n == 0 else "party_b",
+                                             "defined_term": None}, confidence=0.6, source="rule:en_between"))
         if out:
             return out
     return []
