@@ -255,3 +255,26 @@ def test_a_csv_row_with_more_cells_than_the_header_is_a_bad_row(tmp_path: Path) 
     assert isinstance(rows[0][1], InvalidInputError) and "surplus: 'extra'" in str(rows[0][1])
     assert rows[1] == (2, {"transaction_id": "t2", "timestamp": "2024-01-01", "sender_account": "A",
                            "receiver_account": "B", "amount": "100"})
+
+
+def test_a_malformed_jsonl_line_is_reported_with_its_line_number_position_and_what_to_write(tmp_path: Path) -> None:
+    """A bad line's problem names the line (blank lines counted), where the JSON breaks and the shape a line needs,
+    not only the decoder's 'Expecting value'; the reject message has no 'None:' for the missing field."""
+    good = {"transaction_id": "j1", "timestamp": "2026-03-02T10:00:00", "sender_account": "A",
+            "receiver_account": "B", "amount": "100"}
+    source = tmp_path / "t.jsonl"
+    source.write_text("\n".join([json.dumps(good), "", "not json", '{"transaction_id": "j2", "amount": 5,}',
+                                 "[1, 2]", "7"]) + "\n")
+    txns, problems = load_transactions(source, format="jsonl", on_error="skip")
+    assert [t.transaction_id for t in txns] == ["j1"] and [p["row"] for p in problems] == [3, 4, 5, 6]
+    reasons = [p["reason"] for p in problems]
+    assert reasons[0].startswith("line 3 is not valid JSON (Expecting value at column 1: 'not json'); each line "
+                                 "must hold one JSON object, e.g. {\"transaction_id\": \"T1\"")
+    assert reasons[1].startswith("line 4 is not valid JSON (Expecting property name enclosed in double quotes at "
+                                 "column 38: ...'\", \"amount\": 5,}')")
+    assert reasons[2].startswith("line 5 holds an array ('[1, 2]'), not a JSON object; each line must hold")
+    assert reasons[3].startswith("line 6 holds a single value ('7'), not a JSON object")
+    assert all(r.endswith("fix the line or delete it") for r in reasons)
+    with pytest.raises(InvalidInputError, match=r"row 3: line 3 is not valid JSON \(Expecting value") as raised:
+        load_transactions(source, format="jsonl", on_error="reject")
+    assert "None:" not in str(raised.value)

@@ -137,6 +137,19 @@ def _check_header(source: Any, header: tuple[str, ...], mapping: Mapping[str, st
                       details={"missing": missing, "header": list(header)})
 
 
+_ONE_OBJECT = ('each line must hold one JSON object, e.g. {"transaction_id": "T1", "timestamp": '
+               '"2026-01-31T10:00:00", "sender_account": "A", "receiver_account": "B", "amount": "100.00"}; fix the '
+               'line or delete it')
+
+
+def _excerpt(line: str, column: int, width: int = 30) -> str:
+    """Up to ``width`` characters of ``line`` around 1-based ``column``, quoted, for an error message."""
+    text = line.rstrip("\r\n")
+    start = max(0, column - 1 - width // 2)
+    piece = text[start:start + width]
+    return ("..." if start else "") + repr(piece) + ("..." if start + width < len(text) else "")
+
+
 def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None) -> Reader:
     """A JSON-lines reader (one object per line; blank lines counted but skipped). Same ``mapping`` as CSV.
 
@@ -153,14 +166,16 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
                 try:
                     record = json.loads(line, parse_float=str)  # keep decimal text exact
                 except json.JSONDecodeError as exc:  # a bad row, not a bad file: --on-error skip goes on
-                    yield row, InvalidInputError(f"Row {row} is not valid JSON: {exc.msg}.",
-                                                 details=[{"row": row, "field": None, "reason": exc.msg}])
+                    reason = (f"line {row} is not valid JSON ({exc.msg} at column {exc.colno}: "
+                              f"{_excerpt(line, exc.colno)}); {_ONE_OBJECT}")
+                    yield row, InvalidInputError(f"{source}: {reason}.",
+                                                 details=[{"row": row, "field": None, "reason": reason}])
                     continue
                 if not isinstance(record, dict):
-                    yield row, InvalidInputError(
-                        f"Row {row} is a JSON {type(record).__name__}, not an object.",
-                        details=[{"row": row, "field": None, "reason": f"a JSON {type(record).__name__}, not an "
-                                                                       f"object"}])
+                    kind = "an array" if isinstance(record, list) else "null" if record is None else "a single value"
+                    reason = f"line {row} holds {kind} ({_excerpt(line, 1)}), not a JSON object; {_ONE_OBJECT}"
+                    yield row, InvalidInputError(f"{source}: {reason}.",
+                                                 details=[{"row": row, "field": None, "reason": reason}])
                     continue
                 yield row, _remap(record, mapping, defaults)
 
@@ -381,7 +396,8 @@ def load_transactions(path: str | Path, format: str | None = None, mapping: Mapp
             problems.extend({"row": row, "field": ".".join(str(p) for p in e["loc"]) or None, "reason": e["msg"]}
                             for e in exc.errors())
     if problems and on_error == "reject":
-        shown = "; ".join(f"row {p['row']}: {p['field']}: {p['reason']}" for p in problems[:5])
+        shown = "; ".join(f"row {p['row']}: " + (f"{p['field']}: " if p.get("field") else "") + str(p["reason"])
+                          for p in problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         raise InvalidInputError(f"Invalid transactions in {path}: {shown}{more}.", details=problems)
     return transactions, problems
