@@ -63,3 +63,23 @@ def test_bad_tables_are_refused() -> None:
 def test_iso_codes_and_illustrative_table_is_labelled() -> None:
     assert is_iso4217("CNY") and is_iso4217("USD") and not is_iso4217("XYZ") and not is_iso4217("BITCOIN")
     assert "ILLUSTRATIVE" in illustrative_table().tables[0].source
+
+
+def test_with_no_rate_table_at_all_the_error_names_no_date() -> None:
+    """With no table, no date would do: the message must not quote the date the caller passed (the window passes
+    today, so a user saw 'for <today>' for a transaction of another day)."""
+    with pytest.raises(MissingRateError) as raised:
+        FxRates([]).rate("EUR", "USD", date(2031, 7, 9))
+    message = str(raised.value)
+    assert message.startswith("No EUR/USD exchange rate: no rate table was given, so there is none for any date")
+    assert "2031" not in message and raised.value.details["on"] == "2031-07-09"
+
+
+def test_the_pipeline_without_rates_does_not_quote_today_for_a_foreign_transaction() -> None:
+    from sectorflow import Taskflow
+
+    txn = {"transaction_id": "e1", "timestamp": "2026-11-06T15:00:00", "sender_account": "GINA",
+           "receiver_account": "GINA", "amount": "9000.00", "currency": "EUR", "channel": "cash_deposit"}
+    with pytest.raises(MissingRateError, match=r"needs a EUR/USD rate.*no rate table was given") as raised:
+        Taskflow("aml", jurisdiction="US", model=False)([txn])
+    assert date.today().isoformat() not in str(raised.value)

@@ -100,7 +100,8 @@ class FxRates:
         """Units of ``quote`` per one ``base`` on ``on``.
 
         Raises:
-            MissingRateError: no table dated on or before ``on`` (within ``max_age_days``) has the pair.
+            MissingRateError: no table dated on or before ``on`` (within ``max_age_days``) has the pair (the message
+                names ``on`` and the tables' dates; with no table at all it names no date).
         """
         if base == quote:
             return Decimal(1)
@@ -112,10 +113,14 @@ class FxRates:
             found = table.rate(base, quote)
             if found is not None:
                 return found
-        dated = ", ".join(t.as_of.isoformat() for t in self.tables) or "none"
+        details = {"base": base, "quote": quote, "on": on.isoformat()}
+        if not self.tables:  # no date would do: naming ``on`` (a caller's placeholder, e.g. today) would mislead
+            raise MissingRateError(f"No {base}/{quote} exchange rate: no rate table was given, so there is none for "
+                                   f"any date; pass a table with the pair dated on or before the transactions "
+                                   f"(fx=, or Taskflow('aml', fx_rates=...)).", details=details)
+        dated = ", ".join(t.as_of.isoformat() for t in self.tables)
         raise MissingRateError(f"No {base}/{quote} exchange rate for {on.isoformat()} (tables dated: {dated}); "
-                               f"add the pair to the rate table passed as fx=.",
-                               details={"base": base, "quote": quote, "on": on.isoformat()})
+                               f"add the pair to the rate table passed as fx=.", details=details)
 
     def convert(self, amount: Decimal, base: str, quote: str, on: date) -> Decimal:
         """``amount`` of ``base`` expressed in ``quote`` on ``on`` (not rounded). Raises :class:`MissingRateError`."""
