@@ -311,6 +311,41 @@ def test_scatter_gather_near_misses():
     assert two.alerts == [] and backwards.alerts == []
 
 
+def test_scatter_gather_needs_the_intermediaries_to_pass_on_what_they_received():
+    salary = Feed(ScatterGatherRule())  # payroll, then each employee buys groceries at the same shop
+    for i in range(3):
+        salary.tx("EMPLOYER", f"EMP{i}", 15000, hours=i / 60)
+    for i in range(3):
+        salary.tx(f"EMP{i}", "SUPERMARKET", "9.90", days=2, hours=i)
+    assert salary.alerts == []
+    split = Feed(ScatterGatherRule())  # each intermediary passes on 3,000 in two parts (1,400 + 1,500 = 97 %)
+    for i in range(3):
+        split.tx("A", f"M{i}", 3000, hours=i)
+    for i in range(3):
+        split.tx(f"M{i}", "B", 1400, hours=5 + i)
+    for i in range(3):
+        split.tx(f"M{i}", "B", 1500, hours=10 + i)
+    assert [a.typology for a in split.alerts] == ["scatter_gather"]
+    alert = split.alerts[0]
+    assert len(alert.transaction_ids) == 9  # the three first legs and all six second legs
+    assert "9,000.00" in alert.reasons[0].en and "8,700.00 to B" in alert.reasons[0].en
+    assert "8,700.00" in alert.reasons[0].zh
+    half = Feed(ScatterGatherRule())  # two pass on half or more, one keeps most: only two intermediaries count
+    for i in range(3):
+        half.tx("A", f"M{i}", 3000, hours=i)
+    for i, amount in enumerate([1500, 2900, 1499]):
+        half.tx(f"M{i}", "B", amount, hours=5 + i)
+    assert half.alerts == []
+    off = Feed(ScatterGatherRule(min_flow_ratio=0))
+    for i in range(3):
+        off.tx("EMPLOYER", f"EMP{i}", 15000, hours=i / 60)
+    for i in range(3):
+        off.tx(f"EMP{i}", "SUPERMARKET", "9.90", days=2, hours=i)
+    assert [a.typology for a in off.alerts] == ["scatter_gather"]
+    with pytest.raises(ConfigError, match="min_flow_ratio"):
+        ScatterGatherRule(min_flow_ratio=-0.1)
+
+
 def test_gather_scatter_hub():
     f = Feed(GatherScatterRule())
     for i in range(5):

@@ -8,12 +8,21 @@ Parameters:
     days: period covering both legs, in days (``None``: the whole lookback window).
     min_intermediaries: distinct intermediaries ``M`` with both ``A -> M`` and ``M -> B`` in the period.
     ordered: the ``A -> M`` leg must come no later than the ``M -> B`` leg for each intermediary.
+    min_flow_ratio: an intermediary counts only when what it paid ``B`` (its ``M -> B`` transfers from its
+        ``A -> M`` leg up to the trigger, within the period; with ``ordered=False`` all of them in the period) is at
+        least this share of what ``A`` paid it (its latest ``A -> M`` transfer). The same idea and name as
+        ``gather_scatter``'s ``min_flow_ratio`` (FFIEC App. F: funds passed on rather than kept); 0.5 is a
+        configurable heuristic, not a figure from the source. It keeps salaries followed by small purchases at one
+        shop out (15,000 paid to each employee, 9.90 spent at the same supermarket: a share of 0.0007). AMLSim plants
+        the pattern with every intermediary passing on what it received less a margin (``ScatterGatherTypology``:
+        gather amount = scatter amount x (1 - ``marginRatio``)). 0 disables the check.
     max_degree: an intermediary with more distinct senders than this in the window (a merchant or payroll hub, not
         a pass-through account) is not examined; bounds the cost per transaction.
     score: the alert's score.
 
 The alert fires on the ``M -> B`` transfer that brings the count of intermediaries to ``min_intermediaries``, at
-most once per ``(A, B)`` pair per period.
+most once per ``(A, B)`` pair per period. Its transactions are each counted intermediary's ``A -> M`` transfer and
+the ``M -> B`` transfers that passed it on; its reason states both sums.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ class ScatterGatherParams:
     days: float | None = None
     min_intermediaries: int = 3
     ordered: bool = True
+    min_flow_ratio: float = 0.5
     max_degree: int = 50
     score: float = 0.75
 
@@ -39,8 +49,21 @@ class ScatterGatherParams:
         if self.days is not None:
             positive("days", self.days)
         positive("min_intermediaries", self.min_intermediaries)
+        positive("min_flow_ratio", self.min_flow_ratio, allow_zero=True)
         positive("max_degree", self.max_degree)
         fraction("score", self.score)
+
+
+def passed_on(edges: object, dst: str, since: float, until: float) -> list[Edge]:
+    """The edges to ``dst`` in an account's ``outgoing`` deque with ``since <= ts <= until``, oldest first."""
+    out: list[Edge] = []
+    for e in reversed(edges):  # type: ignore[call-overload]
+        if e.ts < since:
+            break
+        if e.dst == dst and e.ts <= until:
+            out.append(e)
+    out.reverse()
+    return out
 
 
 def latest(edges: object, dst: str, horizon: float, before: float | None = None) -> Edge | None:
@@ -85,24 +108,31 @@ class ScatterGatherRule(Rule):
             mids.discard(b)
             if len(mids) < k:
                 continue
-            legs: list[tuple[Edge, Edge]] = []
+            legs: list[tuple[Edge, list[Edge]]] = []  # (A -> M, the M -> B transfers that passed it on)
             for x in sorted(mids):
                 second = edge if x == m else latest(accounts[x].outgoing, b, horizon)
                 if second is None:
                     continue
                 first = latest(sa.outgoing, x, horizon, second.ts if p.ordered else None)
-                if first is not None:
-                    legs.append((first, second))
-            if len(legs) < k or not any(second is edge for _, second in legs):
+                if first is None:
+                    continue
+                seconds = passed_on(accounts[x].outgoing, b, max(horizon, first.ts) if p.ordered else horizon,
+                                    edge.ts)
+                if sum(e.amount for e in seconds) < p.min_flow_ratio * first.amount:
+                    continue
+                legs.append((first, seconds))
+            if len(legs) < k or not any(seconds[-1] is edge for _, seconds in legs):
                 continue
             if not window.cooldown(("scatter_gather", a, b), edge.ts, period):
                 continue
-            edges = sorted((e for pair in legs for e in pair), key=lambda e: e.seq)
+            edges = sorted((e for f, seconds in legs for e in (f, *seconds)), key=lambda e: e.seq)
             total = sum(f.amount for f, _ in legs)
+            gathered = sum(e.amount for _, seconds in legs for e in seconds)
             via = ", ".join(f.dst for f, _ in legs)
             return [self.alert(edges, p.score,
-                               f"{a} split {fmt_amount(total)} over {len(legs)} intermediaries ({via}) that all paid "
-                               f"{b}",
-                               f"{a} 将 {fmt_amount(total)} 分散转给 {len(legs)} 个中间账户（{via}），再全部汇集到 {b}",
+                               f"{a} split {fmt_amount(total)} over {len(legs)} intermediaries ({via}), which then paid "
+                               f"{fmt_amount(gathered)} to {b}",
+                               f"{a} 将 {fmt_amount(total)} 分散转给 {len(legs)} 个中间账户（{via}），这些账户随后向 {b} "
+                               f"汇集 {fmt_amount(gathered)}",
                                accounts=[a, *(f.dst for f, _ in legs), b], trigger=edge)]
         return []
