@@ -48,6 +48,9 @@ def test_preamble_in_capitals_gives_the_same_parties():
                                       ("TEXAS", False), ("A BEIJING COMPANY", False),
                                       ("AS ADMINISTRATOR FOR ACME FILM CORPORATION", False),
                                       ("AT ITS PRINCIPAL OFFICE IN MINOT", False),
+                                      ("WHOSE", False), ("FOR THE PURPOSE OF PROVIDING CUSTOMER", False),
+                                      ("NOT AS PARTNERS", False), ("AND/OR", False), ("DUBLIN, IRELAND", False),
+                                      ("TOWN OF VINTON, VIRGINIA", True),
                                       ("ACME CORPORATION", True), ("Bank of Avalon, N. A", True),
                                       ("All Widgets Company", True), ("In-Q Widgets LLC", True),
                                       ("IN-Q WIDGETS LLC", True)])

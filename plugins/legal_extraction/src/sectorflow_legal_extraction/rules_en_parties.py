@@ -98,11 +98,12 @@ def _trim_name(name: str) -> str:
     return re.sub(r"^(?:[a-z][\w\-]*\s+){1,3}[a-z][\w\-]*,\s+(?=[A-Z])", "", name).strip(" ,")
 
 
-_NOT_A_NAME = re.compile(r"\b(?:is|are|was|were|has|have|had|may|shall|will|laws|website|referred|organized|formed|pursuant|collectively|"
+_NOT_A_NAME = re.compile(r"\b(?:is|are|was|were|has|have|had|may|shall|will|laws|under|whose|purpose|providing|issued|"
+                         r"received|pursuant|relevant|and/or|website|referred|organized|formed|pursuant|collectively|"
                          r"individually|respectively|herein|hereinafter|hereto|hereunder|thereof)\b|"
                          r"\s(?:the|as|of|and|with|to|in|for|on|by|or)$", re.IGNORECASE)
 _LEADING_WORD = re.compile(r"(?:each|any|such|said|other|all|years?)(?:\s|$)", re.IGNORECASE)
-_LEADING_PHRASE = re.compile(r"(?:in|with|during|upon|as|at|unless|hereby|whereby)(?:\s|$)|(?:a|an)\s+(?:\S+\s+){0,3}(?:company|"
+_LEADING_PHRASE = re.compile(r"(?:in|with|during|upon|as|at|unless|hereby|whereby|for|not|under|and)(?:\s|$)|(?:a|an)\s+(?:\S+\s+){0,3}(?:company|"
                              r"corporation|partnership|entity|organi[sz]ation)$", re.IGNORECASE)
 """Words that start a phrase, never a name, legal form or not: "AS ADMINISTRATOR FOR ACME CORPORATION", "A BEIJING
 COMPANY", "AT ITS PRINCIPAL OFFICE"."""
@@ -119,6 +120,9 @@ def looks_like_party(name: str) -> bool:
         return False
     if re.search(r"\b(?:is|are|may|shall|will|under|laws|website|referred|organized|formed|pursuant)\b", name):
         return False
+    city = re.fullmatch(r"[A-Za-z][\w.'\-]*(?:\s+[A-Za-z][\w.'\-]*)?,\s*([A-Za-z][\w .'\-]*)", name.strip(" ."))
+    if city and _known_place(city.group(1)) and not re.search(rf"\b(?:{_LEGAL_FORM})\b", name):
+        return False  # "DUBLIN, IRELAND": a place ("TOWN OF VINTON, VIRGINIA" is a party)
     if _NOT_A_NAME.search(name) or _LEADING_PHRASE.match(name) or (
             _LEADING_WORD.match(name) and not re.search(rf"\b(?:{_LEGAL_FORM})\b", name)):
         return False  # the same checks in capitals: "COLLECTIVELY AS THE", "IN CONNECTION", "WITH"
