@@ -86,6 +86,56 @@ def test_us_structuring_fan_in_alert_and_suspicious_report_draft():
     assert strs[0].elements["transactions_not_supplied"] == []
 
 
+def test_structuring_counts_the_report_engines_business_day_not_the_utc_day():
+    # 07:10 and 09:20 Beijing time on 4 November are 23:10 and 01:20 UTC (two UTC days): one CN business day
+    tf = Taskflow("aml", model=False)
+    deposits = [{"transaction_id": i, "timestamp": ts, "sender_account": "Q1", "receiver_account": "Q1",
+                 "amount": "49000", "channel": "cash_deposit"}
+                for i, ts in (("d1", "2026-11-04T07:10:00+08:00"), ("d2", "2026-11-04T09:20:00+08:00"))]
+    out = tf(deposits)
+    assert [(p.kind, p.business_date) for p in out[1].reports][:1] == [("large_value", "2026-11-04")]
+    assert [(a.typology, a.variant) for a in out[1].alerts] == [("structuring", "cumulative")]
+    us = Taskflow("aml", jurisdiction="US", model=False)  # Saturday and Sunday count on Monday's business day
+    weekend = us([rec(i, "W", "W", "9500", days=d, currency="USD", channel="cash_deposit")
+                  for i, d in ((1, 5), (2, 6))])  # T0 is Monday 2024-03-04: days 5, 6 are Sat 9 and Sun 10
+    assert [(p.kind, p.business_date) for p in weekend[1].reports] == [("ctr", "2024-03-11")]
+    assert [a.variant for a in weekend[1].alerts] == ["cumulative"]
+    rule = next(r for r in tf.pipeline.rules if r.name == "structuring")
+    assert (rule.params.timezone, rule.params.calendar) == ("Asia/Shanghai", None)
+    night = Taskflow("aml", jurisdiction="US", model=False, report_timezone="America/Chicago", cutoff="17:00")
+    rule = next(r for r in night.pipeline.rules if r.name == "structuring")
+    assert (rule.params.timezone, rule.params.calendar, rule.params.cutoff) == ("America/Chicago", "US", "17:00")
+
+
+def test_the_structuring_fan_in_report_names_the_funnel_account():
+    tf = Taskflow("aml", jurisdiction="US", model=False)
+    out = tf([rec(i, f"SND{i}", "HUB", amount, hours=i, currency="USD", channel="wire")
+              for i, amount in enumerate(["8000", "9900", "9150"])])
+    (draft,) = [d for d in out[-1].reports if d.kind == "suspicious"]
+    assert draft.customer_account == "HUB" and draft.elements["subject_accounts"] == ["HUB", "SND0", "SND1", "SND2"]
+    reason = out[-1].alerts[0].reasons[0]
+    assert "at or just under the 10,000.00 USD reporting threshold (reportable above it)" in reason.en
+    assert "等于或略低于 10,000.00 USD 的报告标准（超过才须报告）" in reason.zh
+
+
+def test_per_person_cash_aggregation_through_the_main_job():
+    # 31 CFR 1010.313: one person's 6,000 + 6,000 USD cash into two accounts on one business day: one CTR
+    tf = Taskflow("aml", jurisdiction="US", model=False, customers={"ACC1": "P1", "ACC2": "P1"})
+    out = tf([rec(1, "ACC1", "ACC1", "6000", currency="USD", channel="cash_deposit"),
+              rec(2, "ACC2", "ACC2", "6000", hours=2, currency="USD", channel="cash_deposit")])
+    assert out[0].reports == []
+    (ctr,) = out[1].reports
+    assert (ctr.kind, ctr.customer_account, ctr.total_amount) == ("ctr", "P1", 12000)
+    alone = Taskflow("aml", jurisdiction="US", model=False)(
+        [rec(1, "ACC1", "ACC1", "6000", currency="USD", channel="cash_deposit"),
+         rec(2, "ACC2", "ACC2", "6000", hours=2, currency="USD", channel="cash_deposit")])
+    assert [r.reports for r in alone] == [[], []]
+    with pytest.raises(ConfigError, match="customers"):
+        Taskflow("aml", model=False, customers="P1")
+    with pytest.raises(ConfigError, match="customer_types"):
+        Taskflow("aml", model=False, customer_types={"A": "firm"})
+
+
 def test_chain_is_not_a_cycle_until_it_closes(aml: Taskflow):
     chain = aml([rec(1, "A", "B", "1000", days=0), rec(2, "B", "C", "990", days=1), rec(3, "C", "D", "980", days=2)])
     assert not any("cycle" in r.typologies for r in chain)

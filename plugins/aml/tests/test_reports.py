@@ -177,6 +177,44 @@ def test_us_night_deposit_after_cutoff_counts_next_business_day() -> None:
         ReportEngine("US", cutoff="6pm")
 
 
+def test_us_ctr_is_due_15_days_after_the_day_the_transaction_occurred_not_its_business_day() -> None:
+    # 31 CFR 1010.306(a)(1): "within 15 days following the day on which the reportable transaction occurred"
+    engine = ReportEngine("US")
+    (saturday,) = engine.observe(txn("s", "12000", currency="USD", when="2026-11-07T15:00:00"))  # Saturday
+    assert saturday.business_date == "2026-11-09"  # aggregated on Monday (1010.313) ...
+    assert saturday.due_by == "2026-11-22"  # ... but due 15 days after Saturday, not after Monday (11-24)
+    engine.observe(txn("a", "6000", currency="USD", when="2026-11-14T15:00:00", receiver="acct-B"))  # Saturday
+    (monday,) = engine.observe(txn("b", "6000", currency="USD", when="2026-11-16T15:00:00", receiver="acct-B"))
+    assert monday.business_date == "2026-11-16" and monday.due_by == "2026-11-29"  # from the earliest, Saturday
+    # 03:00 UTC on Wednesday is Tuesday evening in New York: the local day counts
+    (late,) = engine.observe(txn("t", "12000", currency="USD", when="2026-11-18T03:00:00", receiver="acct-C"))
+    assert late.business_date == "2026-11-17" and late.due_by == "2026-12-02"
+
+
+def test_per_person_aggregation_options_are_task_options_and_validated() -> None:
+    assert {"customers", "customer_types", "cutoff"} <= set(ReportEngine.OPTIONS)
+    # 31 CFR 1010.313: one person's 6,000 + 6,000 USD cash into two accounts on one business day is one CTR
+    engine = ReportEngine.from_options({"jurisdiction": "US", "customers": {"ACC1": "P1", "ACC2": "P1"}})
+    assert engine.observe(txn("a", "6000", currency="USD", when="2026-11-03T15:00:00", receiver="ACC1")) == []
+    (draft,) = engine.observe(txn("b", "6000", currency="USD", when="2026-11-03T16:00:00", receiver="ACC2"))
+    assert draft.customer_account == "P1" and draft.total_amount == Decimal("12000")
+    assert draft.elements["accounts"] == ["ACC1", "ACC2"]
+    typed = ReportEngine.from_options({"customer_types": {"CO": "corporate"}})  # China row (2), not (3)
+    assert typed.observe(txn("c", "600000", channel="transfer", sender="CO", receiver="IND")) != []
+    assert [d.elements["rule"] for d in typed.open_reports()] == ["individual_domestic_transfer"]  # CO: no draft
+    night = ReportEngine.from_options({"jurisdiction": "US", "cutoff": "18:00"})
+    (d,) = night.observe(txn("n", "12000", currency="USD", when="2026-11-03T23:30:00"))  # 18:30 New York
+    assert d.business_date == "2026-11-04"
+    for options, message in (({"customers": ["ACC1"]}, "customers must be a mapping"),
+                             ({"customers": {"ACC1": 5}}, "customers must be a mapping"),
+                             ({"customer_types": {"A": "company"}}, "individual, corporate"),
+                             ({"jurisdiction": "US", "cutoff": "6pm"}, "HH:MM"),
+                             ({"jurisdiction": "US", "cutoff": 18}, "HH:MM"),
+                             ({"cutoff": "18:00"}, "US business days only")):
+        with pytest.raises(ConfigError, match=message):
+            ReportEngine.from_options(options)
+
+
 def test_suspicious_report_draft_carries_alert_elements() -> None:
     txns = [txn(f"s{i}", amount, when=f"2024-03-05T0{i + 1}:00:00")
             for i, amount in enumerate(["49900", "49800", "49950"])]

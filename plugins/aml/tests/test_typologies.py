@@ -118,6 +118,50 @@ def test_structuring_near_misses_stay_quiet():
     assert f.alerts == []
 
 
+def test_structuring_same_day_follows_the_configured_local_or_business_day():
+    # T0 is 09:00 UTC on Monday 2024-03-04. 23:10 and 01:20 UTC the next day: one Beijing day (07:10, 09:20 on 03-05)
+    times = (14 + 10 / 60, 16 + 20 / 60)
+    utc, beijing = Feed(StructuringRule()), Feed(StructuringRule(timezone="Asia/Shanghai"))
+    for f in (utc, beijing):
+        for h in times:
+            f.tx("Q1", "Q1", "49000", hours=h, channel="cash_deposit")
+    assert utc.alerts == [] and [a.variant for a in beijing.alerts] == ["cumulative"]
+    # US business days: Saturday and Sunday deposits count on Monday (31 CFR 1010.313), as the CTR engine counts them
+    weekend = Feed(StructuringRule(**US, timezone="America/New_York", calendar="US"))
+    calendar_days = Feed(StructuringRule(**US, timezone="America/New_York"))
+    for f in (weekend, calendar_days):
+        f.tx("W", "W", "9500", days=5, channel="cash_deposit", currency="USD")  # Saturday 03-09
+        f.tx("W", "W", "9500", days=6, channel="cash_deposit", currency="USD")  # Sunday 03-10
+    assert [a.variant for a in weekend.alerts] == ["cumulative"] and calendar_days.alerts == []
+    after_cutoff = Feed(StructuringRule(**US, timezone="America/New_York", calendar="US", cutoff="18:00"))
+    after_cutoff.tx("N", "N", "9500", hours=10, channel="cash_deposit", currency="USD")  # 15:00 New York Monday
+    after_cutoff.tx("N", "N", "9500", hours=14, channel="cash_deposit", currency="USD")  # 19:00: Tuesday's day
+    assert after_cutoff.alerts == []
+    for bad, message in (({"timezone": "Mars/Olympus"}, "IANA"), ({"calendar": "XX"}, "country"),
+                         ({"cutoff": "18:00"}, "calendar"), ({"calendar": "US", "cutoff": "6pm"}, "HH:MM")):
+        with pytest.raises(ConfigError, match=message):
+            StructuringRule(**bad)
+
+
+def test_structuring_reasons_state_the_threshold_and_its_sense_and_name_the_subject_first():
+    cn = Feed(StructuringRule(single=True))
+    cn.tx("walk-in", "ACC", "49900", channel="cash_deposit")
+    cn.tx("walk-in", "ACC", "49800", hours=1, channel="cash_deposit")
+    cumulative = next(a for a in cn.alerts if a.variant == "cumulative")
+    assert cumulative.accounts[0] == "ACC" and cn.alerts[0].accounts[0] == "ACC"  # the depositing customer
+    reason = cumulative.reasons[0]
+    assert reason.en == ("2 cash deposits by account ACC on one day, each just under the 50,000.00 CNY reporting "
+                         "threshold (reportable at or above it), totalling 99,700.00 CNY")
+    assert reason.zh == ("账户 ACC 同一天内有 2 笔现金存入，每笔均略低于 50,000.00 CNY 的报告标准（达到或超过即须报告），"
+                         "合计 99,700.00 CNY")
+    assert "≥" not in reason.en + cn.alerts[0].reasons[0].en and "just under ≥" not in reason.en
+    us = Feed(StructuringRule(**US, single=True))
+    (single,) = us.tx("C", "D", "10000", currency="USD")  # exactly 10,000.00 is not reportable in the US
+    assert single.reasons[0].en == ("10,000.00 USD: at or just under the 10,000.00 USD reporting threshold "
+                                    "(reportable above it)")
+    assert ">" not in single.reasons[0].zh and "等于或略低于" in single.reasons[0].zh
+
+
 def test_five_accounts_sending_just_under_10000_usd_to_one_account_give_a_structuring_fan_in_alert():
     f = Feed(StructuringRule(**US))
     amounts = ["9900", "8000", "9500", "9850", "8700"]
@@ -126,8 +170,8 @@ def test_five_accounts_sending_just_under_10000_usd_to_one_account_give_a_struct
     fan_in = [a for a in f.alerts if a.variant == "fan_in"]
     assert len(fan_in) == 1
     alert = fan_in[0]
-    assert alert.typology == "structuring" and "FUNNEL" in alert.accounts
-    assert set(alert.accounts) - {"FUNNEL"} <= {f"S{i}" for i in range(5)} and len(alert.accounts) >= 4
+    assert alert.typology == "structuring" and alert.accounts[0] == "FUNNEL"  # the subject: the funnel account
+    assert alert.accounts[1:] == [f"S{i}" for i in range(len(alert.accounts) - 1)] and len(alert.accounts) >= 4
     assert "FUNNEL" in alert.reasons[0].en and "FUNNEL" in alert.reasons[0].zh
 
 

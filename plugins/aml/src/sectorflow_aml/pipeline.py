@@ -199,12 +199,15 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self._model_alerted: dict[tuple[str, str], float] = {}
 
     def _rule_defaults(self) -> dict[str, dict[str, Any]]:
-        """Structuring thresholds from the jurisdiction's cash reporting thresholds (single source of truth)."""
+        """Structuring's thresholds and day from the report engine (single source of truth): the jurisdiction's cash
+        reporting thresholds, and the engine's business day (time zone, US working-day calendar, cut-off), so that a
+        same-day cumulative report and a same-day structuring alert count the same day."""
+        structuring: dict[str, Any] = dict(self.reports_engine.day_rule)
         cash = [t for t in self.reports_engine.thresholds if t.rule in ("cash", "ctr_cash")]
-        if not cash:
-            return {}
-        return {"structuring": {"thresholds": {t.currency: float(t.amount) for t in cash},
-                                "inclusive": all(t.inclusive for t in cash)}}
+        if cash:
+            structuring.update(thresholds={t.currency: float(t.amount) for t in cash},
+                               inclusive=all(t.inclusive for t in cash))
+        return {"structuring": structuring}
 
     def _rate(self, currency: str) -> float:
         """Factor from ``currency`` to the home currency (CNY or USD) for windowed sums: the latest rate in the

@@ -36,7 +36,14 @@ from zoneinfo import ZoneInfo
 
 from sectorflow import ConfigError
 
-from .calendars import CN_SUSPICIOUS_WORKING_DAYS, US_SAR_DAYS, calendar_for, large_value_due, suspicious_due
+from .calendars import (
+    CN_SUSPICIOUS_WORKING_DAYS,
+    US_SAR_DAYS,
+    business_day,
+    calendar_for,
+    large_value_due,
+    suspicious_due,
+)
 from .fx import FxRates, FxTable, ensure_rates
 from .schema import Alert, Channel, ReportDraft, Transaction
 from .thresholds import HOME_CURRENCY, Threshold, thresholds_for
@@ -45,9 +52,21 @@ DEFAULT_TIMEZONE = {"CN": "Asia/Shanghai", "US": "America/New_York"}
 FIELD_LIST_NOTE = ("PBOC data-standard field list not verified; elements use plain names. Check against the "
                    "reporting format your supervisor publishes before filing.")
 Direction = Literal["in", "out"]
+CUSTOMER_TYPES = ("individual", "corporate")
 _BUCKET_S = 900
 _ZERO = Decimal(0)
 """Seconds of the UTC buckets whose local day :meth:`ReportEngine._dates` caches."""
+
+
+def _string_map(name: str, value: object, example: str) -> dict[str, str]:
+    """``value`` as a ``{str: str}`` dict (``None``: empty). Raises ConfigError naming option ``name``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) and k and v
+                                                 for k, v in value.items()):
+        raise ConfigError(f"{name} must be a mapping of account ids to non-empty strings, e.g. {example}; got "
+                          f"{type(value).__name__}.")
+    return dict(value)
 
 
 @dataclass(slots=True)
@@ -105,16 +124,22 @@ class ReportEngine:
             self.timezone = ZoneInfo(timezone or DEFAULT_TIMEZONE[jurisdiction])
         except Exception as exc:  # ZoneInfoNotFoundError, ValueError
             raise ConfigError(f"Unknown time zone {timezone!r}; use an IANA name such as 'Asia/Shanghai'.") from exc
-        self.customers = dict(customers or {})
-        self.customer_types = dict(customer_types or {})
+        self.customers = _string_map("customers", customers, "{'ACC1': 'PERSON1', 'ACC2': 'PERSON1'}")
+        self.customer_types = _string_map("customer_types", customer_types, "{'ACC1': 'corporate'}")
+        bad = {a: t for a, t in self.customer_types.items() if t not in CUSTOMER_TYPES}
+        if bad:
+            raise ConfigError(f"customer_types: {bad} — each type must be one of {', '.join(CUSTOMER_TYPES)}.")
         self.home_country = home_country or jurisdiction
         self.home_currency = HOME_CURRENCY[jurisdiction]
         self.calendar = calendar_for(self.home_country if self.home_country in ("CN", "US") else jurisdiction)
         self.retention_days = retention_days
+        if cutoff is not None and jurisdiction != "US":
+            raise ConfigError(f"cutoff={cutoff!r} applies to US business days only (31 CFR 1010.313); China counts "
+                              "the calendar day (当日): drop it or use jurisdiction='US'.")
         try:
             self.cutoff = dt_time.fromisoformat(cutoff) if cutoff else None
-        except ValueError as exc:
-            raise ConfigError(f"cutoff must be a local time 'HH:MM', not {cutoff!r}.") from exc
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"cutoff must be a local time 'HH:MM', e.g. '18:00', not {cutoff!r}.") from exc
         self._table: dict[tuple[str, str], list[Threshold]] = {}
         for t in self.thresholds:  # (rule, currency scope) -> thresholds to check
             for scope in (("domestic", "foreign") if t.applies_to == "any" else (t.applies_to,)):
@@ -134,6 +159,12 @@ class ReportEngine:
         "institution": "reporting institution's bank id (only its sides of transfers are its customers)",
         "report_timezone": "IANA time zone of the business day (default Asia/Shanghai for CN, America/New_York "
                            "for US)",
+        "customers": "{account: customer_id}: accounts of one person aggregate together for the large-value / CTR "
+                     "totals (31 CFR 1010.313; PBOC Order 2016 No. 3 Art. 5 per customer)",
+        "customer_types": "{account: \"individual\" | \"corporate\"}, overriding the transactions' customer_type "
+                          "(picks China's corporate or individual transfer row)",
+        "cutoff": "US only: local \"HH:MM\" after which a cash transaction counts on the next business day (night "
+                  "deposits, 31 CFR 1010.313(b)); default none",
     }
     """Task options :meth:`from_options` understands (for ``Taskflow("aml", **options)`` / ``--option``)."""
 
@@ -161,7 +192,18 @@ class ReportEngine:
         elif raw is not None:
             raise ConfigError(f"fx_rates must be a CSV path or a mapping, not {type(raw).__name__}.")
         return cls(options.get("jurisdiction", "CN"), options.get("thresholds"), fx,
-                   institution=options.get("institution"), timezone=options.get("report_timezone"))
+                   institution=options.get("institution"), timezone=options.get("report_timezone"),
+                   customers=options.get("customers"), customer_types=options.get("customer_types"),
+                   cutoff=options.get("cutoff"))
+
+    @property
+    def day_rule(self) -> dict[str, str | None]:
+        """How this engine counts "the same day", as :class:`~sectorflow_aml.calendars.DayNumber` arguments
+        (``timezone``, ``calendar``: the country whose working days roll weekends and holidays forward, US only;
+        ``cutoff``): the pipeline hands them to the structuring rule so that both count one day alike."""
+        us = self.jurisdiction == "US"
+        return {"timezone": str(self.timezone), "calendar": self.calendar.country if us else None,
+                "cutoff": self.cutoff.strftime("%H:%M") if us and self.cutoff else None}
 
     def reset(self) -> None:
         """Forget every aggregate (start a new stream)."""
@@ -245,12 +287,8 @@ class ReportEngine:
                 business_date = self.calendar.roll_forward(day) if self.jurisdiction == "US" else day
                 self._bucket = (bucket, day, business_date)
                 return day, business_date
-        local = timestamp.astimezone(self.timezone)
-        day = local.date()
-        if self.jurisdiction == "US":
-            after_cutoff = self.cutoff is not None and local.time() >= self.cutoff
-            return day, self.calendar.roll_forward(day + timedelta(days=1) if after_cutoff else day)
-        return day, day
+        return business_day(timestamp, self.timezone, self.calendar if self.jurisdiction == "US" else None,
+                            self.cutoff)
 
     def _legs(self, txn: Transaction) -> list[tuple[str, str, Direction, str]]:
         """(customer, account, direction, rule) for each side of ``txn`` that is a customer of the institution.
@@ -334,6 +372,9 @@ class ReportEngine:
         t = state.threshold
         rows = [self._row(txn, account, state.direction, amount, t.currency) for txn, account, amount in state.rows]
         kind = "ctr" if self.jurisdiction == "US" else "large_value"
+        # the local calendar day of the earliest transaction: a US CTR is due 15 days after the day the reportable
+        # transaction occurred (31 CFR 1010.306(a)(1)), which for a weekend deposit precedes its business day
+        first_day = min(date.fromisoformat(r["local_time"][:10]) for r in rows)
         key = f"{kind}|{self.jurisdiction}|{state.customer}|{state.direction}|{t.rule}|{t.applies_to}|" \
               f"{state.business_date.isoformat()}"
         elements: dict[str, Any] = {
@@ -360,13 +401,17 @@ class ReportEngine:
             kind=kind, jurisdiction=self.jurisdiction, regulation=t.regulation, customer_account=state.customer,
             transaction_ids=[r["transaction_id"] for r in rows], total_amount=state.total,
             currency=t.currency, business_date=state.business_date.isoformat(), elements=elements,
-            due_by=large_value_due(self.jurisdiction, self.calendar, state.business_date).isoformat())
+            due_by=large_value_due(self.jurisdiction, self.calendar, state.business_date, first_day).isoformat())
 
 
 def suspicious_report(alert: Alert, transactions: Iterable[Transaction], jurisdiction: Literal["CN", "US"] = "CN",
                       *, fx: FxRates | FxTable | Iterable[FxTable] | None = None, institution: str | None = None,
                       confirmed_on: date | None = None) -> ReportDraft:
     """Draft a suspicious transaction report (CN 可疑交易报告, PBOC Order 2016 No. 3 Arts. 11-15) for ``alert``.
+
+    The report's customer (``customer_account``) is the alert's subject, its first account (each rule lists its
+    subject first: the hub of a fan-in, the funnel of a structuring fan-in, the depositing customer of a cumulative
+    structuring); ``elements["subject_accounts"]`` lists all of them in the alert's order.
 
     ``transactions`` may hold more than the alert's; those it names are taken, and ids not supplied are listed in
     ``elements["transactions_not_supplied"]``. The total is in the home currency (CNY or USD), converting with

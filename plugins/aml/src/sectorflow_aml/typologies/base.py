@@ -75,7 +75,9 @@ class Rule:
               trigger: Edge, variant: str | None = None) -> Alert:
         """Build the :class:`Alert` for ``edges`` (the transactions involved), raised by ``trigger``.
 
-        Accounts default to every sender and receiver of ``edges`` in first-seen order.
+        ``accounts`` start with the alert's subject (the customer a suspicious report names: see
+        :func:`sectorflow_aml.reports.suspicious_report`); they default to every sender and receiver of ``edges`` in
+        first-seen order, right only when the first sender is the subject.
         """
         edges = list(edges)
         ids = list(dict.fromkeys(e.txn.transaction_id for e in edges))

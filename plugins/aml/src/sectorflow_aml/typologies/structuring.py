@@ -20,16 +20,28 @@ threshold are not checked.
 Variants (``Alert.variant``):
 
 - ``cumulative``: one customer makes at least ``min_count`` just-under transactions within ``cumulative_days``
-  calendar days (UTC; 1 = the same day), in one direction (cash in and cash out are summed separately, as in
+  days (1 = the same day; the day as defined below), in one direction (cash in and cash out are summed separately, as in
   1010.313), whose total reaches the threshold. Cash deposits, cash withdrawals and other payments are summed
   separately; the customer is the receiving account of a cash deposit and the sending account of everything else.
 - ``fan_in``: at least ``fan_in_min_senders`` distinct accounts each send just-under amounts to one account within
   ``fan_in_days`` days (FinCEN funnel account).
 - ``single``: one just-under transaction alone (off by default: alone it is weak evidence).
-- ``split``: one account pays the same account at least ``split_min_count`` times on one calendar day (UTC), in any
+- ``split``: one account pays the same account at least ``split_min_count`` times on one day, in any
   amount — 1010.100(xx)'s "in any amount ... on one or more days" without reference to a threshold. Off by default
   (``split_min_count=None``): ordinary payments repeat too. In AMLSim's sample runs, same-day repeated transfers
   between one pair occur only inside planted laundering patterns, so this variant finds them there.
+
+The day (``timezone``, ``calendar``, ``cutoff``): "the same day" is the one the reporting rule aggregates on, so a
+cumulative just under the threshold is judged on the day a cumulative report would be: the local date in
+``timezone`` (PBOC Art. 5's 当日), and with ``calendar`` the business day of 31 CFR 1010.313 (weekend and holiday
+days, and times after the local ``cutoff``, roll forward to the next working day of that country's calendar;
+:func:`sectorflow_aml.calendars.business_day`). Alone the rule counts UTC days; ``Taskflow("aml")`` passes the report
+engine's day (Asia/Shanghai for CN, America/New_York business days for US, or ``report_timezone`` / ``cutoff``), so
+the two cannot disagree.
+
+Each alert's ``accounts`` begin with its subject, the customer a suspicious report names: the depositing or paying
+customer for ``cumulative`` and ``single``, the receiving account (the funnel) for ``fan_in``, the payer for
+``split``.
 """
 
 from __future__ import annotations
@@ -37,6 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from ..calendars import DayNumber
 from ..schema import Alert
 from ..window import DAY, Edge, TransactionWindow
 from .base import Rule, fmt_amount, fraction, positive
@@ -58,6 +71,9 @@ class StructuringParams:
     split_min_count: int | None = None
     score: float = 0.7
     fan_in_score: float = 0.8
+    timezone: str = "UTC"
+    calendar: str | None = None
+    cutoff: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.thresholds, dict) or not self.thresholds:
@@ -76,10 +92,21 @@ class StructuringParams:
         object.__setattr__(self, "thresholds", {k.upper(): float(v) for k, v in self.thresholds.items()})
         if self.channels is not None:
             object.__setattr__(self, "channels", tuple(self.channels))
+        DayNumber(self.timezone, self.calendar, self.cutoff)  # ValueError on a bad zone, country or cutoff
 
 
 _WHAT = {"cash_deposit": ("cash deposits", "现金存入"), "cash_withdrawal": ("cash withdrawals", "现金支取"),
          "other": ("payments", "转出/支付")}
+
+
+def _under(threshold: float, currency: str, inclusive: bool) -> tuple[str, str]:
+    """How a just-under amount relates to the threshold, in English and Chinese (the sense of the rule text)."""
+    level = f"{fmt_amount(threshold)} {currency}"
+    if inclusive:  # reportable at or above: 49,999.99 is just under, 50,000.00 is reportable
+        return (f"just under the {level} reporting threshold (reportable at or above it)",
+                f"略低于 {level} 的报告标准（达到或超过即须报告）")
+    return (f"at or just under the {level} reporting threshold (reportable above it)",  # 10,000.00 itself counts
+            f"等于或略低于 {level} 的报告标准（超过才须报告）")
 
 
 def _kind(txn: object) -> str:
@@ -103,6 +130,7 @@ class StructuringRule(Rule):
         # floats gives (Python compares Decimal and float exactly), without a float conversion per comparison
         self._decimal_bands = {c: (Decimal(lo), Decimal(hi)) for c, (lo, hi) in self._bands.items()}
         self._channels = None if p.channels is None else frozenset(p.channels)
+        self._day = DayNumber(p.timezone, p.calendar, p.cutoff)
 
     def _just_under(self, edge: Edge) -> bool:
         band = self._decimal_bands.get(edge.txn.currency)
@@ -127,19 +155,18 @@ class StructuringRule(Rule):
         if band is None or not self._just_under(edge):
             return out
         p = self.params
-        threshold = band[1]
-        sense = "≥" if p.inclusive else ">"
-        currency = txn.currency
+        under = _under(band[1], txn.currency, p.inclusive)
         if p.single:
+            customer = edge.dst if _kind(txn) == "cash_deposit" else edge.src
             out.append(self.alert([edge], p.score * 0.6,
-                                  f"{fmt_amount(float(txn.amount))} {currency} just under the {sense}"
-                                  f"{fmt_amount(threshold)} reporting threshold",
-                                  f"金额 {fmt_amount(float(txn.amount))} {currency} 略低于 {sense}"
-                                  f"{fmt_amount(threshold)} 的报告标准", trigger=edge, variant="single"))
-        alert = self._cumulative(window, edge, threshold, sense)
+                                  f"{fmt_amount(float(txn.amount))} {txn.currency}: {under[0]}",
+                                  f"金额 {fmt_amount(float(txn.amount))} {txn.currency}，{under[1]}",
+                                  accounts=dict.fromkeys([customer, edge.src, edge.dst]), trigger=edge,
+                                  variant="single"))
+        alert = self._cumulative(window, edge, band[1], under)
         if alert is not None:
             out.append(alert)
-        alert = self._fan_in(window, edge, threshold, sense)
+        alert = self._fan_in(window, edge, under)
         if alert is not None:
             out.append(alert)
         return out
@@ -149,12 +176,14 @@ class StructuringRule(Rule):
         state = window.accounts[edge.src]
         if state.receivers.get(edge.dst, 0) < p.split_min_count:  # type: ignore[operator]
             return None
-        day = edge.ts // DAY
+        day_of = self._day
+        day = day_of(edge.ts)
         same: list[Edge] = []
         for other in reversed(state.outgoing):
-            if other.ts // DAY < day:
+            other_day = day_of(other.ts)
+            if other_day < day:
                 break
-            if other.dst == edge.dst and other.ts // DAY == day and other.seq <= edge.seq:
+            if other.dst == edge.dst and other_day == day and other.seq <= edge.seq:
                 same.append(other)
         if len(same) != p.split_min_count:  # fire on the transfer that reaches the count, once
             return None
@@ -166,7 +195,8 @@ class StructuringRule(Rule):
                            accounts=[edge.src, edge.dst], trigger=edge, variant="split")
         return alert
 
-    def _cumulative(self, window: TransactionWindow, edge: Edge, threshold: float, sense: str) -> Alert | None:
+    def _cumulative(self, window: TransactionWindow, edge: Edge, threshold: float, under: tuple[str, str],
+                    ) -> Alert | None:
         p = self.params
         txn = edge.txn
         kind = _kind(txn)
@@ -176,12 +206,13 @@ class StructuringRule(Rule):
         if state is None:
             return None
         side = state.incoming if deposit else state.outgoing
-        today = edge.ts // DAY
+        day_of = self._day
+        today = day_of(edge.ts)
         first_day = today - (p.cumulative_days - 1)
         picked: list[Edge] = []
         total = 0.0
         for other in reversed(side):
-            day = other.ts // DAY
+            day = day_of(other.ts)
             if day < first_day:
                 if other.ts <= edge.ts:
                     break
@@ -194,23 +225,23 @@ class StructuringRule(Rule):
             total += float(other.txn.amount)
         if len(picked) < p.min_count or total < threshold:
             return None
-        day = int(edge.ts // DAY)
-        if not window.cooldown(("structuring.cumulative", customer, txn.currency, kind), day * DAY,
+        if not window.cooldown(("structuring.cumulative", customer, txn.currency, kind), today * DAY,
                                p.cumulative_days * DAY):
             return None
         picked.reverse()
         what_en, what_zh = _WHAT[kind]
         span_en = "on one day" if p.cumulative_days == 1 else f"within {p.cumulative_days} days"
         span_zh = "同一天内" if p.cumulative_days == 1 else f"{p.cumulative_days} 天内"
+        others = (a for e in picked for a in (e.src, e.dst) if a != customer)
         alert = self.alert(picked, p.score,
-                           f"{len(picked)} {what_en} just under {sense}{fmt_amount(threshold)} {txn.currency} "
-                           f"{span_en} by account {customer}, totalling {fmt_amount(total)}",
-                           f"账户 {customer} {span_zh}有 {len(picked)} 笔略低于 {sense}{fmt_amount(threshold)} "
-                           f"{txn.currency} 的{what_zh}，合计 {fmt_amount(total)}", trigger=edge,
-                           variant="cumulative")
+                           f"{len(picked)} {what_en} by account {customer} {span_en}, each {under[0]}, totalling "
+                           f"{fmt_amount(total)} {txn.currency}",
+                           f"账户 {customer} {span_zh}有 {len(picked)} 笔{what_zh}，每笔均{under[1]}，合计 "
+                           f"{fmt_amount(total)} {txn.currency}", accounts=dict.fromkeys([customer, *others]),
+                           trigger=edge, variant="cumulative")
         return alert
 
-    def _fan_in(self, window: TransactionWindow, edge: Edge, threshold: float, sense: str) -> Alert | None:
+    def _fan_in(self, window: TransactionWindow, edge: Edge, under: tuple[str, str]) -> Alert | None:
         p = self.params
         state = window.get(edge.dst)
         if state is None or len(state.senders) < p.fan_in_min_senders:
@@ -229,10 +260,11 @@ class StructuringRule(Rule):
             return None
         picked = sorted((e for group in by_sender.values() for e in group), key=lambda e: e.seq)
         total = sum(float(e.txn.amount) for e in picked)
-        alert = self.alert(picked, p.fan_in_score,
-                           f"{len(by_sender)} accounts each sent amounts just under {sense}{fmt_amount(threshold)} "
-                           f"{currency} to {edge.dst} within {p.fan_in_days:g} days (total {fmt_amount(total)})",
-                           f"{len(by_sender)} 个账户在 {p.fan_in_days:g} 天内分别向 {edge.dst} 转入略低于 "
-                           f"{sense}{fmt_amount(threshold)} {currency} 的金额（合计 {fmt_amount(total)}）",
+        alert = self.alert(picked, p.fan_in_score,  # the funnel account is the subject
+                           f"{len(by_sender)} accounts each sent {edge.dst} amounts {under[0]}, within "
+                           f"{p.fan_in_days:g} days, totalling {fmt_amount(total)} {currency}",
+                           f"{len(by_sender)} 个账户在 {p.fan_in_days:g} 天内分别向 {edge.dst} 转入资金，每笔均"
+                           f"{under[1]}，合计 {fmt_amount(total)} {currency}",
+                           accounts=[edge.dst, *sorted(by_sender, key=lambda a: by_sender[a][-1].seq)],
                            trigger=edge, variant="fan_in")
         return alert
