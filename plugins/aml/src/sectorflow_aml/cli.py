@@ -110,12 +110,22 @@ def recorded_transactions(results: str | Path, ids: set[str]) -> dict[str, dict[
         InvalidInputError: a line that is not a result object (names the line).
     """
     found: dict[str, dict[str, Any]] = {}
-    for draft in iter_reports(results):
-        rows = draft.elements.get("transactions")
-        for row in rows if isinstance(rows, list) else []:
-            tid = row.get("transaction_id") if isinstance(row, dict) else None
-            if tid in ids and (tid not in found or "sender_account" in row and "sender_account" not in found[tid]):
-                found[tid] = row
+    with open_text(results) as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip() or '"reports":[]' in line:  # most results carry no draft (a quote inside a JSON
+                continue  # string is escaped, so this text is only ever the top-level empty list)
+            try:
+                drafts = [ReportDraft.model_validate(r) for r in json.loads(line).get("reports", [])]
+            except (json.JSONDecodeError, AttributeError, ValidationError) as exc:
+                raise InvalidInputError(f"{results}, line {line_no}: not a sectorflow aml result ({exc}).",
+                                        details=[{"row": line_no, "field": "reports", "reason": str(exc)}]) from exc
+            for draft in drafts:
+                rows = draft.elements.get("transactions")
+                for row in rows if isinstance(rows, list) else []:
+                    tid = row.get("transaction_id") if isinstance(row, dict) else None
+                    if tid in ids and (tid not in found
+                                       or "sender_account" in row and "sender_account" not in found[tid]):
+                        found[tid] = row
     return found
 
 
