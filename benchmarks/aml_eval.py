@@ -1,7 +1,8 @@
 """Account-level AML evaluation on the three IBM AMLSim sample runs, leave-one-run-out.
 
-For each run: train the risk scorer on the other two runs (``sectorflow_aml.training.fit``, the code of
-``plugins/aml/scripts/train_scorer.py``; its threshold is chosen on held-out accounts of those two runs), then feed
+For each run: train the risk scorer on the other two runs and the generated everyday banks of ``--everyday``
+(``sectorflow_aml.training.fit``, the code of ``plugins/aml/scripts/train_scorer.py``; its threshold is chosen on
+held-out accounts of those runs and banks), then feed
 the held-out run through ``Taskflow("aml", task_path=<that bundle>)`` and score accounts:
 
 - rules only: an account is flagged when it is named in an alert raised by a typology rule;
@@ -85,19 +86,19 @@ def run_pipeline(bundle: Path, folder: Path, batch_size: int, threshold: float, 
             "n_tx": len(txns)}
 
 
-def ablation(replayed: dict[str, Any], args: argparse.Namespace, lookback: float) -> int:
+def ablation(replayed: dict[str, Any], everyday: list[Any], args: argparse.Namespace, lookback: float) -> int:
     """Leave-one-run-out, model only, with the ``--ablate`` features set to 0 everywhere (none: the baseline of
     this path, which scores every transaction through the exported predictor, self-transfers included)."""
     from sectorflow_aml.features import FEATURE_NAMES
     from sectorflow_aml.training import evaluate_files
 
     cols = [FEATURE_NAMES.index(n) for n in args.ablate]
-    for run in replayed.values():
+    for run in [*replayed.values(), *everyday]:
         run.x[:, cols] = 0.0
     print(f"model only, features set to 0: {', '.join(args.ablate) or 'none (baseline)'}")
     with tempfile.TemporaryDirectory() as tmp:
         for held_out in args.runs:
-            train = [replayed[name] for name in RUNS if name != held_out]
+            train = [replayed[name] for name in RUNS if name != held_out] + everyday
             result = fit(train, Path(tmp) / held_out, seed=args.seed, lookback_days=lookback)
             m = evaluate_files(replayed[held_out], Path(tmp) / held_out, result.threshold)
             print(f"{held_out:22s} precision {m['precision']:.3f} recall {m['recall']:.3f} F1 {m['f1']:.3f} "
@@ -115,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="zero these features in training and test (model only, through the exported "
                              "predictor, not Taskflow): how much the model leans on them; with no names, the "
                              "same path with nothing zeroed (its baseline)")
+    parser.add_argument("--everyday", type=int, nargs="*", default=list(EVERYDAY_SEEDS),
+                        help="seeds of generated everyday banks added to each fold's training, as the shipped "
+                             "scorer is trained (sectorflow_aml.everyday); give none for AMLSim alone")
     parser.add_argument("--config", default="default", choices=sorted(rule_configs()),
                         help="rule configuration and window lookback of benchmarks/aml_rules_eval.py (the model of "
                              "each fold is trained at the same lookback)")
@@ -128,13 +132,14 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"unknown features {unknown}; choose from {', '.join(FEATURE_NAMES)}")
 
     replayed = {name: replay(args.data / name, lookback) for name in RUNS}
+    everyday = [replay_everyday(seed, lookback) for seed in args.everyday]
     if args.ablate is not None:
-        return ablation(replayed, args, lookback)
+        return ablation(replayed, everyday, args, lookback)
     rows = []
     typology_rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for held_out in args.runs:
-            train = [replayed[name] for name in RUNS if name != held_out]
+            train = [replayed[name] for name in RUNS if name != held_out] + everyday
             bundle = Path(tmp) / held_out
             result = fit(train, bundle, seed=args.seed, lookback_days=lookback)
             write_manifest(bundle, task="aml", name=f"aml-risk-mlp-loro-{held_out}", version="eval",

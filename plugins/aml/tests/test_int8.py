@@ -21,8 +21,9 @@ SAMPLE = Path(__file__).resolve().parents[3] / "samples" / "aml" / "transactions
 SCORE_TOLERANCE = {"median": 0.01, "p99": 0.03, "max": 0.1}
 """Allowed differences between INT8 and fp32 model scores (in [0, 1]). The aml task quantizes weight-only
 (``MatMulWeightOnly``: int8 weights, float32 activations), so scores move only by the weights' rounding: bundle
-2.0.0 on the sample, median 0.0019, p99 0.0076, max 0.026, no alert flipped. (ONNX Runtime's dynamic MatMul
-quantization, which also rounds the activations per batch, moved one score by 0.34 and lost 0.54 F1 points.)"""
+2.1.0 on the sample, median 0.0020, p99 0.0103, max 0.032, no alert flipped (2.0.0: 0.0019 / 0.0076 / 0.026).
+(ONNX Runtime's dynamic MatMul quantization, which also rounds the activations per batch, moved one 2.0.0 score by
+0.34 and lost 0.54 F1 points.)"""
 
 
 def test_int8_without_a_quantized_bundle_names_the_quantize_command(tmp_path, monkeypatch):

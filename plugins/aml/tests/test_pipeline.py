@@ -39,14 +39,16 @@ def test_spec_declares_the_task():
     assert "aml" in {t["task"] for t in Taskflow.tasks()}
 
 
-def test_examples_give_a_structuring_alert_with_rule_and_model_reasons_and_a_large_value_report(aml: Taskflow):
+def test_examples_give_a_structuring_alert_with_rule_reasons_and_a_large_value_report(aml: Taskflow):
     results = aml(list(EXAMPLES))
     assert all(isinstance(r, TransactionAssessment) and 0 <= r.risk_score <= 1 for r in results)
-    assert all(r.model_score is not None and r.meta.bundle_sha256 == aml.meta.bundle_sha256 for r in results)
+    assert all(r.meta.bundle_sha256 == aml.meta.bundle_sha256 for r in results)
+    # the two cash deposits are left to the rules (the model learned transfers); the wire is scored
+    assert [r.model_score is None for r in results] == [True, True, False]
     second = results[1]
     assert second.alert and second.typologies[0] == "structuring"
     sources = {reason.source for reason in second.reasons}
-    assert "sectorflow_aml.typologies.structuring" in sources and any(s.startswith("model:") for s in sources)
+    assert "sectorflow_aml.typologies.structuring" in sources and not any(s.startswith("model:") for s in sources)
     assert all(reason.en and reason.zh for reason in second.reasons)
     assert [d.kind for d in second.reports][:1] == ["large_value"]
     assert second.reports[0].total_amount == 99_700
@@ -156,8 +158,10 @@ def test_high_risk_country_flags_and_rules_can_be_switched_off(aml: Taskflow):
 def test_model_alert_when_the_model_alone_crosses_its_threshold(aml: Taskflow):
     scorer = aml.pipeline.scorer
     assert scorer is not None and 0 < scorer.threshold < 1
-    # AMLSim's laundering signature: one sender pays the same small amount five times to one receiver in a day
-    out = aml([rec(i, "M1", "M2", "16.09", days=1) for i in range(5)])
+    # an AMLSim-like laundering signature: one sender pays the same amount to one receiver on five days running
+    # (bundle 2.1.0 flags the third to fifth; routine repeats days or weeks apart, as in benchmarks/aml_everyday.py,
+    # it does not)
+    out = aml([rec(i, "M1", "M2", "16.09", days=1 + i) for i in range(5)])
     scores = [r.model_score for r in out]
     assert all(0 <= s <= 1 for s in scores)
     opened = 0
@@ -170,7 +174,7 @@ def test_model_alert_when_the_model_alone_crosses_its_threshold(aml: Taskflow):
         if model_alerts:
             opened += 1
             assert model_alerts[0].fired_by.startswith("model:aml-risk-mlp")
-    assert opened == 1
+    assert opened == 1 and sum(r.model_score >= scorer.threshold for r in out) >= 2
 
 
 def test_option_errors_are_typed_and_name_the_option():

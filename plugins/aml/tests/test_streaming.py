@@ -17,7 +17,7 @@ from sectorflow_aml.schema import Transaction
 RUN = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "amlsim_sample" / "20K_fanin200cycle200"
 N = 10_000
 N_MODEL = 4200
-"""Enough of the run for the model to raise alerts (bundle 2.0.0 raises its first at transaction 3,546)."""
+"""Enough of the run for the model to raise alerts (bundle 2.1.0 raises its first at transaction 3,546)."""
 T0 = datetime(2024, 3, 4, 9, 0, tzinfo=timezone.utc)
 
 

@@ -4,11 +4,13 @@ For each transaction, in arrival order (:meth:`AMLPipeline.preprocess`):
 
 1. ``window.add(txn)`` (:mod:`sectorflow_aml.window`);
 2. every enabled typology rule's ``check(window, edge)`` (:mod:`sectorflow_aml.typologies`);
-3. the scorer's feature row (:mod:`sectorflow_aml.scorer`), when a model bundle is loaded; a self-transfer (sender =
-   receiver: cash deposited to or withdrawn from one account) updates the features' state but is not scored: the
-   model learned transfers between two accounts (AMLSim runs hold 14 self-transfers in 120,000), and on a
-   self-transfer every graph feature is out of that range (its own receiver, its own last incoming amount), so its
-   score would be an extrapolation; the rules and the report engine cover cash (``model_score`` is ``None``);
+3. the scorer's feature row (:mod:`sectorflow_aml.scorer`), when a model bundle is loaded; cash (``cash_deposit``,
+   ``cash_withdrawal``, whether booked on the customer's account alone or against a cash or walk-in account) and
+   self-transfers (sender = receiver) update the features' state but are not scored: the model learned transfers
+   between two accounts (AMLSim has no cash and 14 self-transfers in 120,000); on a self-transfer every graph
+   feature is out of that range (its own receiver, its own last incoming amount), and a bank's shared cash account
+   would look like a hub, so a score would be an extrapolation. The rules and the report engine cover cash
+   (``model_score`` is ``None``);
 4. ``ReportEngine.observe(txn)`` for large-value / currency transaction report drafts (:mod:`sectorflow_aml.reports`).
 
 :meth:`forward` scores a batch of feature rows with the Paddle predictor; :meth:`postprocess` combines rule alerts
@@ -293,8 +295,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                         else:
                             alerts.extend(hits)
                 row = feature_row(txn, window) if feature_row is not None else None
-                if row is not None and edge.src == edge.dst:
-                    row = None  # a self-transfer: the features' state is updated, the model does not score it
+                if row is not None and (edge.src == edge.dst or txn.channel.is_cash):
+                    row = None  # cash or a self-transfer: state updated, not scored (see the module docstring)
                 # An STR draft lists its transactions: read them now, before later transactions of this call move
                 # the window on (postprocess runs after the whole call's preprocess).
                 txns = self._alert_transactions(alerts) if alerts else None
