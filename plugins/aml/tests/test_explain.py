@@ -12,8 +12,8 @@ import typer
 from matplotlib.image import imread
 from typer.testing import CliRunner
 
-from sectorflow import ConfigError, InvalidInputError
-from sectorflow_aml.cli import explain_alert, register
+from sectorflow import ConfigError, InvalidInputError, Taskflow
+from sectorflow_aml.cli import explain_alert, iter_alerts, register
 from sectorflow_aml.explain import draw_alert, flow_graph
 from sectorflow_aml.loaders import load_transactions
 from sectorflow_aml.schema import Alert, Reason, Transaction, TransactionAssessment
@@ -221,3 +221,19 @@ def test_explain_checks_the_completing_time_and_says_what_the_results_cannot_con
     with caplog.at_level("WARNING", logger="sectorflow_aml"):
         explain_alert(fan_out.alert_id, results, edited, tmp_path / "g.png", "csv")
     assert any("were not checked" in r.getMessage() for r in caplog.records)
+
+
+def test_explain_reads_the_first_row_of_a_reused_id_as_the_run_did(tmp_path: Path) -> None:
+    """The pipeline counts the first row of an id and only notes a later reuse: explain compares and draws that
+    first row, so a correct input with a reused id later on is not refused."""
+    from sectorflow_aml.cli import checked_alert
+
+    rows = _flow_rows()
+    source = _write_csv(tmp_path / "in.csv", rows + [dict(rows[-2], amount="5.00")])  # L2 again, another amount
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(r.model_dump_json() + "\n"
+                               for r in Taskflow("aml", model=False)([dict(r) for r in rows])))
+    cycle = next(a for a in iter_alerts(results) if a.typology == "cycle")
+    _, txns, note = checked_alert(cycle.alert_id, results, source, "csv")
+    assert note is None and sorted((t.transaction_id, str(t.amount)) for t in txns) == [
+        ("L1", "300000.00"), ("L2", "298000.00"), ("L3", "296000.00")]

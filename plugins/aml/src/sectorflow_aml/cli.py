@@ -169,9 +169,12 @@ def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: s
     """
     alert, trigger_id = _locate_alert(results, alert_id)
     ids = set(alert.transaction_ids) | ({trigger_id} if trigger_id else set())
-    found = load_alert_transactions(source, fmt, ids)
-    trigger = next((t for t in found if t.transaction_id == trigger_id), None)
-    transactions = [t for t in found if t.transaction_id in set(alert.transaction_ids)]
+    found: dict[str, Transaction] = {}
+    for txn in load_alert_transactions(source, fmt, ids):  # a reused id: the run counted the first row only
+        found.setdefault(txn.transaction_id, txn)
+    trigger = found.get(trigger_id) if trigger_id else None
+    wanted = set(alert.transaction_ids)
+    transactions = [t for tid, t in found.items() if tid in wanted]
     recorded = recorded_transactions(results, set(alert.transaction_ids))
     unchecked = check_input_matches(alert, transactions, source, recorded=recorded, trigger=trigger)
     note = None
