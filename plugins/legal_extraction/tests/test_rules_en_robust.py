@@ -184,3 +184,13 @@ def test_a_list_of_companies_without_defined_terms():
     assert _names(text) == ["Alder Health Sciences Inc", "Alder Health Foods Inc", "Jo Roe"]
     assert rules_en_parties._listed("GUARANTY WIDGET BANK, FSB") == ["GUARANTY WIDGET BANK, FSB"]
     assert rules_en_parties._listed("Acme Widgets Co., Ltd") == ["Acme Widgets Co., Ltd"]
+
+
+def test_term_dates_are_no_agreement_date_and_labelled_signature_dates_win():
+    body = ("AMENDMENT TO DISTRIBUTION AGREEMENT\n\nWHEREAS, Acme and Beta have entered into the Agreement dated "
+            "January 22, 2007;\n\nNOW THEREFORE the parties agree:\n\n1. The Term of the Agreement is hereby extended "
+            "to January 20, 2012.\n\n" + "Other terms remain in force. " * 60 + "\n\nIN WITNESS WHEREOF\n\nACME INC. "
+            "By: Jo Roe DATE: 8/4/10   BETA LLC By: Al Poe DATE: 7-29-10\n\nSchedule: rates from 11/01/2010 to "
+            "03/31/2011")
+    (found,) = rules_en.agreement_date(body)
+    assert found.value == "2010-08-04" and body[found.start:found.end] == found.text

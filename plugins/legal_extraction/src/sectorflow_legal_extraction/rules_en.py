@@ -50,11 +50,12 @@ def _days_after(iso: str, days: int) -> str:
 
 def agreement_date(text: str) -> list[Extraction]:
     """The agreement's date, in this order: a preamble date after "dated" / "made" / "entered into" / "as of" /
-    "effective" (not the date of another agreement it amends: "to the Distribution Agreement dated ..."), one after
-    "on" / "this" (a date named only effective gives way to the latest signature date in the 60 days after it),
-    the date of the witness clause ("executed this Agreement as of this 4th day of April, 2003"), the latest
-    signature-block date (the last party to sign dates the agreement), and last the first date of the
-    first 1,500 characters. Partly blank dates keep only what is given ("[___], 2020" -> ``2020``)."""
+    "effective" (not the date of another agreement it amends: "to the Distribution Agreement dated ..."), then one
+    after "on" / "this" (a date named only effective gives way to the latest signature date in the 60 days after
+    it); "This Agreement is dated ..." anywhere; the first full date of the first 1,500 characters (not one a term
+    runs to or from: "extended to January 20, 2012", "TERM: ..."); the witness clause ("executed this Agreement as
+    of this 4th day of April, 2003"); the latest signature-block date (those labelled "Date:" first: the last party
+    to sign dates the agreement). Partly blank dates keep only what is given ("[___], 2020" -> ``2020``)."""
     head = text[:PREAMBLE_CHARS]
     dates = [d for d in nz.dates_in(head)
              if not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b", head[head.rfind("\n", 0, d[0]) + 1:d[0]])
@@ -99,7 +100,8 @@ def agreement_date(text: str) -> list[Extraction]:
                 s, e, raw, iso = found[0]
                 chosen, confidence = (match.end() + s, match.end() + e, raw, iso), 0.8
                 break
-    early = [d for d in dates if d[0] < 1500 and not _OTHER_AGREEMENT.search(head[max(0, d[0] - 400):d[0]])]
+    early = [d for d in dates if d[0] < 1500 and not _OTHER_AGREEMENT.search(head[max(0, d[0] - 400):d[0]])
+             and not re.search(r"(?:\bto|\bterm\s*:|\bfrom)\s*$", head[max(0, d[0] - 30):d[0]], re.I)]
     if chosen is None and early and len(early[0][3]) == 10:
         chosen, confidence = early[0], 0.4
     if chosen is None:
@@ -113,6 +115,8 @@ def agreement_date(text: str) -> list[Extraction]:
     if chosen is None:
         signed = _signature_dates(text)
         signed = [d for d in signed if len(d[3]) == 10] or signed  # a partly blank "April ____, 2003" last
+        # dates labelled "Date:" / "Dated:" before any other date of the tail (a rate table's dates are no signature)
+        signed = [d for d in signed if re.search(r"\b(?:Dated?|DATED?)\s*:?\s*$", text[max(0, d[0] - 12):d[0]])] or signed
         if signed:
             chosen, confidence = max(signed, key=lambda d: d[3]), 0.45
     if chosen is None and dates and dates[0][0] < 1500:
