@@ -75,11 +75,13 @@ def test_with_no_rate_table_at_all_the_error_names_no_date() -> None:
     assert "2031" not in message and raised.value.details["on"] == "2031-07-09"
 
 
-def test_the_pipeline_without_rates_does_not_quote_today_for_a_foreign_transaction() -> None:
+def test_the_pipeline_without_rates_names_the_foreign_transaction_and_its_day_not_today() -> None:
     from sectorflow import Taskflow
 
     txn = {"transaction_id": "e1", "timestamp": "2026-11-06T15:00:00", "sender_account": "GINA",
            "receiver_account": "GINA", "amount": "9000.00", "currency": "EUR", "channel": "cash_deposit"}
-    with pytest.raises(MissingRateError, match=r"needs a EUR/USD rate.*no rate table was given") as raised:
+    with pytest.raises(MissingRateError, match=r"^Transaction e1 of 2026-11-06 \(UTC\) is in EUR: A EUR transaction "
+                                               r"needs a EUR/USD rate.*no rate table was given") as raised:
         Taskflow("aml", jurisdiction="US", model=False)([txn])
     assert date.today().isoformat() not in str(raised.value)
+    assert raised.value.details["transaction_id"] == "e1" and raised.value.details["date"] == "2026-11-06"

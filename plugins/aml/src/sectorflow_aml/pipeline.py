@@ -266,7 +266,14 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         feature_row = self.scorer._extractor.row if self.scorer is not None else None
         observe = self.reports_engine.observe
         for currency in {txn.currency for txn in items}:  # a missing FX rate fails the call before any state changes
-            window.rate_of(currency)
+            try:
+                window.rate_of(currency)
+            except MissingRateError as exc:  # name the transaction and its day, not only the currency
+                first = next(t for t in items if t.currency == currency)
+                day = first.timestamp.date().isoformat()
+                raise MissingRateError(f"Transaction {first.transaction_id} of {day} (UTC) is in {currency}: {exc}",
+                                       details={**(exc.details if isinstance(exc.details, dict) else {}),
+                                                "transaction_id": first.transaction_id, "date": day}) from exc
         out: list[_Item] = []
         append = out.append
         ids = window.ids
