@@ -390,6 +390,29 @@ def test_scatter_gather_needs_the_intermediaries_to_pass_on_what_they_received()
         ScatterGatherRule(min_flow_ratio=-0.1)
 
 
+def test_scatter_gather_leaves_out_intermediaries_that_pass_on_far_more_than_they_received():
+    shops = Feed(ScatterGatherRule())  # a customer buys at three shops; each shop pays the same wholesaler its week
+    for i in range(3):
+        shops.tx("CUSTOMER", f"SHOP{i}", 347, hours=i)
+    for i in range(3):
+        shops.tx(f"SHOP{i}", "WHOLESALER", 4124, days=3, hours=i)
+    assert shops.alerts == []
+    double = Feed(ScatterGatherRule())  # twice what was received still counts (2.0, inclusive)
+    for i in range(3):
+        double.tx("A", f"M{i}", 3000, hours=i)
+    for i in range(3):
+        double.tx(f"M{i}", "B", 6000, hours=5 + i)
+    assert [a.typology for a in double.alerts] == ["scatter_gather"]
+    off = Feed(ScatterGatherRule(max_flow_ratio=None))
+    for i in range(3):
+        off.tx("CUSTOMER", f"SHOP{i}", 347, hours=i)
+    for i in range(3):
+        off.tx(f"SHOP{i}", "WHOLESALER", 4124, days=3, hours=i)
+    assert [a.typology for a in off.alerts] == ["scatter_gather"]
+    with pytest.raises(ConfigError, match="max_flow_ratio"):
+        ScatterGatherRule(max_flow_ratio=0.4)  # below min_flow_ratio 0.5
+
+
 def test_gather_scatter_hub():
     f = Feed(GatherScatterRule())
     for i in range(5):
