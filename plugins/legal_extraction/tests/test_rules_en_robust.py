@@ -194,3 +194,11 @@ def test_term_dates_are_no_agreement_date_and_labelled_signature_dates_win():
             "03/31/2011")
     (found,) = rules_en.agreement_date(body)
     assert found.value == "2010-08-04" and body[found.start:found.end] == found.text
+
+
+def test_acronym_term_before_a_verb_and_address_after_of_in_capitals():
+    text = ("DISTRIBUTOR AGREEMENT\n\n1. IDENTIFICATION:\n\nALDERWARE TECHNICAL SERVICES OF 17 SKY PARK CIRCLE, SUITE E, "
+            "IRVINE, CALIFORNIA 92614  (ALDERWARE) certifies that it resells the Products.")
+    assert _names(text) == ["ALDERWARE TECHNICAL SERVICES"]
+    logo = "Exhibit 10.3\n\nBirch.  (LOGO) birch.com 1 Main Road\n\nThis Agreement is between Alder Inc. and Birch LLC."
+    assert _names(logo) == ["Alder Inc", "Birch LLC"]

@@ -45,7 +45,9 @@ _DEFINED = re.compile(r"\((?:[^()]{0,80}?)[\"“”'‘’]{1,2}([A-Za-z0-9][^\"
                       # "Acme Widgets, Inc. (Acme) and Beta LLC (BETA)": a short capitalised term in brackets, then
                       # a comma, "and", a description or the sentence's end (not "SHBV (HONG KONG) LTD")
                       r"(?<=[\w.,])\s*\((?:the\s+)?([A-Z][\w&\-]*(?:\s+[A-Z][\w&\-]*){0,2})\)(?=\s*(?:[,;.]|(?i:and|or|having|"
-                      r"with|located|whose|hereinafter|hereto|each|both|collectively|as|a|an)\b|$))",
+                      r"with|located|whose|hereinafter|hereto|each|both|collectively|as|a|an)\b|$))|"
+                      # an acronym before a verb: "COMWARE SERVICES OF 12 PARK ROAD (COMWARE) certifies that ..."
+                      r"(?<=[\w.,])\s*\((?!LOGO\)|SEAL\)|TM\)|SM\))([A-Z][A-Z0-9&\-]{1,9})\)(?=\s+[a-z])",
                       re.M)  # "X Partnership (Transporter) and Y COMPANY (Shipper)"
 _BETWEEN = re.compile(r"\b(?:by\s+and\s+between|between|among|amongst|by\s+and\s+among|(?:entered\s+into|made|"
                       r"executed)\s+(?:\w+\s+){0,3}?by)\b\s*[:,]?\s*(?:the\s+)?",
@@ -91,8 +93,9 @@ def _trim_name(name: str) -> str:
     name = re.sub(rf"^(.*?\b(?:{_LEGAL_FORM})\b\.?),\s+[A-Z][^,()]{{0,30}}\b(?i:House|Street|Road|Avenue|Floor|Building|"
                   r"Tower|Centre|Center|Plaza|Drive|Lane|Boulevard|Square|Court|P\.?O\.?\s+Box)\b.*$", r"\1", name,
                   flags=re.S)  # "Acme Inc., Harbour House, Dock Street, ..."
-    name = re.sub(r"\s+of\s+(?![^,()]*\b(?i:agreement|dated|amendment)\b)[A-Z][^,()]{0,40}?\d.*$", "", name, flags=re.S)
-    name = re.sub(r"(\b(?:Ltd|LLC|PLC|plc|Inc|AG|SA|KG|AB|Limited|GmbH)\.?)\s+of\s+(?=[^()]{0,60}\d).*$", r"\1", name,
+    name = re.sub(r"\s+(?i:of)\s+(?![^,()]*\b(?i:agreement|dated|amendment)\b)[A-Z0-9][^,()]{0,40}?\d.*$", "", name,
+                  flags=re.S)
+    name = re.sub(r"(\b(?i:Ltd|LLC|PLC|Inc|AG|SA|KG|AB|Limited|GmbH)\.?)\s+(?i:of)\s+(?=[^()]{0,60}\d).*$", r"\1", name,
                   flags=re.S)  # "Acme UK Limited of Boston House, 69 Manor Road"
     name = re.sub(r"\s*\(\s*[\"“][^\"“”()]*\)?$", "", name)
     return re.sub(r"^(?:[a-z][\w\-]*\s+){1,3}[a-z][\w\-]*,\s+(?=[A-Z])", "", name).strip(" ,")
