@@ -64,3 +64,23 @@ def test_out_of_order_rows_are_kept_and_flagged_the_same_way_in_batch_and_stream
     single = [tf(r) for r in rows]
     assert [(r.transaction_id, codes(r), r.risk_score) for r in single] == \
            [(r.transaction_id, codes(r), r.risk_score) for r in batch]
+
+
+def test_rows_behind_one_early_row_name_it_in_their_note_and_in_the_warning(
+        tf: Taskflow, caplog: pytest.LogCaptureFixture) -> None:
+    """One row placed too early puts every later row behind the clock; each of their notes (which rows get one is
+    unchanged) names that row, and so does the warning, in batch and one at a time alike."""
+    early = rec("z", "100", 30, "Z", "Y", "transfer")  # 2024-03-05T15:00 UTC
+    rows = [early] + [rec(f"r{i}", "100", i, f"A{i}", f"B{i}", "transfer") for i in range(1, 6)]
+    tf.reset_state()
+    with caplog.at_level(logging.WARNING, logger="sectorflow_aml"):
+        batch = tf(rows)
+    assert [codes(r) for r in batch] == [[]] + [["input.out_of_order"]] * 5
+    assert batch[1].reasons[0].en.startswith("arrived after transaction z (2024-03-05T15:00:00+00:00), 29.0 h later than "
+                                             "it (input out of time order)")
+    assert all("if z alone is out of place, move it or correct its time" in r.reasons[0].en for r in batch[1:])
+    assert all("交易 z" in r.reasons[0].zh for r in batch[1:])
+    assert "5 of them arrived after transaction z, the latest seen" in caplog.text
+    tf.reset_state()
+    single = [tf(r) for r in rows]
+    assert [[x.en for x in r.reasons] for r in single] == [[x.en for x in r.reasons] for r in batch]

@@ -131,13 +131,24 @@ def _duplicate_note(txn: Transaction, first: Transaction) -> Reason:
     return Reason(code="input.duplicate_id", en=en, zh=zh, source=__name__)
 
 
-def _late_note(ts: float, now: float) -> Reason:
+def _late_note(ts: float, now: float, ahead: Transaction | None = None) -> Reason:
+    """The note of a transaction behind the window's clock; ``ahead`` is the transaction that set the clock (named, so
+    that when one row placed too early puts every later row behind, their notes all point at that row)."""
     hours = (now - ts) / 3600.0
+    if ahead is None:
+        return Reason(code="input.out_of_order",
+                      en=f"arrived after a transaction {hours:,.1f} h later than it (input out of time order): the "
+                         f"window keeps it, but rules assume time order; sort the input by timestamp",
+                      zh=f"晚于比它晚 {hours:,.1f} 小时的交易到达（输入未按时间排序）：已计入窗口，但规则假定按时间"
+                         f"顺序，请按时间排序后再提交", source=__name__)
+    tid, when = ahead.transaction_id, ahead.timestamp.isoformat()
     return Reason(code="input.out_of_order",
-                  en=f"arrived after a transaction {hours:,.1f} h later than it (input out of time order): the "
-                     f"window keeps it, but rules assume time order; sort the input by timestamp",
-                  zh=f"晚于比它晚 {hours:,.1f} 小时的交易到达（输入未按时间排序）：已计入窗口，但规则假定按时间顺序，"
-                     f"请按时间排序后再提交", source=__name__)
+                  en=f"arrived after transaction {tid} ({when}), {hours:,.1f} h later than it (input out of time "
+                     f"order): the window keeps it, but rules assume time order; sort the input by timestamp (if "
+                     f"{tid} alone is out of place, move it or correct its time)",
+                  zh=f"晚于交易 {tid}（{when}，比它晚 {hours:,.1f} 小时）到达（输入未按时间排序）：已计入窗口，但规则"
+                     f"假定按时间顺序，请按时间排序后再提交（如果只有 {tid} 位置不对，请移动它或更正其时间）",
+                  source=__name__)
 
 
 class _Item:
@@ -279,6 +290,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         ids = window.ids
         add = window.add
         duplicates = late = 0
+        behind: dict[str, int] = {}  # late transactions per transaction that set the clock
         with _gc_paused():
             for txn in items:
                 seen = ids.get(txn.transaction_id)
@@ -292,7 +304,10 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 notes = None
                 if edge.ts < window.now:
                     late += 1
-                    notes = [_late_note(edge.ts, window.now)]
+                    ahead = self._clock_transaction()
+                    if ahead is not None:
+                        behind[ahead.transaction_id] = behind.get(ahead.transaction_id, 0) + 1
+                    notes = [_late_note(edge.ts, window.now, ahead)]
                 alerts = _NO_ALERTS  # shared and never mutated; a transaction with hits gets its own list
                 for check in checks:
                     hits = check(window, edge)
@@ -314,6 +329,10 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         if late:
             log.warning("%d transaction(s) arrived after a later one (out of time order): kept, but the sliding-window "
                         "rules assume time order; sort the input by timestamp (reason 'input.out_of_order').", late)
+            if behind:
+                tid, count = max(behind.items(), key=lambda kv: kv[1])
+                log.warning("%d of them arrived after transaction %s, the latest seen: if it alone is out of place, "
+                            "move it or correct its time.", count, tid)
         return out
 
     def forward(self, batch: Sequence[_Item]) -> list[_Item]:
@@ -395,6 +414,23 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         return results
 
     # --- helpers -------------------------------------------------------------------------------------------------
+
+    _clock_edge: Any = None
+    """The window edge whose timestamp is the window's clock, as last found by :meth:`_clock_transaction`."""
+
+    def _clock_transaction(self) -> Transaction | None:
+        """A transaction at the window's clock (the latest timestamp seen; the last to arrive at that time).
+
+        Found by a backward scan of the window's edges, only when a transaction arrives behind the clock and the clock
+        has moved since the last scan; an edge at the clock is never evicted, so one is in the window."""
+        window = self.window
+        now = window.now
+        cached = self._clock_edge
+        if cached is not None and cached.ts == now and window.ids.get(cached.txn.transaction_id) is cached:
+            return cached.txn
+        found = next((e for e in reversed(window.edges) if e.ts == now), None)
+        self._clock_edge = found
+        return found.txn if found is not None else None
 
     def _model_reasons(self, score: float, row: list[float] | None) -> list[Reason]:
         assert self.scorer is not None
