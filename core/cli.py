@@ -101,8 +101,16 @@ def run_command(
     task_path: Optional[Path] = typer.Option(None, help="A model bundle folder to use instead of the default."),
     on_error: OnError = typer.Option(OnError.reject, help="Bad rows: reject the whole input, or skip and report."),
     option: list[str] = typer.Option([], "--option", "-O", help="Task option KEY=VALUE (JSON value), repeatable."),
+    column: list[str] = typer.Option([], "--column", help="Read input field FIELD from the file's column COLUMN: "
+                                     "FIELD=COLUMN (quote names with spaces), repeatable; csv, jsonl and the "
+                                     "task formats that support it."),
+    default: list[str] = typer.Option([], "--default", help="Value of FIELD where the file has no such column or "
+                                      "the cell is empty: FIELD=VALUE (text, as a CSV cell), repeatable."),
 ) -> None:
-    """Run TASK over an input file and write one JSON line per result; a progress bar goes to stderr."""
+    """Run TASK over an input file and write one JSON line per result; a progress bar goes to stderr.
+
+    A file whose column names differ from the task's input fields is read with --column FIELD=COLUMN (e.g.
+    --column transaction_id="Txn Ref" --column amount=Amt), and fields it lacks get --default FIELD=VALUE."""
     options: dict[str, Any] = {}
     for item in option:
         key, sep, value = item.partition("=")
@@ -113,9 +121,11 @@ def run_command(
         except json.JSONDecodeError:
             options[key] = value
     _check_output(source, output)
+    # The reader first: a wrong --format/--column is reported before a model is loaded.
+    reader = reader_for(plugins.get_task(task), fmt, source, mapping=_pairs("--column", "COLUMN", column),
+                        defaults=_pairs("--default", "VALUE", default))
     tf = Taskflow(task, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
                   task_path=task_path, **options)
-    reader = reader_for(tf.spec, fmt, source)
     spool: Optional[str] = None
     if source == "-":
         # Standard input can be read only once: keep it in a temporary file, so that --on-error reject can check
@@ -129,6 +139,25 @@ def run_command(
     finally:
         if spool:
             os.unlink(spool)
+
+
+def _pairs(flag: str, what: str, items: list[str]) -> dict[str, str]:
+    """``{FIELD: text}`` from repeated ``FIELD=text`` options (split at the first ``=``; both sides stripped).
+
+    Raises:
+        ConfigError: an item without ``=``, an empty side, or a FIELD given twice.
+    """
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key or not value:
+            example = "transaction_id='Txn Ref'" if what == "COLUMN" else "currency=CNY"
+            raise ConfigError(f"{flag} {item!r}: write FIELD={what}, e.g. {flag} {example} (quote a name or value "
+                              "with spaces).")
+        if key in pairs:
+            raise ConfigError(f"{flag} gives {key!r} twice ({pairs[key]!r} and {value!r}); keep one.")
+        pairs[key] = value
+    return pairs
 
 
 def _check_output(source: str, output: Optional[Path]) -> None:

@@ -6,6 +6,10 @@ yielded as ``(row_number, problem)`` where ``problem`` is an :class:`InvalidInpu
 row: ``sectorflow run --on-error skip`` then reports and skips that row, ``--on-error reject`` raises it. (This
 extends the ``Reader`` type in ``spec.py``, which names only the dict case.) Readers should not raise for one bad
 row, so that the rest of the file can still be processed in skip mode. Files ending in ``.gz`` are decompressed on the fly; ``-`` is standard input.
+
+Column mapping (``sectorflow run --column FIELD=COLUMN --default FIELD=VALUE``): a format with a reader factory
+(``TaskSpec.reader_factories``; the built-in ``csv`` and ``jsonl`` here) makes a reader that renames columns to input
+fields and fills absent fields; :func:`reader_for` checks the field names against the task's input model first.
 """
 
 from __future__ import annotations
@@ -17,13 +21,13 @@ import io
 import json
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
 from .errors import ConfigError, InvalidInputError
-from .spec import Reader, TaskSpec
+from .spec import Reader, ReaderFactory, TaskSpec
 
 
 @contextmanager
@@ -45,8 +49,10 @@ def open_text(source: str | Path) -> Iterator[IO[str]]:
         yield handle
 
 
-def read_jsonl(source: str | Path) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
-    """One JSON object per line; blank lines are skipped but counted.
+def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
+               defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
+    """One JSON object per line; blank lines are skipped but counted. ``mapping`` and ``defaults`` as for
+    :func:`remap` (a mapped key absent from a line is simply absent: JSON lines have no header to check).
 
     A line that is not a JSON object is yielded as ``(row, InvalidInputError)`` (see the module docstring).
     """
@@ -65,17 +71,64 @@ def read_jsonl(source: str | Path) -> Iterator[tuple[int, dict[str, Any] | Inval
                 yield row, InvalidInputError(f"Row {row} is a JSON {kind}, not an object.",
                                              details=[{"row": row, "field": None, "reason": f"a JSON {kind}, not an object"}])
                 continue
-            yield row, record
+            yield row, remap(record, mapping, defaults)
 
 
-def read_csv(source: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """CSV with a header row; empty cells are left out of the record (so model defaults apply)."""
+def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
+             defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """CSV with a header row; empty cells are left out of the record (so model defaults apply, then ``defaults``).
+    ``mapping`` and ``defaults`` as for :func:`remap`.
+
+    Raises (while iterating):
+        ConfigError: a column named in ``mapping`` is not in the header (the message names it and the header).
+    """
     with open_text(source) as handle:
-        for row, record in enumerate(csv.DictReader(handle), start=1):
-            yield row, {k: v for k, v in record.items() if k is not None and v not in ("", None)}
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        absent = [f"{column!r} (for {field})" for field, column in (mapping or {}).items() if column not in header]
+        if absent:
+            raise ConfigError(f"The CSV header of {source} lacks the mapped column(s) {', '.join(absent)}; found: "
+                              f"{', '.join(map(repr, header)) or 'no header'}. Fix --column FIELD=COLUMN to name a "
+                              "column of the file (column names are case- and space-sensitive).",
+                              details={"missing": [c for c in (mapping or {}).values() if c not in header],
+                                       "header": list(header)})
+        for row, record in enumerate(reader, start=1):
+            cells = {k: v for k, v in record.items() if k is not None and v not in ("", None)}
+            yield row, remap(cells, mapping, defaults)
+
+
+def remap(record: dict[str, Any], mapping: Mapping[str, str] | None,
+          defaults: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``record`` with source columns renamed to input fields.
+
+    ``mapping`` is ``{input_field: source_column}``: the field takes the column's value; a mapped column is not kept
+    under its own name, nor is a column named like a mapped field (the mapping says where that field comes from).
+    Other columns pass through unchanged. ``defaults`` (``{input_field: value}``) fill fields that are still absent.
+    """
+    if not mapping and not defaults:
+        return record
+    mapping = mapping or {}
+    taken = set(mapping) | set(mapping.values())
+    out = {key: value for key, value in record.items() if key not in taken}
+    out.update({field: record[column] for field, column in mapping.items() if column in record})
+    for field, value in (defaults or {}).items():
+        out.setdefault(field, value)
+    return out
+
+
+def _factory(read: Any) -> ReaderFactory:
+    """``factory(mapping=None, defaults=None) -> Reader`` over a built-in ``read(source, mapping=, defaults=)``."""
+
+    def make(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None) -> Reader:
+        options = {"mapping": dict(mapping or {}), "defaults": dict(defaults or {})}
+        return functools.wraps(read)(functools.partial(read, **options))  # type: ignore[return-value]
+
+    return make
 
 
 BUILTIN_READERS: dict[str, Reader] = {"jsonl": read_jsonl, "csv": read_csv}
+BUILTIN_READER_FACTORIES: dict[str, ReaderFactory] = {"jsonl": _factory(read_jsonl), "csv": _factory(read_csv)}
+"""The built-in formats with ``--column``/``--default`` (see :attr:`~sectorflow.spec.TaskSpec.reader_factories`)."""
 
 
 def whole_file_reader(what: str) -> Reader:
@@ -101,22 +154,50 @@ def guess_format(source: str | Path) -> str:
     return "csv" if name.endswith(".csv") else "jsonl"
 
 
-def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path) -> Reader:
+def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: Mapping[str, str] | None = None,
+               defaults: Mapping[str, Any] | None = None) -> Reader:
     """The reader for ``fmt`` (task-specific formats first), or the guess from the file name: the task's own format
     whose name is the file's suffix (``.gz`` ignored), else ``csv`` for ``*.csv``, else ``jsonl``.
 
+    ``mapping`` (``{input_field: source_column}``, ``sectorflow run --column``) and ``defaults`` (``{input_field:
+    value}``, ``--default``), when either is non-empty, are handed to the format's reader factory
+    (:attr:`TaskSpec.reader_factories`; the built-in ``csv`` and ``jsonl`` have one).
+
     Raises:
-        ConfigError: an unknown format; the message lists the ones this task reads.
+        ConfigError: an unknown format (the message lists the ones this task reads); ``mapping`` or ``defaults``
+            naming a field the task's input model lacks (the message lists its fields); ``mapping`` or
+            ``defaults`` for a format without a factory (the message lists the formats that take them).
     """
     readers = {**BUILTIN_READERS, **spec.readers}
+    factories = {**{name: make for name, make in BUILTIN_READER_FACTORIES.items() if name not in spec.readers},
+                 **spec.reader_factories}
+    own = set(spec.readers) | set(spec.reader_factories)
     if fmt is None:
         # A file named after one of the task's own formats (report.txt for a task with a "txt" reader) is read in
         # that format; otherwise csv or jsonl by name.
         suffix = Path(str(source).lower().removesuffix(".gz")).suffix.lstrip(".")
-        fmt = suffix if suffix in spec.readers else guess_format(source)
-    if fmt not in readers:
-        raise ConfigError(f"Task {spec.name!r} reads the formats {', '.join(sorted(readers))}; not {fmt!r}.")
-    return checked_reader(readers[fmt])
+        fmt = suffix if suffix in own else guess_format(source)
+    formats = set(readers) | set(factories)
+    if fmt not in formats:
+        raise ConfigError(f"Task {spec.name!r} reads the formats {', '.join(sorted(formats))}; not {fmt!r}.")
+    if not mapping and not defaults:
+        if fmt in spec.readers or fmt not in spec.reader_factories:
+            return checked_reader(readers[fmt])
+        return checked_reader(spec.reader_factories[fmt]())
+    fields = list(spec.input_model.model_fields)
+    unknown = sorted((set(mapping or {}) | set(defaults or {})) - set(fields))
+    if unknown:
+        raise ConfigError(f"--column/--default: {', '.join(map(repr, unknown))} "
+                          f"{'is not an input field' if len(unknown) == 1 else 'are not input fields'} of task "
+                          f"{spec.name!r}; its input fields are: {', '.join(fields)}. Write --column FIELD=COLUMN "
+                          "and --default FIELD=VALUE with FIELD one of these.",
+                          details={"unknown": unknown, "fields": fields})
+    if fmt not in factories:
+        takes = ", ".join(sorted(factories)) or "none"
+        raise ConfigError(f"Format {fmt!r} of task {spec.name!r} has fixed columns: it takes no --column/--default. "
+                          f"Formats that do: {takes}.")
+    return checked_reader(factories[fmt](mapping=dict(mapping) if mapping else None,
+                                         defaults=dict(defaults) if defaults else None))
 
 
 def checked_reader(reader: Reader) -> Reader:

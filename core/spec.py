@@ -56,6 +56,11 @@ class TaskResult(BaseModel):
 # `sectorflow run --on-error skip` can report it and go on (see core/io.py).
 Reader = Callable[[Any], Iterator[tuple[int, "dict[str, Any] | InvalidInputError"]]]
 
+# A reader factory makes a reader that renames columns: ``factory(mapping=..., defaults=...) -> Reader``, with
+# ``mapping`` ``{input_field: source_column}`` (or None) and ``defaults`` ``{input_field: value}`` (or None: values
+# for fields the file lacks or leaves empty). `sectorflow run --column/--default` use it (core/io.py reader_for).
+ReaderFactory = Callable[..., Reader]
+
 
 @dataclass(frozen=True)
 class ValidationSet:
@@ -112,6 +117,14 @@ class TaskSpec:
         precisions: precisions the task can run at (subset of :data:`PRECISIONS`).
         languages: ISO 639-1 codes of the languages handled (``["zh", "en"]``).
         readers: extra input formats for ``sectorflow run --format NAME`` (``jsonl`` and ``csv`` are built in).
+        reader_factories: formats whose columns can be renamed: ``{format: factory}`` where
+            ``factory(mapping=None, defaults=None) -> Reader`` takes ``mapping`` ``{input_field: source_column}`` and
+            ``defaults`` ``{input_field: value}`` (text, for fields the file lacks or leaves empty) and raises
+            :class:`~sectorflow.errors.ConfigError` for a mapping it cannot apply (its reader should raise it, while
+            iterating, for a mapped column the file lacks). ``sectorflow run --column FIELD=COLUMN --default
+            FIELD=VALUE`` use the factory of the chosen format; a format of the task without one refuses these
+            options. A format here but not in ``readers`` is read by ``factory()`` when no option is given. The
+            built-in ``csv`` and ``jsonl`` have factories unless ``readers`` replaces them.
         options: names of the extra keyword options ``Taskflow(task, **options)`` accepts, with one-line help.
         examples: a few valid input items (dicts); used by docs, ``sectorflow schema``, the server's OpenAPI examples
             and the offline test that runs every registered task with sockets blocked.
@@ -147,6 +160,7 @@ class TaskSpec:
     precisions: tuple[str, ...] = ("fp32",)
     languages: tuple[str, ...] = ("en",)
     readers: dict[str, Reader] = field(default_factory=dict)
+    reader_factories: dict[str, ReaderFactory] = field(default_factory=dict)
     options: dict[str, str] = field(default_factory=dict)
     examples: tuple[dict[str, Any], ...] = ()
     stateful: bool = False

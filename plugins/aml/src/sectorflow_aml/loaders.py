@@ -21,6 +21,7 @@ Formats (``READERS`` keys, also ``sectorflow run aml FILE --format NAME``):
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -79,17 +80,23 @@ def _remap(record: Mapping[str, Any], mapping: Mapping[str, str] | None,
     return out
 
 
-def _check_mapping(mapping: Mapping[str, str] | None) -> None:
-    unknown = set(mapping or {}) - set(FIELDS)
+def _check_mapping(mapping: Mapping[str, str] | None, defaults: Mapping[str, Any] | None = None) -> None:
+    unknown = (set(mapping or {}) | set(defaults or {})) - set(FIELDS)
     if unknown:
-        raise ConfigError(f"Column mapping keys must be Transaction fields ({', '.join(FIELDS)}); "
+        raise ConfigError(f"Column mapping and default keys must be Transaction fields ({', '.join(FIELDS)}); "
                           f"unknown: {', '.join(sorted(unknown))}.")
 
 
 def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None) -> Reader:
     """A CSV reader (header row required). ``mapping`` is ``{transaction_field: source_column}``; ``defaults``
-    fills fields the file lacks (e.g. ``{"currency": "USD"}``)."""
-    _check_mapping(mapping)
+    fills fields the file lacks or leaves empty (e.g. ``{"currency": "USD"}``). Header names are read with
+    surrounding spaces removed (``Txn Ref, Amt`` has the columns ``Txn Ref`` and ``Amt``).
+
+    Raises (while iterating):
+        ConfigError: the header lacks a mapped column or a required field's column (:func:`_check_header`), or it is
+            an AMLSim or AMLworld header and no mapping was given.
+    """
+    _check_mapping(mapping, defaults)
 
     def read_csv(source: Any) -> Iterator[tuple[int, Record]]:
         with open_text(source) as handle:
@@ -100,6 +107,7 @@ def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, 
                 raise ConfigError(f"{source} is an {'AMLSim' if fmt == 'amlsim' else 'AMLworld'} file, not a CSV "
                                   f"with Transaction columns: read it with --format {fmt} (format={fmt!r}).")
             _check_header(source, header, mapping, defaults)
+            reader.fieldnames = list(header)  # records keyed by the stripped names the check saw
             for row, record in enumerate(reader, start=1):
                 if record.get(None):  # type: ignore[call-overload]  # DictReader's key for surplus cells
                     reason = (f"{len(header) + len(record[None])} cells but the header has {len(header)} columns "  # type: ignore[index]
@@ -117,12 +125,32 @@ REQUIRED = tuple(name for name, f in Transaction.model_fields.items() if f.is_re
 
 
 def _check_header(source: Any, header: tuple[str, ...], mapping: Mapping[str, str] | None,
-                  defaults: Mapping[str, Any] | None) -> None:
-    """One error for a header that lacks required columns (a wrong delimiter, another file), instead of the same
-    'missing' reason on every row."""
-    missing = [field for field in REQUIRED
-               if (mapping or {}).get(field, field) not in header and field not in (defaults or {})]
-    if not missing:
+                  defaults: Mapping[str, Any] | None, what: str = "CSV header") -> None:
+    """One error for a header that lacks a mapped column (a typo in ``--column``) or a required field's column (a
+    wrong delimiter, another file), instead of the same 'missing' reason on every row.
+
+    Raises:
+        ConfigError: naming each absent column (and the field it was mapped to), the header found, and the fix;
+            ``details`` ``{"missing": [column, ...], "header": [...]}``.
+    """
+    mapping = mapping or {}
+    absent: list[str] = []
+    shown: list[str] = []
+    unmapped = False  # a required field without a column, a mapping or a default (not a --column typo)
+    for field in FIELDS:
+        column = mapping.get(field, field)
+        if column in header:
+            continue
+        if field in mapping:
+            close = [h for h in header if h.casefold() == column.casefold()] or difflib.get_close_matches(
+                column, header, n=1, cutoff=0.6)
+            absent.append(column)
+            shown.append(f"{column!r} (mapped to {field}" + (f"; did you mean {close[0]!r}?)" if close else ")"))
+        elif field in REQUIRED and field not in (defaults or {}):
+            absent.append(column)
+            shown.append(column)
+            unmapped = True
+    if not absent:
         return
     hint = ""
     joined = ",".join(header)
@@ -131,10 +159,16 @@ def _check_header(source: Any, header: tuple[str, ...], mapping: Mapping[str, st
             hint = (f" The header looks separated by {name}: save the file with commas (the CSV reader reads "
                     f"comma-separated files).")
             break
-    raise ConfigError(f"The CSV header of {source} lacks the column(s) {', '.join(missing)} (found: "
-                      f"{', '.join(header) or 'no header'}).{hint} Rename the columns, or map yours to Transaction "
-                      f"fields with a column mapping (csv_reader(mapping={{'amount': 'Amount Paid', ...}})).",
-                      details={"missing": missing, "header": list(header)})
+    if not unmapped:
+        fix = (" Fix the mapping (--column FIELD=COLUMN on the command line, mapping= in Python) to name columns of "
+               "the file; names are case-sensitive.")
+    else:
+        fix = (" Rename the columns, or map yours to Transaction fields: --column amount='Amount Paid' on the command "
+               "line, csv_reader(mapping={'amount': 'Amount Paid', ...}) in Python; a field the file lacks can be "
+               "given with --default FIELD=VALUE (defaults=).")
+    raise ConfigError(f"The {what} of {source} lacks the column(s) {', '.join(shown)} (found: "
+                      f"{', '.join(header) or 'no header'}).{hint}{fix}",
+                      details={"missing": absent, "header": list(header)})
 
 
 _ONE_OBJECT = ('each line must hold one JSON object, e.g. {"transaction_id": "T1", "timestamp": '
@@ -154,9 +188,10 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
     """A JSON-lines reader (one object per line; blank lines counted but skipped). Same ``mapping`` as CSV.
 
     A line that is not a JSON object is yielded as ``(row, InvalidInputError)`` (the core's reader convention), so
-    that skip mode reports it and goes on.
+    that skip mode reports it and goes on. JSON lines have no header: a mapped key absent from a line is reported
+    by validation as that field missing (if it is required), row by row.
     """
-    _check_mapping(mapping)
+    _check_mapping(mapping, defaults)
 
     def read_jsonl(source: Any) -> Iterator[tuple[int, Record]]:
         with open_text(source) as handle:
@@ -187,9 +222,10 @@ def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[s
     """A Parquet reader (pyarrow), streaming ``batch_rows`` rows at a time. Same ``mapping`` as CSV.
 
     Raises:
-        ConfigError: the file does not exist or is not Parquet.
+        ConfigError: the file does not exist or is not Parquet; its columns lack a mapped column or a required
+            field's column (:func:`_check_header`).
     """
-    _check_mapping(mapping)
+    _check_mapping(mapping, defaults)
 
     def read_parquet(source: Any) -> Iterator[tuple[int, Record]]:
         import pyarrow as pa
@@ -201,6 +237,7 @@ def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[s
             handle = pq.ParquetFile(source)
         except pa.ArrowInvalid as exc:
             raise ConfigError(f"{source} is not a Parquet file: {exc}.") from exc
+        _check_header(source, tuple(handle.schema_arrow.names), mapping, defaults, what="Parquet schema")
         row = 0
         for batch in handle.iter_batches(batch_size=batch_rows):
             for record in batch.to_pylist():
@@ -328,6 +365,11 @@ READERS: dict[str, Reader] = {
 }
 """The formats ``sectorflow run aml FILE --format NAME`` reads, with default settings."""
 
+READER_FACTORIES: dict[str, Callable[..., Reader]] = {"csv": csv_reader, "jsonl": jsonl_reader,
+                                                      "parquet": parquet_reader}
+"""The formats whose columns ``sectorflow run aml FILE --format NAME --column FIELD=COLUMN --default FIELD=VALUE``
+renames: ``factory(mapping=..., defaults=...)`` (the core's ``TaskSpec.reader_factories``)."""
+
 Format = Literal["amlsim", "amlworld", "csv", "jsonl", "parquet"]
 
 
@@ -357,7 +399,8 @@ def load_transactions(path: str | Path, format: str | None = None, mapping: Mapp
         format: one of ``READERS`` (``None``: guessed by :func:`guess_format`).
         mapping: ``{transaction_field: source_column}`` for ``csv``, ``jsonl`` and ``parquet``.
         on_error: ``"skip"`` drops bad rows and returns them as problems; ``"reject"`` raises on any bad row.
-        reader_options: passed to the format's reader factory (e.g. ``base_date=``, ``currency=`` for AMLSim).
+        reader_options: passed to the format's reader factory (e.g. ``defaults={"currency": "USD"}`` for csv, jsonl
+            and parquet; ``base_date=``, ``currency=`` for AMLSim).
 
     Returns:
         ``(transactions, problems)``; a problem is ``{"row": int, "field": str | None, "reason": str}``.

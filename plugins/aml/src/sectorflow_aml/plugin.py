@@ -8,7 +8,7 @@ from typing import Any
 from sectorflow import TaskSpec, hookimpl
 
 from . import __version__
-from .loaders import READERS
+from .loaders import READER_FACTORIES, READERS
 from .pipeline import OPTIONS, AMLPipeline
 from .schema import Transaction, TransactionAssessment
 from .validation import validation
@@ -37,7 +37,8 @@ def spec() -> TaskSpec:
         description="Anti-money-laundering: typology rules + learned risk score over a sliding transaction window; "
                     "alerts with zh/en reasons, large-value/CTR and suspicious transaction report drafts.",
         default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32", "int8"),
-        languages=("zh", "en"), readers=dict(READERS), options=dict(OPTIONS), examples=EXAMPLES, stateful=True,
+        languages=("zh", "en"), readers=dict(READERS), reader_factories=dict(READER_FACTORIES),
+        options=dict(OPTIONS), examples=EXAMPLES, stateful=True,
         validation=validation, model_switch="model",
         # weight-only: the scorer's standardised inputs span a wide range, and ONNX Runtime's per-batch uint8
         # rounding of them cost bundle 2.0.0 0.54 F1 points on validation accounts (more than the 0.5 margin)

@@ -1,0 +1,107 @@
+"""``sectorflow run --column FIELD=COLUMN --default FIELD=VALUE``: the built-in csv/jsonl readers rename columns,
+a task's reader factories get the options, and every mistake is a ConfigError (exit 2) that says what to fix."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from sectorflow import ConfigError, Taskflow, plugins
+from sectorflow.cli import main
+from sectorflow.io import reader_for, remap
+
+TEXTS = ["hello world", "Ship 42 crates", "UPPER lower"]
+
+
+@pytest.fixture
+def cli(echo_registry, capsys, monkeypatch):
+    """``cli(*args) -> (exit code, stdout, stderr)``, in-process, with only the echo plugin registered."""
+    monkeypatch.setenv("COLUMNS", "200")
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, " ".join(err.split())  # rich wraps long messages
+
+    return run
+
+
+def expected(texts: list[str]) -> list[dict]:
+    return [r.model_dump(mode="json") for r in Taskflow("echo")([{"text": t} for t in texts])]
+
+
+def test_csv_columns_are_renamed_and_defaults_fill_empty_cells(cli, tmp_path):
+    source = tmp_path / "bank.csv"
+    source.write_text("Ref,Body Text\n1,hello world\n2,\n3,UPPER lower\n", encoding="utf-8")
+    code, out, err = cli("run", "echo", str(source), "--column", "text=Body Text", "--default", "text=Ship 42 crates")
+    assert code == 0, err
+    assert [json.loads(line) for line in out.splitlines()] == expected(["hello world", "Ship 42 crates",
+                                                                         "UPPER lower"])
+    assert "3 item(s) processed, 0 row(s) skipped." in err
+    # without the default, the empty cell is a bad row (the mapping alone does not invent a value)
+    code, _, err = cli("run", "echo", str(source), "--column", "text=Body Text", "--on-error", "skip")
+    assert code == 0 and "skipped row 2: text: missing or empty" in err
+
+
+def test_jsonl_keys_are_renamed(cli, tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"body": t, "id": i}) + "\n" for i, t in enumerate(TEXTS)))
+    code, out, err = cli("run", "echo", str(source), "--column", " text = body ")  # spaces around names are dropped
+    assert code == 0, err
+    assert [json.loads(line) for line in out.splitlines()] == expected(TEXTS)
+
+
+def test_remap_renames_swaps_and_keeps_other_columns():
+    record = {"a": "1", "b": "2", "c": "3"}
+    assert remap(record, {"a": "b", "b": "a"}, None) == {"a": "2", "b": "1", "c": "3"}
+    assert remap(record, {"x": "c"}, {"x": "9", "y": "8"}) == {"a": "1", "b": "2", "x": "3", "y": "8"}
+    assert remap({"x": "0"}, {"x": "c"}, None) == {}  # a column named like a mapped field is not that field
+    assert remap(record, None, None) is record
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (("--column", "body=Body"), ["'body' is not an input field of task 'echo'", "its input fields are: text"]),
+    (("--default", "lang=en"), ["'lang' is not an input field", "its input fields are: text"]),
+    (("--column", "text"), ["--column 'text': write FIELD=COLUMN", "--column transaction_id='Txn Ref'"]),
+    (("--column", "text="), ["--column 'text=': write FIELD=COLUMN"]),
+    (("--default", "=x"), ["--default '=x': write FIELD=VALUE"]),
+    (("--column", "text=Body", "--column", "text=Other"), ["--column gives 'text' twice ('Body' and 'Other')"]),
+    (("--column", "text=Body", "--format", "lines"),
+     ["Format 'lines' of task 'echo' has fixed columns: it takes no --column/--default. Formats that do: csv, jsonl"]),
+    (("--column", "text=body"),
+     ["The CSV header of", "lacks the mapped column(s) 'body' (for text); found: 'Ref', 'Body'",
+      "case- and space-sensitive"]),
+])
+def test_mistakes_are_config_errors_that_say_what_to_fix(cli, tmp_path, args, fragments):
+    source = tmp_path / "in.csv"
+    source.write_text("Ref,Body\n1,hello\n", encoding="utf-8")
+    code, out, err = cli("run", "echo", str(source), *args)
+    assert code == 2 and out == ""
+    for fragment in fragments:
+        assert fragment in err, (fragment, err)
+
+
+def test_a_plugins_reader_factory_gets_the_options(echo_registry, tmp_path):
+    """A factory-only format is read by ``factory()`` without options; a plugin's ``csv`` factory replaces the
+    built-in one for both plain and mapped reads."""
+    calls: list[tuple] = []
+
+    def factory(mapping=None, defaults=None):
+        calls.append((mapping, defaults))
+
+        def read(source):
+            yield 1, {"text": f"{mapping} {defaults}"}
+
+        return read
+
+    spec = dataclasses.replace(plugins.get_task("echo"), reader_factories={"pipes": factory, "csv": factory})
+    source = tmp_path / "in.pipes"
+    source.write_text("x")
+    assert list(reader_for(spec, None, source)(source)) == [(1, {"text": "None None"})]
+    assert list(reader_for(spec, "csv", source, mapping={"text": "T"})(source)) == [(1, {"text": "{'text': 'T'} None"})]
+    assert calls == [(None, None), ({"text": "T"}, None)]
+    with pytest.raises(ConfigError, match="Formats that do: csv, jsonl, pipes"):
+        reader_for(spec, "lines", source, defaults={"text": "x"})
