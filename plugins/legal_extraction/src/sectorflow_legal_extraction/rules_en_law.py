@@ -11,6 +11,7 @@ disputes to, when no sentence names a law. Developed on CUAD train and validatio
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from .schema import Extraction
@@ -176,17 +177,24 @@ _ADJECTIVE = re.compile(
       r"departments?|offices?))", re.IGNORECASE)
 
 
+_ENDED = re.compile(r"[.;:)]\s*$")
+_OPEN_END = re.compile(r"\b(?i:the|of|to|and|or|by|with|under|in|a|an|laws?|governed|construed)$")
+_BLANK_LINE = re.compile(r"\n\s*\n")
+
+
 def _rejoined(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """``spans`` with a sentence that a blank line cut in two joined again ("construed in accordance with, the" /
     "laws of the State of Georgia"): a span that ends without . ; : or ) joins the next when that starts lower case
     or when it ends in a word no sentence ends with ("... CONTROLLED BY" / "THE LAWS OF THE STATE OF TEXAS": a line
-    of capitals that the segmenter took for a heading), or when only a line break (no blank line) parts them."""
+    of capitals that the segmenter took for a heading), or when only a line break (no blank line) parts them; a
+    joined span stays under 1,500 characters."""
     out: list[tuple[int, int]] = []
     for start, end in spans:
-        previous = text[out[-1][0]:out[-1][1]] if out else ""
-        if out and not re.search(r"[.;:)]\s*$", previous) and (text[start:start + 1].islower() or re.search(
-                r"\b(?i:the|of|to|and|or|by|with|under|in|a|an|laws?|governed|construed)$", previous) or
-                "\n" in text[out[-1][1]:start] and not re.search(r"\n\s*\n", text[out[-1][1]:start])):
+        previous = text[max(out[-1][0], out[-1][1] - 40):out[-1][1]] if out else ""
+        gap = text[out[-1][1]:start] if out else ""
+        if out and end - out[-1][0] < 1500 and not _ENDED.search(previous) and (
+                text[start:start + 1].islower() or _OPEN_END.search(previous) or
+                "\n" in gap and not _BLANK_LINE.search(gap)):
             out[-1] = (out[-1][0], end)
         else:
             out.append((start, end))
@@ -208,15 +216,29 @@ _FUNCTION_WORDS = {"and", "the", "of", "without", "excluding", "applicable", "as
                    "conflicts", "choice", "principles", "rules", "provisions", "law", "laws"}
 
 
+_LAWISH = re.compile(r"LAW|LEGISLATION|REGULATION|COURT|ARBITRA|JURISDICTION|VENUE|GOVERN", re.IGNORECASE)
+_LOWER, _UPPER = re.compile(r"[a-z]"), re.compile(r"[A-Z]")
+
+
 def _truecased(text: str, spans: list[tuple[int, int]]) -> str:
     """``text`` with every sentence written in capitals ("THIS AGREEMENT SHALL BE GOVERNED BY THE LAWS OF THE STATE OF
     NEW YORK") lower-cased except the places it names and the words after "laws of" ("... the laws of the State of
     New York"), so that the passes, which tell a place by its capital letter, read it; same length and offsets."""
     out = None
-    for start, end in spans:
+    starts = [s for s, _ in spans]
+    hits = []
+    for word in ("LAW", "GOVERN", "COURT", "ARBITRA", "JURISDICTION", "LEGISLATION", "REGULATION", "VENUE"):
+        at = text.find(word)
+        while at >= 0:
+            hits.append(at)
+            at = text.find(word, at + len(word))
+    candidates = sorted({max(0, bisect.bisect_right(starts, hit) - 1) for hit in hits})
+    for start, end in (spans[i] for i in candidates):  # only sentences that name a law etc. in capitals
         sentence = text[start:end]
-        letters = [c for c in sentence if c.isalpha()]
-        if len(letters) < 20 or sum(c.isupper() for c in letters) < 0.8 * len(letters):
+        if not _LAWISH.search(sentence):
+            continue
+        lower_count, upper_count = len(_LOWER.findall(sentence)), len(_UPPER.findall(sentence))
+        if upper_count < 20 or upper_count < 4 * lower_count:  # at least 80 % of the letters in capitals
             continue
         lower = sentence.lower()
         lower = _RECASE.sub(lambda m: "".join(
