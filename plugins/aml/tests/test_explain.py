@@ -208,6 +208,15 @@ def test_explain_checks_the_completing_time_and_says_what_the_results_cannot_con
         explain_alert(fan_out.alert_id, results, _edited(tmp_path, last, timestamp="2026-10-10T03:00:00"),
                       tmp_path / "x.png", "csv")
     edited = _edited(tmp_path, "P00", amount="99999.00")
+    # results carry each alert's transactions_sha256: the edited amount is refused although no draft records it
+    with pytest.raises(InvalidInputError, match="transactions_sha256 does not match"):
+        checked_alert(fan_out.alert_id, results, edited, "csv")
+    assert checked_alert(fan_out.alert_id, results, source, "csv")[2] is None  # the unedited input: no note
+    # results written before the digest existed: the amounts no draft records are named as unchecked
+    old = tmp_path / "old-results.jsonl"
+    old.write_text(results.read_text().replace(f'"transactions_sha256":"{fan_out.transactions_sha256}"',
+                                               '"transactions_sha256":null'))
+    results = old
     _, txns, note = checked_alert(fan_out.alert_id, results, edited, "csv")
     n = len(fan_out.transaction_ids)
     assert note is not None and note.startswith(f"Amounts of {n} of the alert's {n} transfers were not checked")
@@ -237,3 +246,18 @@ def test_explain_reads_the_first_row_of_a_reused_id_as_the_run_did(tmp_path: Pat
     _, txns, note = checked_alert(cycle.alert_id, results, source, "csv")
     assert note is None and sorted((t.transaction_id, str(t.amount)) for t in txns) == [
         ("L1", "300000.00"), ("L2", "298000.00"), ("L3", "296000.00")]
+
+
+def test_every_alert_carries_the_digest_of_its_transactions_as_read(tmp_path: Path) -> None:
+    from decimal import Decimal
+
+    from sectorflow_aml.schema import transactions_digest
+
+    _, _, alerts = _flow_results(tmp_path)
+    by_id = {r["transaction_id"]: Transaction.model_validate(r) for r in _flow_rows()}
+    for alert in alerts.values():
+        assert alert.transactions_sha256 == transactions_digest(by_id[t] for t in alert.transaction_ids)
+    a, b = by_id["L1"], by_id["L2"]
+    assert transactions_digest([a, b]) != transactions_digest([b, a])  # order is part of it
+    assert transactions_digest([a]) == transactions_digest([a.model_copy(update={"amount": Decimal("300000")})])
+    assert transactions_digest([a]) != transactions_digest([a.model_copy(update={"amount": Decimal("300000.01")})])

@@ -29,7 +29,7 @@ from sectorflow import ConfigError, InvalidInputError, open_text
 
 from .explain import draw_alert
 from .loaders import READERS, guess_format
-from .schema import Alert, ReportDraft, Transaction
+from .schema import Alert, ReportDraft, Transaction, transactions_digest
 
 log = logging.getLogger("sectorflow_aml")
 
@@ -178,6 +178,15 @@ def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: s
     recorded = recorded_transactions(results, set(alert.transaction_ids))
     unchecked = check_input_matches(alert, transactions, source, recorded=recorded, trigger=trigger)
     note = None
+    if alert.transactions_sha256 is not None:  # results since the digest: every drawn field is compared at once
+        if transactions_digest(found[tid] for tid in alert.transaction_ids) != alert.transactions_sha256:
+            raise InvalidInputError(
+                f"{source} is not the input that produced alert {alert.alert_id}: its transactions "
+                f"{', '.join(alert.transaction_ids[:5])}{' ...' if len(alert.transaction_ids) > 5 else ''} differ "
+                f"from what the run read (time, accounts, amount or currency; the alert's transactions_sha256 does "
+                f"not match). Pass the same --input (and --format) that `sectorflow run aml` read, unedited.",
+                details={"alert_id": alert.alert_id, "transactions_sha256": alert.transactions_sha256})
+        unchecked = []
     if unchecked:
         note = (f"Amounts of {len(unchecked)} of the alert's {len(alert.transaction_ids)} transfers were not checked "
                 f"against {Path(str(results)).name}: it records amounts only in report drafts (ids, accounts and the "

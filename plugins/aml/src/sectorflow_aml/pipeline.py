@@ -41,7 +41,7 @@ from sectorflow import ConfigError, Pipeline
 
 from .fx import MissingRateError
 from .reports import ReportEngine, suspicious_report
-from .schema import Alert, Reason, ReportDraft, Transaction, TransactionAssessment
+from .schema import Alert, Reason, ReportDraft, Transaction, TransactionAssessment, transactions_digest
 from .typologies import RULES, build_rules
 from .typologies.base import alert_id
 from .window import TransactionWindow
@@ -466,7 +466,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         return Alert(alert_id=alert_id("model_risk", [tid]), typology="model_risk",
                      accounts=list(dict.fromkeys((edge.src, edge.dst))), transaction_ids=[tid],
                      score=round(risk, 4), reasons=reasons, fired_by=f"model:{self.model_source}",
-                     time=edge.txn.timestamp)
+                     time=edge.txn.timestamp, transactions_sha256=transactions_digest([edge.txn]))
 
     def _alert_transactions(self, alerts: list[Alert]) -> dict[str, Transaction]:
         """The window's transactions of the alerts that score at least ``str_threshold``, by id."""

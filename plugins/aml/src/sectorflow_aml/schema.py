@@ -7,6 +7,8 @@ threshold true), so that batch and one-at-a-time streaming give the same alerts.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from decimal import Decimal
 from enum import Enum
@@ -144,6 +146,21 @@ class Alert(BaseModel):
     variant: str | None = Field(default=None, description="Variant of the typology, e.g. 'cumulative' or 'fan_in' "
                                                           "for structuring.")
     time: datetime = Field(description="Time of the transaction that completed the pattern (UTC).")
+    transactions_sha256: str | None = Field(
+        default=None, description="SHA-256 of the alert's transactions as the pipeline read them (transactions_digest: "
+                                  "id, UTC time, accounts, amount, currency), so `sectorflow aml explain` can prove "
+                                  "the input it draws from is unedited; None in results written before it existed.")
+
+
+def transactions_digest(transactions: Iterable[Transaction]) -> str:
+    """Hex SHA-256 of one line per transaction, in the given order: ``id|UTC ISO time|sender|receiver|amount|
+    currency`` (amount as a plain decimal without trailing zeros, so 9.90 and 9.9 are the same value)."""
+    h = hashlib.sha256()
+    for t in transactions:
+        amount = format(t.amount.normalize(), "f")
+        h.update(f"{t.transaction_id}|{t.timestamp.astimezone(timezone.utc).isoformat()}|{t.sender_account}|"
+                 f"{t.receiver_account}|{amount}|{t.currency}\n".encode())
+    return h.hexdigest()
 
 
 class ReportDraft(BaseModel):

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from sectorflow import ConfigError
 
-from ..schema import Alert, Reason
+from ..schema import Alert, Reason, transactions_digest
 from ..window import DAY, Edge, TransactionWindow
 
 
@@ -84,10 +84,14 @@ class Rule:
         if accounts is None:
             accounts = dict.fromkeys(a for e in edges for a in (e.src, e.dst))
         reason = Reason(code=f"typology.{self.name}", en=en, zh=zh, source=self.module)
+        first = {}
+        for e in edges:
+            first.setdefault(e.txn.transaction_id, e.txn)
         return Alert(alert_id=alert_id(self.name, ids), typology=self.name, accounts=list(accounts),
                      transaction_ids=ids, score=round(min(1.0, max(0.0, score)), 4), reasons=[reason],
                      fired_by=self.module, variant=variant,
-                     time=datetime.fromtimestamp(trigger.ts, tz=timezone.utc))
+                     time=datetime.fromtimestamp(trigger.ts, tz=timezone.utc),
+                     transactions_sha256=transactions_digest(first[tid] for tid in ids))
 
 
 def positive(name: str, value: float, *, allow_zero: bool = False) -> None:
