@@ -37,8 +37,8 @@ aml_app = typer.Typer(help="Anti-money-laundering tools: list alerts, draw an al
                       no_args_is_help=True)
 
 
-def iter_alerts(results: str | Path) -> Iterator[Alert]:
-    """Every alert in a ``sectorflow run aml`` results file (JSON lines of ``TransactionAssessment``).
+def _alert_lines(results: str | Path) -> Iterator[tuple[dict[str, Any], list[Alert]]]:
+    """Each non-empty line of a results file as ``(record, its alerts)``.
 
     Raises:
         ConfigError: the file is missing. InvalidInputError: a line that is not a result object (names the line).
@@ -53,7 +53,17 @@ def iter_alerts(results: str | Path) -> Iterator[Alert]:
             except (json.JSONDecodeError, AttributeError, ValidationError) as exc:
                 raise InvalidInputError(f"{results}, line {line_no}: not a sectorflow aml result ({exc}).",
                                         details=[{"row": line_no, "field": "alerts", "reason": str(exc)}]) from exc
-            yield from alerts
+            yield record, alerts
+
+
+def iter_alerts(results: str | Path) -> Iterator[Alert]:
+    """Every alert in a ``sectorflow run aml`` results file (JSON lines of ``TransactionAssessment``).
+
+    Raises:
+        ConfigError: the file is missing. InvalidInputError: a line that is not a result object (names the line).
+    """
+    for _, alerts in _alert_lines(results):
+        yield from alerts
 
 
 def iter_reports(results: str | Path) -> Iterator[ReportDraft]:
@@ -78,21 +88,12 @@ def find_alert(results: str | Path, alert_id: str) -> Alert:
 def _locate_alert(results: str | Path, alert_id: str) -> tuple[Alert, str | None]:
     """The alert and the ``transaction_id`` of the result it is on (the transaction that completed it)."""
     known: list[str] = []
-    with open_text(results) as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                alerts = [Alert.model_validate(a) for a in record.get("alerts", [])]
-            except (json.JSONDecodeError, AttributeError, ValidationError) as exc:
-                raise InvalidInputError(f"{results}, line {line_no}: not a sectorflow aml result ({exc}).",
-                                        details=[{"row": line_no, "field": "alerts", "reason": str(exc)}]) from exc
-            for alert in alerts:
-                if alert.alert_id == alert_id:
-                    trigger = record.get("transaction_id")
-                    return alert, trigger if isinstance(trigger, str) else None
-                known.append(alert.alert_id)
+    for record, alerts in _alert_lines(results):
+        for alert in alerts:
+            if alert.alert_id == alert_id:
+                trigger = record.get("transaction_id")
+                return alert, trigger if isinstance(trigger, str) else None
+            known.append(alert.alert_id)
     sample = ", ".join(known[:5]) or "none"
     raise ConfigError(f"No alert {alert_id!r} in {results} ({len(known)} alerts; e.g. {sample}). "
                       f"List them with `sectorflow aml alerts --results {results}`.")
