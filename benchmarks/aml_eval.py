@@ -37,7 +37,7 @@ os.environ["OMP_NUM_THREADS"] = "1"  # one math thread: bundles are byte-reprodu
 import numpy as np
 from sectorflow import SectorflowError, Taskflow, write_manifest
 from sectorflow_aml.loaders import load_transactions
-from sectorflow_aml.training import RUNS, SEED, fit, prf, replay
+from sectorflow_aml.training import EVERYDAY_SEEDS, RUNS, SEED, fit, prf, replay, replay_everyday
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "amlsim_sample"

@@ -19,6 +19,9 @@ SHARED = REPO_ROOT.parent / "shared" / "data"
 SCRIPTS = [
     ("aml_throughput.py", ["--n", "2500", "--n-stream", "300", "--stream-after", "2500"], "tx/s"),
     ("audit_bench.py", ["--calls", "3", "--appends", "20", "--verify-records", "200"], "verif"),
+    ("aml_everyday.py", ["--customers", "20", "--days", "30"], "flagged"),
+    # one fold, model only (the ablation path with nothing zeroed): its everyday-bank imports once went missing
+    ("aml_eval.py", ["--runs", "20K_cycle200", "--ablate", "--everyday", "101"], "precision"),
 ]
 
 
