@@ -244,3 +244,26 @@ def test_a_model_switch_that_is_not_a_bool_is_named_before_any_bundle_lookup(tmp
     for value in (0, "no", None):
         with pytest.raises(ConfigError, match=r"model=.*give True or False"):
             Taskflow("aml", model=value, precision="int8")
+
+
+def test_exempt_accounts_silence_hub_typologies_on_them_only():
+    # a shop paid by 12 customers in a day: a fan-in alert, unless the bank has reviewed the shop as a merchant
+    tx = [rec(i, f"CUST{i}", "SHOP", "35.50", hours=i) for i in range(12)]
+    tx += [rec(20 + i, "Q1", "Q1", amount, hours=13 + i, channel="cash_deposit")  # structuring is not a hub rule
+           for i, amount in enumerate(("49900", "49800"))]
+
+    def run(**options):
+        out = Taskflow("aml", model=False, **options)(tx)
+        return [a.typology for r in out for a in r.alerts], [d.kind for r in out for d in r.reports]
+
+    typologies, reports = run()
+    assert "fan_in" in typologies and "structuring" in typologies
+    exempt_typologies, exempt_reports = run(exempt_accounts={"SHOP": "merchant, reviewed 2026-11"})
+    assert "fan_in" not in exempt_typologies and "structuring" in exempt_typologies
+    assert exempt_reports == reports  # report drafts are regulatory: never exempted
+    assert run(exempt_accounts=["OTHER"])[0] == typologies
+    tf = Taskflow("aml", model=False, exempt_accounts=["SHOP"])  # one at a time gives the same alerts
+    assert [a.typology for t in tx for r in [tf(t)] for a in r.alerts] == exempt_typologies
+    for bad in ("SHOP", [""], {"SHOP": 3}):
+        with pytest.raises(ConfigError, match="exempt_accounts"):
+            Taskflow("aml", model=False, exempt_accounts=bad)

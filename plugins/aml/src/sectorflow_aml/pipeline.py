@@ -58,9 +58,55 @@ OPTIONS: dict[str, str] = {
     "model": "use the learned risk scorer (default True when a bundle is loaded)",
     "alert_threshold": "risk score at or above which a transaction is flagged (default 0.5)",
     "str_threshold": "alert score at or above which a suspicious transaction report draft is made (default 0.75)",
+    "exempt_accounts": "accounts reviewed as legitimate hubs (merchants, payroll, the bank's own cash or settlement "
+                       "accounts): a list, or {account: reason}; the hub typologies (fan_in, fan_out, gather_scatter, "
+                       "rapid_pass_through, and scatter_gather at either end) raise no alert on them; report drafts, "
+                       "the other typologies and the model are unaffected",
     **ReportEngine.OPTIONS,
 }
 """The options ``Taskflow("aml", **options)`` accepts."""
+
+
+EXEMPT_SUBJECTS: dict[str, tuple[int, ...]] = {
+    "fan_in": (0,), "fan_out": (0,), "gather_scatter": (0,), "rapid_pass_through": (0,), "scatter_gather": (0, -1)}
+"""Hub typologies the ``exempt_accounts`` option applies to, and where their alerts name the hub in ``accounts``
+(each rule lists its subject first; scatter-gather's ends are the payer and the final receiver)."""
+
+
+def _exempt_accounts(options: dict[str, Any]) -> dict[str, str]:
+    """``exempt_accounts`` as ``{account: reason}`` (a list gives reason "exempt").
+
+    Raises:
+        ConfigError: not a list or mapping of non-empty strings.
+    """
+    raw = options.get("exempt_accounts")
+    if raw is None:
+        return {}
+    if isinstance(raw, dict):
+        pairs = list(raw.items())
+    elif isinstance(raw, (list, tuple, set, frozenset)):
+        pairs = [(account, "exempt") for account in raw]
+    else:
+        raise ConfigError(f"exempt_accounts={raw!r}: give a list of account ids, or {{account: reason}}.")
+    bad = [a for a, r in pairs if not isinstance(a, str) or not a or not isinstance(r, str)]
+    if bad:
+        raise ConfigError(f"exempt_accounts: {bad[:3]!r} are not account ids (non-empty strings, reasons strings).")
+    return dict(pairs)
+
+
+def _exempting(check: Any, typology: str, exempt: dict[str, str]) -> Any:
+    """``check`` without the alerts whose hub is exempt (see :data:`EXEMPT_SUBJECTS`)."""
+    where = EXEMPT_SUBJECTS.get(typology)
+    if not exempt or where is None:
+        return check
+
+    def checked(window: TransactionWindow, edge: Any) -> list[Alert]:
+        hits = check(window, edge)
+        if hits:
+            hits = [a for a in hits if not any(a.accounts[i] in exempt for i in where)]
+        return hits
+
+    return checked
 
 
 def _fraction(options: dict[str, Any], name: str, default: float) -> float:
@@ -205,6 +251,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         if rules_opt is not None and not isinstance(rules_opt, dict):
             raise ConfigError(f"rules={rules_opt!r}: give a dict {{typology: False | True | {{param: value}}}}.")
         self.rules = build_rules(rules_opt, self._rule_defaults())
+        self.exempt_accounts = _exempt_accounts(opts)
         dormant = next((r for r in self.rules if r.name == "dormant_reactivation"), None)
         self._dormancy = dormant.params.dormant_days if dormant is not None else 180.0
         self._home = {"CN": "CNY", "US": "USD"}[self.jurisdiction]
@@ -273,7 +320,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
     def preprocess(self, items: Sequence[Transaction]) -> list[_Item]:
         """Update the window and run the rules, the feature extractor and the report engine, in order."""
         window = self.window
-        checks = [rule.check for rule in self.rules]
+        checks = [_exempting(rule.check, rule.name, self.exempt_accounts) for rule in self.rules]
         feature_row = self.scorer._extractor.row if self.scorer is not None else None
         observe = self.reports_engine.observe
         for currency in {txn.currency for txn in items}:  # a missing FX rate fails the call before any state changes
