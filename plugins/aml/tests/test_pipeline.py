@@ -264,6 +264,15 @@ def test_exempt_accounts_silence_hub_typologies_on_them_only():
     assert run(exempt_accounts=["OTHER"])[0] == typologies
     tf = Taskflow("aml", model=False, exempt_accounts=["SHOP"])  # one at a time gives the same alerts
     assert [a.typology for t in tx for r in [tf(t)] for a in r.alerts] == exempt_typologies
-    for bad in ("SHOP", [""], {"SHOP": 3}):
+    for bad in ("no-such-file.txt", [""], {"SHOP": 3}):
         with pytest.raises(ConfigError, match="exempt_accounts"):
             Taskflow("aml", model=False, exempt_accounts=bad)
+
+
+def test_exempt_accounts_from_a_file(tmp_path):
+    listed = tmp_path / "exempt.txt"
+    listed.write_text("# reviewed hubs\nSHOP, merchant (reviewed 2026-11)\n\nPAYROLL\n", encoding="utf-8")
+    tf = Taskflow("aml", model=False, exempt_accounts=str(listed))
+    assert tf.pipeline.exempt_accounts == {"SHOP": "merchant (reviewed 2026-11)", "PAYROLL": "exempt"}
+    out = tf([rec(i, f"CUST{i}", "SHOP", "35.50", hours=i) for i in range(12)])
+    assert not any(a.typology == "fan_in" for r in out for a in r.alerts)

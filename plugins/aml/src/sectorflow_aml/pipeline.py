@@ -35,6 +35,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from sectorflow import ConfigError, Pipeline
@@ -59,9 +60,9 @@ OPTIONS: dict[str, str] = {
     "alert_threshold": "risk score at or above which a transaction is flagged (default 0.5)",
     "str_threshold": "alert score at or above which a suspicious transaction report draft is made (default 0.75)",
     "exempt_accounts": "accounts reviewed as legitimate hubs (merchants, payroll, the bank's own cash or settlement "
-                       "accounts): a list, or {account: reason}; the hub typologies (fan_in, fan_out, gather_scatter, "
-                       "rapid_pass_through, and scatter_gather at either end) raise no alert on them; report drafts, "
-                       "the other typologies and the model are unaffected",
+                       "accounts): a list, {account: reason}, or a file of 'account[,reason]' lines; the hub "
+                       "typologies (fan_in, fan_out, gather_scatter, rapid_pass_through, and scatter_gather at either "
+                       "end) raise no alert on them; report drafts, the other typologies and the model are unaffected",
     **ReportEngine.OPTIONS,
 }
 """The options ``Taskflow("aml", **options)`` accepts."""
@@ -74,14 +75,26 @@ EXEMPT_SUBJECTS: dict[str, tuple[int, ...]] = {
 
 
 def _exempt_accounts(options: dict[str, Any]) -> dict[str, str]:
-    """``exempt_accounts`` as ``{account: reason}`` (a list gives reason "exempt").
+    """``exempt_accounts`` as ``{account: reason}`` (a list gives reason "exempt"; a path names a text file of
+    ``account[,reason]`` lines, ``#`` comments and blank lines ignored).
 
     Raises:
-        ConfigError: not a list or mapping of non-empty strings.
+        ConfigError: not a list, mapping or readable file of non-empty account ids.
     """
     raw = options.get("exempt_accounts")
     if raw is None:
         return {}
+    if isinstance(raw, (str, Path)):
+        path = Path(raw)
+        if not path.is_file():
+            raise ConfigError(f"exempt_accounts={str(raw)!r}: no such file; give a file of 'account[,reason]' lines, "
+                              f"a list of account ids, or {{account: reason}}.")
+        raw = {}
+        for line in path.read_text(encoding="utf-8-sig").splitlines():
+            line = line.strip()
+            if line and not line.startswith("#"):
+                account, _, reason = line.partition(",")
+                raw[account.strip()] = reason.strip() or "exempt"
     if isinstance(raw, dict):
         pairs = list(raw.items())
     elif isinstance(raw, (list, tuple, set, frozenset)):
