@@ -261,3 +261,14 @@ def test_every_alert_carries_the_digest_of_its_transactions_as_read(tmp_path: Pa
     assert transactions_digest([a, b]) != transactions_digest([b, a])  # order is part of it
     assert transactions_digest([a]) == transactions_digest([a.model_copy(update={"amount": Decimal("300000")})])
     assert transactions_digest([a]) != transactions_digest([a.model_copy(update={"amount": Decimal("300000.01")})])
+
+
+def test_a_long_title_is_wrapped_to_the_picture_width() -> None:
+    from sectorflow_aml.explain import title_text
+
+    alert, _ = _cycle_alert()
+    reasons = "2 cash deposits by account ACC on one day just under the 50,000.00 CNY reporting threshold " * 3
+    text = title_text(alert, "2 transfers, 99,700.00 CNY, 2026-11-04 09:10 to 13:20 (UTC)", reasons, width=79)
+    lines = text.split("\n")
+    assert len(lines) > 3 and max(map(len, lines)) <= 79
+    assert " ".join(lines).replace("  ", " ").count("reporting threshold") == 3  # nothing cut, only wrapped

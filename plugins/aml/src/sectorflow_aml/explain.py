@@ -10,6 +10,7 @@ same picture every time).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 from datetime import time
 from decimal import Decimal
@@ -93,6 +94,15 @@ def flow_graph(alert: Alert, transactions: Iterable[Transaction], *, max_lines: 
     return graph, chosen
 
 
+def title_text(alert: Alert, summary: str, reasons: str, width: int) -> str:
+    """The picture's title: alert, summary and reasons, each wrapped at ``width`` characters (at 10 pt about 12
+    characters per inch of figure), so a long reason on a small picture is not cut at its edges."""
+    lines = [f"{alert.typology} alert {alert.alert_id}  (score {alert.score:.2f}, by {alert.fired_by})", summary]
+    if reasons:
+        lines.append(reasons)
+    return "\n".join(textwrap.fill(line, width) for line in lines)
+
+
 def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Path, *, max_lines: int = 3,
                dpi: int = 150, note: str | None = None) -> Path:
     """Write a PNG of ``alert``'s fund flow to ``path`` and return the path.
@@ -153,9 +163,8 @@ def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Pa
         total[t.currency] = total.get(t.currency, Decimal(0)) + t.amount
     sums = ", ".join(f"{v:,.2f} {k}" for k, v in sorted(total.items()))
     reasons = "; ".join(r.en for r in alert.reasons[:2])
-    ax.set_title(f"{alert.typology} alert {alert.alert_id}  (score {alert.score:.2f}, by {alert.fired_by})\n"
-                 f"{len(chosen)} transfers, {sums}, {first:{clock}} to {last:{clock}} (UTC)"
-                 + (f"\n{reasons}" if reasons else ""), fontsize=10)
+    ax.set_title(title_text(alert, f"{len(chosen)} transfers, {sums}, {first:{clock}} to {last:{clock}} (UTC)",
+                            reasons, width=int(size * 12)), fontsize=10)
     missing = len(wanted) - len(chosen)
     footer = ([f"{missing} transaction(s) of the alert were not in the input supplied."] if missing else []) \
         + ([note] if note else [])
