@@ -59,7 +59,8 @@ def test_out_of_order_rows_are_kept_and_flagged_the_same_way_in_batch_and_stream
     with caplog.at_level(logging.WARNING, logger="sectorflow_aml"):
         batch = tf(rows)
     assert [codes(r) for r in batch] == [[], ["input.out_of_order"], [], []]  # equal times are in order
-    assert "4.0 h later" in batch[1].reasons[0].en and "1 transaction(s) arrived after a later one" in caplog.text
+    assert "timed 4.0 h earlier than it" in batch[1].reasons[0].en and "later" not in batch[1].reasons[0].en
+    assert "比它早 4.0 小时" in batch[1].reasons[0].zh and "1 transaction(s) arrived after a later one" in caplog.text
     tf.reset_state()
     single = [tf(r) for r in rows]
     assert [(r.transaction_id, codes(r), r.risk_score) for r in single] == \
@@ -76,8 +77,10 @@ def test_rows_behind_one_early_row_name_it_in_their_note_and_in_the_warning(
     with caplog.at_level(logging.WARNING, logger="sectorflow_aml"):
         batch = tf(rows)
     assert [codes(r) for r in batch] == [[]] + [["input.out_of_order"]] * 5
-    assert batch[1].reasons[0].en.startswith("arrived after transaction z (2024-03-05T15:00:00+00:00), 29.0 h later than "
-                                             "it (input out of time order)")
+    # r1 is timed 29 h before z, which arrived first: the note says "earlier" (it said "29.0 h later than it")
+    assert batch[1].reasons[0].en.startswith("arrived after transaction z (2024-03-05T15:00:00+00:00) although timed "
+                                             "29.0 h earlier than it (input out of time order)")
+    assert "但时间比它早 29.0 小时" in batch[1].reasons[0].zh
     assert all("if z alone is out of place, move it or correct its time" in r.reasons[0].en for r in batch[1:])
     assert all("交易 z" in r.reasons[0].zh for r in batch[1:])
     assert "5 of them arrived after transaction z, the latest seen" in caplog.text

@@ -196,17 +196,17 @@ def _late_note(ts: float, now: float, ahead: Transaction | None = None) -> Reaso
     hours = (now - ts) / 3600.0
     if ahead is None:
         return Reason(code="input.out_of_order",
-                      en=f"arrived after a transaction {hours:,.1f} h later than it (input out of time order): the "
-                         f"window keeps it, but rules assume time order; sort the input by timestamp",
-                      zh=f"晚于比它晚 {hours:,.1f} 小时的交易到达（输入未按时间排序）：已计入窗口，但规则假定按时间"
-                         f"顺序，请按时间排序后再提交", source=__name__)
+                      en=f"arrived after a transaction although timed {hours:,.1f} h earlier than it (input out of "
+                         f"time order): the window keeps it, but rules assume time order; sort the input by timestamp",
+                      zh=f"在一笔交易之后到达，但时间比它早 {hours:,.1f} 小时（输入未按时间排序）：已计入窗口，但规则"
+                         f"假定按时间顺序，请按时间排序后再提交", source=__name__)
     tid, when = ahead.transaction_id, ahead.timestamp.isoformat()
     return Reason(code="input.out_of_order",
-                  en=f"arrived after transaction {tid} ({when}), {hours:,.1f} h later than it (input out of time "
-                     f"order): the window keeps it, but rules assume time order; sort the input by timestamp (if "
-                     f"{tid} alone is out of place, move it or correct its time)",
-                  zh=f"晚于交易 {tid}（{when}，比它晚 {hours:,.1f} 小时）到达（输入未按时间排序）：已计入窗口，但规则"
-                     f"假定按时间顺序，请按时间排序后再提交（如果只有 {tid} 位置不对，请移动它或更正其时间）",
+                  en=f"arrived after transaction {tid} ({when}) although timed {hours:,.1f} h earlier than it "
+                     f"(input out of time order): the window keeps it, but rules assume time order; sort the input "
+                     f"by timestamp (if {tid} alone is out of place, move it or correct its time)",
+                  zh=f"在交易 {tid}（{when}）之后到达，但时间比它早 {hours:,.1f} 小时（输入未按时间排序）：已计入窗口，"
+                     f"但规则假定按时间顺序，请按时间排序后再提交（如果只有 {tid} 位置不对，请移动它或更正其时间）",
                   source=__name__)
 
 
