@@ -44,26 +44,31 @@ def test_cn_same_day_cumulative_cash_fires_once_at_the_crossing_transaction() ->
     engine = ReportEngine("CN")
     got = [engine.observe(txn(f"d{i}", amount, when=f"2024-03-05T0{i + 1}:00:00"))
            for i, amount in enumerate(["49900", "49800", "49950"])]
-    assert got[0] == [] and got[2] == []
+    assert got[0] == []
     (draft,) = got[1]
     assert draft.transaction_ids == ["d0", "d1"] and draft.total_amount == Decimal("99700")
     assert draft.elements["aggregation"] == "cumulative"
-    (updated,) = engine.open_reports()  # the third deposit joins the open draft, no second draft
+    # the third deposit joins the open draft, and its result carries it updated (same id: one report, not two), so
+    # results name every deposit the report must list (it used to reach open_reports() only)
+    (updated,) = got[2]
     assert updated.report_id == draft.report_id
     assert updated.transaction_ids == ["d0", "d1", "d2"] and updated.total_amount == Decimal("149650")
+    assert [d.model_dump() for d in engine.open_reports()] == [updated.model_dump()]
 
 
 def test_a_second_large_cash_deposit_on_the_same_day_is_reported_on_its_own_result() -> None:
     engine = ReportEngine("CN")
     (first,) = engine.observe(txn("big1", "60000", when="2024-03-05T01:00:00"))
-    assert engine.observe(txn("small", "100", when="2024-03-05T02:00:00")) == []  # joins silently
+    (joined,) = engine.observe(txn("small", "100", when="2024-03-05T02:00:00"))  # joins: the draft, updated
+    assert joined.report_id == first.report_id and joined.transaction_ids == ["big1", "small"]
     (again,) = engine.observe(txn("huge", "5000000", when="2024-03-05T03:00:00"))  # large-value on its own
     assert again.report_id == first.report_id  # the same day's draft, updated, not a second report
     assert again.transaction_ids == ["big1", "small", "huge"] and again.total_amount == Decimal("5060100")
     assert engine.observe(txn("next-day", "100", when="2024-03-06T03:00:00")) == []
     us = ReportEngine("US")
     (ctr,) = us.observe(txn("c1", "10000.01", currency="USD", when="2024-03-05T15:00:00"))
-    assert us.observe(txn("c2", "10000.00", currency="USD", when="2024-03-05T16:00:00")) == []  # not > 10,000
+    (joined_ctr,) = us.observe(txn("c2", "10000.00", currency="USD", when="2024-03-05T16:00:00"))
+    assert joined_ctr.report_id == ctr.report_id and joined_ctr.total_amount == Decimal("20000.01")  # 1010.313
     (ctr2,) = us.observe(txn("c3", "10000.02", currency="USD", when="2024-03-05T17:00:00"))
     assert ctr2.report_id == ctr.report_id and ctr2.total_amount == Decimal("30000.03")
 
@@ -150,7 +155,8 @@ def test_us_same_day_aggregation_in_and_out_separately() -> None:
                               currency="USD", when=when.format(16))) == []  # out 10,000.00: not more than
     (draft,) = engine.observe(txn("i2", "4000.01", currency="USD", when=when.format(17)))
     assert draft.elements["direction"] == "in" and draft.transaction_ids == ["i1", "i2"]
-    assert engine.observe(txn("i3", "900", currency="USD", when=when.format(18))) == []  # joins the open draft
+    (joined,) = engine.observe(txn("i3", "900", currency="USD", when=when.format(18)))  # joins the open draft
+    assert joined.report_id == draft.report_id and joined.transaction_ids == ["i1", "i2", "i3"]
     (updated,) = engine.observe(txn("i4", "50000", currency="USD", when=when.format(18)))  # a CTR amount itself
     assert updated.report_id == draft.report_id and updated.transaction_ids == ["i1", "i2", "i3", "i4"]
     # A transfer is not a currency transaction.
@@ -285,7 +291,8 @@ def test_cli_lists_report_drafts_from_results(tmp_path) -> None:
     register(app)
     out = CliRunner().invoke(app, ["aml", "reports", "--results", str(path), "--kind", "large_value"])
     assert out.exit_code == 0, out.output
-    (row,) = out.output.splitlines()
-    assert row.split("\t")[1:] == ["large_value", "PBOC Order 2016 No. 3, Art. 5(1)", "acct-A", "99700 CNY",
+    (row,) = out.output.splitlines()  # the latest snapshot of the one report: all three deposits
+    assert row.split("\t")[1:] == ["large_value", "PBOC Order 2016 No. 3, Art. 5(1)", "acct-A", "149650 CNY",
                                    "2024-03-05", "due 2024-03-12"]
+    assert sum('"kind":"large_value"' in line for line in lines) == 2  # in the results: first and updated draft
     assert CliRunner().invoke(app, ["aml", "reports", "--results", str(path), "--kind", "ctr"]).output == ""

@@ -282,11 +282,16 @@ def alerts_command(results: Path = typer.Option(..., "--results", "-r", help="JS
 def reports_command(results: Path = typer.Option(..., "--results", "-r", help="JSON lines from `sectorflow run aml`."),
                     kind: Optional[str] = typer.Option(None, help="Only large_value, ctr or suspicious."),
                     as_json: bool = typer.Option(False, "--json", help="One JSON draft per line.")) -> None:
-    """List the report drafts in a results file (id, kind, regulation, customer, total, business date, due date)."""
+    """List the report drafts in a results file (id, kind, regulation, customer, total, business date, due date):
+    the latest snapshot of each report id (a same-day aggregate's draft is updated by each later transaction)."""
     kinds = ("large_value", "ctr", "suspicious")
     if kind is not None and kind not in kinds:
         raise typer.BadParameter(f"--kind {kind!r}: use one of {', '.join(kinds)}.")
+    latest: dict[str, ReportDraft] = {}
     for draft in iter_reports(results):
+        latest.pop(draft.report_id, None)  # re-inserted: listed in the order of each report's latest update
+        latest[draft.report_id] = draft
+    for draft in latest.values():
         if kind and draft.kind != kind:
             continue
         if as_json:

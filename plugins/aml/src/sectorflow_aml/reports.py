@@ -213,7 +213,9 @@ class ReportEngine:
         self._last_dates = None
 
     def observe(self, txn: Transaction) -> list[ReportDraft]:
-        """Add one transaction; return the drafts it triggers (usually none, at most one per leg and rule).
+        """Add one transaction; return the drafts it triggers or updates (usually none, at most one per leg and
+        rule): the draft of an aggregate that has just met its threshold, and for a later transaction of an aggregate
+        that already fired the same draft updated to include it (same ``report_id``; keep the latest per id).
 
         Raises:
             MissingRateError: a foreign-currency amount with no rate in ``fx``.
@@ -251,8 +253,8 @@ class ReportEngine:
                     if total >= threshold.amount if threshold.inclusive else total > threshold.amount:  # met()
                         state.fired = True
                         drafts.append(self._draft(state))
-                elif amount >= threshold.amount if threshold.inclusive else amount > threshold.amount:
-                    drafts.append(self._draft(state))  # itself large-value: the open draft, updated, on its result
+                else:  # joins a fired aggregate: its result carries the open draft, updated (same report_id)
+                    drafts.append(self._draft(state))
         latest = self._latest
         if latest is None or business_date > latest:
             self._latest = business_date
