@@ -272,3 +272,14 @@ def test_a_long_title_is_wrapped_to_the_picture_width() -> None:
     lines = text.split("\n")
     assert len(lines) > 3 and max(map(len, lines)) <= 79
     assert " ".join(lines).replace("  ", " ").count("reporting threshold") == 3  # nothing cut, only wrapped
+
+
+def test_the_digest_covers_channel_and_countries_too() -> None:
+    from sectorflow_aml.schema import transactions_digest
+
+    t = Transaction.model_validate({"transaction_id": "h1", "timestamp": "2026-11-02T09:00:00", "sender_account": "A",
+                                   "receiver_account": "B", "amount": "9000", "channel": "cash_withdrawal",
+                                   "receiver_country": "IR"})
+    base = transactions_digest([t])
+    for change in ({"channel": "transfer"}, {"receiver_country": "DE"}, {"sender_country": "CN"}):
+        assert transactions_digest([t.model_copy(update=change)]) != base, change

@@ -148,18 +148,22 @@ class Alert(BaseModel):
     time: datetime = Field(description="Time of the transaction that completed the pattern (UTC).")
     transactions_sha256: str | None = Field(
         default=None, description="SHA-256 of the alert's transactions as the pipeline read them (transactions_digest: "
-                                  "id, UTC time, accounts, amount, currency), so `sectorflow aml explain` can prove "
-                                  "the input it draws from is unedited; None in results written before it existed.")
+                                  "id, UTC time, accounts, amount, currency, channel, countries), so `sectorflow aml "
+                                  "explain` can prove the input it draws from is unedited; None in results written "
+                                  "before it existed.")
 
 
 def transactions_digest(transactions: Iterable[Transaction]) -> str:
     """Hex SHA-256 of one line per transaction, in the given order: ``id|UTC ISO time|sender|receiver|amount|
-    currency`` (amount as a plain decimal without trailing zeros, so 9.90 and 9.9 are the same value)."""
+    currency|channel|sender country|receiver country`` (amount as a plain decimal without trailing zeros, so 9.90 and
+    9.9 are the same value; an absent country as an empty field): what the rules read."""
     h = hashlib.sha256()
     for t in transactions:
         amount = format(t.amount.normalize(), "f")
         h.update(f"{t.transaction_id}|{t.timestamp.astimezone(timezone.utc).isoformat()}|{t.sender_account}|"
-                 f"{t.receiver_account}|{amount}|{t.currency}\n".encode())
+                 f"{t.receiver_account}|{amount}|{t.currency}|{getattr(t.channel, 'value', t.channel)}|"
+                 f"{t.sender_country or ''}|"
+                 f"{t.receiver_country or ''}\n".encode())
     return h.hexdigest()
 
 
