@@ -26,7 +26,7 @@ from .errors import (
     UnsupportedPrecisionError,
 )
 from .hookspecs import hookimpl
-from .io import open_text, whole_file_reader
+from .io import field_pairs, open_text, whole_file_reader
 from .items import TextItem
 from .pipeline import Pipeline
 from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec, ValidationSet
@@ -42,5 +42,5 @@ __all__ = [
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",
     "DeviceUnavailableError", "UnsupportedPrecisionError", "BundleError", "BundleIntegrityError", "UnsafePickleError",
     "ConfigError", "import_paddle", "open_text", "__version__",
-    "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader",
+    "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
 ]

@@ -148,6 +148,28 @@ def whole_file_reader(what: str) -> Reader:
     return read_txt  # type: ignore[return-value]
 
 
+def field_pairs(flag: str, what: str, items: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``{FIELD: text}`` from repeated ``FIELD=text`` command-line options (``--column FIELD=COLUMN``,
+    ``--default FIELD=VALUE``): each item split at its first ``=``, both sides stripped. ``flag`` and ``what`` (e.g.
+    ``"--column"``, ``"COLUMN"``) only word the error. For a plugin command that reads input files the way
+    ``sectorflow run`` does; hand the result to a reader factory as ``mapping`` or ``defaults``.
+
+    Raises:
+        ConfigError: an item without ``=``, an empty side, or a FIELD given twice.
+    """
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key or not value:
+            example = "transaction_id='Txn Ref'" if what == "COLUMN" else "currency=CNY"
+            raise ConfigError(f"{flag} {item!r}: write FIELD={what}, e.g. {flag} {example} (quote a name or value "
+                              "with spaces).")
+        if key in pairs:
+            raise ConfigError(f"{flag} gives {key!r} twice ({pairs[key]!r} and {value!r}); keep one.")
+        pairs[key] = value
+    return pairs
+
+
 def guess_format(source: str | Path) -> str:
     """``csv`` for ``*.csv[.gz]``, else ``jsonl``."""
     name = str(source).lower().removesuffix(".gz")

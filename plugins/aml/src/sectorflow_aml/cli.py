@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -25,10 +25,10 @@ from typing import Any, Optional
 import typer
 from pydantic import ValidationError
 
-from sectorflow import ConfigError, InvalidInputError, open_text
+from sectorflow import ConfigError, InvalidInputError, field_pairs, open_text
 
 from .explain import draw_alert
-from .loaders import READERS, guess_format
+from .loaders import READER_FACTORIES, READERS, guess_format
 from .schema import Alert, ReportDraft, Transaction, transactions_digest
 
 log = logging.getLogger("sectorflow_aml")
@@ -130,13 +130,30 @@ def recorded_transactions(results: str | Path, ids: set[str]) -> dict[str, dict[
     return found
 
 
-def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str]) -> list[Transaction]:
-    """The transactions of ``source`` whose ids are in ``ids`` (other rows are not validated)."""
+def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str], *,
+                            mapping: Mapping[str, str] | None = None,
+                            defaults: Mapping[str, Any] | None = None) -> list[Transaction]:
+    """The transactions of ``source`` whose ids are in ``ids`` (other rows are not validated).
+
+    ``mapping`` (``{transaction_field: source_column}``) and ``defaults`` (``{transaction_field: value}``) read the
+    file as ``sectorflow run aml --column FIELD=COLUMN --default FIELD=VALUE`` did (csv, jsonl, parquet).
+
+    Raises:
+        ConfigError: unknown format; ``mapping``/``defaults`` for a fixed-column format or naming a field that
+            ``Transaction`` lacks.
+    """
     fmt = fmt or guess_format(source)
     if fmt not in READERS:
         raise ConfigError(f"Unknown format {fmt!r}; use one of {', '.join(sorted(READERS))}.")
+    reader = READERS[fmt]
+    if mapping or defaults:
+        if fmt not in READER_FACTORIES:
+            raise ConfigError(f"Format {fmt!r} has fixed columns: it takes no --column/--default. Formats that do: "
+                              f"{', '.join(sorted(READER_FACTORIES))}.")
+        reader = READER_FACTORIES[fmt](mapping=dict(mapping) if mapping else None,
+                                       defaults=dict(defaults) if defaults else None)
     found = []
-    for _, record in READERS[fmt](source):
+    for _, record in reader(source):
         if isinstance(record, Transaction):  # a typed reader's row, already checked
             if record.transaction_id in ids:
                 found.append(record)
@@ -146,21 +163,25 @@ def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str]) 
 
 
 def explain_alert(alert_id: str, results: str | Path, source: str | Path, png: str | Path,
-                  fmt: str | None = None) -> Path:
+                  fmt: str | None = None, mapping: Mapping[str, str] | None = None,
+                  defaults: Mapping[str, Any] | None = None) -> Path:
     """Python equivalent of ``sectorflow aml explain``: find the alert, read its transactions, check them against the
     results (:func:`check_input_matches`), draw the PNG. What the results could not confirm is logged as a warning
-    and written under the picture.
+    and written under the picture. ``mapping`` and ``defaults`` are the run's ``--column`` / ``--default`` (see
+    :func:`load_alert_transactions`).
 
     Raises:
-        ConfigError: no such alert, unknown format. InvalidInputError: ``source`` is not the input of ``results``.
+        ConfigError: no such alert, unknown format, a bad mapping. InvalidInputError: ``source`` is not the input of
+            ``results``.
     """
-    alert, transactions, note = checked_alert(alert_id, results, source, fmt)
+    alert, transactions, note = checked_alert(alert_id, results, source, fmt, mapping=mapping, defaults=defaults)
     if note:
         log.warning("%s", note)
     return draw_alert(alert, transactions, png, note=note)
 
 
-def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: str | None = None,
+def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: str | None = None, *,
+                  mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None,
                   ) -> tuple[Alert, list[Transaction], str | None]:
     """The alert, its transactions read from ``source`` and checked against ``results``, and a note naming what the
     results could not confirm (``None`` when every drawn amount and time was compared).
@@ -171,7 +192,8 @@ def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: s
     alert, trigger_id = _locate_alert(results, alert_id)
     ids = set(alert.transaction_ids) | ({trigger_id} if trigger_id else set())
     found: dict[str, Transaction] = {}
-    for txn in load_alert_transactions(source, fmt, ids):  # a reused id: the run counted the first row only
+    # a reused id: the run counted the first row only
+    for txn in load_alert_transactions(source, fmt, ids, mapping=mapping, defaults=defaults):
         found.setdefault(txn.transaction_id, txn)
     trigger = found.get(trigger_id) if trigger_id else None
     wanted = set(alert.transaction_ids)
@@ -319,9 +341,17 @@ def explain_command(
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format: amlsim, amlworld, csv, jsonl, "
                                                                    "parquet (default: guessed)."),
     png: Path = typer.Option(..., "--png", help="PNG file to write."),
+    column: list[str] = typer.Option([], "--column", help="As for `sectorflow run aml`: read field FIELD from the "
+                                     "file's column COLUMN, FIELD=COLUMN, repeatable (csv, jsonl, parquet)."),
+    default: list[str] = typer.Option([], "--default", help="As for `sectorflow run aml`: value of FIELD where the "
+                                      "file has no such column or the cell is empty, FIELD=VALUE, repeatable."),
 ) -> None:
-    """Draw ALERT_ID's fund flow (accounts as nodes, transfers as arrows with amount and time) as a PNG."""
-    alert, transactions, note = checked_alert(alert_id, results, source, fmt)
+    """Draw ALERT_ID's fund flow (accounts as nodes, transfers as arrows with amount and time) as a PNG.
+
+    Read the input as the run did: the same --format, --column and --default."""
+    alert, transactions, note = checked_alert(alert_id, results, source, fmt,
+                                              mapping=field_pairs("--column", "COLUMN", column),
+                                              defaults=field_pairs("--default", "VALUE", default))
     if note:
         typer.echo(f"note: {note}", err=True)
     typer.echo(str(draw_alert(alert, transactions, png, note=note)))
