@@ -276,3 +276,22 @@ def test_exempt_accounts_from_a_file(tmp_path):
     assert tf.pipeline.exempt_accounts == {"SHOP": "merchant (reviewed 2026-11)", "PAYROLL": "exempt"}
     out = tf([rec(i, f"CUST{i}", "SHOP", "35.50", hours=i) for i in range(12)])
     assert not any(a.typology == "fan_in" for r in out for a in r.alerts)
+
+
+def test_a_model_alert_alone_drafts_no_suspicious_report_unless_model_str():
+    tx = [rec(i, "M1", "M2", "16.09", days=1 + i) for i in range(5)]  # the model's own alert (see above)
+
+    def run(**options):
+        out = Taskflow("aml", **options)(tx)
+        alerts = [a for r in out for a in r.alerts if a.typology == "model_risk"]
+        drafts = [d for r in out for d in r.reports if d.kind == "suspicious"]
+        return alerts, drafts
+
+    alerts, drafts = run()
+    assert len(alerts) == 1 and drafts == []  # flagged for review; a report needs a typology rule by default
+    codes = [r.code for r in alerts[0].reasons]
+    assert codes[0] == "model.risk" and "model.feature.pair_cnt" in codes  # facts an analyst can check
+    alerts, drafts = run(model_str=True)
+    assert len(alerts) == 1 and [d.customer_account for d in drafts] == ["M1"]
+    with pytest.raises(ConfigError, match="model_str"):
+        Taskflow("aml", model_str="yes")

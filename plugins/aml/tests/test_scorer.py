@@ -223,8 +223,10 @@ def test_describe_states_the_notable_features(scorer: RiskScorer) -> None:
     f = replay([("A", "B", "500", 0), ("B", "C", "490", 1), ("C", "A", "480", 2)])
     codes = [code for code, en, zh in scorer.describe([f[2][k] for k in FEATURE_NAMES])]
     assert codes[0] == "model.feature.cycle_closed" and "model.feature.pass_through" in codes
-    quiet = scorer.describe([f[0][k] for k in FEATURE_NAMES])
-    assert quiet == []
+    quiet = scorer.describe([f[0][k] for k in FEATURE_NAMES])  # nothing notable: the profile of both accounts
+    assert [(code, en) for code, en, zh in quiet] == [("model.feature.profile", "within 30 days the sender paid 1 and "
+                                                       "was paid by 0 distinct accounts, the receiver was paid by 1 "
+                                                       "and paid 0")]
 
 
 def test_no_feature_and_no_score_depends_on_the_scale_of_amounts(scorer: RiskScorer) -> None:

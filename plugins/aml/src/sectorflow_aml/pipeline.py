@@ -16,7 +16,7 @@ For each transaction, in arrival order (:meth:`AMLPipeline.preprocess`):
 :meth:`forward` scores a batch of feature rows with the Paddle predictor; :meth:`postprocess` combines rule alerts
 and the model score into ``risk_score``, the alert flag, typologies, reasons (en and zh, from both), alerts (a model
 alert when the model alone crosses its threshold) and report drafts (suspicious transaction report drafts for
-alerts scoring at least ``str_threshold``).
+alerts scoring at least ``str_threshold``; a ``model_risk`` alert alone drafts none unless ``model_str=True``).
 
 Risk: ``rule_risk = 1 - prod(1 - alert.score)`` over the rule alerts completed by the transaction; the model score
 ``m`` is rescaled piecewise-linearly so that the bundle's decision threshold ``t`` lands on ``alert_threshold``
@@ -59,6 +59,9 @@ OPTIONS: dict[str, str] = {
     "model": "use the learned risk scorer (default True when a bundle is loaded)",
     "alert_threshold": "risk score at or above which a transaction is flagged (default 0.5)",
     "str_threshold": "alert score at or above which a suspicious transaction report draft is made (default 0.75)",
+    "model_str": "let a model_risk alert alone draft a suspicious transaction report (default False: the shipped "
+                 "model learned from a simulator and generated banks, so report drafts come from the typology rules; "
+                 "set True for a model trained on the bank's own labelled data)",
     "exempt_accounts": "accounts reviewed as legitimate hubs (merchants, payroll, the bank's own cash or settlement "
                        "accounts): a list, {account: reason}, or a file of 'account[,reason]' lines; the hub "
                        "typologies (fan_in, fan_out, gather_scatter, rapid_pass_through, and scatter_gather at either "
@@ -242,6 +245,9 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self.jurisdiction = self.reports_engine.jurisdiction
         self.alert_threshold = _fraction(opts, "alert_threshold", 0.5)
         self.str_threshold = _fraction(opts, "str_threshold", 0.75)
+        self.model_str = opts.get("model_str", False)
+        if not isinstance(self.model_str, bool):
+            raise ConfigError(f"model_str={self.model_str!r}: give True or False.")
         use_model = opts.get("model", True)
         if not isinstance(use_model, bool):
             raise ConfigError(f"model={use_model!r}: give True or False.")
@@ -461,7 +467,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                     if model_risk >= a and self._model_alert_due(item):
                         alerts.append(self._model_alert(item, model_risk, model_reasons))
             reports = item.reports
-            strs = [x for x in alerts if x.score >= self.str_threshold]
+            strs = [x for x in alerts if x.score >= self.str_threshold
+                    and (self.model_str or x.typology != "model_risk")]
             if strs:
                 reports = list(reports) + [self._str(alert, item) for alert in strs]
             if alerts is _NO_ALERTS:

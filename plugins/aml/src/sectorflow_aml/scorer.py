@@ -144,7 +144,7 @@ class RiskScorer:
         elif f["s_in_cycle"] or f["r_in_cycle"]:
             out.append(("model.feature.in_cycle", f"an account of this transfer lay on a fund loop within {days} "
                         "days", f"交易账户{days}天内处于资金闭环中"))
-        if f["pair_cnt"] >= 3:
+        if f["pair_cnt"] >= 2:
             n = int(f["pair_cnt"])
             out.append(("model.feature.pair_cnt", f"{n} transfers between the same two accounts within {days} days",
                         f"同一对账户{days}天内转账{n}笔"))
@@ -164,6 +164,12 @@ class RiskScorer:
             pct = round(100 * f["s_out_over_in"])
             out.append(("model.feature.s_out_over_in", f"sender paid out {pct}% of what it received within {days} "
                         "days", f"付款账户{days}天内转出金额为转入金额的{pct}%"))
+        if len(out) < limit:  # always say what the model saw of both accounts, so an analyst has facts to check
+            so, si, ri, ro = (int(f[k]) for k in ("s_out_deg", "s_in_deg", "r_in_deg", "r_out_deg"))
+            out.append(("model.feature.profile",
+                        f"within {days} days the sender paid {so} and was paid by {si} distinct accounts, the "
+                        f"receiver was paid by {ri} and paid {ro}",
+                        f"{days}天内付款账户向{so}个账户付款、收到{si}个账户转入，收款账户收到{ri}个账户转入、向{ro}个账户付款"))
         return out[:limit]
 
     def reset(self) -> None:
