@@ -4,6 +4,7 @@ refused, names what changed."""
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,82 @@ def test_field_pairs_is_the_public_parser_of_field_options() -> None:
         field_pairs("--default", "VALUE", ["amount=1", "amount=2"])
     with pytest.raises(ConfigError, match="write FIELD=VALUE"):
         field_pairs("--default", "VALUE", ["currency="])
+
+
+FLOW_COLUMNS = ["transaction_id", "timestamp", "sender_account", "receiver_account", "amount", "currency", "channel"]
+
+
+def _flow_rows(**edits: dict[str, str]) -> list[dict[str, str]]:
+    """Twelve payroll transfers (a fan-out alert below the report threshold: no draft records them) and a loop of
+    three (a cycle alert whose suspicious-report draft records each transfer); ``edits`` change rows by id."""
+    rows = [{"transaction_id": f"P{e:02d}", "timestamp": f"2026-10-10T02:{e:02d}:00", "sender_account": "CORP",
+             "receiver_account": f"EMP{e:02d}", "amount": f"{10000 + 7 * e}.00", "currency": "CNY",
+             "channel": "transfer"} for e in range(12)]
+    loop = [("L1", "LOOP1", "LOOP2", "300000.00"), ("L2", "LOOP2", "LOOP3", "298000.00"),
+            ("L3", "LOOP3", "LOOP1", "296000.00")]
+    rows += [{"transaction_id": tid, "timestamp": f"2026-11-07T0{i + 1}:00:00", "sender_account": a,
+              "receiver_account": b, "amount": amount, "currency": "CNY", "channel": "transfer"}
+             for i, (tid, a, b, amount) in enumerate(loop)]
+    return [dict(r, **edits.get(r["transaction_id"], {})) for r in rows]
+
+
+def _flow_csv(path: Path, **edits: dict[str, str]) -> Path:
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=FLOW_COLUMNS)
+        writer.writeheader()
+        writer.writerows(_flow_rows(**edits))
+    return path
+
+
+@pytest.fixture()
+def flow_run(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    results = tmp_path / "results.jsonl"
+    results.write_text("".join(r.model_dump_json() + "\n" for r in Taskflow("aml", model=False)(_flow_rows())))
+    return results, {a.typology: a.alert_id for a in iter_alerts(results)}
+
+
+def _refusal(alert_id: str, results: Path, source: Path) -> str:
+    with pytest.raises(InvalidInputError, match="is not the input that produced alert") as caught:
+        checked_alert(alert_id, results, source, "csv")
+    return str(caught.value)
+
+
+def test_a_digest_refusal_does_not_call_every_transaction_changed(flow_run: tuple[Path, dict[str, str]],
+                                                                  tmp_path: Path) -> None:
+    """One payroll amount edited, and no draft records the fan-out's amounts: the message says one or more of the
+    10 it holds differ, and does not list the first five ids as the ones that differ (it said 'P00, P01, ... differ')."""
+    results, alerts = flow_run
+    message = _refusal(alerts["fan_out"], results, _flow_csv(tmp_path / "e.csv", P03={"amount": "10021.50"}))
+    assert "one or more of the alert's 10 transactions differ from what the run read" in message
+    assert "record no values of them to tell which" in message and "transactions_sha256 does not match" in message
+    assert "P00" not in message and "P01" not in message
+
+
+def test_a_digest_refusal_names_the_one_transaction_the_results_do_not_record(
+        flow_run: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """The drafts record two of the loop's three transfers (L3's row removed from the results): an edit to L3 is
+    named as L3, the two recorded ones are said to match."""
+    results, alerts = flow_run
+    lines = []
+    for line in results.read_text().splitlines():
+        record = json.loads(line)
+        for draft in record["reports"]:
+            rows = draft["elements"].get("transactions") or []
+            draft["elements"]["transactions"] = [r for r in rows if r.get("transaction_id") != "L3"]
+        lines.append(json.dumps(record))
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text("\n".join(lines) + "\n")
+    message = _refusal(alerts["cycle"], partial, _flow_csv(tmp_path / "l3.csv", L3={"amount": "296500.00"}))
+    assert "its transaction L3 differs from what the run read" in message
+    assert "the other 2 match what the results' report drafts record" in message
+    assert "L1" not in message and "L2" not in message
+
+
+def test_a_recorded_transaction_with_another_channel_is_named_with_the_field(
+        flow_run: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """The suspicious-report draft records each loop transfer's channel: an edited channel is named exactly (it was
+    caught only by the digest, which listed all three ids as differing)."""
+    results, alerts = flow_run
+    message = _refusal(alerts["cycle"], results, _flow_csv(tmp_path / "ch.csv", L2={"channel": "wire"}))
+    assert "L2 has channel wire there, transfer in the results" in message
+    assert "L1" not in message and "L3" not in message

@@ -103,8 +103,9 @@ def recorded_transactions(results: str | Path, ids: set[str]) -> dict[str, dict[
     """What ``results`` records about the transactions ``ids``: the rows of its report drafts' ``transactions``.
 
     A result line carries no amounts of its own; suspicious-report drafts (alerts scoring at least
-    ``str_threshold``) list every transaction of their alert with time, accounts, amount and currency, and
-    large-value / CTR drafts list theirs with time, amount and currency. Returns ``{transaction_id: row}`` (the
+    ``str_threshold``) list every transaction of their alert with time, accounts, amount, currency, channel and
+    countries, and large-value / CTR drafts list theirs with time, the customer's account and the counterparty,
+    amount, currency, channel and countries. Returns ``{transaction_id: row}`` (the
     first row seen per id; a suspicious draft's row, which names the accounts, is preferred).
 
     Raises:
@@ -204,17 +205,37 @@ def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: s
     if alert.transactions_sha256 is not None:  # results since the digest: every drawn field is compared at once
         if transactions_digest(found[tid] for tid in alert.transaction_ids) != alert.transactions_sha256:
             raise InvalidInputError(
-                f"{source} is not the input that produced alert {alert.alert_id}: its transactions "
-                f"{', '.join(alert.transaction_ids[:5])}{' ...' if len(alert.transaction_ids) > 5 else ''} differ "
-                f"from what the run read (time, accounts, amount or currency; the alert's transactions_sha256 does "
-                f"not match). Pass the same --input (and --format) that `sectorflow run aml` read, unedited.",
-                details={"alert_id": alert.alert_id, "transactions_sha256": alert.transactions_sha256})
+                f"{source} is not the input that produced alert {alert.alert_id}: {_digest_mismatch(alert, recorded)} "
+                f"(the alert's transactions_sha256 does not match). Pass the same --input (and --format, --column, "
+                f"--default) that `sectorflow run aml` read, unedited.",
+                details={"alert_id": alert.alert_id, "transactions_sha256": alert.transactions_sha256,
+                         "not_recorded": [t for t in alert.transaction_ids if t not in recorded][:20]})
         unchecked = []
     if unchecked:
         note = (f"Amounts of {len(unchecked)} of the alert's {len(alert.transaction_ids)} transfers were not checked "
                 f"against {Path(str(results)).name}: it records amounts only in report drafts (ids, accounts and the "
                 f"completing transfer's time were checked).")
     return alert, transactions, note
+
+
+def _digest_mismatch(alert: Alert, recorded: dict[str, dict[str, Any]]) -> str:
+    """Which of ``alert``'s transactions can have changed, when their digest differs but every one that the results
+    record (``recorded``, already compared field by field by :func:`check_input_matches`) matches: the others."""
+    n = len(alert.transaction_ids)
+    others = [tid for tid in alert.transaction_ids if tid not in recorded]
+    fields = "time, accounts, amount, currency, channel or a country"
+    if not others:
+        return (f"the results' report drafts record all {n} of its transactions and they match, but their digest "
+                f"does not (results written by another sectorflow version, or read with other options?)")
+    if len(others) == 1:
+        rest = f"; the other {n - 1} match what the results' report drafts record" if n > 1 else ""
+        return f"its transaction {others[0]} differs from what the run read ({fields}){rest}"
+    if len(others) == n:
+        return (f"one or more of the alert's {n} transactions differ from what the run read ({fields}); the results "
+                f"record no values of them to tell which")
+    shown = ", ".join(others[:5]) + (" ..." if len(others) > 5 else "")
+    return (f"one or more of the {len(others)} of its {n} transactions that the results do not record ({shown}) "
+            f"differ from what the run read ({fields}); the other {n - len(others)} match the report drafts' rows")
 
 
 def _differences(txn: Transaction, row: dict[str, Any]) -> list[str]:
@@ -237,6 +258,18 @@ def _differences(txn: Transaction, row: dict[str, Any]) -> list[str]:
     for side in ("sender_account", "receiver_account"):
         if side in row and row[side] != getattr(txn, side):
             out.append(f"{side} {getattr(txn, side)} there, {row[side]} in the results")
+    if row.get("direction") in ("in", "out"):  # a large-value / CTR row: the customer's account and the other side
+        own, other = ((txn.receiver_account, txn.sender_account) if row["direction"] == "in"
+                      else (txn.sender_account, txn.receiver_account))
+        for key, value in (("account", own), ("counterparty_account", other)):
+            if key in row and row[key] != value:
+                out.append(f"{key} {value} there, {row[key]} in the results")
+    channel = getattr(txn.channel, "value", txn.channel)
+    if "channel" in row and row["channel"] != channel:
+        out.append(f"channel {channel} there, {row['channel']} in the results")
+    for key in ("sender_country", "receiver_country"):
+        if key in row and row[key] != getattr(txn, key):
+            out.append(f"{key} {getattr(txn, key)} there, {row[key]} in the results")
     return out
 
 
@@ -248,8 +281,8 @@ def check_input_matches(alert: Alert, transactions: list[Transaction], source: s
     Transaction ids alone do not prove it (the AMLSim reader numbers rows, so every AMLSim file has the same ids),
     nor do accounts (an edited amount keeps both). Checked: every transaction of the alert is in the file and
     involves one of the alert's accounts; each one the results record (``recorded``, from
-    :func:`recorded_transactions`: the transactions of report drafts) has the recorded time, accounts, amount and
-    currency; ``trigger`` (the input's transaction whose result carries the alert) has the alert's ``time`` (to the
+    :func:`recorded_transactions`: the transactions of report drafts) has the recorded time, accounts, amount,
+    currency, channel and countries; ``trigger`` (the input's transaction whose result carries the alert) has the alert's ``time`` (to the
     millisecond).
 
     Returns:
@@ -257,7 +290,8 @@ def check_input_matches(alert: Alert, transactions: list[Transaction], source: s
 
     Raises:
         InvalidInputError: ids missing from the file, transactions between accounts the alert does not name, or a
-            transaction whose time, accounts, amount or currency differ from the results (names the first few).
+            transaction whose time, accounts, amount, currency, channel or countries differ from the results (names
+            the first few).
     """
     recorded = recorded or {}
     found = {t.transaction_id for t in transactions}
