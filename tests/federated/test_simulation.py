@@ -90,8 +90,10 @@ def test_aml_banks_train_the_risk_scorer_with_fedprox_and_differential_privacy(t
     assert [sorted(p["institution"] for p in r.participants) for r in report.rounds] == [["0", "1", "2"]] * 2
     assert all(r.num_examples > 100 for r in report.rounds)
     assert 0.0 <= report.rounds[-1].eval_metrics["f1"] <= 1.0 and report.rounds[-1].eval_loss > 0
+    from sectorflow_aml.features import N_FEATURES  # the installed aml plugin's feature vector
+
     shapes = [w.shape for w in report.weights]
-    assert (28, 64) in shapes and (32, 1) in shapes
+    assert (N_FEATURES, 64) in shapes and (32, 1) in shapes
     events = _training_events(recorder)
     assert events[0].task == "aml" and events[0].meta.plugin == "aml"
     assert events[0].details["privacy"]["epsilon"] == report.privacy["epsilon"]
