@@ -572,3 +572,20 @@ def test_cooldowns_expire_and_old_keys_are_dropped():
     for i in range(3000):
         w.cooldown(("key", i), float(i), 10.0)  # all long expired by the clock
     assert len(w._fired) < 1100  # pruned as it grew
+
+
+def test_cumulative_structuring_counts_cash_only_by_default():
+    # two same-day transfers of 45,000 and 42,000: the 50,000 line is PBOC Art. 5's cash threshold (transfers report
+    # at RMB 500,000 / 2,000,000), so no "just under the reporting threshold" alert (a fresh-user check got one)
+    transfers = Feed(StructuringRule())
+    transfers.tx("P", "X", 45000, hours=1)
+    transfers.tx("P", "Y", 42000, hours=2)
+    assert transfers.alerts == []
+    cash = Feed(StructuringRule())
+    cash.tx("P", "P", 45000, hours=1, channel="cash_withdrawal")
+    cash.tx("P", "P", 42000, hours=2, channel="cash_withdrawal")
+    assert [(a.typology, a.variant) for a in cash.alerts] == [("structuring", "cumulative")]
+    both = Feed(StructuringRule(cumulative_cash_only=False))  # the former behaviour, on request
+    both.tx("P", "X", 45000, hours=1)
+    both.tx("P", "Y", 42000, hours=2)
+    assert [(a.typology, a.variant) for a in both.alerts] == [("structuring", "cumulative")]

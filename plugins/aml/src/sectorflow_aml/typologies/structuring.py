@@ -21,8 +21,12 @@ Variants (``Alert.variant``):
 
 - ``cumulative``: one customer makes at least ``min_count`` just-under transactions within ``cumulative_days``
   days (1 = the same day; the day as defined below), in one direction (cash in and cash out are summed separately, as in
-  1010.313), whose total reaches the threshold. Cash deposits, cash withdrawals and other payments are summed
-  separately; the customer is the receiving account of a cash deposit and the sending account of everything else.
+  1010.313), whose total reaches the threshold. Cash only by default (``cumulative_cash_only=True``): both thresholds
+  are cash thresholds (PBOC Art. 5's 50,000 is for cash; transfers report at other levels, RMB 500,000 or 2,000,000;
+  the CTR is for currency), so two transfers of 45,000 and 42,000 on one day are not structuring (a fresh-user
+  check got a "just under the 50,000 reporting threshold" alert for them). With ``False``, other payments are summed
+  separately from cash; the customer is the receiving account of a cash deposit and the sending account of
+  everything else.
 - ``fan_in``: at least ``fan_in_min_senders`` distinct accounts each send just-under amounts to one account within
   ``fan_in_days`` days (FinCEN funnel account).
 - ``single``: one just-under transaction alone (off by default: alone it is weak evidence).
@@ -67,6 +71,7 @@ class StructuringParams:
     fan_in_days: float = 7.0
     fan_in_min_senders: int = 3
     channels: tuple[str, ...] | None = None
+    cumulative_cash_only: bool = True
     single: bool = False
     split_min_count: int | None = None
     score: float = 0.7
@@ -163,9 +168,10 @@ class StructuringRule(Rule):
                                   f"金额 {fmt_amount(float(txn.amount))} {txn.currency}，{under[1]}",
                                   accounts=dict.fromkeys([customer, edge.src, edge.dst]), trigger=edge,
                                   variant="single"))
-        alert = self._cumulative(window, edge, band[1], under)
-        if alert is not None:
-            out.append(alert)
+        if not p.cumulative_cash_only or txn.channel.is_cash:
+            alert = self._cumulative(window, edge, band[1], under)
+            if alert is not None:
+                out.append(alert)
         alert = self._fan_in(window, edge, under)
         if alert is not None:
             out.append(alert)
