@@ -15,7 +15,7 @@ import csv
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from pathlib import Path
 
 import pycountry
@@ -29,6 +29,26 @@ ISO_4217: frozenset[str] = frozenset(c.alpha_3 for c in pycountry.currencies)
 def is_iso4217(code: str) -> bool:
     """``True`` when ``code`` is an ISO 4217 alphabetic currency code (upper case, e.g. ``CNY``, ``USD``)."""
     return code in ISO_4217
+
+
+MINOR_UNITS: dict[str, int] = {
+    **dict.fromkeys("BIF CLP DJF GNF ISK JPY KMF KRW PYG RWF UGX UYI VND VUV XAF XOF XPF".split(), 0),
+    **dict.fromkeys("BHD IQD JOD KWD LYD OMR TND".split(), 3),
+    **dict.fromkeys("CLF UYW".split(), 4),
+}
+"""Decimal places of the currencies whose minor unit is not 2 (ISO 4217 list one, column "Minor unit"; pycountry
+does not carry it). Every other code, including those ISO lists with no minor unit (XAU, XDR, ...), gets 2."""
+
+
+def minor_unit(currency: str) -> int:
+    """Decimal places of ``currency``'s minor unit: 2 for most (CNY, USD), 0 for JPY and KRW, 3 for KWD."""
+    return MINOR_UNITS.get(currency, 2)
+
+
+def to_minor_unit(amount: Decimal, currency: str) -> Decimal:
+    """``amount`` of ``currency`` rounded half up to its minor unit (``10650.0000`` USD -> ``10650.00``,
+    ``1499.6`` JPY -> ``1500``): how report totals and converted amounts are stated."""
+    return amount.quantize(Decimal(1).scaleb(-minor_unit(currency)), rounding=ROUND_HALF_UP)
 
 
 class MissingRateError(ConfigError):
@@ -123,8 +143,12 @@ class FxRates:
                                f"add the pair to the rate table passed as fx=.", details=details)
 
     def convert(self, amount: Decimal, base: str, quote: str, on: date) -> Decimal:
-        """``amount`` of ``base`` expressed in ``quote`` on ``on`` (not rounded). Raises :class:`MissingRateError`."""
-        return amount * self.rate(base, quote, on)
+        """``amount`` of ``base`` expressed in ``quote`` on ``on``, rounded half up to ``quote``'s minor unit
+        (:func:`to_minor_unit`: 1,500,000 JPY at USD/JPY 150 is 10000.00 USD, not 10000.000...0); the same currency
+        is returned unchanged. Raises :class:`MissingRateError`."""
+        if base == quote:
+            return amount
+        return to_minor_unit(amount * self.rate(base, quote, on), quote)
 
     @classmethod
     def from_mapping(cls, rates: Mapping[str, object], as_of: date, source: str = "caller-supplied") -> FxRates:

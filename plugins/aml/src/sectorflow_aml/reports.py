@@ -44,7 +44,7 @@ from .calendars import (
     large_value_due,
     suspicious_due,
 )
-from .fx import FxRates, FxTable, ensure_rates
+from .fx import FxRates, FxTable, ensure_rates, to_minor_unit
 from .schema import Alert, Channel, ReportDraft, Transaction
 from .thresholds import HOME_CURRENCY, Threshold, thresholds_for
 
@@ -401,7 +401,8 @@ class ReportEngine:
         return ReportDraft(
             report_id=f"{'CTR' if kind == 'ctr' else 'LVTR'}-{hashlib.sha256(key.encode()).hexdigest()[:16]}",
             kind=kind, jurisdiction=self.jurisdiction, regulation=t.regulation, customer_account=state.customer,
-            transaction_ids=[r["transaction_id"] for r in rows], total_amount=state.total,
+            transaction_ids=[r["transaction_id"] for r in rows],
+            total_amount=to_minor_unit(state.total, t.currency),
             currency=t.currency, business_date=state.business_date.isoformat(), elements=elements,
             due_by=large_value_due(self.jurisdiction, self.calendar, state.business_date, first_day).isoformat())
 
@@ -433,7 +434,8 @@ def suspicious_report(alert: Alert, transactions: Iterable[Transaction], jurisdi
     rates = ensure_rates(fx)
     wanted = set(alert.transaction_ids)
     chosen = sorted((t for t in transactions if t.transaction_id in wanted), key=lambda t: t.timestamp)
-    total = sum((rates.convert(t.amount, t.currency, home, t.timestamp.date()) for t in chosen), Decimal(0))
+    total = to_minor_unit(sum((rates.convert(t.amount, t.currency, home, t.timestamp.date()) for t in chosen),
+                              Decimal(0)), home)
     found = {t.transaction_id for t in chosen}
     calendar = calendar_for(jurisdiction)
     detected = alert.time.date()
