@@ -24,7 +24,7 @@ from rich.table import Table
 
 from . import plugins
 from .errors import ConfigError, InvalidInputError, SectorflowError
-from .io import reader_for
+from .io import field_pairs, reader_for
 from .models_cli import register as register_models_commands
 from .spec import CallContext
 from .taskflow import Taskflow, validate_items
@@ -122,8 +122,8 @@ def run_command(
             options[key] = value
     _check_output(source, output)
     # The reader first: a wrong --format/--column is reported before a model is loaded.
-    reader = reader_for(plugins.get_task(task), fmt, source, mapping=_pairs("--column", "COLUMN", column),
-                        defaults=_pairs("--default", "VALUE", default))
+    reader = reader_for(plugins.get_task(task), fmt, source, mapping=field_pairs("--column", "COLUMN", column),
+                        defaults=field_pairs("--default", "VALUE", default))
     tf = Taskflow(task, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
                   task_path=task_path, **options)
     spool: Optional[str] = None
@@ -139,25 +139,6 @@ def run_command(
     finally:
         if spool:
             os.unlink(spool)
-
-
-def _pairs(flag: str, what: str, items: list[str]) -> dict[str, str]:
-    """``{FIELD: text}`` from repeated ``FIELD=text`` options (split at the first ``=``; both sides stripped).
-
-    Raises:
-        ConfigError: an item without ``=``, an empty side, or a FIELD given twice.
-    """
-    pairs: dict[str, str] = {}
-    for item in items:
-        key, sep, value = (part.strip() for part in item.partition("="))
-        if not sep or not key or not value:
-            example = "transaction_id='Txn Ref'" if what == "COLUMN" else "currency=CNY"
-            raise ConfigError(f"{flag} {item!r}: write FIELD={what}, e.g. {flag} {example} (quote a name or value "
-                              "with spaces).")
-        if key in pairs:
-            raise ConfigError(f"{flag} gives {key!r} twice ({pairs[key]!r} and {value!r}); keep one.")
-        pairs[key] = value
-    return pairs
 
 
 def _check_output(source: str, output: Optional[Path]) -> None:
