@@ -296,3 +296,22 @@ def test_cli_lists_report_drafts_from_results(tmp_path) -> None:
                                    "2024-03-05", "due 2024-03-12"]
     assert sum('"kind":"large_value"' in line for line in lines) == 2  # in the results: first and updated draft
     assert CliRunner().invoke(app, ["aml", "reports", "--results", str(path), "--kind", "ctr"]).output == ""
+
+
+def test_a_busy_corporate_transfer_aggregate_does_not_repeat_its_draft_on_every_later_transfer() -> None:
+    from sectorflow_aml.reports import JOIN_UPDATES_MAX
+
+    engine = ReportEngine("CN")
+    corp = {"channel": "transfer", "sender": "CORP", "customer_type": "corporate"}
+    assert engine.observe(txn("c0", "1500000", receiver="SUPP0", when="2024-03-05T01:00:00", **corp)) == []
+    crossing = engine.observe(txn("c1", "600000", receiver="SUPP1", when="2024-03-05T01:10:00", **corp))
+    assert [d.transaction_ids for d in crossing if d.customer_account == "CORP"] == [["c0", "c1"]]
+    later = [engine.observe(txn(f"s{i}", "1000", receiver=f"SHOP{i}", when="2024-03-05T02:00:00", **corp))
+             for i in range(300)]
+    assert not any(d.customer_account == "CORP" for drafts in later for d in drafts)  # no quadratic output
+    (open_corp,) = [d for d in engine.open_reports() if d.customer_account == "CORP"]
+    assert len(open_corp.transaction_ids) == 302  # still every transfer of the day in the open draft
+    cash = ReportEngine("CN")  # cash: each later deposit carries the update, up to JOIN_UPDATES_MAX transactions
+    results = [cash.observe(txn(f"d{i}", "30000" if i < 2 else "10", when="2024-03-05T03:00:00"))
+               for i in range(JOIN_UPDATES_MAX + 5)]
+    assert [len(r) for r in results[:3]] == [0, 1, 1] and sum(map(len, results)) == JOIN_UPDATES_MAX - 1

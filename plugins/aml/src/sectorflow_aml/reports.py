@@ -82,6 +82,11 @@ class _Open:
     fired: bool = False
 
 
+_CASH_RULES = frozenset({"cash", "ctr_cash"})
+JOIN_UPDATES_MAX = 200
+"""Most transactions of a cash aggregate for which each later one carries the updated draft (see ``observe``)."""
+
+
 class ReportEngine:
     """Stateful large-value / CTR report detector. Not thread-safe: one engine per transaction stream.
 
@@ -214,8 +219,12 @@ class ReportEngine:
 
     def observe(self, txn: Transaction) -> list[ReportDraft]:
         """Add one transaction; return the drafts it triggers or updates (usually none, at most one per leg and
-        rule): the draft of an aggregate that has just met its threshold, and for a later transaction of an aggregate
-        that already fired the same draft updated to include it (same ``report_id``; keep the latest per id).
+        rule): the draft of an aggregate that has just met its threshold; and the same draft updated to include it
+        (same ``report_id``; keep the latest per id) for a later transaction of an aggregate that already fired when
+        that transaction meets the threshold on its own, or when the aggregate is cash (large-value cash, CTR) and
+        holds at most :data:`JOIN_UPDATES_MAX` transactions. Cash aggregates are a handful of deposits a day, so every
+        one reaches the results; a busy corporate account's transfer aggregate would repeat a growing draft on each of
+        hundreds of transfers (quadratic output), so its later small transfers reach only :meth:`open_reports`.
 
         Raises:
             MissingRateError: a foreign-currency amount with no rate in ``fx``.
@@ -253,7 +262,9 @@ class ReportEngine:
                     if total >= threshold.amount if threshold.inclusive else total > threshold.amount:  # met()
                         state.fired = True
                         drafts.append(self._draft(state))
-                else:  # joins a fired aggregate: its result carries the open draft, updated (same report_id)
+                elif (amount >= threshold.amount if threshold.inclusive else amount > threshold.amount) or (
+                        threshold.rule in _CASH_RULES and len(state.rows) <= JOIN_UPDATES_MAX):
+                    # joins a fired aggregate: its result carries the open draft, updated (same report_id)
                     drafts.append(self._draft(state))
         latest = self._latest
         if latest is None or business_date > latest:
