@@ -283,3 +283,25 @@ def test_the_digest_covers_channel_and_countries_too() -> None:
     base = transactions_digest([t])
     for change in ({"channel": "transfer"}, {"receiver_country": "DE"}, {"sender_country": "CN"}):
         assert transactions_digest([t.model_copy(update=change)]) != base, change
+
+
+def test_messages_count_in_the_singular_where_there_is_one(tmp_path: Path) -> None:
+    source, results, alerts = _flow_results(tmp_path)
+    cycle = alerts["cycle"]
+    rows = [r for r in _flow_rows() if r["transaction_id"] != "L2"]
+    with pytest.raises(InvalidInputError, match="1 of the alert's 3 transactions is not in it"):
+        explain_alert(cycle.alert_id, results, _write_csv(tmp_path / "no-l2.csv", rows), tmp_path / "m.png", "csv")
+    one = _sample()[0]
+    alert = Alert(alert_id="model_risk-1", typology="model_risk", accounts=[one.sender_account, one.receiver_account],
+                  transaction_ids=[one.transaction_id], score=0.9, reasons=[], fired_by="model:test",
+                  time=one.timestamp)
+    import matplotlib.pyplot as plt
+
+    titles: list[str] = []
+    original = plt.Axes.set_title
+    try:
+        plt.Axes.set_title = lambda self, text, **kw: titles.append(text) or original(self, text, **kw)
+        draw_alert(alert, [one], tmp_path / "one.png")
+    finally:
+        plt.Axes.set_title = original
+    assert "\n1 transfer, " in titles[0]

@@ -307,7 +307,8 @@ def check_input_matches(alert: Alert, transactions: list[Transaction], source: s
             f"{alert.time.isoformat()} in the results")
     if missing or foreign or changed:
         if missing:
-            what = f"{len(missing)} of the alert's {len(alert.transaction_ids)} transactions are not in it"
+            what = (f"{len(missing)} of the alert's {len(alert.transaction_ids)} transactions "
+                    f"{'is' if len(missing) == 1 else 'are'} not in it")
         elif foreign:
             what = f"transactions {', '.join(foreign[:5])} there involve none of the alert's accounts"
         else:

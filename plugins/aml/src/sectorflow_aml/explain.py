@@ -163,7 +163,8 @@ def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Pa
         total[t.currency] = total.get(t.currency, Decimal(0)) + t.amount
     sums = ", ".join(f"{v:,.2f} {k}" for k, v in sorted(total.items()))
     reasons = "; ".join(r.en for r in alert.reasons[:2])
-    ax.set_title(title_text(alert, f"{len(chosen)} transfers, {sums}, {first:{clock}} to {last:{clock}} (UTC)",
+    transfers = "1 transfer" if len(chosen) == 1 else f"{len(chosen)} transfers"
+    ax.set_title(title_text(alert, f"{transfers}, {sums}, {first:{clock}} to {last:{clock}} (UTC)",
                             reasons, width=int(size * 12)), fontsize=10)
     missing = len(wanted) - len(chosen)
     footer = ([f"{missing} transaction(s) of the alert were not in the input supplied."] if missing else []) \
