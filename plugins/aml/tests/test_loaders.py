@@ -278,3 +278,26 @@ def test_a_malformed_jsonl_line_is_reported_with_its_line_number_position_and_wh
     with pytest.raises(InvalidInputError, match=r"row 3: line 3 is not valid JSON \(Expecting value") as raised:
         load_transactions(source, format="jsonl", on_error="reject")
     assert "None:" not in str(raised.value)
+
+
+def test_timestamps_without_an_offset_are_named_once_per_file(tmp_path, caplog):
+    # bank exports often hold local times without an offset; they are read as UTC (the schema's rule), and the
+    # reader says so once, naming a row, so a Chinese bank does not lose 17:00 deposits to the next day unawares
+    from sectorflow_aml.loaders import READERS
+
+    path = tmp_path / "local.csv"
+    path.write_text("transaction_id,timestamp,sender_account,receiver_account,amount,currency,channel\n"
+                    "a,2026-11-03T09:00:00,C,C,30000,CNY,cash_deposit\n"
+                    "b,2026-11-03T17:00:00+08:00,C,C,30000,CNY,cash_deposit\n"
+                    "c,2026-11-03 17:30:00,C,C,100,CNY,cash_deposit\n")
+    with caplog.at_level("WARNING", logger="sectorflow_aml"):
+        rows = list(READERS["csv"](path))
+    assert len(rows) == 3
+    (message,) = [r.getMessage() for r in caplog.records if "UTC offset" in r.getMessage()]
+    assert "2 of 3 timestamps carry no UTC offset (e.g. row 1: '2026-11-03T09:00:00')" in message
+    caplog.clear()
+    path.write_text("transaction_id,timestamp,sender_account,receiver_account,amount,currency,channel\n"
+                    "a,2026-11-03T09:00:00Z,C,C,30000,CNY,cash_deposit\n")
+    with caplog.at_level("WARNING", logger="sectorflow_aml"):
+        list(READERS["csv"](path))
+    assert not [r for r in caplog.records if "UTC offset" in r.getMessage()]

@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import difflib
 import json
+import logging
 import re
 from collections.abc import Callable, Iterator, Mapping
 from datetime import date, datetime, timedelta, timezone
@@ -38,6 +39,9 @@ from .schema import EARLIEST, LATEST, Transaction, trusted_transaction
 
 Record = dict[str, Any]
 Reader = Callable[[Any], Iterator[tuple[int, Record]]]
+
+log = logging.getLogger("sectorflow_aml")
+
 FIELDS = tuple(Transaction.model_fields)
 
 _AMOUNT = re.compile(r"(?:[1-9][0-9]{0,14}|0)(?:\.[0-9]{1,4})?")
@@ -80,6 +84,45 @@ def _remap(record: Mapping[str, Any], mapping: Mapping[str, str] | None,
     return out
 
 
+_OFFSET = re.compile(r"(Z|[+-]\d\d(:?\d\d)?)$", re.IGNORECASE)
+
+
+_warned_naive: set[object] = set()
+
+
+def _file_key(source: Any) -> object:
+    """A file's identity for warning once: path, size and modification time (the source itself otherwise)."""
+    try:
+        stat = Path(source).stat()
+        return (str(Path(source).resolve()), stat.st_size, stat.st_mtime_ns)
+    except (TypeError, OSError):
+        return id(source)
+
+
+def _noting_naive_times(source: Any, rows: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+    """``rows`` unchanged; at the end, one warning when timestamps carried no UTC offset (read as UTC, as the
+    ``Transaction`` schema defines). Bank exports often hold local times without an offset: in China 17:00 local read
+    as UTC is 01:00 the next Beijing day, which moves same-day cash totals to other days."""
+    naive = total = 0
+    first = None
+    for row, record in rows:
+        if isinstance(record, dict):
+            value = record.get("timestamp")
+            if value is not None:
+                total += 1
+                if (isinstance(value, datetime) and value.tzinfo is None) or (
+                        isinstance(value, str) and not _OFFSET.search(value.strip())):
+                    naive += 1
+                    first = first or (row, value)
+        yield row, record
+    key = _file_key(source)
+    if naive and key not in _warned_naive:  # once per file: the CLI's reject mode reads a file twice
+        _warned_naive.add(key)
+        log.warning("%s: %d of %d timestamps carry no UTC offset (e.g. row %d: %r) and were read as UTC; if they are "
+                    "local times, write the offset (e.g. 2026-11-03T17:00:00+08:00) or convert them to UTC first, or "
+                    "same-day totals and business days shift.", source, naive, total, first[0], str(first[1]))
+
+
 def _check_mapping(mapping: Mapping[str, str] | None, defaults: Mapping[str, Any] | None = None) -> None:
     unknown = (set(mapping or {}) | set(defaults or {})) - set(FIELDS)
     if unknown:
@@ -117,7 +160,7 @@ def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, 
                     continue
                 yield row, _remap(record, mapping, defaults)
 
-    return read_csv
+    return lambda source: _noting_naive_times(source, read_csv(source))
 
 
 REQUIRED = tuple(name for name, f in Transaction.model_fields.items() if f.is_required())
@@ -214,7 +257,7 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
                     continue
                 yield row, _remap(record, mapping, defaults)
 
-    return read_jsonl
+    return lambda source: _noting_naive_times(source, read_jsonl(source))
 
 
 def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None,
@@ -244,7 +287,7 @@ def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[s
                 row += 1
                 yield row, _remap(record, mapping, defaults)
 
-    return read_parquet
+    return lambda source: _noting_naive_times(source, read_parquet(source))
 
 
 def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", channel: str = "transfer",
