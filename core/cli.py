@@ -72,7 +72,7 @@ def schema_command(task: str) -> None:
 
 
 def _validated(spec: Any, rows: Iterator[tuple[int, Any]], on_error: OnError,
-               skipped: list[dict[str, Any]]) -> Iterator[Any]:
+               skipped: list[dict[str, Any]], context: dict[str, Any] | None = None) -> Iterator[Any]:
     """Validated input items; a bad row (a reader's ``InvalidInputError`` or a model mismatch) raises or is skipped."""
     for row, record in rows:
         if isinstance(record, InvalidInputError):
@@ -81,7 +81,7 @@ def _validated(spec: Any, rows: Iterator[tuple[int, Any]], on_error: OnError,
             skipped.extend(record.details or [{"row": row, "field": None, "reason": record.message}])
             continue
         try:
-            yield validate_items(spec.input_model, [record], first_row=row)[0]
+            yield validate_items(spec.input_model, [record], first_row=row, context=context)[0]
         except InvalidInputError as exc:
             if on_error is OnError.reject:
                 raise
@@ -176,7 +176,7 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
         # First pass: validate every row, so that a rejected file produces no partial output, and report every bad
         # row at once (the first alone would send the user round the fix-and-rerun loop once per row).
         problems: list[dict[str, Any]] = []
-        for _ in _validated(tf.spec, reader(source, name=name), OnError.skip, problems):
+        for _ in _validated(tf.spec, reader(source, name=name), OnError.skip, problems, tf.input_context):
             pass
         if problems:
             rows = sorted({p["row"] for p in problems if p.get("row") is not None})
@@ -194,7 +194,7 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
             bar = progress.add_task(f"{tf.spec.name}", total=None)
-            items = _validated(tf.spec, reader(source, name=name), on_error, skipped)
+            items = _validated(tf.spec, reader(source, name=name), on_error, skipped, tf.input_context)
             while chunk := list(itertools.islice(items, max(batch_size, 1024))):
                 for result in tf.run(chunk, context=context):
                     out.write(result.model_dump_json() + "\n")

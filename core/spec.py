@@ -141,6 +141,11 @@ class TaskSpec:
             (``MatMul``; ``("MatMul", "Gather")`` also stores embedding tables int8, for a model whose MatMul-only INT8
             loses more than the margin; ``("MatMulWeightOnly",)`` keeps activations float32, for a small model
             whose dynamically quantized activations lose more than the margin).
+        input_context: ``input_context(options) -> dict``: the pydantic validation context for raw input items
+            (dicts, file rows), built once from the ``Taskflow`` options, e.g. ``{"input_timezone": ZoneInfo(...)}``
+            for a task whose option says how to read timestamps without a UTC offset; the input model's validators
+            read it as ``info.context``. Raises :class:`~sectorflow.errors.ConfigError` for a bad option. Items
+            passed as input-model instances are already validated and are taken as they are. ``None``: no context.
         model_switch: the name of the boolean option that turns the task's model off (``"model"`` for aml,
             ``Taskflow("aml", model=False)``), or ``None``. With that option ``False`` the runtime loads no bundle at
             all: the pipeline gets ``bundle=None``, results name no model, and ``precision="int8"`` needs no INT8
@@ -167,6 +172,7 @@ class TaskSpec:
     validation: Callable[[Bundle], ValidationSet] | None = None
     inference_bundle: Callable[[Bundle], Bundle] | None = None
     quantize_ops: tuple[str, ...] = ("MatMul",)
+    input_context: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     model_switch: str | None = None
     plugin: str = ""
 

@@ -37,8 +37,11 @@ def _default_threads() -> int:
 _REASONS = {"missing": "missing or empty: a value is required"}
 
 
-def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: int = 1) -> list[BaseModel]:
-    """Validate raw items (dicts or model instances) against ``model``.
+def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: int = 1,
+                   context: dict[str, Any] | None = None) -> list[BaseModel]:
+    """Validate raw items (dicts or model instances) against ``model``; ``context`` is the pydantic validation
+    context (:attr:`TaskSpec.input_context`, as :attr:`Taskflow.input_context` holds it). Instances of ``model`` are
+    taken as they are.
 
     Raises:
         InvalidInputError: with ``details`` listing every bad item as ``{"row", "field", "reason"}`` (rows 1-based,
@@ -51,7 +54,7 @@ def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: i
             out.append(item)
             continue
         try:
-            out.append(model.model_validate(item))
+            out.append(model.model_validate(item, context=context))
         except ValidationError as exc:
             for err in exc.errors():
                 problems.append({"row": first_row + offset, "field": ".".join(str(p) for p in err["loc"]) or None,
@@ -116,6 +119,9 @@ class Taskflow:
         self.batch_size = batch_size
         self.num_threads = num_threads if num_threads is not None else _default_threads()
         self.options = dict(options)
+        self.input_context: dict[str, Any] | None = (
+            dict(self.spec.input_context(self.options)) if self.spec.input_context is not None else None)
+        """The validation context of raw input items, from the options (:attr:`TaskSpec.input_context`)."""
         self._call_lock = threading.Lock()
         self._swap_lock = threading.Lock()
         self._current: tuple[Pipeline, ResultMeta] = self._build(task_path, CallContext())
@@ -210,7 +216,7 @@ class Taskflow:
         pipeline, meta = self._current
         start = time.perf_counter()
         try:
-            validated = validate_items(self.spec.input_model, items, first_row=first_row)
+            validated = validate_items(self.spec.input_model, items, first_row=first_row, context=self.input_context)
         except InvalidInputError as exc:
             plugins.emit(TaskEvent("call_failed", self.spec.name, context, meta, n_items=len(items),
                                    error=f"InvalidInputError: {exc}"))

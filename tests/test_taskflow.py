@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import BaseModel, ValidationInfo, field_validator
 
 from core_support import ECHO_BUNDLE, EventRecorder, echo_plugin, load_make_bundle
 from sectorflow import (
@@ -423,3 +424,44 @@ def test_a_batch_key_groups_similar_items_into_batches_and_keeps_the_output_orde
     LengthSortedPipeline.seen = []
     Taskflow("echo", batch_size=8)(items)  # one batch: nothing to sort
     assert LengthSortedPipeline.seen == [[9, 1, 7, 3, 8, 2, 6, 4]]
+
+
+# --- validation context from the task options (TaskSpec.input_context) ---------------------------------------------
+
+class PrefixedInput(BaseModel):
+    """An echo input whose validator reads the validation context: ``prefix`` is put before the text."""
+
+    text: str
+
+    @field_validator("text")
+    @classmethod
+    def _prefixed(cls, value: str, info: ValidationInfo) -> str:
+        prefix = (info.context or {}).get("prefix")
+        return f"{prefix}{value}" if prefix else value
+
+
+def _prefix_context(options):
+    prefix = options.get("prefix")
+    if prefix is not None and not isinstance(prefix, str):
+        raise ConfigError(f"prefix={prefix!r}: give a string.")
+    return {} if prefix is None else {"prefix": prefix}
+
+
+def test_input_context_from_options_reaches_validation_of_raw_items_only(registry):
+    spec = replace(_echo_spec(), input_model=PrefixedInput, input_context=_prefix_context,
+                   options={**_echo_spec().options, "prefix": "text put before each raw item"})
+    registry({"echo": _plugin(spec)})
+    tf = Taskflow("echo", prefix=">> ")
+    assert tf.input_context == {"prefix": ">> "}
+    assert tf({"text": "abc"}).text == ">> abc"
+    assert [r.text for r in tf.stream([{"text": "x"}, {"text": "y"}], chunk_size=1)] == [">> x", ">> y"]
+    # an item that is already a validated input model is taken as it is
+    assert tf(PrefixedInput(text="done")).text == "done"
+    assert Taskflow("echo").input_context == {}
+    assert Taskflow("echo")({"text": "abc"}).text == "abc"
+    with pytest.raises(ConfigError, match="prefix=3: give a string"):
+        Taskflow("echo", prefix=3)
+
+
+def test_tasks_without_input_context_have_none(echo_registry):
+    assert Taskflow("echo").input_context is None

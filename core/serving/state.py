@@ -74,6 +74,15 @@ class ServerState:
                 self.failed[name] = f"{type(exc).__name__}: {exc}"
                 log.error("task %s failed to load: %s", name, exc)
                 continue
+            if taskflow.input_context:
+                # The server validates request bodies itself (FastAPI and the ASGI fast path), without a context:
+                # an option that changes how raw items are read would apply to files and Python calls only.
+                given = ", ".join(sorted(taskflow.input_context))
+                self.failed[name] = (f"ConfigError: option(s) {given} of task {name} change how raw input is read; "
+                                     "the server does not apply them: drop them from the serve config and send "
+                                     "complete values (e.g. ISO 8601 timestamps with their UTC offset).")
+                log.error("task %s failed to load: %s", name, self.failed[name])
+                continue
             self.taskflows[name] = taskflow
             self.metrics.set_model(name, taskflow.meta)
             batcher = TaskBatcher(taskflow, task_config, self.executor, self.metrics)

@@ -141,7 +141,9 @@ class TestTasks:
         register(TaskSpec("score", ScoreIn, ScoreOut, ScorePipeline, version="1.0", description="Linear score",
                           default_bundle=self.score_bundle, examples=({"features": [1.0, 2.0, 3.0, 4.0]},)))
         register(TaskSpec("echo", EchoIn, EchoOut, EchoPipeline, description="Upper-case echo", aliases=("shout",),
-                          examples=({"text": "hello", "repeat": 2},)))
+                          examples=({"text": "hello", "repeat": 2},),
+                          options={"prefix": "a validation context for raw items (the server refuses it)"},
+                          input_context=lambda options: {"prefix": options["prefix"]} if "prefix" in options else {}))
         register(TaskSpec("ledger", LedgerIn, LedgerOut, LedgerPipeline, stateful=True,
                           examples=({"account": "acc-1", "amount": 12.5},)))
 

@@ -115,3 +115,16 @@ def test_a_task_whose_model_fails_to_load_does_not_take_the_others_down(make_ser
     assert listing["score"]["status"] == "failed" and listing["echo"]["status"] == "ready"
     reload = server.client.post("/v1/admin/models/score/reload", headers=auth("admin"))
     assert reload.status_code == 400 and "no loaded model" in reload.json()["message"]
+
+
+def test_a_task_option_that_changes_how_raw_items_are_read_is_refused_by_the_server(make_server, bundles):
+    # the server validates request bodies itself, without the task's validation context (TaskSpec.input_context),
+    # so such an option (aml's input_timezone) would silently apply to files and Python calls only: refused, named
+    server = make_server(wait="loaded", tasks={"echo": {"options": {"prefix": ">> "}}},
+                         defaults={"max_queue_delay_ms": 0})
+    ready = server.client.get("/readyz")
+    assert ready.status_code == 503 and ready.json()["tasks"]["echo"] == "failed"
+    assert ready.json()["failed"]["echo"].startswith("ConfigError: option(s) prefix of task echo change how raw "
+                                                     "input is read")
+    scored = server.client.post("/v1/tasks/score", headers=auth("alice"), json={"inputs": [{"features": [1, 1, 1, 1]}]})
+    assert scored.status_code == 200 and scored.json()["outputs"][0]["score"] == pytest.approx(4.0)

@@ -29,7 +29,7 @@ from sectorflow import ConfigError, InvalidInputError, field_pairs, open_text
 
 from .explain import draw_alert
 from .loaders import READER_FACTORIES, READERS, guess_format
-from .schema import Alert, ReportDraft, Transaction, transactions_digest
+from .schema import Alert, ReportDraft, Transaction, input_context, transactions_digest
 
 log = logging.getLogger("sectorflow_aml")
 
@@ -133,16 +133,19 @@ def recorded_transactions(results: str | Path, ids: set[str]) -> dict[str, dict[
 
 def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str], *,
                             mapping: Mapping[str, str] | None = None,
-                            defaults: Mapping[str, Any] | None = None) -> list[Transaction]:
+                            defaults: Mapping[str, Any] | None = None,
+                            input_timezone: str | None = None) -> list[Transaction]:
     """The transactions of ``source`` whose ids are in ``ids`` (other rows are not validated).
 
     ``mapping`` (``{transaction_field: source_column}``) and ``defaults`` (``{transaction_field: value}``) read the
-    file as ``sectorflow run aml --column FIELD=COLUMN --default FIELD=VALUE`` did (csv, jsonl, parquet).
+    file as ``sectorflow run aml --column FIELD=COLUMN --default FIELD=VALUE`` did (csv, jsonl, parquet);
+    ``input_timezone`` reads timestamps without a UTC offset as the run's ``-O input_timezone=ZONE`` did.
 
     Raises:
         ConfigError: unknown format; ``mapping``/``defaults`` for a fixed-column format or naming a field that
             ``Transaction`` lacks.
     """
+    context = input_context({"input_timezone": input_timezone})
     fmt = fmt or guess_format(source)
     if fmt not in READERS:
         raise ConfigError(f"Unknown format {fmt!r}; use one of {', '.join(sorted(READERS))}.")
@@ -159,23 +162,24 @@ def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str], 
             if record.transaction_id in ids:
                 found.append(record)
         elif isinstance(record, dict) and record.get("transaction_id") in ids:
-            found.append(Transaction.model_validate(record))
+            found.append(Transaction.model_validate(record, context=context))
     return found
 
 
 def explain_alert(alert_id: str, results: str | Path, source: str | Path, png: str | Path,
                   fmt: str | None = None, mapping: Mapping[str, str] | None = None,
-                  defaults: Mapping[str, Any] | None = None) -> Path:
+                  defaults: Mapping[str, Any] | None = None, input_timezone: str | None = None) -> Path:
     """Python equivalent of ``sectorflow aml explain``: find the alert, read its transactions, check them against the
     results (:func:`check_input_matches`), draw the PNG. What the results could not confirm is logged as a warning
-    and written under the picture. ``mapping`` and ``defaults`` are the run's ``--column`` / ``--default`` (see
-    :func:`load_alert_transactions`).
+    and written under the picture. ``mapping``, ``defaults`` and ``input_timezone`` are the run's ``--column`` /
+    ``--default`` / ``-O input_timezone`` (see :func:`load_alert_transactions`).
 
     Raises:
         ConfigError: no such alert, unknown format, a bad mapping. InvalidInputError: ``source`` is not the input of
             ``results``.
     """
-    alert, transactions, note = checked_alert(alert_id, results, source, fmt, mapping=mapping, defaults=defaults)
+    alert, transactions, note = checked_alert(alert_id, results, source, fmt, mapping=mapping, defaults=defaults,
+                                              input_timezone=input_timezone)
     if note:
         log.warning("%s", note)
     return draw_alert(alert, transactions, png, note=note)
@@ -183,7 +187,7 @@ def explain_alert(alert_id: str, results: str | Path, source: str | Path, png: s
 
 def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: str | None = None, *,
                   mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None,
-                  ) -> tuple[Alert, list[Transaction], str | None]:
+                  input_timezone: str | None = None) -> tuple[Alert, list[Transaction], str | None]:
     """The alert, its transactions read from ``source`` and checked against ``results``, and a note naming what the
     results could not confirm (``None`` when every drawn amount and time was compared).
 
@@ -194,7 +198,8 @@ def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: s
     ids = set(alert.transaction_ids) | ({trigger_id} if trigger_id else set())
     found: dict[str, Transaction] = {}
     # a reused id: the run counted the first row only
-    for txn in load_alert_transactions(source, fmt, ids, mapping=mapping, defaults=defaults):
+    for txn in load_alert_transactions(source, fmt, ids, mapping=mapping, defaults=defaults,
+                                       input_timezone=input_timezone):
         found.setdefault(txn.transaction_id, txn)
     trigger = found.get(trigger_id) if trigger_id else None
     wanted = set(alert.transaction_ids)
@@ -207,7 +212,7 @@ def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: s
             raise InvalidInputError(
                 f"{source} is not the input that produced alert {alert.alert_id}: {_digest_mismatch(alert, recorded)} "
                 f"(the alert's transactions_sha256 does not match). Pass the same --input (and --format, --column, "
-                f"--default) that `sectorflow run aml` read, unedited.",
+                f"--default, --input-timezone) that `sectorflow run aml` read, unedited.",
                 details={"alert_id": alert.alert_id, "transactions_sha256": alert.transactions_sha256,
                          "not_recorded": [t for t in alert.transaction_ids if t not in recorded][:20]})
         unchecked = []
@@ -316,7 +321,8 @@ def check_input_matches(alert: Alert, transactions: list[Transaction], source: s
             if len(changed) > 3:
                 what += f"; {len(changed) - 3} more transactions differ"
         raise InvalidInputError(f"{source} is not the input that produced alert {alert.alert_id}: {what}. Pass the "
-                                f"same --input (and --format) that `sectorflow run aml` read, unedited.",
+                                f"same --input (and --format, --column, --default, --input-timezone) that "
+                                f"`sectorflow run aml` read, unedited.",
                                 details={"missing": missing[:20], "foreign": foreign[:20],
                                          "changed": {k: v for k, v in list(changed.items())[:20]}})
     return [tid for tid in alert.transaction_ids if tid not in recorded]
@@ -380,13 +386,16 @@ def explain_command(
                                      "file's column COLUMN, FIELD=COLUMN, repeatable (csv, jsonl, parquet)."),
     default: list[str] = typer.Option([], "--default", help="As for `sectorflow run aml`: value of FIELD where the "
                                       "file has no such column or the cell is empty, FIELD=VALUE, repeatable."),
+    input_timezone: Optional[str] = typer.Option(None, "--input-timezone", help="As the run's -O input_timezone=ZONE: "
+                                                 "the time zone of timestamps without a UTC offset (default UTC)."),
 ) -> None:
     """Draw ALERT_ID's fund flow (accounts as nodes, transfers as arrows with amount and time) as a PNG.
 
-    Read the input as the run did: the same --format, --column and --default."""
+    Read the input as the run did: the same --format, --column, --default and input time zone."""
     alert, transactions, note = checked_alert(alert_id, results, source, fmt,
                                               mapping=field_pairs("--column", "COLUMN", column),
-                                              defaults=field_pairs("--default", "VALUE", default))
+                                              defaults=field_pairs("--default", "VALUE", default),
+                                              input_timezone=input_timezone)
     if note:
         typer.echo(f"note: {note}", err=True)
     typer.echo(str(draw_alert(alert, transactions, png, note=note)))

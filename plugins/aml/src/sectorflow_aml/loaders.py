@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from sectorflow import ConfigError, InvalidInputError, open_text
 
-from .schema import EARLIEST, LATEST, Transaction, trusted_transaction
+from .schema import EARLIEST, LATEST, Transaction, input_context, trusted_transaction
 
 Record = dict[str, Any]
 Reader = Callable[[Any], Iterator[tuple[int, Record]]]
@@ -118,8 +118,9 @@ def _noting_naive_times(source: Any, rows: Iterator[tuple[int, Any]]) -> Iterato
     key = _file_key(source)
     if naive and key not in _warned_naive:  # once per file: the CLI's reject mode reads a file twice
         _warned_naive.add(key)
-        log.warning("%s: %d of %d timestamps carry no UTC offset (e.g. row %d: %r) and were read as UTC; if they are "
-                    "local times, write the offset (e.g. 2026-11-03T17:00:00+08:00) or convert them to UTC first, or "
+        log.warning("%s: %d of %d timestamps carry no UTC offset (e.g. row %d: %r): they are read in the zone the "
+                    "option input_timezone names, UTC when it is not given. If they are local times, name their zone "
+                    "(sectorflow run aml -O input_timezone=Asia/Shanghai; Taskflow('aml', input_timezone=...)), or "
                     "same-day totals and business days shift.", source, naive, total, first[0], str(first[1]))
 
 
@@ -433,8 +434,8 @@ def guess_format(path: str | Path) -> str:
 
 
 def load_transactions(path: str | Path, format: str | None = None, mapping: Mapping[str, str] | None = None,
-                      on_error: Literal["skip", "reject"] = "skip", **reader_options: Any,
-                      ) -> tuple[list[Transaction], list[dict[str, Any]]]:
+                      on_error: Literal["skip", "reject"] = "skip", *, input_timezone: str | None = None,
+                      **reader_options: Any) -> tuple[list[Transaction], list[dict[str, Any]]]:
     """Read and validate a transaction file.
 
     Args:
@@ -442,6 +443,8 @@ def load_transactions(path: str | Path, format: str | None = None, mapping: Mapp
         format: one of ``READERS`` (``None``: guessed by :func:`guess_format`).
         mapping: ``{transaction_field: source_column}`` for ``csv``, ``jsonl`` and ``parquet``.
         on_error: ``"skip"`` drops bad rows and returns them as problems; ``"reject"`` raises on any bad row.
+        input_timezone: time zone of timestamps without a UTC offset (the ``aml`` option of the same name, e.g.
+            ``"Asia/Shanghai"``); ``None``: UTC. Rows of the typed AMLSim reader carry UTC times already.
         reader_options: passed to the format's reader factory (e.g. ``defaults={"currency": "USD"}`` for csv, jsonl
             and parquet; ``base_date=``, ``currency=`` for AMLSim).
 
@@ -450,10 +453,12 @@ def load_transactions(path: str | Path, format: str | None = None, mapping: Mapp
 
     Raises:
         InvalidInputError: with ``on_error="reject"``, listing every bad row.
-        ConfigError: unknown format, missing file, mapping for a fixed format, or a bad ``on_error``.
+        ConfigError: unknown format, missing file, mapping for a fixed format, a bad ``on_error`` or
+            ``input_timezone``.
     """
     if on_error not in ("skip", "reject"):
         raise ConfigError(f"on_error must be 'skip' or 'reject', not {on_error!r}.")
+    context = input_context({"input_timezone": input_timezone})
     fmt = format or guess_format(path)
     factories: dict[str, Callable[..., Reader]] = {"csv": csv_reader, "jsonl": jsonl_reader,
                                                    "parquet": parquet_reader, "amlsim": amlsim_reader,
@@ -477,7 +482,7 @@ def load_transactions(path: str | Path, format: str | None = None, mapping: Mapp
             problems.extend(record.details or [{"row": row, "field": None, "reason": str(record)}])
             continue
         try:
-            transactions.append(Transaction.model_validate(record))
+            transactions.append(Transaction.model_validate(record, context=context))
         except ValidationError as exc:
             problems.extend({"row": row, "field": ".".join(str(p) for p in e["loc"]) or None, "reason": e["msg"]}
                             for e in exc.errors())

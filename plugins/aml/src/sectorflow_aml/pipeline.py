@@ -42,7 +42,8 @@ from sectorflow import ConfigError, Pipeline
 
 from .fx import MissingRateError
 from .reports import ReportEngine, suspicious_report
-from .schema import Alert, Reason, ReportDraft, Transaction, TransactionAssessment, transactions_digest
+from .schema import (INPUT_TIMEZONE_HELP, Alert, Reason, ReportDraft, Transaction, TransactionAssessment,
+                     transactions_digest)
 from .typologies import RULES, build_rules
 from .typologies.base import alert_id
 from .window import TransactionWindow
@@ -66,6 +67,7 @@ OPTIONS: dict[str, str] = {
                        "accounts): a list, {account: reason}, or a file of 'account[,reason]' lines; the hub "
                        "typologies (fan_in, fan_out, gather_scatter, rapid_pass_through, and scatter_gather at either "
                        "end) raise no alert on them; report drafts, the other typologies and the model are unaffected",
+    "input_timezone": INPUT_TIMEZONE_HELP,
     **ReportEngine.OPTIONS,
 }
 """The options ``Taskflow("aml", **options)`` accepts."""

@@ -8,15 +8,17 @@ threshold true), so that batch and one-at-a-time streaming give the same alerts.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
-from datetime import datetime, timezone
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta, timezone, tzinfo
 from decimal import Decimal
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from sectorflow import TaskResult
+from sectorflow import ConfigError, TaskResult
 
 from .fx import is_iso4217
 
@@ -42,11 +44,58 @@ class Channel(str, Enum):
 EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
 LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
 
+_FIXED_OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d\d):?(\d\d)$", re.IGNORECASE)
+
+
+def parse_zone(text: Any) -> tzinfo:
+    """A time zone from an IANA name (``"Asia/Shanghai"``, ``"America/New_York"``, ``"UTC"``) or a fixed UTC offset
+    (``"+08:00"``, ``"-0500"``, ``"UTC+08:00"``; at most 23:59).
+
+    Raises:
+        ConfigError: anything else (the message gives examples).
+    """
+    if isinstance(text, str):
+        name = text.strip()
+        match = _FIXED_OFFSET.match(name)
+        if match:
+            sign, hours, minutes = match.groups()
+            if int(hours) < 24 and int(minutes) < 60:
+                delta = timedelta(hours=int(hours), minutes=int(minutes))
+                return timezone(-delta if sign == "-" else delta)
+        elif name and not name.startswith(("/", ".")):
+            try:
+                return ZoneInfo(name)
+            except Exception:  # ZoneInfoNotFoundError, ValueError for malformed keys
+                pass
+    raise ConfigError(f"input_timezone={text!r}: give an IANA time zone such as 'Asia/Shanghai' or "
+                      "'America/New_York', 'UTC', or a fixed offset such as '+08:00'.")
+
+
+INPUT_TIMEZONE_HELP = ("time zone of timestamps written without a UTC offset (bank exports in local time): an IANA "
+                       "name such as Asia/Shanghai or America/New_York, or an offset such as +08:00; default UTC, the "
+                       "input schema's rule. Applies to records and file rows, not to Transaction objects already "
+                       "made")
+
+
+def input_context(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The validation context of raw ``aml`` input items (``TaskSpec.input_context``): ``{"input_timezone":
+    tzinfo}`` when the ``input_timezone`` option is given, else ``{}`` (naive timestamps are UTC).
+
+    Raises:
+        ConfigError: ``input_timezone`` is not a time zone (see :func:`parse_zone`).
+    """
+    raw = options.get("input_timezone")
+    return {} if raw is None else {"input_timezone": parse_zone(raw)}
+
 
 class Transaction(BaseModel):
     """One transaction.
 
-    ``timestamp``: ISO 8601; a naive time is taken as UTC; it must lie in [1900-01-01, 2200-01-01) UTC.
+    ``timestamp``: ISO 8601; a naive time (no UTC offset) is taken as UTC, or as local time in the validation
+    context's ``input_timezone`` (``Taskflow("aml", input_timezone="Asia/Shanghai")``, ``sectorflow run aml -O
+    input_timezone=Asia/Shanghai``; see :func:`input_context`): a local time that a daylight-saving change skips or
+    repeats takes the offset in force before the change (Python's ``fold=0``). It is stored in UTC and must lie in
+    [1900-01-01, 2200-01-01) UTC.
     ``amount``: a positive decimal in ``currency`` (ISO 4217 alphabetic code), below 10^15 and with at most 4 decimal
     places (ISO 4217 minor units go to 4 places, e.g. CLF). Countries are ISO 3166-1 alpha-2. For cash deposits the
     sender may be the depositor's own account or a walk-in id; for cash withdrawals the receiver likewise.
@@ -73,9 +122,15 @@ class Transaction(BaseModel):
 
     @field_validator("timestamp")
     @classmethod
-    def _utc(cls, value: datetime) -> datetime:
+    def _utc(cls, value: datetime, info: ValidationInfo) -> datetime:
         try:
-            utc = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+            if value.tzinfo is None:
+                context = info.context
+                zone = context.get("input_timezone") if context else None
+                utc = value.replace(tzinfo=timezone.utc) if zone is None else value.replace(tzinfo=zone).astimezone(
+                    timezone.utc)
+            else:
+                utc = value.astimezone(timezone.utc)
         except OverflowError as exc:  # e.g. 0001-01-01T00:00:00+14:00 has no UTC equivalent
             raise ValueError(f"{value.isoformat()} cannot be converted to UTC") from exc
         if not EARLIEST <= utc < LATEST:
