@@ -295,3 +295,16 @@ def test_a_model_alert_alone_drafts_no_suspicious_report_unless_model_str():
     assert len(alerts) == 1 and [d.customer_account for d in drafts] == ["M1"]
     with pytest.raises(ConfigError, match="model_str"):
         Taskflow("aml", model_str="yes")
+
+
+def test_customers_option_joins_one_persons_accounts_for_the_report_and_the_structuring_alert():
+    deposits = [rec(1, "W", "A1", "45000", hours=1, channel="cash_deposit"),
+                rec(2, "W", "A2", "46000", hours=3, channel="cash_deposit")]
+    out = Taskflow("aml", model=False, customers={"A1": "P1", "A2": "P1"})(deposits)
+    (alert,) = out[1].alerts
+    assert (alert.typology, alert.variant, alert.transaction_ids) == ("structuring", "cumulative", ["p1", "p2"])
+    (draft,) = [d for d in out[1].reports if d.kind == "large_value"]
+    assert draft.total_amount == 91_000 and draft.transaction_ids == ["p1", "p2"]
+    # without the mapping neither account reaches anything on its own
+    plain = Taskflow("aml", model=False)(deposits)
+    assert [r.alerts for r in plain] == [[], []] and [r.reports for r in plain] == [[], []]

@@ -589,3 +589,26 @@ def test_cumulative_structuring_counts_cash_only_by_default():
     both.tx("P", "X", 45000, hours=1)
     both.tx("P", "Y", 42000, hours=2)
     assert [(a.typology, a.variant) for a in both.alerts] == [("structuring", "cumulative")]
+
+
+def test_cumulative_structuring_counts_one_customers_accounts_together():
+    # 45,000 and 46,000 CNY in cash on one day to two accounts of one person: each account alone is one deposit
+    # (min_count 2), together a cumulative just under the threshold twice (31 CFR 1010.313: "by or on behalf of any
+    # person"; the report engine aggregates the same customers)
+    alone = Feed(StructuringRule())
+    alone.tx("WALKIN", "A1", 45000, hours=1, channel="cash_deposit")
+    alone.tx("WALKIN", "A2", 46000, hours=3, channel="cash_deposit")
+    assert alone.alerts == []
+    person = Feed(StructuringRule(customers={"A1": "P1", "A2": "P1", "B9": "P2"}))
+    person.tx("WALKIN", "A1", 45000, hours=1, channel="cash_deposit")
+    person.tx("WALKIN", "B9", 47000, hours=2, channel="cash_deposit")  # another customer: not counted
+    person.tx("WALKIN", "A2", 46000, hours=3, channel="cash_deposit")
+    person.tx("WALKIN", "A1", 44000, hours=4, channel="cash_deposit")  # same customer and day: cooldown, no second
+    (alert,) = person.alerts
+    assert alert.variant == "cumulative" and alert.transaction_ids == ["t1", "t3"]
+    assert alert.accounts == ["A2", "A1", "WALKIN"]  # the account whose deposit completed it first, then the other
+    assert alert.reasons[0].en.startswith("2 cash deposits by customer P1 (accounts A2, A1) on one day, each just "
+                                          "under the 50,000.00 CNY reporting threshold")
+    assert "totalling 91,000.00 CNY" in alert.reasons[0].en and "客户 P1（账户 A2、A1）同一天内有 2 笔现金存入" in alert.reasons[0].zh
+    with pytest.raises(ConfigError, match="customers"):
+        StructuringRule(customers={"A1": ""})

@@ -280,10 +280,13 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self._model_alerted: dict[tuple[str, str], float] = {}
 
     def _rule_defaults(self) -> dict[str, dict[str, Any]]:
-        """Structuring's thresholds and day from the report engine (single source of truth): the jurisdiction's cash
-        reporting thresholds, and the engine's business day (time zone, US working-day calendar, cut-off), so that a
-        same-day cumulative report and a same-day structuring alert count the same day."""
+        """Structuring's thresholds, day and customers from the report engine (single source of truth): the
+        jurisdiction's cash reporting thresholds, the engine's business day (time zone, US working-day calendar,
+        cut-off) and its ``customers`` mapping, so that a same-day cumulative report and a same-day structuring alert
+        count the same day and the same person's accounts."""
         structuring: dict[str, Any] = dict(self.reports_engine.day_rule)
+        if self.reports_engine.customers:  # one person's accounts count together, as in the cumulative reports
+            structuring["customers"] = dict(self.reports_engine.customers)
         cash = [t for t in self.reports_engine.thresholds if t.rule in ("cash", "ctr_cash")]
         if cash:
             structuring.update(thresholds={t.currency: float(t.amount) for t in cash},

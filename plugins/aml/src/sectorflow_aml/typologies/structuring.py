@@ -26,7 +26,9 @@ Variants (``Alert.variant``):
   the CTR is for currency), so two transfers of 45,000 and 42,000 on one day are not structuring (a fresh-user
   check got a "just under the 50,000 reporting threshold" alert for them). With ``False``, other payments are summed
   separately from cash; the customer is the receiving account of a cash deposit and the sending account of
-  everything else.
+  everything else. With ``customers`` (``{account: customer_id}``; ``Taskflow("aml", customers=...)`` passes the
+  report engine's, so both aggregate alike, as 1010.313 aggregates "by or on behalf of any person") the accounts of
+  one customer count together: 30,000 deposited to each of a person's two accounts on one day is one cumulative.
 - ``fan_in``: at least ``fan_in_min_senders`` distinct accounts each send just-under amounts to one account within
   ``fan_in_days`` days (FinCEN funnel account).
 - ``single``: one just-under transaction alone (off by default: alone it is weak evidence).
@@ -79,6 +81,7 @@ class StructuringParams:
     timezone: str = "UTC"
     calendar: str | None = None
     cutoff: str | None = None
+    customers: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.thresholds, dict) or not self.thresholds:
@@ -97,6 +100,11 @@ class StructuringParams:
         object.__setattr__(self, "thresholds", {k.upper(): float(v) for k, v in self.thresholds.items()})
         if self.channels is not None:
             object.__setattr__(self, "channels", tuple(self.channels))
+        if self.customers is not None:
+            if not isinstance(self.customers, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) and k and v for k, v in self.customers.items()):
+                raise ValueError("customers must be a {account: customer_id} mapping of non-empty strings")
+            object.__setattr__(self, "customers", dict(self.customers) or None)
         DayNumber(self.timezone, self.calendar, self.cutoff)  # ValueError on a bad zone, country or cutoff
 
 
@@ -136,6 +144,9 @@ class StructuringRule(Rule):
         self._decimal_bands = {c: (Decimal(lo), Decimal(hi)) for c, (lo, hi) in self._bands.items()}
         self._channels = None if p.channels is None else frozenset(p.channels)
         self._day = DayNumber(p.timezone, p.calendar, p.cutoff)
+        self._holdings: dict[str, tuple[str, ...]] = {}  # customer id -> its accounts, in first-mapped order
+        for account, customer in (p.customers or {}).items():
+            self._holdings[customer] = (*self._holdings.get(customer, ()), account)
 
     def _just_under(self, edge: Edge) -> bool:
         band = self._decimal_bands.get(edge.txn.currency)
@@ -207,43 +218,51 @@ class StructuringRule(Rule):
         txn = edge.txn
         kind = _kind(txn)
         deposit = kind == "cash_deposit"
-        customer = edge.dst if deposit else edge.src
-        state = window.get(customer)
-        if state is None:
-            return None
-        side = state.incoming if deposit else state.outgoing
+        account = edge.dst if deposit else edge.src
+        customer = p.customers.get(account, account) if p.customers else account
+        accounts = self._holdings.get(customer, (account,)) if p.customers else (account,)
         day_of = self._day
         today = day_of(edge.ts)
         first_day = today - (p.cumulative_days - 1)
         picked: list[Edge] = []
         total = 0.0
-        for other in reversed(side):
-            day = day_of(other.ts)
-            if day < first_day:
-                if other.ts <= edge.ts:
-                    break
+        for holder in accounts:
+            state = window.get(holder)
+            if state is None:
                 continue
-            if day > today or other.txn.currency != txn.currency or _kind(other.txn) != kind:
-                continue
-            if not self._just_under(other):
-                continue
-            picked.append(other)
-            total += float(other.txn.amount)
+            for other in reversed(state.incoming if deposit else state.outgoing):
+                day = day_of(other.ts)
+                if day < first_day:
+                    if other.ts <= edge.ts:
+                        break
+                    continue
+                if day > today or other.txn.currency != txn.currency or _kind(other.txn) != kind:
+                    continue
+                if not self._just_under(other):
+                    continue
+                picked.append(other)
+                total += float(other.txn.amount)
         if len(picked) < p.min_count or total < threshold:
             return None
         if not window.cooldown(("structuring.cumulative", customer, txn.currency, kind), today * DAY,
                                p.cumulative_days * DAY):
             return None
-        picked.reverse()
+        picked.sort(key=lambda e: e.seq)
         what_en, what_zh = _WHAT[kind]
         span_en = "on one day" if p.cumulative_days == 1 else f"within {p.cumulative_days} days"
         span_zh = "同一天内" if p.cumulative_days == 1 else f"{p.cumulative_days} 天内"
-        others = (a for e in picked for a in (e.src, e.dst) if a != customer)
+        used = list(dict.fromkeys([account, *(e.dst if deposit else e.src for e in picked)]))
+        if len(used) == 1:
+            by_en, by_zh = f"by account {account}", f"账户 {account} "
+        else:
+            by_en = f"by customer {customer} (accounts {', '.join(used)})"
+            by_zh = f"客户 {customer}（账户 {'、'.join(used)}）"
+        others = (a for e in picked for a in (e.src, e.dst) if a not in used)
         alert = self.alert(picked, p.score,
-                           f"{len(picked)} {what_en} by account {customer} {span_en}, each {under[0]}, totalling "
+                           f"{len(picked)} {what_en} {by_en} {span_en}, each {under[0]}, totalling "
                            f"{fmt_amount(total)} {txn.currency}",
-                           f"账户 {customer} {span_zh}有 {len(picked)} 笔{what_zh}，每笔均{under[1]}，合计 "
-                           f"{fmt_amount(total)} {txn.currency}", accounts=dict.fromkeys([customer, *others]),
+                           f"{by_zh}{span_zh}有 {len(picked)} 笔{what_zh}，每笔均{under[1]}，合计 "
+                           f"{fmt_amount(total)} {txn.currency}", accounts=dict.fromkeys([*used, *others]),
                            trigger=edge, variant="cumulative")
         return alert
 
