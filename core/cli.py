@@ -106,11 +106,20 @@ def run_command(
                                      "task formats that support it."),
     default: list[str] = typer.Option([], "--default", help="Value of FIELD where the file has no such column or "
                                       "the cell is empty: FIELD=VALUE (text, as a CSV cell), repeatable."),
+    history: list[Path] = typer.Option([], "--history", help="Stateful tasks (aml): an earlier input file fed "
+                                       "first, to rebuild the state a continuous run would have (sliding window, "
+                                       "same-day totals, alert cooldowns); its results are not written. Read like "
+                                       "SOURCE (same --format, --column, --default, options); repeatable, oldest "
+                                       "first."),
 ) -> None:
     """Run TASK over an input file and write one JSON line per result; a progress bar goes to stderr.
 
     A file whose column names differ from the task's input fields is read with --column FIELD=COLUMN (e.g.
-    --column transaction_id="Txn Ref" --column amount=Amt), and fields it lacks get --default FIELD=VALUE."""
+    --column transaction_id="Txn Ref" --column amount=Amt), and fields it lacks get --default FIELD=VALUE.
+
+    A stateful task (aml) starts each run with empty state: give the earlier files that a continuous run would
+    have seen with --history (e.g. the last 30 days for aml's 30-day window), so that patterns and same-day totals
+    that began before SOURCE are found, and a report that fired in an earlier run is updated, not drafted again."""
     options: dict[str, Any] = {}
     for item in option:
         key, sep, value = item.partition("=")
@@ -122,8 +131,12 @@ def run_command(
             options[key] = value
     _check_output(source, output)
     # The reader first: a wrong --format/--column is reported before a model is loaded.
-    reader = reader_for(plugins.get_task(task), fmt, source, mapping=field_pairs("--column", "COLUMN", column),
-                        defaults=field_pairs("--default", "VALUE", default))
+    spec = plugins.get_task(task)
+    mapping, defaults = field_pairs("--column", "COLUMN", column), field_pairs("--default", "VALUE", default)
+    reader = reader_for(spec, fmt, source, mapping=mapping, defaults=defaults)
+    earlier = [(str(path), reader_for(spec, fmt, path, mapping=mapping, defaults=defaults)) for path in history]
+    if history:
+        _check_history(spec, history, source, output)
     tf = Taskflow(task, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
                   task_path=task_path, **options)
     spool: Optional[str] = None
@@ -135,7 +148,12 @@ def run_command(
         source = spool = handle.name
     try:
         name = "standard input" if spool else source
-        _run_file(tf, reader, source, output, batch_size, on_error, name=name)
+        if on_error is OnError.reject:  # every file checked before any state changes or output is written
+            for path, read in [*earlier, (source, reader)]:
+                _check_rows(tf, read, path, "standard input" if path == spool else path)
+        for path, read in earlier:
+            _replay(tf, read, path, batch_size, on_error)
+        _run_file(tf, reader, source, output, batch_size, on_error, name=name, checked=True)
     finally:
         if spool:
             os.unlink(spool)
@@ -169,20 +187,61 @@ def cli_context() -> CallContext:
     return CallContext(actor=actor, source=socket.gethostname() or "cli", channel="cli")
 
 
-def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], batch_size: int,
-              on_error: OnError, name: str) -> None:
+def _check_history(spec: Any, history: list[Path], source: str, output: Optional[Path]) -> None:
+    """Refuse ``--history`` for a stateless task, a missing file, the input itself or the output.
+
+    Raises:
+        ConfigError: naming the file and the fix.
+    """
+    if not spec.stateful:
+        raise ConfigError(f"--history: task {spec.name!r} keeps no state between items, so earlier files change "
+                          "nothing; drop --history.")
+    for path in history:
+        if not path.is_file():
+            raise ConfigError(f"--history {path}: no such file.")
+        if source != "-" and Path(source).exists() and os.path.samefile(path, source):
+            raise ConfigError(f"--history {path} is the input file itself: give the files before it.")
+        if output is not None and output.exists() and os.path.samefile(path, output):
+            raise ConfigError(f"--history {path} is the --output file: writing would erase it.")
+
+
+def _check_rows(tf: Taskflow, reader: Any, source: str, name: str) -> None:
+    """Validate every row of ``source`` (the reject mode's first pass), so that a rejected file produces no partial
+    output and every bad row is reported at once (the first alone would send the user round the fix-and-rerun loop
+    once per row).
+
+    Raises:
+        InvalidInputError: listing the bad rows of ``name``.
+    """
+    problems: list[dict[str, Any]] = []
+    for _ in _validated(tf.spec, reader(source, name=name), OnError.skip, problems, tf.input_context):
+        pass
+    if problems:
+        rows = sorted({p["row"] for p in problems if p.get("row") is not None})
+        first = f" (first: row {rows[0]})" if rows else ""
+        raise InvalidInputError(f"{len(rows) or len(problems)} bad row(s) in {name}{first}; nothing was written. "
+                                "Fix them, or pass --on-error skip to process the good rows.", details=problems)
+
+
+def _replay(tf: Taskflow, reader: Any, source: str, batch_size: int, on_error: OnError) -> None:
+    """Feed ``source`` (a ``--history`` file) through ``tf``, discarding the results; say how many items it had."""
+    skipped: list[dict[str, Any]] = []
+    count = 0
+    items = _validated(tf.spec, reader(source, name=source), on_error, skipped, tf.input_context)
     context = cli_context()
-    if on_error is OnError.reject:
-        # First pass: validate every row, so that a rejected file produces no partial output, and report every bad
-        # row at once (the first alone would send the user round the fix-and-rerun loop once per row).
-        problems: list[dict[str, Any]] = []
-        for _ in _validated(tf.spec, reader(source, name=name), OnError.skip, problems, tf.input_context):
-            pass
-        if problems:
-            rows = sorted({p["row"] for p in problems if p.get("row") is not None})
-            first = f" (first: row {rows[0]})" if rows else ""
-            raise InvalidInputError(f"{len(rows) or len(problems)} bad row(s) in {name}{first}; nothing was written. "
-                                    "Fix them, or pass --on-error skip to process the good rows.", details=problems)
+    while chunk := list(itertools.islice(items, max(batch_size, 1024))):
+        tf.run(chunk, context=context)
+        count += len(chunk)
+    bad = len({p["row"] for p in skipped})
+    err.print(f"history {source}: {count} item(s) replayed (results not written)"
+              + (f", {bad} bad row(s) skipped." if bad else "."))
+
+
+def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], batch_size: int,
+              on_error: OnError, name: str, checked: bool = False) -> None:
+    context = cli_context()
+    if on_error is OnError.reject and not checked:
+        _check_rows(tf, reader, source, name)
     skipped: list[dict[str, Any]] = []
     try:
         out = open(output, "w", encoding="utf-8") if output else sys.stdout

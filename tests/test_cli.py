@@ -334,3 +334,22 @@ def test_an_input_without_rows_exits_0_with_a_warning(cli, tmp_path, name, conte
     assert "0 item(s) processed, 0 row(s) skipped." in err and f"warning: no rows in {source}" in err
     code, out, err = cli("run", "echo", "-", "--format", source.suffix[1:], stdin=content)
     assert code == 0 and out == "" and "warning: no rows in standard input" in err
+
+
+def test_history_feeds_a_stateful_task_first_and_writes_only_the_inputs_results(cli, tmp_path):
+    earlier, today, target = tmp_path / "earlier.jsonl", tmp_path / "today.jsonl", tmp_path / "out.jsonl"
+    write_jsonl(earlier, ITEMS[:3])
+    write_jsonl(today, ITEMS[3:])
+    code, _, err = cli("run", "echo_counter", str(today), "--history", str(earlier), "--output", str(target))
+    assert code == 0, err
+    rows = [json.loads(line) for line in target.read_text().splitlines()]
+    assert [r["seq"] for r in rows] == [4, 5] and [r["text"] for r in rows] == [i["text"] for i in ITEMS[3:]]
+    assert "3 item(s) replayed (results not written)" in err and "2 item(s) processed" in err
+
+
+def test_history_is_refused_for_a_stateless_task(cli, tmp_path):
+    earlier, today = tmp_path / "earlier.jsonl", tmp_path / "today.jsonl"
+    write_jsonl(earlier, ITEMS[:2])
+    write_jsonl(today, ITEMS[2:])
+    code, out, err = cli("run", "echo", str(today), "--history", str(earlier))
+    assert code == 2 and out == "" and "keeps no state between items" in err

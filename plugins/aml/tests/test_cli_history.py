@@ -1,0 +1,70 @@
+"""``sectorflow run aml TODAY --history EARLIER``: a daily CLI run rebuilds the state a continuous run would have."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sectorflow_aml.cli import register
+
+HEADER = "transaction_id,timestamp,sender_account,receiver_account,amount,currency,channel\n"
+
+
+def _cli():
+    from sectorflow import cli
+
+    if not any(group.name == "aml" for group in cli.app.registered_groups):
+        register(cli.app)
+    return cli.main
+
+
+def _reports(path: Path) -> list[dict]:
+    return [d for line in path.read_text(encoding="utf-8").splitlines() for d in json.loads(line)["reports"]]
+
+
+def test_history_rebuilds_same_day_totals_and_updates_the_earlier_report(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    main = _cli()
+    morning = tmp_path / "morning.csv"
+    morning.write_text(HEADER + "m1,2026-11-03T09:00:00+08:00,W,ACC,30000,CNY,cash_deposit\n"
+                                "m2,2026-11-03T11:00:00+08:00,W,ACC,21000,CNY,cash_deposit\n", encoding="utf-8")
+    evening = tmp_path / "evening.csv"
+    evening.write_text(HEADER + "e1,2026-11-03T16:00:00+08:00,W,ACC,9000,CNY,cash_deposit\n"
+                                "e2,2026-11-03T17:00:00+08:00,W,OTHER,30000,CNY,cash_deposit\n", encoding="utf-8")
+    run = ["run", "aml", "-O", "model=false"]
+    first = tmp_path / "morning.jsonl"
+    assert main(run + [str(morning), "--output", str(first)]) == 0, capsys.readouterr().err
+    (fired,) = _reports(first)  # 51,000 in cash on 3 Nov: the large-value report fires on m2
+    assert fired["transaction_ids"] == ["m1", "m2"]
+    # the evening file alone: 9,000 is nothing on its own (the day's total is lost)
+    alone = tmp_path / "alone.jsonl"
+    assert main(run + [str(evening), "--output", str(alone)]) == 0
+    assert _reports(alone) == []
+    # with the morning as history: e1 joins the fired report, same report_id, updated total; m1/m2 are not written
+    capsys.readouterr()
+    joined = tmp_path / "joined.jsonl"
+    assert main(run + [str(evening), "--history", str(morning), "--output", str(joined)]) == 0
+    assert "history " + str(morning) + ": 2 item(s) replayed (results not written)." in capsys.readouterr().err.replace("\n", "")
+    rows = [json.loads(line) for line in joined.read_text(encoding="utf-8").splitlines()]
+    assert [r["transaction_id"] for r in rows] == ["e1", "e2"]
+    (update,) = _reports(joined)
+    assert update["report_id"] == fired["report_id"] and update["transaction_ids"] == ["m1", "m2", "e1"]
+    assert update["total_amount"] == "60000.00"
+
+
+def test_history_is_refused_when_it_cannot_help(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main = _cli()
+    today = tmp_path / "today.csv"
+    today.write_text(HEADER + "t1,2026-11-03T09:00:00Z,A,B,100,CNY,transfer\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["run", "aml", str(today), "--history", str(tmp_path / "nope.csv"), "--output", str(out)]) == 2
+    assert "--history" in capsys.readouterr().err and not out.exists()
+    assert main(["run", "aml", str(today), "--history", str(today), "--output", str(out)]) == 2
+    assert "is the input file itself" in capsys.readouterr().err
+    # a bad row in a history file rejects the run before anything is written (default --on-error reject)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(HEADER + "b1,2026-11-02T09:00:00Z,A,B,-5,CNY,transfer\n", encoding="utf-8")
+    assert main(["run", "aml", str(today), "--history", str(bad), "--output", str(out), "-O", "model=false"]) == 2
+    assert "bad row(s) in " + str(bad) in capsys.readouterr().err.replace("\n", "") and not out.exists()
