@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .text import fold_width
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -309,9 +311,10 @@ class Lexicon:
 
     def scan(self, text: str) -> list[tuple[int, int, list[Entry]]]:
         """Non-overlapping longest-first matches: ``(start, end, entries)`` (one surface may carry several entries,
-        e.g. 可能 is a pre- and a post-uncertainty cue)."""
+        e.g. 可能 is a pre- and a post-uncertainty cue). Full-width Latin letters and digits match as ASCII ("ＣＴ"
+        is CT; :func:`~.text.fold_width`, offsets unchanged)."""
         out = []
-        for match in self.pattern.finditer(text):
+        for match in self.pattern.finditer(fold_width(text)):
             entries = self.table.get(_norm(match.group(0)))
             if entries:
                 out.append((match.start(), match.end(), entries))

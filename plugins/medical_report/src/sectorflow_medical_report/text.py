@@ -17,6 +17,15 @@ nodule"): an item written without a full stop does not run on into the next, so 
 _CLAUSE_END = re.compile(r"[，,]")
 DEID = re.compile(r"X{2,}", re.IGNORECASE)
 """De-identification placeholders in the Indiana chest X-ray reports ("XXXX"): they name nothing."""
+_WIDTH = {**{c: c - 0xFEE0 for c in (*range(0xFF10, 0xFF1A), *range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B),
+                                       0xFF0D, 0xFF0E, 0xFF0F)}, 0x3000: 0x20}
+
+
+def fold_width(text: str) -> str:
+    """Full-width digits, Latin letters and ``－．／`` (and the ideographic space) as their ASCII forms, one
+    character for one, so offsets stay valid: "８ｍｍ" -> "8mm", "ＣＴ" -> "CT" (Chinese input methods type them).
+    Chinese punctuation (，：；（）) is kept: the scope rules read it."""
+    return text.translate(_WIDTH)
 
 
 def detect_language(text: str) -> str:
@@ -113,9 +122,11 @@ def find_sizes(text: str) -> list[SizeMention]:
     """Every size with a unit in ``text``, in mm. Distances ("3 cm above the carina") are left out, except a
     distance from the lung apex (``kind="apex_distance"``: a pneumothorax's apex-cupola size).
 
-    Example: "1.9 x 1.8 cm" -> axes [19.0, 18.0], mm 18.5; "0.8cm" -> 8.0; "8毫米" -> 8.0.
+    Example: "1.9 x 1.8 cm" -> axes [19.0, 18.0], mm 18.5; "0.8cm" -> 8.0; "8毫米" -> 8.0; "８ｍｍ" -> 8.0 (full width,
+    :func:`fold_width`; ``text`` stays as written).
     """
     out = []
+    written, text = text, fold_width(text)  # "８ｍｍ": matched folded, reported as written (same offsets)
     for m in _SIZE.finditer(text):
         apex = bool(_APEX_DISTANCE.match(text, m.end()))
         if _DISTANCE_AFTER.match(text, m.end()) and not apex:
@@ -124,7 +135,7 @@ def find_sizes(text: str) -> list[SizeMention]:
         if g[0] is not None:  # range
             f = _unit_factor(g[2])
             lo, hi = _number(g[0]) * f, _number(g[1]) * f
-            out.append(SizeMention(m.start(), m.end(), m.group(0), [lo, hi], max(lo, hi), "range"))
+            out.append(SizeMention(m.start(), m.end(), written[m.start():m.end()], [lo, hi], max(lo, hi), "range"))
             continue
         nums = [g[i] for i in (3, 5, 7)]
         units = [g[i] for i in (4, 6, 8)]
@@ -137,5 +148,5 @@ def find_sizes(text: str) -> list[SizeMention]:
             axes.append(round(_number(n) * (_unit_factor(u) or _unit_factor(last_unit)), 3))
         mm = round(sum(axes[:2]) / len(axes[:2]), 3)
         kind = "apex_distance" if apex else "axes" if len(axes) > 1 else "single"
-        out.append(SizeMention(m.start(), m.end(), m.group(0), axes, mm, kind))
+        out.append(SizeMention(m.start(), m.end(), written[m.start():m.end()], axes, mm, kind))
     return out
