@@ -41,3 +41,21 @@ def test_full_width_modality_and_finding_words_keep_the_written_surface():
 def test_find_sizes_keeps_the_written_text_and_offsets():
     (sz,) = find_sizes("约８ｍｍ")
     assert (sz.start, sz.end, sz.text, sz.axes_mm, sz.mm) == (1, 4, "８ｍｍ", [8.0], 8.0)
+
+
+@pytest.mark.parametrize("text, category, advice", [
+    # the ">" closing an HTML tag had read as "greater than": an 8 mm nodule went to the >8 mm row
+    ("<p>CT chest: There is a <b>8 mm</b> nodule in the right upper lobe.</p>", "solid single 6-8 mm",
+     "CT at 6-12 months, then consider CT at 18-24 months."),
+    ("<td>CT chest</td><td>5 mm nodule in the right upper lobe</td>", "solid single <6 mm", "No routine follow-up."),
+    # a real bound still counts
+    ("CT chest: nodule >8 mm in the right upper lobe.", "solid single >8 mm",
+     "Consider CT at 3 months, PET/CT, or tissue sampling."),
+])
+def test_an_html_tag_is_no_size_bound(text, category, advice):
+    rep = _report(text, patient_risk="low")
+    (f,) = rep.findings
+    assert f.size.bound == (">" if "nodule >8" in text else None)
+    (rec,) = rep.recommendations
+    assert (rec.category, rec.text) == (category, advice)
+

@@ -43,6 +43,8 @@ _OTHER_PERSON = re.compile(r"family history|family hx|\b(mother|father|sister|br
 """ConText experiencer "other": a finding in a sentence about a relative is not the patient's."""
 _LESS_THAN = re.compile(r"(<|＜|≤|less than|smaller than|under|below|小于|不足|＜)\s*$", re.IGNORECASE)
 _MORE_THAN = re.compile(r"(>|＞|≥|greater than|larger than|more than|over|exceeding|大于|超过)\s*$", re.IGNORECASE)
+_TAG_BEFORE = re.compile(r"<[A-Za-z/!][^<>]*>\s*$")
+"""An HTML/XML tag just before a size ("<b>8 mm</b>", "<td>5 mm"): its ">" is markup, not "greater than"."""
 _ZH_LIST_REST = re.compile(r"^[\s、和及与或以及，,。；;]*$")
 _ANAPHOR = re.compile(r"\s*(?:\d{1,2}\.\s+)?(this|it|these|they|(the\s+)?(largest|larger|biggest|dominant)|"
                       r"the\s+(nodule|nodules|lesion|lesions|mass|masses|opacity|density|abnormality|finding|focus))\b"
@@ -271,7 +273,9 @@ def extract(text: str) -> Extraction:
         else:
             f = min(owners, key=lambda f: abs(f.start - sz.end))
         before_size = text[max(0, sz.start - 14):sz.start]
-        bound = "<" if _LESS_THAN.search(before_size) else (">" if _MORE_THAN.search(before_size) else None)
+        bound = "<" if _LESS_THAN.search(before_size) else (
+            ">" if _MORE_THAN.search(before_size) and not _TAG_BEFORE.search(text[max(0, sz.start - 200):sz.start])
+            else None)
         size = Size(text=sz.text, start=sz.start, end=sz.end, axes_mm=sz.axes_mm, mm=sz.mm, bound=bound)
         if _SOLID_PART.search(text[max(0, sz.start - 30):sz.start]) or _SOLID_PART_AFTER.match(text, sz.end):
             f.solid_component_mm = sz.mm
