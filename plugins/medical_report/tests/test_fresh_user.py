@@ -59,3 +59,58 @@ def test_an_html_tag_is_no_size_bound(text, category, advice):
     (rec,) = rep.recommendations
     assert (rec.category, rec.text) == (category, advice)
 
+
+@pytest.mark.parametrize("text, row, advice, code", [
+    # a report's impression repeating its findings had been read as a second nodule: the multiple-nodule row
+    # (CT at 3-6 months) and R91.8 for one solitary nodule
+    ("FINDINGS: There is a 7 mm solid nodule in the right upper lobe. No pleural effusion.\n"
+     "IMPRESSION: 7 mm right upper lobe nodule.", "solid single 6-8 mm",
+     "CT at 6-12 months, then consider CT at 18-24 months.", "R91.1"),
+    # the impression naming it without a size had blocked every Fleischner row (missing_size)
+    ("FINDINGS: There is a 7 mm solid nodule in the right upper lobe.\n"
+     "IMPRESSION: Right upper lobe pulmonary nodule.", "solid single 6-8 mm",
+     "CT at 6-12 months, then consider CT at 18-24 months.", "R91.1"),
+    ("所见：右肺上叶见一实性结节，直径约7mm。\n印象：右肺上叶实性结节，约7mm，建议随诊。", "solid single 6-8 mm",
+     "6-12个月复查CT，之后考虑18-24个月复查CT。", "R91"),
+    ("所见：右肺上叶见一实性结节，直径约7mm。\n印象：右肺上叶小结节。", "solid single 6-8 mm",
+     "6-12个月复查CT，之后考虑18-24个月复查CT。", "R91"),
+])
+def test_an_impression_restating_a_nodule_is_not_a_second_nodule(text, row, advice, code):
+    rep = _report(text, modality="CT", patient_risk="low")
+    nodules = [f for f in rep.findings if f.type == "nodule"]
+    assert len(nodules) == 2 and nodules[0].same_as is None and nodules[1].same_as == nodules[0].id
+    (rec,) = rep.recommendations
+    assert (rec.category, rec.text, rec.finding_ids) == (row, advice, [nodules[0].id])
+    assert [c.code for c in rep.codes] == [code] and rep.codes[0].finding_ids == [nodules[0].id]
+    assert [w.kind for w in rep.warnings] == []
+    assert rep.impression.count("nodule" if rep.language == "en" else "结节") == 1
+
+
+@pytest.mark.parametrize("text", [
+    "There is a 7 mm nodule in the right upper lobe. Another 7 mm nodule in the right upper lobe.",
+    "There is a 7 mm nodule in the right upper lobe. A second nodule in the right upper lobe measures 7 mm.",
+    "There is a 7 mm nodule in the right upper lobe. 4 mm nodule in the right upper lobe.",
+    "There is a 7 mm nodule in the right upper lobe. 7 mm nodule in the left upper lobe.",
+    "There is a 7 mm nodule in the right upper lobe (image 30). 7 mm nodule in the right upper lobe (image 52).",
+    "There is a 7 mm nodule in the right upper lobe. 7 mm ground-glass nodule in the right upper lobe.",
+    "There is a 7 mm nodule. Pulmonary nodule.",
+    "There is a 7 mm nodule in the right upper lobe and a 7 mm nodule in the right upper lobe.",
+    "右肺上叶见一结节，直径约7mm。右肺上叶另见一结节，直径约7mm。",
+])
+def test_two_nodules_stay_two(text):
+    # a different size, site, type or image, an "another"/"second"/另, a generic site or one sentence: two nodules
+    rep = _report(text, modality="CT", patient_risk="low")
+    nodules = [f for f in rep.findings if f.type == "nodule"]
+    assert len(nodules) == 2 and all(f.same_as is None for f in nodules)
+    assert all(" multiple " in r.category for r in rep.recommendations)
+
+
+def test_a_restatement_gives_the_nodule_what_only_it_states():
+    # screening CT: "new" only in the impression; read as one new 8 mm solid nodule: Lung-RADS 4B, not 4A (baseline)
+    text = ("Low-dose CT screening. FINDINGS: Right upper lobe solid nodule measures 8 mm.\n"
+            "IMPRESSION: Right upper lobe nodule, new since prior.")
+    rep = _report(text)
+    f, g = rep.findings
+    assert (g.same_as, f.temporality, f.size.mm) == (f.id, "new", 8.0)
+    (rec,) = rep.recommendations
+    assert (rec.guideline, rec.category, rec.finding_ids) == ("Lung-RADS v2022", "4B (solid 8 mm new)", [f.id])

@@ -14,6 +14,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+from .guidelines import nodule_type
 from .lexicon import FINDINGS, LUNG_LESIONS, NODULAR_FORMS, PLURALS, Entry, lexicon
 from .schema import Anatomy, Cue, Finding, ReportWarning, Size
 from .text import clauses, find_sizes, sentences, span_index
@@ -287,6 +288,7 @@ def extract(text: str) -> Extraction:
         s_start, _ = sents[f.sentence]
         if _OTHER_PERSON.search(text[max(s_start, f.start - _WINDOW):f.start]):
             f.experiencer = "other"
+    _restatements(text, findings, sents)
     known = None
     for m in _KNOWN_CANCER.finditer(text):
         s_start, _ = sents[span_index(sents, m.start())]
@@ -300,6 +302,63 @@ def extract(text: str) -> Extraction:
 
 
 _WINDOW = 400
+_SECOND = re.compile(r"\b(another|additional|second|third|other|further|separate|different)\b|另|又|再|其他|其余|第[二三四五]",
+                     re.IGNORECASE)
+_IMAGE_REF = re.compile(r"\b(image|img|im|series|se|slice)\s*(no\.?|number|#)?\s*:?\s*\d+|[第层]\s*\d+\s*层|\d+\s*层",
+                        re.IGNORECASE)
+_GENERIC_SITES = {"lung", "upper_lobe", "middle_lobe", "lower_lobe", "lung_base", "lung_apex", "both_lungs"}
+
+
+def _restatements(text: str, findings: list[Finding], sents: list[tuple[int, int]]) -> None:
+    """Mark a present nodule or mass that restates an earlier one (``same_as``): a report's impression repeating
+    its findings ("There is a 7 mm nodule in the right upper lobe. ... IMPRESSION: 7 mm right upper lobe nodule.")
+    is one nodule, not two (which would give Fleischner's multiple-nodule row and R91.8).
+
+    Only when nothing tells them apart: a later sentence; the same type and count; the same specific site (a lobe
+    or one lung, not "lung" alone) and laterality; the same size, or no size on one of them; no conflicting
+    nodule type (solid or unstated / part-solid / ground-glass / calcified) or temporality; no word for another one before it in
+    its sentence ("another", "second", 另, 又); and no differing image or series number in the two sentences. Two
+    nodules written alike in different sentences are thus read as one: the less conservative reading, so it is
+    only taken when every one of these agrees. The restated finding takes what only the restatement states: its
+    size, temporality ("IMPRESSION: Right upper lobe nodule, new since prior": Lung-RADS reads new nodules on
+    their own thresholds), solid component and attributes."""
+    def sites(f: Finding) -> set[str]:
+        return {a.key for a in f.anatomy if a.source == "rules"}
+
+    def image(f: Finding) -> set[str]:
+        s, e = sents[f.sentence]
+        return {re.sub(r"\D", "", m.group(0)) for m in _IMAGE_REF.finditer(text, s, e)}
+
+    lesions = [f for f in findings if f.type in ("nodule", "mass") and f.assertion == "present"
+               and f.experiencer == "patient"]
+    for g in lesions:
+        s_start, _ = sents[g.sentence]
+        if _SECOND.search(text[s_start:g.start]) or not sites(g) or sites(g) <= _GENERIC_SITES or g.laterality is None:
+            continue
+        for f in lesions:
+            if f.sentence >= g.sentence or f.same_as is not None:
+                continue
+            if (f.type, f.laterality) != (g.type, g.laterality) or not (sites(f) & sites(g)) \
+                    or (f.count or "single") != (g.count or "single") \
+                    or sites(f) <= _GENERIC_SITES:
+                continue
+            if f.size and g.size and abs(f.size.mm - g.size.mm) >= 0.5:
+                continue
+            if nodule_type(f) != nodule_type(g):  # no attribute reads as solid, as the guidelines read it
+                continue
+            if f.temporality and g.temporality and f.temporality != g.temporality:
+                continue
+            if image(f) and image(g) and image(f) != image(g):
+                continue
+            g.same_as = f.id
+            if f.size is None and g.size is not None:
+                f.size = g.size.model_copy()
+            f.temporality = f.temporality or g.temporality
+            if f.solid_component_mm is None:
+                f.solid_component_mm = g.solid_component_mm
+            f.attributes += [a for a in g.attributes if a not in f.attributes]
+            break
+
 
 
 def _size_owners(findings: list[Finding], kind: str) -> list[Finding]:

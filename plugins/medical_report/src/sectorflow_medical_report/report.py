@@ -106,7 +106,8 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
     exam = build_exam(item, ex)
     warnings = list(ex.warnings)
     bad_size = {i for w in warnings if w.kind in ("implausible_size", "mass_size") for i in w.finding_ids}
-    own = [f for f in ex.findings if f.experiencer == "patient"]
+    # a restatement (``same_as``: an impression repeating the findings) is not counted, coded or listed again
+    own = [f for f in ex.findings if f.experiencer == "patient" and f.same_as is None]
     lung_nodules = [f for f in own if f.type in ("nodule", "granuloma") and f.assertion == "present"
                     and f.id not in bad_size and (exam.body_region in (None, "chest"))]
     recs = []
@@ -183,7 +184,7 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
         names = [_pick(NAMES[f.type], lang) for f in others]
         impression += ("\n家族史（非患者本人）：" + "、".join(dict.fromkeys(names)) if lang == "zh"
                        else "\nFamily history (not the patient): " + ", ".join(dict.fromkeys(names)))
-    report_text = render_report(exam, ex.findings, impression, recs, lang)
+    report_text = render_report(exam, [f for f in ex.findings if f.same_as is None], impression, recs, lang)
     return MedicalReport(language=lang, exam=exam, findings=ex.findings, recommendations=recs, codes=icd,  # type: ignore[arg-type]
                          impression=impression, report_text=report_text, warnings=warnings,
                          model_spans=model_spans or [])

@@ -85,6 +85,9 @@ class Finding(BaseModel):
                                   "calcified, spiculated; nodular, reticulonodular, fibronodular ('nodular opacity' = "
                                   "opacity + nodular, not a nodule: Hansell 2008)")
     sentence: int = Field(description="0-based sentence index.")
+    same_as: int | None = Field(
+        None, description="The id of an earlier finding this one restates (an impression repeating the findings: "
+                          "same type, site and size, a later sentence); it is not counted, coded or listed again.")
     model_agrees: bool | None = Field(None, description="Whether the tagger marked this span too (none: no model).")
 
 
