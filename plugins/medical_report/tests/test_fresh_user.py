@@ -114,3 +114,47 @@ def test_a_restatement_gives_the_nodule_what_only_it_states():
     assert (g.same_as, f.temporality, f.size.mm) == (f.id, "new", 8.0)
     (rec,) = rep.recommendations
     assert (rec.guideline, rec.category, rec.finding_ids) == ("Lung-RADS v2022", "4B (solid 8 mm new)", [f.id])
+
+
+def _cli(*args: str):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = Path(sys.executable).with_name("sectorflow")
+    return subprocess.run([str(exe), "run", "medical_report", *args, "-O", "use_model=false"], check=False,
+                          capture_output=True, text=True, env={**os.environ, "SECTORFLOW_AUDIT": "off"}, timeout=120)
+
+
+def test_cli_plain_text_takes_defaults_for_the_exam_and_patient(tmp_path):
+    # a findings text without a modality word: the exam and the patient could only be given in jsonl/csv; --format
+    # txt/lines refused --default ("has fixed columns"), so a plain-text export got no guideline at all
+    import json
+
+    src = tmp_path / "report.txt"
+    src.write_text("FINDINGS: 7 mm solid nodule in the right upper lobe.\nNo pneumothorax.\n", encoding="utf-8")
+    out = _cli(str(src), "--default", "modality=CT", "--default", "patient_risk=low", "--default", "age=60")
+    assert out.returncode == 0, out.stderr
+    (rep,) = [json.loads(line) for line in out.stdout.splitlines()]
+    assert rep["exam"]["modality"] == "CT" and rep["exam"]["modality_source"] == "caller"
+    assert [(r["category"], r["risk"]) for r in rep["recommendations"]] == [("solid single 6-8 mm", "low")]
+    lines = tmp_path / "reports.lines"
+    lines.write_text("7 mm solid nodule in the right upper lobe.\n\n右肺上叶结节，约7mm。\n", encoding="utf-8")
+    out = _cli(str(lines), "--format", "lines", "--default", "modality=CT", "--default", "age=30")
+    assert out.returncode == 0, out.stderr
+    reps = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["exam"]["modality"] for r in reps] == ["CT", "CT"]
+    assert all(r["recommendations"] == [] and "age under 35" in r["warnings"][0]["message"] for r in reps)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--column", "text=body"], "--column"),
+    (["--default", "text=nodule"], "text"),
+    (["--default", "modality=xray"], "modality"),
+])
+def test_cli_plain_text_refuses_what_it_cannot_apply(tmp_path, args, message):
+    src = tmp_path / "report.txt"
+    src.write_text("7 mm nodule.\n", encoding="utf-8")
+    out = _cli(str(src), "--format", "txt", *args)
+    assert out.returncode != 0 and message in out.stderr and "Traceback" not in out.stderr

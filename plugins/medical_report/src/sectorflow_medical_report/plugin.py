@@ -9,7 +9,7 @@ from sectorflow import TaskSpec, hookimpl
 
 from . import __version__
 from .pipeline import OPTIONS, MedicalReportPipeline
-from .readers import READERS
+from .readers import READER_FACTORIES, READERS
 from .schema import MedicalReport, ReportInput
 from .validation import validation
 
@@ -41,7 +41,8 @@ def spec() -> TaskSpec:
         description="Radiology findings text (zh/en) to a structured report: findings with anatomy, size (mm), "
                     "ConText assertion and temporality; Fleischner 2017 / Lung-RADS v2022 recommendations; ICD-10.",
         default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32", "int8"), languages=("zh", "en"),
-        options=dict(OPTIONS), examples=EXAMPLES, readers=dict(READERS), validation=validation,
+        options=dict(OPTIONS), examples=EXAMPLES, readers=dict(READERS),
+        reader_factories=dict(READER_FACTORIES), validation=validation,
         quantize_ops=QUANTIZE_OPS, model_switch="use_model")
 
 
