@@ -158,3 +158,28 @@ def test_cli_plain_text_refuses_what_it_cannot_apply(tmp_path, args, message):
     src.write_text("7 mm nodule.\n", encoding="utf-8")
     out = _cli(str(src), "--format", "txt", *args)
     assert out.returncode != 0 and message in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("text", [
+    "CT chest: Enlarging 4 mm nodule in the left lower lobe.",
+    "CT chest: The right upper lobe nodule has increased in size, now 5 mm (previously 3 mm).",
+    "胸部CT：右肺上叶结节较前增大，现约5mm（原约3mm）。",
+    # a growing nodule beside a new one: the most suspicious one decides, so no row for the report
+    "CT chest: New 7 mm nodule in the right upper lobe. Enlarging 4 mm nodule in the left lower lobe.",
+])
+def test_a_growing_nodule_gets_no_fleischner_row(text):
+    # Fleischner 2017's table is for a newly found nodule; a growing 4-5 mm nodule had been told
+    # "No routine follow-up." (low risk)
+    rep = _report(text, patient_risk="low")
+    assert rep.recommendations == []
+    grown = [f.id for f in rep.findings if f.temporality == "increased"]
+    (w,) = rep.warnings
+    assert w.kind == "guideline_not_applied" and w.finding_ids == grown and "grow" in w.message
+
+
+def test_a_growing_calcified_nodule_or_a_screening_ct_keep_their_guideline():
+    rep = _report("CT chest: 7 mm nodule in the right upper lobe. Calcified granuloma has increased in size.",
+                  patient_risk="low")
+    assert [r.category for r in rep.recommendations] == ["solid single 6-8 mm"]
+    rep = _report("Low-dose CT screening: enlarging 5 mm solid nodule in the right upper lobe.")
+    assert [(r.guideline, r.category) for r in rep.recommendations] == [("Lung-RADS v2022", "4A (solid 5 mm increased)")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from .extract import Extraction
-from .guidelines import codes, fleischner, lung_rads, radiograph_nodule
+from .guidelines import codes, fleischner, lung_rads, nodule_type, radiograph_nodule
 from .schema import Exam, Finding, MedicalReport, ModelSpan, ReportInput, ReportWarning
 from .text import detect_language, sentences
 
@@ -155,6 +155,13 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
             if excluded:
                 warnings.append(ReportWarning(kind="guideline_not_applied", finding_ids=[f.id for f in lung_nodules],
                                               message="Fleischner 2017 does not apply: " + ", ".join(excluded)))
+            elif grown := [f.id for f in lung_nodules if f.temporality == "increased" and nodule_type(f) != "calcified"]:
+                # Fleischner 2017's table is for a nodule found incidentally, managed from its first detection; it
+                # has no row for one that has grown (a 4 mm nodule had been told "No routine follow-up.")
+                warnings.append(ReportWarning(
+                    kind="guideline_not_applied", finding_ids=grown,
+                    message="Fleischner 2017 not applied: the report states that this nodule has grown; the table's "
+                            "intervals are for a newly found nodule, and growth calls for a radiologist's decision"))
             else:
                 unsized = [f.id for f in lung_nodules if f.size is None]
                 # calcified ones and a plural heading ("Multiple nodules: 7 mm ... and 4 mm ...") do not block
