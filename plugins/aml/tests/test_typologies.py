@@ -256,6 +256,24 @@ def test_closed_loop_is_a_cycle():
     assert "A" in alert.reasons[0].en and "资金闭环" in alert.reasons[0].zh
 
 
+def test_cash_through_a_till_account_is_no_loop_hop():
+    """A bank export books cash against one till account: A withdraws, B deposits, B pays A is no round trip (it gave
+    a cycle alert per such triangle, over a thousand in a fresh-user check); a loop of transfers still is."""
+    f = Feed(CycleRule())
+    f.tx("A", "CASH", 5000, hours=0, channel="cash_withdrawal")
+    f.tx("CASH", "B", 3000, hours=1, channel="cash_deposit")
+    assert f.tx("B", "A", 800, hours=2) == []  # closes A -> CASH -> B -> A only through cash
+    f.tx("C", "D", 700, hours=3)
+    f.tx("D", "CASH", 600, hours=4, channel="cash_withdrawal")
+    assert f.tx("CASH", "C", 900, hours=5, channel="cash_deposit") == []  # a cash deposit closes no loop
+    assert f.alerts == []
+    # a real loop among the same accounts is still found, and lists no cash transaction
+    f.tx("A", "B", 1000, hours=6)
+    out = f.tx("B", "E", 990, hours=7) + f.tx("E", "A", 980, hours=8)
+    assert len(out) == 1 and set(out[0].accounts) == {"A", "B", "E"}
+    assert out[0].transaction_ids == ["t7", "t8", "t9"]
+
+
 def test_chain_without_closing_edge_is_not_a_cycle():
     f = Feed(CycleRule(max_length=8))
     for i, (s, d) in enumerate([("A", "B"), ("B", "C"), ("C", "D"), ("D", "E"), ("X", "A"), ("D", "Y")]):
