@@ -183,3 +183,37 @@ def test_a_growing_calcified_nodule_or_a_screening_ct_keep_their_guideline():
     assert [r.category for r in rep.recommendations] == ["solid single 6-8 mm"]
     rep = _report("Low-dose CT screening: enlarging 5 mm solid nodule in the right upper lobe.")
     assert [(r.guideline, r.category) for r in rep.recommendations] == [("Lung-RADS v2022", "4A (solid 5 mm increased)")]
+
+
+@pytest.mark.parametrize("text", [
+    "CT chest: 8 mm nodule in the left lobe of the thyroid.",
+    "CT chest: 12 mm hypodense nodule in the liver. Lungs are clear.",
+    "CT chest: 9 mm right breast nodule.",
+    "胸部CT：甲状腺左叶见一结节，约8mm。双肺未见结节。",
+    "胸部CT：肝右叶见一结节，约12mm。",
+])
+def test_a_nodule_outside_the_lung_gets_no_lung_guideline_or_code(text):
+    # a thyroid, liver or breast nodule on chest CT had been given a Fleischner row and R91.1 "Solitary pulmonary
+    # nodule": a pulmonary nodule the report does not state
+    rep = _report(text, patient_risk="low")
+    present = [f for f in rep.findings if f.assertion == "present"]
+    assert [f.type for f in present] == ["nodule"]
+    assert rep.recommendations == [] and rep.codes == [] and rep.warnings == []
+
+
+@pytest.mark.parametrize("text, row", [
+    # an incidental lung nodule at the lung bases of an abdominal CT had been given nothing (region abdomen)
+    ("Abdominal CT: 6 mm nodule in the right lower lobe.", "solid single 6-8 mm"),
+    ("CT abdomen and pelvis: Lung bases: 4 mm nodule in the left lung base.", "solid single <6 mm"),
+    # a nodule without a site on a chest CT stays a lung nodule
+    ("CT chest: 7 mm nodule.", "solid single 6-8 mm"),
+])
+def test_a_nodule_with_a_lung_site_is_a_lung_nodule_on_any_ct(text, row):
+    rep = _report(text, patient_risk="low")
+    assert [r.category for r in rep.recommendations] == [row]
+    assert [c.code for c in rep.codes] == ["R91.1"]
+
+
+def test_a_radiograph_nodule_projecting_over_another_site_still_goes_to_ct():
+    rep = _report("Chest radiograph: 1 cm nodule projecting over the left breast.")
+    assert [r.text for r in rep.recommendations] == ["Further evaluation with chest CT is recommended."]

@@ -109,13 +109,14 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
     # a restatement (``same_as``: an impression repeating the findings) is not counted, coded or listed again
     own = [f for f in ex.findings if f.experiencer == "patient" and f.same_as is None]
     lung_nodules = [f for f in own if f.type in ("nodule", "granuloma") and f.assertion == "present"
-                    and f.id not in bad_size and (exam.body_region in (None, "chest"))]
+                    and f.id not in bad_size and _in_lung(f, exam)]
     recs = []
     chest = exam.body_region in (None, "chest")
     # every present lung nodule or mass of the patient, whatever its size warning: a radiograph sends them all to CT,
     # and a screening CT may not be called category 1 while one of them is left out
-    lesions = [f for f in own if f.assertion == "present" and chest and (f.type in ("nodule", "granuloma") or (
-        f.type == "mass" and any(a.key.endswith(("lung", "lobe")) or a.key == "lingula" for a in f.anatomy)))]
+    lesions = [f for f in own if f.assertion == "present" and (
+        (f.type in ("nodule", "granuloma") and _in_lung(f, exam))
+        or (f.type == "mass" and any(a.key.endswith(("lung", "lobe")) or a.key == "lingula" for a in f.anatomy)))]
     implausible = {i for w in warnings if w.kind == "implausible_size" for i in w.finding_ids}
     # "nodular opacity" (Hansell 2008: the radiologist's hedge, not a definite nodule): CT after a radiograph, no
     # Fleischner row and no Lung-RADS category 1 on CT
@@ -179,7 +180,7 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
             warnings.append(ReportWarning(kind="guideline_not_applied", finding_ids=[f.id for f in lung_nodules],
                                           message="exam modality unknown (give modality='CT' or 'radiograph'): no "
                                                   "nodule guideline applied"))
-    icd = codes(own, lang)
+    icd = codes([f for f in own if f.type != "nodule" or _in_lung(f, exam)], lang)
     unknown = [s for s in model_spans or [] if s.label == "FIND" and s.finding_id is None and len(s.text.strip()) >= 2]
     if unknown:
         listed = ", ".join(f"'{s.text}' ({s.start}-{s.end})" for s in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
@@ -195,6 +196,26 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
     return MedicalReport(language=lang, exam=exam, findings=ex.findings, recommendations=recs, codes=icd,  # type: ignore[arg-type]
                          impression=impression, report_text=report_text, warnings=warnings,
                          model_spans=model_spans or [])
+
+
+LUNG_SITES = {"lung", "right_lung", "left_lung", "both_lungs", "right_upper_lobe", "right_middle_lobe",
+              "right_lower_lobe", "left_upper_lobe", "left_lower_lobe", "lingula", "upper_lobe", "middle_lobe",
+              "lower_lobe", "lung_base", "lung_apex", "pleura", "costophrenic_angle"}
+"""Sites that make a nodule a lung nodule (a juxtapleural nodule is one too)."""
+
+
+def _in_lung(f: Finding, exam: Exam) -> bool:
+    """Whether nodule ``f`` is a lung nodule (Fleischner, Lung-RADS, R91): a lung site is written for it (also on an
+    abdominal CT's lung bases), or no site is written and the exam is of the chest (or of no stated region). A site
+    written outside the lung ("nodule in the liver", 甲状腺左叶结节, "right breast nodule") makes it no lung nodule
+    on CT and other cross-sectional exams; on a radiograph such a site is where the nodule projects, so it is
+    still a lung-field nodule that goes to CT."""
+    sites = [a.key for a in f.anatomy if a.source == "rules"]
+    if any(k in LUNG_SITES for k in sites):
+        return True
+    if sites and exam.modality != "radiograph":
+        return False
+    return exam.body_region in (None, "chest")
 
 
 def _benign_explanation(text: str, f: Finding) -> str | None:
