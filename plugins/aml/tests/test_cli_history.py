@@ -68,3 +68,33 @@ def test_history_is_refused_when_it_cannot_help(tmp_path: Path, capsys: pytest.C
     bad.write_text(HEADER + "b1,2026-11-02T09:00:00Z,A,B,-5,CNY,transfer\n", encoding="utf-8")
     assert main(["run", "aml", str(today), "--history", str(bad), "--output", str(out), "-O", "model=false"]) == 2
     assert "bad row(s) in " + str(bad) in capsys.readouterr().err.replace("\n", "") and not out.exists()
+
+
+def test_explain_reads_the_history_files_of_a_daily_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An alert of a ``--history`` run reaches back into the earlier files: ``aml explain --history`` reads them
+    (before, explain took one --input and refused every such alert as 'not the input'; fresh-user check)."""
+    main = _cli()
+    earlier = tmp_path / "monday.csv"
+    earlier.write_text(HEADER + "".join(f"h{i},2026-11-02T1{i}:00:00+08:00,S{i},HUB,9000,CNY,transfer\n"
+                                        for i in range(8)), encoding="utf-8")
+    today = tmp_path / "tuesday.csv"
+    today.write_text(HEADER + "t8,2026-11-03T10:00:00+08:00,S8,HUB,9000,CNY,transfer\n"
+                              "t9,2026-11-03T11:00:00+08:00,S9,HUB,9000,CNY,transfer\n", encoding="utf-8")
+    results = tmp_path / "tuesday.jsonl"
+    assert main(["run", "aml", str(today), "--history", str(earlier), "-O", "model=false",
+                 "--output", str(results)]) == 0, capsys.readouterr().err
+    (alert,) = [a for line in results.read_text(encoding="utf-8").splitlines() for a in json.loads(line)["alerts"]]
+    assert alert["typology"] == "fan_in" and len(alert["transaction_ids"]) == 10
+    capsys.readouterr()
+    png = tmp_path / "a.png"
+    explain = ["aml", "explain", alert["alert_id"], "--results", str(results), "--input", str(today), "--png", str(png)]
+    assert main(explain) == 2 and not png.exists()
+    err = capsys.readouterr().err.replace("\n", "")
+    assert "8 of the alert's 10 transactions are not in it" in err and "--history too" in err
+    assert main(explain + ["--history", str(earlier)]) == 0, capsys.readouterr().err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # a history file that is not the run's is still refused
+    other = tmp_path / "other.csv"
+    other.write_text(earlier.read_text(encoding="utf-8").replace(",9000,", ",9100,"), encoding="utf-8")
+    assert main(explain + ["--history", str(other)]) == 2
+    assert "(with 1 --history file) is not the input" in capsys.readouterr().err.replace("\n", "")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -168,18 +168,20 @@ def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str], 
 
 def explain_alert(alert_id: str, results: str | Path, source: str | Path, png: str | Path,
                   fmt: str | None = None, mapping: Mapping[str, str] | None = None,
-                  defaults: Mapping[str, Any] | None = None, input_timezone: str | None = None) -> Path:
+                  defaults: Mapping[str, Any] | None = None, input_timezone: str | None = None,
+                  history: Sequence[str | Path] = ()) -> Path:
     """Python equivalent of ``sectorflow aml explain``: find the alert, read its transactions, check them against the
     results (:func:`check_input_matches`), draw the PNG. What the results could not confirm is logged as a warning
     and written under the picture. ``mapping``, ``defaults`` and ``input_timezone`` are the run's ``--column`` /
-    ``--default`` / ``-O input_timezone`` (see :func:`load_alert_transactions`).
+    ``--default`` / ``-O input_timezone`` (see :func:`load_alert_transactions`); ``history`` the run's
+    ``--history`` files (an alert of a daily run can hold transactions of earlier files).
 
     Raises:
         ConfigError: no such alert, unknown format, a bad mapping. InvalidInputError: ``source`` is not the input of
             ``results``.
     """
     alert, transactions, note = checked_alert(alert_id, results, source, fmt, mapping=mapping, defaults=defaults,
-                                              input_timezone=input_timezone)
+                                              input_timezone=input_timezone, history=history)
     if note:
         log.warning("%s", note)
     return draw_alert(alert, transactions, png, note=note)
@@ -187,9 +189,11 @@ def explain_alert(alert_id: str, results: str | Path, source: str | Path, png: s
 
 def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: str | None = None, *,
                   mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None,
-                  input_timezone: str | None = None) -> tuple[Alert, list[Transaction], str | None]:
-    """The alert, its transactions read from ``source`` and checked against ``results``, and a note naming what the
-    results could not confirm (``None`` when every drawn amount and time was compared).
+                  input_timezone: str | None = None,
+                  history: Sequence[str | Path] = ()) -> tuple[Alert, list[Transaction], str | None]:
+    """The alert, its transactions read from ``history`` (the run's ``--history`` files, oldest first) and ``source``
+    and checked against ``results``, and a note naming what the results could not confirm (``None`` when every drawn
+    amount and time was compared). As in the run, the first row of a repeated id counts.
 
     Raises:
         ConfigError: no such alert, unknown format. InvalidInputError: ``source`` is not the input of ``results``.
@@ -198,19 +202,28 @@ def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: s
     ids = set(alert.transaction_ids) | ({trigger_id} if trigger_id else set())
     found: dict[str, Transaction] = {}
     # a reused id: the run counted the first row only
-    for txn in load_alert_transactions(source, fmt, ids, mapping=mapping, defaults=defaults,
-                                       input_timezone=input_timezone):
-        found.setdefault(txn.transaction_id, txn)
+    for path in [*history, source]:
+        for txn in load_alert_transactions(path, fmt, ids, mapping=mapping, defaults=defaults,
+                                           input_timezone=input_timezone):
+            found.setdefault(txn.transaction_id, txn)
     trigger = found.get(trigger_id) if trigger_id else None
     wanted = set(alert.transaction_ids)
     transactions = [t for tid, t in found.items() if tid in wanted]
     recorded = recorded_transactions(results, set(alert.transaction_ids))
-    unchecked = check_input_matches(alert, transactions, source, recorded=recorded, trigger=trigger)
+    named = f"{source} (with {len(history)} --history file{'s' if len(history) > 1 else ''})" if history else source
+    try:
+        unchecked = check_input_matches(alert, transactions, named, recorded=recorded, trigger=trigger)
+    except InvalidInputError as exc:
+        missing = exc.details.get("missing") if isinstance(exc.details, dict) else None
+        if missing and not history:  # a daily run's alert reaches back into the files it was given as history
+            raise InvalidInputError(f"{exc.message} If the run had --history files, pass them to explain with "
+                                    f"--history too (oldest first).", details=exc.details) from None
+        raise
     note = None
     if alert.transactions_sha256 is not None:  # results since the digest: every drawn field is compared at once
         if transactions_digest(found[tid] for tid in alert.transaction_ids) != alert.transactions_sha256:
             raise InvalidInputError(
-                f"{source} is not the input that produced alert {alert.alert_id}: {_digest_mismatch(alert, recorded)} "
+                f"{named} is not the input that produced alert {alert.alert_id}: {_digest_mismatch(alert, recorded)} "
                 f"(the alert's transactions_sha256 does not match). Pass the same --input (and --format, --column, "
                 f"--default, --input-timezone) that `sectorflow run aml` read, unedited.",
                 details={"alert_id": alert.alert_id, "transactions_sha256": alert.transactions_sha256,
@@ -388,14 +401,17 @@ def explain_command(
                                       "file has no such column or the cell is empty, FIELD=VALUE, repeatable."),
     input_timezone: Optional[str] = typer.Option(None, "--input-timezone", help="As the run's -O input_timezone=ZONE: "
                                                  "the time zone of timestamps without a UTC offset (default UTC)."),
+    history: list[Path] = typer.Option([], "--history", help="As for `sectorflow run aml`: the earlier files the run "
+                                       "was given with --history (an alert can reach back into them), repeatable, "
+                                       "oldest first."),
 ) -> None:
     """Draw ALERT_ID's fund flow (accounts as nodes, transfers as arrows with amount and time) as a PNG.
 
-    Read the input as the run did: the same --format, --column, --default and input time zone."""
+    Read the input as the run did: the same --format, --column, --default, input time zone and --history files."""
     alert, transactions, note = checked_alert(alert_id, results, source, fmt,
                                               mapping=field_pairs("--column", "COLUMN", column),
                                               defaults=field_pairs("--default", "VALUE", default),
-                                              input_timezone=input_timezone)
+                                              input_timezone=input_timezone, history=[str(h) for h in history])
     if note:
         typer.echo(f"note: {note}", err=True)
     typer.echo(str(draw_alert(alert, transactions, png, note=note)))
