@@ -188,6 +188,23 @@ def test_structuring_fan_in_near_misses():
     assert spread.alerts == [] and small.alerts == [] and over.alerts == []
 
 
+def test_cash_withdrawals_booked_against_a_till_account_are_no_structuring_fan_in():
+    """Three customers each withdraw 45,000 CNY at a branch that books cash against one CASH account: CASH is no
+    funnel account (it was the subject of a fan-in alert and a suspicious report draft: fresh-user check)."""
+    f = Feed(StructuringRule())
+    for i in range(4):
+        f.tx(f"W{i}", "CASH", "45000", hours=i, channel="cash_withdrawal")
+    assert [a for a in f.alerts if a.variant == "fan_in"] == []
+    # just-under transfers into one account still are, and a withdrawal among them is left out
+    g = Feed(StructuringRule())
+    g.tx("S0", "FUNNEL", "45000", hours=0)
+    g.tx("FUNNEL", "FUNNEL", "46000", hours=1, channel="cash_withdrawal")
+    g.tx("S1", "FUNNEL", "46000", hours=2)
+    (alert,) = g.tx("S2", "FUNNEL", "47000", hours=3)
+    assert alert.variant == "fan_in" and alert.accounts == ["FUNNEL", "S0", "S1", "S2"]
+    assert alert.transaction_ids == ["t1", "t3", "t4"]
+
+
 def test_us_exactly_10000_is_just_under_but_cn_usd_10000_is_reportable():
     us = Feed(StructuringRule(**US))
     cn = Feed(StructuringRule())

@@ -30,7 +30,10 @@ Variants (``Alert.variant``):
   report engine's, so both aggregate alike, as 1010.313 aggregates "by or on behalf of any person") the accounts of
   one customer count together: 30,000 deposited to each of a person's two accounts on one day is one cumulative.
 - ``fan_in``: at least ``fan_in_min_senders`` distinct accounts each send just-under amounts to one account within
-  ``fan_in_days`` days (FinCEN funnel account).
+  ``fan_in_days`` days (FinCEN funnel account). Cash withdrawals do not count: their receiver is the customer's own
+  account, a walk-in id or the bank's till account, not a funnel (three customers each withdrawing 45,000 CNY at a
+  branch that books cash against one ``CASH`` account made ``CASH`` the "funnel" of an alert with a suspicious report
+  draft, even with ``CASH`` in ``exempt_accounts``: a fresh-user check).
 - ``single``: one just-under transaction alone (off by default: alone it is weak evidence).
 - ``split``: one account pays the same account at least ``split_min_count`` times on one day, in any
   amount — 1010.100(xx)'s "in any amount ... on one or more days" without reference to a threshold. Off by default
@@ -268,6 +271,8 @@ class StructuringRule(Rule):
 
     def _fan_in(self, window: TransactionWindow, edge: Edge, under: tuple[str, str]) -> Alert | None:
         p = self.params
+        if _kind(edge.txn) == "cash_withdrawal":  # paid out to a till or walk-in id, not into a funnel account
+            return None
         state = window.get(edge.dst)
         if state is None or len(state.senders) < p.fan_in_min_senders:
             return None
@@ -277,7 +282,8 @@ class StructuringRule(Rule):
         for other in reversed(state.incoming):
             if other.ts < horizon:
                 break
-            if other.txn.currency == currency and other.ts <= edge.ts and self._just_under(other):
+            if (other.txn.currency == currency and other.ts <= edge.ts and self._just_under(other)
+                    and _kind(other.txn) != "cash_withdrawal"):
                 by_sender.setdefault(other.src, []).append(other)
         if len(by_sender) < p.fan_in_min_senders or edge.src not in by_sender:
             return None
