@@ -217,3 +217,43 @@ def test_a_nodule_with_a_lung_site_is_a_lung_nodule_on_any_ct(text, row):
 def test_a_radiograph_nodule_projecting_over_another_site_still_goes_to_ct():
     rep = _report("Chest radiograph: 1 cm nodule projecting over the left breast.")
     assert [r.text for r in rep.recommendations] == ["Further evaluation with chest CT is recommended."]
+
+
+@pytest.mark.parametrize("text, modality", [
+    # a modality named only as the comparison or the recommended next exam is not the exam: a radiograph nodule had
+    # been given a Fleischner interval because "CT" came first
+    ("Comparison: CT chest 2019. Chest radiograph: 8 mm nodule in the right lower lobe.", "radiograph"),
+    ("与2019年胸部CT比较：胸片示右下肺结节，约8mm。", "radiograph"),
+    ("Chest radiograph compared with the prior CT: 8 mm nodule in the right lower lobe.", "radiograph"),
+    ("8 mm nodule in the right lower lobe. Recommend CT for further evaluation.", None),
+    ("8 mm nodule in the right lower lobe. Chest CT is recommended.", None),
+    ("右下肺见结节影，直径约8mm，建议CT进一步检查。", None),
+    ("COMPARISON: Prior CT from 01/2020.\nFINDINGS: 8 mm nodule in the right lower lobe.", None),
+    # the exam itself, also when a comparison or a recommendation names a modality later
+    ("CT chest: 8 mm nodule in the right lower lobe. Compared with the prior CT, it is new.", "CT"),
+    ("Follow-up CT chest: 8 mm nodule in the right lower lobe.", "CT"),
+    ("复查胸部CT：右下肺结节，约8mm。", "CT"),
+    ("No prior CT is available. CT chest: 8 mm nodule in the right lower lobe.", "CT"),
+])
+def test_a_compared_or_recommended_modality_is_not_the_exam(text, modality):
+    rep = _report(text, patient_risk="low")
+    assert rep.exam.modality == modality
+    if modality == "radiograph":
+        assert [r.guideline for r in rep.recommendations] == ["CT for radiograph nodule"]
+    elif modality is None:
+        assert rep.recommendations == [] and [w.kind for w in rep.warnings] == ["guideline_not_applied"]
+        assert "modality unknown" in rep.warnings[0].message
+
+
+@pytest.mark.parametrize("text, screening", [
+    # recommending screening does not make this CT a screening CT (Lung-RADS instead of Fleischner)
+    ("CT chest: 7 mm solid nodule in the right upper lobe. Consider enrollment in a lung cancer screening program.",
+     False),
+    ("胸部CT：右肺上叶实性结节，约7mm，建议低剂量CT筛查随访。", False),
+    ("Indication: lung cancer screening. CT chest: 7 mm solid nodule in the right upper lobe.", True),
+    ("低剂量CT肺癌筛查：右肺上叶实性结节，约7mm。", True),
+])
+def test_a_recommended_screening_is_not_a_screening_exam(text, screening):
+    rep = _report(text, patient_risk="low")
+    assert (rep.exam.modality, rep.exam.screening) == ("CT", screening)
+    assert rep.recommendations[0].guideline == ("Lung-RADS v2022" if screening else "Fleischner 2017")
