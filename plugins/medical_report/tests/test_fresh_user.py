@@ -257,3 +257,17 @@ def test_a_recommended_screening_is_not_a_screening_exam(text, screening):
     rep = _report(text, patient_risk="low")
     assert (rep.exam.modality, rep.exam.screening) == ("CT", screening)
     assert rep.recommendations[0].guideline == ("Lung-RADS v2022" if screening else "Fleischner 2017")
+
+
+def test_a_tagger_span_over_the_exam_words_is_no_site():
+    # the tagger marked 胸部 of "胸部CT" as anatomy; it became the nodule's site and the report read "胸部结节"
+    from sectorflow_medical_report.pipeline import combine
+
+    text = "胸部CT：结节，约8mm。"
+    ex = extract(text)
+    spans = combine(text, ex, [(0, 2, "ANAT"), (5, 7, "FIND")])
+    (f,) = ex.findings
+    assert [(a.key, a.source) for a in f.anatomy] == [("lung", "implied")]
+    assert [(s.label, s.text) for s in spans] == [("ANAT", "胸部"), ("FIND", "结节")]
+    rep = build_report(ReportInput(text=text), ex, spans)
+    assert "胸部结节" not in rep.report_text and rep.impression.startswith("1. 结节，约8 mm。")

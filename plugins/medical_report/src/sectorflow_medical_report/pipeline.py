@@ -8,8 +8,9 @@ How model spans and rule spans combine (the rules stay authoritative):
   hint, not a change).
 - A tagger FIND span that overlaps no rule finding is returned in ``model_spans`` (``finding_id`` none) with an
   ``unrecognised_span`` warning: a term the lexicon may lack, for a person to look at.
-- A tagger ANAT span that overlaps no rule anatomy is added as the anatomy of a finding in the same clause that has
-  none from the text (``source="model"``); it never changes laterality set by the rules.
+- A tagger ANAT span that overlaps no rule anatomy (nor an exam word: 胸部 of "胸部CT") is added as the anatomy of a
+  finding in the same clause that has none from the text (``source="model"``); it never changes laterality set by
+  the rules.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def combine(text: str, ex: Extraction, spans: list[tuple[int, int, str]]) -> lis
         owner = next((f.id for f in ex.findings if s < f.end and f.start < e), None) if label == "FIND" else None
         out.append(ModelSpan(label=label, text=text[s:e], start=s, end=e, finding_id=owner))  # type: ignore[arg-type]
         if label != "ANAT" or any(s < a.end and a.start < e for a in ex.anatomy_mentions if a.start is not None):
+            continue
+        if any(s < me and ms < e for ms, me in ex.modality_spans):  # 胸部 of "胸部CT": the exam, not a site
             continue
         if any(s < f.end and f.start < e for f in ex.findings):
             continue
