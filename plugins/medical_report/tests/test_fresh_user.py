@@ -271,3 +271,32 @@ def test_a_tagger_span_over_the_exam_words_is_no_site():
     assert [(s.label, s.text) for s in spans] == [("ANAT", "胸部"), ("FIND", "结节")]
     rep = build_report(ReportInput(text=text), ex, spans)
     assert "胸部结节" not in rep.report_text and rep.impression.startswith("1. 结节，约8 mm。")
+
+
+@pytest.mark.parametrize("text, stated", [
+    # Fleischner 2017 does not apply with a known primary cancer; these wordings had been missed
+    ("CT chest: Status post right upper lobectomy for lung cancer. 6 mm nodule in the left lower lobe.",
+     "lobectomy for lung cancer"),
+    ("CT chest: Patient with colon cancer. 6 mm nodule in the left lower lobe.", "Patient with colon cancer"),
+    ("CT chest for staging of breast cancer: 6 mm nodule in the left lower lobe.", "staging of breast cancer"),
+    ("胸部CT：右肺癌切除术后，左肺下叶结节，约6mm。", "右肺癌切除术后"),
+    ("胸部CT：结肠癌患者，左肺下叶结节，约6mm。", "结肠癌患者"),
+])
+def test_more_wordings_of_a_known_cancer_stop_fleischner(text, stated):
+    rep = _report(text, patient_risk="low")
+    assert rep.recommendations == []
+    (w,) = rep.warnings
+    assert w.kind == "guideline_not_applied" and f"('{stated}')" in w.message
+
+
+@pytest.mark.parametrize("text", [
+    "CT chest: 6 mm nodule in the left lower lobe, concerning for lung cancer.",
+    "CT chest: 6 mm nodule in the left lower lobe. Evaluate for malignancy.",
+    "CT chest: 6 mm nodule in the left lower lobe. Patient with no cancer history.",
+    "CT chest: 6 mm nodule in the left lower lobe. Family history: mother treated for breast cancer.",
+    "胸部CT：左肺下叶结节，约6mm，肺癌待排。",
+    "胸部CT：左肺下叶结节，约6mm，不除外肺癌，建议复查。",
+])
+def test_a_suspected_cancer_is_not_a_known_cancer(text):
+    rep = _report(text, patient_risk="low")
+    assert [r.category for r in rep.recommendations] == ["solid single 6-8 mm"]

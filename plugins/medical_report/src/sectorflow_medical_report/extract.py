@@ -33,10 +33,18 @@ _LIST_BREAK = re.compile(r",|;|\band\b|\bwith\b|\bplus\b|，|；|和|及|伴", r
 _POSITIVE_AFTER = re.compile(r"\s*(is|are)\s+(now\s+|again\s+|also\s+)?(present|seen|noted|identified|demonstrated|"
                              r"visible|visualized|evident)\b", re.IGNORECASE)
 _ANAT_PREP = re.compile(r"\b(in|within|at|of|involving)\s+(the\s+)?(right\s+|left\s+|bilateral\s+)?$", re.IGNORECASE)
+_CANCER = r"(cancer|carcinoma|malignancy|neoplasm|lymphoma|sarcoma|melanoma)\b"
+_WORDS = r"(?:(?!no\b|not\b|without\b|suspected\b|suspicious\b|possible\b|probable\b|presumed\b|likely\b)[a-z]+\s+){0,2}"
 _KNOWN_CANCER = re.compile(
     r"\b(known|history of|h/o|hx of|previous|prior|treated|metastatic)\s+(primary\s+)?([a-z]+\s+){0,2}"
     r"(cancer|carcinoma|malignancy|neoplasm|lymphoma|sarcoma|melanoma|metastas[ie]s)\b"
-    r"|[\u4e00-\u9fff]{0,4}?(癌|恶性肿瘤|淋巴瘤|肉瘤|黑色素瘤)(病史|术后|放疗后|化疗后|综合治疗后)"
+    # "Patient with colon cancer", "staging of breast cancer", "lobectomy for lung cancer" (not "no cancer")
+    r"|\b(patient|pt|man|woman|male|female|gentleman|lady)\s+with\s+(a\s+)?(history\s+of\s+)?" + _WORDS + _CANCER
+    + r"|\b(staging|restaging|surveillance)\s+(of|for)\s+" + _WORDS + _CANCER
+    + r"|\b(lobectomy|pneumonectomy|segmentectomy|resection|mastectomy|colectomy|gastrectomy|nephrectomy|"
+      r"prostatectomy|chemotherapy|radiotherapy|radiation|treated|treatment|surgery)\s+for\s+" + _WORDS + _CANCER
+    + r"|[\u4e00-\u9fff]{0,4}?(癌|恶性肿瘤|淋巴瘤|肉瘤|黑色素瘤)(病史|术后|放疗后|化疗后|综合治疗后)"
+    r"|[\u4e00-\u9fff]{0,4}?(癌|恶性肿瘤|淋巴瘤|肉瘤|黑色素瘤)(切除术后|根治术后|切除后|患者|病人)"
     r"|(既往|有).{0,8}(癌|恶性肿瘤|淋巴瘤)(病史)?",
     re.IGNORECASE)
 _OTHER_PERSON = re.compile(r"family history|family hx|\b(mother|father|sister|brother|sibling|parent)s?\b|家族史|父亲|母亲|"
