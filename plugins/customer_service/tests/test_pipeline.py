@@ -43,13 +43,14 @@ def test_a_call_cut_into_batches_by_route_and_length_answers_as_one_batch(tf):
     assert seen == [["en", "en"], ["en", "en"], ["zh", "zh"]]  # one encoder per batch, shortest first
 
 
-def test_the_chinese_encoder_loads_with_the_first_chinese_message_only():
+def test_the_chinese_examples_load_with_the_first_chinese_message_only():
     fresh = Taskflow("customer_service")
     assert not fresh.pipeline.zh.loaded and "zh" not in fresh.pipeline.prototypes
     assert fresh("I am still waiting on my card?").intent == "card_arrival"
-    assert not fresh.pipeline.zh.loaded  # English only: never built
+    assert not fresh.pipeline.zh.loaded and "zh" not in fresh.pipeline.prototypes  # English only: never built
     zh = fresh("我的银行卡被冻结了怎么办")
     assert fresh.pipeline.zh.loaded and (zh.intent, zh.encoder) == ("card_not_working", "multilingual-e5-small-q4")
+    assert fresh.pipeline.zh.get() is fresh.pipeline.e5  # e5 (loaded for the English ensemble) is shared, not rebuilt
     assert fresh.pipeline.zh_calibration["min_similarity"] > 0.5
 
 

@@ -2,6 +2,8 @@
 
 Routing: each message's language (:mod:`.language`) picks its encoder. English (and messages with no letters)
 go to the bundled fine-tuned MiniLM (Paddle Inference predictor), whose heads give banking77 or CLINC150 intents;
+when the bundle carries e5 heads (manifest ``e5_heads``, :mod:`.ensemble`), English also goes through
+multilingual-e5-small and the intent probabilities are the two heads' ensemble;
 Chinese goes to the Chinese encoder (:func:`.encoders.chinese_encoder`, else character n-grams) and gets intents
 from the shipped Chinese examples (nearest prototype, labels from banking77's inventory). With a PaddleNLP
 backbone bundle (``task_path``) both languages use that backbone when its vocabulary covers Chinese.
@@ -16,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from sectorflow import ConfigError, Pipeline
+from sectorflow import BundleError, ConfigError, Pipeline
 
 from .encoders import CharNgramEncoder, Encoder, LazyEncoder, chinese_encoder, encode_cached
+from .ensemble import E5Heads
 from .escalation import REASONS, EscalationRules
 from .examples import PACKAGE_DATA, PrototypeClassifier, read_examples
 from .faq import FaqIndex
@@ -85,8 +88,19 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
                             for name, cal in self.calibration.items()
                             if isinstance(cal, dict) and cal.get("method") == "mahalanobis"}
         self.intent_set = str(o.get("intent_set", "banking77"))
-        # The Chinese encoder (multilingual-e5-small, ~2 s to build) and its intent examples load with the first
-        # Chinese message, not here: an English-only service never pays for them. A Chinese FAQ loads them now.
+        # English intents of bundle 0.3.0+: ensemble with linear heads over e5's sentence vector (ensemble.py); the
+        # calibrated thresholds are the ensemble's, so e5 must load (it ships in this package).
+        e5_file = shipped.manifest.get("e5_heads") if self.heads else None
+        self.e5_heads: E5Heads | None = E5Heads.load(shipped.file(e5_file)) if e5_file else None
+        self.e5: Encoder | None = None
+        if self.e5_heads is not None:
+            self.e5 = chinese_encoder(self.num_threads)
+            if self.e5 is None:
+                raise BundleError(f"Bundle {shipped.path} scores English intents with multilingual-e5-small "
+                                  f"(e5_heads), which failed to load (see the warning above); reinstall "
+                                  f"sectorflow-customer-service.")
+        # The Chinese intent examples (and the Chinese encoder, unless e5 was loaded above for the English ensemble)
+        # load with the first Chinese message, not here. A Chinese FAQ loads them now.
         self._zh_lock = threading.Lock()
         self.zh: Encoder = LazyEncoder(lambda: self._chinese_encoder(shipped))  # type: ignore[assignment]
         self.encoders: dict[str, Encoder] = {"en": self.main, "zh": self.zh}
@@ -146,7 +160,7 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
     def _chinese_encoder(self, shipped: Any) -> Encoder:
         if shipped.format == CHECKPOINT_FORMAT and self.tokenizer.unknown_ratio("我的银行卡被冻结了怎么办") < 0.2:
             return self.main  # the user's backbone reads Chinese (ERNIE 3.0 zh, bert-base-chinese ...)
-        found = chinese_encoder(self.num_threads)
+        found = self.e5 or chinese_encoder(self.num_threads)
         if found is not None:
             return found
         corpus = [t for t, _ in read_examples(PACKAGE_DATA / "intents_zh.jsonl")]
@@ -179,9 +193,16 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
         en = [i for i, f in enumerate(batch) if f["route"] == "en"]
         zh = [i for i, f in enumerate(batch) if f["route"] == "zh"]
         if en:
-            outputs = self.main.run([batch[i]["text"] for i in en])
+            texts = [batch[i]["text"] for i in en]
+            outputs = self.main.run(texts)
+            logits = outputs[1:]
+            if self.e5_heads is not None and self.e5 is not None and "en" not in self.prototypes:
+                vectors = self.e5.encode(texts)
+                logits = [self.e5_heads.combine(name, lg, vectors) if name in self.e5_heads else lg
+                          for name, lg in zip(self.heads, logits)]
             for row, i in enumerate(en):
-                raw[i] = {"embedding": outputs[0][row], "logits": [o[row] for o in outputs[1:]]}
+                raw[i] = {"embedding": outputs[0][row], "logits": [o[row] for o in logits],
+                          "minilm_logits": [o[row] for o in outputs[1:]]}
         if zh:
             self._ensure_zh()
             vectors = self.zh.encode([batch[i]["text"] for i in zh])
@@ -211,12 +232,19 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
             if scorer is not None and "oos_threshold" not in self.options:  # distance to the nearest intent
                 far = float(scorer.distance(raw["embedding"][None, :])[0]) > cal["distance_threshold"]
                 oos = far or labels[top] == "oos"
-            else:
-                threshold = self._float("oos_threshold", cal["threshold"], 0.0, 1.0)
-                oos = probs[top] < threshold or labels[top] == "oos"
+            elif "oos_threshold" in self.options:  # the caller's threshold, on the probability shown
+                oos = probs[top] < self._float("oos_threshold", 0.0, 0.0, 1.0) or labels[top] == "oos"
+            else:  # calibrated on the MiniLM head's own probability when calibration.json says so (fit_e5_heads.py)
+                signal = probs
+                if cal.get("probabilities") == "minilm" and "minilm_logits" in raw:
+                    signal = _softmax(raw["minilm_logits"][head].astype(np.float64))
+                oos = float(signal.max()) < cal["threshold"] or labels[top] == "oos"
             if self.intent_set == "banking77" and "clinc150" in self.heads:  # off-domain per the CLINC150 head (weather ...)
                 c = self.heads.index("clinc150")
-                cprobs = _softmax(raw["logits"][c].astype(np.float64))
+                gate_logits = raw["logits"][c]
+                if cal.get("probabilities") == "minilm" and "minilm_logits" in raw:
+                    gate_logits = raw["minilm_logits"][c]
+                cprobs = _softmax(gate_logits.astype(np.float64))
                 clabel = self.labels["clinc150"][int(cprobs.argmax())]
                 off_domain = clabel not in set(cal.get("clinc150_in_domain", ()))
                 gate = float(cal.get("gate_min_probability", 2.0))
