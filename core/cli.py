@@ -243,12 +243,19 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
     if on_error is OnError.reject and not checked:
         _check_rows(tf, reader, source, name)
     skipped: list[dict[str, Any]] = []
+    # A regular --output file is written under a temporary name next to it and renamed when the run completes: a
+    # run that fails part-way (a missing FX rate on row 3,001) leaves no truncated results file, and an earlier file
+    # at that path is kept, not emptied. A device or pipe (/dev/null, a FIFO) is written directly.
+    target = output.resolve() if output is not None else None  # through a symlink to the file it names
+    atomic = target is not None and (target.is_file() or not target.exists())
+    partial = target.with_name(f".{target.name}.partial-{os.getpid()}") if atomic else None
     try:
-        out = open(output, "w", encoding="utf-8") if output else sys.stdout
+        out = open(partial or output, "w", encoding="utf-8") if output else sys.stdout
     except OSError as exc:
         raise ConfigError(f"Cannot write --output {output}: {exc.strerror}. Choose a path in an existing, "
                           "writable folder.") from exc
     count = 0
+    done = False
     try:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
@@ -259,9 +266,15 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
                     out.write(result.model_dump_json() + "\n")
                 count += len(chunk)
                 progress.update(bar, completed=count)
+        done = True
     finally:
         if output:
             out.close()
+        if partial:
+            if done:
+                os.replace(partial, target)
+            else:
+                partial.unlink(missing_ok=True)
     for problem in skipped:
         err.print(f"[yellow]skipped row {problem['row']}[/]: {_problem_text(problem)}")
     err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped.")

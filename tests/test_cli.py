@@ -353,3 +353,32 @@ def test_history_is_refused_for_a_stateless_task(cli, tmp_path):
     write_jsonl(today, ITEMS[2:])
     code, out, err = cli("run", "echo", str(today), "--history", str(earlier))
     assert code == 2 and out == "" and "keeps no state between items" in err
+
+
+def test_a_run_that_fails_part_way_leaves_no_partial_output_and_keeps_the_earlier_file(cli, tmp_path, monkeypatch):
+    """Results go to a temporary file renamed at the end: a run that fails after the first 1,024-item chunk (an aml
+    run missing an FX rate on row 3,001 left 2,048 of 3,775 lines, over the previous day's complete file, with exit
+    code 2: fresh-user check) leaves the earlier --output untouched and no partial file behind."""
+    from sectorflow import ConfigError
+    from sectorflow.taskflow import Taskflow as TF
+
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_jsonl(source, [{"text": f"row {i}"} for i in range(2500)])
+    target.write_text('{"earlier": "results"}\n')
+    real_run, calls = TF.run, []
+
+    def failing_run(self, items, **kwargs):
+        calls.append(len(items))
+        if len(calls) == 2:
+            raise ConfigError("no rate for row 1,025")
+        return real_run(self, items, **kwargs)
+
+    monkeypatch.setattr(TF, "run", failing_run)
+    code, out, err = cli("run", "echo", str(source), "--output", str(target))
+    assert code == 2 and "no rate for row 1,025" in err and calls == [1024, 1024]
+    assert target.read_text() == '{"earlier": "results"}\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+    monkeypatch.setattr(TF, "run", real_run)  # a complete run replaces it
+    code, _, err = cli("run", "echo", str(source), "--output", str(target))
+    assert code == 0 and len(target.read_text().splitlines()) == 2500
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
