@@ -221,6 +221,35 @@ def test_per_person_aggregation_options_are_task_options_and_validated() -> None
             ReportEngine.from_options(options)
 
 
+def test_customers_and_customer_types_can_be_files_of_account_lines(tmp_path) -> None:
+    """A bank's account-to-person mapping has thousands of lines: ``-O customers=FILE`` (it took only an inline JSON
+    mapping, which does not fit on a command line: fresh-user check). It also reaches the structuring rule."""
+    from sectorflow import Taskflow
+
+    people = tmp_path / "customers.csv"
+    people.write_text("\ufeffaccount,customer_id\n# the Wang household\nACC1, P1\nACC2,P1\n", encoding="utf-8")
+    engine = ReportEngine.from_options({"jurisdiction": "US", "customers": str(people)})
+    assert engine.customers == {"ACC1": "P1", "ACC2": "P1"}
+    assert engine.observe(txn("a", "6000", currency="USD", when="2026-11-03T15:00:00", receiver="ACC1")) == []
+    (draft,) = engine.observe(txn("b", "6000", currency="USD", when="2026-11-03T16:00:00", receiver="ACC2"))
+    assert draft.customer_account == "P1" and draft.total_amount == Decimal("12000")
+    kinds = tmp_path / "types.csv"
+    kinds.write_text("CO,corporate\n", encoding="utf-8")
+    assert ReportEngine.from_options({"customer_types": kinds}).customer_types == {"CO": "corporate"}
+    tf = Taskflow("aml", model=False, jurisdiction="US", customers=str(people))
+    results = tf([{"transaction_id": f"d{i}", "timestamp": f"2026-11-03T1{i}:00:00-05:00", "sender_account": acc,
+                   "receiver_account": acc, "amount": "9500", "currency": "USD", "channel": "cash_deposit"}
+                  for i, acc in enumerate(["ACC1", "ACC2"])])
+    assert [a.variant for a in results[1].alerts] == ["cumulative"] and results[1].alerts[0].accounts[0] == "ACC2"
+    assert [d.customer_account for d in results[1].reports] == ["P1"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text("ACC1,P1\nACC2\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"customers='.*bad.csv': line\(s\) 2 are not 'account,value'"):
+        ReportEngine.from_options({"customers": str(bad)})
+    with pytest.raises(ConfigError, match="no such file"):
+        ReportEngine.from_options({"customers": str(tmp_path / "none.csv")})
+
+
 def test_suspicious_report_draft_carries_alert_elements() -> None:
     txns = [txn(f"s{i}", amount, when=f"2024-03-05T0{i + 1}:00:00")
             for i, amount in enumerate(["49900", "49800", "49950"])]

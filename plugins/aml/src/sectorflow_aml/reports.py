@@ -59,9 +59,34 @@ _ZERO = Decimal(0)
 
 
 def _string_map(name: str, value: object, example: str) -> dict[str, str]:
-    """``value`` as a ``{str: str}`` dict (``None``: empty). Raises ConfigError naming option ``name``."""
+    """``value`` as a ``{str: str}`` dict (``None``: empty). A ``str`` or ``Path`` is a file of ``account,value``
+    lines (UTF-8, a byte-order mark and ``#`` comment lines ignored; a first line ``account,...`` is a header), as
+    for ``exempt_accounts``: a bank's mapping of thousands of accounts does not fit on a command line.
+
+    Raises:
+        ConfigError: naming option ``name``: not a mapping, a missing file, or a line without a value.
+    """
     if value is None:
         return {}
+    if isinstance(value, (str, Path)):
+        path = Path(value)
+        if not path.is_file():
+            raise ConfigError(f"{name}={str(value)!r}: no such file; give a mapping, e.g. {example}, or a file of "
+                              f"'account,value' lines.")
+        value, bad = {}, []
+        for line_no, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            account, _, mapped = (part.strip() for part in line.partition(","))
+            if line_no == 1 and account.lower() in ("account", "account_id", "acct"):
+                continue  # a header
+            if not account or not mapped:
+                bad.append(line_no)
+            value[account] = mapped
+        if bad:
+            raise ConfigError(f"{name}={str(path)!r}: line(s) {', '.join(map(str, bad[:10]))} are not "
+                              f"'account,value'.")
     if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) and k and v
                                                  for k, v in value.items()):
         raise ConfigError(f"{name} must be a mapping of account ids to non-empty strings, e.g. {example}; got "
@@ -164,10 +189,12 @@ class ReportEngine:
         "institution": "reporting institution's bank id (only its sides of transfers are its customers)",
         "report_timezone": "IANA time zone of the business day (default Asia/Shanghai for CN, America/New_York "
                            "for US)",
-        "customers": "{account: customer_id}: accounts of one person aggregate together for the large-value / CTR "
-                     "totals (31 CFR 1010.313; PBOC Order 2016 No. 3 Art. 5 per customer)",
-        "customer_types": "{account: \"individual\" | \"corporate\"}, overriding the transactions' customer_type "
-                          "(picks China's corporate or individual transfer row)",
+        "customers": "{account: customer_id} or a file of 'account,customer_id' lines: accounts of one person "
+                     "aggregate together for the large-value / CTR totals (31 CFR 1010.313; PBOC Order 2016 No. 3 "
+                     "Art. 5 per customer) and the structuring rule",
+        "customer_types": "{account: \"individual\" | \"corporate\"} or a file of 'account,type' lines, "
+                          "overriding the transactions' customer_type (picks China's corporate or individual "
+                          "transfer row)",
         "cutoff": "US only: local \"HH:MM\" after which a cash transaction counts on the next business day (night "
                   "deposits, 31 CFR 1010.313(b)); default none",
     }
