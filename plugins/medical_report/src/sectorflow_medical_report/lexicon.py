@@ -314,11 +314,31 @@ class Lexicon:
         e.g. 可能 is a pre- and a post-uncertainty cue). Full-width Latin letters and digits match as ASCII ("ＣＴ"
         is CT; :func:`~.text.fold_width`, offsets unchanged)."""
         out = []
-        for match in self.pattern.finditer(fold_width(text)):
+        folded = fold_width(text)
+        for match in self.pattern.finditer(folded):
             entries = self.table.get(_norm(match.group(0)))
             if entries:
                 out.append((match.start(), match.end(), entries))
-        return out
+        return self._shared_lung_character(folded, out)
+
+    def _shared_lung_character(self, text: str, out: list[tuple[int, int, list[Entry]]]
+                               ) -> list[tuple[int, int, list[Entry]]]:
+        """A Chinese site ending in 肺 followed by a finding that starts with 肺 share the character: "左下肺炎" is
+        the site 左下肺 and the finding 肺炎 (pneumonia), "双肺气肿" 双肺 + 肺气肿. Longest-first matching gives the 肺
+        to the site and the finding is lost, so the finding is added overlapping the site by that one character
+        (only where nothing else was matched after the site)."""
+        added = []
+        for k, (start, end, entries) in enumerate(out):
+            if not text.endswith("肺", start, end) or not any(e.kind == "anatomy" for e in entries):
+                continue
+            match = self.pattern.match(text, end - 1)
+            found = self.table.get(_norm(match.group(0))) if match else None
+            if not found or not any(e.kind == "finding" for e in found) or match.end() <= end:  # type: ignore[union-attr]
+                continue
+            nxt = out[k + 1][0] if k + 1 < len(out) else len(text)
+            if nxt >= match.end():  # type: ignore[union-attr]
+                added.append((end - 1, match.end(), found))  # type: ignore[union-attr]
+        return sorted(out + added, key=lambda m: m[0]) if added else out
 
 
 _LEXICON: Lexicon | None = None
