@@ -321,3 +321,24 @@ def test_a_chinese_site_and_finding_may_share_the_lung_character(text, expected)
 def test_shared_lung_character_gives_the_code():
     rep = _report("胸片：右侧气胸，左下肺炎，双肺气肿。")
     assert [c.code for c in rep.codes] == ["J93.9", "J18.9", "J43.9"]
+
+
+@pytest.mark.parametrize("text", [
+    # a different segment or position in the same lobe, or "also": two nodules (the multiple-nodule row)
+    "There is a 7 mm nodule in the anterior right upper lobe. There is a 7 mm nodule in the posterior right upper lobe.",
+    "There is a 7 mm nodule in the right upper lobe. There is also a 7 mm nodule in the right upper lobe.",
+    "右肺上叶尖段见一结节，直径约7mm。右肺上叶后段见一结节，直径约7mm。",
+    "右肺上叶见一结节，直径约7mm。右肺上叶还见一结节，直径约7mm。",
+])
+def test_two_nodules_in_one_lobe_at_different_places_stay_two(text):
+    rep = _report(text, modality="CT", patient_risk="low")
+    nodules = [f for f in rep.findings if f.type == "nodule"]
+    assert len(nodules) == 2 and all(f.same_as is None for f in nodules)
+    assert [r.category for r in rep.recommendations] == ["solid multiple 6-8 mm"]
+
+
+def test_a_restatement_without_the_segment_is_still_one_nodule():
+    text = "FINDINGS: 7 mm nodule in the posterior segment of the right upper lobe.\nIMPRESSION: 7 mm right upper lobe nodule."
+    rep = _report(text, modality="CT", patient_risk="low")
+    assert rep.findings[1].same_as == rep.findings[0].id
+    assert [r.category for r in rep.recommendations] == ["solid single 6-8 mm"]

@@ -336,10 +336,15 @@ def extract(text: str) -> Extraction:
 
 
 _WINDOW = 400
-_SECOND = re.compile(r"\b(another|additional|second|third|other|further|separate|different)\b|另|又|再|其他|其余|第[二三四五]",
+_SECOND = re.compile(r"\b(another|additional|second|third|other|further|separate|different|also|additionally)\b"
+                     r"|另|又|再|还|亦见|并见|也见|其他|其余|第[二三四五]",
                      re.IGNORECASE)
 _IMAGE_REF = re.compile(r"\b(image|img|im|series|se|slice)\s*(no\.?|number|#)?\s*:?\s*\d+|[第层]\s*\d+\s*层|\d+\s*层",
                         re.IGNORECASE)
+_POSITION = re.compile(r"\b(anterior|posterior|apical|apicoposterior|superior|inferior|medial|lateral|basal|basilar|"
+                       r"anteromedial|posterolateral|peripheral|central|subpleural|perifissural|juxtapleural)\b"
+                       r"|尖后段|尖段|后段|前段|背段|前基底段|后基底段|外基底段|内基底段|基底段|外侧段|内侧段|上舌段|下舌段|胸膜下",
+                       re.IGNORECASE)
 _GENERIC_SITES = {"lung", "upper_lobe", "middle_lobe", "lower_lobe", "lung_base", "lung_apex", "both_lungs"}
 
 
@@ -351,13 +356,18 @@ def _restatements(text: str, findings: list[Finding], sents: list[tuple[int, int
     Only when nothing tells them apart: a later sentence; the same type and count; the same specific site (a lobe
     or one lung, not "lung" alone) and laterality; the same size, or no size on one of them; no conflicting
     nodule type (solid or unstated / part-solid / ground-glass / calcified) or temporality; no word for another one before it in
-    its sentence ("another", "second", 另, 又); and no differing image or series number in the two sentences. Two
+    its sentence ("another", "second", "also", 另, 又, 还); no differing image or series number and no differing
+    segment or position word ("anterior" / "posterior", 尖段 / 后段) in the two sentences. Two
     nodules written alike in different sentences are thus read as one: the less conservative reading, so it is
     only taken when every one of these agrees. The restated finding takes what only the restatement states: its
     size, temporality ("IMPRESSION: Right upper lobe nodule, new since prior": Lung-RADS reads new nodules on
     their own thresholds), solid component and attributes."""
     def sites(f: Finding) -> set[str]:
         return {a.key for a in f.anatomy if a.source == "rules"}
+
+    def position(f: Finding) -> set[str]:
+        s, e = sents[f.sentence]
+        return {m.group(0).lower() for m in _POSITION.finditer(text, s, e)}
 
     def image(f: Finding) -> set[str]:
         s, e = sents[f.sentence]
@@ -383,6 +393,8 @@ def _restatements(text: str, findings: list[Finding], sents: list[tuple[int, int
             if f.temporality and g.temporality and f.temporality != g.temporality:
                 continue
             if image(f) and image(g) and image(f) != image(g):
+                continue
+            if position(f) and position(g) and position(f) != position(g):  # anterior vs posterior, 尖段 vs 后段
                 continue
             g.same_as = f.id
             if f.size is None and g.size is not None:
