@@ -1,4 +1,4 @@
-"""Train the English party-name tagger (``sectorflow_legal_extraction.party_model``) on CUAD's Parties annotations.
+"""Train the English party-name tagger (``party_model`` beside this script) on CUAD's Parties annotations.
 
 An experiment, not a shipped model: on the validation contracts the tagger alone stayed far below the rules and,
 joined with them, found one party more than they did (docs/legal-extraction.md, "Learned party tagger: tried, not
@@ -47,11 +47,12 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # party_model.py, the experiment's model code, beside this
 
 from legal_eval import gold_parties, parties_match
 from sectorflow import import_paddle, sha256_file
 from sectorflow_legal_extraction import cuad, rules_en
-from sectorflow_legal_extraction import party_model as pm
+import party_model as pm
 
 paddle = import_paddle()
 DATA = REPO.parent / "shared" / "data" / "cuad"

@@ -4,14 +4,23 @@ and the layer's shapes. Project-written text only; no trained weights are needed
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from sectorflow import ConfigError
-from sectorflow_legal_extraction import party_model as pm
 from sectorflow_legal_extraction.schema import Extraction
+
+# the experiment's model code lives beside its training script, outside the installed package
+_SPEC = importlib.util.spec_from_file_location(
+    "legal_party_model", Path(__file__).resolve().parents[1] / "scripts" / "party_model.py")
+pm = importlib.util.module_from_spec(_SPEC)
+sys.modules[_SPEC.name] = pm  # dataclasses resolve their module by name
+_SPEC.loader.exec_module(pm)
 
 CONTRACT = """MARKETING SERVICES AGREEMENT
 
