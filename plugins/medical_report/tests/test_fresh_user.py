@@ -342,3 +342,19 @@ def test_a_restatement_without_the_segment_is_still_one_nodule():
     rep = _report(text, modality="CT", patient_risk="low")
     assert rep.findings[1].same_as == rep.findings[0].id
     assert [r.category for r in rep.recommendations] == ["solid single 6-8 mm"]
+
+
+@pytest.mark.parametrize("text, axes, mm, row", [
+    # long and short axis written apart: the size is their mean (Fleischner 2017), not the larger one; 9 and 7 mm
+    # had read as 9 mm, the > 8 mm row ("Consider CT at 3 months, PET/CT, or tissue sampling") instead of 6-8 mm
+    ("胸部CT：右肺上叶结节，长径约9mm，短径约7mm。", [9.0, 7.0], 8.0, "solid single 6-8 mm"),
+    ("CT chest: Right upper lobe nodule, long axis 9 mm, short axis 7 mm.", [9.0, 7.0], 8.0, "solid single 6-8 mm"),
+    ("CT chest: Right upper lobe nodule with a short axis of 5 mm and a long axis of 8 mm.", [8.0, 5.0], 6.5,
+     "solid single 6-8 mm"),
+])
+def test_long_and_short_axis_written_apart_give_the_mean(text, axes, mm, row):
+    rep = _report(text, patient_risk="low")
+    (f,) = rep.findings
+    assert (f.size.axes_mm, f.size.mm) == (axes, mm)
+    assert text[f.size.start:f.size.end] == f.size.text
+    assert [r.category for r in rep.recommendations] == [row]

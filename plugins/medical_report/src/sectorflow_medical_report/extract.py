@@ -286,6 +286,7 @@ def extract(text: str) -> Extraction:
     # ("nodule ... measuring 8 mm"), else the nearest after. A former size ("previously 4 mm") is not the size.
     # A sentence that names no lesion but opens with an anaphor takes the last lesion of the sentence before
     # ("A mass is present in the left midlung. This measures 3.2 cm."); the size keeps its own text and offsets.
+    axis_of: dict[int, str | None] = {}  # finding id -> "long" / "short" when its size was labelled so
     for sz in sizes:
         sent = span_index(sents, sz.start)
 
@@ -312,10 +313,21 @@ def extract(text: str) -> Extraction:
             ">" if _MORE_THAN.search(before_size) and not _TAG_BEFORE.search(text[max(0, sz.start - 200):sz.start])
             else None)
         size = Size(text=sz.text, start=sz.start, end=sz.end, axes_mm=sz.axes_mm, mm=sz.mm, bound=bound)
+        axis = _axis_label(text, sz.start)
         if _SOLID_PART.search(text[max(0, sz.start - 30):sz.start]) or _SOLID_PART_AFTER.match(text, sz.end):
             f.solid_component_mm = sz.mm
+        elif axis and f.size is not None and axis_of.get(f.id) not in (None, axis) and len(sz.axes_mm) == 1 \
+                and len(f.size.axes_mm) == 1 and not bound and not f.size.bound:
+            # "长径约9mm，短径约7mm", "long axis 9 mm, short axis 7 mm": one size, the mean of the two axes
+            first, second = (f.size, size) if f.size.start < size.start else (size, f.size)
+            long_, short = (f.size, size) if axis == "short" else (size, f.size)
+            axes = [long_.axes_mm[0], short.axes_mm[0]]
+            f.size = Size(text=text[first.start:second.end], start=first.start, end=second.end, axes_mm=axes,
+                          mm=round(sum(axes) / 2, 3))
+            axis_of[f.id] = "both"
         elif f.size is None or sz.mm > f.size.mm:
             f.size = size
+            axis_of[f.id] = axis
 
     _assert(text, toks, findings, sents, claus, sizes)
     for f in findings:  # experiencer: a relative's finding (before it in its sentence) is not the patient's
@@ -336,6 +348,20 @@ def extract(text: str) -> Extraction:
 
 
 _WINDOW = 400
+_LONG_AXIS = re.compile(r"(long(est)?[- ]?(axis|axial|diameter|dimension)|greatest (diameter|dimension)|长径|最大径|最长径)"
+                        r"(\s*(diameter|dimension))?\s*(of|is|measures|measuring|=|:|：|约|为|达)?\s*(about|approximately|约)?\s*$",
+                        re.IGNORECASE)
+_SHORT_AXIS = re.compile(r"(short(est)?[- ]?(axis|axial|diameter|dimension)|短径|最小径|最短径)"
+                         r"(\s*(diameter|dimension))?\s*(of|is|measures|measuring|=|:|：|约|为|达)?\s*(about|approximately|约)?\s*$",
+                         re.IGNORECASE)
+
+
+def _axis_label(text: str, start: int) -> str | None:
+    """"long" / "short" when the size at ``start`` is labelled as the long or the short axis ("长径约9mm", "short
+    axis of 5 mm"), else None."""
+    before = text[max(0, start - 30):start]
+    return "long" if _LONG_AXIS.search(before) else "short" if _SHORT_AXIS.search(before) else None
+
 _SECOND = re.compile(r"\b(another|additional|second|third|other|further|separate|different|also|additionally)\b"
                      r"|另|又|再|还|亦见|并见|也见|其他|其余|第[二三四五]",
                      re.IGNORECASE)
