@@ -119,9 +119,10 @@ def _noting_naive_times(source: Any, rows: Iterator[tuple[int, Any]]) -> Iterato
     if naive and key not in _warned_naive:  # once per file: the CLI's reject mode reads a file twice
         _warned_naive.add(key)
         log.warning("%s: %d of %d timestamps carry no UTC offset (e.g. row %d: %r): they are read in the zone the "
-                    "option input_timezone names, UTC when it is not given. If they are local times, name their zone "
-                    "(sectorflow run aml -O input_timezone=Asia/Shanghai; Taskflow('aml', input_timezone=...)), or "
-                    "same-day totals and business days shift.", source, naive, total, first[0], str(first[1]))
+                    "option input_timezone names, UTC when it is not given. If they are local times and you have not "
+                    "given it, name their zone (sectorflow run aml -O input_timezone=ZONE, e.g. Asia/Shanghai or "
+                    "America/New_York; Taskflow('aml', input_timezone=ZONE)), or same-day totals and business days "
+                    "shift.", source, naive, total, first[0], str(first[1]))
 
 
 def _check_mapping(mapping: Mapping[str, str] | None, defaults: Mapping[str, Any] | None = None) -> None:
