@@ -381,36 +381,34 @@ def _restatements(text: str, findings: list[Finding], sents: list[tuple[int, int
 
     Only when nothing tells them apart: a later sentence; the same type and count; the same specific site (a lobe
     or one lung, not "lung" alone) and laterality; the same size, or no size on one of them; no conflicting
-    nodule type (solid or unstated / part-solid / ground-glass / calcified) or temporality; no word for another one before it in
-    its sentence ("another", "second", "also", 另, 又, 还); no differing image or series number and no differing
-    segment or position word ("anterior" / "posterior", 尖段 / 后段) in the two sentences. Two
+    nodule type (solid or unstated / part-solid / ground-glass / calcified) or temporality; no word for another
+    one before it in its sentence ("another", "second", "also", 另, 又, 还); no differing image or series number
+    and no differing segment or position word ("anterior" / "posterior", 尖段 / 后段) in the two sentences. Two
     nodules written alike in different sentences are thus read as one: the less conservative reading, so it is
     only taken when every one of these agrees. The restated finding takes what only the restatement states: its
     size, temporality ("IMPRESSION: Right upper lobe nodule, new since prior": Lung-RADS reads new nodules on
     their own thresholds), solid component and attributes."""
-    def sites(f: Finding) -> set[str]:
-        return {a.key for a in f.anatomy if a.source == "rules"}
-
-    def position(f: Finding) -> set[str]:
-        s, e = sents[f.sentence]
-        return {m.group(0).lower() for m in _POSITION.finditer(text, s, e)}
-
-    def image(f: Finding) -> set[str]:
-        s, e = sents[f.sentence]
-        return {re.sub(r"\D", "", m.group(0)) for m in _IMAGE_REF.finditer(text, s, e)}
-
     lesions = [f for f in findings if f.type in ("nodule", "mass") and f.assertion == "present"
                and f.experiencer == "patient"]
+    # computed once per finding and per sentence (a 20,000-character paste may hold hundreds of nodules)
+    site = {f.id: frozenset(a.key for a in f.anatomy if a.source == "rules") for f in lesions}
+    position: dict[int, set[str]] = {}
+    image: dict[int, set[str]] = {}
+    for k in {f.sentence for f in lesions}:
+        s, e = sents[k]
+        position[k] = {m.group(0).lower() for m in _POSITION.finditer(text, s, e)}
+        image[k] = {re.sub(r"\D", "", m.group(0)) for m in _IMAGE_REF.finditer(text, s, e)}
     for g in lesions:
         s_start, _ = sents[g.sentence]
-        if _SECOND.search(text[s_start:g.start]) or not sites(g) or sites(g) <= _GENERIC_SITES or g.laterality is None:
+        if not site[g.id] or site[g.id] <= _GENERIC_SITES or g.laterality is None \
+                or _SECOND.search(text[s_start:g.start]):
             continue
         for f in lesions:
             if f.sentence >= g.sentence or f.same_as is not None:
                 continue
-            if (f.type, f.laterality) != (g.type, g.laterality) or not (sites(f) & sites(g)) \
+            if (f.type, f.laterality) != (g.type, g.laterality) or not (site[f.id] & site[g.id]) \
                     or (f.count or "single") != (g.count or "single") \
-                    or sites(f) <= _GENERIC_SITES:
+                    or site[f.id] <= _GENERIC_SITES:
                 continue
             if f.size and g.size and abs(f.size.mm - g.size.mm) >= 0.5:
                 continue
@@ -418,9 +416,10 @@ def _restatements(text: str, findings: list[Finding], sents: list[tuple[int, int
                 continue
             if f.temporality and g.temporality and f.temporality != g.temporality:
                 continue
-            if image(f) and image(g) and image(f) != image(g):
+            pf, pg, imf, img = position[f.sentence], position[g.sentence], image[f.sentence], image[g.sentence]
+            if imf and img and imf != img:
                 continue
-            if position(f) and position(g) and position(f) != position(g):  # anterior vs posterior, 尖段 vs 后段
+            if pf and pg and pf != pg:  # anterior vs posterior, 尖段 vs 后段
                 continue
             g.same_as = f.id
             if f.size is None and g.size is not None:
