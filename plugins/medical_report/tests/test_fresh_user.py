@@ -381,3 +381,31 @@ def test_restatements_in_a_long_paste_are_read_in_linear_work():
         ex_mod._IMAGE_REF = real
     assert len(findings) == 400 and all(f.same_as is None for f in findings)
     assert calls["n"] == 400  # once per sentence
+
+
+@pytest.mark.parametrize("text", [
+    "History: colon cancer screening negative. CT chest: 7 mm solid nodule in the right upper lobe.",
+    "Cancer screening negative. CT chest: 7 mm solid nodule in the right upper lobe.",
+    "History: breast cancer screening normal. CT chest: 7 mm solid nodule in the right upper lobe.",
+    "既往结肠癌筛查阴性。胸部CT：右肺上叶实性结节，大小约7mm。",
+])
+def test_screening_of_something_else_does_not_make_a_chest_ct_a_lung_screening(text):
+    # any "screening" / 筛查 had turned a diagnostic chest CT into a Lung-RADS screening CT (fresh-user check), and
+    # 结肠癌筛查 ("colon cancer screening") was read as a known colon cancer: no Fleischner row
+    assert extract(text).screening_hint is False
+    rep = _report(text)
+    assert rep.exam.screening is False and {r.guideline for r in rep.recommendations} == {"Fleischner 2017"}
+
+
+@pytest.mark.parametrize("text", [
+    "Lung cancer screening CT: 7 mm solid nodule in the right upper lobe.",
+    "Screening chest CT. 7 mm solid nodule in the right upper lobe.",
+    "LDCT: 7 mm solid nodule in the right upper lobe.",
+    "CT lung screening. 7 mm solid nodule in the right upper lobe.",
+    "低剂量胸部CT：右肺上叶实性结节，大小约7mm。",
+    "肺癌筛查：胸部CT示右肺上叶实性结节，大小约7mm。",
+])
+def test_lung_screening_wordings_still_give_lung_rads(text):
+    assert extract(text).screening_hint is True
+    rep = _report(text)
+    assert rep.exam.screening is True and {r.guideline for r in rep.recommendations} == {"Lung-RADS v2022"}

@@ -47,6 +47,8 @@ _KNOWN_CANCER = re.compile(
     r"|[\u4e00-\u9fff]{0,4}?(癌|恶性肿瘤|淋巴瘤|肉瘤|黑色素瘤)(切除术后|根治术后|切除后|患者|病人)"
     r"|(既往|有).{0,8}(癌|恶性肿瘤|淋巴瘤)(病史)?",
     re.IGNORECASE)
+_SCREENED = re.compile(r"\s*(screening|screened|筛查)", re.IGNORECASE)
+"""Just after a cancer word: the cancer was screened for, not had."""
 _OTHER_PERSON = re.compile(r"family history|family hx|\b(mother|father|sister|brother|sibling|parent)s?\b|家族史|父亲|母亲|"
                            r"其父|其母|兄弟|姐妹|哥哥|姐姐|弟弟|妹妹", re.IGNORECASE)
 """ConText experiencer "other": a finding in a sentence about a relative is not the patient's."""
@@ -62,7 +64,15 @@ _ANAPHOR = re.compile(r"\s*(?:\d{1,2}\.\s+)?(this|it|these|they|(the\s+)?(larges
 """A sentence that opens with an anaphor ("This measures 3.2 cm", "The largest measures 3.5 mm", 其大小约8mm) and
 names no lesion itself: its size belongs to the last lesion of the sentence before (a numbered item's marker, "2. The
 largest measures 7 mm", may stand before the anaphor)."""
-_SCREENING = re.compile(r"screening|筛查|low[-\s]?dose\s+ct|\bldct\b|低剂量\s*ct", re.IGNORECASE)
+_SCREENING = re.compile(
+    r"\b(?:lung|chest|ct|ldct)\s+(?:cancer\s+)?screening\b"
+    r"|\bscreening\s+(?:(?:low[-\s]?dose|ldct)\s+)?(?:chest\s+)?(?:ct|ldct)\b"
+    r"|\blow[-\s]?dose\s+(?:chest\s+)?ct\b|\bldct\b|\blung[-\s]?rads\b"
+    r"|肺癌筛查|肺部筛查|肺结节筛查|肺筛查|ct\s*筛查|筛查\s*ct|低剂量\s*(?:胸部\s*)?(?:螺旋\s*)?ct", re.IGNORECASE)
+"""Lung-cancer screening named as this exam's context: screening of the lung or by (low-dose) CT, low-dose CT, LDCT,
+Lung-RADS, 肺癌筛查, 低剂量CT. "Screening" alone is not enough: "Cancer screening negative", "colon cancer screening"
+or a screening mammogram in the history had turned a diagnostic chest CT into a Lung-RADS screening (fresh-user
+check)."""
 _REFERENCE_BEFORE = re.compile(
     r"\b(recommend\w*|suggest\w*|advis\w*|consider\w*|comparison|compared|compare|comparing|prior|previous|"
     r"previously|earlier|outside|correlat\w*|obtain\w*|enrol\w*|refer\w*|if|could|would|should)\b"
@@ -338,6 +348,8 @@ def extract(text: str) -> Extraction:
     known = None
     for m in _KNOWN_CANCER.finditer(text):
         s_start, _ = sents[span_index(sents, m.start())]
+        if _SCREENED.match(text, m.end()):  # "colon cancer screening negative", 既往结肠癌筛查阴性: no cancer
+            continue
         if not _OTHER_PERSON.search(text[s_start:m.end()]) and not re.search(
                 r"\b(no|without|negative for)\b[^.;]*$|无[^。；]*$", text[s_start:m.start()], re.IGNORECASE):
             known = m.group(0)

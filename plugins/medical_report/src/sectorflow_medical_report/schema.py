@@ -30,7 +30,7 @@ class ReportInput(TextItem):
         None, description="Lung-cancer risk for Fleischner 2017 (smoking, age, family history...); none = both given.")
     screening: bool | None = Field(
         None, description="Lung-cancer screening CT (Lung-RADS) rather than an incidental finding (Fleischner); "
-                          "none = inferred from the text (low-dose CT, screening, 筛查).")
+                          "none = inferred from the text (low-dose CT, LDCT, lung cancer screening, 肺癌筛查, 低剂量CT).")
     age: int | None = Field(None, ge=0, le=130, description="Years; Fleischner 2017 does not apply under 35.")
     known_cancer: bool = Field(False, description="Known primary cancer (Fleischner 2017 does not apply).")
     immunocompromised: bool = Field(False, description="Immunosuppressed patient (Fleischner 2017 does not apply).")
