@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sectorflow import BundleError, Taskflow
+from sectorflow import BundleError, ConfigError, Taskflow
 from sectorflow_customer_service.ensemble import E5Heads, log_softmax
 
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
@@ -95,3 +95,20 @@ def test_banking77_validation_slice_gains_from_the_ensemble(tf):
     # 239 and 234 of 251 with the vectors of compare_stacked.py (one thread); other thread counts and batch shapes
     # move the floats a little, so one message either way
     assert round(251 * ensemble) == pytest.approx(239, abs=1) and round(251 * minilm) == pytest.approx(234, abs=1)
+
+
+def test_english_ensemble_false_is_the_minilm_head_alone_and_loads_no_e5():
+    fast = Taskflow("customer_service", english_ensemble=False)
+    pipe = fast.pipeline
+    assert pipe.e5_heads is None and pipe.e5 is None
+    texts = ["I am still waiting on my card?", "why was I charged a fee for my transfer"]
+    results = fast(texts)
+    want = np.exp(log_softmax(pipe.main.run(texts)[1]))
+    for r, p in zip(results, want):
+        j = int(p.argmax())
+        assert r.top_k[0].label == pipe.labels["banking77"][j]
+        assert r.intent_probability == pytest.approx(float(p[j]), abs=1e-4)
+    assert [r.intent for r in results] == ["card_arrival", "transfer_fee_charged"]
+    assert fast("我的银行卡被冻结了怎么办").language == "zh"  # Chinese still works (e5 loads on first use)
+    with pytest.raises(ConfigError, match="english_ensemble='no'"):
+        Taskflow("customer_service", english_ensemble="no")
