@@ -134,9 +134,9 @@ def run_command(
     spec = plugins.get_task(task)
     mapping, defaults = field_pairs("--column", "COLUMN", column), field_pairs("--default", "VALUE", default)
     reader = reader_for(spec, fmt, source, mapping=mapping, defaults=defaults)
-    earlier = [(str(path), reader_for(spec, fmt, path, mapping=mapping, defaults=defaults)) for path in history]
     if history:
         _check_history(spec, history, source, output)
+    earlier = [(str(path), reader_for(spec, fmt, path, mapping=mapping, defaults=defaults)) for path in history]
     tf = Taskflow(task, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
                   task_path=task_path, **options)
     spool: Optional[str] = None
