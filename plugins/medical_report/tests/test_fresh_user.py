@@ -409,3 +409,29 @@ def test_lung_screening_wordings_still_give_lung_rads(text):
     assert extract(text).screening_hint is True
     rep = _report(text)
     assert rep.exam.screening is True and {r.guideline for r in rep.recommendations} == {"Lung-RADS v2022"}
+
+
+@pytest.mark.parametrize("text", [
+    "胸部CT：右肺上叶结节，约6mm，考虑炎性结节可能。",
+    "胸部CT：右肺上叶结节，约6mm，不除外炎性结节。",
+    "CT chest: 6 mm nodule in the right upper lobe, possibly an inflammatory nodule.",
+])
+def test_an_interpretation_of_the_nodule_just_described_is_not_a_second_nodule(text):
+    # "考虑炎性结节可能" had added a second, uncertain nodule (the impression listed 结节待排) to the one nodule stated
+    ex = extract(text)
+    first, second = ex.findings
+    assert (first.assertion, second.assertion, second.same_as) == ("present", "uncertain", first.id)
+    rep = _report(text)
+    assert len([f for f in rep.findings if f.type == "nodule" and f.same_as is None]) == 1
+    assert "待排" not in rep.impression and "possible nodule" not in rep.impression.lower()
+    assert {r.category for r in rep.recommendations} == {"solid single 6-8 mm"}
+
+
+@pytest.mark.parametrize("text", [
+    "胸部CT：右肺上叶结节，约6mm，左肺下叶可疑结节。",   # another side: another nodule
+    "胸部CT：右肺上叶结节，约6mm，另见可疑小结节。",     # 另: another one
+])
+def test_an_uncertain_nodule_elsewhere_stays_its_own_finding(text):
+    first, second = extract(text).findings
+    assert second.assertion == "uncertain" and second.same_as is None
+    assert "待排" in _report(text).impression

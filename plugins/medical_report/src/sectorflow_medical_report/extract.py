@@ -345,6 +345,7 @@ def extract(text: str) -> Extraction:
         if _OTHER_PERSON.search(text[max(s_start, f.start - _WINDOW):f.start]):
             f.experiencer = "other"
     _restatements(text, findings, sents)
+    _characterisations(text, findings, sents)
     known = None
     for m in _KNOWN_CANCER.finditer(text):
         s_start, _ = sents[span_index(sents, m.start())]
@@ -442,6 +443,41 @@ def _restatements(text: str, findings: list[Finding], sents: list[tuple[int, int
             f.attributes += [a for a in g.attributes if a not in f.attributes]
             break
 
+
+
+_INTERPRETIVE = re.compile(r"考虑|可能|倾向|符合|提示|不除外|待排|\b(likely|probably|possibly|consistent with|suggestive of|"
+                           r"compatible with|may represent|could represent|suspicious for|favou?r(ed|s)?)\b",
+                           re.IGNORECASE)
+"""An interpretation of a lesion just described ("右肺上叶结节，约6mm，考虑炎性结节可能", "a 6 mm nodule, possibly an
+inflammatory nodule"): what the lesion may be, not another lesion."""
+
+
+def _characterisations(text: str, findings: list[Finding], sents: list[tuple[int, int]]) -> None:
+    """Mark an uncertain nodule or mass that only interprets the present one just before it in its sentence
+    (``same_as``): "右肺上叶结节，约6mm，考虑炎性结节可能" is one nodule whose nature is uncertain, not a nodule and a second,
+    uncertain one (which the impression had listed as 结节待排).
+
+    Only when an interpretive cue (考虑, 可能, 不除外, likely, consistent with, ...) stands between the two, the
+    uncertain mention has no size of its own, no other laterality, no specific site of its own (or the same one),
+    and no word for another lesion ("another", 另, 还) stands before it in its sentence."""
+    for g in findings:
+        if g.type not in ("nodule", "mass") or g.assertion != "uncertain" or g.size is not None \
+                or g.experiencer != "patient" or g.same_as is not None:
+            continue
+        s_start, _ = sents[g.sentence]
+        before = [f for f in findings if f.sentence == g.sentence and f.end <= g.start and f.type == g.type
+                  and f.assertion == "present" and f.experiencer == "patient" and f.same_as is None]
+        if not before or _SECOND.search(text[s_start:g.start]):
+            continue
+        f = before[-1]
+        if g.laterality is not None and g.laterality != f.laterality:
+            continue
+        g_site = frozenset(a.key for a in g.anatomy if a.source == "rules")
+        f_site = frozenset(a.key for a in f.anatomy if a.source == "rules")
+        if g_site and not g_site <= _GENERIC_SITES and g_site != f_site:
+            continue
+        if _INTERPRETIVE.search(text, f.end, g.end):
+            g.same_as = f.id
 
 
 def _size_owners(findings: list[Finding], kind: str) -> list[Finding]:
