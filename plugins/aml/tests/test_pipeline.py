@@ -276,6 +276,12 @@ def test_exempt_accounts_from_a_file(tmp_path):
     assert tf.pipeline.exempt_accounts == {"SHOP": "merchant (reviewed 2026-11)", "PAYROLL": "exempt"}
     out = tf([rec(i, f"CUST{i}", "SHOP", "35.50", hours=i) for i in range(12)])
     assert not any(a.typology == "fan_in" for r in out for a in r.alerts)
+    # read like the customers / customer_types files (one reader): a header line, a line with no account
+    listed.write_text("\ufeffaccount,reason\nSHOP\n,orphan reason\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"exempt_accounts=.*line\(s\) 3 are not 'account,value'"):
+        Taskflow("aml", model=False, exempt_accounts=str(listed))
+    listed.write_text("account,reason\nSHOP\n", encoding="utf-8")
+    assert Taskflow("aml", model=False, exempt_accounts=str(listed)).pipeline.exempt_accounts == {"SHOP": "exempt"}
 
 
 def test_a_model_alert_alone_drafts_no_suspicious_report_unless_model_str():

@@ -41,7 +41,7 @@ from typing import Any
 from sectorflow import ConfigError, Pipeline
 
 from .fx import MissingRateError
-from .reports import ReportEngine, suspicious_report
+from .reports import ReportEngine, read_account_file, suspicious_report
 from .schema import (INPUT_TIMEZONE_HELP, Alert, Reason, ReportDraft, Transaction, TransactionAssessment,
                      transactions_digest)
 from .typologies import RULES, build_rules
@@ -81,7 +81,7 @@ EXEMPT_SUBJECTS: dict[str, tuple[int, ...]] = {
 
 def _exempt_accounts(options: dict[str, Any]) -> dict[str, str]:
     """``exempt_accounts`` as ``{account: reason}`` (a list gives reason "exempt"; a path names a text file of
-    ``account[,reason]`` lines, ``#`` comments and blank lines ignored).
+    ``account[,reason]`` lines, read by :func:`~sectorflow_aml.reports.read_account_file`).
 
     Raises:
         ConfigError: not a list, mapping or readable file of non-empty account ids.
@@ -90,16 +90,7 @@ def _exempt_accounts(options: dict[str, Any]) -> dict[str, str]:
     if raw is None:
         return {}
     if isinstance(raw, (str, Path)):
-        path = Path(raw)
-        if not path.is_file():
-            raise ConfigError(f"exempt_accounts={str(raw)!r}: no such file; give a file of 'account[,reason]' lines, "
-                              f"a list of account ids, or {{account: reason}}.")
-        raw = {}
-        for line in path.read_text(encoding="utf-8-sig").splitlines():
-            line = line.strip()
-            if line and not line.startswith("#"):
-                account, _, reason = line.partition(",")
-                raw[account.strip()] = reason.strip() or "exempt"
+        raw = read_account_file(raw, "exempt_accounts", default="exempt")
     if isinstance(raw, dict):
         pairs = list(raw.items())
     elif isinstance(raw, (list, tuple, set, frozenset)):
