@@ -7,26 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from sectorflow_aml.cli import register
-
 HEADER = "transaction_id,timestamp,sender_account,receiver_account,amount,currency,channel\n"
-
-
-def _cli():
-    from sectorflow import cli
-
-    if not any(group.name == "aml" for group in cli.app.registered_groups):
-        register(cli.app)
-    return cli.main
 
 
 def _reports(path: Path) -> list[dict]:
     return [d for line in path.read_text(encoding="utf-8").splitlines() for d in json.loads(line)["reports"]]
 
 
-def test_history_rebuilds_same_day_totals_and_updates_the_earlier_report(tmp_path: Path,
-                                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    main = _cli()
+def test_history_rebuilds_same_day_totals_and_updates_the_earlier_report(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], cli_main) -> None:
+    main = cli_main
     morning = tmp_path / "morning.csv"
     morning.write_text(HEADER + "m1,2026-11-03T09:00:00+08:00,W,ACC,30000,CNY,cash_deposit\n"
                                 "m2,2026-11-03T11:00:00+08:00,W,ACC,21000,CNY,cash_deposit\n", encoding="utf-8")
@@ -46,7 +36,8 @@ def test_history_rebuilds_same_day_totals_and_updates_the_earlier_report(tmp_pat
     capsys.readouterr()
     joined = tmp_path / "joined.jsonl"
     assert main(run + [str(evening), "--history", str(morning), "--output", str(joined)]) == 0
-    assert "history " + str(morning) + ": 2 item(s) replayed (results not written)." in capsys.readouterr().err.replace("\n", "")
+    err = capsys.readouterr().err.replace("\n", "")
+    assert f"history {morning}: 2 item(s) replayed (results not written)." in err
     rows = [json.loads(line) for line in joined.read_text(encoding="utf-8").splitlines()]
     assert [r["transaction_id"] for r in rows] == ["e1", "e2"]
     (update,) = _reports(joined)
@@ -54,8 +45,8 @@ def test_history_rebuilds_same_day_totals_and_updates_the_earlier_report(tmp_pat
     assert update["total_amount"] == "60000.00"
 
 
-def test_history_is_refused_when_it_cannot_help(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    main = _cli()
+def test_history_is_refused_when_it_cannot_help(tmp_path: Path, capsys: pytest.CaptureFixture[str], cli_main) -> None:
+    main = cli_main
     today = tmp_path / "today.csv"
     today.write_text(HEADER + "t1,2026-11-03T09:00:00Z,A,B,100,CNY,transfer\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"
@@ -70,10 +61,11 @@ def test_history_is_refused_when_it_cannot_help(tmp_path: Path, capsys: pytest.C
     assert "bad row(s) in " + str(bad) in capsys.readouterr().err.replace("\n", "") and not out.exists()
 
 
-def test_explain_reads_the_history_files_of_a_daily_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_explain_reads_the_history_files_of_a_daily_run(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        cli_main) -> None:
     """An alert of a ``--history`` run reaches back into the earlier files: ``aml explain --history`` reads them
     (before, explain took one --input and refused every such alert as 'not the input'; fresh-user check)."""
-    main = _cli()
+    main = cli_main
     earlier = tmp_path / "monday.csv"
     earlier.write_text(HEADER + "".join(f"h{i},2026-11-02T1{i}:00:00+08:00,S{i},HUB,9000,CNY,transfer\n"
                                         for i in range(8)), encoding="utf-8")

@@ -115,12 +115,9 @@ def test_explain_refuses_an_input_file_the_results_did_not_come_from(tmp_path: P
 
 
 def test_cli_explain_with_the_wrong_input_exits_2_with_one_message(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    from sectorflow import cli
-    from sectorflow.cli import main
-
-    if not any(group.name == "aml" for group in cli.app.registered_groups):
-        register(cli.app)  # an earlier test may have loaded the CLI's plugin commands with no plugins selected
+                                                                   capsys: pytest.CaptureFixture[str],
+                                                                   cli_main) -> None:
+    main = cli_main
     alert, _ = _cycle_alert()
     results = tmp_path / "results.jsonl"
     results.write_text(TransactionAssessment(transaction_id=alert.transaction_ids[-1], risk_score=0.8, alert=True,

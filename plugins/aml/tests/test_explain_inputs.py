@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sectorflow import ConfigError, InvalidInputError, Taskflow, field_pairs
-from sectorflow_aml.cli import checked_alert, explain_alert, iter_alerts, register
+from sectorflow_aml.cli import checked_alert, explain_alert, iter_alerts
 
 BANK_COLUMNS = ["Txn Ref", "Value Date", "Debit Acct", "Credit Acct", "Amt"]  # no currency column: --default
 MAPPING = {"transaction_id": "Txn Ref", "timestamp": "Value Date", "sender_account": "Debit Acct",
@@ -45,18 +45,10 @@ def bank_run(tmp_path: Path) -> tuple[Path, Path, str]:
     return source, results, cycle.alert_id
 
 
-def _cli() -> object:
-    from sectorflow import cli
-
-    if not any(group.name == "aml" for group in cli.app.registered_groups):
-        register(cli.app)  # an earlier test may have loaded the CLI's plugin commands with no plugins selected
-    return cli.main
-
-
 def test_explain_reads_a_bank_csv_with_the_runs_column_and_default_options(
-        bank_run: tuple[Path, Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        bank_run: tuple[Path, Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str], cli_main) -> None:
     source, results, alert_id = bank_run
-    main = _cli()
+    main = cli_main
     base = ["aml", "explain", alert_id, "--results", str(results), "--input", str(source), "--format", "csv"]
     columns = [arg for field, column in MAPPING.items() for arg in ("--column", f"{field}={column}")]
     png = tmp_path / "bank.png"

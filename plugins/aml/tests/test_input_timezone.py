@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sectorflow import ConfigError, Taskflow
-from sectorflow_aml.cli import checked_alert, iter_alerts, register
+from sectorflow_aml.cli import checked_alert, iter_alerts
 from sectorflow_aml.loaders import load_transactions
 from sectorflow_aml.schema import Transaction, input_context, parse_zone
 
@@ -42,7 +42,7 @@ def test_beijing_local_times_keep_a_same_day_cumulative_large_value_report_toget
 
 def test_a_us_date_only_column_is_the_local_day_not_the_evening_before() -> None:
     # a US export with dates only: 6,000 + 5,000 USD cash on 3 Nov is a CTR (more than 10,000) of 3 Nov
-    day = [_cash("a", "2026-11-03", "6000") | {"currency": "USD"}, _cash("b", "2026-11-03", "5000") | {"currency": "USD"}]
+    day = [_cash(tid, "2026-11-03", amount) | {"currency": "USD"} for tid, amount in (("a", "6000"), ("b", "5000"))]
     local = _large_value(Taskflow("aml", model=False, jurisdiction="US", input_timezone="America/New_York")(day))
     assert [(d.business_date, d.total_amount) for d in local] == [("2026-11-03", 11000)]
     utc = _large_value(Taskflow("aml", model=False, jurisdiction="US")(day))
@@ -79,22 +79,14 @@ def test_daylight_saving_gaps_and_repeats_take_the_offset_before_the_change() ->
     assert input_context({}) == {}
 
 
-def _cli():
-    from sectorflow import cli
-
-    if not any(group.name == "aml" for group in cli.app.registered_groups):
-        register(cli.app)
-    return cli.main
-
-
-def test_run_and_explain_read_a_local_time_csv_with_the_same_zone(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_and_explain_read_a_local_time_csv_with_the_same_zone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], cli_main) -> None:
     source = tmp_path / "branch.csv"
     source.write_text("transaction_id,timestamp,sender_account,receiver_account,amount,currency,channel\n"
                       "d1,2026-11-03 09:10:00,WALKIN,C9,49900,CNY,cash_deposit\n"
                       "d2,2026-11-03 16:55:00,WALKIN,C9,49800,CNY,cash_deposit\n", encoding="utf-8")
     results = tmp_path / "out.jsonl"
-    main = _cli()
+    main = cli_main
     assert main(["run", "aml", str(source), "--output", str(results), "-O", "model=false",
                  "-O", "input_timezone=Asia/Shanghai"]) == 0, capsys.readouterr().err
     rows = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]

@@ -644,6 +644,7 @@ def test_cumulative_structuring_counts_one_customers_accounts_together():
     assert alert.accounts == ["A2", "A1", "WALKIN"]  # the account whose deposit completed it first, then the other
     assert alert.reasons[0].en.startswith("2 cash deposits by customer P1 (accounts A2, A1) on one day, each just "
                                           "under the 50,000.00 CNY reporting threshold")
-    assert "totalling 91,000.00 CNY" in alert.reasons[0].en and "客户 P1（账户 A2、A1）同一天内有 2 笔现金存入" in alert.reasons[0].zh
+    assert "totalling 91,000.00 CNY" in alert.reasons[0].en
+    assert "客户 P1（账户 A2、A1）同一天内有 2 笔现金存入" in alert.reasons[0].zh
     with pytest.raises(ConfigError, match="customers"):
         StructuringRule(customers={"A1": ""})
