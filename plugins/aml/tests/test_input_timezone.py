@@ -107,3 +107,56 @@ def test_run_and_explain_read_a_local_time_csv_with_the_same_zone(
     assert "is not the input that produced alert" in err and "--input-timezone" in err
     txns, problems = load_transactions(source, "csv", input_timezone="+08:00")
     assert not problems and [t.timestamp.hour for t in txns] == [1, 8]
+
+
+_HEADER = "transaction_id,timestamp,sender_account,receiver_account,amount,currency,channel\n"
+
+
+def _offset_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    return [(r.levelname, r.getMessage()) for r in caplog.records if "UTC offset" in r.getMessage()]
+
+
+def test_a_given_zone_silences_the_read_as_utc_warning_in_run_load_and_explain(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, cli_main) -> None:
+    # the reader is not told input_timezone; it used to warn on every naive file, whatever the caller gave
+    rows = ("d1,2026-11-03 09:10:00,WALKIN,C9,49900,CNY,cash_deposit\n"
+            "d2,2026-11-03 16:55:00,WALKIN,C9,49800,CNY,cash_deposit\n")
+    local, plain = tmp_path / "local.csv", tmp_path / "plain.csv"
+    for path in (local, plain):
+        path.write_text(_HEADER + rows, encoding="utf-8")
+    results = tmp_path / "out.jsonl"
+    with caplog.at_level("INFO", logger="sectorflow_aml"):
+        assert cli_main(["run", "aml", str(local), "--format", "csv", "--output", str(results), "-O", "model=false",
+                         "-O", "input_timezone=Asia/Shanghai"]) == 0
+    assert "UTC offset" not in capsys.readouterr().err
+    assert _offset_lines(caplog) == [("INFO", f"{local}: 2 of 2 timestamps carry no UTC offset (e.g. row 1: "
+                                              "'2026-11-03 09:10:00'): read as local times in Asia/Shanghai "
+                                              "(input_timezone).")]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="sectorflow_aml"):  # the same file without the option: read as UTC, said so
+        assert cli_main(["run", "aml", str(plain), "--format", "csv", "--output", str(tmp_path / "utc.jsonl"),
+                         "-O", "model=false"]) == 0
+    ((level, message),) = _offset_lines(caplog)
+    assert level == "WARNING" and "read as UTC, since input_timezone was not given" in message
+    assert "-O input_timezone=ZONE" in message
+    capsys.readouterr()
+    caplog.clear()
+    # aml explain with the run's zone (a new file identity: the message is once per file)
+    explained = tmp_path / "explained.csv"
+    explained.write_text(_HEADER + rows, encoding="utf-8")
+    (structuring,) = [a for a in iter_alerts(results) if a.typology == "structuring"]
+    with caplog.at_level("INFO", logger="sectorflow_aml"):
+        _, txns, _ = checked_alert(structuring.alert_id, results, local, input_timezone="Asia/Shanghai")
+        assert [t.timestamp.hour for t in txns] == [1, 8]
+        assert cli_main(["aml", "explain", structuring.alert_id, "--results", str(results), "--input",
+                         str(explained), "--png", str(tmp_path / "a.png"), "--input-timezone", "Asia/Shanghai"]) == 0
+    assert "UTC offset" not in capsys.readouterr().err
+    assert [level for level, _ in _offset_lines(caplog)] == ["INFO"]
+    caplog.clear()
+    loaded = tmp_path / "loaded.csv"
+    loaded.write_text(_HEADER + rows, encoding="utf-8")
+    with caplog.at_level("INFO", logger="sectorflow_aml"):
+        txns, problems = load_transactions(loaded, "csv", input_timezone="+08:00")
+    assert not problems and [t.timestamp.hour for t in txns] == [1, 8]
+    ((level, message),) = _offset_lines(caplog)
+    assert level == "INFO" and message.endswith("read as local times in UTC+08:00 (input_timezone).")

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from sectorflow import ConfigError, InvalidInputError, open_text
 
-from .schema import EARLIEST, LATEST, Transaction, input_context, trusted_transaction
+from .schema import EARLIEST, LATEST, Transaction, input_context, naive_times_read, trusted_transaction
 
 Record = dict[str, Any]
 Reader = Callable[[Any], Iterator[tuple[int, Record]]]
@@ -100,9 +100,20 @@ def _file_key(source: Any) -> object:
 
 
 def _noting_naive_times(source: Any, rows: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
-    """``rows`` unchanged; at the end, one warning when timestamps carried no UTC offset (read as UTC, as the
-    ``Transaction`` schema defines). Bank exports often hold local times without an offset: in China 17:00 local read
-    as UTC is 01:00 the next Beijing day, which moves same-day cash totals to other days."""
+    """``rows`` unchanged; at the end, once per file, a line when timestamps carried no UTC offset.
+
+    Bank exports often hold local times without an offset: in China 17:00 local read as UTC is 01:00 the next Beijing
+    day, which moves same-day cash totals to other days. The reader is not told the ``input_timezone`` option, but
+    the caller validates each row before it asks for the next (``sectorflow run``, :func:`load_transactions`, ``aml
+    explain``), and validation counts the zone it read naive times in (:func:`~sectorflow_aml.schema.naive_times_read`),
+    so at the end of the file the reader knows which zone was used:
+
+    - a zone was given: an info line naming it (nothing to fix);
+    - none was given: a warning that they were read as UTC, and how to name their zone;
+    - the rows were not validated while being read (a bare reader): a warning that they are read in the zone
+      ``input_timezone`` names, UTC when it is not given.
+    """
+    before = naive_times_read()
     naive = total = 0
     first = None
     for row, record in rows:
@@ -116,13 +127,23 @@ def _noting_naive_times(source: Any, rows: Iterator[tuple[int, Any]]) -> Iterato
                     first = first or (row, value)
         yield row, record
     key = _file_key(source)
-    if naive and key not in _warned_naive:  # once per file: the CLI's reject mode reads a file twice
-        _warned_naive.add(key)
-        log.warning("%s: %d of %d timestamps carry no UTC offset (e.g. row %d: %r): they are read in the zone the "
-                    "option input_timezone names, UTC when it is not given. If they are local times and you have not "
-                    "given it, name their zone (sectorflow run aml -O input_timezone=ZONE, e.g. Asia/Shanghai or "
-                    "America/New_York; Taskflow('aml', input_timezone=ZONE)), or same-day totals and business days "
-                    "shift.", source, naive, total, first[0], str(first[1]))
+    if not naive or key in _warned_naive:  # once per file: the CLI's reject mode reads a file twice
+        return
+    _warned_naive.add(key)
+    after = naive_times_read()
+    used = {zone for zone, count in after.items() if count > before.get(zone, 0)}
+    head = f"{source}: {naive} of {total} timestamps carry no UTC offset (e.g. row {first[0]}: {str(first[1])!r})"
+    fix = ("name their zone (sectorflow run aml -O input_timezone=ZONE, e.g. Asia/Shanghai or America/New_York; "
+           "Taskflow('aml', input_timezone=ZONE); load_transactions(..., input_timezone=ZONE); aml explain "
+           "--input-timezone ZONE), or same-day totals and business days shift.")
+    zones = sorted(str(zone) for zone in used if zone is not None)
+    if zones and None not in used:
+        log.info("%s: read as local times in %s (input_timezone).", head, ", ".join(zones))
+    elif None in used:
+        log.warning("%s: read as UTC, since input_timezone was not given. If they are local times, %s", head, fix)
+    else:
+        log.warning("%s: they are read in the zone the option input_timezone names, UTC when it is not given. If "
+                    "they are local times and you have not given it, %s", head, fix)
 
 
 def _check_mapping(mapping: Mapping[str, str] | None, defaults: Mapping[str, Any] | None = None) -> None:
