@@ -14,10 +14,11 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+from .exam import read_exam
 from .guidelines import nodule_type
 from .lexicon import FINDINGS, LUNG_LESIONS, NODULAR_FORMS, PLURALS, Entry, lexicon
 from .schema import Anatomy, Cue, Finding, ReportWarning, Size
-from .text import clauses, find_sizes, fold_width, sentences, span_index
+from .text import clauses, find_sizes, sentences, span_index
 
 _NEW_SUBJECT = re.compile(r",\s*(the|a|an|there|this|it|these|which)\b", re.IGNORECASE)
 _OTHER_WORDS = re.compile(r"\b(other|additional|further|new|another)\b|其他|其余|另外|新", re.IGNORECASE)
@@ -64,40 +65,6 @@ _ANAPHOR = re.compile(r"\s*(?:\d{1,2}\.\s+)?(this|it|these|they|(the\s+)?(larges
 """A sentence that opens with an anaphor ("This measures 3.2 cm", "The largest measures 3.5 mm", 其大小约8mm) and
 names no lesion itself: its size belongs to the last lesion of the sentence before (a numbered item's marker, "2. The
 largest measures 7 mm", may stand before the anaphor)."""
-_SCREENING = re.compile(
-    r"\b(?:lung|chest|ct|ldct)\s+(?:cancer\s+)?screening\b"
-    r"|\bscreening\s+(?:(?:low[-\s]?dose|ldct)\s+)?(?:chest\s+)?(?:ct|ldct)\b"
-    r"|\blow[-\s]?dose\s+(?:chest\s+)?ct\b|\bldct\b|\blung[-\s]?rads\b"
-    r"|肺癌筛查|肺部筛查|肺结节筛查|肺筛查|ct\s*筛查|筛查\s*ct|低剂量\s*(?:胸部\s*)?(?:螺旋\s*)?ct", re.IGNORECASE)
-"""Lung-cancer screening named as this exam's context: screening of the lung or by (low-dose) CT, low-dose CT, LDCT,
-Lung-RADS, 肺癌筛查, 低剂量CT. "Screening" alone is not enough: "Cancer screening negative", "colon cancer screening"
-or a screening mammogram in the history had turned a diagnostic chest CT into a Lung-RADS screening (fresh-user
-check)."""
-_REFERENCE_BEFORE = re.compile(
-    r"\b(recommend\w*|suggest\w*|advis\w*|consider\w*|comparison|compared|compare|comparing|prior|previous|"
-    r"previously|earlier|outside|correlat\w*|obtain\w*|enrol\w*|refer\w*|if|could|would|should)\b"
-    r"|建议|推荐|必要时|进一步|可行|结合|与|较|对比|比较", re.IGNORECASE)
-_REFERENCE_AFTER = re.compile(r"[^.;,\n。；，]{0,30}?\b(recommended|suggested|advised|warranted|would|could|should)\b"
-                              r"|[^.;,\n。；，]{0,20}?(比较|对比|相比)", re.IGNORECASE)
-_ZH_SEGMENT = re.compile(r"[，,：:。；;]")
-_EN_SEGMENT = re.compile(r"[.;](?=\s)|\n")
-
-
-def _named_as_reference(text: str, start: int, end: int, sents: list[tuple[int, int]]) -> bool:
-    """Whether the modality (or "screening") at ``text[start:end]`` is named as a comparison or a recommended next
-    exam, not as this exam: "Comparison: CT chest 2019", "Recommend CT for further evaluation", "Chest CT is
-    recommended", 建议CT进一步检查, 与2019年胸部CT比较. Looked for before it in its sentence (a Chinese segment: since the
-    last comma or colon) and just after it. "Follow-up CT chest", 复查胸部CT name this exam."""
-    s_start = sents[span_index(sents, start)][0]
-    before = text[s_start:start]
-    # Chinese: the segment since the last comma or colon; English: since the last full stop ("2019. Chest
-    # radiograph": a year's full stop does not end a sentence for :func:`sentences`)
-    before = _ZH_SEGMENT.split(before)[-1] if re.search(r"[\u4e00-\u9fff]", before) else _EN_SEGMENT.split(before)[-1]
-    if _REFERENCE_BEFORE.search(before):
-        return True
-    return bool(_REFERENCE_AFTER.match(text, end))
-
-
 _LESION_SIZE_OWNERS = {"nodule", "mass", "granuloma", "cyst", "calcification", "opacity", "consolidation",
                        "lymphadenopathy", "effusion", "pneumothorax"}
 
@@ -154,24 +121,8 @@ def extract(text: str) -> Extraction:
     # sizes win over lexicon tokens inside them ("0.8 cm": nothing else there)
     toks = [t for t in toks if not any(sz.start <= t.start < sz.end for sz in sizes)]
 
-    modality = region = None
-    screening_hint = False
-    modality_spans = []
-    for t in toks:
-        m = t.first("modality")
-        if m and modality is None and not _named_as_reference(text, t.start, t.end, sents):
-            modality = m.key
-        if m:
-            modality_spans.append((t.start, t.end))
-        r = t.first("region")
-        if r and region is None:
-            region = r.key
-        if m and region is None and m.data.get("region"):  # "胸部CT", "chest x-ray": the form names the region
-            region = str(m.data["region"])
-    # "screening" / 筛查 / low-dose CT, unless only recommended or compared ("Consider enrollment in a lung cancer
-    # screening program", 建议低剂量CT筛查): that does not make this CT a screening CT
-    screening_hint = any(not _named_as_reference(text, m.start(), m.end(), sents)
-                         for m in _SCREENING.finditer(fold_width(text)))
+    modality, region, screening_hint, modality_spans = read_exam(
+        text, [(t.start, t.end, t.entries) for t in toks], sents)
 
     # laterality modifiers: attach forward to the next anatomy/finding token within a short distance
     lat_of: dict[int, str] = {}
