@@ -63,3 +63,42 @@ def test_relative_dates_keep_their_anchor():
     found = nz.parse_relative("甲方在收到发票后十个工作日内付款")
     assert (found["anchor"], found["offset"], found["business_days"]) == ("收到发票后", "P10D", True)
     assert nz.parse_relative("本合同一式两份") is None
+
+
+@pytest.mark.parametrize("text, raw, amount, currency", [
+    ("5,000美元", "5,000美元", "5000.00", "USD"),               # 美元 is not CNY's 元
+    ("合同总价为100万欧元", "100万欧元", "1000000.00", "EUR"),
+    ("500万港元", "500万港元", "5000000.00", "HKD"),
+    ("100万日元", "100万日元", "1000000.00", "JPY"),
+    ("1,000英镑", "1,000英镑", "1000.00", "GBP"),
+    ("伍万美元", "伍万美元", "50000.00", "USD"),                 # words with a foreign currency
+    ("HK$2,000,000", "HK$2,000,000", "2000000.00", "HKD"),     # HK$ is not US$
+    ("S$1,000", "S$1,000", "1000.00", "SGD"),
+    ("US$1,000", "US$1,000", "1000.00", "USD"),
+    ("人民币１２３，４５６．７８元", "人民币１２３，４５６．７８元", "123456.78", "CNY"),  # full-width: cents kept
+    ("¥120, 000.00", "¥120, 000.00", "120000.00", "CNY"),     # OCR: a space after the thousands comma
+])
+def test_currencies_full_width_and_ocr_amounts(text, raw, amount, currency):
+    (found,) = nz.amounts_in(text)
+    assert found[2] == raw and text[found[0]:found[1]] == raw
+    assert found[3] == {"amount": amount, "currency": currency}
+
+
+def test_a_space_after_a_comma_joins_no_amounts_without_cents():
+    assert [a[3]["amount"] for a in nz.amounts_in("fees of $100, 200 units")] == ["100.00"]
+
+
+@pytest.mark.parametrize("text, iso", [
+    ("２０２３年３月１日", "2023-03-01"), ("２０２３．３．１", "2023-03-01"),   # full-width digits
+    ("二O二三年三月一日", "2023-03-01"), ("2O23年3月1日", "2023-03-01"),       # OCR: the letter O for a zero
+])
+def test_full_width_and_ocr_dates(text, iso):
+    (found,) = nz.dates_in(text)
+    assert found == (0, len(text), text, iso)
+
+
+@pytest.mark.parametrize("text, iso", [
+    ("半年", "P6M"), ("一年半", "P18M"), ("三个半月", "P3M15D"), ("半个月", "P15D"), ("1.5年", "P18M"),
+])
+def test_chinese_halves(text, iso):
+    assert nz.parse_duration(text)["iso"] == iso

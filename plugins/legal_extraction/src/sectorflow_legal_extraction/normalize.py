@@ -23,25 +23,48 @@ from price_parser import Price
 CN_DIGITS = "零〇○一二三四五六七八九十百千万亿两壹贰叁肆伍陆柒捌玖拾佰仟"
 CN_UPPER = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角分整正"
 
-_CURRENCIES = (
-    (r"人民币|RMB|CNY|¥|￥|元|圆", "CNY"),
-    (r"美元|美金|USD|US\$|U\.S\.\s?\$|\$", "USD"),
-    (r"欧元|EUR|€", "EUR"),
+_CURRENCIES = (  # most specific first: 美元/港元 before CNY's 元, HK$/S$ before USD's bare $
     (r"港币|港元|HKD|HK\$", "HKD"),
+    (r"新加坡元|新币|SGD|(?<![A-Za-z])S\$", "SGD"),
+    (r"澳元|澳大利亚元|AUD|(?<![A-Za-z])A\$", "AUD"),
+    (r"加元|加拿大元|CAD|(?<![A-Za-z])C\$", "CAD"),
+    (r"新台币|TWD|NT\$", "TWD"),
+    (r"美元|美金|USD|US\$|U\.S\.\s?\$", "USD"),
+    (r"欧元|EUR|€", "EUR"),
     (r"英镑|GBP|£", "GBP"),
-    (r"日元|JPY", "JPY"),
+    (r"日元|日圆|JPY", "JPY"),
+    (r"瑞士法郎|CHF", "CHF"),
+    (r"人民币|RMB|CNY|¥|￥|元|圆", "CNY"),
+    (r"\$", "USD"),
 )
+_CURRENCY_WORDS = "港币|港元|新加坡元|澳大利亚元|澳元|加拿大元|加元|新台币|美元|美金|欧元|英镑|日元|日圆|瑞士法郎"
+"""Chinese names of foreign currencies: ``伍万美元`` is an amount in words (USD), not ``伍万`` plus text."""
+_PREFIX = r"(?:人民币|RMB|CNY|USD|US\$|HK\$|HKD|NT\$|S\$|A\$|C\$|SGD|AUD|CAD|TWD|CHF|EUR|GBP|JPY|[¥￥$€£])"
+_SUFFIX = rf"(?:{_CURRENCY_WORDS}|元|圆|USD|EUR|RMB|CNY|HKD|GBP|JPY|dollars)"
+_HALF_WIDTH = str.maketrans("０１２３４５６７８９．／－＄％", "0123456789./-$%")
+"""Full-width digits and the signs around them (``１２３，４５６．７８元``, ``２０２３．３．１``) as ASCII, one character for
+one, so offsets found in the translated text hold in the original. The full-width comma ``，`` is left alone: in
+Chinese it separates clauses, and the patterns read it as a thousands separator only between digit groups."""
+
+
+def half_width(text: str) -> str:
+    """``text`` with full-width digits, ``．／－＄％`` replaced by ASCII (same length: offsets are unchanged)."""
+    return text.translate(_HALF_WIDTH)
+
 
 FIGURES_RE = re.compile(
-    r"(?:(?:人民币|RMB|CNY|USD|US\$|HK\$|HKD|EUR|GBP|JPY|[¥￥$€£])\s*)?"
+    rf"(?:{_PREFIX}\s*)?"
+    r"\d{1,3}(?:[,，]\s?\d{3})+\.\d{2}(?![\d])(?:\s*(?:万|亿|million|billion))?"  # OCR: "¥120, 000.00"
+    rf"(?:\s*{_SUFFIX})?"
+    rf"|(?:{_PREFIX}\s*)?"
     r"\d{1,3}(?:[,，.]\d{3})+(?:[.,]\d{1,2})?(?![\d])(?:\s*(?:万|亿|million|billion))?"
-    r"(?:\s*(?:元|圆|美元|欧元|港元|USD|EUR|RMB|CNY|dollars))?"
-    r"|(?:(?:人民币|RMB|CNY|USD|US\$|HK\$|HKD|EUR|GBP|JPY|[¥￥$€£])\s*)?\d+(?:\.\d+)?"
-    r"(?:\s*(?:万|亿|million|billion))?(?:\s*(?:元|圆|美元|欧元|港元|USD|EUR|RMB|CNY|dollars))?",
+    rf"(?:\s*{_SUFFIX})?"
+    rf"|(?:{_PREFIX}\s*)?\d+(?:\.\d+)?"
+    rf"(?:\s*(?:万|亿|million|billion))?(?:\s*{_SUFFIX})?",
     re.IGNORECASE)
 """An amount written in figures, with optional currency before or after and 万/亿/million multipliers."""
 
-WORDS_RE = re.compile(rf"(?:人民币|RMB)?(?:（?大写）?[:：]?)?[{CN_DIGITS}]+(?:[元圆][{CN_DIGITS}角分整正]*)")
+WORDS_RE = re.compile(rf"(?:人民币|RMB)?(?:（?大写）?[:：]?)?[{CN_DIGITS}]+(?:(?:{_CURRENCY_WORDS}|[元圆])[{CN_DIGITS}角分整正]*)")
 """An amount written in Chinese words (financial uppercase or ordinary numerals) ending in 元/圆 ..."""
 
 
@@ -69,7 +92,7 @@ def amount_from_words(text: str) -> Decimal | None:
 
     Uses ``cn2an`` (its ``normal`` mode reads 元/圆, 角, 分 and 整); ``None`` if it cannot read the text.
     """
-    core = re.sub(r"人民币|RMB|大写|[（()）:：\s]", "", text)
+    core = re.sub(_CURRENCY_WORDS, "元", re.sub(r"人民币|RMB|大写|[（()）:：\s]", "", text))
     core = re.sub(r"[整正]$", "", core)
     if not core:
         return None
@@ -92,8 +115,9 @@ def amount_from_figures(text: str) -> Decimal | None:
         multiplier = Decimal(10) ** 4
     elif re.search(r"million", text, re.I):
         multiplier = Decimal(10) ** 6
-    number = re.sub(r"[，]", ",", text)
-    number = re.sub(r"万|亿|million|billion|元|圆|美元|欧元|港元|dollars", " ", number, flags=re.I)
+    number = re.sub(r"(?<=[,，])\s(?=\d{3})", "", half_width(text))  # "120, 000.00" (OCR)
+    number = re.sub(r"[，]", ",", number)
+    number = re.sub(rf"万|亿|million|billion|{_CURRENCY_WORDS}|元|圆|dollars", " ", number, flags=re.I)
     if multiplier != 1 and re.fullmatch(r"\D*\d+\.\d+\D*", number):  # "10.56亿": a decimal point, not thousands
         value = Decimal(re.search(r"\d+\.\d+", number).group())
     else:
@@ -106,7 +130,8 @@ def amount_from_figures(text: str) -> Decimal | None:
 
 def parse_amount(text: str) -> dict[str, Any] | None:
     """``{"amount": "<decimal>", "currency": ISO code or None}`` for one amount expression, else ``None``."""
-    has_words = re.search(rf"[{CN_DIGITS}]", text) and re.search(r"[元圆]", text) and not re.search(r"\d", text)
+    has_words = (re.search(rf"[{CN_DIGITS}]", text) and re.search(rf"{_CURRENCY_WORDS}|[元圆]", text)
+                 and not re.search(r"\d", text))
     value = amount_from_words(text) if has_words else amount_from_figures(text)
     if value is None:
         return None
@@ -116,17 +141,18 @@ def parse_amount(text: str) -> dict[str, Any] | None:
 def amounts_in(text: str) -> list[tuple[int, int, str, dict[str, Any], str]]:
     """Every amount in ``text`` as ``(start, end, raw, normalised, "figures"|"words")``, in order."""
     found = []
+    half = half_width(text)  # same length: offsets in it are offsets in text
     for kind, pattern in (("words", WORDS_RE), ("figures", FIGURES_RE)):
-        for match in pattern.finditer(text):
+        for match in pattern.finditer(half):
             raw = match.group().strip()
-            if kind == "figures" and not (currency_of(raw) or re.search(r"万|亿|million|billion|[,，]\d{3}", raw)):
+            if kind == "figures" and not (currency_of(raw) or re.search(r"万|亿|million|billion|[,，]\s?\d{3}", raw)):
                 continue  # a bare number is not an amount
             if kind == "words" and not re.search(r"[零壹贰叁肆伍陆柒捌玖拾佰仟一二三四五六七八九十百千万亿两]", raw):
                 continue
             value = parse_amount(raw)
             if value is not None:
                 start = match.start() + (len(match.group()) - len(match.group().lstrip()))
-                found.append((start, start + len(raw), raw, value, kind))
+                found.append((start, start + len(raw), text[start:start + len(raw)], value, kind))
     found.sort()
     return found
 
@@ -147,7 +173,7 @@ def check_consistency(amounts: list[tuple[int, int, str, dict[str, Any], str]]) 
 
 # --- dates --------------------------------------------------------------------------------------------------------
 
-ZH_DATE_RE = re.compile(rf"([0-9{CN_DIGITS}]{{4}})\s*年\s*([0-9{CN_DIGITS}]{{1,3}})\s*月\s*(?:([0-9{CN_DIGITS}]{{1,3}})\s*[日号])?")
+ZH_DATE_RE = re.compile(rf"((?:[0-9{CN_DIGITS}]|[OoО](?=[0-9{CN_DIGITS}OoО]*\s*年)){{4}})\s*年\s*([0-9{CN_DIGITS}]{{1,3}})\s*月\s*(?:([0-9{CN_DIGITS}]{{1,3}})\s*[日号])?")
 NUM_DATE_RE = re.compile(r"(?<![\d.])((?:19|20)\d{2})[./\-](\d{1,2})[./\-](\d{1,2})(?![\d])")
 _MONTHS = (r"Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sept?(?:ember)?|"
            r"Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?")
@@ -166,9 +192,11 @@ EN_DATE_RE = re.compile(
 def _zh_int(text: str | None) -> int | None:
     if not text:
         return None
+    if re.fullmatch(r"[0-9OoО]+", text):  # "2O23" (OCR: the letter O for a zero)
+        return int(re.sub(r"[OoО]", "0", text))
     if text.isdigit():
         return int(text)
-    text = text.replace("○", "〇")
+    text = re.sub(r"[○OoО]", "〇", text)  # "二O二三" (OCR: the letter O for 〇)
     try:
         if re.fullmatch(r"[〇零一二三四五六七八九]{4}", text):  # a year digit by digit: 二〇二三
             return int(_cn2an().transform(text, "cn2an"))
@@ -195,8 +223,10 @@ def parse_date(text: str) -> str | None:
     """ISO 8601 date of one date expression (zh or en), ``YYYY-MM`` when the day is left blank, else ``None``.
 
     二〇二三年三月一日 / 2023年3月1日 / 2023.3.1 -> 2023-03-01 (cn2an for Chinese numerals); English through
-    ``dateparser`` (month-day-year order for numeric US dates such as 1/5/2010).
+    ``dateparser`` (month-day-year order for numeric US dates such as 1/5/2010). Full-width digits are read
+    (``２０２３年３月１日``), and so is the letter O written for a zero by OCR (``二O二三年``).
     """
+    text = half_width(text)
     match = ZH_DATE_RE.search(text)
     if match:
         return _iso(_zh_int(match.group(1)), _zh_int(match.group(2)), _zh_int(match.group(3)))
@@ -233,14 +263,15 @@ def _dateparser() -> Any:
 def dates_in(text: str) -> list[tuple[int, int, str, str]]:
     """Every date in ``text`` as ``(start, end, raw, iso)``, in order."""
     out = []
+    half = half_width(text)  # same length: offsets in it are offsets in text
     for pattern in (ZH_DATE_RE, NUM_DATE_RE, EN_DATE_RE):
-        for match in pattern.finditer(text):
+        for match in pattern.finditer(half):
             if any(s <= match.start() < e for s, e, *_ in out):
                 continue
             iso = parse_date(match.group())
             if iso:
                 lead = len(match.group()) - len(match.group().lstrip())
-                out.append((match.start() + lead, match.end(), match.group().lstrip(), iso))
+                out.append((match.start() + lead, match.end(), text[match.start() + lead:match.end()], iso))
     out.sort()
     return out
 
@@ -263,15 +294,18 @@ EN_DURATION_RE = re.compile(
     r"twenty|thirty|forty-five|sixty|ninety|a|an))"
     r"[\s\-]*(?P<succ2>successive\s+|consecutive\s+|additional\s+|renewal\s+)?(?P<kind>calendar\s+|business\s+|"
     r"working\s+)?(?P<unit>day|week|month|year)s?\b", re.IGNORECASE)
-ZH_DURATION_RE = re.compile(rf"(?P<num>\d+(?:\.\d+)?|[{CN_DIGITS}]+)\s*(?P<unit>个工作日|工作日|个月|日|天|周|星期|年|月)")
+ZH_DURATION_RE = re.compile(rf"(?P<num>\d+(?:\.\d+)?|[{CN_DIGITS}]+)\s*(?:个(?P<half_month>半)月|"
+                            rf"(?P<unit>个工作日|工作日|个月|日|天|周|星期|年|月)(?P<half>半)?)|(?P<only_half>半)(?P<half_unit>个月|年)")
+"""Chinese durations: ``180日``, ``十个工作日``, ``两年``; halves: ``半年``, ``一年半``, ``三个半月``, ``半个月``."""
 
 
 def _iso_duration(number: float, unit: str) -> str:
-    if number != int(number):  # 0.5 year -> P6M, half a month -> P15D
+    if number != int(number):  # 0.5 year -> P6M, 1.5 years -> P18M, half a month -> P15D, 3.5 months -> P3M15D
         if unit == "Y":
-            return f"P{int(number * 12)}M"
+            return f"P{round(number * 12)}M"
         if unit == "M":
-            return f"P{int(number * 30)}D"
+            whole, days = int(number), round((number - int(number)) * 30)
+            return f"P{whole}M{days}D" if whole else f"P{days}D"
     return f"P{int(number)}{unit}"
 
 
@@ -294,10 +328,15 @@ def parse_duration(text: str) -> dict[str, Any] | None:
                     "text": match.group().strip(), "start": match.start(), "end": match.end()}
     match = ZH_DURATION_RE.search(text)
     if match:
-        number = float(match.group("num")) if re.fullmatch(r"\d+(?:\.\d+)?", match.group("num")) else _zh_int(
-            match.group("num"))
+        if match.group("only_half"):  # 半年, 半个月
+            number, unit = 0.5, match.group("half_unit").lstrip("个")
+        else:
+            number = float(match.group("num")) if re.fullmatch(r"\d+(?:\.\d+)?", match.group("num")) else _zh_int(
+                match.group("num"))
+            unit = "月" if match.group("half_month") else match.group("unit").lstrip("个")
+            if number is not None and (match.group("half") or match.group("half_month")):
+                number += 0.5  # 一年半, 三个半月
         if number is not None:
-            unit = match.group("unit").lstrip("个")
             return {"iso": _iso_duration(number, _ZH_UNITS[unit if unit != "月" else "个月"]),
                     "successive": False, "business_days": "工作日" in unit, "text": match.group(),
                     "start": match.start(), "end": match.end()}

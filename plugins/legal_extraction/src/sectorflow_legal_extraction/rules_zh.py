@@ -30,8 +30,9 @@ _ATTRS = (
     ("id_number", r"统一社会信用代码|身份证(?:号码?)?|营业执照(?:号码?)?"),
     ("bank_account", r"开户(?:银行|行)|(?:银行)?账号"),
 )
-HEADING = re.compile(r"第[一二三四五六七八九十百零〇\d]+[条章节][ \t　]*[^。；，\n]{0,20}")
-"""A section heading: 第五条 合同的解除."""
+HEADING = re.compile(r"(?:第[一二三四五六七八九十百零〇\d]+[条章节]|[一二三四五六七八九十]{1,3}[、.．]|"
+                     r"[（(][一二三四五六七八九十]{1,3}[)）]|\d{1,2}[、．](?!\d)|\d{1,2}\.(?!\d))[ \t　]*[^。；，\n]{0,20}")
+"""A section heading: 第五条 合同的解除, 四、保密, （二）付款方式, 3. 违约责任."""
 _ATTR_LINE = re.compile(r"^[ \t　]*(?P<label>" + "|".join(p for _, p in _ATTRS) +
                         r")[ \t　]*[：:][ \t　]*(?P<value>[^\n]*?)[ \t　]*$", re.M)
 
@@ -82,8 +83,9 @@ def _clause_spans(text: str) -> list[tuple[int, int]]:
 def contract_amount(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
     """The amount after 合同总金额/合同总价/总价款/合同价款/租金总额 ...; words and figures written side by side
     are both read and must agree (a mismatch is a warning, the figures are not preferred over the words)."""
-    cue = re.compile(r"合同(?:总)?(?:金额|价款|总价|价格)|总价款|总金额|总价|租金总额|合同总额|价款(?:总计|合计)?|"
-                     r"(?:许可|服务|技术|咨询)?费用?总额")
+    cue = re.compile(r"合同(?:总)?(?:金额|价款|总价|价格)|总价款|总金额|总价|租金总额|总租金|合同总额|价款(?:总计|合计)?|"
+                     r"(?:许可|服务|技术|咨询)?费用?总额|(?:借款|贷款)(?:金额|本金|总额)|转让(?:价款|价格|总价)|"
+                     r"采购(?:总)?金额")
     for start, end in spans:
         sentence = text[start:end]
         match = cue.search(sentence)
@@ -106,6 +108,23 @@ def contract_amount(text: str, spans: list[tuple[int, int]]) -> list[Extraction]
         return [Extraction(text=text[b:e], start=b, end=e, value=value, confidence=0.9, source="rule:zh_amount",
                            warnings=warnings)]
     return []
+
+
+def amount_value(amounts: list[tuple[int, int, str, dict, str]]) -> dict | None:
+    """The value of the first amount of a sentence (:func:`normalize.amounts_in`), or ``None``. When it is written
+    in words and in figures side by side and they disagree, ``amount`` is ``None`` and both readings are given
+    (``words``, ``figures``): neither is preferred, as for the contract amount."""
+    if not amounts:
+        return None
+    first = amounts[0]
+    pair = [a for a in amounts[1:] if 0 <= a[0] - first[1] <= 3 and a[4] != first[4]]
+    value = dict(first[3])
+    if pair:
+        words, figures = (first, pair[0]) if first[4] == "words" else (pair[0], first)
+        value["words_and_figures_agree"] = words[3]["amount"] == figures[3]["amount"]
+        if not value["words_and_figures_agree"]:
+            value.update(amount=None, words=words[3]["amount"], figures=figures[3]["amount"])
+    return value
 
 
 _BRACKETS = {"（": "）", "(": ")", "【": "】", "[": "]"}
@@ -245,7 +264,7 @@ def liquidated_damages(text: str, spans: list[tuple[int, int]]) -> list[Extracti
             value["per_day"] = bool(re.search(r"每(?:日|天)|每逾期一日|按日", sentence))
         amounts = nz.amounts_in(sentence)
         if amounts:
-            value["amount"] = amounts[0][3]
+            value["amount"] = amount_value(amounts)
         warnings = nz.check_consistency(amounts)
         out.append(Extraction(text=sentence, start=start, end=end, value=value or None, confidence=0.85,
                               source="rule:zh_liquidated_damages", warnings=warnings))
@@ -268,20 +287,32 @@ def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
     return []
 
 
+_VERB = re.compile(r"^.*?(?:提交|提请|交由|诉至|诉诸|向|(?<!自)由|交)")
+"""What comes before the body's name: 均应提交 / 由 / 向 (not the 由 of 自由贸易试验区)."""
+
+
+def _body(raw: str) -> str:
+    return _VERB.sub("", raw, count=1) or raw
+
+
 def dispute_resolution(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
-    """仲裁: the named 仲裁委员会 (or 仲裁院/仲裁中心); 诉讼: the named 人民法院 (e.g. 甲方所在地人民法院)."""
+    """仲裁: the named 仲裁委员会 (or 仲裁院/仲裁中心); 诉讼: the named 人民法院 (向/由/提交 甲方所在地人民法院 ...), or
+    litigation with no body when the clause names no court (起诉 / 提起诉讼): none is guessed."""
     for start, end in spans:
         sentence = text[start:end]
-        body = re.search(r"(?:提交|提请|向)?(?P<b>[^，。；、\s]{2,30}?(?:仲裁委员会|仲裁院|仲裁中心))", sentence)
+        body = re.search(r"(?P<b>[^，。；、\s]{2,30}?(?:仲裁委员会|仲裁院|仲裁中心))", sentence)
         if body and "仲裁" in sentence:
             return [Extraction(text=sentence, start=start, end=end, confidence=0.9, source="rule:zh_arbitration",
-                               value={"method": "arbitration",
-                                      "body": re.split(r"提交|提请|向|由|交", body.group("b"))[-1]})]
-        court = re.search(r"向(?P<b>[^，。；\s]{2,30}?人民法院)", sentence)
-        if court:
+                               value={"method": "arbitration", "body": _body(body.group("b"))})]
+        if not re.search(r"争议|纠纷|诉讼|起诉|管辖|协商不成", sentence):
+            continue
+        court = re.search(r"(?P<b>[^，。；、\s]{2,30}?法院)", sentence)
+        if court:  # 向甲方所在地人民法院起诉 / 由甲方所在地人民法院管辖 / 提交北京市朝阳区人民法院诉讼解决
             return [Extraction(text=sentence, start=start, end=end, confidence=0.85, source="rule:zh_court",
-                               value={"method": "litigation",
-                                      "body": re.split(r"提交|提请|向|由", court.group("b"))[-1]})]
+                               value={"method": "litigation", "body": _body(court.group("b"))})]
+        if re.search(r"(?:提起|提出)诉讼|起诉|诉讼解决|诉讼方式", sentence):
+            return [Extraction(text=sentence, start=start, end=end, confidence=0.7, source="rule:zh_court",
+                               value={"method": "litigation", "body": None})]  # no court named: none is guessed
     return []
 
 
@@ -333,7 +364,7 @@ def clause(key: str, text: str, spans: list[tuple[int, int]]) -> list[Extraction
                 value["duration"] = duration["iso"]
         amounts = nz.amounts_in(sentence)
         if amounts:
-            value["amount"] = amounts[0][3]
+            value["amount"] = amount_value(amounts)
         out.append(Extraction(text=sentence, start=start, end=end, value=value or None, confidence=0.75,
                               source=f"rule:zh_{key}", warnings=nz.check_consistency(amounts)))
         if key != "termination":  # every termination ground is kept; other clause fields give their first sentence

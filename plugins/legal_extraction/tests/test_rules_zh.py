@@ -1,0 +1,60 @@
+"""Chinese rules on clauses a law firm writes (project-written sentences, fresh-user checks)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sectorflow_legal_extraction import rules_zh
+from sectorflow_legal_extraction.text import segments
+
+
+def _dispute(text):
+    return [e.value for e in rules_zh.dispute_resolution(text, segments(text, "zh"))]
+
+
+@pytest.mark.parametrize("text, value", [
+    ("第六条 本合同发生争议的，由甲方所在地人民法院管辖。", {"method": "litigation", "body": "甲方所在地人民法院"}),
+    ("因本合同发生的争议，提交北京市朝阳区人民法院诉讼解决。", {"method": "litigation", "body": "北京市朝阳区人民法院"}),
+    ("协商不成的，任何一方均可向有管辖权的人民法院起诉。", {"method": "litigation", "body": "有管辖权的人民法院"}),
+    ("争议由上海金融法院管辖。", {"method": "litigation", "body": "上海金融法院"}),
+    ("协商不成的，任何一方均可依法提起诉讼。", {"method": "litigation", "body": None}),  # no court named: none guessed
+    ("争议提交中国（上海）自由贸易试验区仲裁院仲裁。", {"method": "arbitration", "body": "中国（上海）自由贸易试验区仲裁院"}),
+    ("凡因本合同引起的争议，均应提交中国国际经济贸易仲裁委员会仲裁。",
+     {"method": "arbitration", "body": "中国国际经济贸易仲裁委员会"}),
+])
+def test_courts_and_arbitration_bodies(text, value):
+    assert _dispute(text) == [value]
+
+
+def test_no_dispute_clause_is_absent():
+    assert _dispute("本合同的履行地为甲方所在地。") == []
+
+
+def test_a_chinese_numbered_heading_is_not_the_clause(taskflow_factory):
+    text = ("许可方：北京智源软件有限公司\n\n被许可方：上海星辰网络科技有限公司\n\n四、保密\n"
+            "被许可方对许可方提供的技术资料负有保密义务，保密期限为五年。\n（二）转让\n未经许可方书面同意，被许可方不得转让本合同项下的权利义务。\n")
+    result = taskflow_factory(["保密", "转让"])(text)
+    (secret,), (assign,) = result.fields["保密"], result.fields["转让"]
+    assert secret.text == "被许可方对许可方提供的技术资料负有保密义务，保密期限为五年。" and secret.value == {"duration": "P5Y"}
+    assert assign.text.startswith("未经许可方书面同意")
+
+
+def test_loan_amount_and_disagreeing_amount_in_a_clause(taskflow_factory):
+    text = ("甲方（出借人）：王建国\n\n乙方（借款人）：李小红\n\n第一条 借款金额：人民币壹佰万元整（¥1,000,000.00）。\n"
+            "第二条 许可费总额为人民币叁拾万元整（¥350,000.00），乙方应于本合同生效之日起十五个工作日内支付。\n")
+    result = taskflow_factory(["合同金额", "付款方式"])(text)
+    (amount,) = result.fields["合同金额"]
+    assert amount.text == "人民币壹佰万元整（¥1,000,000.00）" and amount.value["amount"] == "1000000.00"
+    (payment,) = result.fields["付款方式"]
+    # the clause's amount is not silently the words' reading when words and figures disagree
+    assert payment.value["amount"] == {"amount": None, "currency": "CNY", "words_and_figures_agree": False,
+                                       "words": "300000.00", "figures": "350000.00"}
+    assert payment.warnings and "300000.00" in payment.warnings[0]
+
+
+def test_full_width_contract(taskflow_factory):
+    text = "甲方：ＡＢＣ贸易有限公司\n\n乙方：李华\n\n合同总价款为人民币１２３，４５６．７８元。\n签订日期：２０２３年３月１日\n"
+    result = taskflow_factory(["合同金额", "签订日期"])(text)
+    (amount,), (date,) = result.fields["合同金额"], result.fields["签订日期"]
+    assert amount.text == "人民币１２３，４５６．７８元" and amount.value == {"amount": "123456.78", "currency": "CNY"}
+    assert date.text == "２０２３年３月１日" and date.value == "2023-03-01"
