@@ -26,6 +26,7 @@ _SOLID_PART = re.compile(r"(solid (component|portion|part)|实性(成分|部分)
 _NEGATED_ATTR = re.compile(r"(non-?|not |without |no |无|未见|不伴|非)\s*$", re.IGNORECASE)
 _NORMAL_HEART = re.compile(r"heart size (is )?(normal|within normal limits)|normal heart size|(心影|心脏)(大小)?(正常|不大)",
                            re.IGNORECASE)
+_COMPONENT_AFTER = re.compile(r"\s*(components?|portions?|parts?)\b|成分|部分", re.IGNORECASE)
 _SOLID_PART_AFTER = re.compile(r"\s*(solid (component|portion|part)|实性(成分|部分))", re.IGNORECASE)
 _PRIOR_SIZE = re.compile(r"(previously|formerly|prior|was|were|(?<!apart )(?<!aside )(?<!away )from|compared (with|to)|原|前次|上次|既往|原为)\s*"
                          r"(measuring|measured|measures)?\s*(about|approximately|约|大小约|直径约)?\s*$", re.IGNORECASE)
@@ -210,6 +211,8 @@ def extract(text: str) -> Extraction:
                 continue
             if kind == "attribute" and _NEGATED_ATTR.search(text[max(0, t.start - 8):t.start]):
                 continue  # "无钙化", "non-calcified", "without calcification"
+            if kind == "attribute" and e.key == "solid" and _COMPONENT_AFTER.match(text, t.end):
+                continue  # "a 7 mm solid component", 实性成分: a part of the nodule, not a solid nodule
             if kind == "attribute" and e.key not in f.attributes:
                 f.attributes.append(e.key)
             elif kind == "count" and f.count is None:

@@ -39,6 +39,11 @@ _T = {
     "msub_small": ("CT at 3-6 months; if stable, consider CT at 2 and 4 years.", "3-6个月复查CT；若稳定，考虑2年和4年时复查CT。"),
     "msub_big": ("CT at 3-6 months; subsequent management based on the most suspicious nodule.",
                  "3-6个月复查CT；之后依据最可疑的结节处理。"),
+    "ps68": (("CT at 3-6 months to confirm persistence; after that the solid component (6-8 mm) decides, which the "
+              "encoded table does not cover (solid component < 6 mm: annual CT for 5 years; > 8 mm: PET/CT, biopsy or "
+              "resection)."),
+             ("3-6个月复查CT确认是否持续存在；之后的处理取决于实性成分（6-8 mm），本系统编码的表格未涵盖此范围（实性成分 < 6 mm："
+              "每年复查CT至5年；> 8 mm：PET/CT、活检或切除）。")),
     "calcified": ("Calcified nodule (benign pattern): no follow-up for this nodule.", "钙化结节（良性表现）：该结节无需随访。"),
     "cxr": ("Further evaluation with chest CT is recommended.", "建议行胸部CT进一步检查。"),
 }
@@ -54,15 +59,38 @@ _LR_MANAGEMENT = {
 }
 
 
+COMPARED = {  # temporality -> (en, zh): what the report says of the nodule compared with a prior exam
+    "stable": ("stable compared with a prior exam", "与既往检查比较稳定"),
+    "decreased": ("smaller than on a prior exam", "较既往检查缩小"),
+    "prior": ("known from before", "既往已知"),
+}
+_NEW_NODULE_NOTE = (" This schedule is for a newly found nodule; the report states this nodule is {state}: the "
+                    "comparison and the time since that exam (how long it has been stable) decide which step applies "
+                    "and whether follow-up is complete.",
+                    "以上为新发现结节的随访方案；报告称该结节{state}：与既往检查的比较及其间隔时间（稳定了多久）决定处于哪一步、随访是否已可结束。")
+"""Appended to a Fleischner row of a nodule the report compares with a prior exam. The table gives the schedule
+from first detection; the stability rules beyond the rows' own steps (e.g. how long a solid nodule must be stable)
+are not in the project's verified notes (domain-facts section 4), so no interval is derived from the comparison."""
+
+
+def has_new_nodule_note(rec: Recommendation) -> bool:
+    """Whether a Fleischner recommendation carries the note of :data:`_NEW_NODULE_NOTE` (a row other than "no
+    routine follow-up" for a nodule compared with a prior exam)."""
+    return any(note.split("{")[0].strip() in rec.text for note in _NEW_NODULE_NOTE)
+
+
 def _say(key: str, lang: str) -> str:
     en, zh = _T[key]
     return zh if lang == "zh" else en
 
 
 def nodule_type(f: Finding) -> str:
-    """solid | part-solid | ground-glass | calcified (no attribute: solid, the usual reading)."""
+    """solid | part-solid | ground-glass | calcified (no attribute: solid, the usual reading; a stated solid
+    component: part-solid)."""
     if "calcified" in f.attributes or f.type == "granuloma":
         return "calcified"
+    if f.solid_component_mm is not None and f.solid_component_mm > 0:
+        return "part-solid"  # "12 mm nodule with a 7 mm solid component": only a part-solid nodule has one
     if "part-solid" in f.attributes or "subsolid" in f.attributes:
         return "part-solid" if "subsolid" not in f.attributes or "ground-glass" not in f.attributes else "ground-glass"
     if "ground-glass" in f.attributes:
@@ -70,10 +98,29 @@ def nodule_type(f: Finding) -> str:
     return "solid"
 
 
+def dominant_nodule(nodules: list[Finding]) -> Finding | None:
+    """The sized, non-calcified nodule with the largest size: the one whose size picks the Fleischner row."""
+    non_calc = [f for f in nodules if f.size is not None and nodule_type(f) != "calcified"]
+    return max(non_calc, key=lambda f: f.size.mm) if non_calc else None  # type: ignore[union-attr]
+
+
+def solid_component_uncovered(f: Finding) -> bool:
+    """A single part-solid nodule >= 6 mm whose solid component, in whole mm, is 6-8 mm: the verified notes give
+    the row's first step (CT at 3-6 months) and what follows for a solid component < 6 mm and > 8 mm only."""
+    if f.solid_component_mm is None or f.size is None or nodule_type(f) != "part-solid":
+        return False
+    return 6 <= int(f.solid_component_mm + 0.5) <= 8 and int(f.size.mm + 0.5) >= 6
+
+
 def fleischner(nodules: list[Finding], risk: str | None, lang: str) -> list[Recommendation]:
     """Fleischner 2017 for the present, sized nodules of one CT report. Several nodules (or one written as
     multiple) use the multiple-nodule rows with the dominant (largest) nodule's size. ``risk`` None gives both the
-    low- and the high-risk recommendation where they differ."""
+    low- and the high-risk recommendation where they differ.
+
+    A dominant nodule the report compares with a prior exam (temporality stable, decreased or prior) keeps the row
+    of its size, with a note that the row is the schedule for a newly found nodule and the time since the
+    comparison decides the step (:data:`_NEW_NODULE_NOTE`). A single part-solid nodule's solid component of 6-8 mm
+    (not covered by the verified rows) gives the row's first step only (:func:`solid_component_uncovered`)."""
     sized = [f for f in nodules if f.size is not None]
     if not sized:
         return []
@@ -81,7 +128,9 @@ def fleischner(nodules: list[Finding], risk: str | None, lang: str) -> list[Reco
     ids = [f.id for f in sized]
     if not non_calc:
         return [_rec("Fleischner 2017", "calcified", _say("calcified", lang), ids, "unspecified", FLEISCHNER, "V~")]
-    dominant = max(non_calc, key=lambda f: f.size.mm)  # type: ignore[union-attr]
+    dominant = dominant_nodule(non_calc)
+    if dominant is None or dominant.size is None:
+        return []
     mm = int(dominant.size.mm + 0.5)  # type: ignore[union-attr]
     if dominant.size.bound:  # type: ignore[union-attr]  # "<6 mm" -> 5 mm bucket, ">8 mm" -> 9 mm bucket
         mm = mm - 1 if dominant.size.bound == "<" else mm + 1  # type: ignore[union-attr]
@@ -107,13 +156,18 @@ def fleischner(nodules: list[Finding], risk: str | None, lang: str) -> list[Reco
         table = {"low": "none" if mm < 6 else "gg6", "high": "none" if mm < 6 else "gg6"}
     else:  # single part-solid
         key = "none" if mm < 6 else "ps6"
-        if dominant.solid_component_mm is not None and dominant.solid_component_mm > 8:
+        if dominant.solid_component_mm is not None and int(dominant.solid_component_mm + 0.5) > 8:
             key = "ps8"
+        elif solid_component_uncovered(dominant):
+            key = "ps68"
         table = {"low": key, "high": key}
     risks = [risk] if risk else (["low", "high"] if table["low"] != table["high"] else [None])
     out = []
+    state = COMPARED.get(dominant.temporality or "")
     for r in risks:
         text = _say(table[r or "low"], lang)
+        if state and table[r or "low"] != "none":
+            text += _NEW_NODULE_NOTE[lang == "zh"].format(state=state[lang == "zh"])
         out.append(_rec("Fleischner 2017", cat, text, ids, r or "unspecified", src, "V~"))
     return out
 

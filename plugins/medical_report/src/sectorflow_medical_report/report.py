@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from .extract import Extraction
-from .guidelines import codes, fleischner, lung_rads, nodule_type, radiograph_nodule
+from .guidelines import (COMPARED, codes, dominant_nodule, fleischner, has_new_nodule_note, lung_rads, nodule_type,
+                         radiograph_nodule, solid_component_uncovered)
 from .schema import Exam, Finding, MedicalReport, ModelSpan, ReportInput, ReportWarning
 from .text import detect_language, sentences
 
@@ -170,6 +171,8 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
                                      for f in lung_nodules if f.size is None)
                 # an unsized non-calcified nodule may be the largest one: no Fleischner row rather than a guessed one
                 recs = fleischner(lung_nodules, item.patient_risk, lang) if not unsized or calcified_only else []
+                if recs:
+                    warnings += _fleischner_caveats(lung_nodules, recs)
                 if unsized:
                     warnings.append(ReportWarning(kind="missing_size", finding_ids=unsized,
                                                   message="no size written for this nodule: no Fleischner category"
@@ -196,6 +199,28 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
     return MedicalReport(language=lang, exam=exam, findings=ex.findings, recommendations=recs, codes=icd,  # type: ignore[arg-type]
                          impression=impression, report_text=report_text, warnings=warnings,
                          model_spans=model_spans or [])
+
+
+def _fleischner_caveats(nodules: list[Finding], recs: list) -> list[ReportWarning]:
+    """``guideline_incomplete`` warnings for a Fleischner row whose dominant nodule the report compares with a prior
+    exam, or whose part-solid nodule has a 6-8 mm solid component (see :func:`~.guidelines.fleischner`)."""
+    dominant = dominant_nodule(nodules)
+    out = []
+    if dominant is None:
+        return out
+    if dominant.temporality in COMPARED and any(has_new_nodule_note(r) for r in recs):
+        out.append(ReportWarning(
+            kind="guideline_incomplete", finding_ids=[dominant.id],
+            message=f"the report states this nodule is {COMPARED[dominant.temporality][0]}: the Fleischner row is the "
+                    "schedule for a newly found nodule; the comparison and the time since that exam decide the step "
+                    "(stability rules beyond the row's own steps are not encoded)"))
+    if solid_component_uncovered(dominant):
+        out.append(ReportWarning(
+            kind="guideline_incomplete", finding_ids=[dominant.id],
+            message=f"part-solid nodule with a {dominant.solid_component_mm:g} mm solid component: the solid "
+                    "component decides the management after the first CT; the encoded Fleischner rows cover a solid "
+                    "component < 6 mm and > 8 mm only"))
+    return out
 
 
 LUNG_SITES = {"lung", "right_lung", "left_lung", "both_lungs", "right_upper_lobe", "right_middle_lobe",

@@ -119,7 +119,10 @@ class Code(BaseModel):
 
 class ReportWarning(BaseModel):
     kind: Literal["implausible_size", "mass_size", "conflict", "guideline_not_applied", "missing_size",
-                  "unrecognised_span"]
+                  "unrecognised_span", "guideline_incomplete"] = Field(
+        description="guideline_incomplete: a recommendation is given, but what the report states (a nodule "
+                    "compared with a prior exam, a part-solid nodule's 6-8 mm solid component) decides more than "
+                    "the encoded rows say; the message says what.")
     message: str
     finding_ids: list[int] = Field(default_factory=list)
 
