@@ -314,3 +314,21 @@ def test_customers_option_joins_one_persons_accounts_for_the_report_and_the_stru
     # without the mapping neither account reaches anything on its own
     plain = Taskflow("aml", model=False)(deposits)
     assert [r.alerts for r in plain] == [[], []] and [r.reports for r in plain] == [[], []]
+
+
+def test_a_suspicious_report_draft_of_structuring_names_the_customer_not_the_till_or_walk_in_id():
+    """Cash booked against WALKIN or a branch's CASH account: the draft's customer and subject accounts are the
+    customers (WALKIN and the tills were listed as subjects); the cash ids stay in its transaction list."""
+    tf = Taskflow("aml", model=False, str_threshold=0.7)  # cumulative structuring scores 0.7
+    (_, second) = tf([rec(1, "WALKIN", "C9", "49900", hours=1, channel="cash_deposit"),
+                      rec(2, "WALKIN", "C9", "49800", hours=2, channel="cash_deposit")])
+    (str_draft,) = [d for d in second.reports if d.kind == "suspicious"]
+    assert str_draft.customer_account == "C9" and str_draft.elements["subject_accounts"] == ["C9"]
+    assert [t["sender_account"] for t in str_draft.elements["transactions"]] == ["WALKIN", "WALKIN"]
+    funnel = Taskflow("aml", model=False)  # a structuring fan-in (score 0.8): cash at two tills and a transfer
+    *_, last = funnel([rec(3, "CASH-BJ", "F", "45000", days=0, channel="cash_deposit"),
+                       rec(4, "S1", "F", "47000", days=1),
+                       rec(5, "CASH-SH", "F", "46000", days=2, channel="cash_deposit")])
+    (fan_in,) = [d for d in last.reports if d.kind == "suspicious" and d.elements["variant"] == "fan_in"]
+    assert fan_in.customer_account == "F" and fan_in.elements["subject_accounts"] == ["F", "S1"]
+    assert fan_in.transaction_ids == ["p3", "p4", "p5"]

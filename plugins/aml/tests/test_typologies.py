@@ -205,6 +205,34 @@ def test_cash_withdrawals_booked_against_a_till_account_are_no_structuring_fan_i
     assert alert.transaction_ids == ["t1", "t3", "t4"]
 
 
+def test_structuring_alerts_list_the_customers_not_the_cash_side_of_cash_transactions():
+    """The walk-in id, till or cash account a cash deposit or withdrawal is booked against is no party: it was listed
+    among the alert's accounts, so a suspicious report draft named the bank's own till as a subject."""
+    deposits = Feed(StructuringRule(single=True))
+    deposits.tx("WALKIN", "C9", "49900", hours=1, channel="cash_deposit")
+    deposits.tx("WALKIN", "C9", "49800", hours=2, channel="cash_deposit")
+    assert [(a.variant, a.accounts) for a in deposits.alerts] == [
+        ("single", ["C9"]), ("single", ["C9"]), ("cumulative", ["C9"])]
+    assert deposits.alerts[-1].transaction_ids == ["t1", "t2"]  # the cash side stays in the transactions
+    withdrawals = Feed(StructuringRule())
+    withdrawals.tx("C7", "CASH", "45000", hours=1, channel="cash_withdrawal")
+    (alert,) = withdrawals.tx("C7", "CASH", "46000", hours=2, channel="cash_withdrawal")
+    assert alert.variant == "cumulative" and alert.accounts == ["C7"]
+    # a funnel fed by cash at two branch tills and one transfer: the tills count as places of deposit, but only
+    # the funnel and the transfer's sender are listed
+    funnel = Feed(StructuringRule())
+    funnel.tx("CASH-BJ", "FUNNEL", "45000", days=0, channel="cash_deposit")
+    funnel.tx("S1", "FUNNEL", "47000", days=1)
+    (fan_in,) = funnel.tx("CASH-SH", "FUNNEL", "46000", days=2, channel="cash_deposit")
+    assert fan_in.variant == "fan_in" and fan_in.accounts == ["FUNNEL", "S1"]
+    assert fan_in.transaction_ids == ["t1", "t2", "t3"] and "3 accounts each sent FUNNEL" in fan_in.reasons[0].en
+    # non-cash payments summed (cumulative_cash_only=False) still list their payees after the payer
+    payments = Feed(StructuringRule(cumulative_cash_only=False))
+    payments.tx("P", "X", 45000, hours=1)
+    (paid,) = payments.tx("P", "Y", 46000, hours=2)
+    assert paid.variant == "cumulative" and paid.accounts == ["P", "X", "Y"]
+
+
 def test_us_exactly_10000_is_just_under_but_cn_usd_10000_is_reportable():
     us = Feed(StructuringRule(**US))
     cn = Feed(StructuringRule())
@@ -641,7 +669,7 @@ def test_cumulative_structuring_counts_one_customers_accounts_together():
     person.tx("WALKIN", "A1", 44000, hours=4, channel="cash_deposit")  # same customer and day: cooldown, no second
     (alert,) = person.alerts
     assert alert.variant == "cumulative" and alert.transaction_ids == ["t1", "t3"]
-    assert alert.accounts == ["A2", "A1", "WALKIN"]  # the account whose deposit completed it first, then the other
+    assert alert.accounts == ["A2", "A1"]  # the account whose deposit completed it first, then the other; no WALKIN
     assert alert.reasons[0].en.startswith("2 cash deposits by customer P1 (accounts A2, A1) on one day, each just "
                                           "under the 50,000.00 CNY reporting threshold")
     assert "totalling 91,000.00 CNY" in alert.reasons[0].en

@@ -50,7 +50,13 @@ the two cannot disagree.
 
 Each alert's ``accounts`` begin with its subject, the customer a suspicious report names: the depositing or paying
 customer for ``cumulative`` and ``single``, the receiving account (the funnel) for ``fan_in``, the payer for
-``split``.
+``split``. The cash side of a cash transaction (the sender of a ``cash_deposit``, the receiver of a
+``cash_withdrawal``: a walk-in id, the bank's till or cash account, or the customer's own account) is never listed:
+it is no party, as in the report engine, which counts a deposit for the receiving account only. A suspicious report
+draft's ``subject_accounts`` are the alert's ``accounts``, so before 30 Nov 2026 a draft of two same-day deposits
+named ``WALKIN`` (or the bank's ``CASH`` account) as a subject next to the customer. The cash ids stay in the
+alert's transactions (and the draft's transaction list), where they say how the cash came in. Non-cash
+counterparties (the payees of a ``cumulative`` of payments, the senders of transfers into a funnel) are listed.
 """
 
 from __future__ import annotations
@@ -125,6 +131,17 @@ def _under(threshold: float, currency: str, inclusive: bool) -> tuple[str, str]:
             f"等于或略低于 {level} 的报告标准（超过才须报告）")
 
 
+def _parties(edge: Edge) -> tuple[str, ...]:
+    """The accounts of ``edge`` that are parties to it: the receiver of a cash deposit, the sender of a cash
+    withdrawal (the other side is a walk-in id, a till or the account itself), both sides of anything else."""
+    value = edge.txn.channel.value
+    if value == "cash_deposit":
+        return (edge.dst,)
+    if value == "cash_withdrawal":
+        return (edge.src,)
+    return (edge.src, edge.dst)
+
+
 def _kind(txn: object) -> str:
     """Aggregation class of a transaction: cash in, cash out and other payments are summed separately."""
     value = txn.channel.value  # type: ignore[attr-defined]
@@ -180,7 +197,7 @@ class StructuringRule(Rule):
             out.append(self.alert([edge], p.score * 0.6,
                                   f"{fmt_amount(float(txn.amount))} {txn.currency}: {under[0]}",
                                   f"金额 {fmt_amount(float(txn.amount))} {txn.currency}，{under[1]}",
-                                  accounts=dict.fromkeys([customer, edge.src, edge.dst]), trigger=edge,
+                                  accounts=dict.fromkeys([customer, *_parties(edge)]), trigger=edge,
                                   variant="single"))
         if not p.cumulative_cash_only or txn.channel.is_cash:
             alert = self._cumulative(window, edge, band[1], under)
@@ -260,7 +277,7 @@ class StructuringRule(Rule):
         else:
             by_en = f"by customer {customer} (accounts {', '.join(used)})"
             by_zh = f"客户 {customer}（账户 {'、'.join(used)}）"
-        others = (a for e in picked for a in (e.src, e.dst) if a not in used)
+        others = (a for e in picked for a in _parties(e) if a not in used)  # payees of payments; no cash side
         alert = self.alert(picked, p.score,
                            f"{len(picked)} {what_en} {by_en} {span_en}, each {under[0]}, totalling "
                            f"{fmt_amount(total)} {txn.currency}",
@@ -291,11 +308,14 @@ class StructuringRule(Rule):
             return None
         picked = sorted((e for group in by_sender.values() for e in group), key=lambda e: e.seq)
         total = sum(float(e.txn.amount) for e in picked)
+        # senders of transfers, not the walk-in or till ids cash deposits are booked against (still counted above:
+        # deposits at several tills or by several walk-in depositors are what a funnel account receives)
+        parties = [a for a in sorted(by_sender, key=lambda a: by_sender[a][-1].seq)
+                   if a != edge.dst and any(not e.txn.channel.is_cash for e in by_sender[a])]
         alert = self.alert(picked, p.fan_in_score,  # the funnel account is the subject
                            f"{len(by_sender)} accounts each sent {edge.dst} amounts {under[0]}, within "
                            f"{p.fan_in_days:g} days, totalling {fmt_amount(total)} {currency}",
                            f"{len(by_sender)} 个账户在 {p.fan_in_days:g} 天内分别向 {edge.dst} 转入资金，每笔均"
                            f"{under[1]}，合计 {fmt_amount(total)} {currency}",
-                           accounts=[edge.dst, *sorted(by_sender, key=lambda a: by_sender[a][-1].seq)],
-                           trigger=edge, variant="fan_in")
+                           accounts=[edge.dst, *parties], trigger=edge, variant="fan_in")
         return alert
