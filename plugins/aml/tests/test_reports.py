@@ -327,20 +327,60 @@ def test_cli_lists_report_drafts_from_results(tmp_path) -> None:
     assert CliRunner().invoke(app, ["aml", "reports", "--results", str(path), "--kind", "ctr"]).output == ""
 
 
-def test_a_busy_corporate_transfer_aggregate_does_not_repeat_its_draft_on_every_later_transfer() -> None:
+def test_a_busy_corporate_transfer_aggregate_does_not_repeat_its_draft_but_closes_it_on_the_next_day() -> None:
     from sectorflow_aml.reports import JOIN_UPDATES_MAX
 
     engine = ReportEngine("CN")
     corp = {"channel": "transfer", "sender": "CORP", "customer_type": "corporate"}
     assert engine.observe(txn("c0", "1500000", receiver="SUPP0", when="2024-03-05T01:00:00", **corp)) == []
     crossing = engine.observe(txn("c1", "600000", receiver="SUPP1", when="2024-03-05T01:10:00", **corp))
-    assert [d.transaction_ids for d in crossing if d.customer_account == "CORP"] == [["c0", "c1"]]
+    assert [(d.transaction_ids, d.elements["day_closed"]) for d in crossing if d.customer_account == "CORP"] == [
+        (["c0", "c1"], False)]
     later = [engine.observe(txn(f"s{i}", "1000", receiver=f"SHOP{i}", when="2024-03-05T02:00:00", **corp))
              for i in range(300)]
     assert not any(d.customer_account == "CORP" for drafts in later for d in drafts)  # no quadratic output
     (open_corp,) = [d for d in engine.open_reports() if d.customer_account == "CORP"]
     assert len(open_corp.transaction_ids) == 302  # still every transfer of the day in the open draft
+    # the first transaction of the next Beijing day closes 5 March: its result carries the final draft (the
+    # transfers used to reach open_reports() only, never the results of Taskflow("aml") or sectorflow run)
+    (closed,) = engine.observe(txn("n1", "10", sender="OTHER", receiver="X", channel="transfer",
+                                   when="2024-03-05T16:00:00"))  # 00:00 on 6 March in Beijing
+    assert closed.report_id == crossing[0].report_id and closed.elements["day_closed"] is True
+    assert closed.model_dump(exclude={"elements"}) == open_corp.model_dump(exclude={"elements"})
+    assert closed.total_amount == Decimal("2400000.00") and closed.business_date == "2024-03-05"
+    assert engine.observe(txn("n2", "10", sender="OTHER", receiver="X", channel="transfer",
+                              when="2024-03-06T16:00:00")) == []  # shown once: nothing more to close
     cash = ReportEngine("CN")  # cash: each later deposit carries the update, up to JOIN_UPDATES_MAX transactions
     results = [cash.observe(txn(f"d{i}", "30000" if i < 2 else "10", when="2024-03-05T03:00:00"))
                for i in range(JOIN_UPDATES_MAX + 5)]
     assert [len(r) for r in results[:3]] == [0, 1, 1] and sum(map(len, results)) == JOIN_UPDATES_MAX - 1
+    (cash_closed,) = cash.observe(txn("next", "10", when="2024-03-06T03:00:00"))  # and the rest at the day's close
+    assert len(cash_closed.transaction_ids) == JOIN_UPDATES_MAX + 5
+
+
+def test_taskflow_results_carry_a_corporate_days_draft_at_the_crossing_and_in_full_when_the_day_closes() -> None:
+    """A corporate account's transfers of 3 Nov (Beijing): the one that brings the day's total to 2,000,000 CNY carries
+    the large-value draft, as for cash; the two after it join silently; the first transaction of 4 Nov carries the
+    draft with all five. One batch, chunks of two and one at a time give the same results."""
+    from sectorflow import Taskflow
+
+    def transfer(tid: str, amount: str, when: str, sender: str = "CO1") -> dict[str, str]:
+        return {"transaction_id": tid, "timestamp": when, "sender_account": sender, "receiver_account": f"S-{tid}",
+                "amount": amount, "currency": "CNY", "channel": "transfer", "customer_type": "corporate"}
+
+    items = [transfer("c1", "900000", "2026-11-03T09:00:00+08:00"), transfer("c2", "900000", "2026-11-03T10:00:00+08:00"),
+             transfer("c3", "300000", "2026-11-03T11:00:00+08:00"), transfer("c4", "100000", "2026-11-03T12:00:00+08:00"),
+             transfer("c5", "50000", "2026-11-03T23:30:00+08:00"),
+             transfer("n1", "10", "2026-11-04T00:10:00+08:00", sender="X")]
+
+    def run(size: int) -> list[dict]:
+        tf = Taskflow("aml", model=False)
+        return [r.model_dump(exclude={"meta"}) for i in range(0, len(items), size) for r in tf(items[i:i + size])]
+
+    batch = run(len(items))
+    assert run(2) == batch and run(1) == batch
+    drafts = [[(d["customer_account"], d["transaction_ids"], str(d["total_amount"]), d["elements"]["day_closed"])
+               for d in r["reports"] if d["kind"] == "large_value"] for r in batch]
+    assert drafts == [[], [], [("CO1", ["c1", "c2", "c3"], "2100000.00", False)], [], [],
+                      [("CO1", ["c1", "c2", "c3", "c4", "c5"], "2250000.00", True)]]
+    assert batch[2]["reports"][0]["report_id"] == batch[5]["reports"][0]["report_id"]

@@ -359,7 +359,8 @@ def reports_command(results: Path = typer.Option(..., "--results", "-r", help="J
                     kind: Optional[str] = typer.Option(None, help="Only large_value, ctr or suspicious."),
                     as_json: bool = typer.Option(False, "--json", help="One JSON draft per line.")) -> None:
     """List the report drafts in a results file (id, kind, regulation, customer, total, business date, due date):
-    the latest snapshot of each report id (a same-day aggregate's draft is updated by each later transaction)."""
+    the latest snapshot of each report id (a same-day aggregate's draft is updated by later transactions, and in full
+    by the first transaction of a later business day: docs/aml-data-and-reports.md, "Once per key")."""
     kinds = ("large_value", "ctr", "suspicious")
     if kind is not None and kind not in kinds:
         raise typer.BadParameter(f"--kind {kind!r}: use one of {', '.join(kinds)}.")

@@ -8,12 +8,19 @@ in one direction first meets a threshold (:mod:`sectorflow_aml.thresholds`):
 - United States (31 CFR 1010.311, 1010.313): currency (cash) only, more than USD 10,000 per person per business day,
   cash-in and cash-out summed separately; a transaction on a weekend or holiday counts on the next business day.
 
-One draft per customer, business day, direction and rule. Later transactions of the same key on that day do not
-produce a second draft: they are added to the open draft, which :meth:`ReportEngine.open_reports` returns up to date
-(the draft returned by :meth:`ReportEngine.observe` is a snapshot at the triggering transaction). A later transaction
-that meets the threshold on its own (a second large cash deposit on the same day) is reported at once: it gets the
-open draft, updated to include it (same ``report_id``, new total), so it is never only folded in silently; keep the
-latest snapshot per ``report_id``. The customer is the
+One draft per customer, business day, direction and rule, first returned by :meth:`ReportEngine.observe` on the
+transaction whose arrival meets the threshold (single or same-day cumulative). Later transactions of the same key on
+that day do not produce a second draft: they are added to the open draft (same ``report_id``; keep the latest
+snapshot per id), which :meth:`ReportEngine.open_reports` returns up to date. A later transaction carries the updated
+snapshot on its own result when it meets the threshold on its own, or when the aggregate is cash and holds at most
+:data:`JOIN_UPDATES_MAX` transactions. Any other later transaction (a busy corporate account's hundreds of transfers
+after its 2,000,000 CNY) joins silently, since repeating a growing draft on each would make the output quadratic; the
+first transaction of a later business day then closes the day: its result carries the final snapshot of every
+aggregate of earlier days that gained transactions no result has shown (``elements["day_closed"]`` is ``True``). A
+large-value report covers one transaction or the customer's same-day total (PBOC Order 2016 No. 3, Art. 5) and is
+filed within 5 working days of the transaction (UNVERIFIED: secondary sources, ``../shared/notes/domain-facts.md``
+section 1), so a cumulative report's content is final only once the day is over, and waiting for the day's end loses
+no time. The customer is the
 account (or the customer id from ``customers=``): cash deposits count for the receiving account, cash withdrawals for
 the sending account, transfers for both sides (only the sides held at ``institution`` when it is set).
 
@@ -196,6 +203,8 @@ class ReportEngine:
         self._bucket: tuple[int, date, date] | None = None  # (15-minute UTC bucket, local day, business day)
         self._last_dates: tuple[datetime, date, date] | None = None  # the previous transaction's time and days
         self._leg_plans: dict[tuple[Any, ...], tuple[tuple[int, Direction, str], ...]] = {}
+        # fired aggregates that gained a transaction no returned snapshot holds (joined silently), in order
+        self._unshown: dict[tuple[str, str, str, str, date], None] = {}
 
     OPTIONS = {
         "jurisdiction": "CN (PBOC large-value reports, default) or US (currency transaction reports)",
@@ -257,17 +266,22 @@ class ReportEngine:
         """Forget every aggregate (start a new stream)."""
         self._open.clear()
         self._days.clear()
+        self._unshown.clear()
         self._latest = None
         self._last_dates = None
 
     def observe(self, txn: Transaction) -> list[ReportDraft]:
-        """Add one transaction; return the drafts it triggers or updates (usually none, at most one per leg and
-        rule): the draft of an aggregate that has just met its threshold; and the same draft updated to include it
-        (same ``report_id``; keep the latest per id) for a later transaction of an aggregate that already fired when
-        that transaction meets the threshold on its own, or when the aggregate is cash (large-value cash, CTR) and
-        holds at most :data:`JOIN_UPDATES_MAX` transactions. Cash aggregates are a handful of deposits a day, so every
-        one reaches the results; a busy corporate account's transfer aggregate would repeat a growing draft on each of
-        hundreds of transfers (quadratic output), so its later small transfers reach only :meth:`open_reports`.
+        """Add one transaction; return the drafts it triggers or updates (usually none): the draft of an aggregate
+        that has just met its threshold; the same draft updated to include it (same ``report_id``; keep the latest per
+        id) for a later transaction of an aggregate that already fired when that transaction meets the threshold on
+        its own, or when the aggregate is cash (large-value cash, CTR) and holds at most :data:`JOIN_UPDATES_MAX`
+        transactions; and, when ``txn`` is the first transaction of a later business day than any seen, the final
+        snapshot of each earlier day's aggregate that gained transactions silently since its last returned snapshot
+        (listed first, ``elements["day_closed"]`` ``True``). Cash aggregates are a handful of deposits a day, so every
+        one reaches the results at once; a busy corporate account's transfer aggregate would repeat a growing draft
+        on each of hundreds of transfers (quadratic output), so its later small transfers reach the results when the
+        day closes (and :meth:`open_reports` at any time). The decisions depend only on the order of arrival, so
+        one batch, chunks and one transaction at a time return the same drafts.
 
         Raises:
             MissingRateError: a foreign-currency amount with no rate in ``fx``.
@@ -280,6 +294,9 @@ class ReportEngine:
             day, business_date = self._dates(timestamp)
             self._last_dates = (timestamp, day, business_date)
         drafts: list[ReportDraft] = []
+        unshown = self._unshown
+        if unshown and (self._latest is None or business_date > self._latest):
+            drafts.extend(self._close_days(business_date))
         currency = txn.currency
         scope = "domestic" if currency == self.home_currency else "foreign"
         table = self._table
@@ -309,6 +326,10 @@ class ReportEngine:
                         threshold.rule in _CASH_RULES and len(state.rows) <= JOIN_UPDATES_MAX):
                     # joins a fired aggregate: its result carries the open draft, updated (same report_id)
                     drafts.append(self._draft(state))
+                    if unshown:
+                        unshown.pop(key, None)
+                else:  # joins silently: the first transaction of a later business day carries the final draft
+                    unshown[key] = None
         latest = self._latest
         if latest is None or business_date > latest:
             self._latest = business_date
@@ -318,6 +339,21 @@ class ReportEngine:
     def open_reports(self) -> list[ReportDraft]:
         """Up-to-date drafts of every fired aggregate still retained (later same-day transactions included)."""
         return [self._draft(s) for s in self._open.values() if s.fired]
+
+    def _close_days(self, business_date: date) -> list[ReportDraft]:
+        """Final snapshots of the aggregates of days before ``business_date`` that joined transactions silently (in
+        the order they first did), forgotten as shown; those of ``business_date`` itself stay (a late transaction of
+        an earlier day can arrive after its own day's later ones)."""
+        out: list[ReportDraft] = []
+        unshown = self._unshown
+        opened = self._open
+        for key in list(unshown):
+            if key[4] < business_date:
+                del unshown[key]
+                state = opened.get(key)
+                if state is not None:
+                    out.append(self._draft(state, day_closed=True))
+        return out
 
     # -- internals -------------------------------------------------------------------------------------------------
 
@@ -424,8 +460,12 @@ class ReportEngine:
             for key in self._days.pop(day):
                 self._open.pop(key, None)
 
-    def _draft(self, state: _Open) -> ReportDraft:
+    def _draft(self, state: _Open, day_closed: bool | None = None) -> ReportDraft:
+        """The draft of ``state`` as it stands; ``day_closed``: a transaction of a later business day has arrived
+        (default: whether one has been seen before this call)."""
         t = state.threshold
+        if day_closed is None:
+            day_closed = self._latest is not None and state.business_date < self._latest
         rows = [self._row(txn, account, state.direction, amount, t.currency) for txn, account, amount in state.rows]
         kind = "ctr" if self.jurisdiction == "US" else "large_value"
         # the local calendar day of the earliest transaction: a US CTR is due 15 days after the day the reportable
@@ -447,6 +487,7 @@ class ReportEngine:
             "threshold_verified": t.verified,
             "aggregation": "single" if len(state.rows) == 1 else "cumulative",
             "business_date": state.business_date.isoformat(),
+            "day_closed": day_closed,
             "timezone": str(self.timezone),
             "transactions": rows,
             "field_list_verified": False,
