@@ -170,3 +170,24 @@ def test_random_mixed_stream_gives_the_same_results_however_it_is_cut():
     assert any(s[6] for s in batch)  # report drafts are compared too
     assert single == batch
     assert chunked == batch
+
+
+def test_transfer_aggregates_joined_silently_and_closed_next_day_are_the_same_however_the_stream_is_cut():
+    # a low individual-transfer threshold makes same-day transfer aggregates fire often among 25 accounts: later
+    # transfers join silently and the first transaction of a later day closes the day (late arrivals included)
+    items = random_stream(500, seed=11)
+    tf = Taskflow("aml", model=False, fx_rates={"as_of": "2024-01-02", "USD/CNY": "7.10"},
+                  thresholds={"individual_domestic_transfer:domestic": "40000"})
+
+    def drafts(results) -> list:
+        return [[d.model_dump() for d in r.reports] for r in results]
+
+    batch = drafts(tf(items))
+    tf.reset_state()
+    single = drafts([tf(t) for t in items])
+    tf.reset_state()
+    chunked = drafts(tf.stream(iter(items), chunk_size=37))
+    closed = [d for r in batch for d in r
+              if d["elements"].get("day_closed") and d["elements"]["rule"] == "individual_domestic_transfer"]
+    assert len(closed) >= 5
+    assert single == batch and chunked == batch
