@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from sectorflow_medical_report.extract import extract
 from sectorflow_medical_report.report import build_report
@@ -120,3 +122,109 @@ def test_a_6_to_8_mm_solid_component_in_chinese():
     (rec,) = rep.recommendations
     assert rec.text.startswith("3-6个月复查CT确认是否持续存在；之后的处理取决于实性成分（6-8 mm）")
     assert [w.kind for w in rep.warnings] == ["guideline_incomplete"]
+
+
+_PROPER = re.compile(r"Fleischner|Lung-RADS v2022|PET/CT|LDCT|CT|X线|\d+(\.\d+)?\s*mm|\b[1-4][AB]?(?=类)")
+
+
+@pytest.mark.parametrize("text, kw", [
+    ("CT chest: Stable 7 mm nodule in the right upper lobe. Small left pleural effusion.", {}),
+    ("CT chest: Multiple ground-glass nodules, the largest 7 mm in the right lower lobe.", {}),
+    ("CT chest: 12 mm part-solid nodule in the left upper lobe with a 7 mm solid component.", {}),
+    ("CT chest: 4 mm calcified nodule in the right lower lobe. Calcified 5 mm granuloma in the liver.", {}),
+    ("LDCT: new 7 mm solid nodule in the right upper lobe.", {}),
+    ("LDCT: 12 mm part-solid nodule in the right upper lobe, solid component 9 mm, increased.", {}),
+    ("LDCT: stable 5 mm calcified nodule in the left lower lobe.", {}),
+    ("LDCT: no pulmonary nodules.", {}),
+    ("Chest radiograph: nodular opacity in the right lower lung.", {}),
+    ("Chest radiograph: 8 mm nodule in the right midlung. Enlarged lymph nodes in the mediastinum.", {}),
+    ("7 mm nodule in the right upper lobe.", {"modality": "CT"}),
+    ("7 mm nodule in the right upper lobe.", {"modality": "CT", "patient_risk": "high"}),
+])
+def test_a_chinese_report_is_chinese_throughout(text, kw):
+    # the zh report had printed the English category strings ("solid single 6-8 mm", "3 (solid 7 mm)",
+    # "radiograph nodule") and English sites ("liver钙化肉芽肿")
+    rep = _report(text, language="zh", **kw)
+    assert rep.recommendations
+    for out in (rep.report_text, rep.impression, *(r.text for r in rep.recommendations)):
+        left = _PROPER.sub("", out)
+        assert not re.search(r"[A-Za-z]", left), (out, left)
+
+
+@pytest.mark.parametrize("category, label", [
+    ("solid single 6-8 mm", "单发实性结节 6-8 mm"), ("part-solid single >=6 mm", "单发部分实性结节 ≥6 mm"),
+    ("ground-glass multiple <6 mm", "多发磨玻璃结节 <6 mm"), ("calcified", "钙化结节"),
+    ("4B (part-solid 12 mm increased)", "4B类（部分实性 12 mm 增大）"), ("1 (no nodule)", "1类（无结节）"),
+    ("2 (calcified 5 mm stable)", "2类（钙化 5 mm 稳定）"), ("radiograph nodule", "胸片结节"),
+])
+def test_category_labels_in_chinese(category, label):
+    from sectorflow_medical_report.report import category_label
+
+    assert category_label(category, "zh") == label
+    assert category_label(category, "en") == category
+
+
+def test_the_chinese_impression_line_of_a_fleischner_row():
+    rep = _report("胸部CT：右肺上叶实性结节，约7mm。", patient_risk="low")
+    assert rep.impression.splitlines()[-1] == ("Fleischner学会2017指南（单发实性结节 6-8 mm，低危）："
+                                               "6-12个月复查CT，之后考虑18-24个月复查CT。")
+    assert rep.recommendations[0].category == "solid single 6-8 mm"  # the field stays the English key
+
+
+@pytest.mark.parametrize("text, surface, count, attrs", [
+    # micronodules, GGNs and GGO had given no finding; 磨玻璃结节 is one surface (it had been 磨玻璃 + 结节)
+    ("CT chest: scattered micronodules in both lungs.", "micronodules", "multiple", []),
+    ("CT chest: A 3 mm micronodule in the right lower lobe.", "micronodule", None, []),
+    ("CT chest: GGNs in both lungs, the largest 5 mm.", "GGNs", "multiple", ["ground-glass"]),
+    ("胸部CT：右肺上叶见一磨玻璃结节，大小约6mm。", "磨玻璃结节", "single", ["ground-glass"]),
+    ("胸部CT：左肺下叶磨玻璃密度结节，约8mm。", "磨玻璃密度结节", None, ["ground-glass"]),
+    ("胸部CT：双肺散在微结节。", "微结节", "multiple", []),
+    ("胸部CT：双肺多发微小结节，最大约3mm。", "微小结节", "multiple", []),
+])
+def test_micronodules_ggn_and_chinese_ground_glass_nodules_are_nodules(text, surface, count, attrs):
+    (f,) = extract(text).findings
+    assert (f.type, f.text, f.count, f.attributes, f.assertion) == ("nodule", surface, count, attrs, "present")
+    assert text[f.start:f.end] == surface
+
+
+def test_a_ggn_gets_its_ground_glass_row():
+    (rec,) = _report("CT chest: GGNs in both lungs, the largest 5 mm.").recommendations
+    assert (rec.category, rec.text) == ("ground-glass multiple <6 mm",
+                                        "CT at 3-6 months; if stable, consider CT at 2 and 4 years.")
+
+
+@pytest.mark.parametrize("text, screening", [
+    ("CT chest: 8 mm GGO in the left upper lobe.", False),
+    ("胸部CT：右肺上叶磨玻璃影，约8mm。", False),
+    # on screening CT it had been Lung-RADS 1 "no nodule"
+    ("LDCT: 8 mm GGO in the left upper lobe.", True),
+])
+def test_a_focal_ggo_is_a_ground_glass_opacity_not_a_guessed_nodule(text, screening):
+    rep = _report(text)
+    (f,) = rep.findings
+    assert (f.type, f.attributes, f.size.mm) == ("opacity", ["ground-glass"], 8.0)
+    assert rep.recommendations == [] and rep.exam.screening == screening
+    assert [w.kind for w in rep.warnings] == ["guideline_not_applied"] * (2 if screening else 1)
+    assert "focal ground-glass opacity is not a definite nodule" in rep.warnings[0].message
+
+
+def test_diffuse_ground_glass_opacities_are_no_nodule_question():
+    rep = _report("CT chest: Multiple GGOs in both lungs.")
+    (f,) = rep.findings
+    assert (f.type, f.count, f.attributes) == ("opacity", "multiple", ["ground-glass"])
+    assert rep.warnings == [] and rep.recommendations == []
+
+
+@pytest.mark.parametrize("text, key, side, zh", [
+    # "right midlung" had lost its side; 右中肺野 (a radiograph zone) had been read as the right middle lobe
+    ("Chest radiograph: 8 mm nodule in the right midlung.", "right_mid_lung", "right", "右中肺野结节，约8 mm"),
+    ("Chest radiograph: 8 mm nodule in the left mid lung zone.", "left_mid_lung", "left", "左中肺野结节，约8 mm"),
+    ("胸片：右中肺野结节，约8mm。", "right_mid_lung", "right", "右中肺野结节，约8 mm"),
+    ("Chest radiograph: 8 mm nodule in the midlung.", "mid_lung", None, "中肺野结节，约8 mm"),
+])
+def test_a_midlung_zone_keeps_its_side(text, key, side, zh):
+    rep = _report(text, language="zh")
+    (f,) = rep.findings
+    assert ([a.key for a in f.anatomy], f.laterality) == ([key], side)
+    assert zh in rep.impression
+    assert [r.guideline for r in rep.recommendations] == ["CT for radiograph nodule"]

@@ -31,8 +31,9 @@ class Entry:
 # ---- findings: key -> (English forms, Chinese forms, CMeEE type, implied anatomy) -------------------------------
 FINDINGS: dict[str, tuple[list[str], list[str], str, str | None]] = {
     "nodule": (["nodule", "nodules", "pulmonary nodule", "pulmonary nodules", "lung nodule", "lung nodules", "ggn",
-                "ggo nodule"],
-               ["结节", "小结节", "结节影", "结节灶", "微结节", "小结节影"], "sym", "lung"),
+                "ggns", "ggo nodule", "ggo nodules", "micronodule", "micronodules"],
+               ["结节", "小结节", "结节影", "结节灶", "微结节", "小结节影", "微小结节", "磨玻璃结节", "磨玻璃结节影",
+                "纯磨玻璃结节", "磨玻璃密度结节", "磨玻璃小结节", "磨玻璃微结节", "磨玻璃样结节"], "sym", "lung"),
     "mass": (["mass", "masses", "mass lesion"], ["肿块", "团块", "团块影", "肿块影", "占位", "占位性病变"], "sym", None),
     "effusion": (["pleural effusion", "pleural effusions", "effusion", "effusions", "pleural fluid"],
                  ["胸腔积液", "胸水", "积液", "胸腔少量积液"], "sym", "pleura"),
@@ -42,7 +43,7 @@ FINDINGS: dict[str, tuple[list[str], list[str], str, str | None]] = {
     # "nodular opacity" is an opacity with the attribute nodular, not a definite nodule (see NODULAR_FORMS)
     "opacity": (["opacity", "opacities", "opacification", "airspace opacity", "airspace opacities", "infiltrate",
                  "infiltrates", "density", "densities", "nodular opacity", "nodular opacities", "nodular density",
-                 "nodular densities"],
+                 "nodular densities", "ggo", "ggos"],
                 ["阴影", "密度增高影", "片状影", "斑片影", "斑片状影", "模糊影", "高密度影", "渗出影", "渗出", "浸润影", "磨玻璃影",
                  "磨玻璃密度影", "结节状影", "结节样影", "结节状密度影", "结节样密度影", "结节状高密度影"], "sym", "lung"),
     "cardiomegaly": (["cardiomegaly", "enlarged heart", "cardiac enlargement", "enlarged cardiac silhouette",
@@ -86,7 +87,8 @@ not called it a nodule)."""
 PLURALS = {"nodules", "nodular opacities", "nodular densities", "pulmonary nodules", "lung nodules", "masses",
            "effusions", "pleural effusions", "opacities", "airspace opacities", "infiltrates", "densities",
            "granulomas", "granulomata", "calcified granulomas", "calcifications", "fractures", "cysts",
-           "consolidations", "pneumothoraces", "enlarged lymph nodes", "scars"}
+           "consolidations", "pneumothoraces", "enlarged lymph nodes", "scars", "ggns", "ggo nodules", "micronodules",
+           "ggos"}
 
 LUNG_LESIONS = {"nodule", "mass", "granuloma"}
 """Findings that take a lung-lesion size check (> 30 mm is a mass; > 100 mm is implausible)."""
@@ -106,6 +108,16 @@ ANATOMY: dict[str, tuple[list[str], list[str], str | None, str]] = {
     "upper_lobe": (["upper lobe", "upper lobes", "upper lung", "upper lungs", "upper zone"], ["上叶", "上肺"], None, "chest"),
     "middle_lobe": (["middle lobe"], ["中叶"], None, "chest"),
     "lower_lobe": (["lower lobe", "lower lobes", "lower lung", "lower lungs", "lower zone"], ["下叶", "下肺"], None, "chest"),
+    # lung zones of a radiograph, not lobes: "right midlung" had lost its side, 右中肺野 had been the middle lobe
+    "right_mid_lung": (["right midlung", "right mid lung", "right mid-lung", "right mid zone", "right midzone",
+                        "right middle lung zone", "right mid lung zone", "right midlung zone"],
+                       ["右中肺野", "右肺中野", "右中肺区"], "right", "chest"),
+    "left_mid_lung": (["left midlung", "left mid lung", "left mid-lung", "left mid zone", "left midzone",
+                       "left middle lung zone", "left mid lung zone", "left midlung zone"],
+                      ["左中肺野", "左肺中野", "左中肺区"], "left", "chest"),
+    "mid_lung": (["midlung", "mid lung", "mid-lung", "midlungs", "mid lungs", "mid zone", "midzone", "mid zones",
+                  "middle lung zone", "mid lung zone", "midlung zone", "midlung zones"],
+                 ["中肺野", "双中肺野", "两中肺野"], None, "chest"),
     "lung_base": (["base", "bases", "lung base", "lung bases", "basilar", "basal"], ["肺底", "基底段"], None, "chest"),
     "lung_apex": (["apex", "apices", "apical"], ["肺尖", "尖段"], None, "chest"),
     "hilum": (["hilum", "hila", "hilar"], ["肺门"], None, "chest"),
@@ -159,7 +171,7 @@ ATTRIBUTES: dict[str, tuple[list[str], list[str]]] = {
     "part-solid": (["part-solid", "part solid", "partly solid", "partially solid", "mixed attenuation", "semisolid",
                     "semi-solid"], ["部分实性", "混杂磨玻璃", "混合磨玻璃", "混杂密度", "部分实性磨玻璃"]),
     "subsolid": (["subsolid", "sub-solid"], ["亚实性"]),
-    "ground-glass": (["ground-glass", "ground glass", "ggo", "nonsolid", "non-solid"], ["磨玻璃", "毛玻璃", "纯磨玻璃", "磨玻璃密度"]),
+    "ground-glass": (["ground-glass", "ground glass", "nonsolid", "non-solid"], ["磨玻璃", "毛玻璃", "纯磨玻璃", "磨玻璃密度"]),
     "calcified": (["calcified", "calcific"], ["钙化", "钙化性"]),
     "spiculated": (["spiculated", "spiculation"], ["毛刺", "分叶"]),
     # texture adjectives: "nodular right lower lobe opacity"; reticulonodular is an interstitial pattern (Hansell

@@ -29,6 +29,12 @@ SITES = {
     "lung": ("lung", "肺"), "pleura": ("pleura", "胸膜腔"), "heart": ("heart", "心脏"), "rib": ("rib", "肋骨"),
     "mediastinum": ("mediastinum", "纵隔"), "hilum": ("hilum", "肺门"), "lung_base": ("lung base", "肺底"),
     "lung_apex": ("lung apex", "肺尖"), "spine": ("spine", "脊柱"), "bone": ("bone", "骨"),
+    "upper_lobe": ("upper lobe", "上叶"), "middle_lobe": ("middle lobe", "中叶"), "lower_lobe": ("lower lobe", "下叶"),
+    "costophrenic_angle": ("costophrenic angle", "肋膈角"), "aorta": ("aorta", "主动脉"), "trachea": ("airway", "气管"),
+    "diaphragm": ("diaphragm", "膈肌"), "clavicle": ("clavicle", "锁骨"), "lymph_node": ("lymph node", "淋巴结"),
+    "liver": ("liver", "肝脏"), "kidney": ("kidney", "肾脏"), "thyroid": ("thyroid", "甲状腺"), "breast": ("breast", "乳腺"),
+    "brain": ("brain", "脑"), "right_mid_lung": ("right midlung", "右中肺野"), "left_mid_lung": ("left midlung", "左中肺野"),
+    "mid_lung": ("midlung", "中肺野"),
 }
 LAT = {"right": ("right", "右侧"), "left": ("left", "左侧"), "bilateral": ("bilateral", "双侧")}
 ATTR = {"solid": ("solid", "实性"), "part-solid": ("part-solid", "部分实性"), "ground-glass": ("ground-glass", "磨玻璃"),
@@ -41,6 +47,30 @@ MODALITY_ZH = {"radiograph": "X线片", "CT": "CT", "MR": "磁共振", "ultrasou
                "mammography": "乳腺X线摄影"}
 REGION_ZH = {"chest": "胸部", "abdomen": "腹部", "head": "头颅", "neck": "颈部", "pelvis": "盆腔", "spine": "脊柱",
              "breast": "乳腺", "musculoskeletal": "骨骼"}
+_KIND_ZH = {"solid": "实性", "part-solid": "部分实性", "ground-glass": "磨玻璃", "calcified": "钙化"}
+_CATEGORY_ZH = {**_KIND_ZH, **{k: v for k, (_, v) in TEMP.items()}, "single": "单发", "multiple": "多发",
+                "no nodule": "无结节", "calcified": "钙化结节", "radiograph nodule": "胸片结节",
+                "radiograph nodular opacity": "胸片结节状影"}
+
+
+def category_label(category: str, lang: str) -> str:
+    """A recommendation's ``category`` as the rendered report shows it: as is in English; in Chinese word by word
+    ("solid single 6-8 mm" -> "单发实性结节 6-8 mm", "4A (solid 7 mm new)" -> "4A类（实性 7 mm 新发）"); sizes and
+    Lung-RADS category numbers stay as written. The ``category`` field itself stays English (a stable key)."""
+    if lang != "zh":
+        return category
+    if category in _CATEGORY_ZH:
+        return _CATEGORY_ZH[category]
+    m = re.fullmatch(r"(solid|part-solid|ground-glass) (single|multiple) (.+)", category)  # Fleischner
+    if m:
+        return f"{_CATEGORY_ZH[m.group(2)]}{_KIND_ZH[m.group(1)]}结节 {m.group(3).replace('>=', '≥')}"
+    m = re.fullmatch(r"(\w+) \((.*)\)", category)  # Lung-RADS: "3 (solid 7 mm)"
+    if m:
+        return f"{m.group(1)}类（{category_label(m.group(2), lang)}）"
+    words = re.findall(r"[<>=]*[\d.]+(?:-[\d.]+)? mm|\S+", category)
+    return " ".join(_KIND_ZH.get(w) or _CATEGORY_ZH.get(w, w) for w in words)
+
+
 GUIDELINE_ZH = {"Fleischner 2017": "Fleischner学会2017指南", "Lung-RADS v2022": "Lung-RADS v2022",
                 "CT for radiograph nodule": "胸片发现结节"}
 _BENIGN_EXPLANATION = re.compile(
@@ -55,6 +85,9 @@ mimic or benign lesion ("Nodular density ... represents a healing rib fracture",
 with chronic granulomatous disease"): no CT step after a radiograph (the radiologist has characterised it; calcified
 granulomas need no follow-up in Fleischner 2017). A hedged explanation ("may represent overlying telemetry") keeps
 the CT step."""
+GGO_NOTE = ("a focal ground-glass opacity is not a definite nodule (Fleischner Society glossary, Hansell 2008): no "
+            "Fleischner or Lung-RADS category; if the radiologist calls it a ground-glass nodule, give it as a nodule "
+            "(GGN, 磨玻璃结节)")
 NODULAR_NOTE = ("a nodular opacity is not a definite nodule (Fleischner Society glossary, Hansell 2008): no Fleischner "
                 "category; if the radiologist calls it a nodule, give it as a nodule")
 ANATOMY_REGION = {"lung": "chest", "pleura": "chest", "heart": "chest", "bone": "musculoskeletal",
@@ -123,9 +156,18 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
     # Fleischner row and no Lung-RADS category 1 on CT
     nodular = [f for f in own if f.assertion == "present" and chest and f.type == "opacity"
                and "nodular" in f.attributes and "calcified" not in f.attributes]
+    # a focal ground-glass opacity ("8 mm GGO", 右肺上叶磨玻璃影，约8mm; one with a size, or a single one) is handled
+    # the same way: it may be a ground-glass nodule, but the radiologist has not called it one
+    ggo = [f for f in own if f.assertion == "present" and chest and f.type == "opacity" and f not in nodular
+           and "ground-glass" in f.attributes and (f.size is not None or f.count != "multiple")]
     if nodular and exam.modality == "CT":
         warnings.append(ReportWarning(kind="guideline_not_applied", finding_ids=[f.id for f in nodular],
                                       message=NODULAR_NOTE))
+    if ggo and exam.modality == "CT":
+        warnings.append(ReportWarning(kind="guideline_not_applied", finding_ids=[f.id for f in ggo],
+                                      message=GGO_NOTE))
+    if exam.modality != "radiograph":  # on a radiograph the CT step is for nodules and nodular opacities only
+        nodular += ggo
     if lung_nodules or exam.screening or lesions or nodular:
         if exam.modality == "radiograph":
             to_ct = [f for f in lesions if f.type != "granuloma"] + nodular
@@ -225,7 +267,8 @@ def _fleischner_caveats(nodules: list[Finding], recs: list) -> list[ReportWarnin
 
 LUNG_SITES = {"lung", "right_lung", "left_lung", "both_lungs", "right_upper_lobe", "right_middle_lobe",
               "right_lower_lobe", "left_upper_lobe", "left_lower_lobe", "lingula", "upper_lobe", "middle_lobe",
-              "lower_lobe", "lung_base", "lung_apex", "pleura", "costophrenic_angle"}
+              "lower_lobe", "lung_base", "lung_apex", "pleura", "costophrenic_angle", "mid_lung", "right_mid_lung",
+              "left_mid_lung"}
 """Sites that make a nodule a lung nodule (a juxtapleural nodule is one too)."""
 
 
@@ -264,7 +307,7 @@ def render_impression(findings: list[Finding], recs: list, lang: str) -> str:
     if not parts:
         parts.append("未见明确异常。" if lang == "zh" else "No reportable abnormality stated.")
     for r in recs:
-        label = f"{GUIDELINE_ZH.get(r.guideline, r.guideline)}（{r.category}" + (f"，{'低危' if r.risk == 'low' else '高危'}" if r.risk != "unspecified" else "") + "）" \
+        label = f"{GUIDELINE_ZH.get(r.guideline, r.guideline)}（{category_label(r.category, lang)}" + (f"，{'低危' if r.risk == 'low' else '高危'}" if r.risk != "unspecified" else "") + "）" \
             if lang == "zh" else f"{r.guideline} ({r.category}" + (f", {r.risk} risk" if r.risk != "unspecified" else "") + ")"
         parts.append(f"{label}: {r.text}" if lang == "en" else f"{label}：{r.text}")
     return "\n".join(parts)
