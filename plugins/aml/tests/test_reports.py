@@ -368,10 +368,9 @@ def test_taskflow_results_carry_a_corporate_days_draft_at_the_crossing_and_in_fu
         return {"transaction_id": tid, "timestamp": when, "sender_account": sender, "receiver_account": f"S-{tid}",
                 "amount": amount, "currency": "CNY", "channel": "transfer", "customer_type": "corporate"}
 
-    items = [transfer("c1", "900000", "2026-11-03T09:00:00+08:00"), transfer("c2", "900000", "2026-11-03T10:00:00+08:00"),
-             transfer("c3", "300000", "2026-11-03T11:00:00+08:00"), transfer("c4", "100000", "2026-11-03T12:00:00+08:00"),
-             transfer("c5", "50000", "2026-11-03T23:30:00+08:00"),
-             transfer("n1", "10", "2026-11-04T00:10:00+08:00", sender="X")]
+    items = [transfer(tid, amount, f"2026-11-03T{hour}:00+08:00") for tid, amount, hour in (
+        ("c1", "900000", "09:00"), ("c2", "900000", "10:00"), ("c3", "300000", "11:00"), ("c4", "100000", "12:00"),
+        ("c5", "50000", "23:30"))] + [transfer("n1", "10", "2026-11-04T00:10:00+08:00", sender="X")]
 
     def run(size: int) -> list[dict]:
         tf = Taskflow("aml", model=False)
