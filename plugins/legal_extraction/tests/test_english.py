@@ -36,7 +36,7 @@ def test_license_agreement_fields(taskflow_factory):
     result = tf({"text": CONTRACT})
     assert result.language == "en"
     (licensor,), (licensee,) = result.fields["Licensor"], result.fields["Licensee"]
-    assert licensor.value["name"] == "Acme Software, Inc" and licensee.value["name"] == "Beta Retail LLC"
+    assert licensor.value["name"] == "Acme Software, Inc." and licensee.value["name"] == "Beta Retail LLC"
     assert licensor.relations["address"][0].value == "100 Main Street, Boston, Massachusetts 02110"
     assert licensee.relations["address"][0].value == "9 Elm Road, Austin, Texas 78701"  # not the licensor's
     assert result.fields["Agreement Date"][0].value == "2005-09-01"

@@ -85,7 +85,7 @@ def test_joint_filing_parties_come_from_the_signature_blocks():
             "By: /s/ Jo Roe Jo Roe Chief Financial Officer ALPHA CAPITAL HOLDING CORPORATION\n\nBy: /s/ Jo Roe "
             "Chief Compliance Officer Beta One EQ, Ltd. By: Delta Advisors, LLC Its: Investment Manager By: /s/ Jo\n")
     names = [p.value["name"] for p in rules_en.parties(text)]
-    assert names == ["ALPHA CAPITAL LP", "ALPHA CAPITAL HOLDING CORPORATION", "Beta One EQ, Ltd"]
+    assert names == ["ALPHA CAPITAL LP", "ALPHA CAPITAL HOLDING CORPORATION", "Beta One EQ, Ltd."]
     assert all(text[p.start:p.end] == p.text for p in rules_en.parties(text))
 
 
@@ -93,8 +93,8 @@ def test_party_lines_with_a_role_in_brackets():
     text = ("Road Transportation Agreement\n\nParty A (Shipper): Zeta Express Co., Ltd. Address: 1 Huazhi Road, "
             "Shanghai\n\nParty B (Carrier): Tongze Logistics Ltd. Address: 12 Yinchun Road, Tonglu\n")
     found = rules_en.parties(text)
-    assert [(p.value["name"], p.value["role"]) for p in found] == [("Zeta Express Co., Ltd", "party_a"),
-                                                                   ("Tongze Logistics Ltd", "party_b")]
+    assert [(p.value["name"], p.value["role"]) for p in found] == [("Zeta Express Co., Ltd.", "party_a"),
+                                                                   ("Tongze Logistics Ltd.", "party_b")]
 
 
 @pytest.mark.skipif(not (BUNDLE_DIR / "manifest.json").is_file(), reason="the clause-classifier bundle is not built")
@@ -128,10 +128,10 @@ def test_calibration_leaves_uncalibrated_categories_without_a_threshold():
      'Mary Vale, director of Vale Web Works, PLC (hereinafter referred to as "Company").',
      ["CookWell", "Vale Web Works, PLC"]),
     ('This Agreement is made between Snapdragon Labs, Inc. a California corporation ("Snap"), and, Blue Air, Inc., '
-     'a Delaware corporation ("Sponsor").', ["Snapdragon Labs, Inc", "Blue Air, Inc"]),
+     'a Delaware corporation ("Sponsor").', ["Snapdragon Labs, Inc.", "Blue Air, Inc."]),
     ('Road Transportation Agreement   Party A (Shipper): Zeta Express Co., Ltd. Address: 1 Huazhi Road   Party B '
      '(Carrier): Tongze Logistics Ltd. Address: 12 Yinchun Road   Due to the need for logistics.',
-     ["Zeta Express Co., Ltd", "Tongze Logistics Ltd"]),
+     ["Zeta Express Co., Ltd.", "Tongze Logistics Ltd."]),
 ])
 def test_preamble_party_forms(text, names):
     found = rules_en.parties(text)

@@ -86,7 +86,7 @@ def test_second_party_after_an_address_without_a_comma():
     text = ('This Promotion Agreement (herein "Agreement") dated May 3, 2001, by and between Lark Media, Inc. (herein '
             '"Lark") located at 9 King Street, Toronto, Canada M5V 1A1 and Heron Paging Corporation located at 20 Oak '
             'Avenue, Austin, TX 78701, sets out the terms of a joint promotion.')
-    assert _names(text) == ["Lark Media, Inc", "Heron Paging Corporation"]
+    assert _names(text) == ["Lark Media, Inc.", "Heron Paging Corporation"]
 
 
 def test_roles_alone_are_not_party_names():
@@ -106,7 +106,7 @@ def test_lower_case_legal_form_and_parenthesised_unquoted_term():
     text = ("This Agreement is entered into this 3 March, 1995 by and between ORBIS S.A., whose address is 4, rue Haute, "
             "75001 PARIS, FRANCE (hereinafter referred to as ORBIS) and LUMEN corporation whose address is 50 Pine "
             "Street, Denver, Colorado 80202 (hereinafter referred to as LUMEN) for support services.")
-    assert _names(text) == ["ORBIS S.A", "LUMEN corporation"]
+    assert _names(text) == ["ORBIS S.A.", "LUMEN corporation"]
 
 
 def test_party_lines_win_over_a_company_described_in_between():
@@ -114,7 +114,7 @@ def test_party_lines_win_over_a_company_described_in_between():
             "Alder Energy Co., Ltd. is a subsidiary of Birch Power Corporation (the \"Company\"), a listed company. "
             "Party B: Cedar Gas Supply Co., Ltd. Legal Representative: Zhao Min Cedar Gas Supply Co., Ltd. is located "
             "in an industrial park.")
-    assert _names(text) == ["Alder Energy Co., Ltd", "Cedar Gas Supply Co., Ltd"]
+    assert _names(text) == ["Alder Energy Co., Ltd.", "Cedar Gas Supply Co., Ltd."]
 
 
 @pytest.mark.parametrize("sentence, value", [
@@ -193,14 +193,14 @@ def test_defined_terms_after_the_preamble_sentence_are_not_parties():
     text = ('This Sponsorship Agreement (the "Agreement") is entered into by and between Falcon Motorsport, Ltd., a Texas '
             'limited partnership ("Falcon"), and ROADSURE, INC., a Texas corporation (the "Sponsor").\n\nFalcon runs a '
             'racing team competing in endurance racing (the "Racing Team") and Sponsor sells insurance.')
-    assert _names(text) == ["Falcon Motorsport, Ltd", "ROADSURE, INC"]
+    assert _names(text) == ["Falcon Motorsport, Ltd.", "ROADSURE, INC."]
 
 
 def test_third_party_after_an_address_with_an_abbreviation():
     text = ('This LICENSE AGREEMENT (the "Agreement") is made by and between Pike Media, Inc., a Delaware corporation '
             '("Pike"), and TROUT INC., a Delaware corporation ("Trout US") and TROUT GAMES IRELAND LIMITED, having its '
             'registered office at The Quay, 4 Dock Road Co. Dublin Ireland ("Trout Ireland").')
-    assert _names(text) == ["Pike Media, Inc", "TROUT INC", "TROUT GAMES IRELAND LIMITED"]
+    assert _names(text) == ["Pike Media, Inc.", "TROUT INC.", "TROUT GAMES IRELAND LIMITED"]
 
 
 def test_signature_name_before_a_signature_and_by_line():

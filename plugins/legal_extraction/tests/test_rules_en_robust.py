@@ -39,8 +39,8 @@ def test_preamble_in_capitals_gives_the_same_parties():
     text = ('THIS AGREEMENT IS MADE BY AND BETWEEN ACME WIDGETS CORPORATION, A DELAWARE CORPORATION ("ACME"), AND BETA '
             'GADGETS INC., A NEVADA CORPORATION ("BETA") WITH OFFICES IN RENO. ACME WILL RUN OTHER ONLINE AND '
             'TELEVISION PROMOTIONS (THE "PROMOTIONS").\n\n1. LICENCE.')
-    assert _names(text) == ["ACME WIDGETS CORPORATION", "BETA GADGETS INC"]
-    assert _names(text.title().replace('"Acme"', '"ACME"')) == ["Acme Widgets Corporation", "Beta Gadgets Inc"]
+    assert _names(text) == ["ACME WIDGETS CORPORATION", "BETA GADGETS INC."]
+    assert _names(text.title().replace('"Acme"', '"ACME"')) == ["Acme Widgets Corporation", "Beta Gadgets Inc."]
 
 
 @pytest.mark.parametrize("name, ok", [("COLLECTIVELY AS THE", False), ("WITH", False), ("IN CONNECTION", False),
@@ -61,25 +61,25 @@ def test_looks_like_party_in_capitals(name, ok):
 def test_name_is_cut_before_listed_on_a_schedule():
     text = ('This Marketing Agreement is entered into by and between Acme Widgets, Inc., a Delaware corporation '
             '("Acme"), and the Trust Advisors to the Seller Trusts listed on Schedule A hereto (the "Advisors").')
-    assert _names(text) == ["Acme Widgets, Inc", "Trust Advisors to the Seller Trusts"]
+    assert _names(text) == ["Acme Widgets, Inc.", "Trust Advisors to the Seller Trusts"]
 
 
 def test_parties_without_defined_terms_split_at_the_and_after_a_description():
     text = ("SUPPLY AGREEMENT effective as of the date of last signing between Centre for Widget Research and "
             "Commercialization, a not-for-profit research institution with offices at 12 Main Street, Hamilton, and "
             "Fusion Widgets Inc., having a place of business at 4 Long Road, Hamilton. This document sets out terms.")
-    assert _names(text) == ["Centre for Widget Research and Commercialization", "Fusion Widgets Inc"]
+    assert _names(text) == ["Centre for Widget Research and Commercialization", "Fusion Widgets Inc."]
 
 
 def test_between_one_side_that_is_a_name():
     text = "This Program Agreement is between Chase Widget Bank, N.A. and you as a member of the Program.\n\n1. Terms."
-    assert _names(text) == ["Chase Widget Bank, N.A"]
+    assert _names(text) == ["Chase Widget Bank, N.A."]
 
 
 def test_second_party_without_defined_term_after_a_first_with_one():
     text = ('This Consulting Agreement is made by and between Acme Widgets, Inc., a Delaware corporation (the "Company"), '
             'and Jane Q. Roe on her own behalf with an address of 18 Harbor Drive, Chicago, IL 60602.\n\n1. Services.')
-    assert _names(text) == ["Acme Widgets, Inc", "Jane Q. Roe"]
+    assert _names(text) == ["Acme Widgets, Inc.", "Jane Q. Roe"]
 
 
 @pytest.mark.parametrize("raw, name", [
@@ -133,14 +133,14 @@ def test_dispute_forum_wrapped_between_words():
 def test_unquoted_short_defined_terms():
     text = ("This Services Agreement is made by and between Jo Roe (Roe), residing at 4 Elm Road, Springfield, and "
             "Widget Vision Solutions, Inc. (WVS), a Nevada corporation.\n\nNow the parties agree as follows.")
-    assert _names(text) == ["Jo Roe", "Widget Vision Solutions, Inc"]
+    assert _names(text) == ["Jo Roe", "Widget Vision Solutions, Inc."]
     assert [p.value["defined_term"] for p in rules_en.parties(text)] == ["Roe", "WVS"]
 
 
 def test_bracketed_words_inside_a_name_are_no_defined_term():
     text = ('This Agreement is made between ALDER (HONG KONG) LTD, a Hong Kong company ("Alder"), and BIRCH FUND '
             '(CAYMAN) MANAGEMENT L.P., a Cayman Islands partnership ("Birch").')
-    assert _names(text) == ["ALDER (HONG KONG) LTD", "BIRCH FUND (CAYMAN) MANAGEMENT L.P"]
+    assert _names(text) == ["ALDER (HONG KONG) LTD", "BIRCH FUND (CAYMAN) MANAGEMENT L.P."]
 
 
 @pytest.mark.parametrize("text, iso", [
@@ -171,7 +171,7 @@ def test_first_party_without_between_in_a_wrapped_paragraph():
     text = ("CONSULTING AGREEMENT\n\nAlder Biotech, Inc., with a place of business at 740 Heinz Avenue, Berkeley, CA\n"
             "94710 (\"Alder\") and BIRCH B.V having an address at Staalweg 16, Leiden, the\nNetherlands, represented by "
             "Jo Roe, (\"Consultant\") agree to all terms of this\nConsulting Agreement (\"Agreement\").\n\n1. Services.")
-    assert _names(text) == ["Alder Biotech, Inc", "BIRCH B.V"]
+    assert _names(text) == ["Alder Biotech, Inc.", "BIRCH B.V"]
 
 
 def test_a_clause_with_has_is_no_name():
@@ -181,7 +181,7 @@ def test_a_clause_with_has_is_no_name():
 def test_a_list_of_companies_without_defined_terms():
     text = ("This Licence Agreement is made among Alder Health Sciences Inc., Alder Health Foods Inc. and Jo Roe, "
             "residing at 4 Elm Road, Springfield.\n\n1. Licence.")
-    assert _names(text) == ["Alder Health Sciences Inc", "Alder Health Foods Inc", "Jo Roe"]
+    assert _names(text) == ["Alder Health Sciences Inc.", "Alder Health Foods Inc.", "Jo Roe"]
     assert rules_en_parties._listed("GUARANTY WIDGET BANK, FSB") == ["GUARANTY WIDGET BANK, FSB"]
     assert rules_en_parties._listed("Acme Widgets Co., Ltd") == ["Acme Widgets Co., Ltd"]
 
@@ -201,4 +201,4 @@ def test_acronym_term_before_a_verb_and_address_after_of_in_capitals():
             "IRVINE, CALIFORNIA 92614  (ALDERWARE) certifies that it resells the Products.")
     assert _names(text) == ["ALDERWARE TECHNICAL SERVICES"]
     logo = "Exhibit 10.3\n\nBirch.  (LOGO) birch.com 1 Main Road\n\nThis Agreement is between Alder Inc. and Birch LLC."
-    assert _names(logo) == ["Alder Inc", "Birch LLC"]
+    assert _names(logo) == ["Alder Inc.", "Birch LLC"]

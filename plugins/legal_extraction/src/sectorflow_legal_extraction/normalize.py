@@ -69,6 +69,38 @@ WORDS_RE = re.compile(rf"(?:人民币|RMB)?(?:（?大写）?[:：]?)?[{CN_DIGITS
 
 
 
+_EN_NUMBER_WORD = (r"(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+                   r"fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|"
+                   r"ninety|hundred|thousand|million|billion)")
+EN_WORDS_RE = re.compile(
+    rf"\b(?P<w>{_EN_NUMBER_WORD}(?:(?:[\s\-]+|\s+and\s+){_EN_NUMBER_WORD})*)"
+    r"(?:\s+and\s+(?P<cents>\d{1,2})\s*/\s*100)?\s+"
+    r"(?P<cur>(?:(?:US|U\.S\.|United\s+States|Hong\s+Kong|Singapore|Australian|Canadian)\s+)?dollars?|"
+    r"euros?|pounds?(?:\s+sterling)?|yuan|renminbi)\b", re.IGNORECASE)
+"""An English amount in words, with its currency: "Two Hundred Thousand US Dollars", "one million dollars",
+"One Thousand and 50/100 Dollars". Without a currency word a number in words is no amount ("thirty (30) days")."""
+
+
+def amount_from_english_words(words: str) -> Decimal | None:
+    """Value of an English number in words: "two hundred and fifty thousand" -> 250000 (``text2num``, which
+    reads "and" and hyphens); ``None`` when it is no well-formed number ("thousand hundred")."""
+    from text_to_num import text2num  # imported on first use
+
+    try:
+        return Decimal(text2num(re.sub(r"\s+", " ", words.lower().replace("-", " ")).strip(), "en"))
+    except ValueError:
+        return None
+
+
+def _english_currency(name: str) -> str:
+    name = name.lower()
+    for cue, code in (("hong kong", "HKD"), ("singapore", "SGD"), ("australian", "AUD"), ("canadian", "CAD"),
+                      ("dollar", "USD"), ("euro", "EUR"), ("pound", "GBP"), ("yuan", "CNY"), ("renminbi", "CNY")):
+        if cue in name:
+            return code
+    return "USD"
+
+
 def _cn2an() -> Any:
     """The ``cn2an`` module, imported on first use (0.9 s: every task's start would pay it at plugin discovery)."""
     import cn2an
@@ -153,8 +185,35 @@ def amounts_in(text: str) -> list[tuple[int, int, str, dict[str, Any], str]]:
             if value is not None:
                 start = match.start() + (len(match.group()) - len(match.group().lstrip()))
                 found.append((start, start + len(raw), text[start:start + len(raw)], value, kind))
+    for match in EN_WORDS_RE.finditer(half):  # "Two Hundred Thousand US Dollars"
+        number = amount_from_english_words(match.group("w"))
+        if number is None or re.fullmatch(r"(?i:a|one|hundred|thousand|million|billion)", match.group("w")):
+            continue
+        if match.group("cents"):
+            number += Decimal(match.group("cents")) / 100
+        found.append((match.start(), match.end(), text[match.start():match.end()],
+                      {"amount": format(_decimal(number), "f"), "currency": _english_currency(match.group("cur"))},
+                      "words"))
     found.sort()
     return found
+
+
+def amount_value(amounts: list[tuple[int, int, str, dict[str, Any], str]]) -> dict[str, Any] | None:
+    """The value of the first amount of a sentence (:func:`amounts_in`), or ``None``. When it is written in words
+    and in figures side by side (``人民币叁拾万元整（¥350,000.00）``, ``USD 250,000 (Two Hundred Thousand US Dollars)``)
+    ``words_and_figures_agree`` says whether they agree, and when they do not, ``amount`` is ``None`` and both
+    readings are given (``words``, ``figures``): neither is preferred."""
+    if not amounts:
+        return None
+    first = amounts[0]
+    pair = [a for a in amounts[1:] if 0 <= a[0] - first[1] <= 3 and a[4] != first[4]]
+    value = dict(first[3])
+    if pair:
+        words, figures = (first, pair[0]) if first[4] == "words" else (pair[0], first)
+        value["words_and_figures_agree"] = Decimal(words[3]["amount"]) == Decimal(figures[3]["amount"])
+        if not value["words_and_figures_agree"]:
+            value.update(amount=None, words=words[3]["amount"], figures=figures[3]["amount"])
+    return value
 
 
 def check_consistency(amounts: list[tuple[int, int, str, dict[str, Any], str]]) -> list[str]:

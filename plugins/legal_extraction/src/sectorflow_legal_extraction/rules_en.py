@@ -255,22 +255,39 @@ def dispute_resolution(text: str, spans: list[tuple[int, int]]) -> list[Extracti
     return []
 
 
+_AMOUNT_CUE = re.compile(r"(?:total|aggregate)\s+(?:\w+\s+){0,2}?(?:price|amount|fees?|rent|consideration|sum)\b|"
+                         r"purchase\s+price|contract\s+price|license\s+fee|consideration\s+of|total\s+of", re.I)
+
+
 def contract_amount(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
-    """The first amount in a sentence that names a total price, fee or consideration ("a total license fee of USD
-    120,000.00"); words and figures that disagree are flagged."""
+    """The first amount (with a currency) in a sentence that names a total price, fee, rent or consideration ("a
+    total license fee of USD 120,000.00", "the Purchase Price is EUR 1.234.567,89"). Written in figures and in
+    words side by side ("USD 250,000 (Two Hundred Thousand US Dollars)"), the span covers both, and when they
+    disagree ``amount`` is ``None`` with both readings and a warning (:func:`normalize.amount_value`)."""
     for start, end in spans:
         sentence = text[start:end]
-        if "$" in sentence or "USD" in sentence or "dollars" in sentence.lower():
-            if not re.search(r"(?:total|aggregate)\s+(?:contract\s+|license\s+)?(?:price|amount|fee|consideration)|"
-                             r"purchase\s+price|contract\s+price", sentence, re.IGNORECASE):
-                continue
-            amounts = nz.amounts_in(sentence)
-            if amounts:
-                s, e, raw, value, _ = amounts[0]
-                return [Extraction(text=raw, start=start + s, end=start + e, value=value, confidence=0.6,
-                                   source="rule:en_amount", warnings=nz.check_consistency(amounts))]
+        cue = _AMOUNT_CUE.search(sentence)
+        if not cue:
+            continue
+        amounts = [a for a in nz.amounts_in(sentence) if a[0] >= cue.start() and a[3]["currency"]]
+        if not amounts:
+            continue
+        value = nz.amount_value(amounts)
+        s, e = amounts[0][0], amounts[0][1]
+        pair = [a for a in amounts[1:] if 0 <= a[0] - e <= 3 and a[4] != amounts[0][4]]
+        if pair:
+            e = pair[0][1]
+            close = re.match(r"\s*\)", sentence[e:])
+            if close and sentence[s:e].count("(") > sentence[s:e].count(")"):
+                e += close.end()
+        return [Extraction(text=text[start + s:start + e], start=start + s, end=start + e, value=value,
+                           confidence=0.6, source="rule:en_amount", warnings=nz.check_consistency(amounts))]
     return []
 
+
+HEADING = re.compile(r"\s*(?:(?:Section|SECTION|Article|ARTICLE)\s+)?(?:\d+(?:\.\d+)*|[IVXLC]+|[A-Z])?[.)]?\s*"
+                     r"[A-Z][A-Z0-9 ,&/'\-]{2,80}[.:]?\s*")
+"""A heading segment in capitals: "5. LIQUIDATED DAMAGES.", "ARTICLE 7 CONFIDENTIALITY"."""
 
 CLAUSE_PATTERNS = {
     "termination": re.compile(r"(?:may|shall\s+have\s+the\s+right\s+to)\s+terminate\s+this\s+agreement", re.I),
@@ -291,6 +308,8 @@ def clause(key: str, text: str, spans: list[tuple[int, int]]) -> list[Extraction
     pattern = CLAUSE_PATTERNS[key]
     for start, end in spans:
         sentence = text[start:end]
+        if HEADING.fullmatch(sentence):  # "5. LIQUIDATED DAMAGES.": the clause is the sentence that says it
+            continue
         if pattern.search(sentence):
             value: dict[str, object] = {}
             duration = nz.parse_duration(sentence)
@@ -298,7 +317,7 @@ def clause(key: str, text: str, spans: list[tuple[int, int]]) -> list[Extraction
                 value["duration"] = duration["iso"]
             amounts = nz.amounts_in(sentence)
             if amounts:
-                value["amount"] = amounts[0][3]
+                value["amount"] = nz.amount_value(amounts)
             return [Extraction(text=sentence, start=start, end=end, value=value or None, confidence=0.6,
-                               source=f"rule:en_{key}")]
+                               source=f"rule:en_{key}", warnings=nz.check_consistency(amounts))]
     return []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from .rules_en_law import known_place as _known_place
+from .rules_en_lines import ROLE_LINE, ROLE_WORDS, attach_line_attributes
 from .rules_en_signatures import signature_parties
 from .schema import Extraction
 
@@ -275,7 +276,21 @@ def parties(text: str) -> list[Extraction]:
             if key and key not in added and not any(key in k or k in key for k in keys if k):
                 found.append(party)
                 added.add(key)
-    return found
+    return [_with_abbreviation_dot(text, p) for p in found]
+
+
+_ABBREVIATED_FORM = re.compile(r"\b(?:Inc|Corp|Co|Ltd|Bhd|Pte|Pty|Ltda|L\.P|N\.A|S\.A|B\.V|N\.V|S\.p\.A|S\.r\.l|"
+                               r"L\.L\.C|P\.C|a\.s|s\.r\.o|S\.L|S\.A\.R\.L|S\.A\.S|Jr|Sr)$", re.I)
+
+
+def _with_abbreviation_dot(text: str, party: Extraction) -> Extraction:
+    """The name with the full stop of its abbreviated legal form ("Acme, Inc." not "Acme, Inc"): the name rules
+    strip trailing punctuation, which also took the dot that is part of the name."""
+    name = party.value["name"]
+    if party.text == name and text[party.end:party.end + 1] == "." and _ABBREVIATED_FORM.search(name):
+        return party.model_copy(update={"text": name + ".", "end": party.end + 1,
+                                        "value": {**party.value, "name": name + "."}})
+    return party
 
 
 _BETWEEN_WORD = re.compile(r"\b(?:by\s+and\s+)?(?:between|among|amongst)\b\s*[:,]?\s*(?:the\s+)?", re.IGNORECASE)
@@ -369,7 +384,10 @@ def _between_parties(text: str, head: str, before: int | None = None) -> list[Ex
 
 
 def _party_lines(head: str) -> list[Extraction]:
-    """``Party A: X Address: ...`` / ``Party B (Shipper): Y Legal Representative: ...`` lines, several to a line."""
+    """``Party A: X Address: ...`` / ``Party B (Shipper): Y Legal Representative: ...`` lines, several to a line, and
+    ``Landlord: X`` / ``Tenant: Y`` / ``Licensor: X`` ... lines (a role word alone at a line's start); each party
+    with the ``Address:`` / ``Contact:`` / ``Tel:`` / ``Email:`` lines of its own block
+    (:func:`rules_en_lines.attach_line_attributes`)."""
     found: list[Extraction] = []
     for line in re.finditer(r"(?:^|(?<=\s\s)|(?<=[a-z.;] ))\s*(?i:Party)\s+(?P<r>[A-Ca-c])\s*(?:\([^()\n]{1,30}\))?\s*"
                             r"[:：]\s*(?P<n>[^\n]{3,120}?)(?=\s+(?:[A-Z][a-z]+\s+)?(?:Address|address|Legal\s+"
@@ -381,6 +399,20 @@ def _party_lines(head: str) -> list[Extraction]:
             found.append(Extraction(text=head[b:b + len(name)], start=b, end=b + len(name),
                                     value={"name": name, "role": role, "defined_term": f"Party {line.group('r')}"},
                                     confidence=0.85, source="rule:en_party_line"))
+    if not found:
+        for line in ROLE_LINE.finditer(head):
+            name = _clean_name(re.split(r"\s+(?:Address|Contact|Tel|Phone|E-?mail|Attn)\s*:|\s+(?:"
+                                        + "|".join(ROLE_WORDS) + r")\b", line.group("n"), maxsplit=1, flags=re.I)[0])
+            role = ROLE_WORDS[line.group("w").lower()]
+            if looks_like_party(name) and not _ROLE_ONLY.fullmatch(name) and \
+                    role not in {p.value["role"] for p in found}:
+                b = line.start("n")
+                found.append(Extraction(text=head[b:b + len(name)], start=b, end=b + len(name),
+                                        value={"name": name, "role": role, "defined_term": line.group("w")},
+                                        confidence=0.8, source="rule:en_party_line"))
+        if len(found) < 2:  # one "Licensor: X" line alone is no party list ("Licensor: X Licensee Y" on one line)
+            found = []
+    attach_line_attributes(head, found, len(head))
     return found
 
 
@@ -394,6 +426,8 @@ def _party_key(name: str) -> str:
 
 def _attach_addresses(text: str, head: str, found: list[Extraction]) -> None:
     for n, party in enumerate(found):
+        if "address" in party.relations:  # an Address: line of its own block
+            continue
         limit = found[n + 1].start if n + 1 < len(found) else min(len(head), party.end + 400)
         segment = text[party.end:limit]
         match = re.search(r"(?:principal\s+(?:place\s+of\s+business|offices?|executive\s+offices?)|offices?|"

@@ -110,23 +110,6 @@ def contract_amount(text: str, spans: list[tuple[int, int]]) -> list[Extraction]
     return []
 
 
-def amount_value(amounts: list[tuple[int, int, str, dict, str]]) -> dict | None:
-    """The value of the first amount of a sentence (:func:`normalize.amounts_in`), or ``None``. When it is written
-    in words and in figures side by side and they disagree, ``amount`` is ``None`` and both readings are given
-    (``words``, ``figures``): neither is preferred, as for the contract amount."""
-    if not amounts:
-        return None
-    first = amounts[0]
-    pair = [a for a in amounts[1:] if 0 <= a[0] - first[1] <= 3 and a[4] != first[4]]
-    value = dict(first[3])
-    if pair:
-        words, figures = (first, pair[0]) if first[4] == "words" else (pair[0], first)
-        value["words_and_figures_agree"] = words[3]["amount"] == figures[3]["amount"]
-        if not value["words_and_figures_agree"]:
-            value.update(amount=None, words=words[3]["amount"], figures=figures[3]["amount"])
-    return value
-
-
 _BRACKETS = {"（": "）", "(": ")", "【": "】", "[": "]"}
 
 
@@ -264,7 +247,7 @@ def liquidated_damages(text: str, spans: list[tuple[int, int]]) -> list[Extracti
             value["per_day"] = bool(re.search(r"每(?:日|天)|每逾期一日|按日", sentence))
         amounts = nz.amounts_in(sentence)
         if amounts:
-            value["amount"] = amount_value(amounts)
+            value["amount"] = nz.amount_value(amounts)
         warnings = nz.check_consistency(amounts)
         out.append(Extraction(text=sentence, start=start, end=end, value=value or None, confidence=0.85,
                               source="rule:zh_liquidated_damages", warnings=warnings))
@@ -364,7 +347,7 @@ def clause(key: str, text: str, spans: list[tuple[int, int]]) -> list[Extraction
                 value["duration"] = duration["iso"]
         amounts = nz.amounts_in(sentence)
         if amounts:
-            value["amount"] = amount_value(amounts)
+            value["amount"] = nz.amount_value(amounts)
         out.append(Extraction(text=sentence, start=start, end=end, value=value or None, confidence=0.75,
                               source=f"rule:zh_{key}", warnings=nz.check_consistency(amounts)))
         if key != "termination":  # every termination ground is kept; other clause fields give their first sentence

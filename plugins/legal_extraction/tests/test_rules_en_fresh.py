@@ -1,0 +1,86 @@
+"""English contracts as a law firm writes them (project-written text, fresh-user checks): Landlord/Tenant lines
+with each party's own address and contacts, legal forms keeping their full stop, amounts in figures and words
+that disagree, and a heading that is not the clause."""
+
+from __future__ import annotations
+
+from sectorflow_legal_extraction import normalize as nz
+
+LEASE = """LEASE AGREEMENT
+
+This Lease is made on Sept 1st, 2005 between:
+
+Landlord: Greenfield Properties Ltd.
+Address: 12 King Street, London EC2V 8AU
+Contact: Peter Brown
+Phone: +44 20 7000 0000
+
+Tenant: Harbor Coffee Company
+Address: 88 Queen Street, London EC4N 1SP
+Email: ops@harborcoffee.example.com
+
+1. Rent. The Tenant shall pay a total rent of GBP 120.000 for the term, payable monthly in advance.
+"""
+
+SUPPLY = """SUPPLY AGREEMENT
+
+Party A: Shenzhen Brightway Electronics Co., Ltd.
+Address: No. 8 Keji Road, Nanshan District, Shenzhen, China
+Contact: Mr. Li Qiang
+
+Party B: Nordic Retail AB
+Address: Storgatan 1, 111 22 Stockholm, Sweden
+
+1. PURCHASE PRICE. The total contract price is USD 250,000 (Two Hundred Thousand US Dollars).
+
+2. LIQUIDATED DAMAGES.
+For each day of delay Party A shall pay liquidated damages of One Thousand Dollars ($1,000).
+"""
+
+
+def test_landlord_and_tenant_lines_each_with_their_own_block(taskflow_factory):
+    result = taskflow_factory(["Landlord", "Tenant"])(LEASE)
+    (landlord,), (tenant,) = result.fields["Landlord"], result.fields["Tenant"]
+    assert landlord.value == {"name": "Greenfield Properties Ltd.", "role": "lessor", "defined_term": "Landlord"}
+    assert LEASE[landlord.start:landlord.end] == "Greenfield Properties Ltd."
+    assert {k: [r.value for r in v] for k, v in landlord.relations.items()} == {
+        "address": ["12 King Street, London EC2V 8AU"], "contact": ["Peter Brown"], "phone": ["+44 20 7000 0000"]}
+    assert {k: [r.value for r in v] for k, v in tenant.relations.items()} == {
+        "address": ["88 Queen Street, London EC4N 1SP"], "email": ["ops@harborcoffee.example.com"]}
+    for rel in (*landlord.relations["address"], *tenant.relations["email"]):
+        assert LEASE[rel.start:rel.end] == rel.text
+
+
+def test_one_role_line_alone_is_no_party_list():
+    from sectorflow_legal_extraction.rules_en_parties import _party_lines
+
+    assert _party_lines("Licensor: ACME ENTERTAINMENT Licensee BETA FILM CORPORATION\n") == []
+
+
+def test_party_a_lines_get_their_address_and_contact(taskflow_factory):
+    result = taskflow_factory(["Party A", "Party B", "Contract Amount", "Liquidated Damages"])(SUPPLY)
+    (a,), (b,) = result.fields["Party A"], result.fields["Party B"]
+    assert a.value["name"] == "Shenzhen Brightway Electronics Co., Ltd."
+    assert [r.value for r in a.relations["address"]] == ["No. 8 Keji Road, Nanshan District, Shenzhen, China"]
+    assert [r.value for r in a.relations["contact"]] == ["Mr. Li Qiang"]
+    assert [r.value for r in b.relations["address"]] == ["Storgatan 1, 111 22 Stockholm, Sweden"]
+    assert "contact" not in b.relations  # Party A's contact is not copied to Party B
+
+
+def test_figures_and_words_that_disagree_give_no_amount(taskflow_factory):
+    result = taskflow_factory(["Contract Amount", "Liquidated Damages"])(SUPPLY)
+    (amount,) = result.fields["Contract Amount"]
+    assert amount.text == "USD 250,000 (Two Hundred Thousand US Dollars)"
+    assert amount.value == {"amount": None, "currency": "USD", "words_and_figures_agree": False,
+                            "words": "200000.00", "figures": "250000.00"}
+    assert amount.warnings and result.warnings
+    (damages,) = result.fields["Liquidated Damages"]  # the sentence, not the heading "2. LIQUIDATED DAMAGES."
+    assert damages.text.startswith("For each day of delay")
+    assert damages.value["amount"] == {"amount": "1000.00", "currency": "USD", "words_and_figures_agree": True}
+
+
+def test_english_amounts_in_words():
+    found = [(a[2], a[3]) for a in nz.amounts_in("a fee of One Thousand and 50/100 Dollars, or one million euros")]
+    assert found == [("One Thousand and 50/100 Dollars", {"amount": "1000.50", "currency": "USD"}),
+                     ("one million euros", {"amount": "1000000.00", "currency": "EUR"})]
+    assert nz.amounts_in("within thirty (30) days") == []  # a number in words without a currency is no amount
