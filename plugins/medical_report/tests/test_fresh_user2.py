@@ -228,3 +228,66 @@ def test_a_midlung_zone_keeps_its_side(text, key, side, zh):
     assert ([a.key for a in f.anatomy], f.laterality) == ([key], side)
     assert zh in rep.impression
     assert [r.guideline for r in rep.recommendations] == ["CT for radiograph nodule"]
+
+
+@pytest.mark.parametrize("text, temporality", [
+    # a former size had been dropped: "12 mm, previously 8 mm" got the > 8 mm row of a newly found nodule
+    ("CT chest: Right lower lobe nodule measures 12 mm, previously 8 mm.", "increased"),
+    ("胸部CT：右肺下叶结节，约12mm，原约8mm。", "increased"),
+    ("CT chest: The right lower lobe nodule has increased from 4 mm to 7 mm.", "increased"),
+    # within 1.5 mm (Lung-RADS' growth threshold) the sizes say stable; a smaller one decreased
+    ("CT chest: 7 mm nodule in the right lower lobe, previously 6 mm.", "stable"),
+    ("CT chest: 5 mm nodule in the right lower lobe, previously 9 mm.", "decreased"),
+])
+def test_a_former_size_sets_the_change(text, temporality):
+    rep = _report(text, patient_risk="low")
+    (f,) = rep.findings
+    assert f.temporality == temporality
+    assert f.size.mm == (5.0 if temporality == "decreased" else 7.0 if "7 mm" in text else 12.0)
+    if temporality == "increased":
+        assert rep.recommendations == [] and [w.kind for w in rep.warnings] == ["guideline_not_applied"]
+        assert "has grown" in rep.warnings[0].message
+    else:
+        (rec,) = rep.recommendations
+        assert rec.text.endswith(NEW_NODULE_NOTE.format(
+            "stable compared with a prior exam" if temporality == "stable" else "smaller than on a prior exam")) \
+            or rec.text == "No routine follow-up."
+
+
+def test_a_former_size_on_screening_ct_reads_as_growth():
+    (rec,) = _report("LDCT: 7 mm solid nodule in the right upper lobe, previously 5 mm.").recommendations
+    assert rec.category == "4A (solid 7 mm increased)"
+
+
+def test_a_year_ends_a_sentence():
+    # "unchanged from 2021. No new nodules." had been one sentence: "unchanged" went to the absent "nodules" of the
+    # next one, and the present nodules lost their stability (no note that the row is for a new nodule)
+    rep = _report("Chest CT: 3 mm and 7 mm nodules in the right middle lobe, unchanged from 2021. No new nodules.",
+                  patient_risk="high")
+    present, absent = rep.findings
+    assert (present.assertion, present.temporality, present.size.mm) == ("present", "stable", 7.0)
+    assert (absent.assertion, absent.temporality) == ("absent", "new")
+    (rec,) = rep.recommendations
+    assert rec.text == "CT at 3-6 months, then CT at 18-24 months." + NEW_NODULE_NOTE.format(
+        "stable compared with a prior exam")
+
+
+def test_a_list_marker_still_is_no_sentence_end():
+    from sectorflow_medical_report.text import sentences
+
+    text = "1. No pneumothorax. 2. 9 mm nodule in the left upper lobe. Seen on 3/4/2020. Next"
+    assert [text[s:e].strip() for s, e in sentences(text)] == [
+        "1. No pneumothorax.", "2. 9 mm nodule in the left upper lobe.", "Seen on 3/4/2020.", "Next"]
+
+
+def test_a_lung_mass_on_ct_says_no_guideline_was_applied():
+    # it had got no recommendation and no warning, which reads like "nothing to do"
+    text = ("CT CHEST WITHOUT CONTRAST. FINDINGS: There is a 1.9 x 1.8 cm spiculated mass in the right upper lobe. "
+            "No pleural effusion. IMPRESSION: Right upper lobe mass, suspicious for malignancy.")
+    rep = _report(text)
+    first, _, again = rep.findings
+    assert (first.type, first.size.mm, again.same_as) == ("mass", 18.5, first.id)
+    assert rep.recommendations == []
+    (w,) = rep.warnings
+    assert w.kind == "guideline_not_applied" and w.finding_ids == [first.id] and "lung mass" in w.message
+    assert [c.code for c in rep.codes] == ["R91.8"]

@@ -251,6 +251,7 @@ def extract(text: str) -> Extraction:
     # A sentence that names no lesion but opens with an anaphor takes the last lesion of the sentence before
     # ("A mass is present in the left midlung. This measures 3.2 cm."); the size keeps its own text and offsets.
     axis_of: dict[int, str | None] = {}  # finding id -> "long" / "short" when its size was labelled so
+    former: dict[int, float] = {}  # finding id -> its former size in mm ("previously 8 mm", 原约8mm)
     for sz in sizes:
         sent = span_index(sents, sz.start)
 
@@ -260,8 +261,7 @@ def extract(text: str) -> Extraction:
             owners = _size_owners(by_sentence.get(sent - 1, []), sz.kind)[-1:]
         if not owners:
             continue
-        if _PRIOR_SIZE.search(text[max(0, sz.start - 30):sz.start]):
-            continue
+        prior = bool(_PRIOR_SIZE.search(text[max(0, sz.start - 30):sz.start]))
         after = [f for f in owners if f.start >= sz.end]
         before = [f for f in owners if f.end <= sz.start]
         nxt = min(after, key=lambda f: f.start) if after else None
@@ -272,6 +272,9 @@ def extract(text: str) -> Extraction:
             f = max(before, key=lambda f: f.end)
         else:
             f = min(owners, key=lambda f: abs(f.start - sz.end))
+        if prior:  # a former size is not the size; kept to compare ("12 mm, previously 8 mm": grown)
+            former[f.id] = sz.mm
+            continue
         before_size = text[max(0, sz.start - 14):sz.start]
         bound = "<" if _LESS_THAN.search(before_size) else (
             ">" if _MORE_THAN.search(before_size) and not _TAG_BEFORE.search(text[max(0, sz.start - 200):sz.start])
@@ -293,6 +296,9 @@ def extract(text: str) -> Extraction:
             f.size = size
             axis_of[f.id] = axis
 
+    for f in findings:
+        if f.id in former and f.size is not None and not f.size.bound and f.temporality is None:
+            f.temporality = _change(f.size.mm, former[f.id])
     _assert(text, toks, findings, sents, claus, sizes)
     for f in findings:  # experiencer: a relative's finding (before it in its sentence) is not the patient's
         s_start, _ = sents[f.sentence]
@@ -315,6 +321,18 @@ def extract(text: str) -> Extraction:
 
 
 _WINDOW = 400
+GROWTH_MM = 1.5
+"""A change of the mean diameter by more than this many mm between a former and the current size is growth or
+shrinkage (Lung-RADS' growth threshold: > 1.5 mm; domain-facts §5, U for v2022); within it the sizes say stable."""
+
+
+def _change(now_mm: float, former_mm: float) -> str:
+    """Temporality from a former and the current size of one lesion ("12 mm, previously 8 mm": increased)."""
+    if now_mm - former_mm > GROWTH_MM:
+        return "increased"
+    if former_mm - now_mm > GROWTH_MM:
+        return "decreased"
+    return "stable"
 _LONG_AXIS = re.compile(r"(long(est)?[- ]?(axis|axial|diameter|dimension)|greatest (diameter|dimension)|长径|最大径|最长径)"
                         r"(\s*(diameter|dimension))?\s*(of|is|measures|measuring|=|:|：|约|为|达)?\s*(about|approximately|约)?\s*$",
                         re.IGNORECASE)

@@ -191,6 +191,12 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
             else:
                 recs = lung_rads(lesions, lang)
         elif exam.modality == "CT":
+            if masses := [f.id for f in lesions if f.type == "mass"]:
+                # a lung mass had got nothing at all on a diagnostic CT: no row, and no word that none was applied
+                warnings.append(ReportWarning(
+                    kind="guideline_not_applied", finding_ids=masses,
+                    message="a lung mass: Fleischner 2017 is for nodules (up to 30 mm, Hansell 2008) and has no row "
+                            "for a mass; no guideline applied (its work-up is a clinician's decision)"))
             excluded = [why for why, on in (("age under 35", item.age is not None and item.age < 35),
                                             ("known primary cancer", item.known_cancer),
                                             (f"known cancer stated in the text ('{ex.known_cancer}')",

@@ -10,10 +10,13 @@ import re
 from dataclasses import dataclass
 
 _CJK = re.compile(r"[\u4e00-\u9fff]")
-_SENT_END = re.compile(r"[。！？!；;\n]|\.(?=\s|$)(?<!\d\.)|\.(?=\s*$)"
+_SENT_END = re.compile(r"[。！？!；;\n]|\.(?=\s|$)(?<!(?<![\d.])\d\.)(?<!(?<![\d.])\d\d\.)|\.(?=\s*$)"
                        r"|(?<=\s)(?<![.;!?。；]\s)(?=\d{1,2}\.\s+\S)")
 """Sentence ends; the last branch is an empty break before a numbered item ("1. No pneumothorax 2. Right lung
-nodule"): an item written without a full stop does not run on into the next, so "No" does not reach the nodule."""
+nodule"): an item written without a full stop does not run on into the next, so "No" does not reach the nodule.
+A full stop after a one- or two-digit number is a list marker ("1. "), not an end; after a year or a decimal it is
+an end ("unchanged from 2021. No new nodules.": the two sentences had been one, and "unchanged" went to the
+nodules of the next)."""
 _CLAUSE_END = re.compile(r"[，,]")
 DEID = re.compile(r"X{2,}", re.IGNORECASE)
 """De-identification placeholders in the Indiana chest X-ray reports ("XXXX"): they name nothing."""
