@@ -68,7 +68,10 @@ def test_csv_with_language_column_and_min_score(tmp_path):
 
 @pytest.mark.parametrize("content,message", [
     ("question,reply\nq,a\n", "needs a header with question and answer"),
-    ("question,answer\nq,\n", "entry 1 lacks a question or an answer"),
+    ("question,answer\nq,\n", "line 2 lacks a question or an answer"),
+    ("", "is empty: it needs a header line"),
+    ("id,question,answer\n7,q1,a1\n7,q2,a2\n", "line 3 has id '7', already used by .* line 2"),
+    ("question,answer,lang\nq,a,fr\n", "line 2 has lang='fr': give zh or en"),
 ])
 def test_bad_faq_files_say_what_to_fix(tmp_path, content, message):
     path = tmp_path / "faq.csv"
@@ -77,3 +80,64 @@ def test_bad_faq_files_say_what_to_fix(tmp_path, content, message):
         read_faq(path)
     with pytest.raises(ConfigError, match="not found"):
         read_faq(tmp_path / "missing.csv")
+
+
+def test_quoted_line_breaks_semicolons_tabs_and_language_tags(tmp_path):
+    """Excel writes a line break inside a quoted cell; European Excel separates with ';'; zh-CN/en-US tags."""
+    multi = tmp_path / "multi.csv"
+    multi.write_text('question,answer\n"How do I\nreset my PIN?","At any\nATM."\nWhere is my card?,Track it.\n',
+                     encoding="utf-8")
+    assert [(e.id, e.question, e.answer) for e in read_faq(multi)] == [
+        ("1", "How do I\nreset my PIN?", "At any\nATM."), ("2", "Where is my card?", "Track it.")]
+    semi = tmp_path / "semi.csv"
+    semi.write_text("question;answer;lang\n怎么改密码;在ATM修改;zh-CN\nHow do I reset my PIN?;At any ATM;en-US\n"
+                    "怎麼改密碼;在ATM修改;zh_Hant_TW\n", encoding="utf-8")
+    assert [e.lang for e in read_faq(semi)] == ["zh", "en", "zh"]
+    tsv = tmp_path / "faq.tsv"
+    tsv.write_text("question\tanswer\nWhere is my card?\tTrack it, in the app.\n", encoding="utf-8")
+    assert [e.answer for e in read_faq(tsv)] == ["Track it, in the app."]
+
+
+def test_json_arrays_gzip_and_bad_json_rows(tmp_path):
+    import gzip
+
+    array = tmp_path / "faq.json"
+    array.write_text(json.dumps([{"question": "怎么改密码", "answer": "在ATM修改", "id": 3}], ensure_ascii=False),
+                     encoding="utf-8")
+    assert [(e.id, e.lang) for e in read_faq(array)] == [("3", "zh")]
+    packed = tmp_path / "faq.jsonl.gz"
+    packed.write_bytes(gzip.compress(b'{"question": "Where is my card?", "answer": "Track it."}\n'))
+    assert [e.question for e in read_faq(packed)] == ["Where is my card?"]
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"question": "q", "answer": "a"}\n["q", "a"]\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="line 2 is a JSON list, not an object"):
+        read_faq(rows)
+    rows.write_text('{"question": 5, "answer": {"text": "a"}}\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="line 1 lacks a question or an answer .*got question=5"):
+        read_faq(rows)
+    gbk = tmp_path / "gbk.csv"
+    gbk.write_bytes("question,answer\n怎么改密码,在ATM修改\n".encode("gbk"))
+    with pytest.raises(ConfigError, match="is not UTF-8 .* save it as UTF-8"):
+        read_faq(gbk)
+    with pytest.raises(ConfigError, match="is a folder"):
+        read_faq(tmp_path)
+
+
+def test_a_damaged_cache_is_rebuilt_and_the_cache_follows_the_questions(tmp_path):
+    faq_file = tmp_path / "faq.jsonl"
+    write_jsonl(faq_file, QUESTIONS)
+    enc = CountingEncoder()
+    FaqIndex(faq_file, {"zh": enc, "en": enc}, hnsw_threshold=5)
+    cache = tmp_path / ".faq.jsonl.faqcache"
+    (vectors,) = cache.glob("zh-*.npy")
+    (graph,) = cache.glob("zh-*.hnsw")
+    vectors.write_bytes(vectors.read_bytes()[:100])  # a crash or a full disk cut them short
+    graph.write_bytes(b"\0" * 10)
+    again = FaqIndex(faq_file, {"zh": enc, "en": enc}, hnsw_threshold=5)
+    assert again.built == {"zh": "encoded"} and enc.calls == 20
+    queries = enc.encode(["我的银行卡被冻结了"])
+    assert again.search("zh", queries, k=1)[0][0][0].id == "q0"
+    assert not list(cache.glob(".tmp-*"))  # written through temporary files, none left behind
+    # the answers change, the questions do not: the vectors are still good
+    faq_file.write_text(faq_file.read_text(encoding="utf-8").replace("答1", "新答案"), encoding="utf-8")
+    assert FaqIndex(faq_file, {"zh": enc, "en": enc}).built == {"zh": "cache"} and enc.calls == 20 + 1

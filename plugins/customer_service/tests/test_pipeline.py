@@ -70,6 +70,14 @@ def test_escalation_is_reported_with_reasons(tf):
     assert "转人工" in r2.escalation_matched
 
 
+def test_full_width_english_reads_as_ascii(tf):
+    """Chinese input methods type full-width Latin letters; MiniLM's vocabulary had no pieces for them ([UNK])."""
+    wide, plain = tf(["ＨＯＷ　ＤＯ　Ｉ　ＣＨＡＮＧＥ　ＭＹ　ＰＩＮ？", "HOW DO I CHANGE MY PIN?"])
+    assert (wide.language, wide.intent, wide.out_of_scope) == ("en", "change_pin", False)
+    assert wide.intent_probability == pytest.approx(plain.intent_probability, abs=1e-6)
+    assert [a.id for a in wide.faq] == [a.id for a in plain.faq] == ["en-4"]
+
+
 def test_clinc150_inventory():
     tfc = Taskflow("customer_service", intent_set="clinc150")
     alarm, pay = tfc(["set an alarm for 7 am tomorrow", "I need to pay my electricity bill"])
@@ -81,6 +89,14 @@ def test_clinc150_inventory():
     ({"colour": "red"}, "has no option"),
     ({"top_k": 0}, "top_k must be an integer"),
     ({"intent_set": "atis"}, "intent_set='atis' is not in this bundle"),
+    # refused when the pipeline is built, not at the first message that reads them (fresh-user check)
+    ({"oos_threshold": 2}, r"oos_threshold must be a number in \[0.0, 1.0\], got 2"),
+    ({"zh_min_similarity": "0.9"}, "zh_min_similarity must be a number"),
+    ({"faq_min_score": 7}, "faq_min_score must be a number"),
+    ({"hnsw_threshold": 0}, "hnsw_threshold must be an integer"),
+    ({"faq": 5}, "faq=5: give the path of a file"),
+    ({"escalation_terms": "refund"}, "escalation_terms='refund': give a mapping"),
+    ({"escalation_terms": {"complaint": "refund"}}, "give a list of phrases"),
 ])
 def test_bad_options_are_refused(options, message):
     with pytest.raises(ConfigError, match=message):

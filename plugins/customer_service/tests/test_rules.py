@@ -91,3 +91,72 @@ def test_inflections_and_short_forms_escalate(text, reasons, phrase):
                                   "I don`t want to talk to a human", "I don\u00b4t want a human"])
 def test_short_forms_do_not_fire_when_negated_or_absent(text):
     assert EscalationRules().check(text).escalate is False
+
+
+@pytest.mark.parametrize(("text", "reasons", "phrase"), [
+    # traditional Chinese (Hong Kong, Taiwan) reads as simplified
+    ("我要投訴你們", ("complaint",), "投诉"),
+    ("轉人工", ("human_requested",), "转人工"),
+    ("再不處理我就去銀保監會", ("regulator_or_legal_threat",), "银保监会"),
+    # threats to go to the press are their own reason
+    ("我要找記者", ("media_threat",), "找记者"),
+    ("再不解决我就找媒体曝光", ("media_threat",), "找媒体"),
+    ("我要上热搜", ("media_threat",), "上热搜"),
+    ("I'm going to the press with this", ("media_threat",), "going to the press"),
+    ("I will post this on twitter", ("media_threat",), "post this on"),
+    # asking for a person in other words
+    ("Can I speak to your manager", ("human_requested",), "speak to your manager"),
+    ("人工", ("human_requested",), "人工"),
+    ("人工！！", ("human_requested",), "人工"),
+    ("Agent", ("human_requested",), "agent"),
+    ("我要找你们行长", ("human_requested",), "找你们行长"),
+    # anger in words the table lacked, and emoji
+    ("我很生气", ("anger",), "生气"),
+    ("我对你们的服务很不满", ("anger",), "很不满"),
+    ("This bank is a scam", ("anger",), "bank is a scam"),
+    ("😡😡😡", ("anger",), "😡"),
+    ("Why is my card blocked!!!", ("anger",), "!!!"),
+    ("WHERE IS MY CARD I ORDERED IT WEEKS AGO", ("anger",), "SHOUTING"),
+    ("我要去人行投诉", ("regulator_or_legal_threat", "complaint"), "去人行"),
+    ("不得不投诉了", ("complaint",), "投诉"),  # 不得不: a double negation, still a complaint
+])
+def test_fresh_user_escalations(text, reasons, phrase):
+    verdict = EscalationRules().check(text)
+    assert verdict.reasons == reasons and phrase in verdict.matched
+
+
+@pytest.mark.parametrize("text", [
+    # plain banking questions that contained a listed word
+    "How do I set up a power of attorney on my account?", "Is this text message a scam?",
+    "I got a scam call pretending to be you", "Can you connect me to Apple Pay?", "I need a real-time notification",
+    "Is my IBAN SWIFT BIC code correct for SEPA transfers?", "Is your bank going public?",
+    "I saw your ad in the newspaper", "如何防范电信欺诈", "我收到很多垃圾短信", "利息是不是利滚利", "本人行动不便能否代办",
+    "存款不满一年可以取出吗", "我妈的银行卡丢了", "告诉你们一个好消息", "12345 ???",
+    # thanks, and negated feelings
+    "Thank you so much!!!", "我不生气，只是问问", "我一点都不生气", "I am not frustrated at all", "我沒有要投訴",
+])
+def test_fresh_user_plain_messages_do_not_escalate(text):
+    verdict = EscalationRules().check(text)
+    assert verdict.escalate is False, verdict
+
+
+def test_operator_phrases_are_case_and_script_insensitive():
+    rules = EscalationRules({"complaint": ["Überweisung storniert", "申訴"], "media_threat": ["Watchdog"]})
+    assert rules.check("ÜBERWEISUNG STORNIERT, schon wieder").reasons == ("complaint",)
+    assert rules.check("我要申诉").matched == ("申訴",)  # the operator's traditional phrase matches simplified text
+    assert rules.check("I'm calling the BBC Watchdog team").reasons == ("media_threat",)
+    assert rules.check("watchdogs").escalate is False  # whole words
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ("refund", "give a mapping of reason to a list of phrases"),
+    ({"complain": ["refund"]}, r"unknown reason\(s\) \['complain'\]; the reasons are"),
+    ({"complaint": "refund now"}, r"give a list of phrases \(a single phrase as \['refund now'\]\)"),
+    ({"complaint": ["refund", ""]}, "every phrase must be a non-empty string"),
+    ({"complaint": [5]}, "every phrase must be a non-empty string"),
+])
+def test_bad_operator_phrases_are_refused(extra, message):
+    from sectorflow import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        EscalationRules(extra)

@@ -2,24 +2,28 @@
 
 File formats (UTF-8, read with ``sectorflow.open_text``):
 
-- CSV with a header: ``question``, ``answer`` (required), ``lang`` (``zh``/``en``, optional: guessed from the
-  question otherwise), ``id`` (optional: the row number otherwise);
-- JSON lines with the same keys.
+- CSV with a header (comma, semicolon or tab between fields; ``.tsv``: tab): ``question``, ``answer`` (required),
+  ``lang`` (``zh``/``en``, also ``zh-CN``, ``zh-TW``, ``en-US`` ...; optional: guessed from the question otherwise),
+  ``id`` (optional: the entry's number otherwise; ids must be unique);
+- JSON lines with the same keys, or a ``.json`` file holding one array of such objects.
 
 Each language's entries are encoded by that language's encoder. Up to ``hnsw_threshold`` entries per language are
 searched exactly (one matrix product); above it an HNSW graph (Malkov and Yashunin 2018, the ``hnswlib`` library,
 inner-product space) answers. Embeddings and graphs are cached in a folder beside the FAQ file
-(``.<name>.faqcache/``, or under ``$SECTORFLOW_HOME`` when that folder is not writable) with the file's SHA-256
-and the encoder names; a changed file or encoder rebuilds them.
+(``.<name>.faqcache/``, or under ``$SECTORFLOW_HOME`` when that folder is not writable) under a digest of the
+questions and the encoder's name; a changed question or encoder rebuilds them, and so does a damaged cache file.
+Cache files are written to a temporary name and renamed, so processes sharing the folder never read half a file.
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
 import os
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,41 +43,99 @@ class FaqEntry:
     lang: str
 
 
+LANGS = {"zh": "zh", "en": "en", "chinese": "zh", "english": "en", "中文": "zh", "英文": "en", "cn": "zh"}
+"""``lang`` values of an FAQ row and the language they mean; BCP 47 tags with a region or script (``zh-CN``,
+``zh_Hant_TW``, ``en-GB``) are read by their first part."""
+
+
+def _lang(value: object, question: str, where: str) -> str:
+    raw = str(value or "").strip()
+    if not raw:
+        return "zh" if detect_language(question).lang == "zh" else "en"
+    key = raw.lower()
+    lang = LANGS.get(key) or LANGS.get(key.replace("_", "-").split("-")[0])
+    if lang is None:
+        raise ConfigError(f"{where} has lang={raw!r}: give zh or en (zh-CN, zh-TW, en-US ... also do), or leave it "
+                          f"empty to have it guessed from the question.")
+    return lang
+
+
+def _rows(path: Path, text: str) -> list[tuple[str, object]]:
+    """(where, row) of each entry: JSON lines, a JSON array, or CSV/TSV with a header (delimiter , ; or tab)."""
+    name = path.name.lower()
+    for packed in (".gz",):
+        name = name.removesuffix(packed)
+    suffix = Path(name).suffix
+    if suffix == ".json" and text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"FAQ file {path} is not valid JSON: {exc.msg} (line {exc.lineno}).") from exc
+        return [(f"FAQ file {path} entry {n}", row) for n, row in enumerate(data, 1)]
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    rows.append((f"FAQ file {path} line {n}", json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise ConfigError(f"FAQ file {path} line {n} is not JSON: {exc.msg}") from exc
+        return rows
+    header = text.splitlines()[0] if text.strip() else ""
+    if not header.strip():
+        raise ConfigError(f"FAQ file {path} is empty: it needs a header line with question and answer columns, then "
+                          f"one entry a row.")
+    delimiter = "\t" if suffix == ".tsv" else max(",;\t", key=header.count)
+    # a quoted field may hold line breaks ("How do I\nchange my PIN?"): csv reads the text, not its split lines
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    fields = [(f or "").strip().lower() for f in reader.fieldnames or []]
+    if not {"question", "answer"} <= set(fields):
+        raise ConfigError(f"FAQ file {path} needs a header with question and answer columns (has "
+                          f"{reader.fieldnames}); the delimiter may be a comma, a semicolon or a tab.")
+    # reader.line_num: the line the row ends on (header = line 1)
+    return [(f"FAQ file {path} line {reader.line_num}", {(k or "").strip().lower(): v for k, v in r.items()})
+            for r in reader]
+
+
 def read_faq(path: str | Path) -> list[FaqEntry]:
-    """Entries of a CSV or JSON-lines FAQ file.
+    """Entries of an FAQ file: CSV (or TSV, or ``;``-separated) with a header, JSON lines, or a ``.json`` array of
+    objects; UTF-8 with or without a byte-order mark; ``.gz`` read transparently.
 
     Raises:
-        ConfigError: the file is missing, has no question/answer columns, or a row lacks either (row named).
+        ConfigError: the file is missing, not UTF-8, has no question/answer columns, a row is not an object or
+            lacks a question or an answer, a ``lang`` is neither zh nor en, or two entries share an ``id`` (the
+            place named: line or entry number).
     """
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"FAQ file {path} is a folder; give faq=PATH of a .csv or .jsonl file inside it.")
     if not path.is_file():
         raise ConfigError(f"FAQ file {path} not found (give faq=PATH to a .csv or .jsonl with question,answer).")
     try:
         with open_text(path) as handle:
             text = handle.read()
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"FAQ file {path} is not UTF-8 (byte {exc.start}: {exc.reason}); save it as UTF-8 (Excel: "
+                          f"CSV UTF-8; GBK/GB18030 exports: iconv -f GB18030 -t UTF-8).") from exc
     except Exception as exc:  # noqa: BLE001 - open_text raises typed errors; re-word them for the option
         raise ConfigError(f"FAQ file {path} cannot be read: {exc}") from exc
-    rows: list[dict] = []
-    if path.suffix.lower() in (".jsonl", ".json", ".ndjson"):
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ConfigError(f"FAQ file {path} line {n} is not JSON: {exc.msg}") from exc
-    else:
-        reader = csv.DictReader(text.splitlines())
-        if not reader.fieldnames or not {"question", "answer"} <= {f.strip().lower() for f in reader.fieldnames}:
-            raise ConfigError(f"FAQ file {path} needs a header with question and answer columns "
-                              f"(has {reader.fieldnames}).")
-        rows = [{(k or "").strip().lower(): v for k, v in r.items()} for r in reader]
-    entries = []
-    for n, row in enumerate(rows, 1):
-        q, a = str(row.get("question") or "").strip(), str(row.get("answer") or "").strip()
-        if not q or not a:
-            raise ConfigError(f"FAQ file {path} entry {n} lacks a question or an answer.")
-        lang = str(row.get("lang") or "").strip().lower() or detect_language(q).lang
-        entries.append(FaqEntry(str(row.get("id") or n), q, a, "zh" if lang == "zh" else "en"))
+    entries: list[FaqEntry] = []
+    seen: dict[str, str] = {}
+    for n, (where, row) in enumerate(_rows(path, text), 1):
+        if not isinstance(row, dict):
+            raise ConfigError(f"{where} is a JSON {type(row).__name__}, not an object with question and answer.")
+        q, a = row.get("question"), row.get("answer")
+        if not isinstance(q, str) or not isinstance(a, str) or not q.strip() or not a.strip():
+            raise ConfigError(f"{where} lacks a question or an answer (both must be non-empty text; got question="
+                              f"{q!r}, answer={a!r}).")
+        q, a = q.strip(), a.strip()
+        raw_id = row.get("id")
+        entry_id = str(n) if raw_id is None or str(raw_id).strip() == "" else str(raw_id).strip()
+        if entry_id in seen:
+            raise ConfigError(f"{where} has id {entry_id!r}, already used by {seen[entry_id]}: give every entry its "
+                              f"own id (the id is what a result names).")
+        seen[entry_id] = where
+        entries.append(FaqEntry(entry_id, q, a, _lang(row.get("lang"), q, where)))
     if not entries:
         raise ConfigError(f"FAQ file {path} has no entries.")
     return entries
@@ -92,6 +154,28 @@ def _cache_dir(path: Path, digest: str) -> Path:
         folder = home / "customer_service" / "faq" / digest[:16]
         folder.mkdir(parents=True, exist_ok=True)
         return folder
+
+
+def _read_vectors(file: Path, rows: int) -> np.ndarray | None:
+    """Cached vectors ``[rows, d]`` float32, or None when absent, damaged or of another size (then rebuilt)."""
+    if not file.is_file():
+        return None
+    try:
+        vectors = np.load(file, allow_pickle=False)
+    except (OSError, ValueError, EOFError):
+        return None
+    return vectors if vectors.ndim == 2 and len(vectors) == rows and vectors.dtype == np.float32 else None
+
+
+def _atomic(target: Path, write: Callable[[Path], object]) -> None:
+    """Write ``target`` through a temporary file in its folder and rename it into place, so that a process reading
+    the cache while another writes it sees the whole file or none."""
+    tmp = target.parent / f".tmp-{os.getpid()}-{threading.get_ident()}-{target.name}"
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 class _Partition:
@@ -131,18 +215,21 @@ class FaqIndex:
                 continue
             encoder = self.encoders[lang]
             cacheable = folder is not None and getattr(encoder, "cacheable", True)
-            key = hashlib.sha256(f"{self.sha256}|{encoder.name}|{lang}".encode()).hexdigest()[:16]
+            # keyed by the questions as read (not the file's bytes): a new reading of the same file, or an edit
+            # of answers only, cannot pick up vectors of other question texts
+            questions = json.dumps([e.question for e in items], ensure_ascii=False)
+            key = hashlib.sha256(f"{questions}|{encoder.name}|{lang}".encode()).hexdigest()[:16]
             vec_file = folder / f"{lang}-{key}.npy" if cacheable else None
-            if vec_file is not None and vec_file.is_file():
-                vectors = np.load(vec_file)
+            vectors = _read_vectors(vec_file, len(items)) if vec_file is not None else None
+            if vectors is not None:
                 self.built[lang] = "cache"
             else:
                 vectors = np.asarray(encoder.encode([e.question for e in items]), dtype=np.float32)
                 self.built[lang] = "encoded"
                 if vec_file is not None:
                     for old in folder.glob(f"{lang}-*"):
-                        old.unlink()
-                    np.save(vec_file, vectors)
+                        old.unlink(missing_ok=True)
+                    _atomic(vec_file, lambda tmp, v=vectors: np.save(tmp, v, allow_pickle=False))
             index = None
             if len(items) > hnsw_threshold:
                 index = self._hnsw(vectors, folder / f"{lang}-{key}.hnsw" if cacheable else None)
@@ -155,12 +242,16 @@ class FaqIndex:
 
         index = hnswlib.Index(space="ip", dim=vectors.shape[1])
         if file is not None and file.is_file():
-            index.load_index(str(file), max_elements=len(vectors))
-        else:
+            try:
+                index.load_index(str(file), max_elements=len(vectors))
+            except (RuntimeError, OSError, ValueError):  # cut short or damaged: build it again
+                index = hnswlib.Index(space="ip", dim=vectors.shape[1])
+                file.unlink(missing_ok=True)
+        if file is None or not file.is_file():
             index.init_index(max_elements=len(vectors), ef_construction=200, M=16, random_seed=0)
             index.add_items(vectors, np.arange(len(vectors)))
             if file is not None:
-                index.save_index(str(file))
+                _atomic(file, lambda tmp: index.save_index(str(tmp)))
         index.set_ef(max(64, 2 * 10))
         return index
 

@@ -11,6 +11,7 @@ backbone bundle (``task_path``) both languages use that backbone when its vocabu
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -71,6 +72,17 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
             raise ConfigError(f"Unknown customer_service option(s) {unknown}; known: {sorted(OPTIONS)}.")
         self.top_k = self._int("top_k", 3, 1, 50)
         self.faq_top_k = self._int("faq_top_k", 3, 1, 50)
+        # every option is checked here, before any model loads, not at the first message that reads it
+        hnsw_threshold = self._int("hnsw_threshold", 2000, 1, 10**9)
+        for key, low in (("oos_threshold", 0.0), ("zh_min_similarity", -1.0), ("faq_min_score", -1.0)):
+            if key in o:
+                self._float(key, 0.0, low, 1.0)
+        for key in ("faq", "intent_examples"):
+            if o.get(key) is not None and not isinstance(o[key], (str, os.PathLike)):
+                raise ConfigError(f"{key}={o[key]!r}: give the path of a file (a str or pathlib.Path).")
+        if not isinstance(o.get("intent_set", "banking77"), str):
+            raise ConfigError(f"intent_set={o['intent_set']!r}: give 'banking77' or 'clinc150'.")
+        self.rules = EscalationRules(o.get("escalation_terms"))
         assert self.bundle is not None
         self.heads = [name for name, _ in heads_of(self.bundle)]
         wanted = str(o.get("intent_set", "banking77"))
@@ -127,9 +139,7 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
             raise ConfigError(f"intent_set={self.intent_set!r} is not in this bundle (it has {self.heads}); "
                               f"a backbone bundle ({CHECKPOINT_FORMAT}) needs intent_examples=PATH with English "
                               f"examples.")
-        self.faq = (FaqIndex(o["faq"], self.encoders, hnsw_threshold=self._int("hnsw_threshold", 2000, 1, 10**9))
-                    if o.get("faq") else None)
-        self.rules = EscalationRules(o.get("escalation_terms"))
+        self.faq = FaqIndex(o["faq"], self.encoders, hnsw_threshold=hnsw_threshold) if o.get("faq") else None
 
     # --- helpers -----------------------------------------------------------------------------------------------
     def _ensure_zh(self) -> None:
