@@ -58,3 +58,24 @@ def test_full_width_contract(taskflow_factory):
     (amount,), (date,) = result.fields["合同金额"], result.fields["签订日期"]
     assert amount.text == "人民币１２３，４５６．７８元" and amount.value == {"amount": "123456.78", "currency": "CNY"}
     assert date.text == "２０２３年３月１日" and date.value == "2023-03-01"
+
+
+@pytest.mark.parametrize("text, parties", [
+    ("委托方（以下简称甲方）：广州南粤贸易有限公司\n\n受托方（以下简称“乙方”）：深圳前海律师事务所\n",
+     [("广州南粤贸易有限公司", ["client", "party_a"]), ("深圳前海律师事务所", ["agent", "party_b"])]),
+    ("出租方（以下称\"乙方\"）：A公司\n", [("A公司", ["lessor", "party_b"])]),
+    ("甲方名称：上海明远置业有限公司\n地址：上海市徐汇区\n\n乙方（全称）：李华\n",
+     [("上海明远置业有限公司", ["party_a"]), ("李华", ["party_b"])]),
+    # 甲方 named again under another label: the first line stands, no second 甲方
+    ("委托方（甲方）：A公司\n\n甲方名称：A公司（盖章）\n甲方名称：B公司\n", [("A公司", ["client", "party_a"])]),
+])
+def test_party_line_forms(text, parties):
+    assert [(p.value["name"], p.value["roles"]) for p in rules_zh.parties(text)] == parties
+
+
+def test_roles_beyond_a_and_b_are_schema_names(taskflow_factory):
+    text = "出借人：王建国\n住所：北京市东城区东直门内大街5号\n\n借款人：李小红\n住所：上海市黄浦区南京东路300号\n"
+    result = taskflow_factory([{"出借人": ["住所"]}, "Borrower"])(text)
+    (lender,), (borrower,) = result.fields["出借人"], result.fields["Borrower"]
+    assert lender.value["name"] == "王建国" and [r.value for r in lender.relations["住所"]] == ["北京市东城区东直门内大街5号"]
+    assert borrower.value["name"] == "李小红"

@@ -32,7 +32,9 @@ _NOT_ROLES = {"agreement", "effective date", "parties", "party", "term", "amendm
 _ROLE_NAMES = {"licensor": "licensor", "licensee": "licensee", "lessor": "lessor", "landlord": "lessor",
                "lessee": "lessee", "tenant": "lessee", "seller": "seller", "supplier": "seller", "vendor": "seller",
                "buyer": "buyer", "purchaser": "buyer", "customer": "buyer", "party a": "party_a",
-               "party b": "party_b", "party c": "party_c"}
+               "party b": "party_b", "party c": "party_c", "lender": "lender", "borrower": "borrower",
+               "client": "client", "employer": "employer", "contractor": "contractor", "assignor": "assignor",
+               "assignee": "assignee"}
 
 _DEFINED = re.compile(r"\((?:[^()]{0,80}?)[\"“”'‘’]{1,2}([A-Za-z0-9][^\"“”()]{0,60}?)[\"“”'‘’]{1,2}(?:[^()]{0,80}?)\)|"
                       r"(?<=\s)[\"“]([A-Z][^\"“”()]{0,40}?)[\"”](?=\s*(?:[-,;.)]|and\b|of\b|$))|"

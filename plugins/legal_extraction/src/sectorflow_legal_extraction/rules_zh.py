@@ -20,7 +20,8 @@ _ROLES = {"甲方": "party_a", "乙方": "party_b", "丙方": "party_c", "出租
           "承包人": "contractor", "借款人": "borrower", "贷款人": "lender", "出借人": "lender", "转让方": "assignor",
           "受让方": "assignee", "服务方": "provider", "开发方": "developer"}
 _ROLE_ALT = "|".join(sorted(_ROLES, key=len, reverse=True))
-PARTY_LINE = re.compile(rf"^[ \t　]*(?P<role>{_ROLE_ALT})[ \t　]*(?:[（(](?P<alias>{_ROLE_ALT})[)）])?[ \t　]*"
+PARTY_LINE = re.compile(rf"^[ \t　]*(?P<role>{_ROLE_ALT})(?:名称|全称)?[ \t　]*"
+                        rf"(?:[（(](?:以下(?:简称|称)|下称|简称)?(?:为)?[ \t　]*[“”\"「『]?(?P<alias>{_ROLE_ALT})[“”\"」』]?[)）])?[ \t　]*"
                         rf"(?:[（(][^)）\n]{{0,12}}[)）])?[ \t　]*[：:][ \t　]*(?P<name>[^\n]{{2,80}}?)[ \t　]*$", re.M)
 _ATTRS = (
     ("address", r"(?:通讯|联系|注册|住所|办公|送达)?地址|住所(?:地)?"),
@@ -49,10 +50,10 @@ def parties(text: str) -> list[Extraction]:
         if re.fullmatch(r"[_\s＿]*|（?签(?:字|章)）?.*|.*(?:盖章|签字|签章).*", name):
             continue  # a signature line at the end: 甲方（盖章）：
         role = _ROLES[match.group("role")]
-        if role in seen_roles:
-            continue
-        seen_roles.add(role)
         roles = [role] + ([_ROLES[match.group("alias")]] if match.group("alias") else [])
+        if seen_roles & set(roles):  # 甲方 named again (a signature block's 甲方名称：...): the first line stands
+            continue
+        seen_roles.update(roles)
         start = match.start("name")
         party = Extraction(text=text[start:start + len(name)], start=start, end=start + len(name),
                            value={"name": name, "role": roles[0], "roles": roles, "label": match.group("role")},

@@ -43,6 +43,14 @@ FIELDS: tuple[FieldDef, ...] = (
     FieldDef("buyer", ("买方", "买受人", "需方", "Buyer", "Purchaser", "Customer"), "the buyer", role="buyer"),
     FieldDef("licensor", ("许可方", "Licensor"), "the licensor", role="licensor"),
     FieldDef("licensee", ("被许可方", "Licensee"), "the licensee", role="licensee"),
+    FieldDef("lender", ("出借人", "贷款人", "Lender"), "the lender", role="lender"),
+    FieldDef("borrower", ("借款人", "Borrower"), "the borrower", role="borrower"),
+    FieldDef("client", ("委托方", "委托人", "Client"), "the client (委托方)", role="client"),
+    FieldDef("agent", ("受托方", "受托人", "Agent"), "the agent (受托方)", role="agent"),
+    FieldDef("employer", ("发包方", "发包人", "Employer"), "the employer (发包方)", role="employer"),
+    FieldDef("contractor", ("承包方", "承包人", "Contractor"), "the contractor (承包方)", role="contractor"),
+    FieldDef("assignor", ("转让方", "Assignor"), "the assignor (转让方)", role="assignor"),
+    FieldDef("assignee", ("受让方", "Assignee"), "the assignee (受让方)", role="assignee"),
     FieldDef("contract_amount", ("合同金额", "合同总价", "合同价款", "总价款", "Contract Amount", "Amount",
                                  "Contract Price"), "the contract's total amount, normalised with its currency"),
     FieldDef("payment_terms", ("付款方式", "支付方式", "付款条件", "Payment Terms"), "when and how payment is made"),
@@ -88,10 +96,11 @@ def supported_names() -> list[str]:
 RELATIONS: dict[str, str] = {
     "地址": "address", "住所": "address", "通讯地址": "address", "address": "address",
     "联系人": "contact", "contact": "contact", "contacts": "contact",
-    "电话": "phone", "联系电话": "phone", "phone": "phone", "telephone": "phone",
+    "电话": "phone", "联系电话": "phone", "手机": "phone", "传真": "phone", "phone": "phone", "telephone": "phone",
+    "mobile": "phone", "fax": "phone",
     "邮箱": "email", "电子邮箱": "email", "email": "email", "e-mail": "email",
-    "统一社会信用代码": "id_number", "身份证号": "id_number", "id number": "id_number",
-    "开户行": "bank_account", "银行账号": "bank_account", "bank account": "bank_account",
+    "统一社会信用代码": "id_number", "身份证号": "id_number", "身份证号码": "id_number", "id number": "id_number",
+    "开户行": "bank_account", "银行账号": "bank_account", "账号": "bank_account", "bank account": "bank_account",
 }
 """Relation names a party field may carry in a UIE-style schema: ``[{"甲方": ["地址", "联系人"]}]``."""
 
