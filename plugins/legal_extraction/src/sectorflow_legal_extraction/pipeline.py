@@ -18,6 +18,7 @@ from sectorflow import ConfigError, Pipeline
 from . import normalize as nz
 from . import rules_en, rules_zh
 from .clauses import batch_arrays
+from .markup import html_text, looks_like_html, source_span
 from .schema import ClauseLabel, Contract, ContractExtraction, Extraction, resolve_schema
 from .text import detect_language, segments
 
@@ -72,8 +73,12 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
     def preprocess(self, items: Sequence[Contract]) -> list[dict[str, Any]]:
         out = []
         for item in items:
-            language = item.language or (self.language if self.language != "auto" else detect_language(item.text))
-            out.append({"text": item.text, "language": language, "spans": segments(item.text, language)})
+            text, source = item.text, None
+            if looks_like_html(text):  # rules and classifier read the text; offsets are mapped back to the HTML
+                text, starts, ends = html_text(text)
+                source = (item.text, starts, ends)
+            language = item.language or (self.language if self.language != "auto" else detect_language(text))
+            out.append({"text": text, "language": language, "spans": segments(text, language), "source": source})
         return out
 
     def forward(self, batch: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -89,7 +94,11 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
         return results
 
     def postprocess(self, items: Sequence[Contract], raw: Sequence[dict[str, Any]]) -> list[ContractExtraction]:
-        return [self._extract(feature, feature["scores"]) for feature in raw]
+        out = []
+        for feature in raw:
+            result = self._extract(feature, feature["scores"])
+            out.append(_to_source(result, *feature["source"]) if feature.get("source") else result)
+        return out
 
     def _extract(self, feature: dict[str, Any], scores: np.ndarray | None) -> ContractExtraction:
         text, language, spans = feature["text"], feature["language"], feature["spans"]
@@ -140,3 +149,26 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
             value["duration"] = duration["iso"]
         return [Extraction(text=text[s:e], start=s, end=e, value=value or None,
                            confidence=round(float(column[row]), 4), source=f"classifier:{category}")]
+
+
+def _to_source(result: ContractExtraction, source: str, starts: list[int], ends: list[int]) -> ContractExtraction:
+    """``result`` (found in the text of an HTML contract) with every offset moved to the HTML as given, so that
+    ``text == contract[start:end]`` still holds for the caller's string (the span may hold tags or entities), and a
+    warning that the input was read as HTML."""
+
+    def move(e: Extraction) -> Extraction:
+        start, end = source_span(starts, ends, e.start, e.end)
+        value = e.value
+        if isinstance(value, dict) and isinstance(value.get("clause"), list):  # the renewal clause's offsets
+            value = {**value, "clause": list(source_span(starts, ends, *value["clause"]))}
+        return e.model_copy(update={"start": start, "end": end, "text": source[start:end], "value": value,
+                                    "relations": {k: [move(r) for r in v] for k, v in e.relations.items()}})
+
+    clauses = []
+    for c in result.clauses:
+        start, end = source_span(starts, ends, c.start, c.end)
+        clauses.append(c.model_copy(update={"start": start, "end": end}))
+    note = ("the contract was read as HTML: tags and entities were removed before extraction, and every start/end "
+            "points into the HTML as given")
+    return result.model_copy(update={"fields": {k: [move(e) for e in v] for k, v in result.fields.items()},
+                                     "clauses": clauses, "warnings": [*result.warnings, note]})

@@ -34,6 +34,8 @@ _ATTRS = (
 HEADING = re.compile(r"(?:第[一二三四五六七八九十百零〇\d]+[条章节]|[一二三四五六七八九十]{1,3}[、.．]|"
                      r"[（(][一二三四五六七八九十]{1,3}[)）]|\d{1,2}[、．](?!\d)|\d{1,2}\.(?!\d))[ \t　]*[^。；，\n]{0,20}")
 """A section heading: 第五条 合同的解除, 四、保密, （二）付款方式, 3. 违约责任."""
+_ATTRS = tuple((key, re.sub(r"([\u4e00-\u9fff])(?=[\u4e00-\u9fff(])", "\\1[ \\t　]?", pattern))
+               for key, pattern in _ATTRS)  # OCR spaces inside a label: "地 址：", "联 系 人："
 _ATTR_LINE = re.compile(r"^[ \t　]*(?P<label>" + "|".join(p for _, p in _ATTRS) +
                         r")[ \t　]*[：:][ \t　]*(?P<value>[^\n]*?)[ \t　]*$", re.M)
 
