@@ -291,3 +291,49 @@ def test_a_lung_mass_on_ct_says_no_guideline_was_applied():
     (w,) = rep.warnings
     assert w.kind == "guideline_not_applied" and w.finding_ids == [first.id] and "lung mass" in w.message
     assert [c.code for c in rep.codes] == ["R91.8"]
+
+
+def test_an_axis_label_after_the_size_makes_one_mean_size():
+    # "10 mm in long axis and 6 mm in short axis" had been 10 mm (> 8 mm row) instead of the mean, 8 mm
+    text = "CT chest: Left lower lobe nodule measuring 10 mm in long axis and 6 mm in short axis."
+    rep = _report(text, patient_risk="low")
+    (f,) = rep.findings
+    assert (f.size.mm, f.size.axes_mm, f.size.text) == (8.0, [10.0, 6.0], "10 mm in long axis and 6 mm")
+    assert rep.recommendations[0].category == "solid single 6-8 mm"
+
+
+@pytest.mark.parametrize("text", [
+    "CT chest: No suspicious pulmonary nodules. A 2 mm calcified nodule in the left lower lobe.",
+    "胸部CT：未见可疑结节。左肺下叶钙化结节，约2mm。",
+])
+def test_no_suspicious_nodules_beside_a_benign_one_is_no_conflict(text):
+    rep = _report(text)
+    assert [(f.type, f.assertion) for f in rep.findings] == [("nodule", "absent"), ("nodule", "present")]
+    assert rep.warnings == []
+    assert [r.category for r in rep.recommendations] == ["calcified"]
+
+
+def test_no_nodules_beside_a_nodule_still_conflicts():
+    assert [w.kind for w in extract("No pulmonary nodules. A 6 mm nodule in the left lower lobe.").warnings] == [
+        "conflict"]
+
+
+@pytest.mark.parametrize("text, words", [
+    # nodules the report reads as metastases had got Fleischner's multiple >8 mm row
+    ("Chest CT: Innumerable bilateral pulmonary nodules measuring up to 1.5 cm, consistent with metastatic disease.",
+     "metastatic disease"),
+    ("胸部CT：双肺多发结节，大者约12mm，考虑转移瘤。", "转移瘤"),
+])
+def test_nodules_read_as_metastases_get_no_fleischner_row(text, words):
+    rep = _report(text)
+    assert rep.recommendations == []
+    (w,) = rep.warnings
+    assert w.kind == "guideline_not_applied"
+    assert w.message == f"Fleischner 2017 does not apply: the report reads the nodules as metastases ('{words}')"
+
+
+@pytest.mark.parametrize("text", ["Chest CT: 4 mm nodule in the right upper lobe, no evidence of metastatic disease.",
+                                  "胸部CT：右肺上叶结节，约4mm，未见转移征象。"])
+def test_a_negated_metastasis_keeps_the_row(text):
+    rep = _report(text, patient_risk="low")
+    assert [r.category for r in rep.recommendations] == ["solid single <6 mm"] and rep.warnings == []

@@ -21,7 +21,10 @@ from .schema import Anatomy, Cue, Finding, ReportWarning, Size
 from .text import clauses, find_sizes, sentences, span_index
 
 _NEW_SUBJECT = re.compile(r",\s*(the|a|an|there|this|it|these|which)\b", re.IGNORECASE)
-_OTHER_WORDS = re.compile(r"\b(other|additional|further|new|another)\b|其他|其余|另外|新", re.IGNORECASE)
+_OTHER_WORDS = re.compile(r"\b(other|additional|further|new|another|suspicious|worrisome)\b|其他|其余|另外|新|可疑",
+                          re.IGNORECASE)
+"""Between a negation and its finding (or in the cue): the absent one is another kind than a present one ("No other
+nodules", "No suspicious nodules" beside a calcified one), so the two do not conflict."""
 _SOLID_PART = re.compile(r"(solid (component|portion|part)|实性(成分|部分))[^，,。.;；]{0,12}$", re.IGNORECASE)
 _NEGATED_ATTR = re.compile(r"(non-?|not |without |no |无|未见|不伴|非)\s*$", re.IGNORECASE)
 _NORMAL_HEART = re.compile(r"heart size (is )?(normal|within normal limits)|normal heart size|(心影|心脏)(大小)?(正常|不大)",
@@ -280,7 +283,7 @@ def extract(text: str) -> Extraction:
             ">" if _MORE_THAN.search(before_size) and not _TAG_BEFORE.search(text[max(0, sz.start - 200):sz.start])
             else None)
         size = Size(text=sz.text, start=sz.start, end=sz.end, axes_mm=sz.axes_mm, mm=sz.mm, bound=bound)
-        axis = _axis_label(text, sz.start)
+        axis = _axis_label(text, sz.start, sz.end)
         if _SOLID_PART.search(text[max(0, sz.start - 30):sz.start]) or _SOLID_PART_AFTER.match(text, sz.end):
             f.solid_component_mm = sz.mm
         elif axis and f.size is not None and axis_of.get(f.id) not in (None, axis) and len(sz.axes_mm) == 1 \
@@ -341,11 +344,21 @@ _SHORT_AXIS = re.compile(r"(short(est)?[- ]?(axis|axial|diameter|dimension)|短�
                          re.IGNORECASE)
 
 
-def _axis_label(text: str, start: int) -> str | None:
-    """"long" / "short" when the size at ``start`` is labelled as the long or the short axis ("长径约9mm", "short
-    axis of 5 mm"), else None."""
+_AXIS_AFTER = re.compile(r"\s*(in|on|along)?\s*(the\s+)?(?:(long|longest|greatest|maximal|maximum)|(short|shortest))"
+                         r"[- ]?(axis|axial|diameter|dimension)\b", re.IGNORECASE)
+"""A label after the size: "10 mm in long axis and 6 mm in short axis"."""
+
+
+def _axis_label(text: str, start: int, end: int | None = None) -> str | None:
+    """"long" / "short" when the size at ``text[start:end]`` is labelled as the long or the short axis ("长径约9mm",
+    "short axis of 5 mm", "10 mm in long axis"), else None."""
     before = text[max(0, start - 30):start]
-    return "long" if _LONG_AXIS.search(before) else "short" if _SHORT_AXIS.search(before) else None
+    if _LONG_AXIS.search(before):
+        return "long"
+    if _SHORT_AXIS.search(before):
+        return "short"
+    m = _AXIS_AFTER.match(text, end) if end is not None else None
+    return None if m is None else "long" if m.group(3) else "short"
 
 _SECOND = re.compile(r"\b(another|additional|second|third|other|further|separate|different|also|additionally)\b"
                      r"|另|又|再|还|亦见|并见|也见|其他|其余|第[二三四五]",
@@ -582,7 +595,7 @@ def _warnings(text: str, findings: list[Finding]) -> list[ReportWarning]:
         if n_conflicts >= 20:  # a pasted or repeated text: enough to send it back for review
             break
         absent = a if a.assertion == "absent" else b
-        if absent.cue and _OTHER_WORDS.search(text[min(absent.cue.end, absent.start):absent.start] + " " + absent.text):
+        if absent.cue and _OTHER_WORDS.search(text[min(absent.cue.start, absent.start):absent.start] + " " + absent.text):
             continue
         if a.temporality and b.temporality and a.temporality != b.temporality:
             continue

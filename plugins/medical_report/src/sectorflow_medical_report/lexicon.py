@@ -219,7 +219,10 @@ CUES: dict[str, tuple[list[str], list[str]]] = {
                  "s/p resection of", "status post removal of", "post resection of", "neither",
                  "interval resolution of"],
                 ["无", "未见", "未见明显", "未发现", "未显示", "未及", "没有", "否认", "无明显", "未见确切", "未见异常", "不伴",
-                 "未探及", "未见明确", "无确切", "已排除", "已除外"]),
+                 "未探及", "未见明确", "无确切", "已排除", "已除外",
+                 # "no suspicious ...": 可疑 alone is an uncertainty cue, nearer than 未见
+                 "未见可疑", "未见明显可疑", "未见明确可疑", "无可疑", "未发现可疑", "：未见可疑", ":未见可疑", "：无可疑",
+                 ":无可疑"]),
     "neg_post": (["not seen", "is not seen", "are not seen", "not identified", "not present", "is absent",
                   "are absent", "absent", "resolved", "has resolved", "have resolved", ": none", ":none", ": negative",
                   ": absent", "- none", "ruled out", "has been ruled out", "was ruled out", "excluded",

@@ -191,6 +191,7 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
             else:
                 recs = lung_rads(lesions, lang)
         elif exam.modality == "CT":
+            meta = _metastatic_reading(item.text, lung_nodules)
             if masses := [f.id for f in lesions if f.type == "mass"]:
                 # a lung mass had got nothing at all on a diagnostic CT: no row, and no word that none was applied
                 warnings.append(ReportWarning(
@@ -201,7 +202,9 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
                                             ("known primary cancer", item.known_cancer),
                                             (f"known cancer stated in the text ('{ex.known_cancer}')",
                                              bool(ex.known_cancer) and not item.known_cancer),
-                                            ("immunocompromised patient", item.immunocompromised)) if on]
+                                            ("immunocompromised patient", item.immunocompromised),
+                                            (f"the report reads the nodules as metastases ('{meta}')",
+                                             bool(meta))) if on]
             if excluded:
                 warnings.append(ReportWarning(kind="guideline_not_applied", finding_ids=[f.id for f in lung_nodules],
                                               message="Fleischner 2017 does not apply: " + ", ".join(excluded)))
@@ -290,6 +293,24 @@ def _in_lung(f: Finding, exam: Exam) -> bool:
     if sites and exam.modality != "radiograph":
         return False
     return exam.body_region in (None, "chest")
+
+
+_METASTATIC = re.compile(r"\bmetasta(?:sis|ses|tic|tatic)\b[\w ]{0,20}|转移(?:瘤|灶|性病变)?", re.IGNORECASE)
+_NEGATED_BEFORE = re.compile(r"\b(no|not|without|negative for)\b[^.;,]*$|(无|未见|非)[^。；，,]*$", re.IGNORECASE)
+
+
+def _metastatic_reading(text: str, nodules: list[Finding]) -> str | None:
+    """The words by which the report reads its present nodules as metastases ("Innumerable pulmonary nodules,
+    consistent with metastatic disease", 考虑转移瘤), if any: in a present nodule's sentence, not negated ("no
+    evidence of metastatic disease"). Fleischner 2017 is for incidental nodules, not for known primary cancer
+    (domain-facts §4, V~); nodules read as metastases are not managed by its table."""
+    spans = sentences(text)
+    for f in nodules:
+        start, end = spans[f.sentence] if f.sentence < len(spans) else (0, len(text))
+        for m in _METASTATIC.finditer(text, start, end):
+            if not _NEGATED_BEFORE.search(text[start:m.start()]):
+                return m.group(0).strip()
+    return None
 
 
 def _benign_explanation(text: str, f: Finding) -> str | None:
