@@ -233,6 +233,18 @@ def test_structuring_alerts_list_the_customers_not_the_cash_side_of_cash_transac
     assert paid.variant == "cumulative" and paid.accounts == ["P", "X", "Y"]
 
 
+def test_structuring_fan_in_does_not_count_the_funnel_itself_as_a_sender():
+    """A deposit booked on the funnel's own account (sender = receiver) was counted as one of the 3 senders (an
+    alert with score 0.8, so a suspicious report draft by default, on one real sender short of the pattern)."""
+    f = Feed(StructuringRule())
+    f.tx("FUNNEL", "FUNNEL", 45_000, days=0, channel="cash_deposit")
+    f.tx("S1", "FUNNEL", 46_000, days=1)
+    assert f.tx("S2", "FUNNEL", 47_000, days=2) == []
+    (alert,) = f.tx("TILL-7", "FUNNEL", 48_000, days=3, channel="cash_deposit")
+    assert alert.variant == "fan_in" and alert.accounts == ["FUNNEL", "S1", "S2"]
+    assert alert.transaction_ids == ["t2", "t3", "t4"] and "3 accounts each sent FUNNEL" in alert.reasons[0].en
+
+
 def test_us_exactly_10000_is_just_under_but_cn_usd_10000_is_reportable():
     us = Feed(StructuringRule(**US))
     cn = Feed(StructuringRule())

@@ -33,7 +33,11 @@ Variants (``Alert.variant``):
   ``fan_in_days`` days (FinCEN funnel account). Cash withdrawals do not count: their receiver is the customer's own
   account, a walk-in id or the bank's till account, not a funnel (three customers each withdrawing 45,000 CNY at a
   branch that books cash against one ``CASH`` account made ``CASH`` the "funnel" of an alert with a suspicious report
-  draft, even with ``CASH`` in ``exempt_accounts``: a fresh-user check).
+  draft, even with ``CASH`` in ``exempt_accounts``: a fresh-user check). Deposits at distinct tills (or by distinct
+  walk-in ids) count as distinct senders: a funnel account receives cash deposits made in several places
+  (FIN-2014-A005), and the till is what an export tells of the place; the generic ``fan_in`` rule counts them alike.
+  A deposit booked on the funnel's own account (sender = receiver) names no place and no sender: it is not counted
+  (before 30 Nov 2026 it made the funnel one of its own three senders).
 - ``single``: one just-under transaction alone (off by default: alone it is weak evidence).
 - ``split``: one account pays the same account at least ``split_min_count`` times on one day, in any
   amount — 1010.100(xx)'s "in any amount ... on one or more days" without reference to a threshold. Off by default
@@ -299,8 +303,8 @@ class StructuringRule(Rule):
         for other in reversed(state.incoming):
             if other.ts < horizon:
                 break
-            if (other.txn.currency == currency and other.ts <= edge.ts and self._just_under(other)
-                    and _kind(other.txn) != "cash_withdrawal"):
+            if (other.txn.currency == currency and other.ts <= edge.ts and other.src != edge.dst
+                    and self._just_under(other) and _kind(other.txn) != "cash_withdrawal"):
                 by_sender.setdefault(other.src, []).append(other)
         if len(by_sender) < p.fan_in_min_senders or edge.src not in by_sender:
             return None
