@@ -141,3 +141,23 @@ def test_a_damaged_cache_is_rebuilt_and_the_cache_follows_the_questions(tmp_path
     # the answers change, the questions do not: the vectors are still good
     faq_file.write_text(faq_file.read_text(encoding="utf-8").replace("答1", "新答案"), encoding="utf-8")
     assert FaqIndex(faq_file, {"zh": enc, "en": enc}).built == {"zh": "cache"} and enc.calls == 20 + 1
+
+
+def test_intent_example_files_are_read_like_faq_files(tmp_path):
+    """The examples reader shares the FAQ reader's formats and errors (it raised JSONDecodeError/AttributeError, and
+    dropped zh-CN rows from Chinese)."""
+    from sectorflow_customer_service.examples import read_examples
+
+    semi = tmp_path / "intents.csv"
+    semi.write_text("text;label;lang\n我的卡呢;card_arrival;zh-CN\nwhere is my card;card_arrival;en-GB\n"
+                    "close my account;terminate_account;\n", encoding="utf-8")
+    assert read_examples(semi, "zh") == [("我的卡呢", "card_arrival"), ("close my account", "terminate_account")]
+    assert read_examples(semi, "en") == [("where is my card", "card_arrival"), ("close my account", "terminate_account")]
+    bad = tmp_path / "intents.jsonl"
+    for content, message in [('{"text": "a", "label": "b"}\nnot json\n', "line 2 is not JSON"),
+                             ('["a", "b"]\n', "line 1 is a JSON list, not an object with text and label"),
+                             ('{"text": "a", "label": "b", "lang": "fr"}\n', "line 1 has lang='fr': give zh or en"),
+                             ('{"text": "a", "label": 3}\n', "line 1 lacks text or label")]:
+        bad.write_text(content, encoding="utf-8")
+        with pytest.raises(ConfigError, match=message):
+            read_examples(bad)

@@ -119,6 +119,9 @@ def test_short_forms_do_not_fire_when_negated_or_absent(text):
     ("WHERE IS MY CARD I ORDERED IT WEEKS AGO", ("anger",), "SHOUTING"),
     ("我要去人行投诉", ("regulator_or_legal_threat", "complaint"), "去人行"),
     ("不得不投诉了", ("complaint",), "投诉"),  # 不得不: a double negation, still a complaint
+    ("I'm so mad at you", ("anger",), "mad at you"),
+    ("No. I want to complain", ("complaint",), "complain"),  # the "No" is another clause
+    ("You won't let me speak to a human!", ("human_requested",), "speak to a human"),
 ])
 def test_fresh_user_escalations(text, reasons, phrase):
     verdict = EscalationRules().check(text)
@@ -134,6 +137,9 @@ def test_fresh_user_escalations(text, reasons, phrase):
     "存款不满一年可以取出吗", "我妈的银行卡丢了", "告诉你们一个好消息", "12345 ???",
     # thanks, and negated feelings
     "Thank you so much!!!", "我不生气，只是问问", "我一点都不生气", "I am not frustrated at all", "我沒有要投訴",
+    "This is not a complaint", "This isn't a complaint, just a question", "Not a complaint but where is my card",
+    "I'm not trying to complain", "I'm not upset or angry", "I am not angry nor frustrated", "我不是来投诉的",
+    "我不打算投诉", "I won't complain, where is my card?", "This isn't ridiculous",
 ])
 def test_fresh_user_plain_messages_do_not_escalate(text):
     verdict = EscalationRules().check(text)

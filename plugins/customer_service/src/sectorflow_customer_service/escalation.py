@@ -81,7 +81,7 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
         "en": ("ridiculous", "unacceptable", "outrageous", "disgusting", "disgraceful", "appalling", "pathetic",
                "useless", "incompetent", "worst bank", "worst service", "worst customer service", "terrible service",
                "horrible service", "awful service", "shocking service", "fed up", "sick of", "furious", "livid",
-               "fuming", "angry", "pissed", "frustrated", "frustrating", "disappointed", "wtf", "what the hell",
+               "fuming", "angry", "mad at you", "so mad", "really mad", "i'm mad", "i am mad", "pissed", "frustrated", "frustrating", "disappointed", "wtf", "what the hell",
                "bullshit", "fuck", "fucking", "rip off", "ripoff", "daylight robbery", "thieves", "shame on you",
                "this is a joke", "joke of a bank", "this is a scam", "what a scam", "total scam", "complete scam",
                "such a scam", "you're a scam", "you are a scam", "bank is a scam", "scam bank", "you scammers",
@@ -127,11 +127,13 @@ NEGATABLE = ("human_requested", "complaint", "anger")
 all"). A regulator, court or the press named is always reported, negated or not."""
 
 _EN_NEGATION = re.compile(r"(?<![a-z'])(not|no|don't|dont|do not|didn't|did not|doesn't|does not|no need to|never|"
-                          r"wouldn't|would not)\s+"
-                          r"((really\s+)?(want|need|wish|mean|plan|intend|have)\s+to\s+)?$")
+                          r"wouldn't|would not|isn't|is not|wasn't|aren't|won't|will not)\s+"
+                          r"((really\s+)?(want|need|wish|mean|plan|intend|have|trying|going|here|calling|writing)"
+                          r"\s+to\s+)?"
+                          r"((a|an|any)\s+)?([a-z]+\s+(or|nor)\s+)?$")
 _EN_DOUBLE_NEGATION = re.compile(r"\b(can't|cannot|can not|won't|couldn't)\s+not\s+$")
 _ZH_NEGATION = re.compile(r"(不是|不想|不要|不用|不需要|无需|没有|没想|并非|不会|别|(?<![得能可])不|没)"
-                          r"(要|想|去|再|转|找)?\s*$")
+                          r"(要|想|去|再|转|找|来|打算|准备)?\s*$")
 _ZH_MODALS = "要想需"
 """A phrase starting with one of these ("要人工") may share it with the negation before it ("我不要人工")."""
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'", "`": "'", "\u00b4": "'"})
@@ -179,7 +181,8 @@ _FILLER = re.compile(r"(?<![a-z])(please|pls|plz|now)(?![a-z])|请|谢谢")
 
 def _negated(lowered: str, start: int) -> bool:
     """Whether the phrase at ``start`` is negated: a negation directly before it in its clause (English: "not", "no",
-    "don't", "do not" ..., optionally with "want to" / "need to" between, as in "don't want to complain"; not
+    "don't", "do not", "isn't" ..., optionally with "want to" / "trying to" ... between, as in "don't want to
+    complain", an article ("not a complaint") or a word and "or"/"nor" ("not upset or angry"); not
     "never been so angry", "won't you let me talk to a person" or "can't not complain"; Chinese: 不是/不想/不要/不/没
     ... directly before, also sharing a character with the phrase as in "我不要人工", so "再不处理我就投诉" stays a
     complaint, and "不得不投诉" is not a negation)."""

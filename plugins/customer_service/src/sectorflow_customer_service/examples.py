@@ -1,7 +1,7 @@
 """Example-based intents: nearest prototypes over labelled example sentences (any encoder, any language).
 
-An examples file is JSON lines ``{"text": ..., "label": ...}`` (optional ``"lang"``) or a CSV with ``text,label``
-columns. Each label's score is the highest cosine similarity between the message and that label's examples
+An examples file is JSON lines ``{"text": ..., "label": ...}`` (optional ``"lang"``), a JSON array, or a CSV with
+``text,label`` columns (:mod:`.tables`). Each label's score is the highest cosine similarity between the message and that label's examples
 (1-nearest-neighbour, as in Snell et al. 2017's prototype classifiers with one prototype per example); the
 probability is a softmax over labels of ``similarity * temperature``. The message is out of scope when the best
 similarity is below ``min_similarity``.
@@ -12,42 +12,38 @@ dataset) for a subset of banking77's intent names, so Chinese and English messag
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from sectorflow import ConfigError, open_text
+from sectorflow import ConfigError
 
 from .encoders import Encoder
+from .tables import lang_code, read_rows
 
 PACKAGE_DATA = Path(__file__).resolve().parent / "data"
 
 
 def read_examples(path: str | Path, lang: str | None = None) -> list[tuple[str, str]]:
-    """(text, label) pairs of an examples file, optionally only those whose ``lang`` is ``lang``.
+    """(text, label) pairs of an examples file (formats: :mod:`.tables`), optionally only those whose ``lang`` is
+    ``lang`` (``zh-CN`` reads as ``zh``; a row without ``lang`` belongs to both languages).
 
     Raises:
-        ConfigError: missing file, or a row without text or label (row named).
+        ConfigError: missing file, not UTF-8, no text/label columns, a row that is not an object, lacks text or
+            label, or has a ``lang`` that is neither zh nor en (row named).
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"Intent examples file {path} not found (JSON lines with text and label).")
-    with open_text(path) as handle:
-        raw = handle.read()
-    if path.suffix.lower() == ".csv":
-        rows = list(csv.DictReader(raw.splitlines()))
-    else:
-        rows = [json.loads(line) for line in raw.splitlines() if line.strip()]
     out = []
-    for n, row in enumerate(rows, 1):
-        text, label = str(row.get("text") or "").strip(), str(row.get("label") or "").strip()
-        if not text or not label:
-            raise ConfigError(f"Intent examples file {path} row {n} lacks text or label.")
-        if lang is None or str(row.get("lang") or lang) == lang:
-            out.append((text, label))
+    for where, row in read_rows(path, "Intent examples file", ("text", "label")):
+        if not isinstance(row, dict):
+            raise ConfigError(f"{where} is a JSON {type(row).__name__}, not an object with text and label.")
+        text, label = row.get("text"), row.get("label")
+        if not isinstance(text, str) or not isinstance(label, str) or not text.strip() or not label.strip():
+            raise ConfigError(f"{where} lacks text or label (both must be non-empty text; got text={text!r}, "
+                              f"label={label!r}).")
+        row_lang = lang_code(row.get("lang"), where)
+        if lang is None or row_lang in (None, lang):
+            out.append((text.strip(), label.strip()))
     if not out:
         raise ConfigError(f"Intent examples file {path} has no examples" + (f" for lang={lang}." if lang else "."))
     return out

@@ -1,11 +1,8 @@
 """FAQ knowledge base: the operator's question/answer file, embedded per language and searched by cosine similarity.
 
-File formats (UTF-8, read with ``sectorflow.open_text``):
-
-- CSV with a header (comma, semicolon or tab between fields; ``.tsv``: tab): ``question``, ``answer`` (required),
-  ``lang`` (``zh``/``en``, also ``zh-CN``, ``zh-TW``, ``en-US`` ...; optional: guessed from the question otherwise),
-  ``id`` (optional: the entry's number otherwise; ids must be unique);
-- JSON lines with the same keys, or a ``.json`` file holding one array of such objects.
+File formats (:mod:`.tables`: CSV/TSV with a header, JSON lines or a JSON array; UTF-8): ``question``, ``answer``
+(required), ``lang`` (``zh``/``en``, also ``zh-CN``, ``zh-TW``, ``en-US`` ...; optional: guessed from the question
+otherwise), ``id`` (optional: the entry's number otherwise; ids must be unique).
 
 Each language's entries are encoded by that language's encoder. Up to ``hnsw_threshold`` entries per language are
 searched exactly (one matrix product); above it an HNSW graph (Malkov and Yashunin 2018, the ``hnswlib`` library,
@@ -17,9 +14,7 @@ Cache files are written to a temporary name and renamed, so processes sharing th
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import os
 import threading
@@ -29,10 +24,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sectorflow import ConfigError, InvalidInputError, open_text, sha256_file
+from sectorflow import ConfigError, InvalidInputError, sha256_file
 
 from .encoders import Encoder
 from .language import detect_language
+from .tables import lang_code, read_rows
 
 
 @dataclass(frozen=True)
@@ -43,85 +39,17 @@ class FaqEntry:
     lang: str
 
 
-LANGS = {"zh": "zh", "en": "en", "chinese": "zh", "english": "en", "中文": "zh", "英文": "en", "cn": "zh"}
-"""``lang`` values of an FAQ row and the language they mean; BCP 47 tags with a region or script (``zh-CN``,
-``zh_Hant_TW``, ``en-GB``) are read by their first part."""
-
-
-def _lang(value: object, question: str, where: str) -> str:
-    raw = str(value or "").strip()
-    if not raw:
-        return "zh" if detect_language(question).lang == "zh" else "en"
-    key = raw.lower()
-    lang = LANGS.get(key) or LANGS.get(key.replace("_", "-").split("-")[0])
-    if lang is None:
-        raise ConfigError(f"{where} has lang={raw!r}: give zh or en (zh-CN, zh-TW, en-US ... also do), or leave it "
-                          f"empty to have it guessed from the question.")
-    return lang
-
-
-def _rows(path: Path, text: str) -> list[tuple[str, object]]:
-    """(where, row) of each entry: JSON lines, a JSON array, or CSV/TSV with a header (delimiter , ; or tab)."""
-    name = path.name.lower()
-    for packed in (".gz",):
-        name = name.removesuffix(packed)
-    suffix = Path(name).suffix
-    if suffix == ".json" and text.lstrip().startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"FAQ file {path} is not valid JSON: {exc.msg} (line {exc.lineno}).") from exc
-        return [(f"FAQ file {path} entry {n}", row) for n, row in enumerate(data, 1)]
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append((f"FAQ file {path} line {n}", json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    raise ConfigError(f"FAQ file {path} line {n} is not JSON: {exc.msg}") from exc
-        return rows
-    header = text.splitlines()[0] if text.strip() else ""
-    if not header.strip():
-        raise ConfigError(f"FAQ file {path} is empty: it needs a header line with question and answer columns, then "
-                          f"one entry a row.")
-    delimiter = "\t" if suffix == ".tsv" else max(",;\t", key=header.count)
-    # a quoted field may hold line breaks ("How do I\nchange my PIN?"): csv reads the text, not its split lines
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
-    fields = [(f or "").strip().lower() for f in reader.fieldnames or []]
-    if not {"question", "answer"} <= set(fields):
-        raise ConfigError(f"FAQ file {path} needs a header with question and answer columns (has "
-                          f"{reader.fieldnames}); the delimiter may be a comma, a semicolon or a tab.")
-    # reader.line_num: the line the row ends on (header = line 1)
-    return [(f"FAQ file {path} line {reader.line_num}", {(k or "").strip().lower(): v for k, v in r.items()})
-            for r in reader]
-
-
 def read_faq(path: str | Path) -> list[FaqEntry]:
-    """Entries of an FAQ file: CSV (or TSV, or ``;``-separated) with a header, JSON lines, or a ``.json`` array of
-    objects; UTF-8 with or without a byte-order mark; ``.gz`` read transparently.
+    """Entries of an FAQ file (formats: :mod:`.tables`); ``lang`` guessed from the question when empty.
 
     Raises:
         ConfigError: the file is missing, not UTF-8, has no question/answer columns, a row is not an object or
             lacks a question or an answer, a ``lang`` is neither zh nor en, or two entries share an ``id`` (the
             place named: line or entry number).
     """
-    path = Path(path)
-    if path.is_dir():
-        raise ConfigError(f"FAQ file {path} is a folder; give faq=PATH of a .csv or .jsonl file inside it.")
-    if not path.is_file():
-        raise ConfigError(f"FAQ file {path} not found (give faq=PATH to a .csv or .jsonl with question,answer).")
-    try:
-        with open_text(path) as handle:
-            text = handle.read()
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"FAQ file {path} is not UTF-8 (byte {exc.start}: {exc.reason}); save it as UTF-8 (Excel: "
-                          f"CSV UTF-8; GBK/GB18030 exports: iconv -f GB18030 -t UTF-8).") from exc
-    except Exception as exc:  # noqa: BLE001 - open_text raises typed errors; re-word them for the option
-        raise ConfigError(f"FAQ file {path} cannot be read: {exc}") from exc
     entries: list[FaqEntry] = []
     seen: dict[str, str] = {}
-    for n, (where, row) in enumerate(_rows(path, text), 1):
+    for n, (where, row) in enumerate(read_rows(path, "FAQ file", ("question", "answer")), 1):
         if not isinstance(row, dict):
             raise ConfigError(f"{where} is a JSON {type(row).__name__}, not an object with question and answer.")
         q, a = row.get("question"), row.get("answer")
@@ -135,7 +63,8 @@ def read_faq(path: str | Path) -> list[FaqEntry]:
             raise ConfigError(f"{where} has id {entry_id!r}, already used by {seen[entry_id]}: give every entry its "
                               f"own id (the id is what a result names).")
         seen[entry_id] = where
-        entries.append(FaqEntry(entry_id, q, a, _lang(row.get("lang"), q, where)))
+        lang = lang_code(row.get("lang"), where) or ("zh" if detect_language(q).lang == "zh" else "en")
+        entries.append(FaqEntry(entry_id, q, a, lang))
     if not entries:
         raise ConfigError(f"FAQ file {path} has no entries.")
     return entries

@@ -29,7 +29,7 @@ def spec() -> TaskSpec:
         name="customer_service", input_model=Message, output_model=CustomerServiceResult,
         pipeline=CustomerServicePipeline, version=__version__, aliases=("cs",),
         description="Customer-service messages (zh/en): intent with top-k, out-of-scope fallback, FAQ answers, "
-                    "escalation (anger, complaint, regulator/court, human requested) and language.",
+                    "escalation (anger, complaint, regulator/court, the press, human requested) and language.",
         default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32", "int8"), languages=("zh", "en"),
         options=dict(OPTIONS), examples=EXAMPLES, validation=validation,
         # MatMul-only INT8 lost 0.80 banking77 validation points (margin 0.5); with the embedding table too, 0.20
