@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from sectorflow import ConfigError
 
-from ..schema import Alert, Reason, transactions_digest
+from ..schema import Alert, Channel, Reason, transactions_digest
 from ..window import DAY, Edge, TransactionWindow
 
 
@@ -106,16 +106,46 @@ def fraction(name: str, value: float) -> None:
         raise ValueError(f"{name}={value!r} must be a number from 0 to 1")
 
 
+CASH_CHANNELS = frozenset((Channel.cash_deposit, Channel.cash_withdrawal))
+"""Channels with a cash side: the sender of a cash deposit and the receiver of a cash withdrawal are the till, cash
+or walk-in account the bank books the cash against (or the customer's own account), not an account money went
+through."""
+
+CASH_SIDE_IN = Channel.cash_withdrawal
+"""An account's incoming edge of this channel has the account as its cash side (a withdrawal booked against it)."""
+
+CASH_SIDE_OUT = Channel.cash_deposit
+"""An account's outgoing edge of this channel has the account as its cash side (a deposit booked against it)."""
+
+
+def hub_is_cash_side(edge: Edge, incoming: bool) -> bool:
+    """Whether the hub end of ``edge`` is its cash side: the receiver of a cash withdrawal (``incoming``: the edge is
+    in the receiver's incoming deque) or the sender of a cash deposit (outgoing). Such an edge is no inflow or outflow
+    of a hub: a bank's ``CASH`` or ``TILL-001`` account takes every customer's withdrawals and pays out every deposit,
+    which is no fan-in, fan-out, gather-scatter or pass-through of the till."""
+    return edge.txn.channel == (CASH_SIDE_IN if incoming else CASH_SIDE_OUT)
+
+
+def non_cash_counterparties(groups: Mapping[str, list[Edge]]) -> list[str]:
+    """The counterparties of ``groups`` (counterparty -> its edges with the hub) with at least one edge that is not a
+    cash deposit or withdrawal, in ``groups`` order: the accounts an alert lists after its hub. A counterparty
+    reached only by cash is the cash side (a till or walk-in id): it counts as a place the cash was paid in or out,
+    but it is no party, as in the structuring rule and the report engine."""
+    return [k for k, group in groups.items() if any(e.txn.channel not in CASH_CHANNELS for e in group)]
+
+
 def recent_by_counterparty(edges: Iterable[Edge], horizon: float, until: float, incoming: bool,
                            ) -> dict[str, list[Edge]]:
     """Group the edges of one account's ``incoming`` (or outgoing) deque with ``horizon <= ts <= until`` by
     counterparty (sender for incoming, receiver for outgoing), newest first. ``edges`` must be the deque itself
-    (oldest first); the scan stops at the first edge older than ``horizon``."""
+    (oldest first); the scan stops at the first edge older than ``horizon``. Edges whose account end is their cash
+    side (:func:`hub_is_cash_side`) are left out."""
     out: dict[str, list[Edge]] = {}
+    skip = CASH_SIDE_IN if incoming else CASH_SIDE_OUT
     for e in reversed(edges):  # type: ignore[call-overload]
         if e.ts < horizon:
             break
-        if e.ts <= until:
+        if e.ts <= until and e.txn.channel != skip:
             out.setdefault(e.src if incoming else e.dst, []).append(e)
     return out
 
@@ -123,14 +153,16 @@ def recent_by_counterparty(edges: Iterable[Edge], horizon: float, until: float, 
 def enough_counterparties(edges: Iterable[Edge], horizon: float, until: float, incoming: bool, per: int,
                           need: int, exclude: str) -> bool:
     """Whether at least ``need`` distinct counterparties (other than ``exclude``) have ``per`` or more edges with
-    ``horizon <= ts <= until`` in one account's deque; stops scanning as soon as the answer is known (the cheap
-    first pass before :func:`recent_by_counterparty` builds the alert)."""
+    ``horizon <= ts <= until`` in one account's deque, edges whose account end is their cash side left out (as in
+    :func:`recent_by_counterparty`); stops scanning as soon as the answer is known (the cheap first pass before
+    :func:`recent_by_counterparty` builds the alert)."""
     counts: dict[str, int] = {}
     qualified = 0
+    skip = CASH_SIDE_IN if incoming else CASH_SIDE_OUT
     for e in reversed(edges):  # type: ignore[call-overload]
         if e.ts < horizon:
             break
-        if e.ts > until:
+        if e.ts > until or e.txn.channel == skip:
             continue
         other = e.src if incoming else e.dst
         if other == exclude:
@@ -160,10 +192,18 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
     ``edge``'s own counterparty among them, and their transfers total at least ``min_total`` (base currency). At most
     one alert per hub per period (the window's cooldown, armed here).
 
+    The cash side of a cash transaction is no hub: a cash withdrawal is no transfer into its receiver (the till a
+    bank books it against) and a cash deposit none out of its sender, so such an ``edge`` completes nothing and such
+    edges are not counted (:func:`hub_is_cash_side`). The other side is: deposits from distinct tills count as
+    distinct senders of the customer's account, withdrawals at distinct tills as distinct receivers (see
+    :mod:`.fan_in`).
+
     Returns:
         ``(edges, counted, total, period)``: the counted transfers (oldest first), counterparty -> its transfers,
         their total amount and the period in seconds; ``None`` when the pattern does not hold or is cooling down.
     """
+    if hub_is_cash_side(edge, incoming):
+        return None
     hub, other = (edge.dst, edge.src) if incoming else (edge.src, edge.dst)
     state = window.get(hub)
     if state is None or len(state.senders if incoming else state.receivers) < need:

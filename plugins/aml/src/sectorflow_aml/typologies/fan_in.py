@@ -15,6 +15,24 @@ Parameters:
 
 The alert fires on the transfer that brings the count to ``min_senders`` (or above), at most once per receiving
 account per ``days`` (the whole lookback when ``days`` is ``None``).
+
+Cash (the channels ``cash_deposit`` and ``cash_withdrawal``; banks often book them against one shared till account,
+``customer -> CASH`` for a withdrawal, ``CASH -> customer`` for a deposit):
+
+- A cash withdrawal is no payment into its receiver, the till: it neither counts toward the till's fan-in nor
+  completes one (before 30 Nov 2026 twelve withdrawals booked against ``CASH`` gave a fan-in alert whose subject was
+  ``CASH``, the bank's own till).
+- Cash deposits do count toward the depositing customer's account, and each distinct sender of a deposit (a branch
+  till, a ``TILL-001``, a walk-in id) is one distinct sender. That is the funnel account of FIN-2014-A005, as quoted in
+  secondary sources (the advisory itself was not read here): an account that "receives multiple cash deposits, often
+  in amounts below the cash reporting threshold", made "by unidentified persons at branches outside of the geographic
+  region where the account is domiciled"; the till or branch id is what an export tells of where a deposit was made.
+  The structuring rule's fan-in counts the tills the same way, so the two rules agree on one account. The data cannot
+  tell several depositors at one till apart: deposits booked against one ``CASH`` or ``WALKIN`` id are one sender, and
+  a deposit booked on the account itself (sender = receiver) is none.
+- The alert lists the receiving account and the senders of non-cash transfers; a sender reached only by cash
+  deposits is the cash side (no party, as in the structuring rule and the report engine) and stays in the alert's
+  transactions and its count, which the reason states.
 """
 
 from __future__ import annotations
@@ -23,7 +41,14 @@ from dataclasses import dataclass
 
 from ..schema import Alert
 from ..window import DAY, Edge, TransactionWindow
-from .base import Rule, fan_counterparties, fmt_amount, fraction, positive
+from .base import (
+    Rule,
+    fan_counterparties,
+    fmt_amount,
+    fraction,
+    non_cash_counterparties,
+    positive,
+)
 
 
 @dataclass(frozen=True)
@@ -61,9 +86,16 @@ class FanInRule(Rule):
             return []
         edges, counted, total, period = found
         days = period / DAY
-        return [self.alert(edges, p.score,
-                           f"{len(counted)} distinct accounts paid into {edge.dst} within {days:g} days "
-                           f"({len(edges)} transfers, total {fmt_amount(total)})",
-                           f"{days:g} 天内有 {len(counted)} 个不同账户向 {edge.dst} 转入（{len(edges)} 笔，合计 "
-                           f"{fmt_amount(total)}）",
-                           accounts=[edge.dst, *counted], trigger=edge)]
+        parties = non_cash_counterparties(counted)
+        tills = len(counted) - len(parties)
+        if tills:
+            en = (f"{len(counted)} distinct senders paid into {edge.dst} within {days:g} days ({len(edges)} transfers, "
+                  f"total {fmt_amount(total)}; {tills} of the senders are the tills or walk-in ids of cash deposits)")
+            zh = (f"{days:g} 天内有 {len(counted)} 个不同付款方向 {edge.dst} 转入（{len(edges)} 笔，合计 "
+                  f"{fmt_amount(total)}；其中 {tills} 个为现金存入的柜台或临柜编号）")
+        else:
+            en = (f"{len(counted)} distinct accounts paid into {edge.dst} within {days:g} days "
+                  f"({len(edges)} transfers, total {fmt_amount(total)})")
+            zh = (f"{days:g} 天内有 {len(counted)} 个不同账户向 {edge.dst} 转入（{len(edges)} 笔，合计 "
+                  f"{fmt_amount(total)}）")
+        return [self.alert(edges, p.score, en, zh, accounts=[edge.dst, *parties], trigger=edge)]

@@ -13,6 +13,13 @@ Parameters:
 
 The alert fires on the transfer that brings the count to ``min_receivers`` (or above), at most once per sending
 account per ``days``.
+
+Cash, as in :mod:`.fan_in`: a cash deposit is no payment out of its sender, the till or walk-in id the bank books it
+against (before 30 Nov 2026 twelve deposits booked against ``CASH`` gave a fan-out alert whose subject was
+``CASH``); a customer's cash withdrawals at distinct tills count as distinct receivers of that customer (cash taken
+out at many places, the withdrawal side of FIN-2014-A005's funnel accounts), withdrawals booked on the account itself
+(sender = receiver) as none. The alert lists the paying account and the receivers of non-cash payments; tills stay
+in its transactions and count, which the reason states.
 """
 
 from __future__ import annotations
@@ -21,7 +28,14 @@ from dataclasses import dataclass
 
 from ..schema import Alert
 from ..window import DAY, Edge, TransactionWindow
-from .base import Rule, fan_counterparties, fmt_amount, fraction, positive
+from .base import (
+    Rule,
+    fan_counterparties,
+    fmt_amount,
+    fraction,
+    non_cash_counterparties,
+    positive,
+)
 
 
 @dataclass(frozen=True)
@@ -59,9 +73,16 @@ class FanOutRule(Rule):
             return []
         edges, counted, total, period = found
         days = period / DAY
-        return [self.alert(edges, p.score,
-                           f"{edge.src} paid {len(counted)} distinct accounts within {days:g} days "
-                           f"({len(edges)} transfers, total {fmt_amount(total)})",
-                           f"{edge.src} 在 {days:g} 天内向 {len(counted)} 个不同账户转出（{len(edges)} 笔，合计 "
-                           f"{fmt_amount(total)}）",
-                           accounts=[edge.src, *counted], trigger=edge)]
+        parties = non_cash_counterparties(counted)
+        tills = len(counted) - len(parties)
+        if tills:
+            en = (f"{edge.src} paid {len(counted)} distinct receivers within {days:g} days ({len(edges)} transfers, "
+                  f"total {fmt_amount(total)}; {tills} of the receivers are the tills of cash withdrawals)")
+            zh = (f"{edge.src} 在 {days:g} 天内向 {len(counted)} 个不同收款方转出（{len(edges)} 笔，合计 "
+                  f"{fmt_amount(total)}；其中 {tills} 个为现金支取的柜台编号）")
+        else:
+            en = (f"{edge.src} paid {len(counted)} distinct accounts within {days:g} days ({len(edges)} transfers, "
+                  f"total {fmt_amount(total)})")
+            zh = (f"{edge.src} 在 {days:g} 天内向 {len(counted)} 个不同账户转出（{len(edges)} 笔，合计 "
+                  f"{fmt_amount(total)}）")
+        return [self.alert(edges, p.score, en, zh, accounts=[edge.src, *parties], trigger=edge)]

@@ -13,6 +13,12 @@ Parameters:
     score: the alert's score.
 
 The alert fires on the payment that brings the receivers to ``min_receivers``, at most once per hub per period.
+
+Cash, as in :mod:`.fan_in` and :mod:`.fan_out`: the till, cash or walk-in account a bank books cash against is no hub
+(its withdrawals in and deposits out are no collection and payout: before 30 Nov 2026 withdrawals and deposits booked
+against ``CASH`` gave a gather-scatter alert whose subject was ``CASH``); a customer's cash deposits from distinct
+tills count as distinct senders and its withdrawals at distinct tills as distinct receivers. The alert lists the hub
+and its non-cash counterparties; tills stay in its transactions and sums.
 """
 
 from __future__ import annotations
@@ -22,13 +28,15 @@ from dataclasses import dataclass
 from ..schema import Alert
 from ..window import DAY, Edge, TransactionWindow
 from .base import (
-    rule_period,
     Rule,
     enough_counterparties,
     fmt_amount,
     fraction,
+    hub_is_cash_side,
+    non_cash_counterparties,
     positive,
     recent_by_counterparty,
+    rule_period,
 )
 
 
@@ -61,6 +69,8 @@ class GatherScatterRule(Rule):
     def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
         """An alert when ``edge`` (a payment out of the hub) completes the pattern."""
         p = self.params
+        if hub_is_cash_side(edge, incoming=False):  # a cash deposit: its sender is the till, no hub
+            return []
         hub = window.accounts[edge.src]
         if len(hub.senders) < p.min_senders or len(hub.receivers) < p.min_receivers:
             return []
@@ -88,9 +98,13 @@ class GatherScatterRule(Rule):
             return []
         edges = sorted((e for d in (ins, outs) for g in d.values() for e in g), key=lambda e: e.seq)
         days = period / DAY
-        return [self.alert(edges, p.score,
-                           f"{edge.src} collected {fmt_amount(in_total)} from {len(ins)} accounts and paid "
-                           f"{fmt_amount(out_total)} to {len(outs)} accounts within {days:g} days",
-                           f"{edge.src} 在 {days:g} 天内从 {len(ins)} 个账户收款 {fmt_amount(in_total)}，并向 "
-                           f"{len(outs)} 个账户付款 {fmt_amount(out_total)}",
-                           accounts=[edge.src, *ins, *outs], trigger=edge)]
+        senders, receivers = non_cash_counterparties(ins), non_cash_counterparties(outs)
+        tills = len(ins) - len(senders) + len(outs) - len(receivers)
+        en = (f"{edge.src} collected {fmt_amount(in_total)} from {len(ins)} accounts and paid "
+              f"{fmt_amount(out_total)} to {len(outs)} accounts within {days:g} days")
+        zh = (f"{edge.src} 在 {days:g} 天内从 {len(ins)} 个账户收款 {fmt_amount(in_total)}，并向 "
+              f"{len(outs)} 个账户付款 {fmt_amount(out_total)}")
+        if tills:
+            en += f" ({tills} of them the tills or walk-in ids of cash deposits and withdrawals)"
+            zh += f"（其中 {tills} 个为现金存取的柜台或临柜编号）"
+        return [self.alert(edges, p.score, en, zh, accounts=[edge.src, *senders, *receivers], trigger=edge)]

@@ -14,6 +14,13 @@ Parameters:
 
 Residual = inflow - outflow within the period; the rule fires on the payment that brings the residual at or below
 ``1 - min_out_ratio`` of the inflow, at most once per account per period.
+
+Cash: the till, cash or walk-in account a bank books cash against is no pass-through account: the withdrawals it
+takes in and the deposits it pays out are no inflow and outflow (before 30 Nov 2026 a day of withdrawals and deposits
+booked against ``CASH`` gave a pass-through alert whose subject was ``CASH``), so a cash deposit triggers nothing and
+neither counts. A customer's cash deposits are inflow and its cash withdrawals outflow (cash in and wired out, or
+wired in and taken out in cash: FFIEC App. F's deposits "wired out almost immediately"). The alert lists the account
+and the non-cash counterparties; tills stay in its transactions and sums.
 """
 
 from __future__ import annotations
@@ -22,7 +29,15 @@ from dataclasses import dataclass
 
 from ..schema import Alert
 from ..window import Edge, TransactionWindow
-from .base import Rule, fmt_amount, fraction, positive
+from .base import (
+    CASH_CHANNELS,
+    CASH_SIDE_IN,
+    CASH_SIDE_OUT,
+    Rule,
+    fmt_amount,
+    fraction,
+    positive,
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,8 @@ class RapidPassThroughRule(Rule):
     def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
         """An alert when ``edge`` (a payment out) passes on the account's recent inflow."""
         p = self.params
+        if edge.txn.channel == CASH_SIDE_OUT:  # a cash deposit: its sender is the till, no pass-through account
+            return []
         acct = window.accounts[edge.src]
         if not acct.incoming or acct.in_sum < p.min_amount:
             return []
@@ -64,7 +81,7 @@ class RapidPassThroughRule(Rule):
         for e in reversed(acct.incoming):
             if e.ts < horizon:
                 break
-            if e.ts <= edge.ts and e.src != edge.src:
+            if e.ts <= edge.ts and e.src != edge.src and e.txn.channel != CASH_SIDE_IN:
                 ins.append(e)
                 in_total += e.amount
         if in_total < p.min_amount or not ins:
@@ -75,7 +92,7 @@ class RapidPassThroughRule(Rule):
         for e in reversed(acct.outgoing):
             if e.ts < start:
                 break
-            if e.seq <= edge.seq and e.dst != edge.src:
+            if e.seq <= edge.seq and e.dst != edge.src and e.txn.channel != CASH_SIDE_OUT:
                 outs.append(e)
                 out_total += e.amount
         ratio = out_total / in_total
@@ -93,5 +110,6 @@ class RapidPassThroughRule(Rule):
                            f"{span_h:.1f} h (residual {fmt_amount(residual)}, {100 * ratio:.0f}% passed on)",
                            f"{edge.src} 在 {span_h:.1f} 小时内收入 {fmt_amount(in_total)} 并转出 "
                            f"{fmt_amount(out_total)}（留存 {fmt_amount(residual)}，快进快出 {100 * ratio:.0f}%）",
-                           accounts=[edge.src, *dict.fromkeys(e.src for e in ins), *dict.fromkeys(e.dst for e in outs)],
+                           accounts=[edge.src, *dict.fromkeys(e.src for e in ins if e.txn.channel not in CASH_CHANNELS),
+                                     *dict.fromkeys(e.dst for e in outs if e.txn.channel not in CASH_CHANNELS)],
                            trigger=edge)]

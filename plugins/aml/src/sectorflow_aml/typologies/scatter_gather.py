@@ -25,6 +25,12 @@ Parameters:
         a pass-through account) is not examined; bounds the cost per transaction.
     score: the alert's score.
 
+Cash deposits and withdrawals are no leg, as in :mod:`.cycle`: one side of each is the till, cash or walk-in account
+the bank books cash against (or the customer's own account), so through a cash leg the till would be ``A`` (three
+customers deposit at ``CASH`` and each pays a landlord), an intermediary (``A`` withdraws at three tills, ``B``
+deposits at the same three) or ``B`` (an employer pays three employees, who each withdraw at ``CASH``: before 30 Nov
+2026 an alert with score 0.75 and a suspicious report draft). Only non-cash payments make the two legs.
+
 The alert fires on the ``M -> B`` transfer that brings the count of intermediaries to ``min_intermediaries``, at
 most once per ``(A, B)`` pair per period. Its transactions are each counted intermediary's ``A -> M`` transfer and
 the ``M -> B`` transfers that passed it on; its reason states both sums.
@@ -36,7 +42,7 @@ from dataclasses import dataclass
 
 from ..schema import Alert
 from ..window import Edge, TransactionWindow
-from .base import Rule, fmt_amount, fraction, positive, rule_period
+from .base import CASH_CHANNELS, Rule, fmt_amount, fraction, positive, rule_period
 
 
 @dataclass(frozen=True)
@@ -66,23 +72,25 @@ class ScatterGatherParams:
 
 
 def passed_on(edges: object, dst: str, since: float, until: float) -> list[Edge]:
-    """The edges to ``dst`` in an account's ``outgoing`` deque with ``since <= ts <= until``, oldest first."""
+    """The non-cash edges to ``dst`` in an account's ``outgoing`` deque with ``since <= ts <= until``, oldest
+    first."""
     out: list[Edge] = []
     for e in reversed(edges):  # type: ignore[call-overload]
         if e.ts < since:
             break
-        if e.dst == dst and e.ts <= until:
+        if e.dst == dst and e.ts <= until and e.txn.channel not in CASH_CHANNELS:
             out.append(e)
     out.reverse()
     return out
 
 
 def latest(edges: object, dst: str, horizon: float, before: float | None = None) -> Edge | None:
-    """The newest edge to ``dst`` in an account's ``outgoing`` deque with ``ts >= horizon`` (and ``ts <= before``)."""
+    """The newest non-cash edge to ``dst`` in an account's ``outgoing`` deque with ``ts >= horizon`` (and
+    ``ts <= before``)."""
     for e in reversed(edges):  # type: ignore[call-overload]
         if e.ts < horizon:
             return None
-        if e.dst == dst and (before is None or e.ts <= before):
+        if e.dst == dst and (before is None or e.ts <= before) and e.txn.channel not in CASH_CHANNELS:
             return e
     return None
 
@@ -101,7 +109,7 @@ class ScatterGatherRule(Rule):
         m, b = edge.src, edge.dst
         accounts = window.accounts
         sb = accounts[b]
-        if len(sb.senders) < k or m == b:
+        if len(sb.senders) < k or m == b or edge.txn.channel in CASH_CHANNELS:
             return []
         sm = accounts[m]
         if len(sm.senders) > p.max_degree:
