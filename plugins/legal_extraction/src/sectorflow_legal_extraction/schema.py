@@ -110,7 +110,8 @@ _RELATION_BY_NAME = {_fold(k): v for k, v in RELATIONS.items()}
 def resolve_schema(schema: Any) -> list[tuple[str, FieldDef, dict[str, str] | None]]:
     """Turn a user's schema into ``[(name as written, field, relations or None)]``.
 
-    Accepts ``None`` (the standard schema), one name, or a list of names; as in UIE, a party field may be a one-key
+    Accepts ``None`` (the standard schema), one name or several in one string separated by commas (``"甲方,乙方"``,
+    as ``-O schema=甲方,乙方`` gives them), or a list of names; as in UIE, a party field may be a one-key
     dict naming the relations to return, ``{"甲方": ["地址", "联系人"]}`` (``relations`` then maps each relation
     name as written to its key: address, contact, phone, email, id_number, bank_account).
 
@@ -120,7 +121,9 @@ def resolve_schema(schema: Any) -> list[tuple[str, FieldDef, dict[str, str] | No
     """
     if schema is None:
         schema = list(STANDARD_SCHEMA)
-    if isinstance(schema, (str, dict)):
+    if isinstance(schema, str):  # "甲方,乙方,合同金额" (the command line's -O schema=...): one name per comma
+        schema = [n.strip() for n in re.split(r"[,，、;；]", schema) if n.strip()]
+    if isinstance(schema, dict):
         schema = [schema]
     if not isinstance(schema, (list, tuple)) or not schema or not all(
             isinstance(n, str) or (isinstance(n, dict) and len(n) == 1) for n in schema):
