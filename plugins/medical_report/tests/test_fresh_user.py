@@ -365,7 +365,7 @@ def test_long_and_short_axis_written_apart_give_the_mean(text, axes, mm, row):
 def test_restatements_in_a_long_paste_are_read_in_linear_work():
     # hundreds of same-size nodules that differ only by image number: each pair had re-read both sentences (8 s on
     # the project's 2-core machine); counted in regex passes, not seconds (no timed tests)
-    import sectorflow_medical_report.extract as ex_mod
+    import sectorflow_medical_report.identity as ex_mod  # the restatement rules (moved out of extract.py)
 
     text = "".join(f"7 mm nodule in the right upper lobe (image {k}). " for k in range(400))
     calls = {"n": 0}

@@ -64,9 +64,9 @@ COMPARED = {  # temporality -> (en, zh): what the report says of the nodule comp
     "decreased": ("smaller than on a prior exam", "较既往检查缩小"),
     "prior": ("known from before", "既往已知"),
 }
-_NEW_NODULE_NOTE = (" This schedule is for a newly found nodule; the report states this nodule is {state}: the "
-                    "comparison and the time since that exam (how long it has been stable) decide which step applies "
-                    "and whether follow-up is complete.",
+_NEW_NODULE_NOTE = ((" This schedule is for a newly found nodule; the report states this nodule is {state}: the "
+                     "comparison and the time since that exam (how long it has been stable) decide which step applies "
+                     "and whether follow-up is complete."),
                     "以上为新发现结节的随访方案；报告称该结节{state}：与既往检查的比较及其间隔时间（稳定了多久）决定处于哪一步、随访是否已可结束。")
 """Appended to a Fleischner row of a nodule the report compares with a prior exam. The table gives the schedule
 from first detection; the stability rules beyond the rows' own steps (e.g. how long a solid nodule must be stable)

@@ -5,8 +5,17 @@ from __future__ import annotations
 import re
 
 from .extract import Extraction
-from .guidelines import (COMPARED, codes, dominant_nodule, fleischner, has_new_nodule_note, lung_rads, nodule_type,
-                         radiograph_nodule, solid_component_uncovered)
+from .guidelines import (
+    COMPARED,
+    codes,
+    dominant_nodule,
+    fleischner,
+    has_new_nodule_note,
+    lung_rads,
+    nodule_type,
+    radiograph_nodule,
+    solid_component_uncovered,
+)
 from .schema import Exam, Finding, MedicalReport, ModelSpan, ReportInput, ReportWarning
 from .text import detect_language, sentences
 
