@@ -120,6 +120,12 @@ def test_short_forms_do_not_fire_when_negated_or_absent(text):
     ("我要去人行投诉", ("regulator_or_legal_threat", "complaint"), "去人行"),
     ("不得不投诉了", ("complaint",), "投诉"),  # 不得不: a double negation, still a complaint
     ("I'm so mad at you", ("anger",), "mad at you"),
+    # A-not-A questions (是不是, 要不要, 有没有) are not negations
+    ("这个理财产品是不是坑人", ("anger",), "坑人"),
+    ("有没有人工客服", ("human_requested",), "人工客服"),
+    ("我要不要投诉", ("complaint",), "投诉"),
+    ("I will report you to the FDIC", ("regulator_or_legal_threat",), "fdic"),
+    ("我要去人民银行投诉", ("regulator_or_legal_threat", "complaint"), "人民银行"),
     ("No. I want to complain", ("complaint",), "complain"),  # the "No" is another clause
     ("You won't let me speak to a human!", ("human_requested",), "speak to a human"),
 ])
@@ -140,6 +146,9 @@ def test_fresh_user_escalations(text, reasons, phrase):
     "This is not a complaint", "This isn't a complaint, just a question", "Not a complaint but where is my card",
     "I'm not trying to complain", "I'm not upset or angry", "I am not angry nor frustrated", "我不是来投诉的",
     "我不打算投诉", "I won't complain, where is my card?", "This isn't ridiculous",
+    # everyday questions naming a regulator or a lawyer
+    "Is this account FDIC insured?", "Is my money protected by the FDIC?", "What is the FCA number of your bank?",
+    "人民银行的征信报告怎么查", "律师费可以用信用卡支付吗", "律师事务所开对公账户需要什么材料",
 ])
 def test_fresh_user_plain_messages_do_not_escalate(text):
     verdict = EscalationRules().check(text)

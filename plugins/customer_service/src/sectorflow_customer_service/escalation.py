@@ -96,12 +96,19 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 EXCEPTIONS: dict[str, tuple[str, ...]] = {
-    "regulator_or_legal_threat": ("power of attorney", "powers of attorney"),
+    "regulator_or_legal_threat": ("power of attorney", "powers of attorney", "fdic insured", "fdic-insured",
+                                  "fdic insurance", "fdic coverage", "fdic protected", "fdic-protected",
+                                  "protected by the fdic", "insured by the fdic", "member fdic", "fca regulated",
+                                  "fca-regulated", "fca registered", "fca register", "fca number", "regulated by the fca",
+                                  "authorised by the fca", "authorized by the fca", "人民银行征信", "人民银行的征信",
+                                  "人民银行利率", "人民银行的利率", "人民银行基准", "人民银行规定", "人民银行的规定",
+                                  "律师费", "律师事务所"),
     "anger": ("垃圾短信", "垃圾邮件", "垃圾电话", "垃圾信息", "垃圾广告", "垃圾分类"),
     "media_threat": ("曝光度", "曝光率"),
 }
 """Ordinary phrases that contain an escalation phrase: a match inside one of these does not count ("power of
-attorney" is a banking product, "垃圾短信" spam messages, "曝光度" exposure as a number)."""
+attorney" is a banking product, "Is this account FDIC insured?" and "人民银行征信报告怎么查" (the central bank's credit
+report) are everyday questions, "垃圾短信" spam messages, "曝光度" exposure as a number)."""
 
 WHOLE_MESSAGE: dict[str, tuple[str, ...]] = {
     "human_requested": ("human", "agent", "person", "representative", "operator", "live agent", "real person",
@@ -179,6 +186,12 @@ _THANKS = re.compile(r"(?<![a-z])(thank|thanks|thx|appreciate|appreciated)(?![a-
 _FILLER = re.compile(r"(?<![a-z])(please|pls|plz|now)(?![a-z])|请|谢谢")
 
 
+def _a_not_a(text: str, at: int) -> bool:
+    """Whether the 不/没 at ``at`` is the middle of an A-not-A question (是不是, 要不要, 会不会, 有没有): a question,
+    not a negation ("这是不是坑人" asks whether it is a rip-off)."""
+    return 0 < at < len(text) - 1 and text[at] in "不没" and text[at - 1] == text[at + 1]
+
+
 def _negated(lowered: str, start: int) -> bool:
     """Whether the phrase at ``start`` is negated: a negation directly before it in its clause (English: "not", "no",
     "don't", "do not", "isn't" ..., optionally with "want to" / "trying to" ... between, as in "don't want to
@@ -191,11 +204,15 @@ def _negated(lowered: str, start: int) -> bool:
     clause = before[breaks[-1] if breaks else 0:]
     if _EN_DOUBLE_NEGATION.search(clause):  # "I can't not complain"
         return False
-    if _EN_NEGATION.search(clause) or _ZH_NEGATION.search(clause):
+    if _EN_NEGATION.search(clause):
+        return True
+    zh = _ZH_NEGATION.search(clause)
+    if zh and not _a_not_a(clause, zh.start()):
         return True
     # "我不要人工": the phrase 要人工 took the 要 of 不要, so read the clause with the phrase's first character too
     first = lowered[start:start + 1]
-    return first in _ZH_MODALS and bool(_ZH_NEGATION.search(clause + first))
+    zh = _ZH_NEGATION.search(clause + first) if first in _ZH_MODALS else None
+    return zh is not None and not _a_not_a(clause + first, zh.start())
 
 
 def _shouting(text: str) -> bool:
