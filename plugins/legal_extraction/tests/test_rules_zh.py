@@ -79,3 +79,27 @@ def test_roles_beyond_a_and_b_are_schema_names(taskflow_factory):
     (lender,), (borrower,) = result.fields["出借人"], result.fields["Borrower"]
     assert lender.value["name"] == "王建国" and [r.value for r in lender.relations["住所"]] == ["北京市东城区东直门内大街5号"]
     assert borrower.value["name"] == "李小红"
+
+
+def _field(taskflow_factory, name, sentence):
+    return [(e.text, e.value) for e in taskflow_factory([name])("甲方：A公司\n乙方：B公司\n\n" + sentence + "\n").fields[name]]
+
+
+@pytest.mark.parametrize("sentence, value", [
+    ("适用法律：中华人民共和国法律。", "People's Republic of China"),       # was "法律：中华人民共和国"
+    ("本合同的订立、效力、解释、履行均适用中华人民共和国大陆地区法律（不包括港澳台地区法律）。", "People's Republic of China"),
+    ("本合同适用新加坡法律。", "Singapore"),
+    ("本合同受香港特别行政区法律管辖。", "Hong Kong"),
+])
+def test_governing_law_places(taskflow_factory, sentence, value):
+    assert [v for _, v in _field(taskflow_factory, "适用法律", sentence)] == [value]
+
+
+def test_term_with_dates_after_a_colon(taskflow_factory):
+    assert _field(taskflow_factory, "租赁期限", "租赁期限：2023年3月1日至2024年2月29日。") == [
+        ("租赁期限：2023年3月1日至2024年2月29日。", {"start": "2023-03-01", "end": "2024-02-29"})]
+
+
+def test_a_deadline_to_sign_something_else_is_not_the_signing_date(taskflow_factory):
+    assert _field(taskflow_factory, "签订日期", "甲方应于2023年3月1日前签署验收确认书。") == []
+    assert _field(taskflow_factory, "签订日期", "本合同于2023年2月20日在上海签订。") == [("2023年2月20日", "2023-02-20")]

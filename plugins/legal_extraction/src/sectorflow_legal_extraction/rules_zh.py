@@ -142,7 +142,8 @@ def _dated(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str], name: 
         match = cue.search(sentence)
         if not match:
             continue
-        dates = [d for d in nz.dates_in(sentence) if abs(d[0] - match.end()) < 30 or abs(match.start() - d[1]) < 30]
+        dates = [d for d in nz.dates_in(sentence) if (abs(d[0] - match.end()) < 30 or abs(match.start() - d[1]) < 30)
+                 and not re.match(r"\s*(?:之|以)?前", sentence[d[1]:])]  # "于2023年3月1日前签署": a deadline
         if dates:
             s, e, raw, iso = dates[0]
             return [Extraction(text=raw, start=start + s, end=start + e, value=iso, confidence=0.9,
@@ -159,7 +160,8 @@ def _dated(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str], name: 
 
 def signing_date(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
     """签订日期/签署日期/签约时间 or 本合同于<date>签订."""
-    return _dated(text, spans, re.compile(r"签(?:订|署|约)(?:日期|时间)|于.{0,25}?签(?:订|署)|签订于"), "signing_date")
+    return _dated(text, spans, re.compile(r"签(?:订|署|约)(?:日期|时间)|(?:本|该)?(?:合同|协议|双方)[^，。；]{0,8}?于"
+                                          r"[^，。；]{0,25}?签(?:订|署)|签订于"), "signing_date")
 
 
 def effective_date(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
@@ -176,7 +178,7 @@ def term(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
             continue
         value: dict[str, str] = {}
         dates = nz.dates_in(sentence)
-        span_from = re.search(r"自(.{4,20}?)起?至(.{4,20}?)(?:止|$|[，。；])", sentence)
+        span_from = re.search(r"(?:自|从|[：:]\s*)(.{4,20}?)起?至(.{4,20}?)(?:止|$|[，。；])", sentence)
         if span_from and len(dates) >= 2:
             value["start"], value["end"] = dates[0][3], dates[1][3]
         duration = nz.parse_duration(re.sub(r"\d{4}年|\d{1,2}月\d{1,2}日", "", sentence.split("自")[0]) or "")
@@ -257,16 +259,24 @@ def liquidated_damages(text: str, spans: list[tuple[int, int]]) -> list[Extracti
     return out
 
 
+_PLACES = ((r"中华人民共和国|中国", "People's Republic of China"), (r"香港", "Hong Kong"), (r"澳门", "Macau"),
+           (r"台湾", "Taiwan"), (r"新加坡", "Singapore"), (r"英格兰(?:和|及|与)威尔士", "England; Wales"),
+           (r"英格兰", "England"), (r"英国", "United Kingdom"), (r"(?:美国)?纽约州", "New York"),
+           (r"(?:美国)?特拉华州", "Delaware"), (r"(?:美国)?加利?福尼亚州", "California"), (r"美国", "United States"),
+           (r"日本", "Japan"), (r"德国", "Germany"), (r"法国", "France"), (r"瑞士", "Switzerland"))
+"""The place names of governing-law clauses in English (CUAD's spelling): 中华人民共和国大陆地区 -> People's Republic
+of China; a place not listed is given as written."""
+
+
 def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
     """适用中华人民共和国法律 / 受…法律管辖 -> the jurisdiction ("People's Republic of China")."""
     for start, end in spans:
         sentence = text[start:end]
-        match = re.search(r"(?:适用|受|依据|按照|遵守)(?P<p>中华人民共和国|中国|香港特别行政区|香港|[^，。；\s]{2,12}?)"
-                          r"(?:的)?(?:现行)?法律", sentence)
+        match = re.search(r"(?:适用|受|依据|按照|遵守|适用法律[为是：:]?)[ \t　]*(?P<p>中华人民共和国|中国|香港特别行政区|香港|"
+                          r"[^，。；：:\s]{2,12}?)(?:的)?(?:现行)?法律", sentence)
         if match and re.search(r"适用|管辖|解释|订立|履行", sentence):
             place = match.group("p")
-            value = {"中华人民共和国": "People's Republic of China", "中国": "People's Republic of China",
-                     "香港特别行政区": "Hong Kong", "香港": "Hong Kong"}.get(place, place)
+            value = next((v for k, v in _PLACES if re.match(k, place)), place)
             b, e = start + match.start(), start + match.end()
             return [Extraction(text=text[b:e], start=b, end=e, value=value, confidence=0.9,
                                source="rule:zh_governing_law")]
