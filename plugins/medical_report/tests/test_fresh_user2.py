@@ -337,3 +337,34 @@ def test_nodules_read_as_metastases_get_no_fleischner_row(text, words):
 def test_a_negated_metastasis_keeps_the_row(text):
     rep = _report(text, patient_risk="low")
     assert [r.category for r in rep.recommendations] == ["solid single <6 mm"] and rep.warnings == []
+
+
+@pytest.mark.parametrize("text", [
+    # ": Negative" (the post-cue of "Nodules: negative") had taken the characters of "Negative for": present nodules
+    "CT chest: Negative for nodules except for a 4 mm calcified granuloma in the right lower lobe.",
+    "CT chest:Negative for nodules except for a 4 mm calcified granuloma in the right lower lobe.",
+])
+def test_negative_for_after_a_heading_colon_negates(text):
+    rep = _report(text)
+    assert [(f.type, f.assertion) for f in rep.findings] == [("nodule", "absent"), ("granuloma", "present")]
+    assert rep.warnings == [] and [r.category for r in rep.recommendations] == ["calcified"]
+
+
+def test_a_heading_colon_negative_still_negates_backwards():
+    assert [f.assertion for f in extract("Pulmonary nodules: negative.").findings] == ["absent"]
+
+
+@pytest.mark.parametrize("text, surface, attrs", [
+    # 结节状致密影 / 致密影 (a dense opacity) had given no finding at all: a radiograph's nodular opacity with no CT step
+    ("胸片：右下肺野结节状致密影，考虑乳头影可能。", "结节状致密影", ["nodular"]),
+    ("胸片：左上肺野见斑点状致密影。", "致密影", []),
+])
+def test_a_chinese_dense_opacity_is_an_opacity(text, surface, attrs):
+    rep = _report(text)
+    (f,) = rep.findings
+    assert (f.type, f.text, f.attributes, f.assertion) == ("opacity", surface, attrs, "present")
+    if attrs:
+        (rec,) = rep.recommendations
+        assert (rec.category, rec.text) == ("radiograph nodular opacity", "建议行胸部CT进一步检查。")
+    else:
+        assert rep.recommendations == []

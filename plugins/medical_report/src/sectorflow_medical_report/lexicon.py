@@ -45,7 +45,8 @@ FINDINGS: dict[str, tuple[list[str], list[str], str, str | None]] = {
                  "infiltrates", "density", "densities", "nodular opacity", "nodular opacities", "nodular density",
                  "nodular densities", "ggo", "ggos"],
                 ["阴影", "密度增高影", "片状影", "斑片影", "斑片状影", "模糊影", "高密度影", "渗出影", "渗出", "浸润影", "磨玻璃影",
-                 "磨玻璃密度影", "结节状影", "结节样影", "结节状密度影", "结节样密度影", "结节状高密度影"], "sym", "lung"),
+                 "磨玻璃密度影", "结节状影", "结节样影", "结节状密度影", "结节样密度影", "结节状高密度影", "致密影",
+                 "结节状致密影", "结节样致密影"], "sym", "lung"),
     "cardiomegaly": (["cardiomegaly", "enlarged heart", "cardiac enlargement", "enlarged cardiac silhouette",
                       "heart is enlarged", "heart size is enlarged", "cardiac silhouette is enlarged"],
                      ["心影增大", "心脏增大", "心脏扩大", "心影扩大", "心脏肥大"], "sym", "heart"),
@@ -76,7 +77,7 @@ FINDINGS: dict[str, tuple[list[str], list[str], str, str | None]] = {
 """Finding lexicon. Plural forms are listed so that a plural can set the count to multiple (:data:`PLURALS`)."""
 
 NODULAR_FORMS = {"nodular opacity", "nodular opacities", "nodular density", "nodular densities", "结节状影", "结节样影",
-                 "结节状密度影", "结节样密度影", "结节状高密度影"}
+                 "结节状密度影", "结节样密度影", "结节状高密度影", "结节状致密影", "结节样致密影"}
 """Opacity forms that carry the attribute ``nodular``. The Fleischner Society glossary (Hansell DM et al., Radiology
 2008;246(3):697-722) defines a nodule as a rounded opacity up to 3 cm; a radiologist who writes "nodular opacity"
 or "nodular density" instead of "nodule" leaves open whether it is one (overlapping structures, a nipple, a healing
@@ -217,7 +218,9 @@ CUES: dict[str, tuple[list[str], list[str]]] = {
                  "denies", "no suspicious", "no focal", "no acute", "no visible", "nor", "no significant",
                  "no radiographic evidence of", "no findings of", "clear of", "rules out", "status post resection of",
                  "s/p resection of", "status post removal of", "post resection of", "neither",
-                 "interval resolution of"],
+                 "interval resolution of",
+                 # after a heading's colon: the post-cue ": negative" would take the characters of "Negative for"
+                 ": negative for", ":negative for"],
                 ["无", "未见", "未见明显", "未发现", "未显示", "未及", "没有", "否认", "无明显", "未见确切", "未见异常", "不伴",
                  "未探及", "未见明确", "无确切", "已排除", "已除外",
                  # "no suspicious ...": 可疑 alone is an uncertainty cue, nearer than 未见
