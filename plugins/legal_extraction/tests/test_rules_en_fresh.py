@@ -84,3 +84,28 @@ def test_english_amounts_in_words():
     assert found == [("One Thousand and 50/100 Dollars", {"amount": "1000.50", "currency": "USD"}),
                      ("one million euros", {"amount": "1000000.00", "currency": "EUR"})]
     assert nz.amounts_in("within thirty (30) days") == []  # a number in words without a currency is no amount
+
+
+PREAMBLE = ('This Agreement is made as of March 1, 2023 by and between Acme Corp., a Delaware corporation '
+            '("Licensor"), and Beta LLC, a Texas limited liability company ("Licensee").\n\n')
+
+
+def test_a_renewal_sentence_is_not_the_termination_clause(taskflow_factory):
+    text = PREAMBLE + ("The term of this Agreement shall be one (1) year, and shall automatically renew for successive "
+                       "one (1) year periods unless either party notifies the other in writing at least sixty (60) "
+                       "days prior to expiration.")
+    result = taskflow_factory(["Termination", "Renewal Term"])(text)
+    assert result.fields["Termination"] == [] and result.fields["Renewal Term"][0].value["iso"] == "P1Y"
+
+
+def test_courts_named_without_the_word_jurisdiction(taskflow_factory):
+    text = PREAMBLE + ("This Agreement shall be governed by the laws of the State of Delaware. Any action shall be "
+                       "brought exclusively in the state or federal courts located in Wilmington, Delaware.")
+    (found,) = taskflow_factory(["Dispute Resolution"])(text).fields["Dispute Resolution"]
+    assert found.value == {"method": "litigation", "body": "courts located in Wilmington, Delaware"}
+
+
+def test_hold_in_strict_confidence(taskflow_factory):
+    text = PREAMBLE + "Each party agrees to hold the Confidential Information of the other party in strict confidence."
+    (found,) = taskflow_factory(["Confidentiality"])(text).fields["Confidentiality"]
+    assert found.text == "Each party agrees to hold the Confidential Information of the other party in strict confidence."

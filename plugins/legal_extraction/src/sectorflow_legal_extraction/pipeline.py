@@ -8,6 +8,7 @@ classifier's best segment when it clears the category's validation-tuned thresho
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -143,6 +144,8 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
         if threshold is None or column[row] < threshold:
             return []
         s, e = spans[row]
+        if key == "termination" and not re.search(r"terminat|cancel", text[s:e], re.I):
+            return []  # a renewal sentence scored as Termination For Convenience is no termination clause
         value: dict[str, Any] = {}
         duration = nz.parse_duration(text[s:e])
         if duration:

@@ -245,10 +245,12 @@ def dispute_resolution(text: str, spans: list[tuple[int, int]]) -> list[Extracti
                      r"submit(?:ted)?\s+to\s+arbitration", sentence, re.I):
             return [Extraction(text=sentence, start=start, end=end, confidence=0.75, source="rule:en_arbitration",
                                value={"method": "arbitration", "body": body.group() if body else None})]
-    for start, end in _sentences(text, spans, re.compile(r"jurisdiction|venue", re.I)):
+    for start, end in _sentences(text, spans, re.compile(r"jurisdiction|venue|\b(?:brought|commenced|instituted|"
+                                                         r"submit(?:s|ted)?|litigated)\b", re.I)):
         sentence = text[start:end]
-        court = re.search(r"courts?\s+(?:located\s+)?(?:of|in)\s+(?:the\s+)?(?:State\s+of\s+)?([A-Z][\w ,]{2,60}?)"
-                          r"(?=[,.;]|\s+(?:for|and|with|shall|in)\b)", sentence)
+        court = re.search(r"courts?\s+(?:located\s+|sitting\s+)?(?:of|in)\s+(?:the\s+)?(?:State\s+of\s+)?"
+                          r"([A-Z][\w ]{2,40}?(?:,\s*[A-Z][\w ]{2,30}?)?)(?=[,.;]|\s+(?:for|and|with|shall|in)\b|$)",
+                          sentence)
         if court:
             return [Extraction(text=sentence, start=start, end=end, confidence=0.65, source="rule:en_court",
                                value={"method": "litigation", "body": court.group().strip()})]
@@ -293,7 +295,8 @@ CLAUSE_PATTERNS = {
     "termination": re.compile(r"(?:may|shall\s+have\s+the\s+right\s+to)\s+terminate\s+this\s+agreement", re.I),
     "confidentiality": re.compile(r"\bconfidential(?:ity)?\b.{0,120}(?:shall\s+not\s+disclose|hold\s+in\s+"
                                   r"(?:strict\s+)?confidence|keep\s+confidential)|shall\s+(?:keep|maintain|hold)"
-                                  r".{0,40}\bconfiden", re.I | re.S),
+                                  r".{0,40}\bconfiden|\b(?:hold|keep|maintain)\b.{0,80}?\bin\s+(?:strict(?:est)?\s+)?"
+                                  r"confidence", re.I | re.S),
     "assignment": re.compile(r"\bassign(?:ed|ment)?\b.{0,150}(?:without\s+the\s+(?:prior\s+)?(?:written\s+)?consent|"
                              r"may\s+not|shall\s+not)|(?:may\s+not|shall\s+not).{0,80}\bassign", re.I | re.S),
     "liquidated_damages": re.compile(r"liquidated\s+damages", re.I),
