@@ -103,3 +103,18 @@ def test_term_with_dates_after_a_colon(taskflow_factory):
 def test_a_deadline_to_sign_something_else_is_not_the_signing_date(taskflow_factory):
     assert _field(taskflow_factory, "签订日期", "甲方应于2023年3月1日前签署验收确认书。") == []
     assert _field(taskflow_factory, "签订日期", "本合同于2023年2月20日在上海签订。") == [("2023年2月20日", "2023-02-20")]
+
+
+@pytest.mark.parametrize("line", [
+    "甲方：A科技有限公司，地址：北京市海淀区1号，联系人：张三，电话：13800000000\n乙方：B贸易有限公司，地址：上海市浦东新区2号\n",
+    "甲方：A科技有限公司 地址：北京市海淀区1号 联系人：张三 电话：13800000000\n乙方：B贸易有限公司  地址：上海市浦东新区2号\n",
+])
+def test_attributes_on_the_party_line_itself(line):
+    a, b = rules_zh.parties(line)
+    assert a.value["name"] == "A科技有限公司" and line[a.start:a.end] == "A科技有限公司"
+    assert {k: [r.value for r in v] for k, v in a.relations.items()} == {
+        "address": ["北京市海淀区1号"], "contact": ["张三"], "phone": ["13800000000"]}
+    assert b.value["name"] == "B贸易有限公司" and {k: [r.value for r in v] for k, v in b.relations.items()} == {
+        "address": ["上海市浦东新区2号"]}
+    for rel in (*a.relations["address"], *b.relations["address"]):
+        assert line[rel.start:rel.end] == rel.text

@@ -38,6 +38,13 @@ _ATTRS = tuple((key, re.sub(r"([\u4e00-\u9fff])(?=[\u4e00-\u9fff(])", "\\1[ \\t�
                for key, pattern in _ATTRS)  # OCR spaces inside a label: "地 址：", "联 系 人："
 _ATTR_LINE = re.compile(r"^[ \t　]*(?P<label>" + "|".join(p for _, p in _ATTRS) +
                         r")[ \t　]*[：:][ \t　]*(?P<value>[^\n]*?)[ \t　]*$", re.M)
+_INLINE_CUT = re.compile(r"(?:[ \t　]*[，,；;、][ \t　]*|[ \t　]+)(?=(?:" + "|".join(p for _, p in _ATTRS) + r")[ \t　]*[：:])")
+"""Where a party's name ends when its attributes follow on the same line, after a comma or a space."""
+_INLINE_ATTR_RE = (r"(?<=[，,；;、 \t　])[ \t　]*(?P<label>" + "|".join(p for _, p in _ATTRS) +
+                   r")[ \t　]*[：:][ \t　]*(?P<value>[^，,；;\n]*?)[ \t　]*(?=[，,；;、]|[ \t　]+(?:" + "|".join(p for _, p in _ATTRS) +
+                   r")[ \t　]*[：:]|$)")
+_ATTR_INLINE = re.compile(_INLINE_ATTR_RE, re.M)
+"""An attribute on the party's own line: "甲方：A科技有限公司，地址：北京市海淀区1号，联系人：张三"."""
 
 
 def parties(text: str) -> list[Extraction]:
@@ -49,6 +56,9 @@ def parties(text: str) -> list[Extraction]:
     seen_roles: set[str] = set()
     for n, match in enumerate(lines):
         name = match.group("name").strip()
+        inline = _INLINE_CUT.search(name)  # "甲方：A科技有限公司，地址：北京市…，联系人：张三": the name ends at 地址
+        if inline:
+            name = name[:inline.start()].strip()
         if re.fullmatch(r"[_\s＿]*|（?签(?:字|章)）?.*|.*(?:盖章|签字|签章).*", name):
             continue  # a signature line at the end: 甲方（盖章）：
         role = _ROLES[match.group("role")]
@@ -64,7 +74,9 @@ def parties(text: str) -> list[Extraction]:
         blank = re.search(r"\n[ \t　]*\n", text[match.end():block_end])
         if blank:
             block_end = match.end() + blank.start()
-        for attr in _ATTR_LINE.finditer(text, match.end(), block_end):
+        attrs = [*(_ATTR_INLINE.finditer(text, start + len(name), match.end()) if inline else []),
+                 *_ATTR_LINE.finditer(text, match.end(), block_end)]
+        for attr in attrs:
             value = attr.group("value")
             if not value.strip():
                 continue
