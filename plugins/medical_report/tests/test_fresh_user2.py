@@ -368,3 +368,44 @@ def test_a_chinese_dense_opacity_is_an_opacity(text, surface, attrs):
         assert (rec.category, rec.text) == ("radiograph nodular opacity", "建议行胸部CT进一步检查。")
     else:
         assert rep.recommendations == []
+
+
+@pytest.mark.parametrize("text, lang, line", [
+    # the indication's unsized nodule had blocked every Fleischner row of the exam (missing_size: "the unsized one
+    # may be the largest")
+    ("Indication: nodule on chest x-ray. CT chest: 7 mm nodule in the right upper lobe.", "en",
+     "History or indication (not a finding of this exam): nodule"),
+    ("CLINICAL HISTORY: Follow-up of lung nodule. CT CHEST: 7 mm solid nodule in the right upper lobe.", "en",
+     "History or indication (not a finding of this exam): nodule"),
+    ("临床诊断：肺结节随访。胸部CT：右肺上叶实性结节，约7mm。", "zh", "病史/检查指征（非本次检查所见）：结节"),
+    ("外院胸片提示右肺结节。胸部CT：右肺上叶结节，约7mm。", "zh", "病史/检查指征（非本次检查所见）：结节"),
+])
+def test_a_nodule_of_the_history_or_indication_is_not_this_exams(text, lang, line):
+    rep = _report(text, patient_risk="low")
+    past, now = rep.findings
+    assert (past.historical, now.historical, now.size.mm) == (True, False, 7.0)
+    (rec,) = rep.recommendations
+    assert rec.category == "solid single 6-8 mm" and rec.finding_ids == [now.id]
+    assert rep.warnings == []
+    assert [c.finding_ids for c in rep.codes] == [[now.id]]
+    assert rep.impression.splitlines()[-1] == line
+    assert rep.impression.splitlines()[0].startswith("1. ") and len(
+        [x for x in rep.impression.splitlines() if x[:1].isdigit()]) == 1
+
+
+@pytest.mark.parametrize("text", [
+    "History: cough FINDINGS: CT chest shows a 7 mm nodule in the right upper lobe.",
+    "CT chest: Compared with the prior CT of 2023, the 7 mm nodule in the right upper lobe is unchanged.",
+    "Indication: cough. Findings: 7 mm nodule in the right upper lobe.",
+])
+def test_findings_after_the_history_or_beside_a_comparison_are_this_exams(text):
+    rep = _report(text, modality="CT", patient_risk="low")
+    (f,) = rep.findings
+    assert not f.historical and rep.recommendations and "History or indication" not in rep.impression
+
+
+def test_a_history_finding_does_not_conflict_with_todays_negation():
+    rep = _report("Indication: pneumonia. CT chest: No consolidation or pneumonia.")
+    assert [(f.type, f.assertion, f.historical) for f in rep.findings] == [
+        ("pneumonia", "present", True), ("consolidation", "absent", False), ("pneumonia", "absent", False)]
+    assert rep.warnings == [] and rep.codes == []

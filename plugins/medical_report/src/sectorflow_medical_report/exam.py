@@ -69,6 +69,38 @@ def named_as_reference(text: str, start: int, end: int, sents: list[tuple[int, i
     return history and bool(_HISTORY_BEFORE.search(before) or _HISTORY_AFTER.match(text, end))
 
 
+_HISTORY_HEADER = re.compile(
+    r"\b(?:clinical\s+)?(?:history|hx|indications?|reason\s+for\s+(?:exam|study|examination|referral)|clinical\s+"
+    r"(?:information|indication|data|details))\s*:"
+    r"|(?:临床诊断|临床资料|临床病史|简要病史|病史|临床信息|检查目的|检查原因|申请目的)\s*[:：]", re.IGNORECASE)
+_OTHER_HEADER = re.compile(
+    r"\b(?:findings|impression|technique|comparison|exam(?:ination)?|procedure|study|conclusion|result)\s*:"
+    r"|(?:所见|检查所见|影像所见|印象|诊断意见|影像诊断|结论|检查方法|对比)\s*[:：]"
+    r"|\b(?:ct|ldct|cxr|x-ray|radiograph)(?:\s+chest)?\s*:|(?:胸部)?ct\s*[:：]|胸片\s*[:：]", re.IGNORECASE)
+
+
+def history_spans(text: str, sents: list[tuple[int, int]], modalities: Sequence[tuple[int, int]]
+                  ) -> list[tuple[int, int]]:
+    """Character ranges that state the history or the indication, not this exam's findings: from a history heading
+    ("Indication:", "Clinical history:", 临床诊断：) to the end of its sentence or the next other heading
+    ("Findings:", "CT chest:", 所见：), and from a modality of the history ("外院胸片提示...", "Chest x-ray 2 weeks ago
+    showed ...", :data:`_HISTORY_BEFORE`, :data:`_HISTORY_AFTER`) to the end of its sentence. A comparison
+    ("Compared with the prior CT, the nodule is stable") is no history: its findings are this exam's."""
+    out = []
+    folded = fold_width(text)
+    for s_start, s_end in sents:
+        for m in _HISTORY_HEADER.finditer(folded, s_start, s_end):
+            nxt = _OTHER_HEADER.search(folded, m.end(), s_end)
+            out.append((m.start(), nxt.start() if nxt else s_end))
+    for start, end in modalities:
+        s_start, s_end = sents[span_index(sents, start)]
+        before = _segment_before(text, start, sents)
+        if not _REFERENCE_BEFORE.search(before) and not _REFERENCE_AFTER.match(text, end) and (
+                _HISTORY_BEFORE.search(before) or _HISTORY_AFTER.match(text, end)):
+            out.append((start, s_end))
+    return out
+
+
 def read_exam(text: str, toks: Sequence[tuple[int, int, Sequence[Entry]]], sents: list[tuple[int, int]]
               ) -> tuple[str | None, str | None, bool, list[tuple[int, int]]]:
     """``(modality, region, screening_hint, modality_spans)`` of a report from its lexicon tokens ``(start, end,

@@ -14,7 +14,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from .exam import read_exam
+from .exam import history_spans, read_exam
 from .identity import characterisations, restatements
 from .lexicon import FINDINGS, LUNG_LESIONS, NODULAR_FORMS, PLURALS, Entry, lexicon
 from .schema import Anatomy, Cue, Finding, ReportWarning, Size
@@ -307,8 +307,6 @@ def extract(text: str) -> Extraction:
         s_start, _ = sents[f.sentence]
         if _OTHER_PERSON.search(text[max(s_start, f.start - _WINDOW):f.start]):
             f.experiencer = "other"
-    restatements(text, findings, sents)
-    characterisations(text, findings, sents)
     known = None
     for m in _KNOWN_CANCER.finditer(text):
         s_start, _ = sents[span_index(sents, m.start())]
@@ -318,7 +316,12 @@ def extract(text: str) -> Extraction:
                 r"\b(no|without|negative for)\b[^.;]*$|无[^。；]*$", text[s_start:m.start()], re.IGNORECASE):
             known = m.group(0)
             break
-    warnings = _warnings(text, [f for f in findings if f.experiencer == "patient"])
+    history = history_spans(text, sents, modality_spans)
+    for f in findings:
+        f.historical = any(s <= f.start < e for s, e in history)
+    restatements(text, findings, sents)
+    characterisations(text, findings, sents)
+    warnings = _warnings(text, [f for f in findings if f.experiencer == "patient" and not f.historical])
     return Extraction(findings, modality, region, screening_hint, warnings, [a for _, a in anatomy_mentions],
                       modality_spans, known)
 

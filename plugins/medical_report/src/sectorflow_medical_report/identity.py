@@ -36,7 +36,7 @@ def restatements(text: str, findings: list[Finding], sents: list[tuple[int, int]
     size, temporality ("IMPRESSION: Right upper lobe nodule, new since prior": Lung-RADS reads new nodules on
     their own thresholds), solid component and attributes."""
     lesions = [f for f in findings if f.type in ("nodule", "mass") and f.assertion == "present"
-               and f.experiencer == "patient"]
+               and f.experiencer == "patient" and not f.historical]
     # computed once per finding and per sentence (a 20,000-character paste may hold hundreds of nodules)
     site = {f.id: frozenset(a.key for a in f.anatomy if a.source == "rules") for f in lesions}
     position: dict[int, set[str]] = {}
@@ -100,7 +100,8 @@ def characterisations(text: str, findings: list[Finding], sents: list[tuple[int,
             continue
         s_start, _ = sents[g.sentence]
         before = [f for f in findings if f.sentence == g.sentence and f.end <= g.start and f.type == g.type
-                  and f.assertion == "present" and f.experiencer == "patient" and f.same_as is None]
+                  and f.assertion == "present" and f.experiencer == "patient" and f.same_as is None
+                  and not f.historical]
         if not before or _SECOND.search(text[s_start:g.start]):
             continue
         f = before[-1]

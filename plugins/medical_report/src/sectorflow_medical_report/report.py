@@ -150,7 +150,8 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
     warnings = list(ex.warnings)
     bad_size = {i for w in warnings if w.kind in ("implausible_size", "mass_size") for i in w.finding_ids}
     # a restatement (``same_as``: an impression repeating the findings) is not counted, coded or listed again
-    own = [f for f in ex.findings if f.experiencer == "patient" and f.same_as is None]
+    # nor is a finding of the history or indication ("Indication: nodule on chest x-ray.": the reason for the exam)
+    own = [f for f in ex.findings if f.experiencer == "patient" and f.same_as is None and not f.historical]
     lung_nodules = [f for f in own if f.type in ("nodule", "granuloma") and f.assertion == "present"
                     and f.id not in bad_size and _in_lung(f, exam)]
     recs = []
@@ -250,6 +251,11 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
         warnings.append(ReportWarning(kind="unrecognised_span", message=f"the tagger marks {listed} as findings the "
                                       "rules do not know; not reported (review the text or the lexicon)"))
     impression = render_impression(own, recs, lang)
+    past = [f for f in ex.findings if f.historical and f.experiencer == "patient" and f.assertion != "absent"]
+    if past:
+        names = dict.fromkeys(_pick(NAMES[f.type], lang) for f in past)
+        impression += ("\n病史/检查指征（非本次检查所见）：" + "、".join(names) if lang == "zh"
+                       else "\nHistory or indication (not a finding of this exam): " + ", ".join(names))
     others = [f for f in ex.findings if f.experiencer == "other"]
     if others:
         names = [_pick(NAMES[f.type], lang) for f in others]
@@ -351,7 +357,7 @@ def render_impression(findings: list[Finding], recs: list, lang: str) -> str:
 
 def render_report(exam: Exam, findings: list[Finding], impression: str, recs: list, lang: str) -> str:
     unstated = "未注明" if lang == "zh" else "not stated"
-    findings = [f for f in findings if f.experiencer == "patient"]
+    findings = [f for f in findings if f.experiencer == "patient" and not f.historical]
     absent = [f for f in findings if f.assertion == "absent"]
     if lang == "zh":
         named = [REGION_ZH.get(exam.body_region, exam.body_region) if exam.body_region else None,

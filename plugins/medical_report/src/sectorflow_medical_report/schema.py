@@ -88,6 +88,11 @@ class Finding(BaseModel):
     same_as: int | None = Field(
         None, description="The id of an earlier finding this one restates (an impression repeating the findings: "
                           "same type, site and size, a later sentence); it is not counted, coded or listed again.")
+    historical: bool = Field(
+        False, description="Stated in the history or indication ('Indication: nodule on chest x-ray.', 临床诊断：肺结节随访。, "
+                           "'外院胸片提示右肺结节'): the reason for the exam or an earlier exam's finding (ConText "
+                           "temporality historical), not counted as a finding of this exam (no guideline, code or "
+                           "impression line).")
     model_agrees: bool | None = Field(None, description="Whether the tagger marked this span too (none: no model).")
 
 
