@@ -152,7 +152,8 @@ def test_intent_example_files_are_read_like_faq_files(tmp_path):
     semi.write_text("text;label;lang\n我的卡呢;card_arrival;zh-CN\nwhere is my card;card_arrival;en-GB\n"
                     "close my account;terminate_account;\n", encoding="utf-8")
     assert read_examples(semi, "zh") == [("我的卡呢", "card_arrival"), ("close my account", "terminate_account")]
-    assert read_examples(semi, "en") == [("where is my card", "card_arrival"), ("close my account", "terminate_account")]
+    assert read_examples(semi, "en") == [("where is my card", "card_arrival"),
+                                         ("close my account", "terminate_account")]
     bad = tmp_path / "intents.jsonl"
     for content, message in [('{"text": "a", "label": "b"}\nnot json\n', "line 2 is not JSON"),
                              ('["a", "b"]\n', "line 1 is a JSON list, not an object with text and label"),

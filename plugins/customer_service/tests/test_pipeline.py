@@ -95,6 +95,7 @@ def test_clinc150_inventory():
     ({"faq_min_score": 7}, "faq_min_score must be a number"),
     ({"hnsw_threshold": 0}, "hnsw_threshold must be an integer"),
     ({"faq": 5}, "faq=5: give the path of a file"),
+    ({"faq": ""}, "faq='': give the path of a file"),  # an unset variable: was read as no FAQ at all
     ({"escalation_terms": "refund"}, "escalation_terms='refund': give a mapping"),
     ({"escalation_terms": {"complaint": "refund"}}, "give a list of phrases"),
 ])

@@ -1,9 +1,9 @@
 """Example-based intents: nearest prototypes over labelled example sentences (any encoder, any language).
 
 An examples file is JSON lines ``{"text": ..., "label": ...}`` (optional ``"lang"``), a JSON array, or a CSV with
-``text,label`` columns (:mod:`.tables`). Each label's score is the highest cosine similarity between the message and that label's examples
-(1-nearest-neighbour, as in Snell et al. 2017's prototype classifiers with one prototype per example); the
-probability is a softmax over labels of ``similarity * temperature``. The message is out of scope when the best
+``text,label`` columns (:mod:`.tables`). Each label's score is the highest cosine similarity between the message and
+that label's examples (1-nearest-neighbour, as in Snell et al. 2017's prototype classifiers with one prototype per
+example); the probability is a softmax over labels of ``similarity * temperature``. The message is out of scope when the best
 similarity is below ``min_similarity``.
 
 The shipped Chinese examples (``data/intents_zh.jsonl``) are written by the project (not translated from any

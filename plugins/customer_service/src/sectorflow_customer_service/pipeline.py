@@ -78,8 +78,9 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
             if key in o:
                 self._float(key, 0.0, low, 1.0)
         for key in ("faq", "intent_examples"):
-            if o.get(key) is not None and not isinstance(o[key], (str, os.PathLike)):
-                raise ConfigError(f"{key}={o[key]!r}: give the path of a file (a str or pathlib.Path).")
+            if o.get(key, None) is not None and (not isinstance(o[key], (str, os.PathLike)) or not str(o[key]).strip()):
+                raise ConfigError(f"{key}={o[key]!r}: give the path of a file (a str or pathlib.Path), or leave the "
+                                  f"option out.")
         if not isinstance(o.get("intent_set", "banking77"), str):
             raise ConfigError(f"intent_set={o['intent_set']!r}: give 'banking77' or 'clinc150'.")
         self.rules = EscalationRules(o.get("escalation_terms"))

@@ -51,7 +51,7 @@ class CustomerServiceResult(TaskResult):
     faq: list[FaqAnswer] = Field(default_factory=list, description="Best FAQ matches above the score threshold.")
     escalate: bool = Field(description="Route to a person.")
     escalation_reasons: list[str] = Field(default_factory=list,
-                                          description="human_requested, regulator_or_legal_threat, media_threat, complaint, "
-                                                      "anger.")
+                                          description="human_requested, regulator_or_legal_threat, media_threat, "
+                                                      "complaint, anger.")
     escalation_matched: list[str] = Field(default_factory=list, description="The phrases that raised the flags.")
     encoder: str = Field(description="The sentence encoder that read this message.")
