@@ -109,3 +109,23 @@ def test_hold_in_strict_confidence(taskflow_factory):
     text = PREAMBLE + "Each party agrees to hold the Confidential Information of the other party in strict confidence."
     (found,) = taskflow_factory(["Confidentiality"])(text).fields["Confidentiality"]
     assert found.text == "Each party agrees to hold the Confidential Information of the other party in strict confidence."
+
+
+def test_liquidated_damages_rate_per_day(taskflow_factory):
+    text = PREAMBLE + ("For each day of delay in payment, Licensee must pay Licensor liquidated damages at 0.5 percent "
+                       "(0.5%) of the fee that is due and unpaid.")
+    (found,) = taskflow_factory(["Liquidated Damages"])(text).fields["Liquidated Damages"]
+    assert found.value == {"rate": "0.005", "per_day": True}
+
+
+def test_party_lines_without_their_label_or_defined_term_and_no_blank_to_fill_in():
+    from sectorflow_legal_extraction import rules_en
+
+    text = ("This Service Agreement is entered into as of [Date] in Beijing, China, by and between:\n\n"
+            "Party A: Rise Widgets (Tianjin) Consulting Co., Ltd. (\"Service Provider\")\n\n"
+            "Address: Room C209, Tianjin, China\n\nParty B: [•] (\"Service Recipient\")\n\nAddress: [•]\n")
+    assert [(p.value["name"], p.text) for p in rules_en.parties(text)] == [
+        ("Rise Widgets (Tianjin) Consulting Co., Ltd.", "Rise Widgets (Tianjin) Consulting Co., Ltd.")]
+    two = text.replace("Party B: [•]", "Party B: Acme Learning Ltd.")
+    assert [p.value["name"] for p in rules_en.parties(two)] == ["Rise Widgets (Tianjin) Consulting Co., Ltd.",
+                                                               "Acme Learning Ltd."]

@@ -8,6 +8,7 @@ train and validation contracts only; ``benchmarks/legal_eval.py`` measures them 
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from . import normalize as nz
 from .rules_en_law import governing_law, jurisdiction  # noqa: F401  (the task's governing-law rule)
@@ -321,6 +322,11 @@ def clause(key: str, text: str, spans: list[tuple[int, int]]) -> list[Extraction
             amounts = nz.amounts_in(sentence)
             if amounts:
                 value["amount"] = nz.amount_value(amounts)
+            rate = re.search(r"(\d+(?:\.\d+)?)\s*(?:%|per\s*cent|percent)", sentence, re.I)
+            if key == "liquidated_damages" and rate:  # "0.5 percent (0.5%) of the fee due, for each day of delay"
+                value["rate"] = str(Decimal(rate.group(1)) / 100)
+                value["per_day"] = bool(re.search(r"\b(?:per|each|every)\s+(?:calendar\s+|business\s+)?day|\bdaily\b",
+                                                  sentence, re.I))
             return [Extraction(text=sentence, start=start, end=end, value=value or None, confidence=0.6,
                                source=f"rule:en_{key}", warnings=nz.check_consistency(amounts))]
     return []

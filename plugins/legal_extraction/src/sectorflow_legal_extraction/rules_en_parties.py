@@ -79,7 +79,7 @@ def _clean_name(raw: str) -> str:
                     r"\(hereinafter)\b|,\s*(?:a|an)\s+\w+|\s*,\s*(?:a|an)\s*$|\s+\(\s*$|,\s*$", raw, maxsplit=1, flags=re.IGNORECASE)[0]
     name = re.sub(r"\s+", " ", name).strip(" ,.;:\"“”'‘’\n\t-")
     for _ in range(2):
-        name = re.sub(r"^(?:\(\w{1,3}\)\s*|\w\)\s*|\d+\.\s*PARTIES:?\s*|(?:by\s+and\s+)?(?:between|among)\s+|"
+        name = re.sub(r"^(?:\(\w{1,3}\)\s*|\w\)\s*|\d+\.\s*PARTIES:?\s*|(?i:party)\s+[A-C]\s*[:：]\s*|(?:by\s+and\s+)?(?:between|among)\s+|"
                       r"the\s+following\s+parties:?\s*|and\s*:?\s+(?:the\s+)?|in\s+addition,\s*|"
                       r"parties(?:\s+to\s+this\s+agreement)?\s*:?\s+)", "", name, flags=re.I)
     # "Ivan Petrov, director of CookWell": the company, not its signatory
@@ -119,8 +119,9 @@ def looks_like_party(name: str) -> bool:
     """A company or person name: a legal-form word, or a few words that are mostly capitalised, and no verb."""
     if not name or len(name) > 120 or _PLACE_LIKE.search(name) or (_known_place(name) or "").lower() == name.strip(" .").lower() or \
             re.match(r"(?i:whereas|recitals?|witnesseth|now,?\s+therefore|background)\b", name) or \
-            re.search(r"\bagreement\b", name, re.I):
-        return False
+            re.search(r"\bagreement\b", name, re.I) or \
+            re.search(r"\b(?i:address|tel|phone|fax|e-?mail|attn)\s*:|\[\s*[•·*_\s]*\]", name):
+        return False  # an address line or a blank to fill in ("Party B: [•]") is no name
     words = re.findall(r"[A-Za-z][\w'’&.\-]*", name)
     if not words or len(words) > 12 or not re.match(r"[A-Z0-9(]|[a-z]+[A-Z.]", name) or name.lower() == "and":
         return False
@@ -394,7 +395,8 @@ def _party_lines(head: str) -> list[Extraction]:
     for line in re.finditer(r"(?:^|(?<=\s\s)|(?<=[a-z.;] ))\s*(?i:Party)\s+(?P<r>[A-Ca-c])\s*(?:\([^()\n]{1,30}\))?\s*"
                             r"[:：]\s*(?P<n>[^\n]{3,120}?)(?=\s+(?:[A-Z][a-z]+\s+)?(?:Address|address|Legal\s+"
                             r"(?i:representative))\s*:|\s{3,}|\s*$)", head, re.M):
-        name = _clean_name(re.sub(r"\s*[(（][^()（）]*[\u4e00-\u9fff][^()]*[)）]?\s*$", "", line.group("n")))
+        name = _clean_name(re.sub(r"\s*[(（][^()（）]*[\u4e00-\u9fff][^()]*[)）]?\s*$|\s*\(\s*(?:the\s+)?[\"“][^()]*\)\s*$",
+                                  "", line.group("n")))  # a Chinese name or a defined term in brackets after it
         role = "party_" + line.group("r").lower()
         if looks_like_party(name) and role not in {p.value["role"] for p in found}:
             b = line.start("n")
