@@ -409,3 +409,28 @@ def test_a_history_finding_does_not_conflict_with_todays_negation():
     assert [(f.type, f.assertion, f.historical) for f in rep.findings] == [
         ("pneumonia", "present", True), ("consolidation", "absent", False), ("pneumonia", "absent", False)]
     assert rep.warnings == [] and rep.codes == []
+
+
+@pytest.mark.parametrize("text, lang, size, former, temporality", [
+    # "The 6 mm nodule ..., now 4 mm": the larger, former size had been taken (6-8 mm row instead of < 6 mm)
+    ("CT chest: The 6 mm right upper lobe nodule is slightly smaller, now 4 mm.", "en", 4.0, 6.0, "decreased"),
+    ("CT chest: Right upper lobe nodule, now measuring 9 mm, previously 6 mm.", "en", 9.0, 6.0, "increased"),
+    ("胸部CT：右肺上叶结节较前增大，现约9mm（前约6mm）。", "zh", 9.0, 6.0, "increased"),
+    ("胸部CT：右肺上叶结节，原约6mm，现约5mm。", "zh", 5.0, 6.0, "stable"),
+])
+def test_a_size_marked_now_is_the_size(text, lang, size, former, temporality):
+    (f,) = _report(text).findings
+    assert (f.size.mm, f.temporality) == (size, temporality)
+
+
+@pytest.mark.parametrize("text", ["CT chest: Small pericardial effusion. 6 mm nodule in the right upper lobe.",
+                                  "胸部CT：心包少量积液。右肺上叶结节，约6mm。",
+                                  "胸部CT：少量心包积液。右肺上叶结节，约6mm。"])
+def test_a_pericardial_effusion_is_no_pleural_effusion(text):
+    # 心包积液 had been read as 积液 with the pleura implied: a pleural effusion and J90
+    rep = _report(text, patient_risk="low")
+    first, nodule = rep.findings
+    assert (first.type, [a.key for a in first.anatomy], first.assertion) == ("pericardial_effusion", ["heart"],
+                                                                             "present")
+    assert [c.code for c in rep.codes] in (["R91.1"], ["R91"])
+    assert ("pericardial effusion" if rep.language == "en" else "心包积液") in rep.impression

@@ -31,7 +31,9 @@ _NORMAL_HEART = re.compile(r"heart size (is )?(normal|within normal limits)|norm
                            re.IGNORECASE)
 _COMPONENT_AFTER = re.compile(r"\s*(components?|portions?|parts?)\b|成分|部分", re.IGNORECASE)
 _SOLID_PART_AFTER = re.compile(r"\s*(solid (component|portion|part)|实性(成分|部分))", re.IGNORECASE)
-_PRIOR_SIZE = re.compile(r"(previously|formerly|prior|was|were|(?<!apart )(?<!aside )(?<!away )from|compared (with|to)|原|前次|上次|既往|原为)\s*"
+_NOW_BEFORE = re.compile(r"(\b(now|currently|presently|today)\b|现|目前|本次)\s*(measur\w+|is|约|为|大小约|直径约|about|"
+                         r"approximately)?\s*(about|approximately|约)?\s*$", re.IGNORECASE)
+_PRIOR_SIZE = re.compile(r"(previously|formerly|prior|was|were|(?<!apart )(?<!aside )(?<!away )from|compared (with|to)|原|前次|上次|既往|原为|(?<=[（(，,\s])前)\s*"
                          r"(measuring|measured|measures)?\s*(about|approximately|约|大小约|直径约)?\s*$", re.IGNORECASE)
 _SIZE_GAP_BREAK = re.compile(r"[,，;；、:：]|\b(and|or|with|in|of|at|on|from|to|measuring|is|are)\b|和|及|与|见", re.IGNORECASE)
 _LIST_BREAK = re.compile(r",|;|\band\b|\bwith\b|\bplus\b|，|；|和|及|伴", re.IGNORECASE)
@@ -255,6 +257,7 @@ def extract(text: str) -> Extraction:
     # ("A mass is present in the left midlung. This measures 3.2 cm."); the size keeps its own text and offsets.
     axis_of: dict[int, str | None] = {}  # finding id -> "long" / "short" when its size was labelled so
     former: dict[int, float] = {}  # finding id -> its former size in mm ("previously 8 mm", 原约8mm)
+    current: set[int] = set()  # finding ids whose size is marked "now" (现, currently)
     for sz in sizes:
         sent = span_index(sents, sz.start)
 
@@ -278,6 +281,13 @@ def extract(text: str) -> Extraction:
         if prior:  # a former size is not the size; kept to compare ("12 mm, previously 8 mm": grown)
             former[f.id] = sz.mm
             continue
+        if f.id in current:  # a size marked "now" stays the size
+            continue
+        if _NOW_BEFORE.search(text[max(0, sz.start - 20):sz.start]) and f.size is not None and not f.size.bound:
+            # "The 6 mm nodule is slightly smaller, now 4 mm", 现约9mm: the size written before is the former one
+            former.setdefault(f.id, f.size.mm)
+            f.size = None
+            current.add(f.id)
         before_size = text[max(0, sz.start - 14):sz.start]
         bound = "<" if _LESS_THAN.search(before_size) else (
             ">" if _MORE_THAN.search(before_size) and not _TAG_BEFORE.search(text[max(0, sz.start - 200):sz.start])

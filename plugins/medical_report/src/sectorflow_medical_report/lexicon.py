@@ -37,6 +37,9 @@ FINDINGS: dict[str, tuple[list[str], list[str], str, str | None]] = {
     "mass": (["mass", "masses", "mass lesion"], ["肿块", "团块", "团块影", "肿块影", "占位", "占位性病变"], "sym", None),
     "effusion": (["pleural effusion", "pleural effusions", "effusion", "effusions", "pleural fluid"],
                  ["胸腔积液", "胸水", "积液", "胸腔少量积液"], "sym", "pleura"),
+    # not a pleural effusion (J90): "心包积液" had been read as one (积液, with the pleura implied)
+    "pericardial_effusion": (["pericardial effusion", "pericardial effusions", "pericardial fluid"],
+                             ["心包积液", "心包腔积液", "心包少量积液"], "sym", "heart"),
     "pneumothorax": (["pneumothorax", "pneumothoraces"], ["气胸"], "dis", "pleura"),
     "consolidation": (["consolidation", "consolidations", "airspace disease", "air space disease",
                        "airspace consolidation", "air space consolidation"], ["实变", "实变影", "肺实变"], "sym", "lung"),
@@ -88,7 +91,7 @@ not called it a nodule)."""
 PLURALS = {"nodules", "nodular opacities", "nodular densities", "pulmonary nodules", "lung nodules", "masses",
            "effusions", "pleural effusions", "opacities", "airspace opacities", "infiltrates", "densities",
            "granulomas", "granulomata", "calcified granulomas", "calcifications", "fractures", "cysts",
-           "consolidations", "pneumothoraces", "enlarged lymph nodes", "scars", "ggns", "ggo nodules", "micronodules",
+           "consolidations", "pneumothoraces", "enlarged lymph nodes", "scars", "pericardial effusions", "ggns", "ggo nodules", "micronodules",
            "ggos"}
 
 LUNG_LESIONS = {"nodule", "mass", "granuloma"}

@@ -21,6 +21,7 @@ from .text import detect_language, sentences
 
 NAMES = {
     "nodule": ("nodule", "结节"), "mass": ("mass", "肿块"), "effusion": ("pleural effusion", "胸腔积液"),
+    "pericardial_effusion": ("pericardial effusion", "心包积液"),
     "pneumothorax": ("pneumothorax", "气胸"), "consolidation": ("consolidation", "实变"), "opacity": ("opacity", "阴影"),
     "cardiomegaly": ("cardiomegaly", "心影增大"), "atelectasis": ("atelectasis", "肺不张"), "edema": ("edema", "水肿"),
     "fracture": ("fracture", "骨折"), "pneumonia": ("pneumonia", "肺炎"), "emphysema": ("emphysema", "肺气肿"),
