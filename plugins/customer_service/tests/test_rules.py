@@ -120,6 +120,12 @@ def test_short_forms_do_not_fire_when_negated_or_absent(text):
     ("我要去人行投诉", ("regulator_or_legal_threat", "complaint"), "去人行"),
     ("不得不投诉了", ("complaint",), "投诉"),  # 不得不: a double negation, still a complaint
     ("I'm so mad at you", ("anger",), "mad at you"),
+    # complaints without the word
+    ("I demand a refund now", ("complaint",), "demand a refund"),
+    ("Nobody is helping me with my transfer", ("complaint",), "nobody is helping"),
+    ("This is the third time I contact you about this", ("complaint",), "third time i"),
+    ("问题到现在还没解决", ("complaint",), "还没解决"),
+    ("你们必须给我一个说法", ("complaint",), "给我一个说法"),
     # A-not-A questions (是不是, 要不要, 有没有) are not negations
     ("这个理财产品是不是坑人", ("anger",), "坑人"),
     ("有没有人工客服", ("human_requested",), "人工客服"),
@@ -149,6 +155,7 @@ def test_fresh_user_escalations(text, reasons, phrase):
     # everyday questions naming a regulator or a lawyer
     "Is this account FDIC insured?", "Is my money protected by the FDIC?", "What is the FCA number of your bank?",
     "人民银行的征信报告怎么查", "律师费可以用信用卡支付吗", "律师事务所开对公账户需要什么材料",
+    "Is there compensation for the outage?", "Who answers the phone on Sundays?", "我的转账问题解决了吗",
 ])
 def test_fresh_user_plain_messages_do_not_escalate(text):
     verdict = EscalationRules().check(text)

@@ -74,8 +74,12 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "complaint": {
         "en": ("complaint", "complaints", "complain", "complaining", "complained", "file a complaint",
-               "formal complaint", "raise a complaint"),
-        "zh": ("投诉", "举报", "差评"),
+               "formal complaint", "raise a complaint", "i demand", "demand a refund", "want compensation",
+               "demand compensation", "nobody is helping", "no one is helping", "nobody answers", "no one answers",
+               "nobody has answered", "no one has answered", "still not resolved", "still hasn't been resolved",
+               "still not been resolved", "third time i", "never bank with you again"),
+        "zh": ("投诉", "举报", "差评", "还没解决", "一直没解决", "一直不解决", "没人管", "没人理", "要求赔偿", "赔偿我",
+               "给个说法", "给我一个说法", "讨个说法", "什么态度", "第三次打"),
     },
     "anger": {
         "en": ("ridiculous", "unacceptable", "outrageous", "disgusting", "disgraceful", "appalling", "pathetic",
