@@ -434,3 +434,30 @@ def test_a_pericardial_effusion_is_no_pleural_effusion(text):
                                                                              "present")
     assert [c.code for c in rep.codes] in (["R91.1"], ["R91"])
     assert ("pericardial effusion" if rep.language == "en" else "心包积液") in rep.impression
+
+
+@pytest.mark.parametrize("text, category", [
+    # a solid perifissural nodule < 10 mm is Lung-RADS 2 (v1.1 table); it had been 3 by its size
+    ("LDCT screening: Perifissural nodule 7 mm along the right minor fissure.", "2 (solid perifissural 7 mm)"),
+    ("低剂量CT筛查：右肺水平裂旁见一叶间裂旁结节，约8mm。", "2 (solid perifissural 8 mm)"),
+    ("LDCT screening: Perifissural nodule 11 mm along the right minor fissure.", "4A (solid perifissural 11 mm)"),
+    ("LDCT screening: Perifissural nodule 7 mm along the right minor fissure, previously 5 mm.",
+     "4A (solid perifissural 7 mm increased)"),
+])
+def test_a_perifissural_nodule_under_10_mm_is_lung_rads_2(text, category):
+    rep = _report(text)
+    (rec,) = rep.recommendations
+    assert rec.category == category
+
+
+def test_a_fissure_is_a_lung_site_with_its_side():
+    (f,) = _report("LDCT screening: Perifissural nodule 7 mm along the right minor fissure.").findings
+    assert ([a.key for a in f.anatomy], f.laterality, f.attributes) == (["fissure"], "right", ["perifissural"])
+
+
+def test_the_impression_names_the_most_specific_site():
+    # "Lung cancer screening CT:" gave the nodule the site "lung" first; the impression read "4 mm nodule, lung"
+    rep = _report("Lung cancer screening CT: 4 mm nodule in the RUL.")
+    assert rep.impression.splitlines()[0] == "1. 4 mm nodule, right upper lobe."
+    rep = _report("低剂量CT肺癌筛查：右肺上叶实性结节，约5mm。")
+    assert rep.impression.splitlines()[0] == "1. 右肺上叶实性结节，约5 mm。"

@@ -201,13 +201,16 @@ def lung_rads(nodules: list[Finding], lang: str) -> list[Recommendation]:
                 cat = "3"
             else:
                 cat = "4A" if solid < 8 else "4B"
+        elif "perifissural" in f.attributes and mm < 10 and t != "increased":
+            cat = "2"  # v1.1 table (V~): solid perifissural < 10 mm is category 2
         elif t == "new":
             cat = "2" if mm < 4 else "3" if mm < 6 else "4A" if mm < 8 else "4B"
         elif t == "increased":
             cat = "4A" if mm < 8 else "4B"
         else:
             cat = "2" if mm < 6 else "3" if mm < 8 else "4A" if mm < 15 else "4B"
-        cats.append((cat, [f.id], f"{kind} {mm:g} mm" + (f" {t}" if t else "")))
+        peri = " perifissural" if "perifissural" in f.attributes and kind == "solid" else ""
+        cats.append((cat, [f.id], f"{kind}{peri} {mm:g} mm" + (f" {t}" if t else "")))
     order = ["1", "2", "3", "4A", "4B"]
     if not cats:
         cat, ids, why = "1", [], "no nodule"

@@ -122,6 +122,8 @@ ANATOMY: dict[str, tuple[list[str], list[str], str | None, str]] = {
     "mid_lung": (["midlung", "mid lung", "mid-lung", "midlungs", "mid lungs", "mid zone", "midzone", "mid zones",
                   "middle lung zone", "mid lung zone", "midlung zone", "midlung zones"],
                  ["中肺野", "双中肺野", "两中肺野"], None, "chest"),
+    "fissure": (["fissure", "fissures", "minor fissure", "major fissure", "horizontal fissure", "oblique fissure"],
+                ["叶间裂", "水平裂", "斜裂", "叶间胸膜"], None, "chest"),
     "lung_base": (["base", "bases", "lung base", "lung bases", "basilar", "basal"], ["肺底", "基底段"], None, "chest"),
     "lung_apex": (["apex", "apices", "apical"], ["肺尖", "尖段"], None, "chest"),
     "hilum": (["hilum", "hila", "hilar"], ["肺门"], None, "chest"),
@@ -183,6 +185,8 @@ ATTRIBUTES: dict[str, tuple[list[str], list[str]]] = {
     "nodular": (["nodular", "nodular-appearing"], ["结节状", "结节样"]),
     "reticulonodular": (["reticulonodular", "reticular nodular", "reticulo-nodular"], ["网格结节状", "网状结节"]),
     "fibronodular": (["fibronodular", "fibro-nodular"], ["纤维结节状"]),
+    # along a fissure: Lung-RADS v1.1 category 2 below 10 mm (juxtapleural in v2022, U)
+    "perifissural": (["perifissural", "peri-fissural", "juxtafissural"], ["叶间裂旁", "叶裂旁"]),
 }
 
 COUNTS: dict[str, tuple[list[str], list[str]]] = {

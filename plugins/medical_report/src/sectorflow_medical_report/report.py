@@ -44,13 +44,14 @@ SITES = {
     "diaphragm": ("diaphragm", "膈肌"), "clavicle": ("clavicle", "锁骨"), "lymph_node": ("lymph node", "淋巴结"),
     "liver": ("liver", "肝脏"), "kidney": ("kidney", "肾脏"), "thyroid": ("thyroid", "甲状腺"), "breast": ("breast", "乳腺"),
     "brain": ("brain", "脑"), "right_mid_lung": ("right midlung", "右中肺野"), "left_mid_lung": ("left midlung", "左中肺野"),
-    "mid_lung": ("midlung", "中肺野"),
+    "mid_lung": ("midlung", "中肺野"), "fissure": ("fissure", "叶间裂"),
 }
 LAT = {"right": ("right", "右侧"), "left": ("left", "左侧"), "bilateral": ("bilateral", "双侧")}
 ATTR = {"solid": ("solid", "实性"), "part-solid": ("part-solid", "部分实性"), "ground-glass": ("ground-glass", "磨玻璃"),
         "calcified": ("calcified", "钙化"), "subsolid": ("subsolid", "亚实性"), "spiculated": ("spiculated", "毛刺"),
         "nodular": ("nodular", "结节状"), "reticulonodular": ("reticulonodular", "网格结节状"),
-        "fibronodular": ("fibronodular", "纤维结节状")}
+        "fibronodular": ("fibronodular", "纤维结节状"),
+        "perifissural": ("perifissural", "叶间裂旁")}
 TEMP = {"new": ("new", "新发"), "stable": ("stable", "稳定"), "increased": ("increased", "增大"),
         "decreased": ("decreased", "缩小"), "prior": ("prior", "陈旧")}
 MODALITY_ZH = {"radiograph": "X线片", "CT": "CT", "MR": "磁共振", "ultrasound": "超声", "PET/CT": "PET/CT",
@@ -60,7 +61,7 @@ REGION_ZH = {"chest": "胸部", "abdomen": "腹部", "head": "头颅", "neck": "
 _KIND_ZH = {"solid": "实性", "part-solid": "部分实性", "ground-glass": "磨玻璃", "calcified": "钙化"}
 _CATEGORY_ZH = {**_KIND_ZH, **{k: v for k, (_, v) in TEMP.items()}, "single": "单发", "multiple": "多发",
                 "no nodule": "无结节", "calcified": "钙化结节", "radiograph nodule": "胸片结节",
-                "radiograph nodular opacity": "胸片结节状影"}
+                "radiograph nodular opacity": "胸片结节状影", "perifissural": "叶间裂旁"}
 
 
 def category_label(category: str, lang: str) -> str:
@@ -108,11 +109,15 @@ def _pick(pair: tuple[str, str], lang: str) -> str:
     return pair[1] if lang == "zh" else pair[0]
 
 
+_GENERIC = {"lung", "both_lungs", "upper_lobe", "middle_lobe", "lower_lobe", "lung_base", "lung_apex", "pleura"}
+
+
 def describe(f: Finding, lang: str) -> str:
     """One finding as a short phrase: '8 mm solid nodule, right lower lobe (new)' / '右肺下叶实性结节，约8 mm（新发）'."""
     name = _pick(NAMES.get(f.type, (f.type, f.type)), lang)
     attrs = [_pick(ATTR[a], lang) for a in f.attributes if a in ATTR]
-    sites = [a for a in f.anatomy if a.source != "implied"]
+    # the most specific site first ("Lung cancer screening CT: 4 mm nodule in the RUL": RUL, not "lung")
+    sites = sorted((a for a in f.anatomy if a.source != "implied"), key=lambda a: a.key in _GENERIC)
     site = _pick(SITES.get(sites[0].key, (sites[0].key.replace("_", " "), sites[0].text or sites[0].key)), lang) if sites else ""
     if f.laterality and not any(w in site for w in ("right", "left", "both", "右", "左", "双")):
         site = (_pick(LAT[f.laterality], lang) + ("" if lang == "zh" else " ") + site).strip()
@@ -293,7 +298,7 @@ def _fleischner_caveats(nodules: list[Finding], recs: list) -> list[ReportWarnin
 LUNG_SITES = {"lung", "right_lung", "left_lung", "both_lungs", "right_upper_lobe", "right_middle_lobe",
               "right_lower_lobe", "left_upper_lobe", "left_lower_lobe", "lingula", "upper_lobe", "middle_lobe",
               "lower_lobe", "lung_base", "lung_apex", "pleura", "costophrenic_angle", "mid_lung", "right_mid_lung",
-              "left_mid_lung"}
+              "left_mid_lung", "fissure"}
 """Sites that make a nodule a lung nodule (a juxtapleural nodule is one too)."""
 
 
