@@ -120,6 +120,7 @@ def test_short_forms_do_not_fire_when_negated_or_absent(text):
     ("我要去人行投诉", ("regulator_or_legal_threat", "complaint"), "去人行"),
     ("不得不投诉了", ("complaint",), "投诉"),  # 不得不: a double negation, still a complaint
     ("I'm so mad at you", ("anger",), "mad at you"),
+    ("Thanks for nothing!!!", ("anger",), "thanks for nothing"),  # thanks that are not
     # complaints without the word
     ("I demand a refund now", ("complaint",), "demand a refund"),
     ("Nobody is helping me with my transfer", ("complaint",), "nobody is helping"),

@@ -90,7 +90,7 @@ TERMS: dict[str, dict[str, tuple[str, ...]]] = {
                "bullshit", "fuck", "fucking", "rip off", "ripoff", "daylight robbery", "thieves", "shame on you",
                "this is a joke", "joke of a bank", "this is a scam", "what a scam", "total scam", "complete scam",
                "such a scam", "you're a scam", "you are a scam", "bank is a scam", "scam bank", "you scammers",
-               "bunch of scammers", "hate this bank", "hate you"),
+               "bunch of scammers", "hate this bank", "hate you", "thanks for nothing"),
         "zh": ("太过分", "过分了", "气死", "生气", "愤怒", "火大", "气人", "离谱", "垃圾", "坑人", "坑钱", "无语",
                "什么破", "什么鬼", "搞什么", "忍无可忍", "太差劲", "太差了", "服务太差", "态度太差", "态度恶劣",
                "恶心", "滚蛋", "滚开", "给我滚", "滚吧", "滚出", "你们滚", "很不满", "非常不满", "十分不满",
