@@ -461,3 +461,14 @@ def test_the_impression_names_the_most_specific_site():
     assert rep.impression.splitlines()[0] == "1. 4 mm nodule, right upper lobe."
     rep = _report("低剂量CT肺癌筛查：右肺上叶实性结节，约5mm。")
     assert rep.impression.splitlines()[0] == "1. 右肺上叶实性结节，约5 mm。"
+
+
+@pytest.mark.parametrize("text", ["CT chest showed a 7 mm nodule in the right upper lobe.",
+                                  "外院胸片提示右肺上叶结节，约7mm。"])
+def test_a_past_tense_exam_alone_keeps_its_findings(text):
+    # with no other exam named, the findings may well be this exam's: kept (modality unknown, warned), not hidden
+    rep = _report(text)
+    (f,) = rep.findings
+    assert (f.historical, f.assertion, f.size.mm) == (False, "present", 7.0)
+    assert rep.exam.modality is None and [w.kind for w in rep.warnings] == ["guideline_not_applied"]
+    assert rep.impression.startswith("1. ")

@@ -84,7 +84,8 @@ def history_spans(text: str, sents: list[tuple[int, int]], modalities: Sequence[
     """Character ranges that state the history or the indication, not this exam's findings: from a history heading
     ("Indication:", "Clinical history:", 临床诊断：) to the end of its sentence or the next other heading
     ("Findings:", "CT chest:", 所见：), and from a modality of the history ("外院胸片提示...", "Chest x-ray 2 weeks ago
-    showed ...", :data:`_HISTORY_BEFORE`, :data:`_HISTORY_AFTER`) to the end of its sentence. A comparison
+    showed ...", :data:`_HISTORY_BEFORE`, :data:`_HISTORY_AFTER`) to the end of its sentence, when this exam's own
+    modality is named elsewhere in the text. A comparison
     ("Compared with the prior CT, the nodule is stable") is no history: its findings are this exam's."""
     out = []
     folded = fold_width(text)
@@ -92,12 +93,15 @@ def history_spans(text: str, sents: list[tuple[int, int]], modalities: Sequence[
         for m in _HISTORY_HEADER.finditer(folded, s_start, s_end):
             nxt = _OTHER_HEADER.search(folded, m.end(), s_end)
             out.append((m.start(), nxt.start() if nxt else s_end))
-    for start, end in modalities:
-        s_start, s_end = sents[span_index(sents, start)]
-        before = _segment_before(text, start, sents)
-        if not _REFERENCE_BEFORE.search(before) and not _REFERENCE_AFTER.match(text, end) and (
-                _HISTORY_BEFORE.search(before) or _HISTORY_AFTER.match(text, end)):
-            out.append((start, s_end))
+    # a modality of the history only when this exam's own modality is named too ("CT chest showed a 7 mm nodule"
+    # alone may be this exam, written in the past tense: its findings stay this exam's, its modality unknown)
+    if any(not named_as_reference(text, s, e, sents, history=True) for s, e in modalities):
+        for start, end in modalities:
+            _, s_end = sents[span_index(sents, start)]
+            before = _segment_before(text, start, sents)
+            if not _REFERENCE_BEFORE.search(before) and not _REFERENCE_AFTER.match(text, end) and (
+                    _HISTORY_BEFORE.search(before) or _HISTORY_AFTER.match(text, end)):
+                out.append((start, s_end))
     return out
 
 
