@@ -126,12 +126,13 @@ def test_paddlenlp_checkpoint_as_backbone(paddlenlp_checkpoint, tmp_path):
 
 
 def test_clinc150_out_of_scope_by_distance_to_the_nearest_intent():
-    """The shipped bundle calibrates CLINC150's out-of-scope rule on the Mahalanobis distance (scripts/fit_oos.py);
-    oos_threshold= switches back to the top-probability rule."""
+    """The shipped bundle calibrates CLINC150's out-of-scope rule on a distance of the sentence vector: since 0.3.1 the
+    cosine distance to the nearest train message (scripts/fit_oos_operating_point.py; 0.2.1-0.3.0: Mahalanobis,
+    scripts/fit_oos.py); oos_threshold= switches back to the top-probability rule."""
     tfc = Taskflow("customer_service", intent_set="clinc150")
     pipe = tfc._current[0]
     cal = pipe.calibration["clinc150"]
-    assert cal["method"] == "mahalanobis" and cal["val_oos_recall_wilson_lower"] >= 0.75
+    assert cal["method"] == "knn" and cal["val_oos_recall_wilson_lower"] >= 0.75
     texts = ["set an alarm for 7 am tomorrow", "asdf qwerty zxcvb", "what is the capital of peru"]
     alarm, gibberish, capital = tfc(texts)
     assert (alarm.intent, alarm.out_of_scope) == ("alarm", False)

@@ -1,4 +1,6 @@
-"""Out-of-scope detection by the Mahalanobis distance of a message's sentence vector to the nearest intent.
+"""Out-of-scope detection by a distance of a message's sentence vector: to the nearest intent (Mahalanobis,
+:class:`MahalanobisScorer`) or to the nearest training message (cosine, :class:`NearestNeighbourScorer`, the
+CLINC150 rule since bundle 0.3.1); ``calibration.json``'s ``method`` says which (:func:`load_scorer`).
 
 Each in-scope intent is a Gaussian with its own mean and one covariance shared by all intents (a linear discriminant
 model), fitted on the training split's sentence vectors; a message whose vector lies far from every intent's mean
@@ -105,6 +107,89 @@ class MahalanobisScorer:
         d2 = (xw ** 2).sum(axis=1)[:, None] - 2.0 * (xw @ self.means.T) + self._mean_sq[None, :]
         return np.maximum(d2.min(axis=1), 0.0)
 
+
+
+class NearestNeighbourScorer:
+    """Cosine distance to the nearest training message: ``1 - max_j cos(x, t_j)`` (k = 1; Sun et al. 2022, "Out-of-
+    Distribution Detection with Deep Nearest Neighbors", ICML). Far from every in-scope training message = out of
+    scope. Stored as ``oos_<intent set>_knn.safetensors`` with ``vectors``: float16 ``[n, d]``, the training
+    messages' sentence vectors scaled to unit length (the threshold in ``calibration.json`` is calibrated on these
+    stored float16 vectors, so the runtime reproduces the validation scores).
+
+    Args:
+        vectors: float ``[n, d]`` training sentence vectors, n >= 1 (scaled to unit length here).
+
+    Raises:
+        BundleError: not ``[n, d]`` with n >= 1, or a zero row.
+    """
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        v = np.asarray(vectors, dtype=np.float32)
+        if v.ndim != 2 or len(v) == 0 or v.shape[1] == 0:
+            raise BundleError(f"Out-of-scope neighbour vectors have shape {v.shape}; expected [n, d] with n >= 1.")
+        norms = np.linalg.norm(v, axis=1, keepdims=True)
+        if not np.all(norms > 0):
+            raise BundleError("Out-of-scope neighbour vectors contain a zero row; rebuild them with "
+                              "scripts/fit_oos_operating_point.py.")
+        self.vectors = v / norms
+
+    @property
+    def dim(self) -> int:
+        """The sentence-vector dimension ``d``."""
+        return int(self.vectors.shape[1])
+
+    @classmethod
+    def load(cls, path: str | Path) -> NearestNeighbourScorer:
+        """Read ``oos_<intent set>_knn.safetensors`` (``vectors``, float16 ``[n, d]``).
+
+        Raises:
+            BundleError: the file lacks ``vectors`` or its shape is wrong.
+        """
+        from safetensors.numpy import load_file
+
+        tensors = load_file(str(path))
+        if "vectors" not in tensors:
+            raise BundleError(f"{path} lacks 'vectors': rebuild it with scripts/fit_oos_operating_point.py.")
+        return cls(tensors["vectors"])
+
+    def save(self, path: str | Path) -> None:
+        """Write the unit-length vectors as float16 safetensors (what :meth:`load` and the runtime read)."""
+        from safetensors.numpy import save_file
+
+        save_file({"vectors": self.vectors.astype(np.float16)}, str(path))
+
+    def distance(self, vectors: np.ndarray, chunk: int = 512) -> np.ndarray:
+        """Cosine distance of each row of ``vectors`` (``[n, d]``, any length > 0) to its nearest stored vector:
+        ``[n]``, in ``[0, 2]``.
+
+        Raises:
+            ValueError: ``vectors`` is not ``[n, d]``, or has a zero row.
+        """
+        x = np.asarray(vectors, dtype=np.float32)
+        if x.ndim != 2 or x.shape[1] != self.dim:
+            raise ValueError(f"expected sentence vectors of shape [n, {self.dim}], got {x.shape}")
+        norms = np.linalg.norm(x, axis=1, keepdims=True)
+        if not np.all(norms > 0):
+            raise ValueError("a sentence vector is all zeros; its cosine distance is undefined")
+        x = x / norms
+        best = [(x[i:i + chunk] @ self.vectors.T).max(axis=1) for i in range(0, len(x), chunk)]
+        return np.clip(1.0 - np.concatenate(best).astype(np.float64), 0.0, 2.0)
+
+
+SCORERS = {"mahalanobis": MahalanobisScorer, "knn": NearestNeighbourScorer}
+
+
+def load_scorer(method: str, path: str | Path) -> MahalanobisScorer | NearestNeighbourScorer:
+    """The out-of-scope scorer that ``calibration.json``'s ``method`` names (``mahalanobis`` or ``knn``), read from
+    ``path``.
+
+    Raises:
+        BundleError: an unknown method, or a file that does not fit it.
+    """
+    if method not in SCORERS:
+        raise BundleError(f"Unknown out-of-scope method {method!r} in calibration.json; expected one of "
+                          f"{sorted(SCORERS)}.")
+    return SCORERS[method].load(path)
 
 def wilson_lower(successes: int, n: int, z: float = 1.959964) -> float:
     """Lower end of the Wilson score interval of a binomial proportion (default 95 %): how low the true rate may

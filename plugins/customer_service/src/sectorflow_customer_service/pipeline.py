@@ -27,7 +27,7 @@ from .escalation import REASONS, EscalationRules
 from .examples import PACKAGE_DATA, PrototypeClassifier, read_examples
 from .faq import FaqIndex
 from .language import detect_language
-from .oos import MahalanobisScorer
+from .oos import SCORERS, load_scorer
 from .runtime import CHECKPOINT_FORMAT, PredictorEncoder, heads_of, inference_bundle, tokenizer_of
 from .schema import CustomerServiceResult, FaqAnswer, IntentCandidate, Message
 
@@ -100,10 +100,11 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
         self.main = PredictorEncoder(pool, self.tokenizer, shipped.name, batch_size=self.batch_size)
         self.calibration = shipped.read_json("calibration.json") if self.heads else {}
         self.labels = shipped.read_json("labels.json") if self.heads else {}
-        # intent sets calibrated with the Mahalanobis distance of the sentence vector (scripts/fit_oos.py)
-        self.oos_scorers = {name: MahalanobisScorer.load(shipped.file(cal["statistics"]))
+        # intent sets calibrated on a distance of the sentence vector: Mahalanobis (scripts/fit_oos.py) or the cosine
+        # distance to the nearest training message (knn, scripts/fit_oos_operating_point.py); oos.py
+        self.oos_scorers = {name: load_scorer(cal["method"], shipped.file(cal["statistics"]))
                             for name, cal in self.calibration.items()
-                            if isinstance(cal, dict) and cal.get("method") == "mahalanobis"}
+                            if isinstance(cal, dict) and cal.get("method") in SCORERS}
         self.intent_set = str(o.get("intent_set", "banking77"))
         # English intents of bundle 0.3.0+: ensemble with linear heads over e5's sentence vector (ensemble.py); the
         # calibrated thresholds are the ensemble's, so e5 must load (it ships in this package).
