@@ -4,6 +4,8 @@ that disagree, and a heading that is not the clause."""
 
 from __future__ import annotations
 
+import pytest
+
 from sectorflow_legal_extraction import normalize as nz
 
 LEASE = """LEASE AGREEMENT
@@ -129,3 +131,24 @@ def test_party_lines_without_their_label_or_defined_term_and_no_blank_to_fill_in
     two = text.replace("Party B: [•]", "Party B: Acme Learning Ltd.")
     assert [p.value["name"] for p in rules_en.parties(two)] == ["Rise Widgets (Tianjin) Consulting Co., Ltd.",
                                                                "Acme Learning Ltd."]
+
+
+@pytest.mark.parametrize("text", [
+    "LEASE\n\nLandlord: Greenfield Properties Ltd.\nTenant: Harbor Coffee Company\n\n1. The first rent payment is due "
+    "on March 1, 2024.\n",
+    'CONSULTING AGREEMENT\n\nAcme Corp. ("Company") and Jo Roe ("Consultant") agree as follows.\n\n1. Services begin '
+    "January 15, 2021 and end June 30, 2021.\n",
+    'SERVICES AGREEMENT\n\nAcme Corp. ("Company") and Jo Roe ("Consultant") agree as follows.\n\n1. Consultant shall '
+    "deliver the report no later than May 5, 2021.\n",
+])
+def test_a_payment_delivery_or_service_date_is_not_guessed_as_the_agreement_date(text):
+    from sectorflow_legal_extraction import rules_en
+
+    assert rules_en.agreement_date(text) == []
+
+
+def test_an_undescribed_early_date_is_still_the_agreement_date():
+    from sectorflow_legal_extraction import rules_en
+
+    text = 'CONSULTING AGREEMENT\n\nMarch 3, 2021\n\nAcme Corp. ("Company") and Jo Roe ("Consultant") agree as follows.'
+    assert [d.value for d in rules_en.agreement_date(text)] == ["2021-03-03"]

@@ -26,6 +26,18 @@ _OTHER_AGREEMENT = re.compile(r"(?:\bto|\bof|\bunder|\bin|\bthat|\band)\s+(?:the
                               r"(?:the\s+)?$", re.I)
 
 
+_EVENT = re.compile(r"\b(?:due|deliver\w*|pay\w*|paid|begin\w*|commenc\w*|start\w*|end|ends|ending|expir\w*|"
+                    r"terminat\w*|later\s+than|before|after|until|through|within|vacate|complet\w*|ship\w*|"
+                    r"install\w*|deadline)\b", re.I)
+
+
+def _event_date(head: str, at: int) -> bool:
+    """Whether the date at ``at`` is the date of an event the sentence sets (a payment due, a delivery, a start or
+    an end: "The first rent payment is due on March 1, 2024", "no later than May 5, 2021"), not the agreement's."""
+    sentence = re.split(r"[.;]\s|\n\s*\n", head[max(0, at - 200):at])[-1]
+    return bool(_EVENT.search(sentence))
+
+
 def _signature_dates(text: str) -> list[tuple[int, int, str, str]]:
     """Dates of the signature blocks: after a ``Date:`` label anywhere, and every full date after the last
     "IN WITNESS WHEREOF" (or in the last 3,000 characters when there is none)."""
@@ -70,7 +82,8 @@ def agreement_date(text: str) -> list[Extraction]:
     for cue, score in ((_STRONG_CUE, 0.85), (_WEAK_CUE, 0.75)):
         for n, date in enumerate(dates):
             before = re.sub(r"\s+", " ", head[max(0, date[0] - 400):date[0]])  # spacing and line breaks vary
-            if chosen is None and cue.search(before[-60:]) and not _OTHER_AGREEMENT.search(before):
+            if chosen is None and cue.search(before[-60:]) and not _OTHER_AGREEMENT.search(before) and not (
+                    cue is _WEAK_CUE and _event_date(head, date[0])):  # "the first payment is due on March 1"
                 chosen, confidence = date, score
                 # "dated as of this ____ day of ______, 2012, but made effective as of February 20, 2012": the full
                 # date the same sentence gives next
@@ -102,7 +115,8 @@ def agreement_date(text: str) -> list[Extraction]:
                 chosen, confidence = (match.end() + s, match.end() + e, raw, iso), 0.8
                 break
     early = [d for d in dates if d[0] < 1500 and not _OTHER_AGREEMENT.search(head[max(0, d[0] - 400):d[0]])
-             and not re.search(r"(?:\bto|\bterm\s*:|\bfrom)\s*$", head[max(0, d[0] - 30):d[0]], re.I)]
+             and not re.search(r"(?:\bto|\bterm\s*:|\bfrom)\s*$", head[max(0, d[0] - 30):d[0]], re.I)
+             and not _event_date(head, d[0])]
     if chosen is None and early and len(early[0][3]) == 10:
         chosen, confidence = early[0], 0.4
     if chosen is None:
@@ -114,13 +128,13 @@ def agreement_date(text: str) -> list[Extraction]:
                 s, e, raw, iso = found[0]
                 chosen, confidence = (match.end() + s, match.end() + e, raw, iso), 0.6
     if chosen is None:
-        signed = _signature_dates(text)
+        signed = [d for d in _signature_dates(text) if not _event_date(text, d[0])]
         signed = [d for d in signed if len(d[3]) == 10] or signed  # a partly blank "April ____, 2003" last
         # dates labelled "Date:" / "Dated:" before any other date of the tail (a rate table's dates are no signature)
         signed = [d for d in signed if re.search(r"\b(?:Dated?|DATED?)\s*:?\s*$", text[max(0, d[0] - 12):d[0]])] or signed
         if signed:
             chosen, confidence = max(signed, key=lambda d: d[3]), 0.45
-    if chosen is None and dates and dates[0][0] < 1500:
+    if chosen is None and dates and dates[0][0] < 1500 and not _event_date(head, dates[0][0]):
         chosen, confidence = dates[0], 0.35
     if chosen is None:
         return []
