@@ -127,6 +127,16 @@ def test_short_forms_do_not_fire_when_negated_or_absent(text):
     ("This is the third time I contact you about this", ("complaint",), "third time i"),
     ("问题到现在还没解决", ("complaint",), "还没解决"),
     ("你们必须给我一个说法", ("complaint",), "给我一个说法"),
+    # Chinese requests, threats and anger in other words (a second fresh-user round)
+    ("能不能帮我转一下人工", ("human_requested",), "转一下人工"),
+    ("你们客服都是机器人吗，我要真人", ("human_requested",), "要真人"),
+    ("叫你们的负责人来", ("human_requested",), "你们的负责人"),
+    ("我要去银监局", ("regulator_or_legal_threat",), "银监局"),
+    ("我已经报案了", ("regulator_or_legal_threat",), "报案"),
+    ("我要发到小红书上", ("media_threat",), "发到小红书"),
+    ("太坑了", ("anger",), "太坑"),
+    ("你们银行真烂", ("anger",), "真烂"),
+    ("等了一个小时都没人接", ("complaint",), "没人接"),
     # A-not-A questions (是不是, 要不要, 有没有) are not negations
     ("这个理财产品是不是坑人", ("anger",), "坑人"),
     ("有没有人工客服", ("human_requested",), "人工客服"),
@@ -157,6 +167,7 @@ def test_fresh_user_escalations(text, reasons, phrase):
     "Is this account FDIC insured?", "Is my money protected by the FDIC?", "What is the FCA number of your bank?",
     "人民银行的征信报告怎么查", "律师费可以用信用卡支付吗", "律师事务所开对公账户需要什么材料",
     "Is there compensation for the outage?", "Who answers the phone on Sundays?", "我的转账问题解决了吗",
+    "公司负责人需要到场吗", "开户需要法定代表人或负责人到场吗", "监管机构要求的材料是什么", "我不要真人",
 ])
 def test_fresh_user_plain_messages_do_not_escalate(text):
     verdict = EscalationRules().check(text)
