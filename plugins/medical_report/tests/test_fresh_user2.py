@@ -472,3 +472,15 @@ def test_a_past_tense_exam_alone_keeps_its_findings(text):
     assert (f.historical, f.assertion, f.size.mm) == (False, "present", 7.0)
     assert rep.exam.modality is None and [w.kind for w in rep.warnings] == ["guideline_not_applied"]
     assert rep.impression.startswith("1. ")
+
+
+@pytest.mark.parametrize("text, surface", [
+    # "enlarged mediastinal lymph nodes" had given no finding (only "enlarged lymph nodes" was known)
+    ("CT chest: Enlarged mediastinal lymph nodes measuring up to 1.5 cm.", "Enlarged mediastinal lymph nodes"),
+    ("CT chest: Enlarged hilar lymph nodes.", "Enlarged hilar lymph nodes"),
+])
+def test_enlarged_mediastinal_or_hilar_lymph_nodes_are_lymphadenopathy(text, surface):
+    rep = _report(text)
+    (f,) = rep.findings
+    assert (f.type, f.text, f.count, f.assertion) == ("lymphadenopathy", surface, "multiple", "present")
+    assert "lymphadenopathys" not in rep.impression and "multiple lymphadenopathy" in rep.impression

@@ -22,7 +22,9 @@ STYLES = ("en_narrative", "en_telegraphic", "zh_narrative", "zh_structured")
 _LESIONS = ("nodule", "mass", "granuloma", "cyst", "calcification", "opacity", "consolidation")
 LATER_FORMS = frozenset({
     "ggns", "ggo nodules", "micronodule", "micronodules", "微小结节", "磨玻璃结节", "磨玻璃结节影", "纯磨玻璃结节",
-    "磨玻璃密度结节", "磨玻璃小结节", "磨玻璃微结节", "磨玻璃样结节", "ggo", "ggos", "致密影", "结节状致密影", "结节样致密影"})
+    "磨玻璃密度结节", "磨玻璃小结节", "磨玻璃微结节", "磨玻璃样结节", "ggo", "ggos", "致密影", "结节状致密影", "结节样致密影",
+    "enlarged mediastinal lymph node", "enlarged mediastinal lymph nodes", "enlarged hilar lymph node",
+    "enlarged hilar lymph nodes"})
 LATER_SITES = frozenset({"right_mid_lung", "left_mid_lung", "mid_lung", "fissure"})
 LATER_FINDINGS = frozenset({"pericardial_effusion"})
 """Lexicon forms, sites and finding types added after the shipped tagger (bundle 0.1.0) was trained (second fresh-user check, 30

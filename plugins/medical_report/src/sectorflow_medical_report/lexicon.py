@@ -69,7 +69,9 @@ FINDINGS: dict[str, tuple[list[str], list[str], str, str | None]] = {
     "calcification": (["calcification", "calcifications"], ["钙化灶", "钙化影", "钙化斑"], "sym", None),
     "fibrosis": (["fibrosis", "scarring", "scar", "scars", "fibrotic change", "fibrotic changes"],
                  ["纤维化", "纤维灶", "索条影", "条索影", "纤维条索影"], "sym", "lung"),
-    "lymphadenopathy": (["lymphadenopathy", "adenopathy", "enlarged lymph node", "enlarged lymph nodes"],
+    "lymphadenopathy": (["lymphadenopathy", "adenopathy", "enlarged lymph node", "enlarged lymph nodes",
+                         "enlarged mediastinal lymph node", "enlarged mediastinal lymph nodes", "enlarged hilar lymph node",
+                         "enlarged hilar lymph nodes"],
                         ["淋巴结肿大", "肿大淋巴结", "淋巴结增大"], "sym", "lymph_node"),
     "pleural_thickening": (["pleural thickening"], ["胸膜增厚"], "sym", "pleura"),
     "cyst": (["cyst", "cysts"], ["囊肿", "囊性灶"], "sym", None),
@@ -91,7 +93,8 @@ not called it a nodule)."""
 PLURALS = {"nodules", "nodular opacities", "nodular densities", "pulmonary nodules", "lung nodules", "masses",
            "effusions", "pleural effusions", "opacities", "airspace opacities", "infiltrates", "densities",
            "granulomas", "granulomata", "calcified granulomas", "calcifications", "fractures", "cysts",
-           "consolidations", "pneumothoraces", "enlarged lymph nodes", "scars", "pericardial effusions", "ggns", "ggo nodules", "micronodules",
+           "consolidations", "pneumothoraces", "enlarged lymph nodes", "enlarged mediastinal lymph nodes",
+           "enlarged hilar lymph nodes", "scars", "pericardial effusions", "ggns", "ggo nodules", "micronodules",
            "ggos"}
 
 LUNG_LESIONS = {"nodule", "mass", "granuloma"}

@@ -109,6 +109,9 @@ def _pick(pair: tuple[str, str], lang: str) -> str:
     return pair[1] if lang == "zh" else pair[0]
 
 
+_COUNTABLE = {"nodule", "mass", "effusion", "pericardial_effusion", "opacity", "fracture", "granuloma", "calcification",
+              "cyst", "hernia"}
+"""Finding names that take a plural "s" ("multiple nodules"); not "lymphadenopathy", "emphysema", ..."""
 _GENERIC = {"lung", "both_lungs", "upper_lobe", "middle_lobe", "lower_lobe", "lung_base", "lung_apex", "pleura"}
 
 
@@ -129,7 +132,7 @@ def describe(f: Finding, lang: str) -> str:
         if size:
             phrase += f"，约{size}"
         return phrase + (f"（{_pick(TEMP[f.temporality], lang)}）" if f.temporality else "")
-    head = " ".join(x for x in [size, "multiple" if many else "", *attrs, name + ("s" if many and not name.endswith("s") else "")] if x)
+    head = " ".join(x for x in [size, "multiple" if many else "", *attrs, name + ("s" if many and f.type in _COUNTABLE and not name.endswith("s") else "")] if x)
     return head + (f", {site}" if site else "") + temp
 
 
