@@ -152,3 +152,17 @@ def test_an_undescribed_early_date_is_still_the_agreement_date():
 
     text = 'CONSULTING AGREEMENT\n\nMarch 3, 2021\n\nAcme Corp. ("Company") and Jo Roe ("Consultant") agree as follows.'
     assert [d.value for d in rules_en.agreement_date(text)] == ["2021-03-03"]
+
+
+@pytest.mark.parametrize("sentence, body", [
+    ("Any dispute shall be finally resolved by arbitration administered by the HKIAC in Hong Kong.", "HKIAC"),
+    ("Any dispute shall be finally resolved by arbitration in Singapore under the rules of the Singapore "
+     "International Arbitration Centre.", "Singapore International Arbitration Centre"),  # was from "Singapore under"
+    ("Disputes shall be submitted to arbitration under the ICC Rules in Paris.", "ICC"),
+])
+def test_arbitration_institutions(sentence, body):
+    from sectorflow_legal_extraction import rules_en
+    from sectorflow_legal_extraction.text import segments
+
+    assert [e.value for e in rules_en.dispute_resolution(sentence, segments(sentence, "en"))] == [
+        {"method": "arbitration", "body": body}]

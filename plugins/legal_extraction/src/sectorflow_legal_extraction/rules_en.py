@@ -252,10 +252,11 @@ def dispute_resolution(text: str, spans: list[tuple[int, int]]) -> list[Extracti
     """Arbitration (with the institution when named: AAA, ICC, JAMS, CIETAC ...) or the courts of a place."""
     for start, end in _sentences(text, spans, re.compile(r"arbitrat", re.I)):
         sentence = text[start:end]
-        body = re.search(r"American\s+Arbitration\s+Association|International\s+Chamber\s+of\s+Commerce|JAMS|"
+        body = re.search(r"American\s+Arbitration\s+Association|International\s+Chamber\s+of\s+Commerce|"
+                         r"\b(?:HKIAC|SIAC|LCIA|ICDR|AAA|ICC|SCC)\b|JAMS|"
                          r"China\s+International\s+Economic\s+and\s+Trade\s+Arbitration\s+Commission|CIETAC|"
-                         r"London\s+Court\s+of\s+International\s+Arbitration|[A-Z][\w ]{2,60}Arbitration\s+"
-                         r"(?:Centre|Center|Commission)", sentence)
+                         r"London\s+Court\s+of\s+International\s+Arbitration|(?:[A-Z][\w&\-]*\s+(?:(?:of|and|for)\s+)?){1,8}"
+                         r"Arbitration\s+(?:Centre|Center|Commission)", sentence)
         if re.search(r"shall\s+be\s+(?:finally\s+)?(?:settled|resolved|submitted|referred)|binding\s+arbitration|"
                      r"submit(?:ted)?\s+to\s+arbitration", sentence, re.I):
             return [Extraction(text=sentence, start=start, end=end, confidence=0.75, source="rule:en_arbitration",
