@@ -432,7 +432,8 @@ def test_a_pericardial_effusion_is_no_pleural_effusion(text):
     first, nodule = rep.findings
     assert (first.type, [a.key for a in first.anatomy], first.assertion) == ("pericardial_effusion", ["heart"],
                                                                              "present")
-    assert [c.code for c in rep.codes] in (["R91.1"], ["R91"])
+    assert nodule.type == "nodule"
+    assert [(c.code, c.finding_ids) for c in rep.codes] in ([("R91.1", [nodule.id])], [("R91", [nodule.id])])
     assert ("pericardial effusion" if rep.language == "en" else "心包积液") in rep.impression
 
 
