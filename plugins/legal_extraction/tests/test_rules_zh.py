@@ -118,3 +118,24 @@ def test_attributes_on_the_party_line_itself(line):
         "address": ["上海市浦东新区2号"]}
     for rel in (*a.relations["address"], *b.relations["address"]):
         assert line[rel.start:rel.end] == rel.text
+
+
+@pytest.mark.parametrize("sentence, span", [
+    ("合同总价款为人民币350,000.00元（大写：人民币叁拾万元整）。", "人民币350,000.00元（大写：人民币叁拾万元整）"),
+    ("合同总价款（大写）：人民币叁拾万元整，（小写）：¥350,000.00。", "人民币叁拾万元整，（小写）：¥350,000.00"),
+    ("合同总金额：大写人民币叁拾万元整；小写¥350,000.00。", "人民币叁拾万元整；小写¥350,000.00"),
+])
+def test_words_and_figures_with_labels_between_them_are_compared(taskflow_factory, sentence, span):
+    # each gave 300000.00 or 350000.00 silently: the two forms were more than 3 characters apart
+    (amount,) = taskflow_factory(["合同金额"])("甲方：A公司\n乙方：B公司\n\n" + sentence + "\n").fields["合同金额"]
+    assert amount.text == span
+    assert amount.value == {"amount": None, "currency": "CNY", "words_and_figures_agree": False,
+                            "words": "300000.00", "figures": "350000.00"}
+    assert amount.warnings
+
+
+def test_a_second_amount_in_the_sentence_is_not_compared():
+    from sectorflow_legal_extraction import normalize as nz
+
+    sentence = "合同总价款为人民币叁拾万元整，其中首付款为¥100,000.00。"
+    assert nz.check_consistency(nz.amounts_in(sentence), sentence) == []

@@ -198,7 +198,25 @@ def amounts_in(text: str) -> list[tuple[int, int, str, dict[str, Any], str]]:
     return found
 
 
-def amount_value(amounts: list[tuple[int, int, str, dict[str, Any], str]]) -> dict[str, Any] | None:
+_BETWEEN_FORMS = re.compile(r"[\s（()）\[\]【】:：,，;；、=]*(?:(?:即|大写|小写|人民币|RMB|金额|in\s+words|in\s+figures|"
+                            r"i\.e\.|namely)[\s（()）\[\]【】:：,，;；、=]*)*", re.I)
+"""What may stand between an amount in words and the same amount in figures: brackets, punctuation and the labels
+大写/小写/即 ("人民币350,000.00元（大写：人民币叁拾万元整）", "（大写）：人民币叁拾万元整，（小写）：¥350,000.00")."""
+
+
+def side_by_side(text: str, first: tuple, second: tuple) -> bool:
+    """Whether two amounts of :func:`amounts_in` found in ``text`` (``first`` before ``second``) are one amount
+    written twice, in words and in figures: of different kinds, with only brackets, punctuation and the labels
+    大写 / 小写 / 即 between them (at most 16 characters). Without ``text``, at most 3 characters apart."""
+    if first[4] == second[4] or second[0] < first[1]:
+        return False
+    if not text:
+        return second[0] - first[1] <= 3
+    between = text[first[1]:second[0]]
+    return len(between) <= 16 and bool(_BETWEEN_FORMS.fullmatch(between))
+
+
+def amount_value(amounts: list[tuple[int, int, str, dict[str, Any], str]], text: str = "") -> dict[str, Any] | None:
     """The value of the first amount of a sentence (:func:`amounts_in`), or ``None``. When it is written in words
     and in figures side by side (``人民币叁拾万元整（¥350,000.00）``, ``USD 250,000 (Two Hundred Thousand US Dollars)``)
     ``words_and_figures_agree`` says whether they agree, and when they do not, ``amount`` is ``None`` and both
@@ -206,7 +224,7 @@ def amount_value(amounts: list[tuple[int, int, str, dict[str, Any], str]]) -> di
     if not amounts:
         return None
     first = amounts[0]
-    pair = [a for a in amounts[1:] if 0 <= a[0] - first[1] <= 3 and a[4] != first[4]]
+    pair = [a for a in amounts[1:] if side_by_side(text, first, a)]
     value = dict(first[3])
     if pair:
         words, figures = (first, pair[0]) if first[4] == "words" else (pair[0], first)
@@ -216,14 +234,14 @@ def amount_value(amounts: list[tuple[int, int, str, dict[str, Any], str]]) -> di
     return value
 
 
-def check_consistency(amounts: list[tuple[int, int, str, dict[str, Any], str]]) -> list[str]:
+def check_consistency(amounts: list[tuple[int, int, str, dict[str, Any], str]], text: str = "") -> list[str]:
     """Warnings for an amount written both in words and in figures that disagree (never resolved silently)."""
     words = [a for a in amounts if a[4] == "words"]
     figures = [a for a in amounts if a[4] == "figures"]
     warnings = []
     for w in words:
         for f in figures:  # the two forms written side by side: 壹佰万元整（¥1,000,000.00）
-            if 0 <= f[0] - w[1] <= 3 or 0 <= w[0] - f[1] <= 3:
+            if side_by_side(text, w, f) or side_by_side(text, f, w):
                 if Decimal(w[3]["amount"]) != Decimal(f[3]["amount"]):
                     warnings.append(f"amount mismatch: words {w[2]!r} = {w[3]['amount']} but figures {f[2]!r} = "
                                     f"{f[3]['amount']}; check the contract (neither is assumed correct)")

@@ -290,16 +290,16 @@ def contract_amount(text: str, spans: list[tuple[int, int]]) -> list[Extraction]
         amounts = [a for a in nz.amounts_in(sentence) if a[0] >= cue.start() and a[3]["currency"]]
         if not amounts:
             continue
-        value = nz.amount_value(amounts)
+        value = nz.amount_value(amounts, sentence)
         s, e = amounts[0][0], amounts[0][1]
-        pair = [a for a in amounts[1:] if 0 <= a[0] - e <= 3 and a[4] != amounts[0][4]]
+        pair = [a for a in amounts[1:] if nz.side_by_side(sentence, amounts[0], a)]
         if pair:
             e = pair[0][1]
             close = re.match(r"\s*\)", sentence[e:])
             if close and sentence[s:e].count("(") > sentence[s:e].count(")"):
                 e += close.end()
         return [Extraction(text=text[start + s:start + e], start=start + s, end=start + e, value=value,
-                           confidence=0.6, source="rule:en_amount", warnings=nz.check_consistency(amounts))]
+                           confidence=0.6, source="rule:en_amount", warnings=nz.check_consistency(amounts, sentence))]
     return []
 
 
@@ -336,12 +336,12 @@ def clause(key: str, text: str, spans: list[tuple[int, int]]) -> list[Extraction
                 value["duration"] = duration["iso"]
             amounts = nz.amounts_in(sentence)
             if amounts:
-                value["amount"] = nz.amount_value(amounts)
+                value["amount"] = nz.amount_value(amounts, sentence)
             rate = re.search(r"(\d+(?:\.\d+)?)\s*(?:%|per\s*cent|percent)", sentence, re.I)
             if key == "liquidated_damages" and rate:  # "0.5 percent (0.5%) of the fee due, for each day of delay"
                 value["rate"] = str(Decimal(rate.group(1)) / 100)
                 value["per_day"] = bool(re.search(r"\b(?:per|each|every)\s+(?:calendar\s+|business\s+)?day|\bdaily\b",
                                                   sentence, re.I))
             return [Extraction(text=sentence, start=start, end=end, value=value or None, confidence=0.6,
-                               source=f"rule:en_{key}", warnings=nz.check_consistency(amounts))]
+                               source=f"rule:en_{key}", warnings=nz.check_consistency(amounts, sentence))]
     return []

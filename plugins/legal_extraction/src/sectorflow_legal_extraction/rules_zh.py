@@ -101,17 +101,20 @@ def contract_amount(text: str, spans: list[tuple[int, int]]) -> list[Extraction]
     cue = re.compile(r"合同(?:总)?(?:金额|价款|总价|价格)|总价款|总金额|总价|租金总额|总租金|合同总额|价款(?:总计|合计)?|"
                      r"(?:许可|服务|技术|咨询)?费用?总额|(?:借款|贷款)(?:金额|本金|总额)|转让(?:价款|价格|总价)|"
                      r"采购(?:总)?金额")
-    for start, end in spans:
-        sentence = text[start:end]
-        match = cue.search(sentence)
+    for n, (start, end) in enumerate(spans):
+        match = cue.search(text, start, end)
         if not match:
             continue
+        if n + 1 < len(spans) and text[end - 1] in "；;" and re.match(r"[（(]?[大小]写", text[spans[n + 1][0]:]):
+            end = spans[n + 1][1]  # "大写人民币叁拾万元整；小写¥300,000.00": the same amount, both forms
+        sentence = text[start:end]
+        match = cue.search(sentence)
         amounts = [a for a in nz.amounts_in(sentence) if a[0] >= match.start()]
         if not amounts:
             continue
-        warnings = nz.check_consistency(amounts)
+        warnings = nz.check_consistency(amounts, sentence)
         first = amounts[0]
-        pair = [a for a in amounts[1:] if 0 <= a[0] - first[1] <= 3 and a[4] != first[4]]
+        pair = [a for a in amounts[1:] if nz.side_by_side(sentence, first, a)]
         b, e = start + first[0], start + (pair[0][1] if pair else first[1])
         e = _close_brackets(text, b, e, end)
         value = dict(first[3])
@@ -264,8 +267,8 @@ def liquidated_damages(text: str, spans: list[tuple[int, int]]) -> list[Extracti
             value["per_day"] = bool(re.search(r"每(?:日|天)|每逾期一日|按日", sentence))
         amounts = nz.amounts_in(sentence)
         if amounts:
-            value["amount"] = nz.amount_value(amounts)
-        warnings = nz.check_consistency(amounts)
+            value["amount"] = nz.amount_value(amounts, sentence)
+        warnings = nz.check_consistency(amounts, sentence)
         out.append(Extraction(text=sentence, start=start, end=end, value=value or None, confidence=0.85,
                               source="rule:zh_liquidated_damages", warnings=warnings))
     return out
@@ -372,9 +375,9 @@ def clause(key: str, text: str, spans: list[tuple[int, int]]) -> list[Extraction
                 value["duration"] = duration["iso"]
         amounts = nz.amounts_in(sentence)
         if amounts:
-            value["amount"] = nz.amount_value(amounts)
+            value["amount"] = nz.amount_value(amounts, sentence)
         out.append(Extraction(text=sentence, start=start, end=end, value=value or None, confidence=0.75,
-                              source=f"rule:zh_{key}", warnings=nz.check_consistency(amounts)))
+                              source=f"rule:zh_{key}", warnings=nz.check_consistency(amounts, sentence)))
         if key != "termination":  # every termination ground is kept; other clause fields give their first sentence
             break
     return out
