@@ -137,6 +137,15 @@ def test_short_forms_do_not_fire_when_negated_or_absent(text):
     ("太坑了", ("anger",), "太坑"),
     ("你们银行真烂", ("anger",), "真烂"),
     ("等了一个小时都没人接", ("complaint",), "没人接"),
+    # English in other words (a second fresh-user round)
+    ("Escalate this please", ("human_requested",), "escalate this"),
+    ("Put me through to customer service", ("human_requested",), "put me through to customer service"),
+    ("I am reporting you to trading standards", ("regulator_or_legal_threat",), "trading standards"),
+    ("I'll leave a one star review", ("media_threat",), "one star review"),
+    ("I've been on hold for an hour", ("complaint",), "on hold for"),
+    ("I'm closing my account and taking my business elsewhere", ("complaint",), "taking my business elsewhere"),
+    ("This is a disgrace", ("anger",), "disgrace"),
+    ("You have stolen my money", ("anger",), "stolen my money"),
     # A-not-A questions (是不是, 要不要, 有没有) are not negations
     ("这个理财产品是不是坑人", ("anger",), "坑人"),
     ("有没有人工客服", ("human_requested",), "人工客服"),
@@ -168,6 +177,8 @@ def test_fresh_user_escalations(text, reasons, phrase):
     "人民银行的征信报告怎么查", "律师费可以用信用卡支付吗", "律师事务所开对公账户需要什么材料",
     "Is there compensation for the outage?", "Who answers the phone on Sundays?", "我的转账问题解决了吗",
     "公司负责人需要到场吗", "开户需要法定代表人或负责人到场吗", "监管机构要求的材料是什么", "我不要真人",
+    "Unbelievable rates, how do I sign up?", "How do I leave a review of the app?",
+    "My card was stolen, is my money safe?", "I'm not unhappy",
 ])
 def test_fresh_user_plain_messages_do_not_escalate(text):
     verdict = EscalationRules().check(text)
