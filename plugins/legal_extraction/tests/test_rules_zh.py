@@ -139,3 +139,12 @@ def test_a_second_amount_in_the_sentence_is_not_compared():
 
     sentence = "合同总价款为人民币叁拾万元整，其中首付款为¥100,000.00。"
     assert nz.check_consistency(nz.amounts_in(sentence), sentence) == []
+
+
+@pytest.mark.parametrize("sentence, value", [
+    ("本合同经双方签字盖章后生效。", {"anchor": "双方签字盖章", "offset": "P0D", "bound": "after"}),  # was absent
+    ("本合同在甲方收到首期款时生效。", {"anchor": "甲方收到首期款", "offset": "P0D", "bound": "at"}),
+    ("本合同自双方签字盖章之日起生效。", {"anchor": "双方签字盖章之日", "offset": "P0D", "bound": "at"}),
+])
+def test_effective_on_an_event(sentence, value):
+    assert [e.value for e in rules_zh.effective_date(sentence, segments(sentence, "zh"))] == [value]

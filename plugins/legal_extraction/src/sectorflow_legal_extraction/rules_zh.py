@@ -170,6 +170,12 @@ def _dated(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str], name: 
                 return [Extraction(text=text[b:e], start=b, end=e, confidence=0.8, source=f"rule:zh_{name}_anchor",
                                    value={"anchor": re.split(r"[自于]", anchor.group("a"))[-1], "offset": "P0D",
                                           "bound": "at"})]
+            event = re.search(r"(?:经|在|待)(?P<a>[^，。；经在待]{2,20}?)(?P<w>后|之后|时)(?:即|方|始)?(?:行)?生效", sentence)
+            if event:  # "本合同经双方签字盖章后生效": the event, kept as the anchor
+                b, e = start + event.start("a"), start + event.end("a")
+                return [Extraction(text=text[b:e], start=b, end=e, confidence=0.75, source=f"rule:zh_{name}_anchor",
+                                   value={"anchor": event.group("a"), "offset": "P0D",
+                                          "bound": "at" if event.group("w") == "时" else "after"})]
     return []
 
 
