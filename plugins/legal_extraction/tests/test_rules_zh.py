@@ -148,3 +148,12 @@ def test_a_second_amount_in_the_sentence_is_not_compared():
 ])
 def test_effective_on_an_event(sentence, value):
     assert [e.value for e in rules_zh.effective_date(sentence, segments(sentence, "zh"))] == [value]
+
+
+@pytest.mark.parametrize("sentence, value", [
+    ("本合同有效期至2025年12月31日止。", {"end": "2025-12-31"}),                                   # was absent
+    ("服务期限：2024年1月1日—2024年12月31日。", {"start": "2024-01-01", "end": "2024-12-31"}),    # was absent
+    ("租赁期限为半年，自2023年3月1日起计算。", {"start": "2023-03-01", "duration": "P6M"}),
+])
+def test_term_forms(sentence, value):
+    assert [e.value for e in rules_zh.term(sentence, segments(sentence, "zh"))] == [value]

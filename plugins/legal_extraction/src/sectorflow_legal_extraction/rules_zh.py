@@ -200,8 +200,13 @@ def term(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
         value: dict[str, str] = {}
         dates = nz.dates_in(sentence)
         span_from = re.search(r"(?:自|从|[：:]\s*)(.{4,20}?)起?至(.{4,20}?)(?:止|$|[，。；])", sentence)
-        if span_from and len(dates) >= 2:
+        if span_from and len(dates) >= 2 or len(dates) >= 2 and re.fullmatch(
+                r"\s*起?\s*(?:至|到|—+|－|~|～|-)\s*", sentence[dates[0][1]:dates[1][0]]):  # 2024年1月1日—2024年12月31日
             value["start"], value["end"] = dates[0][3], dates[1][3]
+        elif dates and re.search(r"(?:至|到)\s*$", sentence[:dates[0][0]]):  # 有效期至2025年12月31日止
+            value["end"] = dates[0][3]
+        elif dates and re.search(r"(?:自|从)\s*$", sentence[:dates[0][0]]) and sentence[dates[0][1]:].lstrip().startswith("起"):
+            value["start"] = dates[0][3]  # 租赁期限为半年，自2023年3月1日起计算
         duration = nz.parse_duration(re.sub(r"\d{4}年|\d{1,2}月\d{1,2}日", "", sentence.split("自")[0]) or "")
         if duration is None:
             duration = nz.parse_duration(re.sub(r"[0-9〇零一二三四五六七八九十]{4}年[^，。；]*?日", "", sentence))
