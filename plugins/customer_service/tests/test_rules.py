@@ -98,6 +98,10 @@ def test_short_forms_do_not_fire_when_negated_or_absent(text):
     ("我要投訴你們", ("complaint",), "投诉"),
     ("轉人工", ("human_requested",), "转人工"),
     ("再不處理我就去銀保監會", ("regulator_or_legal_threat",), "银保监会"),
+    ("問題到現在還沒解決", ("complaint",), "还没解决"),
+    ("你們銀行真爛", ("anger",), "真烂"),
+    ("我要發到小紅書上", ("media_threat",), "发到小红书"),
+    ("我要去信訪", ("regulator_or_legal_threat",), "信访"),
     # threats to go to the press are their own reason
     ("我要找記者", ("media_threat",), "找记者"),
     ("再不解决我就找媒体曝光", ("media_threat",), "找媒体"),

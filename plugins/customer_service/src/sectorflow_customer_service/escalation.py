@@ -139,10 +139,10 @@ WHOLE_MESSAGE: dict[str, tuple[str, ...]] = {
 _T2S = str.maketrans(
     "轉務經們領導銀監會總門協費訴師報體舉評過氣騙無語麼勁惡噁詐滾處說讓給見難態憤錢帳賬凍結誰問題還為對個請幫應該"
     "負責辦認識訊開關機構權時後來員話調熱線長媒記視電臺網發蕩離譜強盜搶煩嗎這沒並別傳護滿膽罵鬧橫條爭據規則險貸"
-    "款戶鎖掛號碼餘額額轉賬財產證聯係繫議險們",
+    "款戶鎖掛號碼餘額額轉賬財產證聯係繫議險們爛紅書賠償決聞訟訪討徵準備員廣類郵",
     "转务经们领导银监会总门协费诉师报体举评过气骗无语么劲恶恶诈滚处说让给见难态愤钱账账冻结谁问题还为对个请帮应该"
     "负责办认识讯开关机构权时后来员话调热线长媒记视电台网发荡离谱强盗抢烦吗这没并别传护满胆骂闹横条争据规则险贷"
-    "款户锁挂号码余额额转账财产证联系系议险们")
+    "款户锁挂号码余额额转账财产证联系系议险们烂红书赔偿决闻讼访讨征准备员广类邮")
 """Traditional Chinese characters of the phrase table (and of the negations, 沒有/並非/別) read as simplified, so
 "我要投訴", "轉人工" and "我沒有要投訴" read as their simplified forms; one character for one, offsets unchanged.
 Applied to the message and to the operator's phrases."""
