@@ -20,7 +20,8 @@ class TextItem(BaseModel):
     refused (``extra="forbid"``), so a misspelt option is an error rather than silently ignored.
 
     Raises (through :func:`sectorflow.Taskflow` validation, as ``InvalidInputError``): an empty text, a text of only
-    white space ("text is only white space: give <text_hint>"), an unknown key.
+    white space ("text is only white space: give <text_hint>"), an unknown key, an item that is neither a string nor
+    a mapping (``None``, bytes, a number, a list: "got None: give <text_hint> as a string").
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -33,7 +34,14 @@ class TextItem(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _plain_string(cls, data: Any) -> Any:
-        return {"text": data} if isinstance(data, str) else data
+        if isinstance(data, str):
+            return {"text": data}
+        if data is None or isinstance(data, (bytes, bytearray, int, float, list, tuple)):
+            # pydantic's own message ("Input should be a valid dictionary or instance of Note") does not say that a
+            # plain string is what to pass
+            kind = "None" if data is None else type(data).__name__
+            raise ValueError(f"got {kind}: give {cls.text_hint} as a string (or {{'text': ...}})")
+        return data
 
     @field_validator("text")
     @classmethod

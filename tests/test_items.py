@@ -43,3 +43,15 @@ def test_whole_file_reader_gives_one_item_and_an_empty_file_is_one_bad_row(tmp_p
     ((row, problem),) = read(blank)
     assert row == 1 and isinstance(problem, InvalidInputError) and "put the note in it" in str(problem)
     assert problem.details == [{"row": 1, "field": "text", "reason": "empty file"}]
+
+
+def test_an_item_that_is_not_a_string_or_mapping_says_to_pass_a_string():
+    with pytest.raises(InvalidInputError) as caught:
+        validate_items(Note, ["ok", None, b"bytes", 7, ["a"]])
+    assert [(d["row"], d["reason"]) for d in caught.value.details] == [
+        (2, "Value error, got None: give the note as a string (or {'text': ...})"),
+        (3, "Value error, got bytes: give the note as a string (or {'text': ...})"),
+        (4, "Value error, got int: give the note as a string (or {'text': ...})"),
+        (5, "Value error, got list: give the note as a string (or {'text': ...})"),
+    ]
+    assert Note.model_validate(Note(text="hi")).text == "hi"  # an instance still passes
