@@ -170,6 +170,7 @@ def speed(tf, b77, report: dict, args) -> None:
     print(json.dumps(report["speed_en"]), flush=True)
     report["machine"]["load_average_at_end"] = [round(x, 1) for x in os.getloadavg()]
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)  # out/ is git-ignored: absent in a fresh clone
         Path(args.json).write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n")
     print(json.dumps(report, indent=1, ensure_ascii=False))
 
