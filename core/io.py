@@ -19,6 +19,7 @@ import functools
 import gzip
 import io
 import json
+import logging
 import sys
 import zlib
 from collections.abc import Iterator, Mapping
@@ -28,6 +29,8 @@ from typing import IO, Any
 
 from .errors import ConfigError, InvalidInputError
 from .spec import Reader, ReaderFactory, TaskSpec
+
+log = logging.getLogger("sectorflow")
 
 
 @contextmanager
@@ -202,9 +205,10 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
     formats = set(readers) | set(factories)
     if fmt not in formats:
         raise ConfigError(f"Task {spec.name!r} reads the formats {', '.join(sorted(formats))}; not {fmt!r}.")
+    builtin = fmt in BUILTIN_READERS and fmt not in own
     if not mapping and not defaults:
         if fmt in spec.readers or fmt not in spec.reader_factories:
-            return checked_reader(readers[fmt])
+            return checked_reader(known_fields_only(readers[fmt], spec) if builtin else readers[fmt])
         return checked_reader(spec.reader_factories[fmt]())
     fields = list(spec.input_model.model_fields)
     unknown = sorted((set(mapping or {}) | set(defaults or {})) - set(fields))
@@ -218,8 +222,40 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
         takes = ", ".join(sorted(factories)) or "none"
         raise ConfigError(f"Format {fmt!r} of task {spec.name!r} has fixed columns: it takes no --column/--default. "
                           f"Formats that do: {takes}.")
-    return checked_reader(factories[fmt](mapping=dict(mapping) if mapping else None,
-                                         defaults=dict(defaults) if defaults else None))
+    made = factories[fmt](mapping=dict(mapping) if mapping else None, defaults=dict(defaults) if defaults else None)
+    return checked_reader(known_fields_only(made, spec) if builtin else made)
+
+
+def known_fields_only(reader: Reader, spec: TaskSpec) -> Reader:
+    """Wrap a built-in ``csv``/``jsonl`` reader so that columns (keys) that are not input fields of ``spec`` are left
+    out of each record, with one warning per file naming them.
+
+    Exports carry columns a task does not read (a ticket number, an agent's name): a task whose input model refuses
+    unknown keys (``TextItem``: a misspelt option must not pass silently through the API) would otherwise reject
+    every row of such a file. The warning names the ignored columns, so a misspelt one is still seen. Models that
+    keep extra keys (``extra="allow"``) get every column, as before.
+    """
+    if spec.input_model.model_config.get("extra") == "allow":
+        return reader
+    fields = set(spec.input_model.model_fields)
+    warned: set[str] = set()  # the reject mode reads a file twice (check, then run): one warning
+
+    @functools.wraps(reader)
+    def read(source: Any) -> Iterator[tuple[int, Any]]:
+        ignored: dict[str, None] = {}
+        for row, record in reader(source):
+            if isinstance(record, dict) and not fields.issuperset(record):
+                ignored.update(dict.fromkeys(key for key in record if key not in fields))
+                record = {key: value for key, value in record.items() if key in fields}
+            yield row, record
+        if ignored and str(source) not in warned:
+            warned.add(str(source))
+            log.warning("%s: %s %s not %s of task %r: ignored (its input fields: %s). To read one as a field: "
+                        "--column FIELD=COLUMN.", source, ", ".join(map(repr, ignored)),
+                        "is" if len(ignored) == 1 else "are", "an input field" if len(ignored) == 1 else
+                        "input fields", spec.name, ", ".join(spec.input_model.model_fields))
+
+    return read  # type: ignore[return-value]
 
 
 def checked_reader(reader: Reader) -> Reader:

@@ -105,3 +105,46 @@ def test_a_plugins_reader_factory_gets_the_options(echo_registry, tmp_path):
     assert calls == [(None, None), ({"text": "T"}, None)]
     with pytest.raises(ConfigError, match="Formats that do: csv, jsonl, pipes"):
         reader_for(spec, "lines", source, defaults={"text": "x"})
+
+
+def test_columns_that_are_no_input_fields_are_ignored_with_one_warning(echo_registry, tmp_path, caplog):
+    """An export's extra columns (a ticket number) do not make every row of a text task bad: a task whose input
+    model refuses unknown keys (TextItem) gets only its fields from the built-in csv/jsonl readers, and one warning
+    per file names what was left out, so a misspelt column is still seen."""
+    from sectorflow import TextItem
+
+    class Note(TextItem):
+        text_hint = "the note"
+
+    spec = dataclasses.replace(plugins.get_task("echo"), input_model=Note)
+    csv_file = tmp_path / "export.csv"
+    csv_file.write_text("ticket,message,agent\n7,hello world,ann\n8,UPPER lower,bob\n", encoding="utf-8")
+    read = reader_for(spec, None, csv_file, mapping={"text": "message"})
+    with caplog.at_level("WARNING", logger="sectorflow"):
+        assert list(read(csv_file)) == [(1, {"text": "hello world"}), (2, {"text": "UPPER lower"})]
+        assert list(read(csv_file)) == [(1, {"text": "hello world"}), (2, {"text": "UPPER lower"})]  # read again
+    warnings = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
+    assert warnings == [f"{csv_file}: 'ticket', 'agent' are not input fields of task 'echo': ignored (its input "
+                        "fields: text). To read one as a field: --column FIELD=COLUMN."]
+    jsonl_file = tmp_path / "in.jsonl"
+    jsonl_file.write_text(json.dumps({"text": "hi", "txet": "typo"}) + "\n", encoding="utf-8")
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="sectorflow"):
+        assert list(reader_for(spec, None, jsonl_file)(jsonl_file)) == [(1, {"text": "hi"})]
+    assert "'txet' is not an input field of task 'echo'" in caplog.text
+    # without the wrapper's help the row would be refused by the model
+    with pytest.raises(ValueError, match="Extra inputs are not permitted"):
+        Note.model_validate({"text": "hi", "txet": "typo"})
+
+
+def test_a_task_whose_model_keeps_extra_keys_gets_every_column(echo_registry, tmp_path):
+    from pydantic import BaseModel, ConfigDict
+
+    class Loose(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        text: str
+
+    spec = dataclasses.replace(plugins.get_task("echo"), input_model=Loose)
+    source = tmp_path / "in.csv"
+    source.write_text("text,more\nhi,there\n", encoding="utf-8")
+    assert list(reader_for(spec, None, source)(source)) == [(1, {"text": "hi", "more": "there"})]
