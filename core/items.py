@@ -15,12 +15,17 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+"""Characters that show nothing and that ``str.strip`` keeps (zero-width space, joiners, word joiner, BOM, soft
+hyphen): a text of only these and white space is blank."""
+
+
 class TextItem(BaseModel):
     """One text item. A bare string is accepted as ``{"text": ...}`` (``Taskflow(task)("...")``); unknown keys are
     refused (``extra="forbid"``), so a misspelt option is an error rather than silently ignored.
 
     Raises (through :func:`sectorflow.Taskflow` validation, as ``InvalidInputError``): an empty text, a text of only
-    white space ("text is only white space: give <text_hint>"), an unknown key, an item that is neither a string nor
+    white space or zero-width characters ("text is only white space: give <text_hint>"), an unknown key, an item that is neither a string nor
     a mapping (``None``, bytes, a number, a list: "got None: give <text_hint> as a string").
     """
 
@@ -46,6 +51,6 @@ class TextItem(BaseModel):
     @field_validator("text")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.strip():
+        if not value.translate(_INVISIBLE).strip():
             raise ValueError(f"text is only white space: give {cls.text_hint}")
         return value

@@ -55,3 +55,10 @@ def test_an_item_that_is_not_a_string_or_mapping_says_to_pass_a_string():
         (5, "Value error, got list: give the note as a string (or {'text': ...})"),
     ]
     assert Note.model_validate(Note(text="hi")).text == "hi"  # an instance still passes
+
+
+def test_zero_width_characters_alone_are_blank():
+    with pytest.raises(InvalidInputError) as caught:
+        validate_items(Note, ["\u200b", " \u200b\ufeff\n"])
+    assert [d["row"] for d in caught.value.details] == [1, 2]
+    assert Note.model_validate("a\u200b").text == "a\u200b"  # kept as given when there is text
