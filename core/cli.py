@@ -133,10 +133,14 @@ def run_command(
     # The reader first: a wrong --format/--column is reported before a model is loaded.
     spec = plugins.get_task(task)
     mapping, defaults = field_pairs("--column", "COLUMN", column), field_pairs("--default", "VALUE", default)
-    reader = reader_for(spec, fmt, source, mapping=mapping, defaults=defaults)
+    # The validation context the options make (aml: input_timezone), as Taskflow builds it, for the reader factories
+    # that take it (core/io.py reader_for): the reader then knows how its rows will be read.
+    context = _input_context(spec, options)
+    reader = reader_for(spec, fmt, source, mapping=mapping, defaults=defaults, context=context)
     if history:
         _check_history(spec, history, source, output)
-    earlier = [(str(path), reader_for(spec, fmt, path, mapping=mapping, defaults=defaults)) for path in history]
+    earlier = [(str(path), reader_for(spec, fmt, path, mapping=mapping, defaults=defaults, context=context))
+               for path in history]
     tf = Taskflow(task, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
                   task_path=task_path, **options)
     spool: Optional[str] = None
@@ -157,6 +161,18 @@ def run_command(
     finally:
         if spool:
             os.unlink(spool)
+
+
+def _input_context(spec: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The task's input context for ``options`` (:attr:`TaskSpec.input_context`; ``{}`` for a task without one), made
+    from the options the task declares (an unknown one is left to ``Taskflow``, which names it).
+
+    Raises:
+        ConfigError: from the task's ``input_context`` for a bad option value (aml: an unknown ``input_timezone``).
+    """
+    if spec.input_context is None:
+        return {}
+    return dict(spec.input_context({key: value for key, value in options.items() if key in spec.options}))
 
 
 def _check_output(source: str, output: Optional[Path]) -> None:

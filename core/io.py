@@ -10,6 +10,11 @@ row, so that the rest of the file can still be processed in skip mode. Files end
 Column mapping (``sectorflow run --column FIELD=COLUMN --default FIELD=VALUE``): a format with a reader factory
 (``TaskSpec.reader_factories``; the built-in ``csv`` and ``jsonl`` here) makes a reader that renames columns to input
 fields and fills absent fields; :func:`reader_for` checks the field names against the task's input model first.
+
+Input context: a reader factory that declares a keyword parameter named ``context`` (see :func:`takes_context`) is
+called with the task's validation context (:attr:`TaskSpec.input_context` of the run's options, ``{}`` for a task
+without one; read-only), so that its reader knows how the caller's options read raw rows (aml's ``input_timezone``).
+Factories without the parameter are called exactly as before.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import csv
 import functools
 import gzip
+import inspect
 import io
 import json
 import logging
@@ -25,6 +31,7 @@ import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from types import MappingProxyType
 from typing import IO, Any
 
 from .errors import ConfigError, InvalidInputError
@@ -179,14 +186,33 @@ def guess_format(source: str | Path) -> str:
     return "csv" if name.endswith(".csv") else "jsonl"
 
 
+def takes_context(factory: Any) -> bool:
+    """Whether reader factory ``factory`` takes the task's input context: it has a parameter named ``context`` that
+    can be passed by keyword (``def make(mapping=None, defaults=None, *, context=None)``). A ``**kwargs`` catch-all
+    does not count, so a factory written before the context existed is never handed an argument it does not expect;
+    a callable whose signature cannot be read (some built-ins) does not take it either."""
+    try:
+        parameter = inspect.signature(factory).parameters.get("context")
+    except (TypeError, ValueError):
+        return False
+    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+
+
 def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: Mapping[str, str] | None = None,
-               defaults: Mapping[str, Any] | None = None) -> Reader:
+               defaults: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None) -> Reader:
     """The reader for ``fmt`` (task-specific formats first), or the guess from the file name: the task's own format
     whose name is the file's suffix (``.gz`` ignored), else ``csv`` for ``*.csv``, else ``jsonl``.
 
     ``mapping`` (``{input_field: source_column}``, ``sectorflow run --column``) and ``defaults`` (``{input_field:
     value}``, ``--default``), when either is non-empty, are handed to the format's reader factory
     (:attr:`TaskSpec.reader_factories`; the built-in ``csv`` and ``jsonl`` have one).
+
+    ``context`` is the task's input context (the validation context of raw items that the caller's options make,
+    :attr:`TaskSpec.input_context`; ``{}`` for a task without one; ``sectorflow run`` gives it). When it is given and
+    the format's factory takes it (:func:`takes_context`), the factory is called with ``context=`` (a read-only
+    copy), also when neither ``mapping`` nor ``defaults`` is given (the format's plain reader in
+    :attr:`TaskSpec.readers` is then not used: it cannot be told the context). ``None`` (the default): no factory is
+    told anything, as before the parameter existed.
 
     Raises:
         ConfigError: an unknown format (the message lists the ones this task reads); ``mapping`` or ``defaults``
@@ -206,7 +232,12 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
     if fmt not in formats:
         raise ConfigError(f"Task {spec.name!r} reads the formats {', '.join(sorted(formats))}; not {fmt!r}.")
     builtin = fmt in BUILTIN_READERS and fmt not in own
+    told = context is not None and fmt in factories and takes_context(factories[fmt])
+    extra = {"context": MappingProxyType(dict(context or {}))} if told else {}
     if not mapping and not defaults:
+        if told:
+            made = factories[fmt](**extra)
+            return checked_reader(known_fields_only(made, spec) if builtin else made)
         if fmt in spec.readers or fmt not in spec.reader_factories:
             return checked_reader(known_fields_only(readers[fmt], spec) if builtin else readers[fmt])
         return checked_reader(spec.reader_factories[fmt]())
@@ -222,7 +253,8 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
         takes = ", ".join(sorted(factories)) or "none"
         raise ConfigError(f"Format {fmt!r} of task {spec.name!r} has fixed columns: it takes no --column/--default. "
                           f"Formats that do: {takes}.")
-    made = factories[fmt](mapping=dict(mapping) if mapping else None, defaults=dict(defaults) if defaults else None)
+    made = factories[fmt](mapping=dict(mapping) if mapping else None, defaults=dict(defaults) if defaults else None,
+                          **extra)
     return checked_reader(known_fields_only(made, spec) if builtin else made)
 
 

@@ -124,7 +124,10 @@ class TaskSpec:
             iterating, for a mapped column the file lacks). ``sectorflow run --column FIELD=COLUMN --default
             FIELD=VALUE`` use the factory of the chosen format; a format of the task without one refuses these
             options. A format here but not in ``readers`` is read by ``factory()`` when no option is given. The
-            built-in ``csv`` and ``jsonl`` have factories unless ``readers`` replaces them.
+            built-in ``csv`` and ``jsonl`` have factories unless ``readers`` replaces them. A factory that declares
+            a keyword parameter ``context`` is also handed the run's :attr:`input_context` (read-only, ``{}`` when
+            the task has none) and then reads its format on every run, options or not
+            (:func:`sectorflow.io.reader_for`); factories without it are called as before.
         options: names of the extra keyword options ``Taskflow(task, **options)`` accepts, with one-line help.
         examples: a few valid input items (dicts); used by docs, ``sectorflow schema``, the server's OpenAPI examples
             and the offline test that runs every registered task with sockets blocked.

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
+from core_support import echo_plugin
 
-from sectorflow import ConfigError, Taskflow, plugins
+from sectorflow import ConfigError, Taskflow, hookimpl, plugins
 from sectorflow.cli import main
 from sectorflow.io import reader_for, remap
 
@@ -148,3 +150,101 @@ def test_a_task_whose_model_keeps_extra_keys_gets_every_column(echo_registry, tm
     source = tmp_path / "in.csv"
     source.write_text("text,more\nhi,there\n", encoding="utf-8")
     assert list(reader_for(spec, None, source)(source)) == [(1, {"text": "hi", "more": "there"})]
+
+
+# --- reader factories that take the task's input context (core/io.py takes_context) -------------------------------
+
+def _context_task(factory, *, readers=None):
+    """The echo spec with an input context from the option ``prefix`` and ``factory`` as its ``pipes`` format."""
+    captured: list = []
+    echo_plugin().sectorflow_register_tasks(register=captured.append)
+    return dataclasses.replace(
+        captured[0], options={**captured[0].options, "prefix": "text put before each raw item"},
+        input_context=lambda options: {} if options.get("prefix") is None else {"prefix": options["prefix"]},
+        readers=readers if readers is not None else captured[0].readers, reader_factories={"pipes": factory})
+
+
+def _one_task(spec):
+    class One:
+        @hookimpl
+        def sectorflow_register_tasks(self, register):
+            register(spec)
+
+    return One()
+
+
+def _pipes(source):
+    for row, line in enumerate(Path(source).read_text(encoding="utf-8").splitlines(), start=1):
+        yield row, dict(zip(("text", "note"), line.split("|")))
+
+
+def test_a_reader_factory_with_a_context_parameter_gets_the_runs_input_context(registry, tmp_path, capsys):
+    """``sectorflow run -O prefix=...`` hands the factory the context Taskflow validates with (read-only), also
+    without --column (the format's plain reader cannot be told it, so the factory is used), and with --column."""
+    calls: list = []
+
+    def factory(mapping=None, defaults=None, *, context=None):
+        calls.append((mapping, defaults, context))
+
+        def read(source):
+            for row, record in _pipes(source):
+                yield row, {"text": f"{(context or {}).get('prefix', '')}{remap(record, mapping, defaults)['text']}"}
+
+        return read
+
+    def plain(source):  # what the format reads without the context: must not be used when a context is given
+        raise AssertionError("the plain reader was used")
+
+    registry({"ctx": _one_task(_context_task(factory, readers={"pipes": plain}))})
+    source = tmp_path / "in.pipes"
+    source.write_text("hello|a\nworld|b\n", encoding="utf-8")
+    assert main(["run", "echo", str(source), "-O", "prefix=>> "]) == 0, capsys.readouterr().err
+    assert [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()] == [">> hello", ">> world"]
+    assert [(m, d, dict(c)) for m, d, c in calls] == [(None, None, {"prefix": ">> "})]
+    with pytest.raises(TypeError):
+        calls[0][2]["prefix"] = "changed"  # the task's own context is not the reader's to change
+    calls.clear()
+    assert main(["run", "echo", str(source), "--column", "text=note"]) == 0, capsys.readouterr().err
+    assert [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()] == ["a", "b"]
+    assert [(m, d, dict(c)) for m, d, c in calls] == [({"text": "note"}, None, {})]  # no option: an empty context
+    # reader_for without a context (a caller that has none) keeps the old behaviour: the plain reader, no context
+    calls.clear()
+    spec = plugins.get_task("echo")
+    assert reader_for(spec, "pipes", source) is not None and calls == []
+    assert list(reader_for(spec, "pipes", source, mapping={"text": "note"})(source)) == [(1, {"text": "a"}),
+                                                                                          (2, {"text": "b"})]
+    assert calls == [({"text": "note"}, None, None)]
+
+
+def test_a_reader_factory_without_a_context_parameter_is_called_as_before(registry, tmp_path, capsys):
+    """Factories written before the context existed (no ``context`` parameter, or only ``**options``) are never
+    handed it: the run works, the plain reader still reads a format without --column, and the factory with it."""
+    calls: list = []
+
+    def old(mapping=None, defaults=None):
+        calls.append(("old", mapping, defaults))
+        return lambda source: ((row, remap(record, mapping, defaults)) for row, record in _pipes(source))
+
+    def catch_all(**options):
+        calls.append(("catch_all", options))
+        return lambda source: ((row, {"text": record["text"]}) for row, record in _pipes(source))
+
+    def plain(source):
+        calls.append(("plain",))
+        return ((row, {"text": record["text"]}) for row, record in _pipes(source))
+
+    source = tmp_path / "in.pipes"
+    source.write_text("hello|a\nworld|b\n", encoding="utf-8")
+    registry({"ctx": _one_task(_context_task(old, readers={"pipes": plain}))})
+    assert main(["run", "echo", str(source), "-O", "prefix=>> "]) == 0, capsys.readouterr().err
+    assert [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()] == ["hello", "world"]
+    assert calls == [("plain",), ("plain",)]  # checked, then run (--on-error reject reads twice)
+    calls.clear()
+    assert main(["run", "echo", str(source), "--column", "text=note", "-O", "prefix=>> "]) == 0
+    assert [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()] == ["a", "b"]
+    assert calls == [("old", {"text": "note"}, None)]
+    calls.clear()
+    spec = _context_task(catch_all)
+    read = reader_for(spec, "pipes", source, mapping={"text": "note"}, context={"prefix": ">> "})
+    assert list(read(source)) == [(1, {"text": "hello"}), (2, {"text": "world"})]
+    assert calls == [("catch_all", {"mapping": {"text": "note"}, "defaults": None})]  # no context= in **options
