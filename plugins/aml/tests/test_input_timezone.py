@@ -160,3 +160,38 @@ def test_a_given_zone_silences_the_read_as_utc_warning_in_run_load_and_explain(
     assert not problems and [t.timestamp.hour for t in txns] == [1, 8]
     ((level, message),) = _offset_lines(caplog)
     assert level == "INFO" and message.endswith("read as local times in UTC+08:00 (input_timezone).")
+
+
+def test_the_reader_words_its_note_from_the_context_it_is_given_not_from_validation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture, cli_main) -> None:
+    # the factories take the caller's input context (the core hands it over): the note is right even when no row is
+    # validated while the file is read, and the --history files of a run get the same context as its input
+    from sectorflow_aml.loaders import csv_reader, jsonl_reader
+
+    rows = "d1,2026-11-03 09:10:00,WALKIN,C9,49900,CNY,cash_deposit\n"
+    files = {name: tmp_path / f"{name}.csv" for name in ("zoned", "utc", "bare", "earlier", "today")}
+    for path in files.values():
+        path.write_text(_HEADER + rows, encoding="utf-8")
+    with caplog.at_level("INFO", logger="sectorflow_aml"):
+        list(csv_reader(context=input_context({"input_timezone": "Asia/Shanghai"}))(files["zoned"]))
+        list(csv_reader(context={})(files["utc"]))
+        list(csv_reader()(files["bare"]))
+    lines = _offset_lines(caplog)
+    assert [level for level, _ in lines] == ["INFO", "WARNING", "WARNING"]
+    assert lines[0][1].endswith("read as local times in Asia/Shanghai (input_timezone).")
+    assert "read as UTC, since input_timezone was not given" in lines[1][1]
+    assert "they are read in the zone the option input_timezone names, UTC when it is not given" in lines[2][1]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="sectorflow_aml"):
+        assert cli_main(["run", "aml", str(files["today"]), "--history", str(files["earlier"]), "--output",
+                         str(tmp_path / "out.jsonl"), "-O", "model=false", "-O", "input_timezone=+08:00"]) == 0
+    assert _offset_lines(caplog) == [
+        ("INFO", (f"{files[name]}: 1 of 1 timestamps carry no UTC offset (e.g. row 1: '2026-11-03 09:10:00'): "
+                  "read as local times in UTC+08:00 (input_timezone).")) for name in ("earlier", "today")]
+    capsys.readouterr()
+    jsonl = tmp_path / "naive.jsonl"
+    jsonl.write_text(json.dumps(_cash("j", "2026-11-03T09:10:00", "1")) + "\n", encoding="utf-8")
+    caplog.clear()
+    with caplog.at_level("INFO", logger="sectorflow_aml"):
+        list(jsonl_reader(context=input_context({"input_timezone": "America/New_York"}))(jsonl))
+    assert [level for level, _ in _offset_lines(caplog)] == ["INFO"]

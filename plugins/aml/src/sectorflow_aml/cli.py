@@ -150,12 +150,12 @@ def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str], 
     if fmt not in READERS:
         raise ConfigError(f"Unknown format {fmt!r}; use one of {', '.join(sorted(READERS))}.")
     reader = READERS[fmt]
-    if mapping or defaults:
-        if fmt not in READER_FACTORIES:
-            raise ConfigError(f"Format {fmt!r} has fixed columns: it takes no --column/--default. Formats that do: "
-                              f"{', '.join(sorted(READER_FACTORIES))}.")
+    if (mapping or defaults) and fmt not in READER_FACTORIES:
+        raise ConfigError(f"Format {fmt!r} has fixed columns: it takes no --column/--default. Formats that do: "
+                          f"{', '.join(sorted(READER_FACTORIES))}.")
+    if fmt in READER_FACTORIES:  # told the zone, so its note on timestamps without an offset names it
         reader = READER_FACTORIES[fmt](mapping=dict(mapping) if mapping else None,
-                                       defaults=dict(defaults) if defaults else None)
+                                       defaults=dict(defaults) if defaults else None, context=context)
     found = []
     for _, record in reader(source):
         if isinstance(record, Transaction):  # a typed reader's row, already checked

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from sectorflow import ConfigError, InvalidInputError, open_text
 
-from .schema import EARLIEST, LATEST, Transaction, input_context, naive_times_read, trusted_transaction
+from .schema import EARLIEST, LATEST, Transaction, input_context, trusted_transaction
 
 Record = dict[str, Any]
 Reader = Callable[[Any], Iterator[tuple[int, Record]]]
@@ -99,21 +99,20 @@ def _file_key(source: Any) -> object:
         return id(source)
 
 
-def _noting_naive_times(source: Any, rows: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, Any]]:
+def _noting_naive_times(source: Any, rows: Iterator[tuple[int, Any]],
+                        context: Mapping[str, Any] | None) -> Iterator[tuple[int, Any]]:
     """``rows`` unchanged; at the end, once per file, a line when timestamps carried no UTC offset.
 
     Bank exports often hold local times without an offset: in China 17:00 local read as UTC is 01:00 the next Beijing
-    day, which moves same-day cash totals to other days. The reader is not told the ``input_timezone`` option, but
-    the caller validates each row before it asks for the next (``sectorflow run``, :func:`load_transactions`, ``aml
-    explain``), and validation counts the zone it read naive times in (:func:`~sectorflow_aml.schema.naive_times_read`),
-    so at the end of the file the reader knows which zone was used:
+    day, which moves same-day cash totals to other days. ``context`` is the validation context the caller reads the
+    rows with (the core's input context, handed to the reader factory: ``sectorflow run``, :func:`load_transactions`,
+    ``aml explain``), so the reader knows the zone:
 
-    - a zone was given: an info line naming it (nothing to fix);
-    - none was given: a warning that they were read as UTC, and how to name their zone;
-    - the rows were not validated while being read (a bare reader): a warning that they are read in the zone
-      ``input_timezone`` names, UTC when it is not given.
+    - ``input_timezone`` in it: an info line naming the zone (nothing to fix);
+    - a context without it: a warning that they were read as UTC, and how to name their zone;
+    - no context (``None``: a reader made without one, e.g. ``READERS["csv"]``): a warning that they are read in the
+      zone ``input_timezone`` names, UTC when it is not given.
     """
-    before = naive_times_read()
     naive = total = 0
     first = None
     for row, record in rows:
@@ -130,16 +129,14 @@ def _noting_naive_times(source: Any, rows: Iterator[tuple[int, Any]]) -> Iterato
     if not naive or key in _warned_naive:  # once per file: the CLI's reject mode reads a file twice
         return
     _warned_naive.add(key)
-    after = naive_times_read()
-    used = {zone for zone, count in after.items() if count > before.get(zone, 0)}
     head = f"{source}: {naive} of {total} timestamps carry no UTC offset (e.g. row {first[0]}: {str(first[1])!r})"
     fix = ("name their zone (sectorflow run aml -O input_timezone=ZONE, e.g. Asia/Shanghai or America/New_York; "
            "Taskflow('aml', input_timezone=ZONE); load_transactions(..., input_timezone=ZONE); aml explain "
            "--input-timezone ZONE), or same-day totals and business days shift.")
-    zones = sorted(str(zone) for zone in used if zone is not None)
-    if zones and None not in used:
-        log.info("%s: read as local times in %s (input_timezone).", head, ", ".join(zones))
-    elif None in used:
+    zone = context.get("input_timezone") if context is not None else None
+    if zone is not None:
+        log.info("%s: read as local times in %s (input_timezone).", head, zone)
+    elif context is not None:
         log.warning("%s: read as UTC, since input_timezone was not given. If they are local times, %s", head, fix)
     else:
         log.warning("%s: they are read in the zone the option input_timezone names, UTC when it is not given. If "
@@ -153,10 +150,14 @@ def _check_mapping(mapping: Mapping[str, str] | None, defaults: Mapping[str, Any
                           f"unknown: {', '.join(sorted(unknown))}.")
 
 
-def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None) -> Reader:
+def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None, *,
+               context: Mapping[str, Any] | None = None) -> Reader:
     """A CSV reader (header row required). ``mapping`` is ``{transaction_field: source_column}``; ``defaults``
     fills fields the file lacks or leaves empty (e.g. ``{"currency": "USD"}``). Header names are read with
-    surrounding spaces removed (``Txn Ref, Amt`` has the columns ``Txn Ref`` and ``Amt``).
+    surrounding spaces removed (``Txn Ref, Amt`` has the columns ``Txn Ref`` and ``Amt``). ``context`` is the
+    validation context the caller will read the rows with (:func:`~sectorflow_aml.schema.input_context`; the core
+    hands it to reader factories, see ``sectorflow.io.reader_for``): it only words the once-per-file line about
+    timestamps without a UTC offset (:func:`_noting_naive_times`); ``None``: not known.
 
     Raises (while iterating):
         ConfigError: the header lacks a mapped column or a required field's column (:func:`_check_header`), or it is
@@ -183,7 +184,7 @@ def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, 
                     continue
                 yield row, _remap(record, mapping, defaults)
 
-    return lambda source: _noting_naive_times(source, read_csv(source))
+    return lambda source: _noting_naive_times(source, read_csv(source), context)
 
 
 REQUIRED = tuple(name for name, f in Transaction.model_fields.items() if f.is_required())
@@ -250,8 +251,10 @@ def _excerpt(line: str, column: int, width: int = 30) -> str:
     return ("..." if start else "") + repr(piece) + ("..." if start + width < len(text) else "")
 
 
-def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None) -> Reader:
-    """A JSON-lines reader (one object per line; blank lines counted but skipped). Same ``mapping`` as CSV.
+def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None, *,
+                 context: Mapping[str, Any] | None = None) -> Reader:
+    """A JSON-lines reader (one object per line; blank lines counted but skipped). Same ``mapping``, ``defaults``
+    and ``context`` as :func:`csv_reader`.
 
     A line that is not a JSON object is yielded as ``(row, InvalidInputError)`` (the core's reader convention), so
     that skip mode reports it and goes on. JSON lines have no header: a mapped key absent from a line is reported
@@ -280,12 +283,13 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
                     continue
                 yield row, _remap(record, mapping, defaults)
 
-    return lambda source: _noting_naive_times(source, read_jsonl(source))
+    return lambda source: _noting_naive_times(source, read_jsonl(source), context)
 
 
 def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None,
-                   batch_rows: int = 65536) -> Reader:
-    """A Parquet reader (pyarrow), streaming ``batch_rows`` rows at a time. Same ``mapping`` as CSV.
+                   batch_rows: int = 65536, *, context: Mapping[str, Any] | None = None) -> Reader:
+    """A Parquet reader (pyarrow), streaming ``batch_rows`` rows at a time. Same ``mapping``, ``defaults`` and
+    ``context`` as :func:`csv_reader`.
 
     Raises:
         ConfigError: the file does not exist or is not Parquet; its columns lack a mapped column or a required
@@ -310,7 +314,7 @@ def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[s
                 row += 1
                 yield row, _remap(record, mapping, defaults)
 
-    return lambda source: _noting_naive_times(source, read_parquet(source))
+    return lambda source: _noting_naive_times(source, read_parquet(source), context)
 
 
 def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", channel: str = "transfer",
@@ -434,7 +438,9 @@ READERS: dict[str, Reader] = {
 READER_FACTORIES: dict[str, Callable[..., Reader]] = {"csv": csv_reader, "jsonl": jsonl_reader,
                                                       "parquet": parquet_reader}
 """The formats whose columns ``sectorflow run aml FILE --format NAME --column FIELD=COLUMN --default FIELD=VALUE``
-renames: ``factory(mapping=..., defaults=...)`` (the core's ``TaskSpec.reader_factories``)."""
+renames: ``factory(mapping=..., defaults=..., context=...)`` (the core's ``TaskSpec.reader_factories``; the core
+hands ``context``, the run's input context, to every read of these formats, so they are read by the factory also
+without ``--column``)."""
 
 Format = Literal["amlsim", "amlworld", "csv", "jsonl", "parquet"]
 
@@ -493,6 +499,8 @@ def load_transactions(path: str | Path, format: str | None = None, mapping: Mapp
         reader_options["mapping"] = mapping
     if fmt == "amlsim":
         reader_options.setdefault("typed", True)
+    if fmt in READER_FACTORIES:
+        reader_options["context"] = context  # the zone validation reads naive times in, for the reader's note
     reader = factories[fmt](**reader_options)
     transactions: list[Transaction] = []
     problems: list[dict[str, Any]] = []

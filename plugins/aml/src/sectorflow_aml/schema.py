@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone, tzinfo
 from decimal import Decimal
@@ -89,26 +88,6 @@ def input_context(options: Mapping[str, Any]) -> dict[str, Any]:
     return {} if raw is None else {"input_timezone": parse_zone(raw)}
 
 
-class _NaiveTimes(threading.local):
-    """Per thread: how many timestamps without a UTC offset validation has read, by the zone it read them in."""
-
-    def __init__(self) -> None:
-        self.zones: dict[tzinfo | None, int] = {}
-
-
-_NAIVE = _NaiveTimes()
-
-
-def naive_times_read() -> dict[tzinfo | None, int]:
-    """A copy of this thread's running count of timestamps without a UTC offset that :class:`Transaction` validation
-    has read, by the zone it read them in (``None``: no ``input_timezone`` in the validation context, so UTC).
-
-    The file readers (:mod:`sectorflow_aml.loaders`) take one copy before a file and one after it: the rows a caller
-    validated while iterating (``sectorflow run``, :func:`~sectorflow_aml.loaders.load_transactions`, ``aml
-    explain``) tell them which zone the caller gave, which the reader itself is never told."""
-    return dict(_NAIVE.zones)
-
-
 class Transaction(BaseModel):
     """One transaction.
 
@@ -148,8 +127,6 @@ class Transaction(BaseModel):
             if value.tzinfo is None:
                 context = info.context
                 zone = context.get("input_timezone") if context else None
-                zones = _NAIVE.zones
-                zones[zone] = zones.get(zone, 0) + 1
                 utc = value.replace(tzinfo=timezone.utc) if zone is None else value.replace(tzinfo=zone).astimezone(
                     timezone.utc)
             else:
