@@ -228,3 +228,38 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
     if not window.cooldown((typology, hub), edge.ts, period):
         return None
     return edges, counted, total, period
+
+
+class FanRule(Rule):
+    """The shared ``check`` of fan-in (``incoming = True``: the receiver is the hub) and fan-out (the sender is),
+    over :func:`fan_counterparties`. Subclasses give :meth:`thresholds` (their parameters are named for their side:
+    ``min_senders`` / ``min_receivers``) and :meth:`reason_texts`; their ``Params`` have ``days``, ``min_total`` and
+    ``score``. The alert lists the hub, then the counterparties of non-cash transfers
+    (:func:`non_cash_counterparties`)."""
+
+    incoming: ClassVar[bool]
+
+    def thresholds(self) -> tuple[int, int]:  # pragma: no cover - abstract
+        """``(per, need)``: transfers each counted counterparty needs, and counterparties needed."""
+        raise NotImplementedError
+
+    def reason_texts(self, hub: str, counterparties: int, tills: int, transfers: int, total: str, days: float,
+                     ) -> tuple[str, str]:  # pragma: no cover - abstract
+        """The reason in English and Chinese: ``counterparties`` counted (``tills`` of them the cash side of cash
+        transactions), ``transfers`` edges totalling ``total`` (formatted) within ``days``."""
+        raise NotImplementedError
+
+    def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
+        """An alert when ``edge`` completes the fan-in of its receiver (fan-out of its sender)."""
+        p = self.params
+        per, need = self.thresholds()
+        found = fan_counterparties(window, edge, typology=self.name, incoming=self.incoming, days=p.days, per=per,
+                                   need=need, min_total=p.min_total)
+        if found is None:
+            return []
+        edges, counted, total, period = found
+        parties = non_cash_counterparties(counted)
+        hub = edge.dst if self.incoming else edge.src
+        en, zh = self.reason_texts(hub, len(counted), len(counted) - len(parties), len(edges), fmt_amount(total),
+                                   period / DAY)
+        return [self.alert(edges, p.score, en, zh, accounts=[hub, *parties], trigger=edge)]

@@ -39,16 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schema import Alert
-from ..window import DAY, Edge, TransactionWindow
-from .base import (
-    Rule,
-    fan_counterparties,
-    fmt_amount,
-    fraction,
-    non_cash_counterparties,
-    positive,
-)
+from .base import FanRule, fraction, positive
 
 
 @dataclass(frozen=True)
@@ -70,32 +61,24 @@ class FanInParams:
         fraction("score", self.score)
 
 
-class FanInRule(Rule):
+class FanInRule(FanRule):
     """Many distinct senders into one account (see the module docstring)."""
 
     name = "fan_in"
     source = "FinCEN FIN-2014-A005 (funnel accounts); FFIEC BSA/AML Manual App. F"
     Params = FanInParams
+    incoming = True
 
-    def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
-        """An alert when ``edge`` completes the fan-in of its receiver."""
-        p = self.params
-        found = fan_counterparties(window, edge, typology="fan_in", incoming=True, days=p.days,
-                                   per=p.min_txns_per_sender, need=p.min_senders, min_total=p.min_total)
-        if found is None:
-            return []
-        edges, counted, total, period = found
-        days = period / DAY
-        parties = non_cash_counterparties(counted)
-        tills = len(counted) - len(parties)
+    def thresholds(self) -> tuple[int, int]:
+        return self.params.min_txns_per_sender, self.params.min_senders
+
+    def reason_texts(self, hub: str, counterparties: int, tills: int, transfers: int, total: str, days: float,
+                     ) -> tuple[str, str]:
         if tills:
-            en = (f"{len(counted)} distinct senders paid into {edge.dst} within {days:g} days ({len(edges)} transfers, "
-                  f"total {fmt_amount(total)}; {tills} of the senders are the tills or walk-in ids of cash deposits)")
-            zh = (f"{days:g} 天内有 {len(counted)} 个不同付款方向 {edge.dst} 转入（{len(edges)} 笔，合计 "
-                  f"{fmt_amount(total)}；其中 {tills} 个为现金存入的柜台或临柜编号）")
-        else:
-            en = (f"{len(counted)} distinct accounts paid into {edge.dst} within {days:g} days "
-                  f"({len(edges)} transfers, total {fmt_amount(total)})")
-            zh = (f"{days:g} 天内有 {len(counted)} 个不同账户向 {edge.dst} 转入（{len(edges)} 笔，合计 "
-                  f"{fmt_amount(total)}）")
-        return [self.alert(edges, p.score, en, zh, accounts=[edge.dst, *parties], trigger=edge)]
+            return (f"{counterparties} distinct senders paid into {hub} within {days:g} days ({transfers} transfers, "
+                    f"total {total}; {tills} of the senders are the tills or walk-in ids of cash deposits)",
+                    f"{days:g} 天内有 {counterparties} 个不同付款方向 {hub} 转入（{transfers} 笔，合计 {total}；其中 "
+                    f"{tills} 个为现金存入的柜台或临柜编号）")
+        return (f"{counterparties} distinct accounts paid into {hub} within {days:g} days ({transfers} transfers, "
+                f"total {total})",
+                f"{days:g} 天内有 {counterparties} 个不同账户向 {hub} 转入（{transfers} 笔，合计 {total}）")

@@ -26,16 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..schema import Alert
-from ..window import DAY, Edge, TransactionWindow
-from .base import (
-    Rule,
-    fan_counterparties,
-    fmt_amount,
-    fraction,
-    non_cash_counterparties,
-    positive,
-)
+from .base import FanRule, fraction, positive
 
 
 @dataclass(frozen=True)
@@ -57,32 +48,24 @@ class FanOutParams:
         fraction("score", self.score)
 
 
-class FanOutRule(Rule):
+class FanOutRule(FanRule):
     """One account paying many distinct receivers (see the module docstring)."""
 
     name = "fan_out"
     source = "FFIEC BSA/AML Manual App. F; FinCEN FIN-2014-A005"
     Params = FanOutParams
+    incoming = False
 
-    def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
-        """An alert when ``edge`` completes the fan-out of its sender."""
-        p = self.params
-        found = fan_counterparties(window, edge, typology="fan_out", incoming=False, days=p.days,
-                                   per=p.min_txns_per_receiver, need=p.min_receivers, min_total=p.min_total)
-        if found is None:
-            return []
-        edges, counted, total, period = found
-        days = period / DAY
-        parties = non_cash_counterparties(counted)
-        tills = len(counted) - len(parties)
+    def thresholds(self) -> tuple[int, int]:
+        return self.params.min_txns_per_receiver, self.params.min_receivers
+
+    def reason_texts(self, hub: str, counterparties: int, tills: int, transfers: int, total: str, days: float,
+                     ) -> tuple[str, str]:
         if tills:
-            en = (f"{edge.src} paid {len(counted)} distinct receivers within {days:g} days ({len(edges)} transfers, "
-                  f"total {fmt_amount(total)}; {tills} of the receivers are the tills of cash withdrawals)")
-            zh = (f"{edge.src} 在 {days:g} 天内向 {len(counted)} 个不同收款方转出（{len(edges)} 笔，合计 "
-                  f"{fmt_amount(total)}；其中 {tills} 个为现金支取的柜台编号）")
-        else:
-            en = (f"{edge.src} paid {len(counted)} distinct accounts within {days:g} days ({len(edges)} transfers, "
-                  f"total {fmt_amount(total)})")
-            zh = (f"{edge.src} 在 {days:g} 天内向 {len(counted)} 个不同账户转出（{len(edges)} 笔，合计 "
-                  f"{fmt_amount(total)}）")
-        return [self.alert(edges, p.score, en, zh, accounts=[edge.src, *parties], trigger=edge)]
+            return (f"{hub} paid {counterparties} distinct receivers within {days:g} days ({transfers} transfers, "
+                    f"total {total}; {tills} of the receivers are the tills of cash withdrawals)",
+                    f"{hub} 在 {days:g} 天内向 {counterparties} 个不同收款方转出（{transfers} 笔，合计 {total}；其中 "
+                    f"{tills} 个为现金支取的柜台编号）")
+        return (f"{hub} paid {counterparties} distinct accounts within {days:g} days ({transfers} transfers, "
+                f"total {total})",
+                f"{hub} 在 {days:g} 天内向 {counterparties} 个不同账户转出（{transfers} 笔，合计 {total}）")
