@@ -20,7 +20,7 @@ import numpy as np
 from sectorflow import ConfigError
 
 from .encoders import Encoder
-from .tables import lang_code, read_rows
+from .tables import lang_code, read_rows, text_fields
 
 PACKAGE_DATA = Path(__file__).resolve().parent / "data"
 
@@ -35,15 +35,10 @@ def read_examples(path: str | Path, lang: str | None = None) -> list[tuple[str, 
     """
     out = []
     for where, row in read_rows(path, "Intent examples file", ("text", "label")):
-        if not isinstance(row, dict):
-            raise ConfigError(f"{where} is a JSON {type(row).__name__}, not an object with text and label.")
-        text, label = row.get("text"), row.get("label")
-        if not isinstance(text, str) or not isinstance(label, str) or not text.strip() or not label.strip():
-            raise ConfigError(f"{where} lacks text or label (both must be non-empty text; got text={text!r}, "
-                              f"label={label!r}).")
-        row_lang = lang_code(row.get("lang"), where)
+        text, label = text_fields(where, row, ("text", "label"), "text or label")
+        row_lang = lang_code(row.get("lang"), where)  # type: ignore[union-attr]
         if lang is None or row_lang in (None, lang):
-            out.append((text.strip(), label.strip()))
+            out.append((text, label))
     if not out:
         raise ConfigError(f"Intent examples file {path} has no examples" + (f" for lang={lang}." if lang else "."))
     return out

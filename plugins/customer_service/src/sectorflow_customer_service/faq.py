@@ -28,7 +28,7 @@ from sectorflow import ConfigError, InvalidInputError, sha256_file
 
 from .encoders import Encoder
 from .language import detect_language
-from .tables import lang_code, read_rows
+from .tables import lang_code, read_rows, text_fields
 
 
 @dataclass(frozen=True)
@@ -50,14 +50,8 @@ def read_faq(path: str | Path) -> list[FaqEntry]:
     entries: list[FaqEntry] = []
     seen: dict[str, str] = {}
     for n, (where, row) in enumerate(read_rows(path, "FAQ file", ("question", "answer")), 1):
-        if not isinstance(row, dict):
-            raise ConfigError(f"{where} is a JSON {type(row).__name__}, not an object with question and answer.")
-        q, a = row.get("question"), row.get("answer")
-        if not isinstance(q, str) or not isinstance(a, str) or not q.strip() or not a.strip():
-            raise ConfigError(f"{where} lacks a question or an answer (both must be non-empty text; got question="
-                              f"{q!r}, answer={a!r}).")
-        q, a = q.strip(), a.strip()
-        raw_id = row.get("id")
+        q, a = text_fields(where, row, ("question", "answer"), "a question or an answer")
+        raw_id = row.get("id")  # type: ignore[union-attr]
         entry_id = str(n) if raw_id is None or str(raw_id).strip() == "" else str(raw_id).strip()
         if entry_id in seen:
             raise ConfigError(f"{where} has id {entry_id!r}, already used by {seen[entry_id]}: give every entry its "

@@ -38,6 +38,22 @@ def lang_code(value: object, where: str) -> str | None:
     return lang
 
 
+def text_fields(where: str, row: object, names: Sequence[str], what: str) -> tuple[str, ...]:
+    """The values of ``names`` in ``row`` (one row of :func:`read_rows`, placed by ``where``), stripped.
+
+    Raises:
+        ConfigError: the row is not an object (a JSON list or string), or a value is missing, not text or blank;
+            ``what`` names the missing part in the message ("text or label").
+    """
+    if not isinstance(row, dict):
+        raise ConfigError(f"{where} is a JSON {type(row).__name__}, not an object with {' and '.join(names)}.")
+    values = [row.get(name) for name in names]
+    if any(not isinstance(v, str) or not v.strip() for v in values):
+        got = ", ".join(f"{name}={v!r}" for name, v in zip(names, values))
+        raise ConfigError(f"{where} lacks {what} (both must be non-empty text; got {got}).")
+    return tuple(v.strip() for v in values)  # type: ignore[union-attr]
+
+
 def read_rows(path: str | Path, what: str, required: Sequence[str]) -> list[tuple[str, object]]:
     """``(where, row)`` for each row of a table file; ``where`` ("FAQ file x.csv line 3") names it in errors.
 
