@@ -102,4 +102,5 @@ def require(scope: str):  # noqa: ANN201 - a FastAPI dependency
         request.state.api_key = key
         return key
 
+    dependency.sectorflow_scope = scope  # type: ignore[attr-defined] # found by handlers.authenticate_first
     return dependency

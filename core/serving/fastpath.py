@@ -86,10 +86,12 @@ class TaskFastPath:
         client = scope.get("client")
         source = client[0] if client else "unknown"
         scope["route"] = route  # labels sectorflow_http_requests_total like the FastAPI route
-        record_access_decision(AccessDecision(
-            actor=key.id, tenant=key.tenant, scope=route.scope, allowed=True, reason="ok", source=source,
-            request_id=rid, route=route.action, roles=key.roles))
         try:
+            # Inside the try: an observer of the decision may refuse it (the audit log's AuditWriteError, 503, when
+            # "access" is regulated and the record cannot be written), as the FastAPI route's dependency maps it.
+            record_access_decision(AccessDecision(
+                actor=key.id, tenant=key.tenant, scope=route.scope, allowed=True, reason="ok", source=source,
+                request_id=rid, route=route.action, roles=key.roles))
             body, task_headers = await task_answer(state, route.task, route.response_model, key,
                                                    request.inputs,  # type: ignore[attr-defined]
                                                    _LANE_QUERIES[query], source, rid)

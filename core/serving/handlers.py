@@ -70,7 +70,27 @@ def _field(loc: Any) -> str:
     return ".".join(parts)
 
 
-def _problem(error: dict[str, Any]) -> dict[str, Any]:
+_SEND_JSON = 'send a JSON object (for a task: {"inputs": [...]}) with Content-Type: application/json'
+_UNPARSED = "There was an error parsing the body"  # FastAPI's 400 detail when json.loads raises other than JSONDecodeError
+
+
+def unparsed_body_reason(cause: BaseException | None) -> str:
+    """What to fix about a body that ``json.loads`` refused with something other than a ``JSONDecodeError``: bytes
+    that are not UTF-8, a number too long for Python's int conversion limit, or nesting deeper than the parser's
+    recursion limit (FastAPI answers these with a bare 400 "There was an error parsing the body")."""
+    if isinstance(cause, UnicodeDecodeError):
+        byte = cause.object[cause.start:cause.start + 1].hex() if cause.object else "?"
+        return (f"The request body is not valid UTF-8 (byte 0x{byte} at byte offset {cause.start}); encode the "
+                f"JSON as UTF-8 and {_SEND_JSON}")
+    if isinstance(cause, RecursionError):
+        return f"The request body nests arrays or objects too deeply to parse; {_SEND_JSON} of flat items"
+    if isinstance(cause, ValueError) and "digits" in str(cause):
+        return (f"The request body holds a number too long to parse ({cause}); send long numbers as strings, "
+                f"or {_SEND_JSON}").replace("; use sys.set_int_max_str_digits() to increase the limit", "")
+    return f"The request body could not be parsed as JSON ({type(cause).__name__}: {cause}); {_SEND_JSON}"
+
+
+def _problem(error: dict[str, Any], content_type: str = "application/json") -> dict[str, Any]:
     """One ``details`` entry of a 422 from a pydantic/FastAPI validation error.
 
     A body that is not JSON at all comes as ``json_invalid`` with the location ``("body", <character offset>)``;
@@ -80,14 +100,39 @@ def _problem(error: dict[str, Any]) -> dict[str, Any]:
         where = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else None
         why = (error.get("ctx") or {}).get("error") or error.get("msg", "JSON decode error")
         at = f" at character {where}" if where is not None else ""
-        return {"field": "body", "row": None,
-                "reason": f"The request body is not valid JSON ({why}{at}); send a JSON object (for a task: "
-                          f'{{"inputs": [...]}}) with Content-Type: application/json'}
+        return {"field": "body", "row": None, "reason": f"The request body is not valid JSON ({why}{at}); {_SEND_JSON}"}
+    if loc == ("body",) and error.get("type") == "missing":
+        return {"field": "body", "row": None, "reason": f"The request body is empty; {_SEND_JSON}"}
     if loc == ("body",) and error.get("type") in ("model_attributes_type", "dict_type", "model_type"):
+        sent = (f" (this one came with Content-Type: {content_type})" if content_type and not
+                _is_json(content_type) else " (no Content-Type header came)" if not content_type else "")
         return {"field": "body", "row": None,
                 "reason": 'The request body must be a JSON object (for a task: {"inputs": [...]}) sent with '
-                          "Content-Type: application/json"}
+                          f"Content-Type: application/json{sent}"}
     return {"field": _field(loc), "reason": error.get("msg", "invalid"), "row": None}
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+async def authenticate_first(request: Request) -> JSONResponse | None:
+    """Run the route's key check (the ``require`` dependency of :mod:`.access`) for a request whose body could not
+    be parsed: FastAPI parses the body before it resolves dependencies, so without this an unparseable body was
+    answered 422 before the key was looked at, and left neither an access decision nor a ``call_failed`` event.
+    Returns the 401/403 (or the audit log's refusal) to send instead, or ``None`` when the key passed (it is then
+    in ``request.state.api_key``) or the route needs none."""
+    if getattr(request.state, "api_key", None) is not None:
+        return None
+    dependant = getattr(request.scope.get("route"), "dependant", None)
+    for dependency in getattr(dependant, "dependencies", ()):
+        if getattr(dependency.call, "sectorflow_scope", None) is not None:
+            try:
+                await dependency.call(request)
+            except (AccessDenied, SectorflowError) as exc:
+                return exception_response(exc)
+    return None
 
 
 def exception_response(exc: BaseException) -> JSONResponse | None:
@@ -117,12 +162,18 @@ def exception_response(exc: BaseException) -> JSONResponse | None:
 def install_error_handlers(app: FastAPI) -> None:
     """Map every expected exception to a 4xx/503 JSON response."""
 
+    async def _refuse(request: Request, problems: list[dict[str, Any]], body: Any) -> JSONResponse:
+        refused = await authenticate_first(request)  # 401/403 come before complaints about the body
+        if refused is not None:
+            return refused
+        shown = "; ".join(f"{p['field'] or '(body)'}: {p['reason']}" for p in problems[:5])
+        record_refused_call(request, f"InvalidInputError: Invalid request: {shown}.", body)
+        return error_response(422, "InvalidInputError", f"Invalid request: {shown}.", problems)
+
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [_problem(e) for e in exc.errors()]
-        shown = "; ".join(f"{p['field'] or '(body)'}: {p['reason']}" for p in problems[:5])
-        record_refused_call(request, f"InvalidInputError: Invalid request: {shown}.", exc.body)
-        return error_response(422, "InvalidInputError", f"Invalid request: {shown}.", problems)
+        content_type = request.headers.get("content-type", "")
+        return await _refuse(request, [_problem(e, content_type) for e in exc.errors()], exc.body)
 
     @app.exception_handler(SectorflowError)
     @app.exception_handler(AccessDenied)
@@ -135,7 +186,17 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, "HTTPError", str(exc.detail), headers=exc.headers)
+        if exc.status_code == 400 and exc.detail == _UNPARSED:  # json.loads raised other than JSONDecodeError
+            return await _refuse(request, [{"field": "body", "row": None,
+                                            "reason": unparsed_body_reason(exc.__cause__)}], None)
+        message = str(exc.detail)
+        if exc.status_code == 405 and exc.headers and exc.headers.get("Allow"):
+            message = (f"Method {request.method} is not allowed on {request.url.path}; use "
+                       f"{exc.headers['Allow']} (see /docs).")
+        elif exc.status_code == 404 and exc.detail == "Not Found":
+            message = (f"No route {request.url.path}: tasks are at POST /v1/tasks/NAME (GET /v1/tasks lists them; "
+                       f"every route is in /docs).")
+        return error_response(exc.status_code, "HTTPError", message, headers=exc.headers)
 
 
 class ServingMiddleware:
