@@ -60,3 +60,17 @@ def test_findings_and_impression_are_joined_as_two_sections():
     assert [(f.type, f.assertion) for f in extract(text).findings] == [("effusion", "absent"), ("nodule", "present")]
     assert report_text({"findings": "", "impression": "No acute disease."}) == "No acute disease."
     assert report_text({"findings": "", "impression": ""}) == "(empty)"
+
+
+def test_the_development_only_run_drops_test_part_rows_as_it_reads(tmp_path):
+    # scripts/eval_dev.py: a rule change is checked on the development part without scoring the test part
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("eval_dev", ROOT / "plugins" / "medical_report" / "scripts" / "eval_dev.py")
+    eval_dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(eval_dev)
+    path = tmp_path / "reports.csv"
+    path.write_text("uid,findings\n" + "".join(f"{u},text {u}\n" for u in range(1, 9)), encoding="utf-8")
+    with open(path, encoding="utf-8", newline="") as handle:
+        rows = list(eval_dev._DevOnlyReader(handle))
+    assert [r["uid"] for r in rows] == ["1", "2"]  # the pinned split above: uids 1 and 2 are dev, 3-8 test

@@ -307,13 +307,14 @@ def test_a_suspected_cancer_is_not_a_known_cancer(text):
 @pytest.mark.parametrize("text, expected", [
     # a Chinese site ending in 肺 shares that character with a finding starting with it: "左下肺炎" is left lower
     # (lung) pneumonia, "双肺气肿" emphysema of both lungs; the site had taken the 肺 and the finding was lost
-    ("胸片：左下肺炎。", [("pneumonia", "present", "left_lower_lobe", "肺炎")]),
+    # (左下肺, 右下肺: the lower lung zones, not lobes, since the zone/lobe change: tests/test_lung_zones.py)
+    ("胸片：左下肺炎。", [("pneumonia", "present", "left_lower_lung", "肺炎")]),
     ("胸部CT：双肺气肿。", [("emphysema", "present", "both_lungs", "肺气肿")]),
     ("胸部CT：右肺水肿待排。", [("edema", "uncertain", "right_lung", "水肿")]),  # 水肿 is a form itself
     ("胸部CT：双肺未见肺气肿。", [("emphysema", "absent", "both_lungs", "肺气肿")]),
     # unchanged: a site followed by a finding of its own, or by a finding that does not start with 肺
     ("胸部CT：右肺结节，约6mm。", [("nodule", "present", "right_lung", "结节")]),
-    ("胸片：右下肺不张。", [("atelectasis", "present", "right_lower_lobe", "不张")]),
+    ("胸片：右下肺不张。", [("atelectasis", "present", "right_lower_lung", "不张")]),
 ])
 def test_a_chinese_site_and_finding_may_share_the_lung_character(text, expected):
     got = [(f.type, f.assertion, f.anatomy[0].key, f.text) for f in extract(text).findings]

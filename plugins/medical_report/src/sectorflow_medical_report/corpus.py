@@ -25,12 +25,27 @@ LATER_FORMS = frozenset({
     "磨玻璃密度结节", "磨玻璃小结节", "磨玻璃微结节", "磨玻璃样结节", "ggo", "ggos", "致密影", "结节状致密影", "结节样致密影",
     "enlarged mediastinal lymph node", "enlarged mediastinal lymph nodes", "enlarged hilar lymph node",
     "enlarged hilar lymph nodes"})
-LATER_SITES = frozenset({"right_mid_lung", "left_mid_lung", "mid_lung", "fissure"})
+LATER_SITES = frozenset({"right_mid_lung", "left_mid_lung", "mid_lung", "fissure", "left_middle_lobe", "right_upper_lung",
+                         "left_upper_lung", "right_lower_lung", "left_lower_lung", "upper_lung", "lower_lung"})
 LATER_FINDINGS = frozenset({"pericardial_effusion"})
 """Lexicon forms, sites and finding types added after the shipped tagger (bundle 0.1.0) was trained (second fresh-user check, 30
 Nov). The generator leaves them out, so that it still draws the snippets the bundle was trained, chosen and tested
 on (its manifest figures stay reproducible, ``tests/test_int8.py``); they join the corpus when the tagger is next
 retrained (empty the sets then). The rules read them either way."""
+BUNDLE_SITE_FORMS: dict[str, tuple[list[str], list[str]]] = {
+    "right_upper_lobe": (["right upper lobe", "rul"], ["右肺上叶", "右上叶", "右上肺"]),
+    "right_middle_lobe": (["right middle lobe", "rml"], ["右肺中叶", "右中叶", "右中肺"]),
+    "right_lower_lobe": (["right lower lobe", "rll"], ["右肺下叶", "右下叶", "右下肺"]),
+    "left_upper_lobe": (["left upper lobe", "lul"], ["左肺上叶", "左上叶", "左上肺"]),
+    "left_lower_lobe": (["left lower lobe", "lll"], ["左肺下叶", "左下叶", "左下肺"]),
+    "upper_lobe": (["upper lobe", "upper lobes", "upper lung", "upper lungs", "upper zone"], ["上叶", "上肺"]),
+    "lower_lobe": (["lower lobe", "lower lobes", "lower lung", "lower lungs", "lower zone"], ["下叶", "下肺"]),
+}
+"""The site forms these keys had when the shipped tagger was trained (before zones were read apart from lobes, 30
+Nov): the generator draws a site's surface from them, so that its snippets stay the ones the bundle was trained and
+scored on. The tagger labels every site ANAT, lobe or zone alike, so the labels are the same; every form is still in
+the lexicon (右上肺, "upper lung" now under the zone keys)."""
+_SITE_FORMS = {k: BUNDLE_SITE_FORMS.get(k, (v[0], v[1])) for k, v in ANATOMY.items()}
 _FINDING_KEYS = [k for k in FINDINGS if k not in LATER_FINDINGS]
 _LUNG_SITES = [k for k, v in ANATOMY.items() if v[3] == "chest" and k not in ("heart", "aorta", "rib", "clavicle")
                and k not in LATER_SITES]
@@ -70,7 +85,7 @@ def _sentence(rng: random.Random, style: int, b: _Builder) -> None:
     neg = rng.random() < 0.35
     f = _form(rng, FINDINGS, find, zh)
     fl = _form(rng, FINDINGS, lesion, zh)
-    a = _form(rng, ANATOMY, site, zh)
+    a = _form(rng, _SITE_FORMS, site, zh)
     if style == 0:
         if neg:
             b.add(rng.choice(["No ", "No evidence of ", "There is no ", "Negative for "]))

@@ -105,17 +105,35 @@ def _lang(entry: Entry) -> str:
     return str(entry.data.get("lang", "en"))
 
 
-def _specific_lobe(generic: str, lat: str | None) -> str:
+_SIDED = {"upper_lobe", "middle_lobe", "lower_lobe", "upper_lung", "lower_lung"}
+NONEXISTENT_LOBES = {
+    "left_middle_lobe": "the left lung has no middle lobe (an upper and a lower lobe; the lingula is part of the upper "
+                        "lobe): read as the left lung; check whether the lingula, the left mid zone or the right "
+                        "middle lobe is meant",
+    "right_lingula": "the right lung has no lingula (it is part of the left upper lobe): read as the right lung; "
+                     "check whether the right middle lobe or the lingula (left) is meant",
+}
+"""Lobes a text may name that do not exist, and the message of their ``nonexistent_site`` warning."""
+
+
+def _specific_site(generic: str, lat: str | None) -> tuple[str, str | None]:
+    """The site key of a generic site with a laterality written before it, and the nonexistent lobe it names, if
+    any: ("lower_lobe", "right") -> right_lower_lobe; ("lower_lung", "right") -> right_lower_lung (a zone stays a
+    zone); ("mid_lung", "left") -> left_mid_lung; ("middle_lobe", "left") -> ("left_lung", "left_middle_lobe")."""
+    if generic == "left_middle_lobe" or (generic == "middle_lobe" and lat == "left"):
+        return "left_lung", "left_middle_lobe"
+    if generic == "lingula" and lat == "right":
+        return "right_lung", "right_lingula"
     if lat in ("right", "left"):
-        candidate = f"{lat}_{generic}"
-        if candidate in ("right_upper_lobe", "right_middle_lobe", "right_lower_lobe", "left_upper_lobe",
-                         "left_lower_lobe"):
-            return candidate
+        if generic in _SIDED:
+            return f"{lat}_{generic}", None
+        if generic == "mid_lung":
+            return f"{lat}_mid_lung", None
         if generic == "lung":
-            return f"{lat}_lung"
+            return f"{lat}_lung", None
     if lat == "bilateral" and generic == "lung":
-        return "both_lungs"
-    return generic
+        return "both_lungs", None
+    return generic, None
 
 
 def extract(text: str) -> Extraction:
@@ -132,6 +150,7 @@ def extract(text: str) -> Extraction:
 
     # laterality modifiers: attach forward to the next anatomy/finding token within a short distance
     lat_of: dict[int, str] = {}
+    lat_tok: dict[int, int] = {}  # token index -> index of the laterality token written before it
     for i, t in enumerate(toks):
         lat = t.first("lat")
         if not lat:
@@ -150,15 +169,23 @@ def extract(text: str) -> Extraction:
                 break
             if nxt.first("anatomy") or nxt.first("finding"):
                 lat_of[j] = lat.key
+                lat_tok[j] = i
                 break
 
     anatomy_mentions: list[tuple[int, Anatomy]] = []
+    nonexistent: dict[int, str] = {}  # anatomy mention start -> the nonexistent lobe it names
     for i, t in enumerate(toks):
         a = t.first("anatomy")
         if a and not t.first("finding"):
             lat = lat_of.get(i) or a.data.get("laterality")
-            key = _specific_lobe(a.key, lat_of.get(i)) if lat_of.get(i) else a.key
-            anatomy_mentions.append((i, Anatomy(key=key, laterality=lat, text=t.text, start=t.start, end=t.end)))
+            key, missing = _specific_site(a.key, lat_of.get(i))
+            start = t.start
+            if missing:  # "left middle lobe", 左肺中叶: no such lobe; the side's lung, the text as written
+                start = toks[lat_tok[i]].start if i in lat_tok else t.start  # "right lingula", side included
+                nonexistent[start] = missing
+                lat = "right" if key == "right_lung" else "left"
+            anatomy_mentions.append((i, Anatomy(key=key, laterality=lat, text=text[start:t.end], start=start,
+                                                end=t.end, nonexistent=bool(missing))))
 
     finding_idx = [i for i, t in enumerate(toks) if t.first("finding")]
     findings: list[Finding] = []
@@ -332,6 +359,11 @@ def extract(text: str) -> Extraction:
     restatements(text, findings, sents)
     characterisations(text, findings, sents)
     warnings = _warnings(text, [f for f in findings if f.experiencer == "patient" and not f.historical])
+    for _, anat in anatomy_mentions:
+        if anat.nonexistent and anat.start is not None:
+            ids = [f.id for f in findings if any(a.start == anat.start for a in f.anatomy)]
+            warnings.append(ReportWarning(kind="nonexistent_site", finding_ids=ids,
+                                          message=f"'{anat.text}' names no lobe: {NONEXISTENT_LOBES[nonexistent[anat.start]]}"))
     return Extraction(findings, modality, region, screening_hint, warnings, [a for _, a in anatomy_mentions],
                       modality_spans, known)
 

@@ -18,7 +18,8 @@ _POSITION = re.compile(r"\b(anterior|posterior|apical|apicoposterior|superior|in
                        r"anteromedial|posterolateral|peripheral|central|subpleural|perifissural|juxtapleural)\b"
                        r"|尖后段|尖段|后段|前段|背段|前基底段|后基底段|外基底段|内基底段|基底段|外侧段|内侧段|上舌段|下舌段|胸膜下",
                        re.IGNORECASE)
-_GENERIC_SITES = {"lung", "upper_lobe", "middle_lobe", "lower_lobe", "lung_base", "lung_apex", "both_lungs", "mid_lung", "fissure"}
+_GENERIC_SITES = {"lung", "upper_lobe", "middle_lobe", "lower_lobe", "lung_base", "lung_apex", "both_lungs", "mid_lung", "fissure",
+                  "upper_lung", "lower_lung"}
 
 
 def restatements(text: str, findings: list[Finding], sents: list[tuple[int, int]]) -> None:

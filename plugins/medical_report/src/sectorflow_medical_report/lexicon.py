@@ -106,25 +106,45 @@ ANATOMY: dict[str, tuple[list[str], list[str], str | None, str]] = {
     "right_lung": (["right lung"], ["右肺", "右侧肺", "右肺野"], "right", "chest"),
     "left_lung": (["left lung"], ["左肺", "左侧肺", "左肺野"], "left", "chest"),
     "both_lungs": (["both lungs", "bilateral lungs"], ["双肺", "两肺", "双侧肺", "两侧肺", "双肺野"], "bilateral", "chest"),
-    "right_upper_lobe": (["right upper lobe", "rul"], ["右肺上叶", "右上叶", "右上肺"], "right", "chest"),
-    "right_middle_lobe": (["right middle lobe", "rml"], ["右肺中叶", "右中叶", "右中肺"], "right", "chest"),
-    "right_lower_lobe": (["right lower lobe", "rll"], ["右肺下叶", "右下叶", "右下肺"], "right", "chest"),
-    "left_upper_lobe": (["left upper lobe", "lul"], ["左肺上叶", "左上叶", "左上肺"], "left", "chest"),
+    # lobes only where the text says lobe / 叶 (or lingula); "right lower lung", 右下肺, 右下肺野 are zones (below)
+    "right_upper_lobe": (["right upper lobe", "rul"], ["右肺上叶", "右上叶", "右上肺叶"], "right", "chest"),
+    "right_middle_lobe": (["right middle lobe", "rml"], ["右肺中叶", "右中叶", "右中肺叶"], "right", "chest"),
+    "right_lower_lobe": (["right lower lobe", "rll"], ["右肺下叶", "右下叶", "右下肺叶"], "right", "chest"),
+    "left_upper_lobe": (["left upper lobe", "lul"], ["左肺上叶", "左上叶", "左上肺叶"], "left", "chest"),
     "lingula": (["lingula", "lingular"], ["舌段", "左肺舌段"], "left", "chest"),
-    "left_lower_lobe": (["left lower lobe", "lll"], ["左肺下叶", "左下叶", "左下肺"], "left", "chest"),
-    "upper_lobe": (["upper lobe", "upper lobes", "upper lung", "upper lungs", "upper zone"], ["上叶", "上肺"], None, "chest"),
+    "left_lower_lobe": (["left lower lobe", "lll"], ["左肺下叶", "左下叶", "左下肺叶"], "left", "chest"),
+    "upper_lobe": (["upper lobe", "upper lobes"], ["上叶", "上肺叶"], None, "chest"),
     "middle_lobe": (["middle lobe"], ["中叶"], None, "chest"),
-    "lower_lobe": (["lower lobe", "lower lobes", "lower lung", "lower lungs", "lower zone"], ["下叶", "下肺"], None, "chest"),
-    # lung zones of a radiograph, not lobes: "right midlung" had lost its side, 右中肺野 had been the middle lobe
+    "lower_lobe": (["lower lobe", "lower lobes"], ["下叶", "下肺叶"], None, "chest"),
+    # the left lung has no middle lobe (upper and lower lobes; the lingula is part of the upper lobe): read as the
+    # left lung with a nonexistent_site warning, the text kept as written (extract.NONEXISTENT_LOBES)
+    "left_middle_lobe": (["left middle lobe"], ["左肺中叶", "左中叶", "左中肺叶"], "left", "chest"),
+    # lung zones of a radiograph, not lobes: "right midlung" had lost its side, 右中肺野 had been the middle lobe;
+    # "right lower lung", 右下肺, 右下肺野 had been the lower lobe (a zone is where a shadow projects on the film, a
+    # lobe an anatomical unit; the lower zone also shows parts of the upper or middle lobe)
+    "right_upper_lung": (["right upper lung", "right upper lung zone", "right upper zone", "right upper lung field"],
+                         ["右上肺", "右上肺野", "右肺上野", "右上肺区"], "right", "chest"),
+    "left_upper_lung": (["left upper lung", "left upper lung zone", "left upper zone", "left upper lung field"],
+                        ["左上肺", "左上肺野", "左肺上野", "左上肺区"], "left", "chest"),
+    "right_lower_lung": (["right lower lung", "right lower lung zone", "right lower zone", "right lower lung field"],
+                         ["右下肺", "右下肺野", "右肺下野", "右下肺区"], "right", "chest"),
+    "left_lower_lung": (["left lower lung", "left lower lung zone", "left lower zone", "left lower lung field"],
+                        ["左下肺", "左下肺野", "左肺下野", "左下肺区"], "left", "chest"),
+    "upper_lung": (["upper lung", "upper lungs", "upper zone", "upper zones", "upper lung zone", "upper lung zones",
+                    "upper lung field", "upper lung fields"], ["上肺", "上肺野", "上肺区"], None, "chest"),
+    "lower_lung": (["lower lung", "lower lungs", "lower zone", "lower zones", "lower lung zone", "lower lung zones",
+                    "lower lung field", "lower lung fields"], ["下肺", "下肺野", "下肺区"], None, "chest"),
     "right_mid_lung": (["right midlung", "right mid lung", "right mid-lung", "right mid zone", "right midzone",
-                        "right middle lung zone", "right mid lung zone", "right midlung zone"],
-                       ["右中肺野", "右肺中野", "右中肺区"], "right", "chest"),
+                        "right middle lung zone", "right mid lung zone", "right midlung zone", "right middle zone",
+                        "right middle lung"],
+                       ["右中肺野", "右肺中野", "右中肺区", "右中肺"], "right", "chest"),
     "left_mid_lung": (["left midlung", "left mid lung", "left mid-lung", "left mid zone", "left midzone",
-                       "left middle lung zone", "left mid lung zone", "left midlung zone"],
-                      ["左中肺野", "左肺中野", "左中肺区"], "left", "chest"),
+                       "left middle lung zone", "left mid lung zone", "left midlung zone", "left middle zone",
+                       "left middle lung"],
+                      ["左中肺野", "左肺中野", "左中肺区", "左中肺"], "left", "chest"),
     "mid_lung": (["midlung", "mid lung", "mid-lung", "midlungs", "mid lungs", "mid zone", "midzone", "mid zones",
-                  "middle lung zone", "mid lung zone", "midlung zone", "midlung zones"],
-                 ["中肺野", "双中肺野", "两中肺野"], None, "chest"),
+                  "middle lung zone", "mid lung zone", "midlung zone", "midlung zones", "middle zone", "middle zones"],
+                 ["中肺野", "双中肺野", "两中肺野", "中肺区"], None, "chest"),
     "fissure": (["fissure", "fissures", "minor fissure", "major fissure", "horizontal fissure", "oblique fissure"],
                 ["叶间裂", "水平裂", "斜裂", "叶间胸膜"], None, "chest"),
     "lung_base": (["base", "bases", "lung base", "lung bases", "basilar", "basal"], ["肺底", "基底段"], None, "chest"),
@@ -149,6 +169,30 @@ ANATOMY: dict[str, tuple[list[str], list[str], str | None, str]] = {
     "breast": (["breast", "breasts"], ["乳腺", "乳房"], None, "breast"),
     "brain": (["brain"], ["脑", "颅内"], None, "head"),
 }
+
+LOBES = frozenset({"right_upper_lobe", "right_middle_lobe", "right_lower_lobe", "left_upper_lobe", "left_lower_lobe",
+                   "lingula", "upper_lobe", "middle_lobe", "lower_lobe"})
+"""Anatomical lobes (and the lingula, the left upper lobe's lingular segments): a site is a lobe only where the text
+says lobe / 叶 or lingula / 舌段."""
+ZONES = frozenset({"right_upper_lung", "right_mid_lung", "right_lower_lung", "left_upper_lung", "left_mid_lung",
+                   "left_lower_lung", "upper_lung", "mid_lung", "lower_lung", "lung_base", "lung_apex"})
+"""Radiographic lung zones (upper / middle / lower zone of a lung, its base and apex): where a shadow projects on the
+film, not a lobe ("right lower lung", "left midlung", "lung bases", 右下肺野, 左中肺野, 右下肺)."""
+WHOLE_LUNGS = frozenset({"lung", "right_lung", "left_lung", "both_lungs"})
+
+
+def site_kind(key: str) -> str | None:
+    """The kind of a site key: ``"lobe"`` (:data:`LOBES`), ``"zone"`` (:data:`ZONES`), ``"lung"`` (a whole lung or
+    the lungs), ``"other"`` (pleura, heart, fissure, liver, ...); none for a key the lexicon does not know (a tagger
+    span, ``model_span``)."""
+    if key in LOBES:
+        return "lobe"
+    if key in ZONES:
+        return "zone"
+    if key in WHOLE_LUNGS:
+        return "lung"
+    return "other" if key in ANATOMY else None
+
 
 MODALITIES: dict[str, tuple[list[str], list[str]]] = {
     "CT": (["ct", "computed tomography", "cta", "hrct", "ct scan", "low-dose ct", "low dose ct", "ldct", "ct chest",

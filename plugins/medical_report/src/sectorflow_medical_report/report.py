@@ -45,6 +45,10 @@ SITES = {
     "liver": ("liver", "肝脏"), "kidney": ("kidney", "肾脏"), "thyroid": ("thyroid", "甲状腺"), "breast": ("breast", "乳腺"),
     "brain": ("brain", "脑"), "right_mid_lung": ("right midlung", "右中肺野"), "left_mid_lung": ("left midlung", "左中肺野"),
     "mid_lung": ("midlung", "中肺野"), "fissure": ("fissure", "叶间裂"),
+    # radiographic zones, rendered as zones (右下肺野), never as lobes
+    "right_upper_lung": ("right upper lung zone", "右上肺野"), "left_upper_lung": ("left upper lung zone", "左上肺野"),
+    "right_lower_lung": ("right lower lung zone", "右下肺野"), "left_lower_lung": ("left lower lung zone", "左下肺野"),
+    "upper_lung": ("upper lung zone", "上肺野"), "lower_lung": ("lower lung zone", "下肺野"),
 }
 LAT = {"right": ("right", "右侧"), "left": ("left", "左侧"), "bilateral": ("bilateral", "双侧")}
 ATTR = {"solid": ("solid", "实性"), "part-solid": ("part-solid", "部分实性"), "ground-glass": ("ground-glass", "磨玻璃"),
@@ -112,7 +116,8 @@ def _pick(pair: tuple[str, str], lang: str) -> str:
 _COUNTABLE = {"nodule", "mass", "effusion", "pericardial_effusion", "opacity", "fracture", "granuloma", "calcification",
               "cyst", "hernia"}
 """Finding names that take a plural "s" ("multiple nodules"); not "lymphadenopathy", "emphysema", ..."""
-_GENERIC = {"lung", "both_lungs", "upper_lobe", "middle_lobe", "lower_lobe", "lung_base", "lung_apex", "pleura"}
+_GENERIC = {"lung", "both_lungs", "upper_lobe", "middle_lobe", "lower_lobe", "lung_base", "lung_apex", "pleura",
+            "upper_lung", "lower_lung"}
 
 
 def describe(f: Finding, lang: str) -> str:
@@ -122,6 +127,8 @@ def describe(f: Finding, lang: str) -> str:
     # the most specific site first ("Lung cancer screening CT: 4 mm nodule in the RUL": RUL, not "lung")
     sites = sorted((a for a in f.anatomy if a.source != "implied"), key=lambda a: a.key in _GENERIC)
     site = _pick(SITES.get(sites[0].key, (sites[0].key.replace("_", " "), sites[0].text or sites[0].key)), lang) if sites else ""
+    if sites and sites[0].nonexistent:  # "left middle lobe": the side's lung, and what was written
+        site += f"（原文“{sites[0].text}”，无此肺叶）" if lang == "zh" else f" (written '{sites[0].text}': no such lobe)"
     if f.laterality and not any(w in site for w in ("right", "left", "both", "右", "左", "双")):
         site = (_pick(LAT[f.laterality], lang) + ("" if lang == "zh" else " ") + site).strip()
     size = f"{f.size.mm:g} mm" if f.size else ""
@@ -301,7 +308,8 @@ def _fleischner_caveats(nodules: list[Finding], recs: list) -> list[ReportWarnin
 LUNG_SITES = {"lung", "right_lung", "left_lung", "both_lungs", "right_upper_lobe", "right_middle_lobe",
               "right_lower_lobe", "left_upper_lobe", "left_lower_lobe", "lingula", "upper_lobe", "middle_lobe",
               "lower_lobe", "lung_base", "lung_apex", "pleura", "costophrenic_angle", "mid_lung", "right_mid_lung",
-              "left_mid_lung", "fissure"}
+              "left_mid_lung", "fissure", "right_upper_lung", "left_upper_lung", "right_lower_lung", "left_lower_lung",
+              "upper_lung", "lower_lung"}
 """Sites that make a nodule a lung nodule (a juxtapleural nodule is one too)."""
 
 

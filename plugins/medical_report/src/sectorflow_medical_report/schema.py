@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 from sectorflow import TaskResult, TextItem
+
+from .lexicon import site_kind
 
 Modality = Literal["radiograph", "CT", "MR", "ultrasound", "PET/CT", "mammography"]
 Assertion = Literal["present", "absent", "uncertain"]
@@ -37,12 +39,31 @@ class ReportInput(TextItem):
 
 
 class Anatomy(BaseModel):
-    key: str = Field(description="Canonical site, e.g. right_lower_lobe, pleura, heart.")
+    """One site of a finding. A lobe only where the text says lobe / 叶 or lingula; a radiographic lung zone ("right
+    lower lung", "left midlung", "lung bases", 右下肺野, 右下肺) is a zone, never promoted to a lobe."""
+
+    key: str = Field(description="Canonical site, e.g. right_lower_lobe (a lobe), right_lower_lung (a zone), pleura, "
+                                 "heart.")
     laterality: Literal["right", "left", "bilateral"] | None = None
     text: str | None = Field(None, description="As written; none when implied by the finding (effusion -> pleura).")
     start: int | None = None
     end: int | None = None
     source: Literal["rules", "implied", "model"] = "rules"
+    kind: Literal["lobe", "zone", "lung", "other"] | None = Field(
+        None, description="lobe: right_upper/middle/lower_lobe, left_upper/lower_lobe, lingula, upper/middle/"
+                          "lower_lobe; zone: a radiographic lung zone (right/left_upper/mid/lower_lung, upper/mid/"
+                          "lower_lung, lung_base, lung_apex); lung: a whole lung or the lungs; other: pleura, heart, "
+                          "fissure, liver, ...; none: a tagger span the lexicon does not know. Filled from key.")
+    nonexistent: bool = Field(
+        False, description="The text names a lobe that does not exist ('left middle lobe', 左肺中叶, 'right "
+                           "lingula'): key is the lung of that side, text keeps what was written, and a "
+                           "nonexistent_site warning names the finding.")
+
+    @model_validator(mode="after")
+    def _fill_kind(self) -> Anatomy:
+        if self.kind is None:
+            self.kind = site_kind(self.key)  # type: ignore[assignment]
+        return self
 
 
 class Size(BaseModel):
@@ -124,10 +145,11 @@ class Code(BaseModel):
 
 class ReportWarning(BaseModel):
     kind: Literal["implausible_size", "mass_size", "conflict", "guideline_not_applied", "missing_size",
-                  "unrecognised_span", "guideline_incomplete"] = Field(
+                  "unrecognised_span", "guideline_incomplete", "nonexistent_site"] = Field(
         description="guideline_incomplete: a recommendation is given, but what the report states (a nodule "
                     "compared with a prior exam, a part-solid nodule's 6-8 mm solid component) decides more than "
-                    "the encoded rows say; the message says what.")
+                    "the encoded rows say; the message says what. nonexistent_site: the text names a lobe that does "
+                    "not exist ('left middle lobe', 'right lingula'); the site is read as that side's lung.")
     message: str
     finding_ids: list[int] = Field(default_factory=list)
 
