@@ -552,5 +552,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         own = item.edge.txn
         txns = {own.transaction_id: own, **(item.txns or {})}
         txns = {tid: txns[tid] for tid in alert.transaction_ids if tid in txns}
-        return suspicious_report(alert, txns.values(), self.jurisdiction, fx=self.reports_engine.fx,
-                                 institution=self.reports_engine.institution)
+        engine = self.reports_engine
+        return suspicious_report(alert, txns.values(), self.jurisdiction, fx=engine.fx,
+                                 institution=engine.institution, timezone=engine.timezone,
+                                 customers=engine.customers)

@@ -34,7 +34,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 from datetime import time as dt_time
 from pathlib import Path
 from decimal import Decimal
@@ -115,6 +115,20 @@ def _string_map(name: str, value: object, example: str) -> dict[str, str]:
         raise ConfigError(f"{name} must be a mapping of account ids to non-empty strings, e.g. {example}; got "
                           f"{type(value).__name__}.")
     return dict(value)
+
+
+def _zone(name: str | tzinfo) -> tzinfo:
+    """``name`` as a time zone (a tzinfo is taken as it is).
+
+    Raises:
+        ConfigError: not an IANA time zone name.
+    """
+    if isinstance(name, tzinfo):
+        return name
+    try:
+        return ZoneInfo(name)
+    except Exception as exc:  # ZoneInfoNotFoundError, ValueError, TypeError
+        raise ConfigError(f"Unknown time zone {name!r}; use an IANA name such as 'Asia/Shanghai'.") from exc
 
 
 @dataclass(slots=True)
@@ -504,12 +518,20 @@ class ReportEngine:
 
 def suspicious_report(alert: Alert, transactions: Iterable[Transaction], jurisdiction: Literal["CN", "US"] = "CN",
                       *, fx: FxRates | FxTable | Iterable[FxTable] | None = None, institution: str | None = None,
-                      confirmed_on: date | None = None) -> ReportDraft:
+                      confirmed_on: date | None = None, timezone: str | tzinfo | None = None,
+                      customers: Mapping[str, str] | None = None) -> ReportDraft:
     """Draft a suspicious transaction report (CN 可疑交易报告, PBOC Order 2016 No. 3 Arts. 11-15) for ``alert``.
 
     The report's customer (``customer_account``) is the alert's subject, its first account (each rule lists its
     subject first: the hub of a fan-in, the funnel of a structuring fan-in, the depositing customer of a cumulative
-    structuring); ``elements["subject_accounts"]`` lists all of them in the alert's order.
+    structuring), or that account's customer id in ``customers`` (``{account: customer_id}``, as the large-value
+    and CTR drafts name the customer); ``elements["subject_accounts"]`` lists all of them in the alert's order.
+
+    Dates are local dates in ``timezone`` (an IANA name or tzinfo; default ``Asia/Shanghai`` for CN,
+    ``America/New_York`` for US, as :class:`ReportEngine`; the pipeline passes its ``report_timezone``): the
+    detection day (``business_date``, the deadline's start) is the local day of ``alert.time``, and each foreign
+    amount is converted at the rate of its transaction's local day, as the large-value drafts do. Each listed
+    transaction carries its UTC and local time, and its amount in the home currency with the rate used.
 
     ``transactions`` may hold more than the alert's; those it names are taken, and ids not supplied are listed in
     ``elements["transactions_not_supplied"]``. The total is in the home currency (CNY or USD), converting with
@@ -521,19 +543,36 @@ def suspicious_report(alert: Alert, transactions: Iterable[Transaction], jurisdi
     Analyst fields (suspicion description, measures taken) are left ``None`` to be written by a person.
 
     Raises:
-        ConfigError: unknown jurisdiction. MissingRateError: a foreign-currency transaction without a rate.
+        ConfigError: unknown jurisdiction or time zone. MissingRateError: a foreign-currency transaction without a
+            rate.
     """
     if jurisdiction not in HOME_CURRENCY:
         raise ConfigError(f"jurisdiction must be CN or US, not {jurisdiction!r}.")
     home = HOME_CURRENCY[jurisdiction]
+    zone = _zone(timezone or DEFAULT_TIMEZONE[jurisdiction])
     rates = ensure_rates(fx)
     wanted = set(alert.transaction_ids)
     chosen = sorted((t for t in transactions if t.transaction_id in wanted), key=lambda t: t.timestamp)
-    total = to_minor_unit(sum((rates.convert(t.amount, t.currency, home, t.timestamp.date()) for t in chosen),
-                              Decimal(0)), home)
+    rows: list[dict[str, Any]] = []
+    for t in chosen:
+        local = t.timestamp.astimezone(zone)
+        row: dict[str, Any] = {
+            "transaction_id": t.transaction_id, "time": t.timestamp.isoformat(), "local_time": local.isoformat(),
+            "sender_account": t.sender_account, "receiver_account": t.receiver_account, "sender_bank": t.sender_bank,
+            "receiver_bank": t.receiver_bank, "amount": str(t.amount), "currency": t.currency,
+            f"amount_{home.lower()}": str(rates.convert(t.amount, t.currency, home, local.date())),
+            "channel": t.channel.value, "sender_country": t.sender_country, "receiver_country": t.receiver_country}
+        if t.currency != home:
+            row["fx_rate"] = f"{t.currency}/{home}={rates.rate(t.currency, home, local.date())}"
+        rows.append(row)
+    total = to_minor_unit(sum((Decimal(r[f"amount_{home.lower()}"]) for r in rows), Decimal(0)), home)
     found = {t.transaction_id for t in chosen}
     calendar = calendar_for(jurisdiction)
-    detected = alert.time.date()
+    detected_local = alert.time.astimezone(zone)
+    detected = detected_local.date()
+    mapping = _string_map("customers", customers, "{'ACC1': 'PERSON1', 'ACC2': 'PERSON1'}")
+    subject = alert.accounts[0] if alert.accounts else ""
+    customer = mapping.get(subject, subject)
     due = suspicious_due(jurisdiction, calendar, confirmed_on if jurisdiction == "CN" else detected) \
         if (confirmed_on or jurisdiction == "US") else None
     if jurisdiction == "CN":
@@ -547,6 +586,7 @@ def suspicious_report(alert: Alert, transactions: Iterable[Transaction], jurisdi
         "report_type": "可疑交易报告 (suspicious transaction report)" if jurisdiction == "CN"
         else "Suspicious Activity Report outline (not a FinCEN SAR form)",
         "institution": institution,
+        "customer": customer,
         "subject_accounts": list(alert.accounts),
         "typology": alert.typology,
         "variant": getattr(alert, "variant", None),
@@ -554,12 +594,10 @@ def suspicious_report(alert: Alert, transactions: Iterable[Transaction], jurisdi
         "score": alert.score,
         "detected_by": alert.fired_by,
         "detected_at": alert.time.isoformat(),
+        "detected_at_local": detected_local.isoformat(),
+        "timezone": str(zone),
         "indicators": [{"code": r.code, "en": r.en, "zh": r.zh, "source": r.source} for r in alert.reasons],
-        "transactions": [{"transaction_id": t.transaction_id, "time": t.timestamp.isoformat(),
-                          "sender_account": t.sender_account, "receiver_account": t.receiver_account,
-                          "sender_bank": t.sender_bank, "receiver_bank": t.receiver_bank, "amount": str(t.amount),
-                          "currency": t.currency, "channel": t.channel.value, "sender_country": t.sender_country,
-                          "receiver_country": t.receiver_country} for t in chosen],
+        "transactions": rows,
         "transactions_not_supplied": sorted(wanted - found),
         "suspicion_description": None,
         "measures_taken": None,
@@ -574,6 +612,6 @@ def suspicious_report(alert: Alert, transactions: Iterable[Transaction], jurisdi
         report_id=f"STR-{hashlib.sha256(key.encode()).hexdigest()[:16]}", kind="suspicious",
         jurisdiction=jurisdiction,
         regulation="PBOC Order 2016 No. 3, Arts. 11-15" if jurisdiction == "CN" else "31 CFR 1020.320",
-        customer_account=alert.accounts[0] if alert.accounts else "", transaction_ids=list(alert.transaction_ids),
+        customer_account=customer, transaction_ids=list(alert.transaction_ids),
         total_amount=total, currency=home, business_date=detected.isoformat(), elements=elements,
         due_by=due.isoformat() if due else None)
