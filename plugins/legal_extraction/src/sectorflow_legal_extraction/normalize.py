@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from price_parser import Price
+from sectorflow import ConfigError
 
 CN_DIGITS = "零〇○一二三四五六七八九十百千万亿两壹贰叁肆伍陆柒捌玖拾佰仟"
 CN_UPPER = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角分整正"
@@ -260,10 +261,68 @@ EN_DATE_RE = re.compile(
     rf"(?:{_MONTHS})\.?\s*,?\s+\d{{4}}\b"
     rf"|\b(?:{_MONTHS})\.?\s+(?:\d{{1,2}}(?:st|nd|rd|th|t\s{{0,2}}h)?\s*|_+|\[\s*\*+\s*\]|\s)?,?\s*\d{{4}}"
     rf"|\b\d{{1,2}}/\d{{1,2}}/(?:(?:19|20)\d{{2}}|\d{{2}})\b"
+    rf"|(?<![\w.\-])\d{{1,2}}\.\d{{1,2}}\.(?:19|20)\d{{2}}(?!\.?\w)"
+    rf"|(?<![\w.\-])\d{{1,2}}-\d{{1,2}}-(?:19|20)\d{{2}}(?![\w\-])"
     rf"|(?:_{{2,}}|\[\s*[*·_\s]*\])(?:\s*day\s+of\s+_{{2,}})?\s*,?\s*(?:19|20)\d{{2}}\b"
     rf"|(?<=\bday\sof)\s+,\s*(?:19|20)\d{{2}}\b|(?<=\bas\sof)\s+,\s*(?:19|20)\d{{2}}\b"
     rf"|_{{2,}}\s*day\s+of\s+(?:{_MONTHS})\.?,?\s+(?:19|20)\d{{2}}\b", re.IGNORECASE)
-"""English dates: '15th july 2018', '16 day of August. 2012', 'Sept 1st, 2005', 'June __, 2005', '1/5/2010'."""
+"""English dates: '15th july 2018', '16 day of August. 2012', 'Sept 1st, 2005', 'June __, 2005', '1/5/2010',
+'01.03.2024', '15-07-2018' (numeric ones: day and month in the order :func:`parse_date` is given)."""
+
+DATE_ORDERS = ("auto", "DMY", "MDY")
+"""Values of the ``date_order`` option (dateparser's ``DATE_ORDER`` names): how a numeric date whose first two
+numbers could both be a month (``01/03/2024``) is read. ``DMY``: day first (British, European); ``MDY``: month first
+(US, CUAD); ``auto``: from the contract (:func:`contract_date_order`)."""
+
+_NUMERIC_DATE = re.compile(r"(\d{1,2})([/.\-])(\d{1,2})\2((?:19|20)\d{2}|\d{2})")
+"""A numeric day-month-year or month-day-year date: ``01/03/2024``, ``7/1/98``, ``15.07.2018``, ``15-07-2018``."""
+_NUMERIC_DATE_IN_TEXT = re.compile(r"(?<![\w./\-])(\d{1,2})(?:/(\d{1,2})/(?:(?:19|20)\d{2}|\d{2})(?![\w/])|"
+                                   r"([.\-])(\d{1,2})\3(?:19|20)\d{2}(?!\.?\w|-))")
+
+
+def ambiguous_numeric_date(text: str) -> bool:
+    """Whether ``text`` is a numeric date whose first two numbers could each be the month (``01/03/2024``: 1 March
+    or 3 January); not when they are equal (``05/05/2024``) or one is over 12 (``15/07/2018``)."""
+    match = _NUMERIC_DATE.fullmatch(text.strip())
+    if not match:
+        return False
+    first, second = int(match.group(1)), int(match.group(3))
+    return 1 <= first <= 12 and 1 <= second <= 12 and first != second
+
+
+def contract_date_order(text: str) -> dict[str, Any]:
+    """How a contract writes its numeric dates, from the dates that can be read one way only:
+    ``{"order": "DMY" | "MDY", "day_first": "15/07/2018" | None, "month_first": "12/31/2023" | None}``.
+
+    ``order`` is ``DMY`` when any numeric date of ``text`` has a first number over 12 that can only be a day
+    (``15/07/2018``, ``31-12-2023``) or is written with dots (``1.4.2011``: the European form; US contracts write
+    slashes or hyphens), else ``MDY`` (US contracts, as CUAD's); ``day_first`` / ``month_first`` are the first such
+    dates found each way (both may be given: a contract signed in two countries)."""
+    day_first = month_first = None
+    for match in _NUMERIC_DATE_IN_TEXT.finditer(half_width(text)):
+        first, second = int(match.group(1)), int(match.group(2) or match.group(4))
+        if day_first is None and (12 < first <= 31 and 1 <= second <= 12 or match.group(3) == "." and
+                                  1 <= first <= 31 and 1 <= second <= 12):
+            day_first = match.group()
+        elif month_first is None and 12 < second <= 31 and 1 <= first <= 12:
+            month_first = match.group()
+        if day_first and month_first:
+            break
+    return {"order": "DMY" if day_first else "MDY", "day_first": day_first, "month_first": month_first}
+
+
+def check_date_order(value: Any) -> str:
+    """The ``date_order`` option as ``auto``, ``DMY`` or ``MDY`` (case ignored).
+
+    Raises:
+        ConfigError: any other value (the message lists the allowed ones).
+    """
+    if isinstance(value, str) and value.strip().upper() in ("DMY", "MDY", "AUTO"):
+        return value.strip().upper() if value.strip().upper() != "AUTO" else "auto"
+    raise ConfigError(f"date_order={value!r}: give one of {', '.join(repr(o) for o in DATE_ORDERS)} ('DMY': "
+                      f"01/03/2024 is 1 March, as British and European contracts write it; 'MDY': 3 January, as US "
+                      f"contracts do; 'auto': day first when the contract writes a date such as 15/07/2018).",
+                      details={"date_order": repr(value), "allowed": list(DATE_ORDERS)})
 
 
 def _zh_int(text: str | None) -> int | None:
@@ -296,14 +355,23 @@ def _iso(year: int | None, month: int | None, day: int | None) -> str | None:
 
 
 @lru_cache(maxsize=4096)
-def parse_date(text: str) -> str | None:
+def parse_date(text: str, date_order: str = "MDY") -> str | None:
     """ISO 8601 date of one date expression (zh or en), ``YYYY-MM`` when the day is left blank, else ``None``.
 
     二〇二三年三月一日 / 2023年3月1日 / 2023.3.1 -> 2023-03-01 (cn2an for Chinese numerals); English through
-    ``dateparser`` (month-day-year order for numeric US dates such as 1/5/2010). Full-width digits are read
+    ``dateparser``. A numeric date with the year last (``01/03/2024``, ``15.07.2018``, ``1-5-10``) is read in
+    ``date_order`` (``"MDY"``: 2024-01-03, US; ``"DMY"``: 2024-03-01), except that a first number over 12 can only be
+    the day (``15/07/2018`` -> 2018-07-15 in either order) and a second one over 12 only the day of ``12/31/2023``;
+    two-digit years as dateparser reads them (``7/1/98`` -> 1998, ``1/5/10`` -> 2010). Full-width digits are read
     (``２０２３年３月１日``), and so is the letter O written for a zero by OCR (``二O二三年``).
     """
     text = half_width(text)
+    numeric = _NUMERIC_DATE.fullmatch(text.strip())
+    if numeric:  # dateparser falls back to the other order when a number can only be the day
+        day_month_year = f"{numeric.group(1)}/{numeric.group(3)}/{numeric.group(4)}"
+        parsed = _dateparser().parse(day_month_year, languages=["en"], settings={
+            "REQUIRE_PARTS": ["day", "month", "year"], "DATE_ORDER": "DMY" if date_order == "DMY" else "MDY"})
+        return parsed.date().isoformat() if parsed else None
     match = ZH_DATE_RE.search(text)
     if match:
         return _iso(_zh_int(match.group(1)), _zh_int(match.group(2)), _zh_int(match.group(3)))
@@ -337,15 +405,16 @@ def _dateparser() -> Any:
     return dateparser
 
 
-def dates_in(text: str) -> list[tuple[int, int, str, str]]:
-    """Every date in ``text`` as ``(start, end, raw, iso)``, in order."""
+def dates_in(text: str, date_order: str = "MDY") -> list[tuple[int, int, str, str]]:
+    """Every date in ``text`` as ``(start, end, raw, iso)``, in order; numeric ones (``01/03/2024``) read in
+    ``date_order`` (``"MDY"`` or ``"DMY"``, :func:`parse_date`)."""
     out = []
     half = half_width(text)  # same length: offsets in it are offsets in text
     for pattern in (ZH_DATE_RE, NUM_DATE_RE, EN_DATE_RE):
         for match in pattern.finditer(half):
             if any(s <= match.start() < e for s, e, *_ in out):
                 continue
-            iso = parse_date(match.group())
+            iso = parse_date(match.group(), date_order)
             if iso:
                 lead = len(match.group()) - len(match.group().lstrip())
                 out.append((match.start() + lead, match.end(), text[match.start() + lead:match.end()], iso))

@@ -29,25 +29,40 @@ OPTIONS = {
     "schema": "field names to extract, zh or en (UIE-style list, e.g. ['甲方', '乙方', '合同金额', '签订日期']); "
               "default: the standard schema",
     "language": "'zh', 'en' or 'auto' (default: detected per contract; an item's own 'language' wins)",
+    "date_order": "how a numeric date such as 01/03/2024 is read: 'DMY' (day first: 1 March, British and European "
+                  "contracts), 'MDY' (month first: 3 January, US contracts) or 'auto' (default: day first when the "
+                  "contract writes a date that can only be day first, such as 15/07/2018, else month first; an "
+                  "ambiguous date read this way carries a warning)",
 }
+
+DATE_FIELDS = ("signing_date", "effective_date", "term")
+"""Fields whose value holds a date read from the contract (an ambiguous numeric one gets a warning)."""
 
 CLASSIFIED_FIELDS = {"termination": "Termination For Convenience", "assignment": "Anti-Assignment",
                      "liquidated_damages": "Liquidated Damages"}
 """Clause fields of English contracts that the classifier may pick (its CUAD category)."""
 
 
-def _rules(language: str) -> dict[str, Callable[[str, list[tuple[int, int]]], list[Extraction]]]:
+Rule = Callable[[str, list[tuple[int, int]]], list[Extraction]]
+
+
+def _rules(language: str, date_order: str = "MDY") -> dict[str, Rule]:
+    """The rule of each field for ``language``; numeric dates are read in ``date_order`` (``"MDY"`` or ``"DMY"``)."""
     if language == "zh":
         return {
-            "contract_amount": rules_zh.contract_amount, "signing_date": rules_zh.signing_date,
-            "effective_date": rules_zh.effective_date, "term": rules_zh.term, "renewal": rules_zh.renewal,
+            "contract_amount": rules_zh.contract_amount,
+            "signing_date": lambda t, s: rules_zh.signing_date(t, s, date_order),
+            "effective_date": lambda t, s: rules_zh.effective_date(t, s, date_order),
+            "term": lambda t, s: rules_zh.term(t, s, date_order), "renewal": rules_zh.renewal,
             "notice_period": rules_zh.notice_period, "liquidated_damages": rules_zh.liquidated_damages,
             "governing_law": rules_zh.governing_law, "dispute_resolution": rules_zh.dispute_resolution,
             **{k: (lambda t, s, k=k: rules_zh.clause(k, t, s)) for k in rules_zh.CLAUSE_PATTERNS},
         }
     return {
-        "contract_amount": rules_en.contract_amount, "signing_date": lambda t, s: rules_en.agreement_date(t),
-        "effective_date": lambda t, s: rules_en.effective_date(t), "term": rules_en.term,
+        "contract_amount": rules_en.contract_amount,
+        "signing_date": lambda t, s: rules_en.agreement_date(t, date_order),
+        "effective_date": lambda t, s: rules_en.effective_date(t, date_order),
+        "term": lambda t, s: rules_en.term(t, s, date_order),
         "renewal": rules_en.renewal, "notice_period": rules_en.notice_period,
         "governing_law": rules_en.governing_law, "dispute_resolution": rules_en.dispute_resolution,
         **{k: (lambda t, s, k=k: rules_en.clause(k, t, s)) for k in rules_en.CLAUSE_PATTERNS},
@@ -63,6 +78,7 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
         if language not in ("auto", "zh", "en"):
             raise ConfigError(f"language={language!r}: give 'zh', 'en' or 'auto'.")
         self.language = language
+        self.date_order = nz.check_date_order(self.options.get("date_order", "auto"))
         self.pool = None
         if self.bundle is not None:
             config = self.bundle.read_json("classifier.json")
@@ -103,7 +119,8 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
 
     def _extract(self, feature: dict[str, Any], scores: np.ndarray | None) -> ContractExtraction:
         text, language, spans = feature["text"], feature["language"], feature["spans"]
-        rules = _rules(language)
+        order = nz.contract_date_order(text) if self.date_order == "auto" else None
+        rules = _rules(language, order["order"] if order else self.date_order)
         parties: list[Extraction] | None = None
         fields: dict[str, list[Extraction]] = {}
         for name, field, relations in self.schema:
@@ -120,6 +137,8 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
                 continue
             found = self._classified(field.key, text, spans, scores) if scores is not None else []
             fields[name] = found or rules[field.key](text, spans) if field.key in rules else found
+            if order is not None and field.key in DATE_FIELDS:
+                fields[name] = [_warn_ambiguous(e, order) for e in fields[name]]
         clauses = []
         if scores is not None:
             for k, category in enumerate(self.categories):
@@ -152,6 +171,25 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
             value["duration"] = duration["iso"]
         return [Extraction(text=text[s:e], start=s, end=e, value=value or None,
                            confidence=round(float(column[row]), 4), source=f"classifier:{category}")]
+
+
+def _warn_ambiguous(extraction: Extraction, order: dict[str, Any]) -> Extraction:
+    """``extraction`` with a warning for each numeric date in its text that reads both ways (``01/03/2024``), saying
+    which order was used and why (``order``: :func:`normalize.contract_date_order`); unchanged when there is none."""
+    raw = [m.group() for m in re.finditer(r"(?<![\w./\-])\d{1,2}([/.\-])\d{1,2}\1\d{2,4}(?![\w/])",
+                                          nz.half_width(extraction.text)) if nz.ambiguous_numeric_date(m.group())]
+    if not raw:
+        return extraction
+    if order["order"] == "DMY":
+        why = f"day first, as the contract writes {order['day_first']!r}" + (
+            " (a date with dots: the European form)" if "." in order["day_first"] else "")
+        if order["month_first"]:
+            why += f" (it also writes {order['month_first']!r} month first: check)"
+    else:
+        why = "month first (US order): no date in the contract can only be read day first or is written with dots"
+    notes = [f"date {r!r} reads both ways (day and month are both 12 or less): read {why}; give the option "
+             f"date_order='DMY' or 'MDY' to choose" for r in raw]
+    return extraction.model_copy(update={"warnings": [*extraction.warnings, *notes]})
 
 
 def _to_source(result: ContractExtraction, source: str, starts: list[int], ends: list[int]) -> ContractExtraction:

@@ -38,18 +38,18 @@ def _event_date(head: str, at: int) -> bool:
     return bool(_EVENT.search(sentence))
 
 
-def _signature_dates(text: str) -> list[tuple[int, int, str, str]]:
+def _signature_dates(text: str, date_order: str = "MDY") -> list[tuple[int, int, str, str]]:
     """Dates of the signature blocks: after a ``Date:`` label anywhere, and every full date after the last
     "IN WITNESS WHEREOF" (or in the last 3,000 characters when there is none)."""
     out = []
     for match in re.finditer(r"\b(?:Dated?|DATED?)\s*:?\s*", text):
-        found = nz.dates_in(text[match.end():match.end() + 40])
+        found = nz.dates_in(text[match.end():match.end() + 40], date_order)
         if found and found[0][0] == 0 and (":" in match.group() or re.match(r"\d", found[0][2])):
             s, e, raw, iso = found[0]
             out.append((match.end() + s, match.end() + e, raw, iso))
     witness = [m.end() for m in re.finditer(r"IN\s+WITNESS\s+WHEREOF|(?i:in\s+witness\s+whereof)", text)]
     tail = witness[-1] if witness else max(0, len(text) - 3000)
-    out += [(tail + s, tail + e, raw, iso) for s, e, raw, iso in nz.dates_in(text[tail:tail + 6000])
+    out += [(tail + s, tail + e, raw, iso) for s, e, raw, iso in nz.dates_in(text[tail:tail + 6000], date_order)
             if len(iso) >= 7 and not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b",
                                                 text[text.rfind("\n", 0, tail + s) + 1:tail + s])]
     return out
@@ -61,21 +61,22 @@ def _days_after(iso: str, days: int) -> str:
     return (datetime.date.fromisoformat(iso) + datetime.timedelta(days=days)).isoformat()
 
 
-def agreement_date(text: str) -> list[Extraction]:
+def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     """The agreement's date, in this order: a preamble date after "dated" / "made" / "entered into" / "as of" /
     "effective" (not the date of another agreement it amends: "to the Distribution Agreement dated ..."), then one
     after "on" / "this" (a date named only effective gives way to the latest signature date in the 60 days after
     it); "This Agreement is dated ..." anywhere; the first full date of the first 1,500 characters (not one a term
     runs to or from: "extended to January 20, 2012", "TERM: ..."); the witness clause ("executed this Agreement as
     of this 4th day of April, 2003"); the latest signature-block date (those labelled "Date:" first: the last party
-    to sign dates the agreement). Partly blank dates keep only what is given ("[___], 2020" -> ``2020``)."""
+    to sign dates the agreement). Partly blank dates keep only what is given ("[___], 2020" -> ``2020``); numeric
+    ones are read in ``date_order`` (``"MDY"``: 01/03/2024 is 3 January; ``"DMY"``: 1 March)."""
     head = text[:PREAMBLE_CHARS]
-    dates = [d for d in nz.dates_in(head)
+    dates = [d for d in nz.dates_in(head, date_order)
              if not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b", head[head.rfind("\n", 0, d[0]) + 1:d[0]])
              and not re.match(r"\s*(?:WHEREAS|Whereas)\b", head[head.rfind("\n\n", 0, d[0]) + 1:d[0]])]  # recitals
     chosen, confidence = None, 0.0
     letter = re.search(r"^[ \t]*(?i:date)[ \t]*:[ \t]*", head[:1000], re.M)  # a letter's or confirmation's "Date:" line
-    found = nz.dates_in(head[letter.end():letter.end() + 40]) if letter else []
+    found = nz.dates_in(head[letter.end():letter.end() + 40], date_order) if letter else []
     if found and found[0][0] == 0 and len(found[0][3]) == 10:
         s, e, raw, iso = found[0]
         chosen, confidence = (letter.end() + s, letter.end() + e, raw, iso), 0.85
@@ -102,14 +103,14 @@ def agreement_date(text: str) -> list[Extraction]:
         cue_text = re.sub(r"\s+", " ", head[max(0, chosen[0] - 60):chosen[0]])
         if re.search(r"effective", cue_text, re.I) and not re.search(r"dated|made|entered|executed|signed", cue_text,
                                                                       re.I):
-            signed = [d for d in _signature_dates(text)
+            signed = [d for d in _signature_dates(text, date_order)
                       if len(d[3]) == 10 and chosen[3] < d[3] <= _days_after(chosen[3], 60)]
             if signed:
                 chosen, confidence = max(signed, key=lambda d: d[3]), 0.6
     if chosen is None:
         for match in re.finditer(r"(?:this|the)\s+(?:agreement|amendment|contract)\s+(?:is|was|shall\s+be)\s+dated\s+"
                                  r"(?:as\s+of\s+)?", text, re.I):  # "14.6 This Agreement is dated April 29, 2010."
-            found = nz.dates_in(text[match.end():match.end() + 60])
+            found = nz.dates_in(text[match.end():match.end() + 60], date_order)
             if found and found[0][0] == 0:
                 s, e, raw, iso = found[0]
                 chosen, confidence = (match.end() + s, match.end() + e, raw, iso), 0.8
@@ -123,12 +124,12 @@ def agreement_date(text: str) -> list[Extraction]:
         for match in re.finditer(r"(?:IN\s+WITNESS\s+WHEREOF[^.]{0,200}?(?:as\s+of|on|AS\s+OF|ON)|(?:Signed|Executed|"
                                  r"Dated|SIGNED|EXECUTED|DATED)(?:\s+and\s+effective|\s+AND\s+EFFECTIVE)?)\s+"
                                  r"(?:this\s+|the\s+|THIS\s+|THE\s+)?", text):
-            found = nz.dates_in(text[match.end():match.end() + 60])
+            found = nz.dates_in(text[match.end():match.end() + 60], date_order)
             if found and found[0][0] <= 2:
                 s, e, raw, iso = found[0]
                 chosen, confidence = (match.end() + s, match.end() + e, raw, iso), 0.6
     if chosen is None:
-        signed = [d for d in _signature_dates(text) if not _event_date(text, d[0])]
+        signed = [d for d in _signature_dates(text, date_order) if not _event_date(text, d[0])]
         signed = [d for d in signed if len(d[3]) == 10] or signed  # a partly blank "April ____, 2003" last
         # dates labelled "Date:" / "Dated:" before any other date of the tail (a rate table's dates are no signature)
         signed = [d for d in signed if re.search(r"\b(?:Dated?|DATED?)\s*:?\s*$", text[max(0, d[0] - 12):d[0]])] or signed
@@ -142,16 +143,16 @@ def agreement_date(text: str) -> list[Extraction]:
     return [Extraction(text=raw, start=start, end=end, value=iso, confidence=confidence, source="rule:en_date")]
 
 
-def effective_date(text: str) -> list[Extraction]:
+def effective_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     """A date named with "Effective Date" / "effective as of" / "shall become effective on"."""
-    for start, end, raw, iso in nz.dates_in(text[:PREAMBLE_CHARS]):
+    for start, end, raw, iso in nz.dates_in(text[:PREAMBLE_CHARS], date_order):
         if re.match(r"\s*,?\s*\(\s*(?:the\s+|this\s+)?[\"“]?Effective\s+Date", text[end:end + 40], re.I):
             return [Extraction(text=raw, start=start, end=end, value=iso, confidence=0.85,
                                source="rule:en_effective_date")]
     for match in re.finditer(r"effective\s+(?:as\s+of|on|from)|\"?Effective\s+Date\"?\)?\s+(?:means|shall\s+mean|is)",
                              text, re.IGNORECASE):
         window = text[match.end():match.end() + 80]
-        dates = nz.dates_in(window)
+        dates = nz.dates_in(window, date_order)
         if dates and dates[0][0] < 25:
             s, e, raw, iso = dates[0]
             return [Extraction(text=raw, start=match.end() + s, end=match.end() + e, value=iso, confidence=0.8,
@@ -224,7 +225,7 @@ def notice_period(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
     return out
 
 
-def term(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+def term(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> list[Extraction]:
     """The initial term: "for a term of three (3) years", "shall continue until December 31, 2006"."""
     pattern = re.compile(r"(?:initial\s+)?term\s+of\s+(?:this\s+agreement\s+)?(?:shall\s+be\s+)?|shall\s+(?:continue|"
                          r"remain)\s+in\s+(?:full\s+)?(?:force\s+and\s+effect\s+)?(?:for|until)\s+", re.IGNORECASE)
@@ -235,7 +236,7 @@ def term(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
             continue
         rest = sentence[match.end():match.end() + 120]
         duration = nz.parse_duration(rest)
-        dates = nz.dates_in(rest)
+        dates = nz.dates_in(rest, date_order)
         if duration and duration["start"] < 30:
             b, e = start + match.end() + duration["start"], start + match.end() + duration["end"]
             return [Extraction(text=text[b:e], start=b, end=e, value={"duration": duration["iso"]},

@@ -151,13 +151,14 @@ def _close_brackets(text: str, begin: int, end: int, limit: int) -> int:
 
 
 def _dated(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str], name: str,
-           relative_ok: bool = False) -> list[Extraction]:
+           relative_ok: bool = False, date_order: str = "MDY") -> list[Extraction]:
     for start, end in spans:
         sentence = text[start:end]
         match = cue.search(sentence)
         if not match:
             continue
-        dates = [d for d in nz.dates_in(sentence) if (abs(d[0] - match.end()) < 30 or abs(match.start() - d[1]) < 30)
+        dates = [d for d in nz.dates_in(sentence, date_order)
+                 if (abs(d[0] - match.end()) < 30 or abs(match.start() - d[1]) < 30)
                  and not re.match(r"\s*(?:之|以)?前", sentence[d[1]:])]  # "于2023年3月1日前签署": a deadline
         if dates:
             s, e, raw, iso = dates[0]
@@ -179,18 +180,19 @@ def _dated(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str], name: 
     return []
 
 
-def signing_date(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+def signing_date(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> list[Extraction]:
     """签订日期/签署日期/签约时间 or 本合同于<date>签订."""
     return _dated(text, spans, re.compile(r"签(?:订|署|约)(?:日期|时间)|(?:本|该)?(?:合同|协议|双方)[^，。；]{0,8}?于"
-                                          r"[^，。；]{0,25}?签(?:订|署)|签订于"), "signing_date")
+                                          r"[^，。；]{0,25}?签(?:订|署)|签订于"), "signing_date",
+                  date_order=date_order)
 
 
-def effective_date(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+def effective_date(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> list[Extraction]:
     """A date with 生效, or the anchor of "自双方签字盖章之日起生效" kept as an anchor."""
-    return _dated(text, spans, re.compile(r"生效"), "effective_date", relative_ok=True)
+    return _dated(text, spans, re.compile(r"生效"), "effective_date", relative_ok=True, date_order=date_order)
 
 
-def term(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
+def term(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> list[Extraction]:
     """租赁期限/合同期限/有效期: from-to dates ("自2023年3月1日起至2024年2月29日止") and/or a duration."""
     cue = re.compile(r"(?:租赁|合同|服务|许可|借款)?期限|有效期")
     for start, end in spans:
@@ -198,7 +200,7 @@ def term(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
         if not cue.search(sentence) or "续" in sentence:
             continue
         value: dict[str, str] = {}
-        dates = nz.dates_in(sentence)
+        dates = nz.dates_in(sentence, date_order)
         span_from = re.search(r"(?:自|从|[：:]\s*)(.{4,20}?)起?至(.{4,20}?)(?:止|$|[，。；])", sentence)
         if span_from and len(dates) >= 2 or len(dates) >= 2 and re.fullmatch(
                 r"\s*起?\s*(?:至|到|—+|－|~|～|-)\s*", sentence[dates[0][1]:dates[1][0]]):  # 2024年1月1日—2024年12月31日
