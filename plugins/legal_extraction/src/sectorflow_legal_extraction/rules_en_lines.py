@@ -2,7 +2,9 @@
 ``Contact: ...``, ``Tel: ...``, ``Email: ...`` lines (or the same labels later on the party's own line).
 
 A party's attributes are read only from its own block: from the end of its name to the next party line or the
-first blank line, so one party's address or contact is never reported for another (as for Chinese party blocks).
+first blank line that the body follows (a blank line followed by an ``Address:`` line is inside the block:
+:func:`text.party_block_end`), so one party's address or contact is never reported for another (as for Chinese
+party blocks).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import re
 
 from .schema import Extraction
+from .text import party_block_end
 
 ROLE_WORDS = {"landlord": "lessor", "lessor": "lessor", "tenant": "lessee", "lessee": "lessee",
               "licensor": "licensor", "licensee": "licensee", "seller": "seller", "supplier": "seller",
@@ -34,21 +37,21 @@ _ATTRS = (
 _ATTR = re.compile(r"(?:^|(?<=\s))(?P<label>" + "|".join(p for _, p in _ATTRS) + r")[ \t]*[:：][ \t]*"
                    r"(?P<value>[^\n]*?)(?=[ \t]+(?:" + "|".join(p for _, p in _ATTRS) + r")[ \t]*[:：]|[ \t]*$)",
                    re.M | re.I)
+_ATTR_START = re.compile(r"[ \t]*(?:" + "|".join(p for _, p in _ATTRS) + r")[ \t]*[:：]", re.I)
+"""A line that starts with an attribute label (``Address:``): after a blank line, the party's block goes on."""
 
 
 def attach_line_attributes(text: str, parties: list[Extraction], limit: int) -> None:
     """Add ``address``, ``contact``, ``phone``, ``email``, ``id_number``, ``bank_account`` relations to party-line
     parties from the labelled lines of their own block (``party.end`` to the next party's start, the first blank
-    line, or ``limit``). Parties are changed in place; a party with no such lines gets nothing."""
+    line not followed by a labelled line, or ``limit``). Parties are changed in place; a party with no such lines gets nothing."""
     ordered = sorted(parties, key=lambda p: p.start)
     for n, party in enumerate(ordered):
         end = ordered[n + 1].start if n + 1 < len(ordered) else limit
         next_line = ROLE_LINE.search(text, party.end, end)
         if next_line:
             end = next_line.start()
-        blank = re.search(r"\n[ \t]*\n", text[party.end:end])
-        if blank:
-            end = party.end + blank.start()
+        end = party_block_end(text, party.end, end, _ATTR_START)  # "Address:" after a blank line: still its block
         for attr in _ATTR.finditer(text, party.end, end):
             value = attr.group("value")
             if not value.strip(" \t,;"):

@@ -11,6 +11,7 @@ import re
 
 from . import normalize as nz
 from .schema import Extraction
+from .text import party_block_end
 
 _ROLES = {"甲方": "party_a", "乙方": "party_b", "丙方": "party_c", "出租方": "lessor", "出租人": "lessor",
           "承租方": "lessee", "承租人": "lessee", "卖方": "seller", "出卖人": "seller", "供方": "seller",
@@ -49,8 +50,9 @@ _ATTR_INLINE = re.compile(_INLINE_ATTR_RE, re.M)
 
 def parties(text: str) -> list[Extraction]:
     """Every ``<role>[（<alias>）]：<name>`` line, each with the attribute lines under it (地址, 联系人, 电话,
-    邮箱 ...) up to the next party line or blank line: a party's address is never taken from another party's
-    block."""
+    邮箱 ...) up to the next party line or the first blank line that the body or nothing follows (a blank line
+    followed by a 地址：… line is inside the block: :func:`text.party_block_end`): a party's address is never taken
+    from another party's block."""
     lines = list(PARTY_LINE.finditer(text))
     found: list[Extraction] = []
     seen_roles: set[str] = set()
@@ -70,10 +72,8 @@ def parties(text: str) -> list[Extraction]:
         party = Extraction(text=text[start:start + len(name)], start=start, end=start + len(name),
                            value={"name": name, "role": roles[0], "roles": roles, "label": match.group("role")},
                            confidence=0.95, source="rule:zh_party_line")
-        block_end = lines[n + 1].start() if n + 1 < len(lines) else len(text)
-        blank = re.search(r"\n[ \t　]*\n", text[match.end():block_end])
-        if blank:
-            block_end = match.end() + blank.start()
+        block_end = party_block_end(text, match.end(), lines[n + 1].start() if n + 1 < len(lines) else len(text),
+                                    _ATTR_LINE)  # a blank line before its 地址：… line stays inside the block
         attrs = [*(_ATTR_INLINE.finditer(text, start + len(name), match.end()) if inline else []),
                  *_ATTR_LINE.finditer(text, match.end(), block_end)]
         for attr in attrs:

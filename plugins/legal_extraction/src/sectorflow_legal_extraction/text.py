@@ -56,3 +56,28 @@ def _emit(text: str, start: int, end: int, max_chars: int, out: list[tuple[int, 
             start += 1
     if end > start and re.search(r"\w", text[start:end]):
         out.append((start, end))
+
+
+_BLANK_LINE = re.compile(r"\n[ \t\r　]*\n")
+_MORE_BLANK_LINES = re.compile(r"(?:[ \t\r　]*\n)*")
+
+
+def party_block_end(text: str, start: int, limit: int, attribute_line: re.Pattern[str]) -> int:
+    """Where the block of a party line ends: the party's attribute lines (地址, 联系人 / ``Address:``, ``Contact:``
+    ...) lie between ``start`` (the end of its name) and the returned offset.
+
+    The block runs to ``limit`` (the next party line, or the end of the part read) or to the first blank line,
+    unless the paragraph after that blank line starts with an attribute line (``attribute_line.match`` at the start
+    of its first line: ``地址：…``, ``Address: …``); then the blank line sits inside the party's block and it goes on
+    to the next blank line, again and again. Never past ``limit``: another party's lines are never read, and the body
+    (a paragraph that does not start with an attribute line, such as ``第一条 …`` or ``1. Definitions``) ends it.
+    """
+    end = start
+    while True:
+        blank = _BLANK_LINE.search(text, end, limit)
+        if blank is None:
+            return limit
+        line = _MORE_BLANK_LINES.match(text, blank.end(), limit).end()  # the next paragraph's first line
+        if line >= limit or not attribute_line.match(text, line, limit):
+            return blank.start()
+        end = line
