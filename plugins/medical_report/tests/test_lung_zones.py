@@ -123,6 +123,15 @@ def test_the_valid_left_sites_raise_no_nonexistent_site_warning():
 def test_a_zone_restated_in_the_impression_is_one_nodule():
     rep = _report("Chest radiograph: 8 mm nodule in the right lower lung. IMPRESSION: 8 mm right lower lung nodule.")
     assert [(f.type, f.same_as) for f in rep.findings] == [("nodule", None), ("nodule", 0)]
+    # a zone restated as the lobe of the same name (or the other way round) is the same nodule; its sites stay
+    rep = _report("Chest radiograph: 8 mm nodule in the right lower lung. IMPRESSION: 8 mm right lower lobe nodule.")
+    assert [(f.same_as, [a.key for a in f.anatomy]) for f in rep.findings] == [
+        (None, ["right_lower_lung"]), (0, ["right_lower_lobe"])]
+    rep = _report("胸部CT：左上肺叶结节，约7mm。印象：左上肺野结节，约7mm。")
+    assert [f.same_as for f in rep.findings] == [None, 0]
+    # a zone and another lobe stay two nodules
+    rep = _report("Chest radiograph: 8 mm nodule in the right lower lung. IMPRESSION: 8 mm right upper lobe nodule.")
+    assert [f.same_as for f in rep.findings] == [None, None]
     rep = _report("胸部CT：右上肺结节，约7mm。印象：右上肺结节，约7mm。", patient_risk="low")
     assert [f.same_as for f in rep.findings] == [None, 0]
     assert [r.category for r in rep.recommendations] == ["solid single 6-8 mm"]  # not the multiple-nodule row

@@ -21,6 +21,12 @@ _POSITION = re.compile(r"\b(anterior|posterior|apical|apicoposterior|superior|in
 _GENERIC_SITES = {"lung", "upper_lobe", "middle_lobe", "lower_lobe", "lung_base", "lung_apex", "both_lungs", "mid_lung", "fissure",
                   "upper_lung", "lower_lung"}
 
+_SAME_SITE = {"right_upper_lung": "right_upper_lobe", "right_lower_lung": "right_lower_lobe",
+              "left_upper_lung": "left_upper_lobe", "left_lower_lung": "left_lower_lobe"}
+"""For telling whether two mentions name one lesion only: a zone and the lobe of the same name are one site
+("8 mm nodule in the right lower lung. IMPRESSION: 8 mm right lower lobe nodule." is one nodule, as radiologists
+use the two loosely in one report; the reported sites keep what each says)."""
+
 
 def restatements(text: str, findings: list[Finding], sents: list[tuple[int, int]]) -> None:
     """Mark a present nodule or mass that restates an earlier one (``same_as``): a report's impression repeating
@@ -39,7 +45,7 @@ def restatements(text: str, findings: list[Finding], sents: list[tuple[int, int]
     lesions = [f for f in findings if f.type in ("nodule", "mass") and f.assertion == "present"
                and f.experiencer == "patient" and not f.historical]
     # computed once per finding and per sentence (a 20,000-character paste may hold hundreds of nodules)
-    site = {f.id: frozenset(a.key for a in f.anatomy if a.source == "rules") for f in lesions}
+    site = {f.id: frozenset(_SAME_SITE.get(a.key, a.key) for a in f.anatomy if a.source == "rules") for f in lesions}
     position: dict[int, set[str]] = {}
     image: dict[int, set[str]] = {}
     for k in {f.sentence for f in lesions}:
