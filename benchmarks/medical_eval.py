@@ -79,12 +79,16 @@ def report_text(row: dict) -> str:
     return "\n".join(x for x in (row["findings"], row["impression"]) if x) or "(empty)"
 
 
-def iu(tf, limit: int | None, errors: list | None = None) -> dict:
+def iu(tf, limit: int | None, errors: list | None = None, only: str | None = None) -> dict:
     """Scores per part (``test``, ``dev``, ``all``). ``errors``: a list that receives the development part's
-    errors (nodule false positives/negatives, missed or wrong sizes); test-part errors are never collected."""
+    errors (nodule false positives/negatives, missed or wrong sizes); test-part errors are never collected.
+    ``only="dev"``: the test part's rows are dropped as the file is read (none reaches the plugin; its scores are
+    empty), for checking a change on the development part alone; ``limit`` then counts development reports."""
+    if only not in (None, "dev"):
+        raise ValueError(f"only={only!r}: None or 'dev'")
     path = DATA / "iu_xray" / "indiana_reports.csv"
     with open(path, encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))[:limit]
+        rows = [r for r in csv.DictReader(handle) if only is None or part_of(r["uid"]) == only][:limit]
     texts = [report_text(r) for r in rows]
     reports = tf([{"text": t, "modality": "radiograph", "language": "en"} for t in texts])
     names = list(IU_LABELS) + ["nodule_or_uncertain"]
@@ -202,6 +206,8 @@ def markdown(result: dict) -> str:
     lines = []
     for part in PARTS:
         r = iu_r[part]
+        if not r["n_reports"]:  # the test part of a --part dev run
+            continue
         lines += [f"IU X-ray, {part} part ({r['n_reports']} reports)", "",
                   "| finding (IU Problems label) | precision | recall | F1 | tp | fp | fn |",
                   "|---|---|---|---|---|---|---|"]
@@ -218,7 +224,8 @@ def markdown(result: dict) -> str:
                   (f"Reports with a present nodular opacity and no present nodule: {no.get('reports', 0)}; labelled "
                    f"Nodule {no.get('labelled Nodule', 0)}, Opacity or Density {no.get('labelled Opacity or Density', 0)}"),
                   ""]
-    lines += [f"Tagger agreement with the rule findings (all reports): {iu_r['tagger_agreement']}", "",
+    scored = "all reports" if iu_r["test"]["n_reports"] else "development part"
+    lines += [f"Tagger agreement with the rule findings ({scored}): {iu_r['tagger_agreement']}", "",
               "| CMeEE type | precision | recall | F1 | tp | fp | fn |", "|---|---|---|---|---|---|---|"]
     for t, m in list(cm["per_type"].items()) + [("micro, bod+sym+dis+pro", cm["micro_over_plugin_types"]),
                                                ("micro, all nine gold types", cm["over_all_gold_types"])] + [
@@ -234,6 +241,9 @@ def main() -> None:
     ap.add_argument("--no-model", action="store_true")
     ap.add_argument("--json", type=Path, default=None, help="also write the full result (every count) here")
     ap.add_argument("--print-json", action="store_true", help="print the JSON instead of the markdown tables")
+    ap.add_argument("--part", choices=("all", "dev"), default="all",
+                    help="dev: score the development part alone, the test part's reports never read (for checking a "
+                         "change); all (default): both, for the figures of record")
     ap.add_argument("--errors", type=Path, default=None,
                     help="write the development part's IU errors here (jsonl); test-part errors are never written")
     args = ap.parse_args()
@@ -244,7 +254,7 @@ def main() -> None:
 
     tf = Taskflow("medical_report", use_model=not args.no_model, batch_size=64, num_threads=2)
     errors: list | None = [] if args.errors else None
-    result = {"iu_xray": iu(tf, args.limit, errors), "cmeee": cmeee(args.limit, None if args.no_model else tf),
+    result = {"iu_xray": iu(tf, args.limit, errors, None if args.part == "all" else args.part), "cmeee": cmeee(args.limit, None if args.no_model else tf),
               "setup": {"threads": 2, "batch_size": 64, "model": not args.no_model}}
     print(json.dumps(result, indent=1, ensure_ascii=False) if args.print_json else markdown(result))
     if args.json:

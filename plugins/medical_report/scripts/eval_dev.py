@@ -4,9 +4,9 @@
                                                                  [--errors out/medical_dev_errors.jsonl]
 
 For checking a rule change against the development part (1,242 reports) without scoring the test part: the committed
-benchmark always scores both. This script runs the benchmark's own ``iu`` function (same text, same
-``modality="radiograph"``, same gold, same counting) on the rows whose ``part_of(uid)`` is ``"dev"``; test-part
-rows are dropped as the CSV is read, before any of them reaches the plugin. It then prints the development table
+benchmark scores both unless given ``--part dev``. This script runs the benchmark's own ``iu`` function (same text, same
+``modality="radiograph"``, same gold, same counting) with ``only="dev"``: test-part rows are dropped as the CSV is
+read, before any of them reaches the plugin. It then prints the development table
 and the CMeEE table (``select_dev.json``, CMeEE's own development file). Nothing is trained or tuned.
 """
 
@@ -17,23 +17,12 @@ import csv
 import json
 import os
 import sys
-import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import medical_eval  # the committed benchmark: its split, text, gold and counting)
-
-
-class _DevOnlyReader(csv.DictReader):
-    """``csv.DictReader`` that yields only the development-part rows of IU X-ray (by ``medical_eval.part_of``)."""
-
-    def __next__(self) -> dict:
-        while True:
-            row = super().__next__()
-            if medical_eval.part_of(row["uid"]) == "dev":
-                return row
 
 
 _ZONES_ONCE_LOBES = {"right_upper_lung", "left_upper_lung", "right_lower_lung", "left_lower_lung", "upper_lung",
@@ -46,7 +35,7 @@ def site_kinds() -> dict[str, int]:
     from sectorflow_medical_report.extract import extract
 
     with open(medical_eval.DATA / "iu_xray" / "indiana_reports.csv", encoding="utf-8", newline="") as handle:
-        rows = list(_DevOnlyReader(handle))
+        rows = [r for r in csv.DictReader(handle) if medical_eval.part_of(r["uid"]) == "dev"]
     out = {"reports": len(rows), "lobe": 0, "zone": 0, "upper or lower zone": 0, "nonexistent lobe": 0}
     for row in rows:
         sites = extract(medical_eval.report_text(row)).anatomy_mentions
@@ -66,22 +55,16 @@ def main() -> None:
     os.environ.setdefault("SECTORFLOW_AUDIT", "off")
     from sectorflow import Taskflow
 
-    medical_eval.csv = types.SimpleNamespace(DictReader=_DevOnlyReader)  # type: ignore[attr-defined]
     tf = Taskflow("medical_report", use_model=not args.no_model, batch_size=64, num_threads=2)
     errors: list | None = [] if args.errors else None
-    iu = medical_eval.iu(tf, None, errors)
+    iu = medical_eval.iu(tf, None, errors, only="dev")
     if iu["test"]["n_reports"] != 0 or iu["dev"]["n_reports"] != iu["n_reports"]:
         sys.exit("a test-part report reached the plugin; nothing printed")
     sites = site_kinds()
     result = {"iu_xray_dev": iu["dev"], "tagger_agreement_dev": iu["tagger_agreement"], "site_kinds_dev": sites,
               "cmeee": medical_eval.cmeee(None, None if args.no_model else tf),
               "setup": {"threads": 2, "batch_size": 64, "model": not args.no_model}}
-    table = medical_eval.markdown({"iu_xray": iu, "cmeee": result["cmeee"]})
-    # markdown() prints every part (test: no reports here); keep the development table and the CMeEE one
-    blocks = table.split("IU X-ray, ")
-    dev = next(b for b in blocks if b.startswith("dev part"))
-    rest = table.split("Tagger agreement with the rule findings (all reports)")[1]
-    print("IU X-ray, " + dev.rstrip() + "\n\nTagger agreement with the rule findings (development part)" + rest)
+    print(medical_eval.markdown({"iu_xray": iu, "cmeee": result["cmeee"]}))
     print("\nDevelopment reports naming a site of each kind (rules): " + ", ".join(f"{k} {v}" for k, v in sites.items()))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,9 @@ DATA = ROOT.parent / "shared" / "data"
 def test_medical_eval_runs_on_a_few_reports(tmp_path):
     out = tmp_path / "eval.json"
     env = {**os.environ, "SECTORFLOW_AUDIT": "off"}
+    # --part dev: the suite never feeds the held-out test part's reports through the plugin
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "medical_eval.py"), "--limit", "40",
-                           "--json", str(out), "--errors", str(tmp_path / "dev_errors.jsonl")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+                           "--part", "dev", "--json", str(out), "--errors", str(tmp_path / "dev_errors.jsonl")], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(out.read_text(encoding="utf-8"))
@@ -28,10 +30,10 @@ def test_medical_eval_runs_on_a_few_reports(tmp_path):
     assert set(result["cmeee"]["per_type"]) == {"bod", "sym", "dis", "pro"}
     assert 0.0 <= result["iu_xray"]["tagger_agreement"] <= 1.0
     parts = result["iu_xray"]
-    assert parts["dev"]["n_reports"] + parts["test"]["n_reports"] == parts["all"]["n_reports"] == 40
-    assert parts["dev"]["n_reports"] > 0 and parts["test"]["n_reports"] > 0
-    for name in ("nodule", "sizes"):  # dev + test counts add up to all
-        assert all(parts["dev"][name][k] + parts["test"][name][k] == parts["all"][name][k] for k in ("tp", "fp", "fn"))
+    assert (parts["dev"]["n_reports"], parts["test"]["n_reports"], parts["all"]["n_reports"]) == (40, 0, 40)
+    for name in ("nodule", "sizes"):  # the development part is all that was scored
+        assert all(parts["dev"][name][k] == parts["all"][name][k] for k in ("tp", "fp", "fn"))
+        assert not any(parts["test"][name][k] for k in ("tp", "fp", "fn"))
     errors = [json.loads(line) for line in (tmp_path / "dev_errors.jsonl").read_text(encoding="utf-8").splitlines()]
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from medical_eval import part_of
@@ -62,15 +64,30 @@ def test_findings_and_impression_are_joined_as_two_sections():
     assert report_text({"findings": "", "impression": ""}) == "(empty)"
 
 
-def test_the_development_only_run_drops_test_part_rows_as_it_reads(tmp_path):
-    # scripts/eval_dev.py: a rule change is checked on the development part without scoring the test part
-    import importlib.util
+def test_the_development_only_run_drops_test_part_rows_as_it_reads(tmp_path, monkeypatch):
+    # medical_eval.iu(only="dev") (`--part dev`, scripts/eval_dev.py): test-part rows never reach the plugin
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import medical_eval
 
-    spec = importlib.util.spec_from_file_location("eval_dev", ROOT / "plugins" / "medical_report" / "scripts" / "eval_dev.py")
-    eval_dev = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(eval_dev)
-    path = tmp_path / "reports.csv"
-    path.write_text("uid,findings\n" + "".join(f"{u},text {u}\n" for u in range(1, 9)), encoding="utf-8")
-    with open(path, encoding="utf-8", newline="") as handle:
-        rows = list(eval_dev._DevOnlyReader(handle))
-    assert [r["uid"] for r in rows] == ["1", "2"]  # the pinned split above: uids 1 and 2 are dev, 3-8 test
+    iu_dir = tmp_path / "iu_xray"
+    iu_dir.mkdir()
+    (iu_dir / "indiana_reports.csv").write_text(
+        "uid,findings,impression,Problems\n" + "".join(f"{u},Heart size is normal {u}.,No nodule.,normal\n"
+                                                       for u in range(1, 9)), encoding="utf-8")
+    monkeypatch.setattr(medical_eval, "DATA", tmp_path)
+    monkeypatch.setattr(medical_eval, "GOLD", tmp_path / "gold.json")
+    (tmp_path / "gold.json").write_text('{"mentions": {}}', encoding="utf-8")
+    seen: list[str] = []
+
+    def tf(items):
+        seen.extend(item["text"] for item in items)
+        return [types.SimpleNamespace(findings=[]) for _ in items]
+
+    result = medical_eval.iu(tf, None, [], only="dev")
+    # the pinned split above: uids 1 and 2 are dev, 3-8 test
+    assert seen == ["Heart size is normal 1.\nNo nodule.", "Heart size is normal 2.\nNo nodule."]
+    assert (result["dev"]["n_reports"], result["test"]["n_reports"], result["all"]["n_reports"]) == (2, 0, 2)
+    assert "test part" not in medical_eval.markdown({"iu_xray": result, "cmeee": {"per_type": {},
+        "micro_over_plugin_types": medical_eval.prf(0, 0, 0), "over_all_gold_types": medical_eval.prf(0, 0, 0)}})
+    with pytest.raises(ValueError, match="only='test'"):
+        medical_eval.iu(tf, None, None, only="test")
