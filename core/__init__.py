@@ -35,6 +35,19 @@ from .trainable import Trainable, TrainableSpec
 
 __version__ = "0.1.0"
 
+_TEXT_ENCODER = frozenset({"BertConfig", "BertEncoder", "BertLayer", "mean_pool", "convert_bert_weights",
+                           "load_bert_weights", "quantize_state_int8", "dequantize_state_int8", "BERT_WEIGHT_SOURCES"})
+"""Names of :mod:`sectorflow.text_encoder` (BERT encoder, weight loading, int8 weight storage), imported on first use:
+that module imports Paddle, and ``import sectorflow`` does not."""
+
+
+def __getattr__(name: str):
+    if name in _TEXT_ENCODER:
+        from . import text_encoder
+
+        return getattr(text_encoder, name)
+    raise AttributeError(f"module 'sectorflow' has no attribute {name!r}")
+
 __all__ = [
     "Taskflow", "TaskSpec", "TaskResult", "ResultMeta", "TaskEvent", "CallContext", "Pipeline", "hookimpl",
     "Bundle", "PredictorPool", "load_bundle", "load_pdparams", "sha256_file", "write_manifest",
@@ -43,4 +56,6 @@ __all__ = [
     "DeviceUnavailableError", "UnsupportedPrecisionError", "BundleError", "BundleIntegrityError", "UnsafePickleError",
     "ConfigError", "import_paddle", "open_text", "__version__",
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
+    "BertConfig", "BertEncoder", "BertLayer", "mean_pool", "convert_bert_weights", "load_bert_weights",
+    "quantize_state_int8", "dequantize_state_int8", "BERT_WEIGHT_SOURCES",
 ]
