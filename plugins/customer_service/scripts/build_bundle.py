@@ -35,13 +35,19 @@ sys.path.insert(0, str(HERE / "src"))
 
 from safetensors.numpy import load_file, save_file  # noqa: E402
 
-from sectorflow import write_manifest  # noqa: E402
+from sectorflow import (  # noqa: E402
+    BertConfig,
+    dequantize_state_int8,
+    import_paddle,
+    quantize_state_int8,
+    write_manifest,
+)
 from sectorflow_customer_service import data  # noqa: E402
-from sectorflow_customer_service.bert import BertConfig, paddle  # noqa: E402
 from sectorflow_customer_service.intent_model import IntentModel  # noqa: E402
 from sectorflow_customer_service.minilm import minilm_folder  # noqa: E402
 from sectorflow_customer_service.tokenize import WordPiece  # noqa: E402
-from sectorflow_customer_service.weights import dequantize, quantize  # noqa: E402
+
+paddle = import_paddle()
 
 
 def softmax(x):
@@ -150,7 +156,7 @@ def main() -> None:
     folder = minilm_folder()
     labels = json.loads((train / "labels.json").read_text())
     heads = [["banking77", len(labels["banking77"])], ["clinc150", len(labels["clinc150"])]]
-    stored = quantize(load_file(str(train / "best.safetensors")))
+    stored = quantize_state_int8(load_file(str(train / "best.safetensors")))
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -162,7 +168,7 @@ def main() -> None:
     # the served model: int8 weights dequantised, exported, run by a Paddle Inference predictor
     config = BertConfig.from_dict(json.loads((folder / "config.json").read_text()))
     model = IntentModel(config, [tuple(h) for h in heads])
-    model.set_state_dict(dequantize(stored))
+    model.set_state_dict(dequantize_state_int8(stored))
     model.eval()
     tmp = Path(tempfile.mkdtemp())
     paddle.jit.save(model, str(tmp / "model"),

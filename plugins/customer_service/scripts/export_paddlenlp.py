@@ -44,9 +44,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE / "src"))
 
-from sectorflow import load_bundle
-from sectorflow_customer_service.bert import BertConfig, paddle
+from sectorflow import BertConfig, import_paddle, load_bundle
 from sectorflow_customer_service.intent_model import IntentModel
+
+paddle = import_paddle()
 
 HEAD = "banking77"
 _EMBEDDINGS = {"word.weight": "embeddings.word_embeddings.weight",

@@ -30,12 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from safetensors.numpy import load_file, save_file  # noqa: E402
 
+from sectorflow import BertConfig, import_paddle, load_bert_weights, mean_pool  # noqa: E402
 from sectorflow_customer_service import data  # noqa: E402
-from sectorflow_customer_service.bert import BertConfig, load_weights, mean_pool, paddle  # noqa: E402
 from sectorflow_customer_service.intent_model import IntentModel  # noqa: E402
 from sectorflow_customer_service.minilm import minilm_folder  # noqa: E402
 from sectorflow_customer_service.tokenize import WordPiece  # noqa: E402
 
+paddle = import_paddle()
 F = paddle.nn.functional
 
 
@@ -160,7 +161,7 @@ def main() -> None:
     sets = {"train0": encode(b77["train"], 0), "train1": encode(clinc["train"] + clinc["oos_train"], 1),
             "val0": encode(b77["val"], 0), "val1": encode(clinc["val"], 1), "oos_val": encode(clinc["oos_val"], 1)}
     model = IntentModel(config, [("banking77", len(b_labels)), ("clinc150", len(c_labels))])
-    load_weights(model.encoder, load_file(str(folder / "model.safetensors")), "hf")
+    load_bert_weights(model.encoder, load_file(str(folder / "model.safetensors")), "hf")
     start = config.num_hidden_layers - args.train_layers
     states = {k: cache_lower(model, ids, start, rng) for k, (ids, _) in sets.items()}
     print(f"cached layers 0..{start - 1} for {sum(len(v) for v in states.values())} texts in "

@@ -31,12 +31,12 @@ def minilm_vocab() -> Path:
 
 
 def _tiny_model(vocab: Path, heads):
-    from sectorflow_customer_service.bert import BertConfig, paddle
+    from sectorflow import BertConfig, import_paddle
     from sectorflow_customer_service.intent_model import IntentModel
 
     n = sum(1 for _ in vocab.open(encoding="utf-8"))
     config = dict(TINY, vocab_size=n)
-    paddle.seed(7)
+    import_paddle().seed(7)
     return config, IntentModel(BertConfig.from_dict(config), heads)
 
 
@@ -45,12 +45,13 @@ def tiny_shipped_bundle(tmp_path_factory, minilm_vocab) -> Path:
     """A shipped-format bundle (int8 storage) with a random 2-layer encoder and two random heads."""
     from safetensors.numpy import save_file
 
-    from sectorflow_customer_service.weights import quantize
+    from sectorflow import quantize_state_int8
 
     folder = tmp_path_factory.mktemp("tiny_shipped")
     heads = [("banking77", 3), ("clinc150", 3)]
     config, model = _tiny_model(minilm_vocab, heads)
-    save_file(quantize({k: v.numpy() for k, v in model.state_dict().items()}), str(folder / "weights.safetensors"))
+    save_file(quantize_state_int8({k: v.numpy() for k, v in model.state_dict().items()}),
+              str(folder / "weights.safetensors"))
     (folder / "config.json").write_text(json.dumps(config))
     (folder / "vocab.txt").write_bytes(minilm_vocab.read_bytes())
     (folder / "labels.json").write_text(json.dumps({"banking77": ["a", "b", "c"], "clinc150": ["x", "y", "oos"]}))
@@ -63,7 +64,9 @@ def tiny_shipped_bundle(tmp_path_factory, minilm_vocab) -> Path:
 
 def save_paddlenlp_checkpoint(folder: Path, vocab: Path, model_type: str = "ernie") -> dict:
     """A PaddleNLP-style save_pretrained folder: config.json, model_state.pdparams (PaddleNLP names), vocab.txt."""
-    from sectorflow_customer_service.bert import paddle
+    from sectorflow import import_paddle
+
+    paddle = import_paddle()
 
     config, model = _tiny_model(vocab, [])
     enc = {k: v.numpy() for k, v in model.encoder.state_dict().items()}

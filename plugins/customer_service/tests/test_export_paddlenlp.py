@@ -30,8 +30,7 @@ def _layer(bundle_dir):
 
 
 def test_finetune_state_has_paddlenlp_names_and_the_bundle_weights(exported, tiny_shipped_bundle):
-    from sectorflow import load_pdparams
-    from sectorflow_customer_service.bert import BertConfig, BertEncoder, load_weights
+    from sectorflow import BertConfig, BertEncoder, load_bert_weights, load_pdparams
 
     out, info = exported
     state = load_pdparams(out / "finetune" / "model_state.pdparams")
@@ -56,15 +55,17 @@ def test_finetune_state_has_paddlenlp_names_and_the_bundle_weights(exported, tin
     assert config["id2label"] == {"0": "a", "1": "b", "2": "c"}
     # read back through the plugin's PaddleNLP loader: the encoder weights are the bundle's, exactly
     encoder = BertEncoder(BertConfig.from_dict(config))
-    load_weights(encoder, state, "paddlenlp")
+    load_bert_weights(encoder, state, "paddlenlp")
     for key, value in model.encoder.state_dict().items():
         np.testing.assert_array_equal(encoder.state_dict()[key].numpy(), value.numpy(), err_msg=key)
     assert info["source_bundle"]["name"] == "tiny"
 
 
 def test_meanpool_program_reproduces_the_bundle_logits(exported, tiny_shipped_bundle):
-    from sectorflow_customer_service.bert import paddle
+    from sectorflow import import_paddle
     from sectorflow_customer_service.tokenize import WordPiece
+
+    paddle = import_paddle()
 
     out, _ = exported
     folder = out / "meanpool"

@@ -1,29 +1,15 @@
-"""int8 weight-only storage and the BERT encoder against its reference."""
+"""The core BERT encoder (``sectorflow.BertEncoder``) with the plugin's weights: all-MiniLM-L6-v2 against its
+published reference, and a PaddleNLP checkpoint by its names. The encoder itself and the int8 storage are tested in
+tests/test_text_encoder.py."""
 
 import json
 
 import numpy as np
 import pytest
 
-from sectorflow import ConfigError
-from sectorflow_customer_service.bert import BertConfig, BertEncoder, load_weights, mean_pool, paddle
-from sectorflow_customer_service.weights import dequantize, quantize
+from sectorflow import BertConfig, BertEncoder, ConfigError, import_paddle, load_bert_weights, mean_pool
 
-
-def test_int8_storage_is_small_and_close():
-    rng = np.random.default_rng(0)
-    state = {"layers.0.q.weight": rng.normal(0, 0.05, (384, 384)).astype(np.float32),
-             "word.weight": rng.normal(0, 0.05, (1000, 384)).astype(np.float32),
-             "ln.weight": np.ones(384, np.float32)}
-    stored = quantize(state)
-    assert stored["layers.0.q.weight.q8"].dtype == np.int8 and stored["ln.weight.f16"].dtype == np.float16
-    assert stored["word.weight.scale"].shape == (1000, 1)  # one scale per embedding row
-    assert stored["layers.0.q.weight.scale"].shape == (1, 384)  # one per output channel of a Linear
-    back = dequantize(stored)
-    for name, w in state.items():
-        cos = float((w * back[name]).sum() / np.linalg.norm(w) / np.linalg.norm(back[name]))
-        assert cos > 0.9999, name
-    assert sum(v.nbytes for v in stored.values()) < 0.27 * sum(v.nbytes for v in state.values())
+paddle = import_paddle()
 
 
 def test_minilm_matches_the_sentence_transformers_reference():
@@ -37,7 +23,7 @@ def test_minilm_matches_the_sentence_transformers_reference():
     except ConfigError as exc:  # the weights package is a training-time dependency (installed --no-deps)
         pytest.skip(str(exc))
     model = BertEncoder(BertConfig.from_dict(json.loads((folder / "config.json").read_text())))
-    load_weights(model, load_file(str(folder / "model.safetensors")), "hf")
+    load_bert_weights(model, load_file(str(folder / "model.safetensors")), "hf")
     model.eval()
     ids = WordPiece(folder / "vocab.txt").encode_batch(["This is an example sentence", "Each sentence is converted"])
     with paddle.no_grad():
@@ -54,9 +40,9 @@ def test_paddlenlp_checkpoint_loads_with_its_names(paddlenlp_checkpoint):
 
     config = BertConfig.from_dict(json.loads((folder / "config.json").read_text()))
     model = BertEncoder(config)
-    load_weights(model, load_pdparams(folder / "model_state.pdparams"), "paddlenlp")
+    load_bert_weights(model, load_pdparams(folder / "model_state.pdparams"), "paddlenlp")
     for key, value in model.state_dict().items():
         np.testing.assert_array_equal(value.numpy(), enc[key])
     broken = {k: v for k, v in load_pdparams(folder / "model_state.pdparams").items() if "norm2" not in k}
     with pytest.raises(ConfigError, match="lacks 4 weights"):
-        load_weights(BertEncoder(config), broken, "paddlenlp")
+        load_bert_weights(BertEncoder(config), broken, "paddlenlp")

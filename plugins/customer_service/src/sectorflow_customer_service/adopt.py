@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sectorflow import ConfigError, load_pdparams, write_manifest
+from sectorflow import BertConfig, BertEncoder, ConfigError, load_bert_weights, load_pdparams, write_manifest
 
-from .bert import BertConfig, BertEncoder, load_weights
 from .runtime import CHECKPOINT_FORMAT
 
 
@@ -31,7 +30,7 @@ def adopt_checkpoint(folder: str | Path, name: str | None = None, version: str =
                               f"(config.json, model_state.pdparams, vocab.txt).")
     raw = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     config = BertConfig.from_dict(raw)
-    load_weights(BertEncoder(config), load_pdparams(folder / "model_state.pdparams"), "paddlenlp")
+    load_bert_weights(BertEncoder(config), load_pdparams(folder / "model_state.pdparams"), "paddlenlp")
     return write_manifest(folder, task="customer_service", name=name or folder.name, version=version,
                           format=CHECKPOINT_FORMAT, precision="fp32",
                           provenance={"source": "PaddleNLP save_pretrained checkpoint adopted by the operator",

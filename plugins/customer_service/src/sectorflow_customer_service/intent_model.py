@@ -1,4 +1,5 @@
-"""The intent model: a BERT encoder, mean pooling and one linear head per intent set (multi-task).
+"""The intent model: a BERT encoder (``sectorflow.BertEncoder``), mean pooling and one linear head per intent set
+(multi-task).
 
 One fine-tuned encoder is shared by every head (banking77, CLINC150 ...), so a message is encoded once and the
 same sentence vector serves FAQ retrieval. Outputs of :class:`IntentModel` (the exported inference program):
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .bert import BertConfig, BertEncoder, mean_pool, paddle
+from sectorflow import BertConfig, BertEncoder, import_paddle, mean_pool
+
+paddle = import_paddle()
 
 nn = paddle.nn
 

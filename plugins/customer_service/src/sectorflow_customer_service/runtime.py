@@ -3,8 +3,8 @@
 Two bundle formats (manifest ``format``):
 
 - ``sectorflow-cs-int8`` (the shipped one, made by ``scripts/build_bundle.py``): ``config.json``, ``vocab.txt``,
-  ``weights.safetensors`` (int8 weight-only, see :mod:`.weights`), ``labels.json`` and ``calibration.json``;
-  manifest ``heads`` lists ``[name, n_labels]``.
+  ``weights.safetensors`` (int8 weight-only, ``sectorflow.quantize_state_int8``), ``labels.json`` and
+  ``calibration.json``; manifest ``heads`` lists ``[name, n_labels]``.
 - ``paddlenlp-checkpoint``: a BERT/ERNIE folder saved by PaddleNLP's ``save_pretrained`` (``config.json``,
   ``model_state.pdparams``, ``vocab.txt``) plus a manifest (``sectorflow customer-service adopt DIR`` writes it):
   an encoder without intent heads; intents then come from example sentences (``intent_examples``).
@@ -26,12 +26,24 @@ from typing import Any
 
 import numpy as np
 
-from sectorflow import Bundle, BundleError, ConfigError, load_bundle, load_pdparams, write_manifest
+from sectorflow import (
+    BertConfig,
+    Bundle,
+    BundleError,
+    ConfigError,
+    dequantize_state_int8,
+    import_paddle,
+    load_bert_weights,
+    load_bundle,
+    load_pdparams,
+    write_manifest,
+)
 
-from .bert import BertConfig, load_weights, paddle
 from .intent_model import IntentModel
 from .tokenize import WordPiece
-from .weights import dequantize, home
+from .weights import home
+
+paddle = import_paddle()
 
 SHIPPED_FORMAT = "sectorflow-cs-int8"
 CHECKPOINT_FORMAT = "paddlenlp-checkpoint"
@@ -51,14 +63,14 @@ def build_layer(bundle: Bundle) -> IntentModel:
     if bundle.format == SHIPPED_FORMAT:
         from safetensors.numpy import load_file
 
-        state = dequantize(load_file(str(bundle.file("weights.safetensors"))))
+        state = dequantize_state_int8(load_file(str(bundle.file("weights.safetensors"))))
         wanted = model.state_dict()
         missing = [k for k in wanted if k not in state]
         if missing:
             raise BundleError(f"Bundle {bundle.path}: weights.safetensors lacks {missing[:3]}.")
         model.set_state_dict({k: state[k] for k in wanted})
     elif bundle.format == CHECKPOINT_FORMAT:
-        load_weights(model.encoder, load_pdparams(bundle.file("model_state.pdparams")), "paddlenlp")
+        load_bert_weights(model.encoder, load_pdparams(bundle.file("model_state.pdparams")), "paddlenlp")
     else:
         raise BundleError(f"Bundle {bundle.path} has format {bundle.format!r}; customer_service reads "
                           f"{SHIPPED_FORMAT!r} or {CHECKPOINT_FORMAT!r}.")
