@@ -11,17 +11,18 @@ import json
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from . import runtime
-from .errors import AuditConfigError
+from .errors import AuditConfigError, AuditWriteError
 from .records import utc_iso
 
 if TYPE_CHECKING:  # pragma: no cover
     from .admin import AuditAdmin
     from .log import AuditLog
+    from .verify import VerifyReport
 
 audit_app = typer.Typer(help="Tamper-evident audit log: verify, prove, export, archive.", no_args_is_help=True)
 
@@ -94,6 +95,32 @@ def rotate_key(reason: Optional[str] = typer.Option(None, help="Why (recorded)."
     typer.echo(admin.log.rotate_key(actor=admin.actor, source="cli", reason=reason))
 
 
+def _verify_as_found(trust: Optional[Path], external: Optional[list[dict[str, Any]]],
+                     cause: Exception) -> VerifyReport:
+    """Verify a store that cannot be opened as a log (e.g. a forged checkpoint or a seq rewritten as text), read
+    only: the audit-admin role is checked against the configuration, and the refused opening is the first problem.
+    Nothing can be recorded in such a store, so this read leaves no ``audit.read`` record."""
+    from .errors import AuditAccessDenied
+    from .keys import load_key_file, load_trust_file
+    from .store import open_store
+    from .verify import verify_log
+
+    cfg = runtime.config()
+    actor = getpass.getuser()
+    if actor not in cfg.audit_admins or actor in cfg.operators:
+        raise AuditAccessDenied(f"{actor!r} may not verify the audit log: it needs the audit-admin role "
+                                f"(SECTORFLOW_AUDIT_ADMINS), held by nobody who is also an operator.") from cause
+    keys = load_trust_file(trust) if trust is not None else load_key_file(cfg.key_file or "").trusted_keys()
+    store = open_store(cfg.db or "", pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous)
+    try:
+        report = verify_log(store, keys, external=external)
+    finally:
+        store.close()
+    report.problems.insert(0, f"the log cannot be opened: {cause} (this verify could not be recorded)")
+    report.ok = False
+    return report
+
+
 @audit_app.command("verify")
 def verify(trust: Optional[Path] = typer.Option(None, help="Trust file (default: the configured key file)."),
            checkpoints: Optional[Path] = typer.Option(None, help="Checkpoints kept by a third party (JSON lines)."),
@@ -102,12 +129,19 @@ def verify(trust: Optional[Path] = typer.Option(None, help="Trust file (default:
     external = None
     if checkpoints is not None:
         external = [json.loads(line) for line in checkpoints.read_text(encoding="utf-8").splitlines() if line]
-    report = _admin().verify(_trusted(trust), external)
+    try:
+        report = _admin().verify(_trusted(trust), external)
+    except AuditWriteError as exc:  # the store's contents stop the log from opening: verify the store as found
+        report = _verify_as_found(trust, external, exc)
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
         typer.echo(f"records: {report.size}  checkpoints verified: {report.checkpoints}  archived: {report.archived}"
                    f"  unsigned tail: {report.unsigned_tail}  root: {report.root}")
+        if report.unsigned_at_open:
+            typer.echo(f"WARNING: {report.unsigned_at_open} record(s) had no checkpoint when this command opened the "
+                       f"log and were signed now (a writer still running or one that stopped before its "
+                       f"checkpoint signs later; or checkpoints were deleted): only checkpoints kept elsewhere (--checkpoints FILE) can vouch for them.")
         if report.ok:
             typer.echo("OK: no tampering found")
         else:

@@ -42,10 +42,17 @@ class AuditLog:
             store.set_meta("log_id", uuid.uuid4().hex)
         self.log_id = store.get_meta("log_id") or ""
         last = store.last_checkpoint()
-        self._cr = merkle.CompactRange.restore(last.size, last.peaks) if last else merkle.CompactRange()
+        try:
+            self._cr = merkle.CompactRange.restore(last.size, last.peaks) if last else merkle.CompactRange()
+        except (merkle.ProofError, ValueError) as exc:
+            raise AuditWriteError(f"The store's last checkpoint (size {last.size if last else 0}) cannot be restored "
+                                  f"({exc}): the store was altered behind its guards. Run `sectorflow audit verify` "
+                                  f"to see what changed.") from exc
         self._last_cp_size = last.size if last else 0
         self._last_cp_time = _time.monotonic()
-        if store.size() > self._last_cp_size:  # a writer died before its checkpoint: sign the tail now
+        self.unsigned_at_open = max(0, store.size() - self._last_cp_size)
+        """Records no checkpoint covered when this log was opened; signed just below (see ``VerifyReport``)."""
+        if self.unsigned_at_open:  # a writer died before its checkpoint: sign the tail now
             self.checkpoint()
 
     # --- appending -------------------------------------------------------------------------------------------

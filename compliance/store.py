@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import AuditConfigError
+from .errors import AuditConfigError, AuditWriteError
 from .records import b64, unb64
 
 
@@ -129,6 +129,9 @@ class Store:
     def size(self) -> int:
         """Number of records (the next sequence number)."""
         row = self._q("SELECT MAX(seq) FROM records").fetchone()
+        if row[0] is not None and type(row[0]) is not int:
+            raise AuditWriteError(f"The records table holds seq {row[0]!r}, not an integer: the store was altered "
+                                  f"behind its guards. Run `sectorflow audit verify` to see what changed.")
         return 0 if row[0] is None else int(row[0]) + 1
 
     def insert_record(self, seq: int, time: str, event: str, body: bytes, leaf: bytes) -> None:

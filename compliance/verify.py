@@ -33,6 +33,9 @@ class VerifyReport:
         unsigned_tail: records after the last checkpoint (not yet signed; not an error).
         archived: records whose bodies are in archive files (checked through their stored leaf hashes).
         root: root hash of the whole tree (base64).
+        unsigned_at_open: records that no checkpoint covered when the verifying process opened the log, which it
+            then signed (a writer that stopped before its checkpoint, or deleted checkpoints: only checkpoints kept
+            elsewhere can vouch for them). Set by ``AuditAdmin.verify``; 0 from :func:`verify_log` alone.
     """
 
     ok: bool = True
@@ -43,6 +46,7 @@ class VerifyReport:
     unsigned_tail: int = 0
     archived: int = 0
     root: str = ""
+    unsigned_at_open: int = 0
 
     def fail(self, message: str, seq: int | None = None, *, precise: bool = True) -> None:
         """Note a problem; ``precise`` findings name a record exactly, others (a checkpoint range) only when no
@@ -106,7 +110,11 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
     sha256, cr_append, seq_key, digits = hashlib.sha256, cr.append, _SEQ_KEY, _DIGITS
     for seq, body, stored_leaf, archive in store.iter_leaf_rows():  # the hot loop: ~1M iterations, kept lean
         if seq != expected:
-            report.fail(f"records {expected}..{seq - 1} are missing (deleted)", expected)
+            if type(seq) is not int:  # e.g. a seq rewritten as text: the row order is meaningless from here on
+                report.fail(f"a record row after record {expected - 1} holds seq {seq!r}, not an integer (altered)",
+                            expected)
+            else:
+                report.fail(f"records {expected}..{seq - 1} are missing (deleted)", expected)
             break
         if body is None:
             if not archive:
@@ -171,7 +179,7 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
         elif roots[cp.size] != cp.root:
             report.fail(f"the store's first {cp.size} records do not match an externally kept checkpoint "
                         f"({cp.time}): history rewritten", 0)
-    report.unsigned_tail = report.size - (cps[-1].size if cps else 0)
+    report.unsigned_tail = max(0, report.size - (cps[-1].size if cps else 0))
     return report
 
 

@@ -154,3 +154,69 @@ def test_checkpoint_ranges_in_verify_messages_include_the_altered_record(audited
     assert code == 1 and "TAMPERED: first bad record 6" in out
     ranges = [(int(a), int(b)) for a, b in re.findall(r"records (\d+)\.\.(\d+) do not match", out)]
     assert ranges and all(a <= 6 <= b for a, b in ranges), out
+
+
+def _tamper_closed_store(audited: Any, sql: list[str]) -> None:
+    """Three audited calls, the log closed (its last checkpoint signed), then ``sql`` run on the SQLite file with
+    the guards dropped, as an attacker with file access would; the next command opens the log afresh."""
+    import os
+    import sqlite3
+
+    from sectorflow.compliance import runtime
+
+    audited()
+    tf = Taskflow("score")
+    for _ in range(3):
+        tf(TXNS)
+    runtime.reset()  # closes the log: every record is under a signed checkpoint now
+    conn = sqlite3.connect(os.environ["SECTORFLOW_AUDIT_DB"])
+    for name in ("records_no_delete", "records_no_update", "checkpoints_no_change", "checkpoints_no_delete"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+    for statement in sql:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("sql, says", [
+    (["UPDATE records SET seq = '4x' WHERE seq = 4"], "holds seq '4x', not an integer"),
+    (["INSERT INTO checkpoints SELECT size + 1000, root, time, key_id, signature, peaks FROM checkpoints "
+      "ORDER BY size DESC LIMIT 1"], "cannot be restored"),
+])
+def test_verify_reports_a_store_too_damaged_to_open_as_tampered(audited: Any, capsys: pytest.CaptureFixture[str],
+                                                                sql: list[str], says: str) -> None:
+    """Fresh-user finding: a seq rewritten as text crashed ``audit verify`` with a traceback, and a forged checkpoint
+    made it exit 2 with "error: 7 peak hashes cannot describe a tree of size 1731": the log could not be opened, so
+    nothing was verified. Now the store is verified as found and reported TAMPERED (exit 1)."""
+    _tamper_closed_store(audited, sql)
+    code, out = run(["audit", "verify"], capsys)
+    assert code == 1, out
+    assert "TAMPERED: first bad record" in out and says in out and "Traceback" not in out
+    assert "this verify could not be recorded" in out
+
+
+def test_verify_warns_about_records_it_signed_for_the_first_time(audited: Any, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """With every checkpoint deleted and a record rewritten with a matching leaf hash, the verifying process signs
+    the whole store when it opens it: verify says how many records nothing vouched for, and the checkpoints a third
+    party kept catch the rewrite."""
+    import hashlib
+    import os
+    import sqlite3
+
+    audited()
+    Taskflow("score")(TXNS)
+    kept = tmp_path / "kept.jsonl"
+    code, _ = run(["audit", "checkpoints", str(kept)], capsys)
+    assert code == 0 and kept.read_text().strip()
+    body = b'{"forged":true,"seq":1}'
+    _tamper_closed_store(audited, ["DELETE FROM checkpoints"])
+    conn = sqlite3.connect(os.environ["SECTORFLOW_AUDIT_DB"])
+    size = conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+    conn.execute("UPDATE records SET body = ?, leaf = ? WHERE seq = 1", (body, hashlib.sha256(b"\x00" + body).digest()))
+    conn.commit()
+    conn.close()
+    code, out = run(["audit", "verify"], capsys)
+    assert code == 0 and f"WARNING: {size} record(s) had no checkpoint when this command opened the log" in out
+    code, out = run(["audit", "verify", "--checkpoints", str(kept)], capsys)
+    assert code == 1 and "history rewritten" in out and "WARNING" not in out
