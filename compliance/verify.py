@@ -103,6 +103,8 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
     ext_ids = {e.get("log_id") for e in external or []}
     if ext_ids - {log_id}:
         report.fail(f"external checkpoints belong to log(s) {sorted(ext_ids - {log_id})}, not {log_id}")
+    cleared: list[tuple[int, str]] = []  # (seq, archive file) of records whose body the store says was archived
+    archives: list[tuple[int, int, str]] = []  # (first_seq, last_seq, file) of audit.archived records
     cr = merkle.CompactRange()
     roots: dict[int, bytes] = {0: merkle.empty_root()} if any(c.size == 0 for c in cps + ext) else {}
     wanted = {c.size for c in cps} | {c.size for c in ext}
@@ -119,6 +121,8 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
         if body is None:
             if not archive:
                 report.fail(f"record {seq}: body removed without an archive", seq)
+            else:
+                cleared.append((seq, archive))
             report.archived += 1
             leaf = stored_leaf
         else:
@@ -130,6 +134,12 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
             seq_in_body = int(m.group(1)) if m else _body_seq(body)
             if seq_in_body != seq:
                 report.fail(f"record {seq}: body says seq {seq_in_body} (moved or altered)", seq)
+            if b'"audit.archived"' in body:
+                try:
+                    det = json.loads(body).get("details") or {}
+                    archives.append((int(det["first_seq"]), int(det["last_seq"]), str(det["file"])))
+                except (KeyError, ValueError, TypeError, AttributeError):
+                    report.fail(f"record {seq}: malformed audit.archived record", seq)
             if b'"key.rotated"' in body:
                 try:
                     data = json.loads(body)
@@ -144,6 +154,7 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
             roots[expected] = cr.root()
     report.size = expected
     report.root = b64(cr.root())
+    _check_archived(report, cleared, archives)
     verified_size = 0  # the records below this size are covered by a checkpoint that verified
     for cp in cps:
         start = verified_size  # a root covers every record below cp.size: blame only what no good checkpoint covers
@@ -181,6 +192,17 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
                         f"({cp.time}): history rewritten", 0)
     report.unsigned_tail = max(0, report.size - (cps[-1].size if cps else 0))
     return report
+
+
+def _check_archived(report: VerifyReport, cleared: list[tuple[int, str]],
+                    archives: list[tuple[int, int, str]]) -> None:
+    """Every record whose body was cleared as archived must lie in the range of an ``audit.archived`` record naming
+    the same file (archiving appends one per file). Otherwise the body was removed behind the guards, with an
+    archive name set to pass as archived (the leaf hash alone still verifies)."""
+    for seq, archive in cleared:
+        if not any(first <= seq <= last and file == archive for first, last, file in archives):
+            report.fail(f"record {seq}: body cleared as archived to {archive!r}, but no audit.archived record names "
+                        f"that file for it (body removed)", seq)
 
 
 def verify_proof_document(doc: dict[str, Any], trusted: dict[str, bytes]) -> None:

@@ -220,3 +220,16 @@ def test_verify_warns_about_records_it_signed_for_the_first_time(audited: Any, t
     assert code == 0 and f"WARNING: {size} record(s) had no checkpoint when this command opened the log" in out
     code, out = run(["audit", "verify", "--checkpoints", str(kept)], capsys)
     assert code == 1 and "history rewritten" in out and "WARNING" not in out
+
+
+def test_a_body_cleared_as_if_archived_without_an_archive_record_is_tampering(audited: Any,
+                                                                               capsys: pytest.CaptureFixture[str]
+                                                                               ) -> None:
+    """Fresh-user finding: setting a record's body to NULL and its archive column to any file name passed verify
+    ("archived: 1", OK): the leaf hash alone still verifies. Only ``audit archive`` clears bodies, and it appends an
+    ``audit.archived`` record naming the file and the range (a real archive still verifies:
+    ``test_archive_keeps_proofs_and_the_chain``)."""
+    _tamper_closed_store(audited, ["UPDATE records SET body = NULL, archive = 'x.jsonl.gz' WHERE seq = 3"])
+    code, out = run(["audit", "verify"], capsys)
+    assert code == 1 and "TAMPERED: first bad record 3" in out
+    assert "record 3: body cleared as archived to 'x.jsonl.gz', but no audit.archived record names that file" in out
