@@ -85,6 +85,8 @@ def test_amlworld_reads_accounts_by_position_and_maps_names(tmp_path: Path) -> N
     assert by_id["amlworld-7"].channel is Channel.card and by_id["amlworld-7"].currency == "EUR"
     # Bitcoin (no ISO 4217 code), month 13, a negative amount: reported by row, never dropped silently.
     assert sorted((p["row"], p["field"]) for p in problems) == [(3, "currency"), (5, "timestamp"), (6, "amount")]
+    bitcoin = next(p for p in problems if p["field"] == "currency")  # the ISO 4217 message, not a regex pattern
+    assert "'Bitcoin' is not an ISO 4217 currency code (three letters such as CNY" in bitcoin["reason"], bitcoin
     assert len(txns) + len({p["row"] for p in problems}) == 7
     bare, _ = load_transactions(path, format="amlworld", qualify_accounts=False)
     assert bare[0].sender_account == "8000EBD30"

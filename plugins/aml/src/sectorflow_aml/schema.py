@@ -137,10 +137,23 @@ class Transaction(BaseModel):
             raise ValueError(f"timestamp {utc.isoformat()} is outside [{EARLIEST.date()}, {LATEST.date()})")
         return utc
 
-    @field_validator("currency", "sender_country", "receiver_country", mode="before")
+    @field_validator("sender_country", "receiver_country", mode="before")
     @classmethod
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("currency", mode="before")
+    @classmethod
+    def _currency_code(cls, value: object) -> object:
+        """Upper case; a text that is not three letters gets the ISO 4217 message, not the pattern's (a file's
+        ``Bitcoin`` or ``RMB 元`` said only "String should match pattern '^[A-Z]{3}$'")."""
+        if not isinstance(value, str):
+            return value
+        code = value.strip().upper()
+        if not (len(code) == 3 and code.isascii() and code.isalpha()):
+            raise ValueError(f"{value.strip()!r} is not an ISO 4217 currency code (three letters such as CNY, USD, "
+                             "EUR; Bitcoin has none)")
+        return code
 
     @field_validator("currency")
     @classmethod
