@@ -71,7 +71,7 @@ def _field(loc: Any) -> str:
 
 
 _SEND_JSON = 'send a JSON object (for a task: {"inputs": [...]}) with Content-Type: application/json'
-_UNPARSED = "There was an error parsing the body"  # FastAPI's 400 detail when json.loads raises other than JSONDecodeError
+_UNPARSED = "There was an error parsing the body"  # FastAPI's 400 when json.loads raises other than JSONDecodeError
 
 
 def unparsed_body_reason(cause: BaseException | None) -> str:
@@ -83,7 +83,8 @@ def unparsed_body_reason(cause: BaseException | None) -> str:
         return (f"The request body is not valid UTF-8 (byte 0x{byte} at byte offset {cause.start}); encode the "
                 f"JSON as UTF-8 and {_SEND_JSON}")
     if isinstance(cause, RecursionError):
-        return f"The request body nests arrays or objects too deeply to parse; {_SEND_JSON} of flat items"
+        return (f"The request body nests arrays or objects too deeply to parse (task items are flat objects); "
+                f"{_SEND_JSON}")
     if isinstance(cause, ValueError) and "digits" in str(cause):
         return (f"The request body holds a number too long to parse ({cause}); send long numbers as strings, "
                 f"or {_SEND_JSON}").replace("; use sys.set_int_max_str_digits() to increase the limit", "")
