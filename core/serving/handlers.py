@@ -110,6 +110,10 @@ def _problem(error: dict[str, Any], content_type: str = "application/json") -> d
         return {"field": "body", "row": None,
                 "reason": 'The request body must be a JSON object (for a task: {"inputs": [...]}) sent with '
                           f"Content-Type: application/json{sent}"}
+    if error.get("type") == "string_unicode":  # pydantic-core: a lone surrogate escape such as "\ud800"
+        return {"field": _field(loc), "row": None,
+                "reason": "Not valid Unicode: the string holds a lone UTF-16 surrogate escape (\\ud800-\\udfff "
+                          "without its pair); send the character itself or both halves of its pair"}
     return {"field": _field(loc), "reason": error.get("msg", "invalid"), "row": None}
 
 

@@ -134,3 +134,16 @@ def test_an_access_decision_the_audit_log_cannot_write_is_503_not_500(server, ta
                         "details": None}
     assert refusing.seen == [("alice", True, r.headers["x-request-id"])]
     assert [e for e in tasks.events[before:] if e.kind.startswith("call_")] == []  # nothing ran
+
+
+def test_a_lone_surrogate_escape_says_what_is_wrong_with_the_string(server):
+    r = server.client.post("/v1/tasks/echo", headers={**auth("alice"), **JSON},
+                           content=b'{"inputs": [{"text": "ok"}, {"text": "\\ud83d"}]}')
+    assert r.status_code == 422
+    assert r.json()["details"] == [{"field": "inputs.1.text", "row": None, "reason":
+                                    "Not valid Unicode: the string holds a lone UTF-16 surrogate escape "
+                                    "(\\ud800-\\udfff without its pair); send the character itself or both halves "
+                                    "of its pair"}]
+    pair = server.client.post("/v1/tasks/echo", headers={**auth("alice"), **JSON},
+                              content=b'{"inputs": [{"text": "\\ud83d\\ude00"}]}')
+    assert pair.status_code == 200 and pair.json()["outputs"][0]["text"] == "\U0001F600"
