@@ -48,8 +48,9 @@ def run_workflow(grid: Any, context: Any, cfg: FederationConfig, report: RunRepo
         DefaultWorkflow(fit_workflow=fit_workflow)(grid, legacy)
         strategy.flush()
         if not report.rounds or report.weights is None:
-            raise RuntimeError("no round produced a global model (too few institutions answered: check "
-                               "min_available_clients / min_fit_clients and that the nodes are connected)")
+            raise RuntimeError("no round produced a global model: too few institutions answered, or they failed "
+                               "(their errors are in the log above; check each institution's data and settings, "
+                               "min_available_clients / min_fit_clients, and that the nodes are connected)")
     except BaseException as exc:
         report.seconds = time.perf_counter() - start
         report.error = f"{type(exc).__name__}: {exc}"

@@ -12,7 +12,7 @@ from typing import Any
 
 from sectorflow import ConfigError, TrainableSpec
 
-from .client import make_client_app
+from .client import make_client_app, partition_for
 from .config import FederationConfig
 from .registry import find_trainable
 from .server import make_server_app, new_report
@@ -47,13 +47,33 @@ def _flower_logs(verbose: bool) -> Iterator[None]:
         logger.setLevel(level)
 
 
+def check_institutions(cfg: FederationConfig, spec: TrainableSpec, cause: BaseException | None = None) -> None:
+    """After a simulation that produced no global model: build each institution's trainable in this process and
+    raise :class:`ConfigError` naming the first ``[[institutions]]`` entry that cannot be built (a missing data
+    folder, a bank number out of range, a key the trainable refuses). The simulated institutions raise the same
+    error inside Ray actors, where it reached the user only as log lines, followed by "no round produced a global
+    model ... check min_available_clients". Returns when every institution builds (the cause lies elsewhere).
+    """
+    for index in range(len(cfg.institutions)):
+        partition = partition_for({"partition-id": index}, cfg)
+        try:
+            spec.build(dict(partition))
+        except Exception as exc:
+            # no square brackets in the message: the CLI prints errors as Rich markup, which ate "[[institutions]]"
+            settings = ", ".join(f"{k}={v!r}" for k, v in cfg.institutions[index].items())
+            raise ConfigError(f"Institution {index + 1} of {len(cfg.institutions)} in the federation config "
+                              f"({settings}) cannot be used by {spec.task}/{spec.name}: {type(exc).__name__}: {exc}"
+                              ) from (cause or exc)
+
+
 def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cpus: int | None = None,
              verbose: bool = False) -> RunReport:
     """Run ``cfg`` in simulation and return the :class:`RunReport` (rounds, final weights, model hash, budget).
 
     Raises:
-        ConfigError: no ``[[institutions]]``, fewer than ``min_available_clients`` of them, or no trainable for the
-            task. RuntimeError: the run failed (recorded as ``training_run_failed`` first).
+        ConfigError: no ``[[institutions]]``, fewer than ``min_available_clients`` of them, no trainable for the
+            task, or (after a run without a global model) an institution whose trainable cannot be built.
+            RuntimeError: the run failed (recorded as ``training_run_failed`` first).
     """
     quiet_flower()
     if not cfg.institutions:
@@ -72,10 +92,17 @@ def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cp
                                              "num_gpus": 0, "include_dashboard": False,
                                              "logging_level": logging.INFO if verbose else logging.ERROR,
                                              "log_to_driver": verbose}}
-    with _flower_logs(verbose):
-        run_simulation(server_app=make_server_app(cfg, report, spec.plugin),
-                       client_app=make_client_app(cfg, spec), num_supernodes=n, backend_config=backend,
-                       verbose_logging=verbose)
+    try:
+        with _flower_logs(verbose):
+            run_simulation(server_app=make_server_app(cfg, report, spec.plugin),
+                           client_app=make_client_app(cfg, spec), num_supernodes=n, backend_config=backend,
+                           verbose_logging=verbose)
+    except Exception as exc:
+        if report.weights is None:
+            check_institutions(cfg, spec, exc)
+        raise
+    if report.weights is None:
+        check_institutions(cfg, spec)
     if report.error:
         raise RuntimeError(f"federated run {report.run_id} failed: {report.error}")
     if report.weights is None:
