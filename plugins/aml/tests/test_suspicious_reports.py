@@ -77,3 +77,37 @@ def test_pipeline_str_and_large_value_report_agree_on_the_beijing_day() -> None:
     assert by_kind["large_value"].business_date == by_kind["suspicious"].business_date == "2026-11-03"
     assert by_kind["large_value"].customer_account == by_kind["suspicious"].customer_account == "P1"
     assert by_kind["suspicious"].total_amount == Decimal("90000.00")
+
+
+def test_a_missing_rate_for_a_report_total_fails_the_call_before_any_state_changes() -> None:
+    import pytest
+
+    from sectorflow_aml.fx import MissingRateError
+
+    def cash(tid: str, amount: str, currency: str = "CNY") -> dict:
+        return {"transaction_id": tid, "timestamp": "2026-11-02T02:00:00Z", "sender_account": "W",
+                "receiver_account": "P1", "amount": amount, "currency": currency, "channel": "cash_deposit"}
+
+    # the table is dated after the deposits: the window's sums take it, the EUR deposit's USD-equivalent cash total
+    # (PBOC Art. 5, foreign currency) cannot; before the fix k1 had entered the window and the report aggregate when
+    # the error came, so the retry saw k1 as a repeated id and drafted no report
+    tf = Taskflow("aml", model=False, fx_rates={"as_of": "2026-12-01", "USD/CNY": "7.10", "EUR/USD": "1.10"})
+    with pytest.raises(MissingRateError, match=r"Transaction k2 of 2026-11-02 \(Asia/Shanghai\) is in EUR and its "
+                                               r"cash report total is in USD: No EUR/USD exchange rate for 2026-11-02"):
+        tf([cash("k1", "30000"), cash("k2", "5000", "EUR")])
+    results = tf([cash("k1", "30000"), cash("k3", "20000")])
+    assert [n.code for n in results[0].reasons] == []
+    (draft,) = results[1].reports
+    assert draft.transaction_ids == ["k1", "k3"] and draft.total_amount == Decimal("50000.00")
+
+
+def test_a_missing_rate_in_a_suspicious_report_names_the_alert_and_transaction() -> None:
+    import pytest
+
+    from sectorflow_aml.fx import MissingRateError
+
+    fx = FxRates([FxTable(as_of=date(2026, 12, 1), rates={("USD", "CNY"): Decimal("7.10")})])
+    with pytest.raises(MissingRateError, match=r"alert structuring-x: transaction u1 of 2026-11-02 \(Asia/Shanghai\) "
+                                               r"is in USD and the draft's total is in CNY"):
+        suspicious_report(_alert(datetime(2026, 11, 2, 2, tzinfo=timezone.utc), ["u1"]),
+                          [_txn("u1", "9500", "2026-11-02T02:00:00Z", "USD")], fx=fx)

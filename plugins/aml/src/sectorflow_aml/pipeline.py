@@ -347,6 +347,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 raise MissingRateError(f"Transaction {first.transaction_id} of {day} (UTC) is in {currency}: {exc}",
                                        details={**(exc.details if isinstance(exc.details, dict) else {}),
                                                 "transaction_id": first.transaction_id, "date": day}) from exc
+        self.reports_engine.check_rates(items)  # and the report totals' rates, on each transaction's local day
         out: list[_Item] = []
         append = out.append
         ids = window.ids

@@ -51,7 +51,7 @@ from .calendars import (
     large_value_due,
     suspicious_due,
 )
-from .fx import FxRates, FxTable, ensure_rates, to_minor_unit
+from .fx import FxRates, FxTable, MissingRateError, ensure_rates, to_minor_unit
 from .schema import Alert, Channel, ReportDraft, Transaction
 from .thresholds import HOME_CURRENCY, Threshold, thresholds_for
 
@@ -350,6 +350,40 @@ class ReportEngine:
             self._prune()
         return drafts
 
+    def check_rates(self, txns: Iterable[Transaction]) -> None:
+        """Raise, before any state changes, the :class:`~sectorflow_aml.fx.MissingRateError` that :meth:`observe`
+        would raise part-way through ``txns``: a transaction whose amount a report total needs in another currency
+        (a EUR cash deposit in China: the USD-equivalent total) on a local day no rate table covers (a table dated
+        after the transaction). The message names the transaction, its local day and the total's currency.
+        Transactions in a currency every threshold of their scope is stated in need no rate and are not looked at.
+        """
+        home = self.home_currency
+        if all(t.currency == home for t in self.thresholds if t.applies_to == "domestic"):
+            txns = [t for t in txns if t.currency != home]
+        checked: set[tuple[str, str, date]] = set()
+        for txn in txns:
+            currency = txn.currency
+            scope = "domestic" if currency == home else "foreign"
+            for _, _, _, rule in self._legs(txn):
+                for threshold in self._table.get((rule, scope), ()):
+                    if threshold.currency == currency:
+                        continue
+                    day = business_day(txn.timestamp, self.timezone)[0]
+                    key = (currency, threshold.currency, day)
+                    if key in checked:
+                        continue
+                    try:
+                        self.fx.rate(currency, threshold.currency, day)
+                    except MissingRateError as exc:
+                        raise MissingRateError(
+                            f"Transaction {txn.transaction_id} of {day.isoformat()} ({self.timezone}) is in "
+                            f"{currency} and its {threshold.rule} report total is in {threshold.currency}: {exc} "
+                            f"Give a table dated on or before that day (Taskflow('aml', fx_rates=...), sectorflow run "
+                            f"-O fx_rates=...).",
+                            details={**(exc.details if isinstance(exc.details, dict) else {}),
+                                     "transaction_id": txn.transaction_id, "date": day.isoformat()}) from exc
+                    checked.add(key)
+
     def open_reports(self) -> list[ReportDraft]:
         """Up-to-date drafts of every fired aggregate still retained (later same-day transactions included)."""
         return [self._draft(s) for s in self._open.values() if s.fired]
@@ -556,6 +590,14 @@ def suspicious_report(alert: Alert, transactions: Iterable[Transaction], jurisdi
     rows: list[dict[str, Any]] = []
     for t in chosen:
         local = t.timestamp.astimezone(zone)
+        try:
+            rates.rate(t.currency, home, local.date())
+        except MissingRateError as exc:
+            raise MissingRateError(
+                f"Suspicious report draft of alert {alert.alert_id}: transaction {t.transaction_id} of "
+                f"{local.date().isoformat()} ({zone}) is in {t.currency} and the draft's total is in {home}: {exc}",
+                details={**(exc.details if isinstance(exc.details, dict) else {}), "alert_id": alert.alert_id,
+                         "transaction_id": t.transaction_id}) from exc
         row: dict[str, Any] = {
             "transaction_id": t.transaction_id, "time": t.timestamp.isoformat(), "local_time": local.isoformat(),
             "sender_account": t.sender_account, "receiver_account": t.receiver_account, "sender_bank": t.sender_bank,
