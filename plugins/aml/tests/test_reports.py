@@ -11,8 +11,9 @@ import pytest
 
 from sectorflow import ConfigError
 from sectorflow_aml.fx import FxRates, MissingRateError
-from sectorflow_aml.reports import ReportEngine, suspicious_report
+from sectorflow_aml.reports import ReportEngine
 from sectorflow_aml.schema import Alert, Reason, Transaction
+from sectorflow_aml.suspicious import suspicious_report
 from sectorflow_aml.thresholds import Threshold
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from datetime import date, datetime, timezone
 from decimal import Decimal
 
+import pytest
+
 from sectorflow import Taskflow
-from sectorflow_aml.fx import FxRates, FxTable
-from sectorflow_aml.reports import suspicious_report
+from sectorflow_aml.fx import FxRates, FxTable, MissingRateError
 from sectorflow_aml.schema import Alert, Transaction
+from sectorflow_aml.suspicious import suspicious_report
 
 
 def _alert(when: datetime, ids: list[str], accounts: list[str] | None = None) -> Alert:
@@ -80,9 +82,6 @@ def test_pipeline_str_and_large_value_report_agree_on_the_beijing_day() -> None:
 
 
 def test_a_missing_rate_for_a_report_total_fails_the_call_before_any_state_changes() -> None:
-    import pytest
-
-    from sectorflow_aml.fx import MissingRateError
 
     def cash(tid: str, amount: str, currency: str = "CNY") -> dict:
         return {"transaction_id": tid, "timestamp": "2026-11-02T02:00:00Z", "sender_account": "W",
@@ -102,9 +101,6 @@ def test_a_missing_rate_for_a_report_total_fails_the_call_before_any_state_chang
 
 
 def test_a_missing_rate_in_a_suspicious_report_names_the_alert_and_transaction() -> None:
-    import pytest
-
-    from sectorflow_aml.fx import MissingRateError
 
     fx = FxRates([FxTable(as_of=date(2026, 12, 1), rates={("USD", "CNY"): Decimal("7.10")})])
     with pytest.raises(MissingRateError, match=r"alert structuring-x: transaction u1 of 2026-11-02 \(Asia/Shanghai\) "

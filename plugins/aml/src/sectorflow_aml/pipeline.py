@@ -41,9 +41,10 @@ from typing import Any
 from sectorflow import ConfigError, Pipeline
 
 from .fx import MissingRateError
-from .reports import ReportEngine, read_account_file, suspicious_report
+from .reports import ReportEngine, read_account_file
 from .schema import (INPUT_TIMEZONE_HELP, Alert, Reason, ReportDraft, Transaction, TransactionAssessment,
                      transactions_digest)
+from .suspicious import suspicious_report
 from .typologies import RULES, build_rules
 from .typologies.base import alert_id
 from .window import TransactionWindow

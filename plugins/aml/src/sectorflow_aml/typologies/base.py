@@ -76,7 +76,7 @@ class Rule:
         """Build the :class:`Alert` for ``edges`` (the transactions involved), raised by ``trigger``.
 
         ``accounts`` start with the alert's subject (the customer a suspicious report names: see
-        :func:`sectorflow_aml.reports.suspicious_report`); they default to every sender and receiver of ``edges`` in
+        :func:`sectorflow_aml.suspicious.suspicious_report`); they default to every sender and receiver of ``edges`` in
         first-seen order, right only when the first sender is the subject.
         """
         edges = list(edges)
