@@ -169,12 +169,13 @@ def load_alert_transactions(source: str | Path, fmt: str | None, ids: set[str], 
 def explain_alert(alert_id: str, results: str | Path, source: str | Path, png: str | Path,
                   fmt: str | None = None, mapping: Mapping[str, str] | None = None,
                   defaults: Mapping[str, Any] | None = None, input_timezone: str | None = None,
-                  history: Sequence[str | Path] = ()) -> Path:
+                  history: Sequence[str | Path] = (), timezone: str | None = None) -> Path:
     """Python equivalent of ``sectorflow aml explain``: find the alert, read its transactions, check them against the
     results (:func:`check_input_matches`), draw the PNG. What the results could not confirm is logged as a warning
     and written under the picture. ``mapping``, ``defaults`` and ``input_timezone`` are the run's ``--column`` /
     ``--default`` / ``-O input_timezone`` (see :func:`load_alert_transactions`); ``history`` the run's
-    ``--history`` files (an alert of a daily run can hold transactions of earlier files).
+    ``--history`` files (an alert of a daily run can hold transactions of earlier files). ``timezone``: the zone of
+    the times drawn (default ``input_timezone``, else UTC).
 
     Raises:
         ConfigError: no such alert, unknown format, a bad mapping. InvalidInputError: ``source`` is not the input of
@@ -184,7 +185,7 @@ def explain_alert(alert_id: str, results: str | Path, source: str | Path, png: s
                                               input_timezone=input_timezone, history=history)
     if note:
         log.warning("%s", note)
-    return draw_alert(alert, transactions, png, note=note)
+    return draw_alert(alert, transactions, png, note=note, timezone=timezone or input_timezone)
 
 
 def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: str | None = None, *,
@@ -405,6 +406,8 @@ def explain_command(
     history: list[Path] = typer.Option([], "--history", help="As for `sectorflow run aml`: the earlier files the run "
                                        "was given with --history (an alert can reach back into them), repeatable, "
                                        "oldest first."),
+    timezone: Optional[str] = typer.Option(None, "--timezone", help="Time zone of the times drawn, e.g. Asia/Shanghai "
+                                           "(default: --input-timezone when given, else UTC)."),
 ) -> None:
     """Draw ALERT_ID's fund flow (accounts as nodes, transfers as arrows with amount and time) as a PNG.
 
@@ -415,7 +418,7 @@ def explain_command(
                                               input_timezone=input_timezone, history=[str(h) for h in history])
     if note:
         typer.echo(f"note: {note}", err=True)
-    typer.echo(str(draw_alert(alert, transactions, png, note=note)))
+    typer.echo(str(draw_alert(alert, transactions, png, note=note, timezone=timezone or input_timezone)))
 
 
 def register(app: Any) -> None:

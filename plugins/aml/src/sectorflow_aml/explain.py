@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Iterable
-from datetime import time
+from datetime import time, timezone as dt_timezone, tzinfo
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from sectorflow import ConfigError, InvalidInputError
 
-from .schema import Alert, Transaction
+from .schema import Alert, Transaction, parse_zone
 
 ALERT_COLOUR = "#d62728"
 OTHER_COLOUR = "#bbbbbb"
@@ -59,16 +59,38 @@ def _amount(txn: Transaction) -> str:
     return f"{txn.amount:,.2f} {txn.currency}"
 
 
+def _zone(timezone: str | tzinfo | None) -> tzinfo:
+    """The zone times are drawn in: ``None`` is UTC; a name or offset as :func:`~sectorflow_aml.schema.parse_zone`
+    takes it (raises ConfigError otherwise)."""
+    if timezone is None:
+        return dt_timezone.utc
+    if isinstance(timezone, tzinfo):
+        return timezone
+    try:
+        return parse_zone(timezone)
+    except ConfigError as exc:
+        raise ConfigError(f"timezone={timezone!r} (the zone of the times drawn): give an IANA time zone such as "
+                          "'Asia/Shanghai' or 'America/New_York', 'UTC', or a fixed offset such as '+08:00'.") from exc
+
+
+def zone_label(zone: tzinfo) -> str:
+    """``UTC``, an IANA name (``Asia/Shanghai``) or a fixed offset (``UTC+08:00``), as the picture names it."""
+    return "UTC" if zone is dt_timezone.utc else str(zone)
+
+
 def flow_graph(alert: Alert, transactions: Iterable[Transaction], *, max_lines: int = 3,
-               ) -> tuple[Any, list[Transaction]]:
+               timezone: str | tzinfo | None = None) -> tuple[Any, list[Transaction]]:
     """The fund-flow graph of ``alert``: a ``networkx.DiGraph`` with one edge per (sender, receiver) pair.
 
     Edge attributes: ``transactions`` (the transfers, earliest first), ``label`` (amount, currency and time per
-    transfer, at most ``max_lines`` then "+N more"). Also returns the alert's transactions found, in time order.
+    transfer in ``timezone``, default UTC; at most ``max_lines`` then "+N more"). Graph attributes: ``clock`` (the
+    time format) and ``zone``. Also returns the alert's transactions found, in time order.
 
     Raises:
         InvalidInputError: none of the alert's transactions is among ``transactions``.
+        ConfigError: ``timezone`` is not a time zone.
     """
+    zone = _zone(timezone)
     import networkx as nx
 
     wanted = set(alert.transaction_ids)
@@ -78,8 +100,8 @@ def flow_graph(alert: Alert, transactions: Iterable[Transaction], *, max_lines: 
         raise InvalidInputError(f"None of the {len(wanted)} transactions of alert {alert.alert_id} was supplied; "
                                 f"pass the input file the results were computed from.",
                                 details=[{"row": None, "field": "transaction_ids", "reason": "not found"}])
-    clock = "%Y-%m-%d" if all(t.timestamp.time() == time(0) for t in chosen) else "%Y-%m-%d %H:%M"
-    graph = nx.DiGraph(clock=clock)
+    clock = "%Y-%m-%d" if all(t.timestamp.astimezone(zone).time() == time(0) for t in chosen) else "%Y-%m-%d %H:%M"
+    graph = nx.DiGraph(clock=clock, zone=zone)
     graph.add_nodes_from(alert.accounts)
     for t in chosen:
         if not graph.has_edge(t.sender_account, t.receiver_account):
@@ -87,7 +109,7 @@ def flow_graph(alert: Alert, transactions: Iterable[Transaction], *, max_lines: 
         graph.edges[t.sender_account, t.receiver_account]["transactions"].append(t)
     for _, _, data in graph.edges(data=True):
         items = data["transactions"]
-        lines = [f"{_amount(t)} · {t.timestamp:{clock}}" for t in items[:max_lines]]
+        lines = [f"{_amount(t)} · {t.timestamp.astimezone(zone):{clock}}" for t in items[:max_lines]]
         if len(items) > max_lines:
             lines.append(f"+{len(items) - max_lines} more")
         data["label"] = "\n".join(lines)
@@ -104,20 +126,22 @@ def title_text(alert: Alert, summary: str, reasons: str, width: int) -> str:
 
 
 def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Path, *, max_lines: int = 3,
-               dpi: int = 150, note: str | None = None) -> Path:
+               dpi: int = 150, note: str | None = None, timezone: str | tzinfo | None = None) -> Path:
     """Write a PNG of ``alert``'s fund flow to ``path`` and return the path.
 
     Args:
         alert: the alert (its ``transaction_ids`` choose the transactions and ``accounts`` are highlighted).
-        transactions: any transactions; those named by the alert are drawn (times in UTC).
+        transactions: any transactions; those named by the alert are drawn.
         path: the PNG file to write (parent folders are created).
         max_lines: transfers listed per arrow before "+N more".
         dpi: resolution.
         note: a line written under the picture (e.g. what could not be checked against the results).
+        timezone: zone of the times drawn (IANA name, offset or tzinfo; default UTC), named in the title: a bank's
+            local zone puts each transfer on the day its reports count it.
 
     Raises:
         InvalidInputError: none of the alert's transactions is among ``transactions``.
-        ConfigError: ``path`` does not end in ``.png``.
+        ConfigError: ``path`` does not end in ``.png``, or ``timezone`` is not a time zone.
     """
     import matplotlib
 
@@ -128,7 +152,8 @@ def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Pa
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise ConfigError(f"The picture is written as PNG; give a path ending in .png, not {path.name!r}.")
-    graph, chosen = flow_graph(alert, transactions, max_lines=max_lines)
+    graph, chosen = flow_graph(alert, transactions, max_lines=max_lines, timezone=timezone)
+    zone = graph.graph["zone"]
     wanted = set(alert.transaction_ids)
     clock = graph.graph["clock"]
     labels = {(u, v): data["label"] for u, v, data in graph.edges(data=True)}
@@ -157,14 +182,14 @@ def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Pa
                                          label_pos=where, connectionstyle=style[curved], rotate=False,
                                          bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "#888888",
                                                "alpha": 0.9})
-    first, last = chosen[0].timestamp, chosen[-1].timestamp
+    first, last = chosen[0].timestamp.astimezone(zone), chosen[-1].timestamp.astimezone(zone)
     total: dict[str, Decimal] = {}
     for t in chosen:
         total[t.currency] = total.get(t.currency, Decimal(0)) + t.amount
     sums = ", ".join(f"{v:,.2f} {k}" for k, v in sorted(total.items()))
     reasons = "; ".join(r.en for r in alert.reasons[:2])
     transfers = "1 transfer" if len(chosen) == 1 else f"{len(chosen)} transfers"
-    ax.set_title(title_text(alert, f"{transfers}, {sums}, {first:{clock}} to {last:{clock}} (UTC)",
+    ax.set_title(title_text(alert, f"{transfers}, {sums}, {first:{clock}} to {last:{clock}} ({zone_label(zone)})",
                             reasons, width=int(size * 12)), fontsize=10)
     missing = len(wanted) - len(chosen)
     footer = ([f"{missing} transaction(s) of the alert were not in the input supplied."] if missing else []) \
