@@ -384,3 +384,21 @@ def test_taskflow_results_carry_a_corporate_days_draft_at_the_crossing_and_in_fu
     assert drafts == [[], [], [("CO1", ["c1", "c2", "c3"], "2100000.00", False)], [], [],
                       [("CO1", ["c1", "c2", "c3", "c4", "c5"], "2250000.00", True)]]
     assert batch[2]["reports"][0]["report_id"] == batch[5]["reports"][0]["report_id"]
+
+
+def test_a_transaction_arriving_after_its_day_was_dropped_does_not_replace_that_days_report(caplog) -> None:
+    def cash(tid: str, amount: str, when: str, account: str = "P1") -> Transaction:
+        return txn(tid, amount, when=when, receiver=account)
+
+    engine = ReportEngine("CN")
+    (first,) = engine.observe(cash("a1", "60000", "2026-11-02T02:00:00Z"))
+    assert engine.observe(cash("z1", "10", "2026-11-13T02:00:00Z", "Q")) == []  # 2 November is dropped (7 days)
+    with caplog.at_level("WARNING", logger="sectorflow_aml"):
+        (late,) = engine.observe(cash("a2", "50000", "2026-11-02T03:00:00Z"))
+    # before the fix both drafts had one report_id, and keeping the latest snapshot per id (`aml reports`) lost a1
+    assert late.report_id != first.report_id and late.business_date == first.business_date == "2026-11-02"
+    assert (first.transaction_ids, late.transaction_ids) == (["a1"], ["a2"])
+    assert "Transaction a2 of business day 2026-11-02 arrived more than retention_days=7 days after it" in caplog.text
+    # the report_id of one stream's aggregate is stable: the same input gives the same ids
+    again = ReportEngine("CN")
+    assert again.observe(cash("a1", "60000", "2026-11-02T02:00:00Z"))[0].report_id == first.report_id

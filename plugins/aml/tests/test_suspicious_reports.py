@@ -107,3 +107,4 @@ def test_a_missing_rate_in_a_suspicious_report_names_the_alert_and_transaction()
                                                r"is in USD and the draft's total is in CNY"):
         suspicious_report(_alert(datetime(2026, 11, 2, 2, tzinfo=timezone.utc), ["u1"]),
                           [_txn("u1", "9500", "2026-11-02T02:00:00Z", "USD")], fx=fx)
+

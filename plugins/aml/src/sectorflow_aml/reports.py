@@ -32,6 +32,7 @@ countries, transaction id) and ``elements["field_list_verified"] = False``.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
@@ -47,6 +48,8 @@ from .calendars import business_day, calendar_for, large_value_due
 from .fx import FxRates, FxTable, MissingRateError, ensure_rates, to_minor_unit
 from .schema import Channel, ReportDraft, Transaction
 from .thresholds import HOME_CURRENCY, Threshold, thresholds_for
+
+log = logging.getLogger("sectorflow_aml")
 
 DEFAULT_TIMEZONE = {"CN": "Asia/Shanghai", "US": "America/New_York"}
 FIELD_LIST_NOTE = ("PBOC data-standard field list not verified; elements use plain names. Check against the "
@@ -162,7 +165,8 @@ class ReportEngine:
             is applied to both sides). Unknown types count as individual, the lower China transfer thresholds.
         home_country: ISO 3166 country of the institution (default the jurisdiction); a transfer whose known
             sender or receiver country differs is cross-border.
-        retention_days: business days of aggregates kept before the latest one seen (older ones are dropped).
+        retention_days: days of aggregates kept before the latest business day seen (older ones are dropped; a
+            transaction of a dropped day starts a new aggregate with its own ``report_id``, and a warning is logged).
         cutoff: US only: local ``"HH:MM"`` after which a transaction counts on the next business day (night
             deposits, 31 CFR 1010.313(b)); ``None`` (default): the calendar day, weekends and holidays rolled forward.
 
@@ -212,6 +216,7 @@ class ReportEngine:
         self._leg_plans: dict[tuple[Any, ...], tuple[tuple[int, Direction, str], ...]] = {}
         # fired aggregates that gained a transaction no returned snapshot holds (joined silently), in order
         self._unshown: dict[tuple[str, str, str, str, date], None] = {}
+        self._dropped_warned: set[date] = set()  # business days a late transaction arrived for after their pruning
 
     OPTIONS = {
         "jurisdiction": "CN (PBOC large-value reports, default) or US (currency transaction reports)",
@@ -276,6 +281,7 @@ class ReportEngine:
         self._unshown.clear()
         self._latest = None
         self._last_dates = None
+        self._dropped_warned.clear()
 
     def observe(self, txn: Transaction) -> list[ReportDraft]:
         """Add one transaction; return the drafts it triggers or updates (usually none): the draft of an aggregate
@@ -318,6 +324,9 @@ class ReportEngine:
                 key = (customer, direction, threshold.rule, threshold.applies_to, business_date)
                 state = opened.get(key)
                 if state is None:
+                    if self._latest is not None and \
+                            business_date.toordinal() < self._latest.toordinal() - self.retention_days:
+                        self._warn_dropped(txn, business_date)
                     state = opened[key] = _Open(threshold, customer, direction, business_date, _ZERO, [])
                     keys = self._days.get(business_date)
                     if keys is None:
@@ -376,6 +385,16 @@ class ReportEngine:
                             details={**(exc.details if isinstance(exc.details, dict) else {}),
                                      "transaction_id": txn.transaction_id, "date": day.isoformat()}) from exc
                     checked.add(key)
+
+    def _warn_dropped(self, txn: Transaction, business_date: date) -> None:
+        """Log once per business day that ``txn`` arrived after that day's aggregates were dropped."""
+        if business_date in self._dropped_warned:
+            return
+        self._dropped_warned.add(business_date)
+        log.warning("Transaction %s of business day %s arrived more than retention_days=%d days after it, when the "
+                    "day's report aggregates had been dropped: its same-day total starts again from it (a report of "
+                    "the day's earlier transactions keeps its own report_id). Sort the input by time "
+                    "(ReportEngine(retention_days=...) keeps days longer).", txn.transaction_id, business_date.isoformat(), self.retention_days)
 
     def open_reports(self) -> list[ReportDraft]:
         """Up-to-date drafts of every fired aggregate still retained (later same-day transactions included)."""
@@ -512,8 +531,10 @@ class ReportEngine:
         # the local calendar day of the earliest transaction: a US CTR is due 15 days after the day the reportable
         # transaction occurred (31 CFR 1010.306(a)(1)), which for a weekend deposit precedes its business day
         first_day = min(date.fromisoformat(r["local_time"][:10]) for r in rows)
+        # the aggregate's first transaction tells apart two aggregates of one key: the day's own, and one that a
+        # transaction arriving after the day was dropped (retention_days) starts; one stream gives the same ids
         key = f"{kind}|{self.jurisdiction}|{state.customer}|{state.direction}|{t.rule}|{t.applies_to}|" \
-              f"{state.business_date.isoformat()}"
+              f"{state.business_date.isoformat()}|{rows[0]['transaction_id']}"
         elements: dict[str, Any] = {
             "report_type": "Currency Transaction Report (FinCEN CTR)" if kind == "ctr"
             else "大额交易报告 (large-value transaction report)",
