@@ -36,6 +36,20 @@ def sectorflow_access_decision(actor: str, tenant: str | None, resource: str, ac
                           reason=reason, source=source, request_id=request_id, roles=roles, channel=channel)
 
 
+def _writes() -> bool:
+    """Whether the hooks above write records now (the log is configured): a server then calls them off its event
+    loop (``sectorflow.serving.access.BLOCKING``), since an append waits for its fsync, and up to ``busy_timeout``
+    for a store another process holds locked."""
+    try:
+        return runtime.config().enabled
+    except Exception:  # a configuration error is raised, and recorded or not, by the hook itself
+        return True
+
+
+sectorflow_task_event.sectorflow_blocking = _writes  # type: ignore[attr-defined]
+sectorflow_access_decision.sectorflow_blocking = _writes  # type: ignore[attr-defined]
+
+
 @hookimpl
 def sectorflow_register_commands(app: typer.Typer) -> None:
     """Add the ``sectorflow audit`` command group."""

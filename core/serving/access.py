@@ -6,9 +6,13 @@ Decisions go to logger ``sectorflow.serving.access`` and to the ``sectorflow_acc
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
+from collections.abc import Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi import Request
 
@@ -62,6 +66,34 @@ def record_access_decision(decision: AccessDecision) -> None:
         roles=list(decision.roles), channel="http")
 
 
+BLOCKING = "sectorflow_blocking"
+"""Attribute a hook implementation may carry to say that it may block (disk or network I/O: the audit log's
+fsynced append): ``True``, or a callable answering it now (e.g. only while the audit log is on). The server then
+runs that hook in its observer thread and awaits it, instead of running it on the event loop."""
+
+
+def observers_block(hook_name: str) -> bool:
+    """Whether an implementation of hook ``hook_name`` declares that it may block (see :data:`BLOCKING`)."""
+    for impl in getattr(plugins.get_plugin_manager().hook, hook_name).get_hookimpls():
+        flag = getattr(impl.function, BLOCKING, False)
+        if flag() if callable(flag) else flag:
+            return True
+    return False
+
+
+async def off_the_loop(executor: Executor | None, hook_name: str, call: Callable[[], Any]) -> Any:
+    """Run ``call`` (which calls hook ``hook_name``) in ``executor`` and await it when an implementation of that
+    hook may block, else right here; its exceptions propagate either way (a regulated record fails the request)."""
+    if executor is not None and observers_block(hook_name):
+        return await asyncio.get_running_loop().run_in_executor(executor, call)
+    return call()
+
+
+async def record_access_decision_async(decision: AccessDecision, executor: Executor | None) -> None:
+    """:func:`record_access_decision`, off the event loop when an observer may block (the audit log)."""
+    await off_the_loop(executor, "sectorflow_access_decision", lambda: record_access_decision(decision))
+
+
 def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
@@ -90,11 +122,11 @@ def require(scope: str):  # noqa: ANN201 - a FastAPI dependency
         reason = ("ok" if allowed else "no API key" if not secret else "unknown API key" if key is None
                   else f"key lacks scope {scope!r}")
         route = request.scope.get("route")
-        record_access_decision(AccessDecision(
+        await record_access_decision_async(AccessDecision(
             actor=key.id if key else None, tenant=key.tenant if key else None, scope=scope or "authenticated",
             allowed=allowed, reason=reason, source=client_address(request), request_id=request_id(request),
             route=f"{request.method} {getattr(route, 'path', 'unmatched')}",
-            roles=key.roles if key else ()))
+            roles=key.roles if key else ()), state.observer_executor)
         if key is None:
             raise AccessDenied(401, f"{reason.capitalize()}: send 'Authorization: Bearer <key>' or 'X-API-Key'.")
         if not allowed:

@@ -69,7 +69,8 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     state = ServerState(
         config=config, specs=specs, keys=KeyStore(config.keys), limits=RateLimits(config.tenants), metrics=metrics,
         executor=ThreadPoolExecutor(config.server.threads, thread_name_prefix="sectorflow-infer"),
-        reload_executor=ThreadPoolExecutor(1, thread_name_prefix="sectorflow-load"))
+        reload_executor=ThreadPoolExecutor(1, thread_name_prefix="sectorflow-load"),
+        observer_executor=ThreadPoolExecutor(1, thread_name_prefix="sectorflow-observers"))
     if not len(state.keys):
         log.warning("no API keys configured: every route but /healthz and /readyz will answer 401")
 

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import plugins
 from ..errors import SectorflowError
 from ..spec import CallContext, TaskEvent
-from .access import AccessDenied
+from .access import AccessDenied, off_the_loop
 from .batching import Overloaded
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -37,7 +37,7 @@ class RateLimited(Exception):
         self.too_large = too_large
 
 
-def record_refused_call(request: Request, error: str, body: Any) -> None:
+async def record_refused_call(request: Request, error: str, body: Any) -> None:
     """Emit a ``call_failed`` task event for a task request refused at validation, naming the key as actor (the
     same event ``Taskflow.run`` emits for invalid items), so that every authenticated task request leaves an event.
     Requests refused before authentication leave an access decision instead."""
@@ -53,8 +53,9 @@ def record_refused_call(request: Request, error: str, body: Any) -> None:
     inputs = body.get("inputs") if isinstance(body, dict) else None
     context = CallContext(actor=key.id, tenant=key.tenant, source=request.client.host if request.client else "unknown",
                           request_id=request.state.request_id, channel="http")
-    plugins.emit(TaskEvent("call_failed", name, context, taskflow.meta if taskflow else None,
-                           n_items=len(inputs) if isinstance(inputs, list) else 0, error=error))
+    event = TaskEvent("call_failed", name, context, taskflow.meta if taskflow else None,
+                      n_items=len(inputs) if isinstance(inputs, list) else 0, error=error)
+    await off_the_loop(state.observer_executor, "sectorflow_task_event", lambda: plugins.emit(event))
 
 
 def error_response(status: int, error: str, message: str, details: Any = None,
@@ -172,7 +173,10 @@ def install_error_handlers(app: FastAPI) -> None:
         if refused is not None:
             return refused
         shown = "; ".join(f"{p['field'] or '(body)'}: {p['reason']}" for p in problems[:5])
-        record_refused_call(request, f"InvalidInputError: Invalid request: {shown}.", body)
+        try:
+            await record_refused_call(request, f"InvalidInputError: Invalid request: {shown}.", body)
+        except SectorflowError as exc:  # e.g. the audit log could not record it (AuditWriteError, 503)
+            return error_response(exc.http_status, type(exc).__name__, str(exc))
         return error_response(422, "InvalidInputError", f"Invalid request: {shown}.", problems)
 
     @app.exception_handler(RequestValidationError)

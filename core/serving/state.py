@@ -33,6 +33,10 @@ class ServerState:
     metrics: ServerMetrics
     executor: ThreadPoolExecutor
     reload_executor: ThreadPoolExecutor
+    observer_executor: ThreadPoolExecutor | None = None
+    """One thread for hook observers that declare they block (see :func:`~.access.observers_block`), so that an
+    audit write (an fsync, or a database another process holds locked) never stops the event loop; one thread keeps
+    their records in request order."""
     taskflows: dict[str, Taskflow] = field(default_factory=dict)
     batchers: dict[str, TaskBatcher] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
@@ -100,6 +104,8 @@ class ServerState:
         await asyncio.gather(*(b.stop() for b in self.batchers.values()), return_exceptions=True)
         self.executor.shutdown(wait=True, cancel_futures=True)
         self.reload_executor.shutdown(wait=False, cancel_futures=True)
+        if self.observer_executor is not None:
+            self.observer_executor.shutdown(wait=True)
         if self.frozen:
             self.frozen = False
             gcfreeze.release()

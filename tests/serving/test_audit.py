@@ -95,3 +95,48 @@ def test_access_decisions_are_in_the_audit_log(audited):
     assert (record["actor"], record["outcome"], record["object"]["task"], record["channel"]) == (
         "bob", "denied", "score", "http")
     assert record["reason"] == "key lacks scope 'task:score'"
+
+
+class ThreadRecorder:
+    def __init__(self) -> None:
+        self.threads: list[tuple[str, str]] = []
+
+    @hookimpl
+    def sectorflow_access_decision(self, actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
+                                   reason: str | None, source: str, request_id: str, roles: list[str],
+                                   channel: str) -> None:
+        import threading
+
+        self.threads.append(("decision", threading.current_thread().name))
+
+    @hookimpl
+    def sectorflow_task_event(self, event: Any) -> None:
+        import threading
+
+        if event.kind == "call_failed":
+            self.threads.append(("call_failed", threading.current_thread().name))
+
+
+def test_audit_writes_never_run_on_the_event_loop(audited, tasks):
+    """Fresh-user finding: with the audit log on, each access decision was appended (and fsynced) on the event loop,
+    so while another process held the SQLite store locked (a backup, `sqlite3`), /healthz and every task waited:
+    /healthz took 6.5 s during an 8-second lock. The audit plugin declares its hooks blocking while the log is on,
+    and the server calls them in its observer thread (fast path, FastAPI route, 401s and 422s alike)."""
+    from sectorflow.serving.access import observers_block
+
+    server, _ = audited
+    assert observers_block("sectorflow_access_decision") and observers_block("sectorflow_task_event")
+    recorder = ThreadRecorder()
+    plugins.get_plugin_manager().register(recorder, name="thread_recorder")
+    try:
+        assert server.client.post("/v1/tasks/echo", headers=auth("alice"), json={"inputs": [{"text": "a"}]}
+                                  ).status_code == 200  # the fast path
+        assert server.client.post("/v1/tasks/echo?x=1", headers=auth("alice"), json={"inputs": [{"text": "a"}]}
+                                  ).status_code == 200  # the FastAPI route
+        assert server.client.post("/v1/tasks/echo", json={"inputs": []}).status_code == 401
+        assert server.client.post("/v1/tasks/echo", headers=auth("alice"), json={"inputs": [{"text": ""}]}
+                                  ).status_code == 422
+    finally:
+        plugins.get_plugin_manager().unregister(name="thread_recorder")
+    assert [kind for kind, _ in recorder.threads] == ["decision"] * 4 + ["call_failed"]
+    assert {thread for _, thread in recorder.threads} == {"sectorflow-observers_0"}

@@ -147,3 +147,27 @@ def test_a_lone_surrogate_escape_says_what_is_wrong_with_the_string(server):
     pair = server.client.post("/v1/tasks/echo", headers={**auth("alice"), **JSON},
                               content=b'{"inputs": [{"text": "\\ud83d\\ude00"}]}')
     assert pair.status_code == 200 and pair.json()["outputs"][0]["text"] == "\U0001F600"
+
+
+def test_observers_that_do_not_block_run_on_the_event_loop(server, decisions):
+    """Without an observer that declares it blocks (no audit log here), decisions are recorded in line, as before:
+    a thread hop per request costs about 85 us of CPU, a sixth of a request's."""
+    import threading
+
+    from sectorflow.serving.access import observers_block
+
+    seen: list[str] = []
+
+    class Where:
+        @hookimpl
+        def sectorflow_access_decision(self, **kwargs: object) -> None:
+            seen.append(threading.current_thread().name)
+
+    plugins.get_plugin_manager().register(Where(), name="where")
+    try:
+        assert not observers_block("sectorflow_access_decision")
+        assert server.client.post("/v1/tasks/echo", headers=auth("alice"), json={"inputs": [{"text": "a"}]}
+                                  ).status_code == 200
+    finally:
+        plugins.get_plugin_manager().unregister(name="where")
+    assert seen == [server.thread.name]
