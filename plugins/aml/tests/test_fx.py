@@ -51,6 +51,22 @@ def test_csv_rate_table(tmp_path) -> None:
         FxRates.from_csv(path)
 
 
+def test_csv_rate_table_from_a_spreadsheet_and_a_pair_given_twice(tmp_path) -> None:
+    # Excel's "CSV UTF-8" starts with a byte-order mark: the header read '\ufeffas_of' and the file was refused as
+    # lacking as_of; spaces and capitals around header names are spreadsheet habits too
+    path = tmp_path / "rates.csv"
+    path.write_bytes("\ufeffAs_Of, base ,quote,rate\r\n2026-11-02,USD,CNY,7.12\r\n".encode("utf-8"))
+    assert FxRates.from_csv(path).rate("USD", "CNY", date(2026, 11, 2)) == Decimal("7.12")
+    # two rates for one pair and day: the later row silently won; now an error naming both lines
+    path.write_text("as_of,base,quote,rate\n2026-11-02,USD,CNY,7.12\n2026-11-02,EUR,CNY,7.70\n"
+                    "2026-11-02,usd,cny,7.21\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"lines 2 and 4: two USD/CNY rates for 2026-11-02; keep one"):
+        FxRates.from_csv(path)
+    path.write_text("date,base,quote,rate\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"lacks the column\(s\) as_of \(header as_of,base,quote,rate; found date, "):
+        FxRates.from_csv(path)
+
+
 def test_bad_tables_are_refused() -> None:
     with pytest.raises(ConfigError, match="ISO 4217"):
         FxTable(date(2024, 1, 1), {("USD", "BTC"): Decimal("0.00002")})

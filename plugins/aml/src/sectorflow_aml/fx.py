@@ -163,26 +163,37 @@ class FxRates:
 
     @classmethod
     def from_csv(cls, path: str | Path, source: str | None = None) -> FxRates:
-        """Read a CSV with the header ``as_of,base,quote,rate`` (ISO dates; one row per pair and date).
+        """Read a CSV with the header ``as_of,base,quote,rate`` (ISO dates; one row per pair and date). UTF-8, with or
+        without the byte-order mark spreadsheet programs write; header names are matched without surrounding spaces
+        or case.
 
         Raises:
-            ConfigError: a missing file, a missing column, a bad date or rate (names the line).
+            ConfigError: a missing file, a missing column, a bad date or rate (names the line), or one pair given
+                twice for one date (names both lines: which rate a report used would be unclear).
         """
         path = Path(path)
         if not path.is_file():
             raise ConfigError(f"FX rate file {path} does not exist.")
         by_date: dict[date, dict[tuple[str, str], Decimal]] = {}
-        with path.open(newline="", encoding="utf-8") as handle:
+        seen: dict[tuple[date, tuple[str, str]], int] = {}
+        with path.open(newline="", encoding="utf-8-sig") as handle:
             reader = csv.DictReader(handle)
+            if reader.fieldnames:
+                reader.fieldnames = [name.strip().lower() for name in reader.fieldnames]
             missing = {"as_of", "base", "quote", "rate"} - set(reader.fieldnames or [])
             if missing:
-                raise ConfigError(f"FX rate file {path} lacks the column(s) {', '.join(sorted(missing))}.")
+                raise ConfigError(f"FX rate file {path} lacks the column(s) {', '.join(sorted(missing))} (header "
+                                  f"as_of,base,quote,rate; found {', '.join(reader.fieldnames or []) or 'none'}).")
             for line, row in enumerate(reader, start=2):
                 try:
-                    day = date.fromisoformat(row["as_of"].strip())
+                    day = date.fromisoformat((row["as_of"] or "").strip())
                 except ValueError as exc:
                     raise ConfigError(f"{path}, line {line}: as_of {row['as_of']!r} is not an ISO date.") from exc
-                pair = (row["base"].strip().upper(), row["quote"].strip().upper())
+                pair = ((row["base"] or "").strip().upper(), (row["quote"] or "").strip().upper())
+                first = seen.setdefault((day, pair), line)
+                if first != line:
+                    raise ConfigError(f"{path}, lines {first} and {line}: two {pair[0]}/{pair[1]} rates for "
+                                      f"{day.isoformat()}; keep one.")
                 by_date.setdefault(day, {})[pair] = _decimal(row["rate"], f"{path}, line {line}")
         return cls([FxTable(day, pairs, source or str(path)) for day, pairs in by_date.items()])
 
