@@ -108,3 +108,17 @@ def test_a_missing_rate_in_a_suspicious_report_names_the_alert_and_transaction()
         suspicious_report(_alert(datetime(2026, 11, 2, 2, tzinfo=timezone.utc), ["u1"]),
                           [_txn("u1", "9500", "2026-11-02T02:00:00Z", "USD")], fx=fx)
 
+
+
+def test_rate_check_covers_a_custom_threshold_in_another_currency() -> None:
+    from sectorflow_aml.reports import ReportEngine
+    from sectorflow_aml.thresholds import Threshold
+
+    # a US table stated in EUR for every currency ("any"): even a USD deposit needs a rate, on its New York day
+    fx = FxRates([FxTable(as_of=date(2026, 12, 1), rates={("USD", "EUR"): Decimal("0.9")})])
+    engine = ReportEngine("US", [Threshold("ctr_cash", Decimal("9000"), "EUR", False, "any", "custom")], fx)
+    deposit = _txn("x", "100", "2026-11-02T15:00:00Z", "USD")
+    with pytest.raises(MissingRateError, match=r"Transaction x of 2026-11-02 \(America/New_York\) is in USD and its "
+                                               r"ctr_cash report total is in EUR"):
+        engine.check_rates([deposit])
+    engine.check_rates([_txn("y", "100", "2026-12-02T15:00:00Z", "USD")])  # covered: no error

@@ -360,7 +360,7 @@ class ReportEngine:
         Transactions in a currency every threshold of their scope is stated in need no rate and are not looked at.
         """
         home = self.home_currency
-        if all(t.currency == home for t in self.thresholds if t.applies_to == "domestic"):
+        if all(t.currency == home for t in self.thresholds if t.applies_to != "foreign"):
             txns = [t for t in txns if t.currency != home]
         checked: set[tuple[str, str, date]] = set()
         for txn in txns:
