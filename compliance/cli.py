@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from . import runtime
-from .errors import AuditConfigError, AuditWriteError
+from .errors import AuditConfigError, AuditWriteError, ProofError
 from .records import utc_iso
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -172,11 +172,18 @@ def check_proof(proof: Path = typer.Argument(..., help="A proof file from `prove
     from .verify import verify_proof_document
 
     keys = load_trust_file(trust)
-    if proof.name.endswith(".gz"):
-        _head, docs = read_archive(proof)
-    else:
-        docs = [json.loads(proof.read_text(encoding="utf-8"))]
+    try:
+        if proof.name.endswith(".gz"):
+            _head, docs = read_archive(proof)
+        else:
+            docs = [json.loads(proof.read_text(encoding="utf-8"))]
+    except (OSError, EOFError, ValueError, KeyError, IndexError) as exc:  # gzip.BadGzipFile is an OSError
+        raise ProofError(f"{proof} is not a proof file (from `sectorflow audit prove`) or an archive file (from "
+                         f"`sectorflow audit archive`): {type(exc).__name__}: {exc}") from exc
     for doc in docs:
+        if not isinstance(doc, dict):
+            raise ProofError(f"{proof} is not a proof file (from `sectorflow audit prove`): it holds JSON "
+                             f"{type(doc).__name__}, not an object.")
         try:
             verify_proof_document(doc, keys)
         except Exception as exc:

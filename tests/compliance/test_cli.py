@@ -233,3 +233,17 @@ def test_a_body_cleared_as_if_archived_without_an_archive_record_is_tampering(au
     code, out = run(["audit", "verify"], capsys)
     assert code == 1 and "TAMPERED: first bad record 3" in out
     assert "record 3: body cleared as archived to 'x.jsonl.gz', but no audit.archived record names that file" in out
+
+
+@pytest.mark.parametrize("name, content", [("proof.json", b"garbage"), ("proof.json", b"[1, 2]"),
+                                           ("arch.jsonl.gz", b"not gzip"), ("empty.jsonl.gz", b"")])
+def test_check_proof_of_a_file_that_is_no_proof_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        name: str, content: bytes) -> None:
+    """Fresh-user finding: `audit check-proof` on a file that is not JSON ended in a JSONDecodeError traceback."""
+    trust = tmp_path / "t.trust"
+    code, _ = run(["audit", "keygen", str(tmp_path / "k.json"), "--trust-out", str(trust)], capsys)
+    assert code == 0
+    (tmp_path / name).write_bytes(gzip.compress(content) if name == "empty.jsonl.gz" else content)
+    code, out = run(["audit", "check-proof", str(tmp_path / name), "--trust", str(trust)], capsys)
+    assert code == 2 and "Traceback" not in out, out
+    assert f"{tmp_path / name} is not a proof file" in " ".join(out.split()), out
