@@ -8,6 +8,7 @@ Run it with ``sectorflow serve --config FILE`` or under any ASGI server::
 from __future__ import annotations
 
 import asyncio
+import difflib
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -48,6 +49,26 @@ def _served_specs(config: ServeConfig) -> dict[str, Any]:
     return specs
 
 
+def _check_task_scopes(config: ServeConfig, specs: dict[str, Any]) -> None:
+    """Refuse a key scope ``task:NAME`` that names no registered task (or alias): a typo such as ``task:amll`` gave a
+    key that was refused (403) on every call, and nothing said so until a client tried. A registered task that this
+    server does not serve is accepted (one key file may serve several servers).
+
+    Raises:
+        ConfigError: naming the key, the scope, the closest task and the registered tasks.
+    """
+    registered = {**plugins.registered_tasks(), **specs}
+    names = {alias: name for name, spec in registered.items() for alias in (name, *spec.aliases)}
+    for key in config.keys:
+        for scope in key.scopes:
+            task = scope[5:] if scope.startswith("task:") and scope != "task:*" else None
+            if task is not None and task not in names:
+                close = difflib.get_close_matches(task, list(names), n=1, cutoff=0.5)
+                hint = f" Did you mean 'task:{close[0]}'?" if close else ""
+                raise ConfigError(f"API key {key.id!r} has scope {scope!r}, but no task is called {task!r}.{hint} "
+                                  f"Tasks: {', '.join(sorted(registered))}.")
+
+
 def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     """A FastAPI app serving every task of ``config.serve`` (default: every registered task).
 
@@ -65,6 +86,7 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     unknown = sorted(set(config.tasks) - set(specs))
     if unknown:
         raise ConfigError(f"[tasks.*] configures tasks that are not served: {unknown}; served: {sorted(specs)}.")
+    _check_task_scopes(config, specs)
     metrics = ServerMetrics()
     state = ServerState(
         config=config, specs=specs, keys=KeyStore(config.keys), limits=RateLimits(config.tenants), metrics=metrics,

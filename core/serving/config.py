@@ -46,6 +46,10 @@ Lane = Literal["interactive", "batch"]
 LANES: tuple[Lane, ...] = ("interactive", "batch")
 
 
+SCOPES = ("task:*", "admin", "audit", "metrics")
+"""The scopes that name no task (``task:NAME`` names one; see docs/serving.md)."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -87,6 +91,16 @@ class KeyConfig(_Strict):
     scopes: list[str] = Field(default_factory=list)
     rate_limit: str | None = None
     lane: Lane = "interactive"
+
+    @field_validator("scopes")
+    @classmethod
+    def _known_scopes(cls, value: list[str]) -> list[str]:
+        bad = [scope for scope in value if scope not in SCOPES and not
+               (scope.startswith("task:") and len(scope) > 5 and scope.strip() == scope)]
+        if bad:
+            raise ValueError(f"unknown scope(s) {bad}: a scope is task:NAME (one task), task:* (every task), "
+                             f"admin (reload models), audit or metrics (read /metrics)")
+        return value
 
     @field_validator("rate_limit")
     @classmethod

@@ -43,6 +43,8 @@ def test_json_file(tmp_path):
     ({"serverr": {}}, "serverr"),
     ({"tasks": {"echo": {"max_batch_size": 0}}}, "[tasks.echo]"),
     ({"tasks": {"echo": {"colour": "red"}}}, "colour"),
+    ({"keys": [_key("a", scopes=["task:echo", "superuser"])]}, "unknown scope(s) ['superuser']: a scope is task:NAME"),
+    ({"keys": [_key("a", scopes=["task:"])]}, "unknown scope(s) ['task:']"),
 ])
 def test_bad_configuration_is_refused_with_the_field(data, words):
     with pytest.raises(ConfigError) as info:
@@ -91,3 +93,13 @@ def test_key_store_remembers_matched_secrets_only_and_a_bounded_number(monkeypat
     assert [store.authenticate(s).id for s in ("sc", "sb", "sa")] == ["c", "b", "a"]
     assert hashed == ["sa"]
     assert store.authenticate("") is None and store.authenticate(None) is None
+
+
+def test_a_task_scope_must_name_a_registered_task(tasks):
+    """Fresh-user finding: a key with scope 'task:amll' (a typo) was accepted, and refused 403 on every call."""
+    with pytest.raises(ConfigError, match="API key 'a' has scope 'task:ech', but no task is called 'ech'. Did you "
+                                          "mean 'task:echo'\\? Tasks: echo, ledger, score."):
+        create_app(load_config(data={"keys": [_key("a", scopes=["task:ech"])]}, environ={}))
+    # a task this server does not serve, an alias and task:* are fine (one key file may serve several servers)
+    create_app(load_config(data={"serve": ["echo"], "keys": [_key("a", scopes=["task:score", "task:shout",
+                                                                                "task:*", "admin"])]}, environ={}))
