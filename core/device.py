@@ -97,19 +97,41 @@ def _custom_rank(kind: str) -> tuple[int, str]:
     return (order.index(kind) if kind in order else len(order), kind)
 
 
-def resolve_device(requested: str = "auto", supported: tuple[str, ...] = ("cpu",),
+_SYNONYMS = {"cuda": "gpu", "rocm": "gpu", "hip": "gpu", "ascend": "npu", "cambricon": "mlu", "kunlun": "xpu",
+             "kunlunxin": "xpu"}
+"""Names users type for a device kind (PyTorch's ``cuda``, vendor names): only used to word the error."""
+
+
+def _device_hint(text: str, supported: tuple[str, ...]) -> str:
+    """`` Did you mean 'gpu:0'?`` for ``cuda:0``, ``GPU0`` or ``gpu 0`` when the task runs on that kind; else empty."""
+    found = re.fullmatch(r"([a-z]+)\s*[:\-_ ]?\s*(\d*)", text)
+    if not found:
+        return ""
+    kind = _SYNONYMS.get(found[1], found[1])
+    if kind not in supported:
+        return ""
+    guess = f"{kind}:{int(found[2])}" if found[2] and kind != "cpu" else kind
+    return f" Did you mean {guess!r}?" if guess != text else ""
+
+
+def resolve_device(requested: str | None = "auto", supported: tuple[str, ...] = ("cpu",),
                    probe: DeviceProbe | None = None) -> Device:
     """Turn a user's device string into a :class:`Device`.
 
     ``auto`` tries GPU, then custom devices (npu, then mlu, then any other type alphabetically), then xpu, then CPU,
-    keeping only kinds in ``supported``, and logs a warning when it falls back to CPU. An explicit device is honoured exactly.
+    keeping only kinds in ``supported``, and logs a warning when it falls back to CPU; ``None`` or ``""`` is ``auto``.
+    An explicit device is honoured exactly (case and surrounding spaces aside).
 
     Raises:
-        DeviceUnavailableError: malformed string, a kind the task does not support, or a device that is not present
-            (e.g. ``gpu:1`` with one GPU).
+        DeviceUnavailableError: not a string, a malformed string, a kind the task does not support, or a device
+            that is not present (e.g. ``gpu:1`` with one GPU). A name close to a supported one (``cuda:0``, ``GPU0``)
+            gets "Did you mean 'gpu:0'?".
     """
     probe = probe or _default_probe
-    text = (requested or "auto").strip().lower()
+    if requested is not None and not isinstance(requested, str):
+        raise DeviceUnavailableError(f"device={requested!r} ({type(requested).__name__}) is not a string: give "
+                                     "one of cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto (e.g. device='gpu:0').")
+    text = (requested or "auto").strip().lower()  # None or "" is auto
     if text == "auto":
         if "gpu" in supported and probe.gpu_count() > 0:
             return Device("gpu", 0)
@@ -125,11 +147,13 @@ def resolve_device(requested: str = "auto", supported: tuple[str, ...] = ("cpu",
     match = _DEVICE_RE.match(text)
     if not match:
         raise DeviceUnavailableError(
-            f"Device {requested!r} is not of the form cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto.")
+            f"Device {requested!r} is not of the form cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto."
+            f"{_device_hint(text, supported)}")
     kind, index = match["kind"], int(match["index"] or 0)
     if kind not in supported:
         raise DeviceUnavailableError(
-            f"This task runs on {', '.join(supported)}; device {requested!r} is not supported by it.")
+            f"This task runs on {', '.join(supported)}; device {requested!r} is not supported by it."
+            f"{_device_hint(text, supported)}")
     if kind == "cpu":
         if index != 0:
             raise DeviceUnavailableError(f"Device {requested!r}: use plain 'cpu' (CPU threads are set by num_threads).")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,25 @@ def _default_threads() -> int:
 
 # pydantic's wording where it does not say what to fix: a file reader leaves a blank cell out, so "Field required"
 # was what a user with an empty CSV cell saw.
-_REASONS = {"missing": "missing or empty: a value is required"}
+_REASONS = {"missing": "missing or empty: a value is required",
+            # pydantic: "unable to parse raw data as a unicode string", for a lone surrogate such as "\udcff"
+            # (bytes decoded with errors="surrogateescape", a broken \ud83d escape in JSON): it cannot be UTF-8
+            "string_unicode": "contains an unpaired surrogate (e.g. '\\udcff', left by decoding bytes with "
+                              "errors='surrogateescape' or by a broken \\u escape): decode the source as UTF-8, or "
+                              "replace those characters"}
+
+
+def _reason(err: Any, model: type[BaseModel]) -> str:
+    """What to fix, for one pydantic error of ``model``: pydantic's own message unless it does not say it."""
+    kind = err["type"]
+    if kind in _REASONS:
+        return _REASONS[kind]
+    if kind == "value_error" and "error" in err.get("ctx", {}):  # without pydantic's "Value error, " prefix
+        return str(err["ctx"]["error"])
+    if kind in ("model_type", "model_attributes_type", "dict_type") and not err["loc"]:
+        got = type(err["input"]).__name__
+        return f"got {got}: give a dict of {model.__name__}'s fields or an instance of {model.__name__}"
+    return str(err["msg"])
 
 
 def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: int = 1,
@@ -58,13 +77,65 @@ def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: i
         except ValidationError as exc:
             for err in exc.errors():
                 problems.append({"row": first_row + offset, "field": ".".join(str(p) for p in err["loc"]) or None,
-                                 "reason": _REASONS.get(err["type"], err["msg"])})
+                                 "reason": _reason(err, model)})
     if problems:
         shown = "; ".join(f"row {p['row']}: {p['field'] + ': ' if p['field'] else ''}{p['reason']}"
                           for p in problems[:5])
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
         raise InvalidInputError(f"Invalid input for {model.__name__}: {shown}{more}.", details=problems)
     return out
+
+
+MAX_THREADS = 1024
+"""The most CPU threads ``num_threads`` may ask of a predictor (a larger number is a typo, not a machine)."""
+
+_KEYWORDS = ("device", "precision", "batch_size", "num_threads", "task_path", "device_probe")
+"""``Taskflow``'s own keyword arguments: a misspelt one arrives among the task options and is suggested from here."""
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # True is an int to Python, not a batch size
+
+
+def _unknown_options_message(spec: TaskSpec, unknown: list[str]) -> str:
+    """Names the unknown options, the closest known name of each (a task option or a ``Taskflow`` keyword) and the
+    task's options."""
+    known = [*spec.options, *_KEYWORDS]
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75) if isinstance(name, str) else []
+        if not close and isinstance(name, str):  # case and - vs _ (Batch-Size): compare normalised names
+            folded = {k.lower().replace("-", "_"): k for k in known}
+            close = [folded[name.lower().replace("-", "_")]] if name.lower().replace("-", "_") in folded else []
+        if close:
+            hints.append(f"{name!r}: did you mean {close[0]!r}?")
+    allowed = ", ".join(sorted(spec.options)) or "none"
+    hint = f" ({'; '.join(hints)})" if hints else ""
+    return f"Task {spec.name!r} has no option(s) {unknown}{hint}; its options are: {allowed}."
+
+
+def _is_one_item(inputs: Any) -> bool:
+    """Whether ``inputs`` is one item (a dict, a model, a string, a number, None) rather than a list of items."""
+    return isinstance(inputs, (str, bytes, bytearray, Mapping, BaseModel)) or not isinstance(inputs, Iterable)
+
+
+def _as_items(inputs: Any) -> tuple[bool, Sequence[Any]]:
+    """``(single, items)``: one item as a list of one; a list or tuple as it is; an iterator (generator, ``map``)
+    read into a list. Other iterables (a DataFrame, an array) are one item, which validation names.
+
+    Raises:
+        InvalidInputError: a set or frozenset (it has no order, so results could not be matched to items).
+    """
+    if isinstance(inputs, (list, tuple)):
+        return False, inputs
+    if isinstance(inputs, (set, frozenset)):
+        raise InvalidInputError(f"Got a {type(inputs).__name__} of {len(inputs)} item(s): give a list, so that "
+                                "result i answers item i (a set has no order).",
+                                details=[{"row": None, "field": None, "reason": f"a {type(inputs).__name__}, "
+                                          "not a list"}])
+    if isinstance(inputs, Iterator) and not _is_one_item(inputs):
+        return False, list(inputs)
+    return True, [inputs]
 
 
 class Taskflow:
@@ -80,19 +151,22 @@ class Taskflow:
     Args:
         task: task name or alias (``Taskflow.tasks()`` lists them).
         device: ``cpu``, ``gpu[:N]``, ``npu[:N]``, ``mlu[:N]``, ``xpu[:N]`` or ``auto`` (GPU, then custom devices,
-            then xpu, then CPU with a warning).
-        precision: ``fp32``, ``fp16``, ``bf16`` or ``int8``; one the task does not declare is refused. ``int8`` on CPU
+            then xpu, then CPU with a warning); any case. Another framework's name (``cuda:0``) is refused with the
+            name to write (``gpu:0``).
+        precision: ``fp32``, ``fp16``, ``bf16`` or ``int8`` (any case); one the task does not declare is refused. ``int8`` on CPU
             runs the INT8 ONNX bundle that ``sectorflow models quantize TASK`` built (``sectorflow.int8_store``
             says where it is looked for), on a GPU the fp32 bundle through TensorRT INT8.
-        batch_size: the most items per model forward pass (1 to 65,536).
-        num_threads: CPU threads of the predictor (default ``SECTORFLOW_NUM_THREADS`` or 1).
-        task_path: a user's model bundle folder instead of the task's default bundle.
+        batch_size: the most items per model forward pass (an integer from 1 to 65,536).
+        num_threads: CPU threads of the predictor (an integer from 1 to 1,024; default ``SECTORFLOW_NUM_THREADS``
+            or 1).
+        task_path: a user's model bundle folder (str or path) instead of the task's default bundle.
         device_probe: what hardware exists (tests inject a fake one).
         **options: task-specific options (the task spec's ``options`` lists them).
 
     Raises:
         UnknownTaskError, DeviceUnavailableError, UnsupportedPrecisionError, BundleError, BundleIntegrityError,
-        ConfigError.
+        ConfigError (a bad ``batch_size``/``num_threads``/``task_path``, or an unknown option: the message names the
+        closest real option or keyword, ``batchsize`` -> ``batch_size``).
 
     Thread safety: concurrent calls on one instance give exactly the serial results; stateless tasks run concurrently
     on a predictor pool, stateful tasks (``spec.stateful``) take turns.
@@ -102,18 +176,26 @@ class Taskflow:
                  num_threads: int | None = None, task_path: str | Path | None = None,
                  device_probe: DeviceProbe | None = None, **options: Any) -> None:
         self.spec: TaskSpec = plugins.get_task(task)
+        if isinstance(precision, str) and precision.strip().lower() in PRECISIONS:
+            precision = precision.strip().lower()  # "FP16" as "fp16", like device="GPU:0"
         if precision not in PRECISIONS:
             raise UnsupportedPrecisionError(f"precision={precision!r} is not one of {', '.join(PRECISIONS)}.")
         if precision not in self.spec.precisions:
             raise UnsupportedPrecisionError(
                 f"Task {self.spec.name!r} runs at {', '.join(self.spec.precisions)}; precision={precision!r} is not "
                 f"available for its model.")
-        if not isinstance(batch_size, int) or not 1 <= batch_size <= 65536:
+        if not _is_int(batch_size) or not 1 <= batch_size <= 65536:
             raise ConfigError(f"batch_size={batch_size!r}: give an integer from 1 to 65536.")
+        if num_threads is not None and (not _is_int(num_threads) or not 1 <= num_threads <= MAX_THREADS):
+            raise ConfigError(f"num_threads={num_threads!r}: give an integer from 1 to {MAX_THREADS} (CPU threads of "
+                              f"the predictor), or leave it out for SECTORFLOW_NUM_THREADS or 1.")
+        if task_path is not None and not isinstance(task_path, (str, os.PathLike)):
+            raise ConfigError(f"task_path={task_path!r} ({type(task_path).__name__}): give the path of a model "
+                              "bundle folder (str or pathlib.Path), or leave it out for the task's own bundle.")
         unknown = sorted(set(options) - set(self.spec.options))
         if unknown:
-            allowed = ", ".join(sorted(self.spec.options)) or "none"
-            raise ConfigError(f"Task {self.spec.name!r} has no option(s) {unknown}; its options are: {allowed}.")
+            raise ConfigError(_unknown_options_message(self.spec, unknown),
+                              details={"unknown": unknown, "options": sorted(self.spec.options)})
         self.device = resolve_device(device, self.spec.devices, device_probe)
         self.precision = precision
         self.batch_size = batch_size
@@ -198,20 +280,23 @@ class Taskflow:
     # --- calling -------------------------------------------------------------------------------------------------
 
     def __call__(self, inputs: Any, *, context: CallContext | None = None) -> Any:
-        """Run the task on one item (dict or input model) or a list of items.
+        """Run the task on one item (dict, input model, or a string for a text task) or a list of items.
 
-        Returns one output-model instance for one item, a list for a list (same order).
+        Returns one output-model instance for one item, a list for a list, tuple or iterator (a generator, ``map``;
+        read whole, see :meth:`stream` for long ones), in the same order.
 
         Raises:
-            InvalidInputError: an item does not fit the input model (``details`` lists rows and fields).
+            InvalidInputError: an item does not fit the input model (``details`` lists rows and fields), or a set
+                (no order, so result ``i`` could not answer item ``i``).
         """
-        single = isinstance(inputs, (dict, BaseModel)) or not isinstance(inputs, (list, tuple))
-        items = [inputs] if single else list(inputs)
+        single, items = _as_items(inputs)
         results = self.run(items, context=context)
         return results[0] if single else results
 
     def run(self, items: Sequence[Any], *, context: CallContext | None = None, first_row: int = 1) -> list[Any]:
-        """Run the task on a list of items; always returns a list. ``first_row`` numbers rows in errors."""
+        """Run the task on a list of items; always returns a list (one item alone, e.g. a string, is a list of one).
+        ``first_row`` numbers rows in errors."""
+        items = _as_items(items)[1]
         context = context or CallContext()
         pipeline, meta = self._current
         start = time.perf_counter()
@@ -287,7 +372,10 @@ class Taskflow:
         """Yield one result per input item, in order, holding at most ``chunk_size`` items (default
         ``batch_size``) in memory at a time."""
         size = chunk_size or self.batch_size
-        iterator = iter(iterable)
+        if not _is_int(size) or size < 1:
+            raise ConfigError(f"chunk_size={chunk_size!r}: give a positive integer (items held at a time).")
+        iterator = iter(_as_items(iterable)[1] if _is_one_item(iterable) or isinstance(iterable, (set, frozenset))
+                        else iterable)
         row = 1
         while chunk := list(itertools.islice(iterator, size)):
             yield from self.run(chunk, context=context, first_row=row)

@@ -245,3 +245,28 @@ def test_a_bundle_can_ask_for_a_cpu_predictor_without_onednn(echo_registry, echo
     assert "enable_mkldnn" not in call_names(without) and without.mkldnn_enabled() is False
     a, b = tuned({"text": "same"}), default({"text": "same"})
     assert a.text == b.text and a.scores == pytest.approx(b.scores, abs=1e-5)  # same weights, other kernels
+
+
+@pytest.mark.parametrize(
+    ("requested", "supported", "message"),
+    [
+        ("cuda", ("cpu", "gpu"), "This task runs on cpu, gpu; device 'cuda' is not supported by it. Did you mean 'gpu'?"),
+        ("cuda:1", ALL, "This task runs on cpu, gpu, npu, mlu, xpu; device 'cuda:1' is not supported by it. "
+                        "Did you mean 'gpu:1'?"),
+        ("GPU0", ALL, "Device 'GPU0' is not of the form cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto. "
+                      "Did you mean 'gpu:0'?"),
+        ("ascend", ALL, "This task runs on cpu, gpu, npu, mlu, xpu; device 'ascend' is not supported by it. "
+                        "Did you mean 'npu'?"),
+        ("cuda", ("cpu",), "This task runs on cpu; device 'cuda' is not supported by it."),  # no gpu: no hint
+        (3, ALL, "device=3 (int) is not a string: give one of cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto "
+                 "(e.g. device='gpu:0')."),
+    ],
+)
+def test_a_device_name_from_another_framework_or_of_the_wrong_type_says_what_to_write(requested, supported, message):
+    with pytest.raises(DeviceUnavailableError) as info:
+        resolve_device(requested, supported, FakeProbe(gpus=2, custom={"npu": 1}))
+    assert str(info.value) == message
+
+
+def test_none_is_auto():
+    assert resolve_device(None, ALL, FakeProbe(gpus=1)) == Device("gpu", 0)

@@ -391,7 +391,7 @@ def test_an_item_of_the_wrong_type_is_named_by_row_without_a_field():
 
     with pytest.raises(InvalidInputError) as info:
         validate_items(Item, [{"text": "ok"}, 123], first_row=1)
-    assert "row 2: Input should be a valid dictionary" in info.value.message
+    assert "row 2: got int: give a dict of Item's fields or an instance of Item." in info.value.message
     assert "None" not in info.value.message
     assert info.value.details == [{"row": 2, "field": None, "reason": info.value.details[0]["reason"]}]
 
@@ -465,3 +465,63 @@ def test_input_context_from_options_reaches_validation_of_raw_items_only(registr
 
 def test_tasks_without_input_context_have_none(echo_registry):
     assert Taskflow("echo").input_context is None
+
+
+# --- arguments and inputs a user gets wrong (fresh-user pass) -------------------------------------------------------
+
+def test_a_misspelt_option_or_keyword_is_named_with_the_closest_real_one(echo_registry):
+    with pytest.raises(ConfigError) as info:
+        Taskflow("echo", upercase=True)
+    assert info.value.message == ("Task 'echo' has no option(s) ['upercase'] ('upercase': did you mean 'uppercase'?); "
+                                  "its options are: uppercase.")
+    assert info.value.details == {"unknown": ["upercase"], "options": ["uppercase"]}
+    with pytest.raises(ConfigError, match=r"\('batchsize': did you mean 'batch_size'\?\)"):
+        Taskflow("echo", batchsize=8)
+    with pytest.raises(ConfigError, match=r"\('Num_Threads': did you mean 'num_threads'\?\)"):
+        Taskflow("echo", Num_Threads=2)
+    with pytest.raises(ConfigError, match=r"has no option\(s\) \['colour'\]; its options"):  # nothing close
+        Taskflow("echo", colour="red")
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1025, 10**9, 1.5, "2", True])
+def test_num_threads_outside_1_to_1024_or_not_an_integer_is_refused(echo_registry, bad):
+    with pytest.raises(ConfigError, match=r"give an integer from 1 to 1024 \(CPU threads"):
+        Taskflow("echo", num_threads=bad)
+
+
+def test_num_threads_and_batch_size_that_are_integers_pass_and_bools_do_not(echo_registry):
+    tf = Taskflow("echo", num_threads=2, batch_size=1)
+    assert (tf.num_threads, tf.pipeline.num_threads, tf.batch_size) == (2, 2, 1)
+    with pytest.raises(ConfigError, match=r"batch_size=True: give an integer from 1 to 65536"):
+        Taskflow("echo", batch_size=True)
+
+
+def test_precision_in_capitals_is_read_and_a_non_string_task_path_is_a_config_error(echo_registry):
+    assert Taskflow("echo", precision=" FP32 ").precision == "fp32"
+    assert Taskflow("echo", precision="FP32")({"text": "hi"}).meta.precision == "fp32"
+    with pytest.raises(ConfigError, match=r"task_path=3 \(int\): give the path of a model bundle folder"):
+        Taskflow("echo", task_path=3)
+
+
+def test_a_generator_or_map_is_a_list_of_items_and_a_set_is_refused(echo_registry):
+    tf = Taskflow("echo")
+    expected = dumps(tf([{"text": "a b"}, {"text": "ccc"}]))
+    assert dumps(tf({"text": t} for t in ["a b", "ccc"])) == expected
+    assert dumps(tf(map(lambda t: {"text": t}, ["a b", "ccc"]))) == expected
+    assert dumps(tf.run({"text": "a b"})) == expected[:1]  # one item given to run() is a list of one
+    assert dumps(tf.stream({"text": "ccc"})) == expected[1:]  # and to stream(): not its keys one by one
+    assert tf(iter([])) == []
+    with pytest.raises(InvalidInputError, match=r"Got a set of 2 item\(s\): give a list, so that result i answers "
+                                                 r"item i \(a set has no order\)"):
+        tf({"x", "y"})
+    with pytest.raises(ConfigError, match=r"chunk_size=-1: give a positive integer"):
+        list(tf.stream([{"text": "a"}], chunk_size=-1))
+
+
+def test_a_lone_surrogate_in_a_text_says_how_to_fix_it(echo_registry):
+    with pytest.raises(InvalidInputError) as info:
+        Taskflow("echo")([{"text": "ok"}, {"text": "bad \udcff byte"}])
+    (problem,) = info.value.details
+    assert (problem["row"], problem["field"]) == (2, "text")
+    assert problem["reason"].startswith("contains an unpaired surrogate (e.g. '\\udcff'")
+    assert "decode the source as UTF-8" in problem["reason"]
