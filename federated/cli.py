@@ -77,6 +77,11 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
         raise typer.Exit(code)
     from .simulation import simulate
 
+    for out in (report, weights):  # made before the run, which may take hours: not a crash after it
+        if out is not None:
+            if out.is_dir():
+                raise ConfigError(f"{out} is a folder: give a file name (e.g. {out / 'report.json'}).")
+            out.parent.mkdir(parents=True, exist_ok=True)
     result = simulate(cfg, verbose=verbose)
     summary = result.summary()
     if report:

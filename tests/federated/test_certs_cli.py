@@ -108,3 +108,31 @@ def test_federate_app_writes_a_flower_app_that_flwr_can_read(tmp_path):
     finally:
         sys.path.remove(str(out))
         sys.modules.pop("sectorflow_app", None)
+
+
+def test_report_and_weights_go_to_folders_that_do_not_exist_yet(tmp_path, monkeypatch, registry):
+    """Fresh-user check: `--report out/run.json` in a fresh clone (out/ is git-ignored, so absent) would have
+    crashed with FileNotFoundError after the whole run; the folders are made before the run starts."""
+    import json
+
+    import numpy as np
+
+    import toy_trainable
+    from sectorflow.federated import simulation
+    from sectorflow.federated.strategy import RunReport
+
+    registry({"toy": toy_trainable.ToyPlugin()})
+    config = tmp_path / "federation.toml"
+    config.write_text('task = "toy"\nrounds = 1\n[strategy]\nmin_fit_clients = 2\nmin_available_clients = 2\n'
+                      '[[institutions]]\nn = 8\n[[institutions]]\nn = 8\n')
+    done = RunReport(run_id="r1", task="toy", model="linear", strategy="fedavg",
+                     weights=[np.ones(1, np.float32), np.full(4, 2.0, np.float32)], model_sha256="ab")
+    monkeypatch.setattr(simulation, "simulate", lambda cfg, verbose=False: done)  # the run itself: not under test
+    report, weights = tmp_path / "out" / "run.json", tmp_path / "out" / "w" / "global.npz"
+    result = CliRunner().invoke(_app(), ["federate", "toy", "--config", str(config), "--report", str(report),
+                                         "--weights", str(weights)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(report.read_text())["run_id"] == "r1"
+    assert np.load(weights)["w"].tolist() == [2.0] * 4
+    result = CliRunner().invoke(_app(), ["federate", "toy", "--config", str(config), "--report", str(tmp_path)])
+    assert isinstance(result.exception, ConfigError) and "is a folder" in str(result.exception)
