@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import Request
 
 from .. import plugins
-from .auth import ApiKey, presented_secret
+from .auth import CONFLICTING, ApiKey, presented_secret
 
 log = logging.getLogger("sectorflow.serving.access")
 SECURITY_SCHEMES = {
@@ -119,8 +119,9 @@ def require(scope: str):  # noqa: ANN201 - a FastAPI dependency
         secret = presented_secret(request.headers.get("authorization"), request.headers.get("x-api-key"))
         key = state.keys.authenticate(secret)
         allowed = key is not None and (not scope or key.allows(scope))
-        reason = ("ok" if allowed else "no API key" if not secret else "unknown API key" if key is None
-                  else f"key lacks scope {scope!r}")
+        reason = ("ok" if allowed else "no API key" if not secret else
+                  "two different API keys (Authorization and X-API-Key)" if secret == CONFLICTING else
+                  "unknown API key" if key is None else f"key lacks scope {scope!r}")
         route = request.scope.get("route")
         await record_access_decision_async(AccessDecision(
             actor=key.id if key else None, tenant=key.tenant if key else None, scope=scope or "authenticated",
@@ -128,7 +129,8 @@ def require(scope: str):  # noqa: ANN201 - a FastAPI dependency
             route=f"{request.method} {getattr(route, 'path', 'unmatched')}",
             roles=key.roles if key else ()), state.observer_executor)
         if key is None:
-            raise AccessDenied(401, f"{reason.capitalize()}: send 'Authorization: Bearer <key>' or 'X-API-Key'.")
+            how = "one of them" if secret == CONFLICTING else "'Authorization: Bearer <key>' or 'X-API-Key'"
+            raise AccessDenied(401, f"{reason[0].upper()}{reason[1:]}: send {how}.")
         if not allowed:
             raise AccessDenied(403, f"API key {key.id!r} lacks the scope {scope!r}.")
         request.state.api_key = key

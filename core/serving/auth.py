@@ -92,12 +92,20 @@ class KeyStore:
         return found
 
 
+CONFLICTING = "\x00two different keys"
+"""What :func:`presented_secret` returns for a request carrying two different keys: it matches no key."""
+
+
 def presented_secret(authorization: str | None, x_api_key: str | None) -> str | None:
-    """The secret from ``Authorization: Bearer ...`` or ``X-API-Key``."""
-    if x_api_key:
-        return x_api_key.strip()
+    """The secret from ``Authorization: Bearer ...`` or ``X-API-Key``; :data:`CONFLICTING` when both headers carry
+    different keys (refused as unknown: X-API-Key used to win silently, so a client's header overrode the identity a
+    proxy had put in ``Authorization``)."""
+    bearer = None
     if authorization:
         scheme, _, value = authorization.partition(" ")
         if scheme.lower() == "bearer" and value.strip():
-            return value.strip()
-    return None
+            bearer = value.strip()
+    api_key = x_api_key.strip() if x_api_key else None
+    if bearer and api_key and bearer != api_key:
+        return CONFLICTING
+    return api_key or bearer

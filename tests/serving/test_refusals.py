@@ -171,3 +171,21 @@ def test_observers_that_do_not_block_run_on_the_event_loop(server, decisions):
     finally:
         plugins.get_plugin_manager().unregister(name="where")
     assert seen == [server.thread.name]
+
+
+def test_two_different_keys_in_one_request_are_refused(server, decisions):
+    """Fresh-user finding: with 'Authorization: Bearer A' and 'X-API-Key: B', the server silently used B (a
+    client's header overrode the identity a proxy had put in Authorization); with B invalid and A valid it refused,
+    the other way round it accepted. Two different keys are now refused; the same key in both headers is fine."""
+    alice, bob = auth("alice")["Authorization"][7:], auth("bob")["Authorization"][7:]
+    for headers in ({"Authorization": f"Bearer {bob}", "X-API-Key": alice},
+                    {"Authorization": f"Bearer {alice}", "X-API-Key": "sf_wrong"}):
+        r = server.client.post("/v1/tasks/echo", headers=headers, json={"inputs": [{"text": "a"}]})
+        assert r.status_code == 401
+        assert r.json()["message"] == "Two different API keys (Authorization and X-API-Key): send one of them."
+    same = server.client.post("/v1/tasks/echo", headers={"Authorization": f"Bearer {alice}", "X-API-Key": alice},
+                              json={"inputs": [{"text": "a"}]})
+    assert same.status_code == 200
+    assert [(actor, ok) for actor, ok, _ in decisions.seen] == [("anonymous", False)] * 2 + [("alice", True)]
+    r = server.client.post("/v1/tasks/echo", json={"inputs": [{"text": "a"}]})
+    assert r.json()["message"] == "No API key: send 'Authorization: Bearer <key>' or 'X-API-Key'."
