@@ -4,6 +4,7 @@ configuration changes), with fail-closed handling for regulated tasks and retrie
 from __future__ import annotations
 
 import atexit
+import importlib.metadata
 import logging
 import threading
 import time
@@ -140,6 +141,11 @@ def _record_plugins(audit_log: AuditLog) -> None:
 
     pm = plugins.get_plugin_manager()
     versions = {pm.get_name(p): f"{d.project_name}=={d.version}" for p, d in pm.list_plugin_distinfo()}
+    # The core loads entry points itself (pluggy's distinfo is then empty: every plugin.loaded record said
+    # "distribution": null); the distribution is the entry point's.
+    for ep in importlib.metadata.entry_points(group=getattr(plugins, "ENTRY_POINT_GROUP", "sectorflow")):
+        if ep.dist is not None:
+            versions.setdefault(ep.name, f"{ep.dist.name}=={ep.dist.version}")
     for name, _plugin in sorted(pm.list_name_plugin(), key=lambda x: str(x[0])):
         if name in _plugins_recorded:
             continue
