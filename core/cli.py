@@ -93,7 +93,9 @@ def run_command(
     task: str = typer.Argument(..., help="Task name, e.g. aml."),
     source: str = typer.Argument(..., help="Input file (JSON lines, CSV or a task format; .gz ok) or - for stdin."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write JSON lines here (default stdout)."),
-    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format: jsonl, csv, or a task's own."),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format: jsonl, csv, or a task's own (any case). Default: by "
+                                       "the file's suffix (.csv; .jsonl, .json, .ndjson or none: jsonl; a task "
+                                       "format's name); another suffix (.txt) needs --format."),
     device: str = typer.Option("cpu", help="cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto."),
     precision: str = typer.Option("fp32", help="fp32, fp16, bf16 or int8."),
     batch_size: int = typer.Option(256, help="Items per model forward pass."),

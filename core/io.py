@@ -180,6 +180,11 @@ def field_pairs(flag: str, what: str, items: list[str] | tuple[str, ...]) -> dic
     return pairs
 
 
+JSON_LINES_SUFFIXES = frozenset({"jsonl", "json", "ndjson", "jl"})
+"""File suffixes read as JSON lines without ``--format``; a file without a suffix (or ``-``) is too. Any other
+suffix that is neither ``csv`` nor one of the task's own formats needs ``--format`` (:func:`reader_for`)."""
+
+
 def guess_format(source: str | Path) -> str:
     """``csv`` for ``*.csv[.gz]``, else ``jsonl``."""
     name = str(source).lower().removesuffix(".gz")
@@ -201,7 +206,10 @@ def takes_context(factory: Any) -> bool:
 def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: Mapping[str, str] | None = None,
                defaults: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None) -> Reader:
     """The reader for ``fmt`` (task-specific formats first), or the guess from the file name: the task's own format
-    whose name is the file's suffix (``.gz`` ignored), else ``csv`` for ``*.csv``, else ``jsonl``.
+    whose name is the file's suffix (``.gz`` ignored), else ``csv`` for ``*.csv``, else ``jsonl`` for a name ending in
+    one of :data:`JSON_LINES_SUFFIXES` or without a suffix (``-``, standard input). Another suffix (``notes.txt`` for a
+    task without a ``txt`` format) is a ``ConfigError`` asking for ``--format``: read as JSON lines, every row was
+    "not JSON".
 
     ``mapping`` (``{input_field: source_column}``, ``sectorflow run --column``) and ``defaults`` (``{input_field:
     value}``, ``--default``), when either is non-empty, are handed to the format's reader factory
@@ -228,7 +236,16 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
         # that format; otherwise csv or jsonl by name.
         suffix = Path(str(source).lower().removesuffix(".gz")).suffix.lstrip(".")
         fmt = suffix if suffix in own else guess_format(source)
+        if fmt == "jsonl" and suffix and suffix not in JSON_LINES_SUFFIXES:
+            # a .txt or .tsv read as JSON lines fails on every row with "not JSON": say so once, before any model loads
+            formats = ", ".join(sorted(set(readers) | set(factories)))
+            raise ConfigError(f"Cannot tell the format of {source} from its name (.{suffix}): task {spec.name!r} "
+                              f"reads {formats}. Give --format, e.g. --format jsonl for one JSON object per line, "
+                              "or save it as .csv with a header row.",
+                              details={"source": str(source), "formats": sorted(set(readers) | set(factories))})
     formats = set(readers) | set(factories)
+    if fmt not in formats and fmt.strip().lower() in formats:
+        fmt = fmt.strip().lower()  # --format CSV
     if fmt not in formats:
         raise ConfigError(f"Task {spec.name!r} reads the formats {', '.join(sorted(formats))}; not {fmt!r}.")
     builtin = fmt in BUILTIN_READERS and fmt not in own

@@ -241,7 +241,7 @@ def _gzip_bytes(text: str) -> bytes:
 
 @pytest.mark.parametrize(
     ("name", "content", "fmt", "fragment"),
-    [("bin.dat", bytes(range(256)) * 4, None, "is not UTF-8 text"),
+    [("bin", bytes(range(256)) * 4, None, "is not UTF-8 text"),  # no suffix: guessed JSON lines
      ("bin.dat", bytes(range(256)) * 4, "jsonl", "is not UTF-8 text"),
      ("bin.dat", bytes(range(256)) * 4, "csv", "is not UTF-8 text"),
      ("bin.dat", bytes(range(256)) * 4, "lines", "is not UTF-8 text"),  # a plugin's reader
@@ -382,3 +382,21 @@ def test_a_run_that_fails_part_way_leaves_no_partial_output_and_keeps_the_earlie
     code, _, err = cli("run", "echo", str(source), "--output", str(target))
     assert code == 0 and len(target.read_text().splitlines()) == 2500
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+
+
+def test_a_file_whose_suffix_names_no_format_asks_for_format_before_loading_a_model(cli, tmp_path):
+    """notes.txt for a task without a txt format was read as JSON lines: every row 'not JSON: Expecting value'."""
+    source = tmp_path / "notes.txt"
+    source.write_text("hello world\nbye\n")
+    code, out, err = cli("run", "echo", str(source))
+    assert code == 2 and out == ""
+    assert (f"Cannot tell the format of {source} from its name (.txt): task 'echo' reads csv, jsonl, lines. Give "
+            "--format, e.g. --format jsonl") in err
+    code, out, err = cli("run", "echo", str(source), "--format", "LINES")  # an explicit format, in any case
+    assert code == 0, err
+    assert [json.loads(line)["text"] for line in out.splitlines()] == ["hello world", "bye"]
+    for name in ("in.ndjson", "in.json", "noext"):  # JSON lines by name, or no suffix at all
+        other = tmp_path / name
+        other.write_text('{"text": "hi"}\n')
+        code, out, err = cli("run", "echo", str(other))
+        assert code == 0 and json.loads(out)["text"] == "hi", err
