@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from ..spec import ResultMeta, TaskSpec
 
@@ -53,8 +53,16 @@ class ReloadRequest(BaseModel):
     """Body of ``POST /v1/admin/models/{task}/reload``."""
 
     model_config = ConfigDict(extra="forbid")
-    task_path: str | None = Field(default=None, max_length=4096,
+    task_path: str | None = Field(default=None, min_length=1, max_length=4096,
                                   description="Bundle folder on the server; omitted: the task's configured bundle.")
+
+    @field_validator("task_path")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        # a NUL made Path.resolve() raise ValueError (500) when allowed_bundle_roots is set
+        if value is not None and "\x00" in value:
+            raise ValueError("task_path holds a NUL character (\\u0000): give the bundle folder's path")
+        return value
 
 
 class ReloadResponse(BaseModel):

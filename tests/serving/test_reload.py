@@ -128,3 +128,12 @@ def test_a_task_option_that_changes_how_raw_items_are_read_is_refused_by_the_ser
                                                      "input is read")
     scored = server.client.post("/v1/tasks/score", headers=auth("alice"), json={"inputs": [{"features": [1, 1, 1, 1]}]})
     assert scored.status_code == 200 and scored.json()["outputs"][0]["score"] == pytest.approx(4.0)
+
+
+def test_a_task_path_with_a_nul_or_empty_is_422_not_500(server, bundles):
+    """Fresh-user finding: with allowed_bundle_roots set, a task_path holding a NUL made Path.resolve() raise
+    ValueError: a 500."""
+    for bad, says in ((str(bundles["root"]) + "/v1\u0000x", "NUL character"), ("", "at least 1 character")):
+        r = server.client.post("/v1/admin/models/score/reload", headers=auth("admin"), json={"task_path": bad})
+        assert r.status_code == 422, r.text
+        assert r.json()["details"][0]["field"] == "task_path" and says in r.json()["details"][0]["reason"]
