@@ -28,9 +28,12 @@ log = logging.getLogger("sectorflow.taskflow")
 def _default_threads() -> int:
     raw = os.environ.get("SECTORFLOW_NUM_THREADS", "1")
     try:
-        return max(1, int(raw))
+        value = max(1, int(raw))
     except ValueError as exc:
         raise ConfigError(f"SECTORFLOW_NUM_THREADS={raw!r} is not an integer.") from exc
+    if value > MAX_THREADS:
+        raise ConfigError(f"SECTORFLOW_NUM_THREADS={raw!r}: give an integer from 1 to {MAX_THREADS}.")
+    return value
 
 
 # pydantic's wording where it does not say what to fix: a file reader leaves a blank cell out, so "Field required"
@@ -91,6 +94,23 @@ MAX_THREADS = 1024
 
 _KEYWORDS = ("device", "precision", "batch_size", "num_threads", "task_path", "device_probe")
 """``Taskflow``'s own keyword arguments: a misspelt one arrives among the task options and is suggested from here."""
+
+
+def _check_task_path(task_path: Any) -> None:
+    if task_path is not None and not isinstance(task_path, (str, os.PathLike)):
+        raise ConfigError(f"task_path={task_path!r} ({type(task_path).__name__}): give the path of a model bundle "
+                          "folder (str or pathlib.Path), or leave it out for the task's own bundle.")
+
+
+def _check_context(context: Any) -> CallContext:
+    """``context`` itself, or a fresh :class:`CallContext` for ``None``; anything else is refused, since observers
+    (the audit log) read ``context.actor``."""
+    if context is None:
+        return CallContext()
+    if not isinstance(context, CallContext):
+        raise ConfigError(f"context={context!r} ({type(context).__name__}): give a sectorflow.CallContext, e.g. "
+                          "CallContext(actor='dr.li', tenant='ward-3'), or leave it out.")
+    return context
 
 
 def _is_int(value: Any) -> bool:
@@ -189,9 +209,7 @@ class Taskflow:
         if num_threads is not None and (not _is_int(num_threads) or not 1 <= num_threads <= MAX_THREADS):
             raise ConfigError(f"num_threads={num_threads!r}: give an integer from 1 to {MAX_THREADS} (CPU threads of "
                               f"the predictor), or leave it out for SECTORFLOW_NUM_THREADS or 1.")
-        if task_path is not None and not isinstance(task_path, (str, os.PathLike)):
-            raise ConfigError(f"task_path={task_path!r} ({type(task_path).__name__}): give the path of a model "
-                              "bundle folder (str or pathlib.Path), or leave it out for the task's own bundle.")
+        _check_task_path(task_path)
         unknown = sorted(set(options) - set(self.spec.options))
         if unknown:
             raise ConfigError(_unknown_options_message(self.spec, unknown),
@@ -258,7 +276,8 @@ class Taskflow:
         old one keeps serving and the error is raised. A stateful task's new pipeline takes over the old one's state
         (:meth:`Pipeline.adopt_state`) between two calls. Returns the new result metadata.
         """
-        context = context or CallContext()
+        _check_task_path(task_path)
+        context = _check_context(context)
         with self._swap_lock:
             old = self.meta
             pipeline, meta = self._build(task_path, context)
@@ -297,7 +316,7 @@ class Taskflow:
         """Run the task on a list of items; always returns a list (one item alone, e.g. a string, is a list of one).
         ``first_row`` numbers rows in errors."""
         items = _as_items(items)[1]
-        context = context or CallContext()
+        context = _check_context(context)
         pipeline, meta = self._current
         start = time.perf_counter()
         try:

@@ -525,3 +525,25 @@ def test_a_lone_surrogate_in_a_text_says_how_to_fix_it(echo_registry):
     assert (problem["row"], problem["field"]) == (2, "text")
     assert problem["reason"].startswith("contains an unpaired surrogate (e.g. '\\udcff'")
     assert "decode the source as UTF-8" in problem["reason"]
+
+
+def test_a_context_that_is_no_call_context_and_a_bad_reload_path_are_config_errors(echo_registry):
+    tf = Taskflow("echo")
+    for call in (lambda: tf({"text": "hi"}, context="dr.li"), lambda: tf.run([{"text": "hi"}], context={"actor": "x"}),
+                 lambda: tf.reload(context="dr.li")):
+        with pytest.raises(ConfigError, match=r"give a sectorflow.CallContext, e.g. CallContext\(actor='dr.li'"):
+            call()
+    assert "call_started" not in [e.kind for e in echo_registry.events if e.kind != "model_loaded"]
+    with pytest.raises(ConfigError, match=r"task_path=3 \(int\): give the path of a model bundle folder"):
+        tf.reload(3)
+    assert tf({"text": "hi"}, context=CallContext(actor="dr.li")).text == "hi"  # still serving
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("2", 2), ("0", 1), ("1025", None), ("abc", None)])
+def test_sectorflow_num_threads_is_read_and_bounded(echo_registry, monkeypatch, raw, expected):
+    monkeypatch.setenv("SECTORFLOW_NUM_THREADS", raw)
+    if expected is None:
+        with pytest.raises(ConfigError, match=rf"SECTORFLOW_NUM_THREADS='{raw}'"):
+            Taskflow("echo")
+    else:
+        assert Taskflow("echo").num_threads == expected
