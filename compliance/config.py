@@ -25,7 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from .errors import AuditConfigError
 
@@ -69,6 +69,13 @@ class AuditConfig(BaseModel):
     operators: frozenset[str] = frozenset()
     pg_schema: str = Field("sectorflow_audit", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
+
+    @field_validator("db")
+    @classmethod
+    def _known_store(cls, value: str | None) -> str | None:
+        if value and "://" in value and not value.startswith(("postgresql://", "postgres://", "sqlite:///")):
+            raise ValueError(f"{value!r} is neither a SQLite file path (or sqlite:///path) nor a postgresql:// DSN")
+        return value
 
     @model_validator(mode="after")
     def _check(self) -> AuditConfig:

@@ -148,6 +148,7 @@ def load_key_file(path: str | Path) -> KeyFile:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format") != FORMAT:
             raise ValueError(f"format is {data.get('format')!r}, expected {FORMAT!r}")
+        _check_private(path)
         return KeyFile(path, Ed25519PrivateKey.from_private_bytes(unb64(data["signing_key"])),
                        unb64(data["hmac_key"]), unb64(data["kek"]), data.get("created", ""),
                        list(data.get("previous", [])))
@@ -155,6 +156,24 @@ def load_key_file(path: str | Path) -> KeyFile:
         raise AuditKeyError(f"No audit key file at {path}: create one with `sectorflow audit keygen {path}`.") from exc
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise AuditKeyError(f"Audit key file {path} is unreadable: {exc}.") from exc
+
+
+def _check_private(path: Path) -> None:
+    """Refuse a key file that other users may read or that its group may change (POSIX): it holds the signing key,
+    the digest key and the key-wrapping key (a fresh-user check found a 0644 key file accepted without a word).
+    Group read (0640, a service account's group) is allowed."""
+    if os.name != "posix":
+        return
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        return  # reported by the reader, with the keygen hint
+    except OSError as exc:
+        raise AuditKeyError(f"Audit key file {path} is unreadable: {exc}.") from exc
+    if mode & 0o027:
+        raise AuditKeyError(f"Audit key file {path} has mode {mode:04o}: other users can read or change it, and it "
+                            f"holds the signing, digest and key-wrapping keys. Run `chmod 600 {path}` (or 640 for a "
+                            f"service account's group).")
 
 
 def write_trust_file(keys: dict[str, bytes], path: str | Path) -> None:

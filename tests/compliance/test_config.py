@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -53,3 +54,26 @@ def test_key_file_errors(tmp_path: Path, audited: Any) -> None:
         load_key_file(tmp_path / "bad.json")
     with pytest.raises(AuditConfigError, match="SECTORFLOW_AUDIT_KEY"):
         audited(SECTORFLOW_AUDIT_KEY=None)
+
+
+def test_a_store_url_of_another_database_is_refused() -> None:
+    """Fresh-user finding: SECTORFLOW_AUDIT_DB=mysql://x was taken for a SQLite path ("No audit log at mysql://x:
+    the file does not exist")."""
+    with pytest.raises(AuditConfigError, match="'mysql://x' is neither a SQLite file path .* nor a postgresql:// DSN"):
+        load_config({"SECTORFLOW_AUDIT_DB": "mysql://x"})
+    assert load_config({"SECTORFLOW_AUDIT_DB": "sqlite:///var/audit.db"}).db == "sqlite:///var/audit.db"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_a_key_file_other_users_can_read_is_refused(tmp_path: Path) -> None:
+    """Fresh-user finding: a key file left at mode 0644 (signing, digest and key-wrapping keys) was used without a
+    word. 0600 and 0640 (a service account's group) are accepted."""
+    path = tmp_path / "k.json"
+    kf = generate_key_file(path)
+    for mode in (0o644, 0o604, 0o660):
+        path.chmod(mode)
+        with pytest.raises(AuditKeyError, match=f"has mode {mode:04o}: other users can read or change it.*chmod 600"):
+            load_key_file(path)
+    for mode in (0o600, 0o640, 0o400):
+        path.chmod(mode)
+        assert load_key_file(path).key_id == kf.key_id
