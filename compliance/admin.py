@@ -126,8 +126,9 @@ class AuditAdmin:
         """Move records older than ``retention_days`` out of the live store into a gzip JSON-lines archive file.
 
         The file holds a signed checkpoint, then every record with its inclusion proof against it; it is written
-        and fsynced before the store clears those bodies (leaf hashes stay, so the tree still verifies), and an
-        ``audit.archived`` record names the file and its SHA-256. Nothing is deleted without its archive.
+        and fsynced, then an ``audit.archived`` record names the file, its SHA-256 and the range, and only then does
+        the store clear those bodies (leaf hashes stay, so the tree still verifies). Nothing is deleted without its
+        archive and its record.
         Returns the archive path, or ``None`` when nothing has expired.
         """
         cutoff = utc_iso((now or datetime.now(timezone.utc)) - timedelta(days=self.log.config.retention_days))
@@ -152,11 +153,14 @@ class AuditAdmin:
         with open(path, "rb") as fh:
             os.fsync(fh.fileno())
             digest = hashlib.sha256(fh.read()).hexdigest()
-        with self.log._lock, self.log.store.transaction():
-            self.log.store.mark_archived(start, stop, path.name)
+        # The record first, then the bodies cleared: verify treats a body cleared under a file name that no
+        # audit.archived record names as tampering, so a crash between the two must leave bodies, not bare names
+        # (a rerun archives them again, to a new file).
         self.log.append("audit.archived", actor=self.actor, source=self.source, outcome="success",
                         details={"first_seq": start, "last_seq": stop - 1, "file": path.name, "sha256": digest,
                                  "retention_days": self.log.config.retention_days})
+        with self.log._lock, self.log.store.transaction():
+            self.log.store.mark_archived(start, stop, path.name)
         return path
 
     def read_payloads(self, seq: int) -> list[dict[str, Any]]:

@@ -247,3 +247,32 @@ def test_check_proof_of_a_file_that_is_no_proof_says_so(tmp_path: Path, capsys: 
     code, out = run(["audit", "check-proof", str(tmp_path / name), "--trust", str(trust)], capsys)
     assert code == 2 and "Traceback" not in out, out
     assert f"{tmp_path / name} is not a proof file" in " ".join(out.split()), out
+
+
+def test_an_archive_run_that_stops_before_clearing_bodies_leaves_a_clean_log(audited: Any, tmp_path: Path,
+                                                                             capsys: pytest.CaptureFixture[str],
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit.archived record is appended before the bodies are cleared: a crash between the two leaves bodies
+    in place (verify OK, a rerun archives them again), never cleared bodies that no record names (tampering)."""
+    import getpass
+    from datetime import datetime, timezone
+
+    from sectorflow.compliance.admin import AuditAdmin
+
+    lg = audited()
+    Taskflow("score")(TXNS)
+
+    def crash(*args: Any) -> None:
+        raise OSError("power cut")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(type(lg.store), "mark_archived", crash)
+        with pytest.raises(OSError, match="power cut"):
+            AuditAdmin(lg, getpass.getuser()).archive_expired(tmp_path / "a1",
+                                                              now=datetime(2099, 1, 1, tzinfo=timezone.utc))
+    code, out = run(["audit", "verify"], capsys)
+    assert code == 0 and "archived: 0" in out, out
+    code, out = run(["audit", "archive", str(tmp_path / "a2"), "--now", "2099-01-01T00:00:00Z"], capsys)
+    assert code == 0 and "archived to" in out
+    code, out = run(["audit", "verify"], capsys)
+    assert code == 0 and "OK: no tampering found" in out, out
