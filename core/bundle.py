@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import pickle
 import threading
 from collections.abc import Iterator, Mapping
@@ -269,30 +270,64 @@ def _cpu_has_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
+def default_pool_size() -> int:
+    """The CPUs this process may run on (``os.sched_getaffinity``, else ``os.cpu_count()``), at least 1: the most
+    predictors a :class:`PredictorPool` makes unless told otherwise."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 class PredictorPool:
     """A pool of ``paddle.inference`` predictors for one bundle and device.
 
     Predictors are not thread-safe; the pool clones one per concurrent user (``Predictor.clone()`` shares the
-    weights). ``run`` feeds named numpy arrays and returns the outputs in order.
+    weights), up to ``max_size`` predictors; further users wait for a free one. Paddle keeps oneDNN state (weights
+    reordered for the CPU, per input shape) for every pair of calling thread and predictor, kept after the thread
+    ends, so memory grows with threads x predictors: bound both, and call from a fixed set of threads (a thread
+    pool), not a new thread per request.
+    ``run`` feeds named numpy arrays and returns the outputs in order.
+
+    Args:
+        config: the ``paddle.inference.Config`` (:func:`make_predictor_config`).
+        max_size: the most predictors (default :func:`default_pool_size`: the CPUs this process may use).
     """
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, max_size: int | None = None) -> None:
         inference = import_paddle().inference
+        self.max_size = max(1, int(max_size)) if max_size is not None else default_pool_size()
         self._first = inference.create_predictor(config)
         self._free: list[Any] = [self._first]
-        self._lock = threading.Lock()
+        self._made = 1
+        self._lock = threading.Condition()
         self.input_names: list[str] = list(self._first.get_input_names())
         self.output_names: list[str] = list(self._first.get_output_names())
 
     @contextmanager
     def predictor(self) -> Iterator[Any]:
         with self._lock:
-            pred = self._free.pop() if self._free else self._first.clone()
+            while not self._free and self._made >= self.max_size:
+                self._lock.wait()
+            if self._free:
+                pred = self._free.pop()
+            else:
+                self._made += 1
+                pred = None
+        if pred is None:  # clone outside the lock, so that other users can take and return predictors meanwhile
+            try:
+                pred = self._first.clone()
+            except BaseException:
+                with self._lock:
+                    self._made -= 1
+                    self._lock.notify()
+                raise
         try:
             yield pred
         finally:
             with self._lock:
                 self._free.append(pred)
+                self._lock.notify()
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """Run one batch. ``inputs`` maps every input name to an array (first axis the batch)."""

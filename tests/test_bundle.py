@@ -218,3 +218,46 @@ def test_the_committed_echo_bundle_is_what_its_script_makes(tmp_path):
     made = load_make_bundle().make_bundle(tmp_path / "bundle", task="echo", seed=0)
     for name in [*LISTED, "manifest.json"]:
         assert (made / name).read_bytes() == (ECHO_BUNDLE / name).read_bytes(), name
+
+
+def test_a_predictor_pool_makes_at_most_max_size_predictors_and_callers_beyond_wait():
+    """8 threads on one pool made one predictor each (Paddle's oneDNN state is per thread and predictor: 14.2 GB for
+    a customer_service Taskflow, 9.0 GB with 2 predictors); the pool now stops at max_size and the others wait."""
+    import threading
+
+    from sectorflow import Device, PredictorPool
+    from sectorflow.bundle import default_pool_size, make_predictor_config
+
+    config = lambda: make_predictor_config(load_bundle(ECHO_BUNDLE), Device("cpu"))  # noqa: E731
+    assert PredictorPool(config()).max_size == default_pool_size() == len(os.sched_getaffinity(0))
+    pool = PredictorPool(config(), max_size=2)
+    rng = np.random.default_rng(0)
+    batches = [rng.random((3, 4), dtype=np.float32) for _ in range(8)]
+    serial = [pool.run({"x": b})[0] for b in batches]
+    start = threading.Barrier(8)
+    results: dict[int, list[np.ndarray]] = {}
+
+    def call(k: int) -> None:
+        start.wait()
+        results[k] = [pool.run({"x": batches[k]})[0] for _ in range(10)]
+
+    threads = [threading.Thread(target=call, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert 1 <= pool._made <= 2 and len(pool._free) == pool._made
+    for k in range(8):
+        assert all(np.array_equal(out, serial[k]) for out in results[k])
+    # both predictors taken: a third caller waits (it cannot finish while they are held), then runs on a free one
+    with pool.predictor() as first, pool.predictor() as second:
+        assert first is not second and pool._made == 2
+        waiting = threading.Thread(target=call, args=(0,))
+        results.pop(0)
+        start = threading.Barrier(1)
+        waiting.start()
+        waiting.join(timeout=0.5)
+        assert waiting.is_alive() and 0 not in results
+    waiting.join()
+    assert pool._made == 2 and all(np.array_equal(out, serial[0]) for out in results[0])
+    assert PredictorPool(config(), max_size=0).max_size == 1
