@@ -251,7 +251,7 @@ def _replay(tf: Taskflow, reader: Any, source: str, batch_size: int, on_error: O
         tf.run(chunk, context=context)
         count += len(chunk)
     bad = len({p["row"] for p in skipped})
-    err.print(f"history {source}: {count} item(s) replayed (results not written)"
+    err.print(f"history {escape(str(source))}: {count} item(s) replayed (results not written)"
               + (f", {bad} bad row(s) skipped." if bad else "."))
 
 
@@ -294,12 +294,12 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
             else:
                 partial.unlink(missing_ok=True)
     for problem in skipped:
-        err.print(f"[yellow]skipped row {problem['row']}[/]: {_problem_text(problem)}")
+        err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(_problem_text(problem))}")
     err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped.")
     if count == 0 and not skipped:
-        err.print(f"[yellow]warning[/]: no rows in {name} (the file is empty or has only a header).")
+        err.print(f"[yellow]warning[/]: no rows in {escape(str(name))} (the file is empty or has only a header).")
     if count == 0 and skipped:
-        err.print(f"[red]error[/]: every row of {name} was skipped; nothing was processed.")
+        err.print(f"[red]error[/]: every row of {escape(str(name))} was skipped; nothing was processed.")
         raise typer.Exit(code=1)
 
 
@@ -325,10 +325,10 @@ def main(argv: list[str] | None = None) -> int:
         # With standalone_mode=False, click returns a command's typer.Exit(code) as the return value.
         returned = app(args=argv, standalone_mode=False)
     except SectorflowError as exc:
-        err.print(f"[red]error[/]: {exc}")
+        err.print(f"[red]error[/]: {escape(str(exc))}")
         if isinstance(exc, InvalidInputError) and isinstance(exc.details, list):
             for problem in exc.details[:20]:
-                err.print(f"  row {problem.get('row')}: {_problem_text(problem)}")
+                err.print(f"  row {problem.get('row')}: {escape(_problem_text(problem))}")
             if len(exc.details) > 20:
                 err.print(f"  ... and {len(exc.details) - 20} more problem(s).")
         return 2

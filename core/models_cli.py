@@ -26,7 +26,7 @@ from . import plugins
 from .int8_store import int8_bundle_dir, is_int8_onnx, manifest_sha256
 
 models_app = typer.Typer(help="Quantize (INT8) and export task models.", no_args_is_help=True)
-_err = Console(stderr=True, soft_wrap=True)
+_err = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)  # paths and names printed as they are
 
 
 class ExportFormat(str, Enum):

@@ -400,3 +400,23 @@ def test_a_file_whose_suffix_names_no_format_asks_for_format_before_loading_a_mo
         other.write_text('{"text": "hi"}\n')
         code, out, err = cli("run", "echo", str(other))
         assert code == 0 and json.loads(out)["text"] == "hi", err
+
+
+def test_messages_holding_square_brackets_print_as_they_are(cli, tmp_path):
+    # error texts and file names are not Rich markup: "[tasks.*]" vanished, "[/x]" raised MarkupError
+    folder = tmp_path / "[x] [bold]in"
+    folder.mkdir()
+    missing = folder / "none.jsonl"
+    code, out, err = cli("run", "echo", str(missing))
+    assert code == 2 and out == ""
+    assert "[x] [bold]in" in err.replace("\n", "")
+    code, out, err = cli("run", "echo", "-", "-O", "[/bold]=1", stdin='{"text": "a"}\n')
+    assert code == 2 and "[/bold]" in err
+    source = folder / "in.csv"
+    source.write_text("text\n\"\"\nfine\n")
+    code, _, err = cli("run", "echo", str(source), "-o", str(tmp_path / "out.jsonl"), "--on-error", "skip")
+    assert code == 0 and "skipped row 1: text: missing or empty" in err
+    empty = folder / "empty.csv"
+    empty.write_text("text\n")
+    code, _, err = cli("run", "echo", str(empty), "-o", str(tmp_path / "out2.jsonl"))
+    assert code == 0 and f"no rows in {empty}" in err.replace("\n", "")
