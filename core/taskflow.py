@@ -260,8 +260,15 @@ class Taskflow:
                                    details={"task_path": str(bundle_dir) if bundle_dir else None}))
             if isinstance(exc, SectorflowError):
                 raise
-            raise BundleError(f"Task {self.spec.name!r}: the model bundle at {bundle_dir} failed to load: "
-                              f"{type(exc).__name__}: {exc}", details={"task_path": str(bundle_dir)}) from exc
+            # A plugin that chokes on an option value (thresholds=3: "'int' object is not iterable") fails here too:
+            # name the options given, so the user does not hunt for a broken bundle.
+            given = f" with option(s) {', '.join(f'{k}={v!r}' for k, v in self.options.items())}"[:300]
+            suspects = ("check those options (the task's option help: `sectorflow tasks`, docs) and the bundle"
+                        if self.options else "check the bundle")
+            raise BundleError(f"Task {self.spec.name!r}: the model bundle at {bundle_dir} failed to load"
+                              f"{given if self.options else ''}: {type(exc).__name__}: {exc}; {suspects}.",
+                              details={"task_path": str(bundle_dir),
+                                       "options": sorted(self.options)}) from exc
         plugins.emit(TaskEvent("model_loaded", self.spec.name, context, meta,
                                duration_ms=(time.perf_counter() - start) * 1000,
                                details={"task_path": str(bundle_dir) if bundle_dir else None,

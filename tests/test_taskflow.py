@@ -547,3 +547,24 @@ def test_sectorflow_num_threads_is_read_and_bounded(echo_registry, monkeypatch, 
             Taskflow("echo")
     else:
         assert Taskflow("echo").num_threads == expected
+
+
+def test_a_pipeline_that_fails_on_an_option_value_names_the_options_in_its_error(echo_registry, monkeypatch):
+    """aml's thresholds=3 failed inside the plugin with "'int' object is not iterable", reported as a model bundle
+    that failed to load, without a word about the option."""
+    from sectorflow import BundleError
+
+    class Choking(echo_plugin().EchoPipeline):
+        def load(self):
+            iter(self.options["uppercase"])  # a plugin's own unchecked option use
+
+    from dataclasses import replace as replace_spec
+
+    from sectorflow import plugins
+
+    monkeypatch.setitem(plugins.registered_tasks(), "echo", replace_spec(plugins.get_task("echo"), pipeline=Choking))
+    with pytest.raises(BundleError) as caught:
+        Taskflow("echo", uppercase=3)
+    assert "failed to load with option(s) uppercase=3: TypeError: 'int' object is not iterable; check those options" \
+        in caught.value.message
+    assert caught.value.details["options"] == ["uppercase"]
