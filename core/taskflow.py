@@ -262,7 +262,8 @@ class Taskflow:
                 raise
             # A plugin that chokes on an option value (thresholds=3: "'int' object is not iterable") fails here too:
             # name the options given, so the user does not hunt for a broken bundle.
-            given = f" with option(s) {', '.join(f'{k}={v!r}' for k, v in self.options.items())}"[:300]
+            # Names only: option values can be personal data (aml customers=), and this message reaches the logs.
+            given = f" with option(s) {', '.join(sorted(self.options))}"
             suspects = ("check those options (the task's option help: `sectorflow tasks`, docs) and the bundle"
                         if self.options else "check the bundle")
             raise BundleError(f"Task {self.spec.name!r}: the model bundle at {bundle_dir} failed to load"

@@ -565,6 +565,6 @@ def test_a_pipeline_that_fails_on_an_option_value_names_the_options_in_its_error
     monkeypatch.setitem(plugins.registered_tasks(), "echo", replace_spec(plugins.get_task("echo"), pipeline=Choking))
     with pytest.raises(BundleError) as caught:
         Taskflow("echo", uppercase=3)
-    assert "failed to load with option(s) uppercase=3: TypeError: 'int' object is not iterable; check those options" \
+    assert "failed to load with option(s) uppercase: TypeError: 'int' object is not iterable; check those options" \
         in caught.value.message
     assert caught.value.details["options"] == ["uppercase"]
