@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from sectorflow import ConfigError, InvalidInputError, open_text
 
-from .schema import EARLIEST, LATEST, Transaction, input_context, trusted_transaction
+from .schema import EARLIEST, LATEST, Transaction, id_is_printable, input_context, trusted_transaction
 
 Record = dict[str, Any]
 Reader = Callable[[Any], Iterator[tuple[int, Record]]]
@@ -347,6 +347,7 @@ def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", cha
     code = probe.currency if probe is not None else currency
     kind = probe.channel if probe is not None else channel
     amount_text = _AMOUNT.fullmatch
+    printable = id_is_printable
 
     def read_amlsim(source: Any) -> Iterator[tuple[int, Record | Transaction]]:
         stamps: dict[str, tuple[str, datetime | None]] = {}
@@ -372,7 +373,8 @@ def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", cha
                 sender = cells[0].strip()
                 receiver = cells[1].strip()
                 amount = cells[2].strip()
-                if fast and stamp[1] is not None and sender and receiver and amount_text(amount):
+                if fast and stamp[1] is not None and sender and receiver and amount_text(amount) \
+                        and printable(sender) and printable(receiver):
                     value = Decimal(amount)
                     if value:
                         yield row, trusted_transaction(f"{id_prefix}{row}", stamp[1], sender, receiver, value, code,

@@ -88,6 +88,15 @@ def input_context(options: Mapping[str, Any]) -> dict[str, Any]:
     return {} if raw is None else {"input_timezone": parse_zone(raw)}
 
 
+_UNPRINTABLE_ID = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Characters no id may hold (see ``Transaction._printable_id``)."""
+
+
+def id_is_printable(value: str) -> bool:
+    """Whether ``value`` holds none of the characters an id may not hold (``Transaction._printable_id``)."""
+    return _UNPRINTABLE_ID.search(value) is None
+
+
 class Transaction(BaseModel):
     """One transaction.
 
@@ -136,6 +145,21 @@ class Transaction(BaseModel):
         if not EARLIEST <= utc < LATEST:
             raise ValueError(f"timestamp {utc.isoformat()} is outside [{EARLIEST.date()}, {LATEST.date()})")
         return utc
+
+    @field_validator("transaction_id", "sender_account", "receiver_account", "sender_bank", "receiver_bank")
+    @classmethod
+    def _printable_id(cls, value: str | None) -> str | None:
+        """Ids hold no control character (NUL, line breaks, C1) and no bidirectional-text control (U+202A-U+202E,
+        U+2066-U+2069, U+200E/U+200F): such a character makes an id display as another one in alerts and report
+        drafts (an override reverses what follows it; Unicode TR #9), and PostgreSQL text refuses NUL."""
+        if value is not None:
+            bad = _UNPRINTABLE_ID.search(value)
+            if bad is not None:
+                code = ord(bad.group())
+                kind = "a control character" if code < 0xA0 else "a bidirectional-text control"
+                raise ValueError(f"holds U+{code:04X} ({kind}) at position {bad.start()}: an id must be printable "
+                                 "text; remove it from the source (a stray NUL or a copied direction mark)")
+        return value
 
     @field_validator("sender_country", "receiver_country", mode="before")
     @classmethod
