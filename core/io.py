@@ -90,11 +90,19 @@ def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
     ``mapping`` and ``defaults`` as for :func:`remap`.
 
     Raises (while iterating):
-        ConfigError: a column named in ``mapping`` is not in the header (the message names it and the header).
+        ConfigError: a column named in ``mapping`` is not in the header (the message names it and the header), or
+            the header names a column twice.
     """
+    if csv.field_size_limit() < CSV_FIELD_LIMIT:  # the default, 131,072 characters, is a contract or a long report
+        csv.field_size_limit(CSV_FIELD_LIMIT)
     with open_text(source) as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
+        repeated = sorted({name for name in header if header.count(name) > 1})
+        if repeated:  # DictReader would keep the last column of a name and drop the others without a word
+            raise ConfigError(f"The CSV header of {source} names {', '.join(map(repr, repeated))} more than once; "
+                              "rename or drop the extra column(s) (only one can be read as a field).",
+                              details={"repeated": repeated, "header": list(header)})
         absent = [f"{column!r} (for {field})" for field, column in (mapping or {}).items() if column not in header]
         if absent:
             raise ConfigError(f"The CSV header of {source} lacks the mapped column(s) {', '.join(absent)}; found: "
@@ -105,6 +113,11 @@ def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
         for row, record in enumerate(reader, start=1):
             cells = {k: v for k, v in record.items() if k is not None and v not in ("", None)}
             yield row, remap(cells, mapping, defaults)
+
+
+CSV_FIELD_LIMIT = 2**31 - 1
+"""The largest CSV cell :func:`read_csv` reads (Python's default of 131,072 characters raised ``_csv.Error`` on a
+contract in one cell); each task's input model still sets its own text length limit."""
 
 
 def remap(record: dict[str, Any], mapping: Mapping[str, str] | None,
@@ -312,7 +325,7 @@ def checked_reader(reader: Reader) -> Reader:
 
     Translated: ``UnicodeDecodeError`` (not UTF-8 text, e.g. a binary or UTF-16 file), ``gzip.BadGzipFile`` and
     ``zlib.error`` (a ``.gz`` name on a file that is not gzip, or corrupt data), ``EOFError`` (a truncated gzip
-    file). The message names the file (``name``, if given, else ``source``) and the last row read before the
+    file), ``csv.Error`` (a CSV the ``csv`` module cannot parse). The message names the file (``name``, if given, else ``source``) and the last row read before the
     failure. Applies to every reader,
     built in or a plugin's, because it wraps the iteration itself.
     """
@@ -330,6 +343,8 @@ def checked_reader(reader: Reader) -> Reader:
             raise _unreadable(shown, row, "is not a valid gzip file", str(exc)) from exc
         except EOFError as exc:
             raise _unreadable(shown, row, "is truncated (the gzip file ends early)", str(exc)) from exc
+        except csv.Error as exc:  # a NUL byte, a broken quote in strict dialects: the file, not one row
+            raise _unreadable(shown, row, "is not valid CSV", str(exc)) from exc
 
     return read
 

@@ -420,3 +420,22 @@ def test_messages_holding_square_brackets_print_as_they_are(cli, tmp_path):
     empty.write_text("text\n")
     code, _, err = cli("run", "echo", str(empty), "-o", str(tmp_path / "out2.jsonl"))
     assert code == 0 and f"no rows in {empty}" in err.replace("\n", "")
+
+
+def test_a_csv_cell_longer_than_pythons_default_limit_is_read(cli, tmp_path):
+    """A contract in one CSV cell: over csv's default 131,072 characters it was a `_csv.Error` traceback."""
+    text = "Ship 7 crates " * 12_000  # 168,000 characters
+    source = tmp_path / "long.csv"
+    with open(source, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows([["text"], [text], ["short"]])
+    from sectorflow.io import read_csv
+
+    assert [(row, len(record["text"])) for row, record in read_csv(source)] == [(1, 168_000), (2, 5)]
+
+
+def test_a_csv_header_that_names_a_column_twice_is_refused(cli, tmp_path):
+    source = tmp_path / "dup.csv"
+    source.write_text("text,ticket,text\nfirst,7,second\n")
+    code, out, err = cli("run", "echo", str(source))
+    assert code == 2 and out == ""
+    assert (f"The CSV header of {source} names 'text' more than once; rename or drop the extra column(s)") in err
