@@ -15,9 +15,10 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
-_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+_INVISIBLE = dict.fromkeys([*map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), *range(0x20), 0x7f])
 """Characters that show nothing and that ``str.strip`` keeps (zero-width space, joiners, word joiner, BOM, soft
-hyphen): a text of only these and white space is blank."""
+hyphen; the C0 control characters and DEL, such as the NUL bytes of a text read from a binary column): a text of
+only these and white space is blank."""
 
 
 class TextItem(BaseModel):

@@ -62,3 +62,11 @@ def test_zero_width_characters_alone_are_blank():
         validate_items(Note, ["\u200b", " \u200b\ufeff\n"])
     assert [d["row"] for d in caught.value.details] == [1, 2]
     assert Note.model_validate("a\u200b").text == "a\u200b"  # kept as given when there is text
+
+
+def test_control_characters_alone_are_blank_and_kept_inside_a_text():
+    with pytest.raises(InvalidInputError) as caught:
+        validate_items(Note, ["\x00\x00", " \x07\x1b\x7f ", "ok"])
+    assert [(d["row"], d["reason"]) for d in caught.value.details] == [
+        (1, "text is only white space: give the note"), (2, "text is only white space: give the note")]
+    assert Note.model_validate("a\x00b").text == "a\x00b"
