@@ -26,7 +26,7 @@ class TextItem(BaseModel):
     refused (``extra="forbid"``), so a misspelt option is an error rather than silently ignored.
 
     Raises (through :func:`sectorflow.Taskflow` validation, as ``InvalidInputError``): an empty text, a text of only
-    white space or zero-width characters ("text is only white space: give <text_hint>"), an unknown key, an item that is neither a string nor
+    white space, zero-width or control characters (NUL) ("text is only white space: give <text_hint>"), an unknown key, an item that is neither a string nor
     a mapping (``None``, bytes, a number, a list: "got None: give <text_hint> as a string").
     """
 
