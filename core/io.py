@@ -20,6 +20,7 @@ Factories without the parameter are called exactly as before.
 from __future__ import annotations
 
 import csv
+import difflib
 import functools
 import gzip
 import inspect
@@ -260,7 +261,9 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
     if fmt not in formats and fmt.strip().lower() in formats:
         fmt = fmt.strip().lower()  # --format CSV
     if fmt not in formats:
-        raise ConfigError(f"Task {spec.name!r} reads the formats {', '.join(sorted(formats))}; not {fmt!r}.")
+        close = difflib.get_close_matches(fmt.lower(), sorted(formats), n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"Task {spec.name!r} reads the formats {', '.join(sorted(formats))}; not {fmt!r}.{hint}")
     builtin = fmt in BUILTIN_READERS and fmt not in own
     told = context is not None and fmt in factories and takes_context(factories[fmt])
     extra = {"context": MappingProxyType(dict(context or {}))} if told else {}

@@ -392,6 +392,8 @@ def test_a_file_whose_suffix_names_no_format_asks_for_format_before_loading_a_mo
     assert code == 2 and out == ""
     assert (f"Cannot tell the format of {source} from its name (.txt): task 'echo' reads csv, jsonl, lines. Give "
             "--format, e.g. --format jsonl") in err
+    code, out, err = cli("run", "echo", str(source), "--format", "jsnol")
+    assert code == 2 and "Task 'echo' reads the formats csv, jsonl, lines; not 'jsnol'. Did you mean 'jsonl'?" in err
     code, out, err = cli("run", "echo", str(source), "--format", "LINES")  # an explicit format, in any case
     assert code == 0, err
     assert [json.loads(line)["text"] for line in out.splitlines()] == ["hello world", "bye"]
