@@ -239,6 +239,10 @@ class FanRule(Rule):
 
     incoming: ClassVar[bool]
 
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self._per, self._need = self.thresholds()  # once: check runs on every transaction
+
     def thresholds(self) -> tuple[int, int]:  # pragma: no cover - abstract
         """``(per, need)``: transfers each counted counterparty needs, and counterparties needed."""
         raise NotImplementedError
@@ -252,9 +256,8 @@ class FanRule(Rule):
     def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
         """An alert when ``edge`` completes the fan-in of its receiver (fan-out of its sender)."""
         p = self.params
-        per, need = self.thresholds()
-        found = fan_counterparties(window, edge, typology=self.name, incoming=self.incoming, days=p.days, per=per,
-                                   need=need, min_total=p.min_total)
+        found = fan_counterparties(window, edge, typology=self.name, incoming=self.incoming, days=p.days,
+                                   per=self._per, need=self._need, min_total=p.min_total)
         if found is None:
             return []
         edges, counted, total, period = found
