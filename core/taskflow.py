@@ -59,11 +59,48 @@ def _reason(err: Any, model: type[BaseModel]) -> str:
     return str(err["msg"])
 
 
+_warned: set[tuple[type[BaseModel], str]] = set()
+
+
+def _known_keys(model: type[BaseModel]) -> frozenset[str] | None:
+    """The keys ``model`` reads (field names and aliases), or ``None`` when it keeps or refuses other keys itself
+    (``extra="allow"`` / ``"forbid"``)."""
+    if model.model_config.get("extra") in ("allow", "forbid"):
+        return None
+    names: set[str] = set()
+    for name, info in model.model_fields.items():
+        names.add(name)
+        for alias in (info.alias, info.validation_alias):
+            if isinstance(alias, str):
+                names.add(alias)
+    return frozenset(names)
+
+
+def _warn_ignored(model: type[BaseModel], unknown: dict[str, None]) -> None:
+    """One warning per model and key: a key that is no field of a model that ignores extra keys (aml's
+    ``Transaction``) is dropped by pydantic without a word, so a misspelt optional field (``sender_contry``) lost what
+    it said (there: a high-risk-jurisdiction alert)."""
+    keys = tuple(key for key in sorted(map(str, unknown)) if (model, key) not in _warned)
+    if not keys or len(_warned) > 1000:
+        return
+    _warned.update((model, key) for key in keys)
+    fields = list(model.model_fields)
+    hints = [f"{key!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(key, fields, n=1,
+                                                                                              cutoff=0.75))
+             else repr(key) for key in keys]
+    log.warning("%s: %s %s not %s and %s ignored; its fields: %s.", model.__name__, ", ".join(hints),
+                "is" if len(keys) == 1 else "are", "a field" if len(keys) == 1 else "fields",
+                "was" if len(keys) == 1 else "were", ", ".join(fields))
+
+
 def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: int = 1,
                    context: dict[str, Any] | None = None) -> list[BaseModel]:
     """Validate raw items (dicts or model instances) against ``model``; ``context`` is the pydantic validation
     context (:attr:`TaskSpec.input_context`, as :attr:`Taskflow.input_context` holds it). Instances of ``model`` are
     taken as they are.
+
+    A dict key that is no field of a model that ignores unknown keys (pydantic's default) is logged once per model
+    and key (``sectorflow.taskflow`` logger, WARNING, with the closest field), since pydantic drops it silently.
 
     Raises:
         InvalidInputError: with ``details`` listing every bad item as ``{"row", "field", "reason"}`` (rows 1-based,
@@ -71,16 +108,22 @@ def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: i
     """
     out: list[BaseModel] = []
     problems: list[dict[str, Any]] = []
+    known = _known_keys(model)
+    unknown: dict[str, None] = {}
     for offset, item in enumerate(items):
         if isinstance(item, model):
             out.append(item)
             continue
+        if known is not None and isinstance(item, dict) and not known.issuperset(item):
+            unknown.update(dict.fromkeys(key for key in item if key not in known))
         try:
             out.append(model.model_validate(item, context=context))
         except ValidationError as exc:
             for err in exc.errors():
                 problems.append({"row": first_row + offset, "field": ".".join(str(p) for p in err["loc"]) or None,
                                  "reason": _reason(err, model)})
+    if unknown:
+        _warn_ignored(model, unknown)
     if problems:
         shown = "; ".join(f"row {p['row']}: {p['field'] + ': ' if p['field'] else ''}{p['reason']}"
                           for p in problems[:5])

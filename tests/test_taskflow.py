@@ -568,3 +568,27 @@ def test_a_pipeline_that_fails_on_an_option_value_names_the_options_in_its_error
     assert "failed to load with option(s) uppercase: TypeError: 'int' object is not iterable; check those options" \
         in caught.value.message
     assert caught.value.details["options"] == ["uppercase"]
+
+
+def test_a_key_that_a_lenient_input_model_ignores_is_named_once_with_the_closest_field(caplog):
+    """aml's Transaction ignores unknown keys (pydantic's default): {"sender_contry": "KP"} lost the high-risk-
+    jurisdiction alert without a word. validate_items now logs each such key once per model."""
+    from pydantic import BaseModel, Field
+
+    from sectorflow.taskflow import validate_items
+
+    class Payment(BaseModel):
+        amount: float
+        sender_country: str | None = None
+        bank: str | None = Field(default=None, alias="bank_code")
+
+    with caplog.at_level("WARNING", logger="sectorflow.taskflow"):
+        first = validate_items(Payment, [{"amount": 1, "sender_contry": "KP"}, {"amount": 2, "bank_code": "B"}])
+        validate_items(Payment, [{"amount": 3, "sender_contry": "KP", "memo": "rent"}])
+        validate_items(Payment, [{"amount": 4, "sender_contry": "KP", "memo": "rent"}])
+    assert [p.sender_country for p in first] == [None, None] and first[1].bank == "B"
+    assert [r.getMessage() for r in caplog.records] == [
+        "Payment: 'sender_contry' (did you mean 'sender_country'?) is not a field and was ignored; its fields: "
+        "amount, sender_country, bank.",
+        "Payment: 'memo' is not a field and was ignored; its fields: amount, sender_country, bank.",
+    ]
