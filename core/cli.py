@@ -268,7 +268,7 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
     atomic = target is not None and (target.is_file() or not target.exists())
     partial = target.with_name(f".{target.name}.partial-{os.getpid()}") if atomic else None
     try:
-        out = open(partial or output, "w", encoding="utf-8") if output else sys.stdout
+        out = open(partial or output, "w", encoding="utf-8") if output else _utf8_stdout()
     except OSError as exc:
         raise ConfigError(f"Cannot write --output {output}: {exc.strerror}. Choose a path in an existing, "
                           "writable folder.") from exc
@@ -301,6 +301,18 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
     if count == 0 and skipped:
         err.print(f"[red]error[/]: every row of {escape(str(name))} was skipped; nothing was processed.")
         raise typer.Exit(code=1)
+
+
+def _utf8_stdout() -> Any:
+    """Standard output, switched to UTF-8 when it is not: JSON lines are UTF-8 (RFC 8259), and under an ASCII or
+    legacy console encoding (``PYTHONIOENCODING=ascii``, a Windows code page) a Chinese result was a
+    UnicodeEncodeError traceback, or GBK bytes under ``PYTHONIOENCODING=gbk``. A stream that cannot be reconfigured
+    (a test's capture) is used as it is."""
+    stream = sys.stdout
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    if encoding not in ("utf8", "") and callable(getattr(stream, "reconfigure", None)):
+        stream.reconfigure(encoding="utf-8")
+    return stream
 
 
 def _problem_text(problem: dict[str, Any]) -> str:

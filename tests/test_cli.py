@@ -441,3 +441,18 @@ def test_a_csv_header_that_names_a_column_twice_is_refused(cli, tmp_path):
     code, out, err = cli("run", "echo", str(source))
     assert code == 2 and out == ""
     assert (f"The CSV header of {source} names 'text' more than once; rename or drop the extra column(s)") in err
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "gbk"])
+def test_results_on_standard_output_are_utf8_whatever_the_console_encoding(echo_registry, monkeypatch, tmp_path,
+                                                                          encoding):
+    """Under PYTHONIOENCODING=ascii a Chinese result was a UnicodeEncodeError traceback; under gbk the JSON lines
+    were GBK bytes."""
+    source = tmp_path / "in.jsonl"
+    write_jsonl(source, [{"text": "胸片显示右肺结节"}])
+    raw = io.BytesIO()
+    stdout = io.TextIOWrapper(raw, encoding=encoding)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    assert main(["run", "echo", str(source)]) == 0
+    stdout.flush()
+    assert json.loads(raw.getvalue().decode("utf-8"))["text"] == "胸片显示右肺结节"
