@@ -229,7 +229,8 @@ def test_a_predictor_pool_makes_at_most_max_size_predictors_and_callers_beyond_w
     from sectorflow.bundle import default_pool_size, make_predictor_config
 
     config = lambda: make_predictor_config(load_bundle(ECHO_BUNDLE), Device("cpu"))  # noqa: E731
-    assert PredictorPool(config()).max_size == default_pool_size() == len(os.sched_getaffinity(0))
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert PredictorPool(config()).max_size == default_pool_size() == cpus
     pool = PredictorPool(config(), max_size=2)
     rng = np.random.default_rng(0)
     batches = [rng.random((3, 4), dtype=np.float32) for _ in range(8)]
