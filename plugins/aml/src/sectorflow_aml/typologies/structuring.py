@@ -247,6 +247,9 @@ class StructuringRule(Rule):
         accounts = self._holdings.get(customer, (account,)) if p.customers else (account,)
         day_of = self._day
         today = day_of(edge.ts)
+        cooldown_key = ("structuring.cumulative", customer, txn.currency, kind)
+        if window.cooling(cooldown_key, today * DAY, p.cumulative_days * DAY):
+            return None  # already alerted for these days: skip the scan (a busy account's deposits made it quadratic)
         first_day = today - (p.cumulative_days - 1)
         picked: list[Edge] = []
         total = 0.0
@@ -268,8 +271,7 @@ class StructuringRule(Rule):
                 total += float(other.txn.amount)
         if len(picked) < p.min_count or total < threshold:
             return None
-        if not window.cooldown(("structuring.cumulative", customer, txn.currency, kind), today * DAY,
-                               p.cumulative_days * DAY):
+        if not window.cooldown(cooldown_key, today * DAY, p.cumulative_days * DAY):
             return None
         picked.sort(key=lambda e: e.seq)
         what_en, what_zh = _WHAT[kind]
@@ -297,6 +299,8 @@ class StructuringRule(Rule):
         state = window.get(edge.dst)
         if state is None or len(state.senders) < p.fan_in_min_senders:
             return None
+        if window.cooling(("structuring.fan_in", edge.dst), edge.ts, p.fan_in_days * DAY):
+            return None  # already alerted: skip the scan of the receiver's incoming transfers
         horizon = edge.ts - p.fan_in_days * DAY
         currency = edge.txn.currency
         by_sender: dict[str, list[Edge]] = {}
