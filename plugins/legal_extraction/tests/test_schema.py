@@ -51,3 +51,12 @@ def test_standard_schema_and_bad_input(taskflow_factory):
         tf({"text": ""})
     with pytest.raises(InvalidInputError):
         tf({"text": "x", "language": "fr"})
+
+
+@pytest.mark.parametrize("relations", [3, b"address", {"地址": 1}, 2.5])
+def test_relations_that_are_no_names_are_a_config_error(relations):
+    # {'甲方': 3} crashed the model load with "TypeError: 'int' object is not iterable" (core fresh-user check)
+    with pytest.raises(ConfigError, match=r"give the relations as a name or a list of names") as caught:
+        resolve_schema([{"甲方": relations}])
+    assert "地址" in caught.value.details["supported_relations"]
+    assert [(n, f.key, r) for n, f, r in resolve_schema([{"甲方": "地址"}])][0][2] == {"地址": "address"}

@@ -109,19 +109,30 @@ def thresholds_for(jurisdiction: str, overrides: Iterable[Threshold] | dict[str,
     base = DEFAULT_THRESHOLDS[jurisdiction]
     if overrides is None:
         return base
+    shape = "thresholds must be a {'rule[:applies_to]': amount} dict (e.g. {'cash:domestic': '50000'}) or a list of " \
+        "Threshold objects"
     if not isinstance(overrides, dict):
+        if isinstance(overrides, (str, bytes)) or not isinstance(overrides, Iterable):
+            raise ConfigError(f"{shape}, not {type(overrides).__name__} {overrides!r}.")
         table = tuple(overrides)
         if not all(isinstance(t, Threshold) for t in table):
-            raise ConfigError("thresholds must be Threshold objects or a {'rule[:applies_to]': amount} dict.")
+            raise ConfigError(f"{shape}.")
         return table
     out = list(base)
     for key, value in overrides.items():
+        if not isinstance(key, str):
+            raise ConfigError(f"{shape}; the key {key!r} is not text.")
         rule, _, scope = key.partition(":")
         hits = [i for i, t in enumerate(out) if t.rule == rule and (not scope or t.applies_to == scope)]
         if not hits:
             known = sorted({f"{t.rule}:{t.applies_to}" for t in base})
             raise ConfigError(f"Unknown {jurisdiction} threshold {key!r}; known: {', '.join(known)}.")
-        amount = Decimal(str(value))
+        try:
+            amount = Decimal(str(value)) if not isinstance(value, bool) else Decimal("NaN")
+        except ArithmeticError:
+            amount = Decimal("NaN")
+        if not amount.is_finite():
+            raise ConfigError(f"Threshold {key!r} must be an amount such as '50000' or 10000.01, not {value!r}.")
         if amount <= 0:
             raise ConfigError(f"Threshold {key!r} must be positive, not {value!r}.")
         for i in hits:

@@ -139,6 +139,10 @@ def resolve_schema(schema: Any) -> list[tuple[str, FieldDef, dict[str, str] | No
             continue
         relations = None
         if wanted is not None:
+            if not isinstance(wanted, (str, list, tuple)):
+                raise ConfigError(f"schema entry {entry!r}: give the relations as a name or a list of names, e.g. "
+                                  f"{{{str(name)!r}: ['地址', '联系人']}}; supported: {', '.join(RELATIONS)}.",
+                                  details={"entry": str(entry), "supported_relations": list(RELATIONS)})
             wanted = [wanted] if isinstance(wanted, str) else list(wanted)
             bad = [r for r in wanted if not isinstance(r, str) or _fold(r) not in _RELATION_BY_NAME]
             if field.role is None and field.key != "parties" or bad:
