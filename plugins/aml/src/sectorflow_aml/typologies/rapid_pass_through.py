@@ -75,6 +75,8 @@ class RapidPassThroughRule(Rule):
         acct = window.accounts[edge.src]
         if not acct.incoming or acct.in_sum < p.min_amount:
             return []
+        if window.cooling(("rapid_pass_through", edge.src), edge.ts, p.hours * 3600.0):
+            return []  # already alerted within the period: skip the scans (a busy hub's payments made it quadratic)
         horizon = edge.ts - p.hours * 3600.0
         ins: list[Edge] = []
         in_total = 0.0
