@@ -65,6 +65,8 @@ class DormantReactivationRule(Rule):
         start = a.resumed_at
         if start is None or a.idle_seconds < p.dormant_days * DAY or edge.ts - start > p.watch_days * DAY:
             return None
+        if window.cooling(("dormant_reactivation", account), start, 1.0):
+            return None  # this reactivation has alerted: skip the scan (a reactivated busy account made it quadratic)
         edges = [e for side in (a.incoming, a.outgoing) for e in side if start <= e.ts and e.seq <= edge.seq]
         total = sum(e.amount for e in edges)
         if total < p.min_amount or total - edge.amount >= p.min_amount:
