@@ -25,3 +25,13 @@ def test_good_overrides_still_apply():
     assert [t.amount for t in table if t.rule == "cash" and t.applies_to == "domestic"] == [Decimal(60000)]
     assert thresholds_for("CN", []) == ()  # an empty list: no report thresholds at all, as before
     assert thresholds_for("US", list(DEFAULT_THRESHOLDS["US"])) == DEFAULT_THRESHOLDS["US"]
+
+
+@pytest.mark.parametrize("value", [3, "", "  ", ["ICBC"]])
+def test_an_institution_that_is_no_bank_id_is_refused(value):
+    # institution=3 was accepted and silently matched no transaction side (core fresh-user check)
+    from sectorflow_aml.reports import ReportEngine
+
+    with pytest.raises(ConfigError, match=r"institution=.*bank id as text"):
+        ReportEngine("CN", institution=value)
+    assert ReportEngine("CN", institution="ICBC-BJ-001").institution == "ICBC-BJ-001"

@@ -183,6 +183,9 @@ class ReportEngine:
         self.thresholds = thresholds_for(jurisdiction, thresholds)
         self.jurisdiction = jurisdiction
         self.fx = ensure_rates(fx)
+        if institution is not None and (not isinstance(institution, str) or not institution.strip()):
+            raise ConfigError(f"institution={institution!r}: give the reporting institution's bank id as text, as the "
+                              f"transactions' sender_bank / receiver_bank write it (e.g. 'ICBC-BJ-001').")
         self.institution = institution
         try:
             self.timezone = ZoneInfo(timezone or DEFAULT_TIMEZONE[jurisdiction])
