@@ -254,15 +254,22 @@ def main() -> None:
 
     tf = Taskflow("medical_report", use_model=not args.no_model, batch_size=64, num_threads=2)
     errors: list | None = [] if args.errors else None
-    result = {"iu_xray": iu(tf, args.limit, errors, None if args.part == "all" else args.part), "cmeee": cmeee(args.limit, None if args.no_model else tf),
+    result = {"iu_xray": iu(tf, args.limit, errors, None if args.part == "all" else args.part),
+              "cmeee": cmeee(args.limit, None if args.no_model else tf),
               "setup": {"threads": 2, "batch_size": 64, "model": not args.no_model}}
     print(json.dumps(result, indent=1, ensure_ascii=False) if args.print_json else markdown(result))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
-    if args.errors:
-        args.errors.parent.mkdir(parents=True, exist_ok=True)
-        args.errors.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors or []),
+    write_outputs(result, args.json, errors, args.errors)
+
+
+def write_outputs(result: dict, json_path: Path | None, errors: list | None, errors_path: Path | None) -> None:
+    """Write ``result`` as JSON to ``json_path`` and ``errors`` as JSON lines to ``errors_path`` (each when given),
+    making their folders."""
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+    if errors_path:
+        errors_path.parent.mkdir(parents=True, exist_ok=True)
+        errors_path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors or []),
                                encoding="utf-8")
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import sys
 from pathlib import Path
@@ -65,14 +64,9 @@ def main() -> None:
               "cmeee": medical_eval.cmeee(None, None if args.no_model else tf),
               "setup": {"threads": 2, "batch_size": 64, "model": not args.no_model}}
     print(medical_eval.markdown({"iu_xray": iu, "cmeee": result["cmeee"]}))
-    print("\nDevelopment reports naming a site of each kind (rules): " + ", ".join(f"{k} {v}" for k, v in sites.items()))
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
-    if args.errors:
-        args.errors.parent.mkdir(parents=True, exist_ok=True)
-        args.errors.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors or []),
-                               encoding="utf-8")
+    print("\nDevelopment reports naming a site of each kind (rules): "
+          + ", ".join(f"{k} {v}" for k, v in sites.items()))
+    medical_eval.write_outputs(result, args.json, errors, args.errors)
 
 
 if __name__ == "__main__":
