@@ -61,21 +61,8 @@ def test_sigterm_shuts_down_gracefully_with_a_paddle_model_loaded(tmp_path: Path
         pytest.skip("needs a task with a Paddle model: the aml plugin")
     env = {**os.environ, "SECTORFLOW_LOAD_PLUGINS": "serve,aml", "SECTORFLOW_AUDIT": "off",
            "SECTORFLOW_SERVE_KEYS": '[{"id": "k", "sha256": "' + "a" * 64 + '", "scopes": ["task:*"]}]'}
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([*CLI, "serve", "--port", str(port)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc, port = _start_serve(env, wait_s=90)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            assert time.monotonic() < deadline, "sectorflow serve did not start"
-            time.sleep(0.2)
         proc.terminate()
         output = proc.communicate(timeout=60)[0]
         # uvicorn re-raises the signal after its shutdown; sectorflow serve then exits with status 143
@@ -109,21 +96,8 @@ def test_sigterm_lets_the_audit_log_sign_its_last_records(tmp_path: Path) -> Non
     env = {**os.environ, "SECTORFLOW_LOAD_PLUGINS": "serve,audit", "SECTORFLOW_AUDIT_DB": str(db),
            "SECTORFLOW_AUDIT_KEY": str(key_file),
            "SECTORFLOW_SERVE_KEYS": '[{"id": "k", "sha256": "' + compliance_hash(secret) + '", "scopes": ["task:*"]}]'}
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([*CLI, "serve", "--port", str(port), "--log-level", "warning"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc, port = _start_serve(env, "--log-level", "warning", wait_s=60)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            assert time.monotonic() < deadline, "sectorflow serve did not start"
-            time.sleep(0.1)
         for _ in range(3):
             assert httpx.get(f"http://127.0.0.1:{port}/v1/tasks", headers={"X-API-Key": secret}).status_code == 200
         proc.terminate()
@@ -146,3 +120,26 @@ def compliance_hash(secret: str) -> str:
     from sectorflow.serving import hash_key
 
     return hash_key(secret)
+
+
+def _start_serve(env: dict[str, str], *args: str, wait_s: float) -> tuple[subprocess.Popen, int]:
+    """``sectorflow serve`` on a free loopback port, once its /readyz answers 200 (within ``wait_s`` seconds)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([*CLI, "serve", "--port", str(port), *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + wait_s
+    try:
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
+                    return proc, port
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            assert time.monotonic() < deadline, "sectorflow serve did not start"
+            time.sleep(0.1)
+    except BaseException:
+        proc.kill()
+        proc.wait(30)
+        raise
