@@ -22,6 +22,8 @@ SCRIPTS = [
     ("aml_everyday.py", ["--customers", "20", "--days", "30"], "flagged"),
     # one fold, model only (the ablation path with nothing zeroed): its everyday-bank imports once went missing
     ("aml_eval.py", ["--runs", "20K_cycle200", "--ablate", "--everyday", "101"], "precision"),
+    ("aml_frozen_gc.py", ["--frozen", "1000", "--calls", "60"], "median"),
+    ("aml_busy_accounts.py", ["nomodel", "shop,reactivated", "200"], "alerted"),
 ]
 
 
