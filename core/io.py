@@ -29,7 +29,8 @@ import json
 import logging
 import sys
 import zlib
-from collections.abc import Iterator, Mapping
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
@@ -86,21 +87,34 @@ def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
 
 
 def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
-             defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+             defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
     """CSV with a header row; empty cells are left out of the record (so model defaults apply, then ``defaults``).
-    ``mapping`` and ``defaults`` as for :func:`remap`.
+    ``mapping`` and ``defaults`` as for :func:`remap`. Parsed by :func:`csv_records` (Python's :mod:`csv`, strict):
+    blank lines are skipped and not counted.
+
+    Bad rows, yielded as ``(row, InvalidInputError)`` (see the module docstring): broken quoting (a quoted cell
+    that is never closed, text after a closing quote; :func:`csv_records`), and more cells than the header has
+    columns where a surplus cell is not empty (an unquoted comma in a text; these cells were dropped without a word).
 
     Raises (while iterating):
         ConfigError: a column named in ``mapping`` is not in the header (the message names it and the header), or
             the header names a column twice.
+        InvalidInputError: the header line itself has broken quoting (the message names the file and line).
     """
     if csv.field_size_limit() < CSV_FIELD_LIMIT:  # the default, 131,072 characters, is a contract or a long report
         csv.field_size_limit(CSV_FIELD_LIMIT)
     with open_text(source) as handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
+        records = csv_records(handle, source)
+        header: list[str] = []
+        for line, first in records:
+            if isinstance(first, InvalidInputError):
+                reason = first.details[0]["reason"]
+                raise InvalidInputError(f"The CSV header of {source} cannot be read: {reason}.",
+                                        details={"source": str(source), "line": line})
+            header = first
+            break
         repeated = sorted({name for name in header if header.count(name) > 1})
-        if repeated:  # DictReader would keep the last column of a name and drop the others without a word
+        if repeated:  # a dict of the row would keep the last column of a name and drop the others without a word
             raise ConfigError(f"The CSV header of {source} names {', '.join(map(repr, repeated))} more than once; "
                               "rename or drop the extra column(s) (only one can be read as a field).",
                               details={"repeated": repeated, "header": list(header)})
@@ -111,9 +125,94 @@ def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
                               "column of the file (column names are case- and space-sensitive).",
                               details={"missing": [c for c in (mapping or {}).values() if c not in header],
                                        "header": list(header)})
-        for row, record in enumerate(reader, start=1):
-            cells = {k: v for k, v in record.items() if k is not None and v not in ("", None)}
-            yield row, remap(cells, mapping, defaults)
+        for row, (line, cells) in enumerate(records, start=1):
+            if isinstance(cells, InvalidInputError):
+                problem = cells.details[0]
+                yield row, InvalidInputError(f"{source}: row {row}: {problem['reason']}.",
+                                             details=[{**problem, "row": row}])
+                continue
+            surplus = cells[len(header):]
+            if any(surplus):
+                reason = (f"line {line}: {len(cells)} cells but the header has {len(header)} columns (surplus: "
+                          f"{', '.join(map(repr, surplus))}); quote a cell that holds a comma (\"a, b\")")
+                yield row, InvalidInputError(f"{source}: row {row}: {reason}.",
+                                             details=[{"row": row, "line": line, "field": None, "reason": reason}])
+                continue
+            cells_by_name = {name: value for name, value in zip(header, cells) if value != ""}
+            yield row, remap(cells_by_name, mapping, defaults)
+
+
+class _Lines:
+    """The lines of a text handle, remembering those read since :attr:`kept` was last cleared, with lines pushed
+    back (:attr:`back`) read first: :func:`csv_records` re-reads the lines a broken record swallowed."""
+
+    def __init__(self, handle: Iterable[str]) -> None:
+        self._handle = iter(handle)
+        self.back: deque[str] = deque()
+        self.kept: list[str] = []
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = self.back.popleft() if self.back else next(self._handle)
+        self.kept.append(line)
+        return line
+
+
+def _quote_problem(exc: csv.Error, kept: list[str], line: int) -> str:
+    """What is wrong with the record that began on ``line`` and what to do, from the ``csv`` module's error."""
+    opening = kept[0].rstrip("\r\n") if kept else ""
+    excerpt = repr(opening[:60]) + ("..." if len(opening) > 60 else "")
+    message = str(exc)
+    if message == "unexpected end of data":
+        return (f"line {line} ({excerpt}) opens a quoted cell that is never closed, so the rest of the file would "
+                "be read as that one cell; add the closing quote, and write a quote that is part of the text as "
+                'two quotes ("")')
+    if "expected after" in message:
+        end = line + len(kept) - 1
+        if end == line:
+            return (f"line {line} ({excerpt}) has text after the closing quote of a quoted cell; quote the whole "
+                    'cell and write each quote inside it as two quotes ("a ""b"" c")')
+        return (f"line {line} ({excerpt}) opens a quoted cell that is not closed on that line: the next quote, on "
+                f"line {end}, is followed by text; add the closing quote on line {line}, and write a quote that is "
+                'part of the text as two quotes ("")')
+    return f"line {line} ({excerpt}) is not valid CSV: {message}"
+
+
+def csv_records(handle: Iterable[str], source: Any) -> Iterator[tuple[int, list[str] | InvalidInputError]]:
+    """The records of CSV text ``handle`` (opened with ``newline=""``, as :func:`open_text` does; RFC 4180 quoting,
+    commas), as ``(line, cells)``: ``line`` is the 1-based line of the file on which the record begins (a quoted
+    cell may hold line breaks), ``cells`` the record's cells as text. Blank lines are skipped. The header, if the
+    file has one, is the first record. Parsed by :mod:`csv` in strict mode.
+
+    A record whose quoting is broken is yielded as ``(line, InvalidInputError)`` (``details``: one ``{"row": None,
+    "line", "field": None, "reason"}``, the reason naming the line, an excerpt and the fix), and parsing goes on at
+    the line after the one it began on, so the rows after it are still read. Broken is what ``csv`` refuses in
+    strict mode: a quoted cell that is never closed (``1,"abc,2``, which without strict mode silently ran to the end
+    of the file as one cell, swallowing every later row), and text after a closing quote (``"ab"c``). A quote
+    inside an unquoted cell (``5" disk``) is text, as in Excel.
+    """
+    lines = _Lines(handle)
+    start = 1  # the line the next record begins on
+    while True:
+        reader = csv.reader(lines, strict=True)
+        while True:
+            lines.kept.clear()
+            try:
+                cells = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as exc:
+                reason = _quote_problem(exc, lines.kept, start)
+                yield start, InvalidInputError(f"{source}: {reason}.", details=[
+                    {"row": None, "line": start, "field": None, "reason": reason}])
+                lines.back.extendleft(reversed(lines.kept[1:]))  # read again from the next line, in a new reader
+                start += 1
+                break
+            if cells:
+                yield start, cells
+            start += len(lines.kept)
 
 
 CSV_FIELD_LIMIT = 2**31 - 1
