@@ -16,7 +16,8 @@ import importlib
 from typing import Any
 
 from .config import AuditConfig, load_config
-from .errors import AuditAccessDenied, AuditConfigError, AuditKeyError, AuditWriteError, ProofError
+from .errors import (AuditAccessDenied, AuditArchiveError, AuditConfigError, AuditKeyError, AuditWriteError,
+                     ProofError)
 from .runtime import get_log, record_access, record_config_change, record_federated, record_task_event, reset
 
 _LAZY = {"AuditAdmin": "admin", "generate_key_file": "keys", "load_key_file": "keys", "AuditLog": "log",
@@ -25,8 +26,8 @@ _LAZY = {"AuditAdmin": "admin", "generate_key_file": "keys", "load_key_file": "k
 
 __all__ = [
     "AuditConfig", "load_config", "get_log", "reset", "record_task_event", "record_federated", "record_access",
-    "record_config_change", "AuditAccessDenied", "AuditConfigError", "AuditKeyError", "AuditWriteError",
-    "ProofError", *_LAZY,
+    "record_config_change", "AuditAccessDenied", "AuditArchiveError", "AuditConfigError", "AuditKeyError",
+    "AuditWriteError", "ProofError", *_LAZY,
 ]
 
 

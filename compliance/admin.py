@@ -14,7 +14,7 @@ from typing import Any
 
 from . import merkle
 from .config import AuditConfig
-from .errors import AuditAccessDenied
+from .errors import AuditAccessDenied, AuditArchiveError
 from .log import AuditLog
 from .records import b64, utc_iso
 from .verify import VerifyReport, verify_log
@@ -130,8 +130,31 @@ class AuditAdmin:
         the store clear those bodies (leaf hashes stay, so the tree still verifies). Nothing is deleted without its
         archive and its record.
         Returns the archive path, or ``None`` when nothing has expired.
+
+        Args:
+            out_dir: folder for the archive file (created if missing).
+            now: archive as of this time instead of the clock's (a naive time is UTC); it may be earlier than now
+                (archives less), never later.
+
+        Raises:
+            AuditArchiveError: ``now`` is later than the current time: it would move records out of the live store
+                before their ``retention_days`` end (``--now 2099-01-01`` archived every record). To keep records
+                in the live store for less time, lower ``retention_days`` (under 180 needs
+                ``allow_short_retention``).
         """
-        cutoff = utc_iso((now or datetime.now(timezone.utc)) - timedelta(days=self.log.config.retention_days))
+        clock = utc_now()
+        if now is not None:
+            now = now if now.tzinfo is not None else now.replace(tzinfo=timezone.utc)
+            if now > clock:
+                raise AuditArchiveError(
+                    f"Cannot archive as of {utc_iso(now)}: that is later than now ({utc_iso(clock)}), and would move "
+                    f"records out of the live store before their {self.log.config.retention_days}-day retention "
+                    f"ends. Give a time not later than now, or leave --now out; to keep records live for fewer "
+                    f"days, set SECTORFLOW_AUDIT_RETENTION_DAYS (under 180 needs allow_short_retention = true in "
+                    f"the [audit] table of SECTORFLOW_AUDIT_CONFIG).",
+                    details={"now": utc_iso(now), "clock": utc_iso(clock),
+                             "retention_days": self.log.config.retention_days})
+        cutoff = utc_iso((now or clock) - timedelta(days=self.log.config.retention_days))
         expired = [r for r in self.log.store.iter_records(until=cutoff) if r.archive is None]
         if not expired:
             return None
@@ -171,6 +194,11 @@ class AuditAdmin:
     def shred_subject(self, subject: str, reason: str | None = None) -> int:
         """Crypto-shred one data subject (see :meth:`AuditLog.shred_subject`)."""
         return self.log.shred_subject(subject, actor=self.actor, source=self.source, reason=reason)
+
+
+def utc_now() -> datetime:
+    """The current time, UTC (the clock ``archive_expired`` compares ``now`` with; tests move it)."""
+    return datetime.now(timezone.utc)
 
 
 def read_archive(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:

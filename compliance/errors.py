@@ -23,8 +23,16 @@ class AuditAccessDenied(SectorflowError, PermissionError):
     http_status = 403
 
 
+class AuditArchiveError(SectorflowError, ValueError):
+    """An archive run asked for as of a time that is later than now: it would move records out of the live store
+    before their retention period ends. The message gives the current time and what to give instead."""
+
+    http_status = 400
+
+
 class AuditKeyError(SectorflowError):
     """A key file that cannot be read, or a subject key that was shredded."""
 
 
-__all__ = ["AuditConfigError", "AuditWriteError", "AuditAccessDenied", "AuditKeyError", "ProofError"]
+__all__ = ["AuditArchiveError", "AuditConfigError", "AuditWriteError", "AuditAccessDenied", "AuditKeyError",
+           "ProofError"]

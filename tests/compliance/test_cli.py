@@ -93,11 +93,22 @@ def test_non_admin_is_refused_and_the_refusal_is_recorded(audited: Any, capsys: 
     assert (last["event"], last["outcome"]) == ("access.decision", "denied")
 
 
-def test_archive_keeps_proofs_and_the_chain(audited: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def clock_at(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    """Move the clock ``audit archive`` reads to ``text`` (records written now are then that much older)."""
+    from datetime import datetime
+
+    from sectorflow.compliance import admin
+
+    monkeypatch.setattr(admin, "utc_now", lambda: datetime.fromisoformat(text))
+
+
+def test_archive_keeps_proofs_and_the_chain(audited: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     lg = audited()
     Taskflow("score")(TXNS)
     n = lg.store.size()
-    code, out = run(["audit", "archive", str(tmp_path / "arch"), "--now", "2099-01-01T00:00:00Z"], capsys)
+    clock_at(monkeypatch, "2099-01-01T00:00:00+00:00")
+    code, out = run(["audit", "archive", str(tmp_path / "arch")], capsys)
     assert code == 0 and "archived to" in out
     files = list((tmp_path / "arch").glob("*.jsonl.gz"))
     assert len(files) == 1
@@ -115,6 +126,41 @@ def test_archive_keeps_proofs_and_the_chain(audited: Any, tmp_path: Path, capsys
     assert last["event"] == "audit.archived" and last["details"]["retention_days"] == 180
     code, out = run(["audit", "archive", str(tmp_path / "arch"), "--now", "2000-01-01T00:00:00Z"], capsys)
     assert "nothing has expired" in out
+
+
+def test_archive_as_of_a_future_time_is_refused_and_moves_nothing(audited: Any, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found in review: `audit archive --now 2099-01-01` took every record (written seconds before) out of the live
+    store, although none had reached its 180-day retention. A --now later than the clock is refused with a typed
+    error naming the clock; one not later than the clock is honoured."""
+    import getpass
+    from datetime import datetime, timezone
+
+    from sectorflow.compliance import AuditArchiveError
+    from sectorflow.compliance.admin import AuditAdmin
+
+    lg = audited()
+    Taskflow("score")(TXNS)
+    n = lg.store.size()
+    code, out = run(["audit", "archive", str(tmp_path / "arch"), "--now", "2099-01-01T00:00:00Z"], capsys)
+    out = " ".join(out.split())
+    assert code == 2, out
+    assert "Cannot archive as of 2099-01-01T00:00:00.000000Z: that is later than now (" in out
+    assert "180-day retention" in out and "Give a time not later than now, or leave --now out" in out
+    assert not (tmp_path / "arch").exists()
+    assert [r for r in lg.store.iter_records() if r.archive or r.body is None] == []
+    assert not any(json.loads(r.body)["event"] == "audit.archived" for r in lg.store.iter_records())
+    with pytest.raises(AuditArchiveError) as caught:  # the same refusal through the Python API (naive = UTC)
+        AuditAdmin(lg, getpass.getuser()).archive_expired(tmp_path / "arch", now=datetime(2099, 1, 1))
+    assert caught.value.details["now"] == "2099-01-01T00:00:00.000000Z"
+    assert caught.value.http_status == 400
+    # with the clock in 2099, the same --now is not in the future: the records, 73 years old then, are archived
+    clock_at(monkeypatch, "2099-01-01T00:00:00+00:00")
+    code, out = run(["audit", "archive", str(tmp_path / "arch"), "--now", "2099-01-01T00:00:00Z"], capsys)
+    assert code == 0 and "archived to" in out
+    assert len([r for r in lg.store.iter_records() if r.archive]) == n
+    assert datetime(2099, 1, 1, tzinfo=timezone.utc) > datetime.now(timezone.utc)  # the premise of the first call
 
 
 def test_sectorflow_run_calls_are_recorded_with_the_cli_channel(audited: Any, tmp_path: Path,
@@ -265,6 +311,7 @@ def test_an_archive_run_that_stops_before_clearing_bodies_leaves_a_clean_log(aud
     def crash(*args: Any) -> None:
         raise OSError("power cut")
 
+    clock_at(monkeypatch, "2099-01-01T00:00:00+00:00")
     with monkeypatch.context() as patched:
         patched.setattr(type(lg.store), "mark_archived", crash)
         with pytest.raises(OSError, match="power cut"):
@@ -272,7 +319,7 @@ def test_an_archive_run_that_stops_before_clearing_bodies_leaves_a_clean_log(aud
                                                               now=datetime(2099, 1, 1, tzinfo=timezone.utc))
     code, out = run(["audit", "verify"], capsys)
     assert code == 0 and "archived: 0" in out, out
-    code, out = run(["audit", "archive", str(tmp_path / "a2"), "--now", "2099-01-01T00:00:00Z"], capsys)
+    code, out = run(["audit", "archive", str(tmp_path / "a2")], capsys)
     assert code == 0 and "archived to" in out
     code, out = run(["audit", "verify"], capsys)
     assert code == 0 and "OK: no tampering found" in out, out
