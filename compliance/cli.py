@@ -214,7 +214,8 @@ def checkpoints_command(out: Path = typer.Argument(..., help="JSON lines file a 
 
 @audit_app.command("archive")
 def archive(out: Path = typer.Argument(..., help="Folder for archive files."),
-            now: Optional[str] = typer.Option(None, help="Pretend the time is this (ISO-8601).")) -> None:
+            now: Optional[str] = typer.Option(None, help="Archive as of this time instead of the clock's "
+                                                         "(ISO-8601); a time later than now is refused.")) -> None:
     """Move records older than the retention period into an archive file with their proofs."""
     when = datetime.fromisoformat(_when(now).replace("Z", "+00:00")) if now else None
     path = _admin().archive_expired(out, now=when)
