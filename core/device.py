@@ -114,24 +114,35 @@ def _device_hint(text: str, supported: tuple[str, ...]) -> str:
     return f" Did you mean {guess!r}?" if guess != text else ""
 
 
+VALID_DEVICES = "cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto"
+"""The device strings :func:`resolve_device` reads, as its error messages list them."""
+
+
 def resolve_device(requested: str | None = "auto", supported: tuple[str, ...] = ("cpu",),
                    probe: DeviceProbe | None = None) -> Device:
     """Turn a user's device string into a :class:`Device`.
 
     ``auto`` tries GPU, then custom devices (npu, then mlu, then any other type alphabetically), then xpu, then CPU,
-    keeping only kinds in ``supported``, and logs a warning when it falls back to CPU; ``None`` or ``""`` is ``auto``.
+    keeping only kinds in ``supported``, and logs a warning when it falls back to CPU; ``None`` is ``auto``.
     An explicit device is honoured exactly (case and surrounding spaces aside).
 
     Raises:
-        DeviceUnavailableError: not a string, a malformed string, a kind the task does not support, or a device
-            that is not present (e.g. ``gpu:1`` with one GPU). A name close to a supported one (``cuda:0``, ``GPU0``)
-            gets "Did you mean 'gpu:0'?".
+        DeviceUnavailableError: not a string, an empty or blank string (almost always an unset environment variable
+            in the caller's configuration, so it is not taken as ``auto``), a malformed string, a kind the task does
+            not support, or a device that is not present (e.g. ``gpu:1`` with one GPU). A name close to a supported
+            one (``cuda:0``, ``GPU0``) gets "Did you mean 'gpu:0'?".
     """
     probe = probe or _default_probe
     if requested is not None and not isinstance(requested, str):
         raise DeviceUnavailableError(f"device={requested!r} ({type(requested).__name__}) is not a string: give "
-                                     "one of cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto (e.g. device='gpu:0').")
-    text = (requested or "auto").strip().lower()  # None or "" is auto
+                                     f"one of {VALID_DEVICES} (e.g. device='gpu:0').")
+    text = "auto" if requested is None else requested.strip().lower()
+    if not text:
+        raise DeviceUnavailableError(
+            f"device={requested!r} is {'blank' if requested else 'empty'}: give one of {VALID_DEVICES} (this task "
+            f"runs on {', '.join(supported)}). "
+            "An empty device is usually an unset environment variable in the configuration; leave the option out "
+            "for its default.")
     if text == "auto":
         if "gpu" in supported and probe.gpu_count() > 0:
             return Device("gpu", 0)
@@ -147,7 +158,7 @@ def resolve_device(requested: str | None = "auto", supported: tuple[str, ...] = 
     match = _DEVICE_RE.match(text)
     if not match:
         raise DeviceUnavailableError(
-            f"Device {requested!r} is not of the form cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto."
+            f"Device {requested!r} is not of the form {VALID_DEVICES}."
             f"{_device_hint(text, supported)}")
     kind, index = match["kind"], int(match["index"] or 0)
     if kind not in supported:

@@ -79,14 +79,10 @@ def test_explicit_device_is_honoured_exactly(requested, expected, caplog):
         ("npu", ("cpu", "gpu"), "runs on cpu, gpu"),
         ("cpu:1", ALL, "use plain 'cpu'"),
         ("gpu:x", ALL, "is not of the form"),
-        ("", ALL, None),
     ],
 )
 def test_missing_or_malformed_device_is_a_typed_error(requested, supported, fragment):
     probe = FakeProbe(gpus=0 if requested == "gpu" else 2, custom={"mlu": 1})
-    if fragment is None:  # empty means auto
-        assert resolve_device(requested, supported, probe) == Device("gpu", 0)
-        return
     with pytest.raises(DeviceUnavailableError) as info:
         resolve_device(requested, supported, probe)
     assert fragment in str(info.value)
@@ -270,3 +266,31 @@ def test_a_device_name_from_another_framework_or_of_the_wrong_type_says_what_to_
 
 def test_none_is_auto():
     assert resolve_device(None, ALL, FakeProbe(gpus=1)) == Device("gpu", 0)
+
+
+@pytest.mark.parametrize(("requested", "word"), [("", "empty"), ("   ", "blank"), ("\t\n", "blank")])
+def test_an_empty_or_blank_device_is_refused_not_taken_as_auto(requested, word):
+    """An empty device is almost always an unset environment variable in the caller's config (device="$DEVICE"):
+    it used to be read as auto and ran on whatever accelerator was found."""
+    with pytest.raises(DeviceUnavailableError) as info:
+        resolve_device(requested, ("cpu", "gpu"), FakeProbe(gpus=1))
+    assert str(info.value) == (
+        f"device={requested!r} is {word}: give one of cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto (this task "
+        "runs on cpu, gpu). An empty device is usually an unset environment variable in the configuration; leave "
+        "the option out for its default.")
+
+
+def test_taskflow_and_the_command_line_refuse_an_empty_device(echo_registry, tmp_path, capsys, monkeypatch):
+    from sectorflow.cli import main
+
+    monkeypatch.setenv("COLUMNS", "400")  # the message on one line
+
+    with pytest.raises(DeviceUnavailableError, match=r"^device='' is empty: give one of cpu, gpu\[:N\]"):
+        Taskflow("echo", device="", device_probe=FakeProbe(gpus=1))
+    assert not [e for e in echo_registry.events if e.kind == "model_loaded"]
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "hello"}\n')
+    capsys.readouterr()
+    assert main(["run", "echo", str(source), "--device", ""]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "device='' is empty: give one of cpu, gpu[:N], npu[:N], mlu[:N], xpu[:N] or auto" in err
