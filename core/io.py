@@ -64,12 +64,15 @@ def open_text(source: str | Path) -> Iterator[IO[str]]:
 def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
                defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
     """One JSON object per line; blank lines are skipped but counted. ``mapping`` and ``defaults`` as for
-    :func:`remap` (a mapped key absent from a line is simply absent: JSON lines have no header to check).
+    :func:`remap` (a mapped key absent from a line is simply absent: JSON lines have no header to check). A
+    byte-order mark at the start of any line is dropped, as at the start of the file: files concatenated with
+    ``cat`` carry one where each began.
 
     A line that is not a JSON object is yielded as ``(row, InvalidInputError)`` (see the module docstring).
     """
     with open_text(source) as handle:
         for row, line in enumerate(handle, start=1):
+            line = line.removeprefix("\ufeff")
             if not line.strip():
                 continue
             try:
@@ -98,7 +101,7 @@ def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
 
     Raises (while iterating):
         ConfigError: a column named in ``mapping`` is not in the header (the message names it and the header), or
-            the header names a column twice.
+            the header names a column twice (columns without a name, as Excel's trailing commas make, may repeat).
         InvalidInputError: the header line itself has broken quoting (the message names the file and line).
     """
     if csv.field_size_limit() < CSV_FIELD_LIMIT:  # the default, 131,072 characters, is a contract or a long report
@@ -113,7 +116,9 @@ def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
                                         details={"source": str(source), "line": line})
             header = first
             break
-        repeated = sorted({name for name in header if header.count(name) > 1})
+        # Unnamed columns (Excel's trailing commas: "text,,") are not refused as repeated: they hold no field, and a
+        # value under one is named in known_fields_only's warning as the column ''.
+        repeated = sorted({name for name in header if header.count(name) > 1 and name.strip()})
         if repeated:  # a dict of the row would keep the last column of a name and drop the others without a word
             raise ConfigError(f"The CSV header of {source} names {', '.join(map(repr, repeated))} more than once; "
                               "rename or drop the extra column(s) (only one can be read as a field).",
@@ -427,7 +432,8 @@ def checked_reader(reader: Reader) -> Reader:
 
     Translated: ``UnicodeDecodeError`` (not UTF-8 text, e.g. a binary or UTF-16 file), ``gzip.BadGzipFile`` and
     ``zlib.error`` (a ``.gz`` name on a file that is not gzip, or corrupt data), ``EOFError`` (a truncated gzip
-    file), ``csv.Error`` (a CSV the ``csv`` module cannot parse). The message names the file (``name``, if given, else ``source``) and the last row read before the
+    file), ``csv.Error`` (a CSV the ``csv`` module cannot parse), any other ``OSError`` while reading (pyarrow
+    reports a Parquet file with corrupt compressed pages as one; a disk read error; a file without read access). The message names the file (``name``, if given, else ``source``) and the last row read before the
     failure. Applies to every reader,
     built in or a plugin's, because it wraps the iteration itself.
     """
@@ -447,10 +453,12 @@ def checked_reader(reader: Reader) -> Reader:
             raise _unreadable(shown, row, "is truncated (the gzip file ends early)", str(exc)) from exc
         except csv.Error as exc:  # a NUL byte, a broken quote in strict dialects: the file, not one row
             raise _unreadable(shown, row, "is not valid CSV", str(exc)) from exc
+        except OSError as exc:  # corrupt compressed data in a Parquet file (pyarrow), a disk read error, no access
+            raise _unreadable(shown, row, "could not be read", exc.strerror or str(exc) or type(exc).__name__) from exc
 
     return read
 
 
 def _unreadable(source: Any, row: int, what: str, reason: str) -> InvalidInputError:
     where = f" after row {row}" if row else ""
-    return InvalidInputError(f"Input file {source} {what}: {reason}{where}.")  # one line: no per-row details
+    return InvalidInputError(f"Input file {source} {what}: {reason.rstrip('. ')}{where}.")  # one line: no per-row details

@@ -1,0 +1,86 @@
+"""Input files a user hands ``sectorflow run`` (and the readers ``sectorflow.io.reader_for`` makes): files that
+concatenate exports, Excel's unnamed trailing columns, and files that fail while they are read (a corrupt Parquet
+page) give rows or a typed error naming the file, never a traceback or silently lost rows."""
+
+from __future__ import annotations
+
+import errno
+import json
+
+import pytest
+
+from sectorflow import ConfigError, InvalidInputError
+from sectorflow.io import checked_reader, read_csv, read_jsonl
+
+
+def test_a_byte_order_mark_inside_a_json_lines_file_is_dropped(tmp_path):
+    """``cat a.jsonl b.jsonl`` of two files saved with a BOM: the second file's first line was a bad row
+    ("Unexpected UTF-8 BOM")."""
+    source = tmp_path / "joined.jsonl"
+    source.write_bytes(b'\xef\xbb\xbf{"text": "from a"}\n\xef\xbb\xbf{"text": "from b"}\r\n\xef\xbb\xbf\n')
+    assert list(read_jsonl(source)) == [(1, {"text": "from a"}), (2, {"text": "from b"})]
+
+
+def test_excel_unnamed_trailing_columns_are_not_refused_as_repeated(tmp_path):
+    """Excel writes ``text,,`` for a sheet with two empty formatted columns: refused as "names '' more than once"."""
+    source = tmp_path / "excel.csv"
+    source.write_text("text,,\r\nhello,,\r\nworld,,\r\n")
+    assert list(read_csv(source)) == [(1, {"text": "hello"}), (2, {"text": "world"})]
+    source.write_text("text,text,,\nhello,again,,\n")  # a named column twice is still refused
+    with pytest.raises(ConfigError, match=r"names 'text' more than once"):
+        list(read_csv(source))
+
+
+def test_a_value_under_an_unnamed_column_is_named_in_the_ignored_columns_warning(echo_registry, tmp_path, caplog):
+    from sectorflow import plugins
+    from sectorflow.io import reader_for
+
+    source = tmp_path / "excel.csv"
+    source.write_text("text,,\nhello,,stray\n")
+    rows = list(reader_for(plugins.get_task("echo"), None, source)(source))
+    assert rows == [(1, {"text": "hello"})]
+    assert "'' is not an input field of task 'echo': ignored" in caplog.text
+
+
+def test_an_os_error_while_reading_is_an_input_error_naming_the_file_and_row(tmp_path):
+    def failing(source):
+        yield 1, {"text": "first"}
+        raise OSError(errno.EIO, "Input/output error")
+
+    rows = checked_reader(failing)(tmp_path / "disk.jsonl")
+    assert next(rows) == (1, {"text": "first"})
+    with pytest.raises(InvalidInputError) as info:
+        next(rows)
+    assert str(info.value) == f"Input file {tmp_path / 'disk.jsonl'} could not be read: Input/output error after row 1."
+
+
+def test_a_parquet_file_with_a_corrupt_page_is_an_input_error_not_a_traceback(tmp_path):
+    """pyarrow raises a bare OSError ("Corrupt snappy compressed data") from the middle of a Parquet file whose footer
+    is intact, so the reader's open succeeds and the failure comes while rows are read."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    source = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"text": [f"text number {i}" for i in range(2000)]}), source, compression="snappy")
+    data = bytearray(source.read_bytes())
+    for k in range(200, 264):  # inside the first data page
+        data[k] ^= 0x5A
+    source.write_bytes(bytes(data))
+
+    def read_parquet(path):
+        for row, record in enumerate((r for b in pq.ParquetFile(path).iter_batches() for r in b.to_pylist()), 1):
+            yield row, record
+
+    with pytest.raises(InvalidInputError) as info:
+        list(checked_reader(read_parquet)(source))
+    assert str(info.value) == f"Input file {source} could not be read: Corrupt snappy compressed data."
+
+
+def test_run_reports_a_concatenated_json_lines_file_in_full(echo_registry, tmp_path, capsys):
+    from sectorflow.cli import main
+
+    source = tmp_path / "joined.jsonl"
+    source.write_bytes(b'\xef\xbb\xbf{"text": "from a"}\n\xef\xbb\xbf{"text": "from b"}\n')
+    capsys.readouterr()
+    assert main(["run", "echo", str(source)]) == 0
+    out = capsys.readouterr().out
+    assert [json.loads(line)["text"] for line in out.splitlines()] == ["from a", "from b"]
