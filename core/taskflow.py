@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import logging
+import numbers
 import os
 import threading
 import time
@@ -140,9 +141,25 @@ _KEYWORDS = ("device", "precision", "batch_size", "num_threads", "task_path", "d
 
 
 def _check_task_path(task_path: Any) -> None:
+    """Refuse a ``task_path`` that is neither ``None``, a ``str`` nor a path, or that is an empty or blank string
+    (an unset environment variable: ``Path("")`` is the current folder, reported as ". is not a model bundle")."""
     if task_path is not None and not isinstance(task_path, (str, os.PathLike)):
         raise ConfigError(f"task_path={task_path!r} ({type(task_path).__name__}): give the path of a model bundle "
                           "folder (str or pathlib.Path), or leave it out for the task's own bundle.")
+    if isinstance(task_path, str) and not task_path.strip():
+        raise ConfigError(f"task_path={task_path!r} is {'blank' if task_path else 'empty'}: give the path of a model "
+                          "bundle folder, or leave it out for the task's own bundle (an empty path is usually an "
+                          "unset environment variable in the configuration).")
+
+
+_PROBE_METHODS = ("gpu_count", "custom_devices", "xpu_count")
+
+
+def _check_probe(probe: Any) -> None:
+    if probe is not None and not all(callable(getattr(probe, name, None)) for name in _PROBE_METHODS):
+        raise ConfigError(f"device_probe={probe!r} ({type(probe).__name__}): give a sectorflow.DeviceProbe (an "
+                          f"object with the methods {', '.join(_PROBE_METHODS)}), or leave it out for the real "
+                          "hardware.")
 
 
 def _check_context(context: Any) -> CallContext:
@@ -157,7 +174,9 @@ def _check_context(context: Any) -> CallContext:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)  # True is an int to Python, not a batch size
+    """An integer, also numpy's (``np.int64(8)``, whose repr is ``8``: refusing it said "batch_size=8: give an
+    integer"); not ``True``/``False``, which Python counts as integers."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def _unknown_options_message(spec: TaskSpec, unknown: list[str]) -> str:
@@ -219,17 +238,17 @@ class Taskflow:
         precision: ``fp32``, ``fp16``, ``bf16`` or ``int8`` (any case); one the task does not declare is refused. ``int8`` on CPU
             runs the INT8 ONNX bundle that ``sectorflow models quantize TASK`` built (``sectorflow.int8_store``
             says where it is looked for), on a GPU the fp32 bundle through TensorRT INT8.
-        batch_size: the most items per model forward pass (an integer from 1 to 65,536).
+        batch_size: the most items per model forward pass (an integer from 1 to 65,536; numpy integers too).
         num_threads: CPU threads of the predictor (an integer from 1 to 1,024; default ``SECTORFLOW_NUM_THREADS``
             or 1).
-        task_path: a user's model bundle folder (str or path) instead of the task's default bundle.
-        device_probe: what hardware exists (tests inject a fake one).
+        task_path: a user's model bundle folder (str or path, not empty) instead of the task's default bundle.
+        device_probe: what hardware exists (a :class:`~sectorflow.DeviceProbe`; tests inject a fake one).
         **options: task-specific options (the task spec's ``options`` lists them).
 
     Raises:
         UnknownTaskError, DeviceUnavailableError, UnsupportedPrecisionError, BundleError, BundleIntegrityError,
-        ConfigError (a bad ``batch_size``/``num_threads``/``task_path``, or an unknown option: the message names the
-        closest real option or keyword, ``batchsize`` -> ``batch_size``).
+        ConfigError (a bad ``batch_size``/``num_threads``/``task_path``/``device_probe``, an empty ``task_path``, or
+        an unknown option: the message names the closest real option or keyword, ``batchsize`` -> ``batch_size``).
 
     Thread safety: concurrent calls on one instance give exactly the serial results; stateless tasks run concurrently
     on a predictor pool, stateful tasks (``spec.stateful``) take turns.
@@ -252,7 +271,9 @@ class Taskflow:
         if num_threads is not None and (not _is_int(num_threads) or not 1 <= num_threads <= MAX_THREADS):
             raise ConfigError(f"num_threads={num_threads!r}: give an integer from 1 to {MAX_THREADS} (CPU threads of "
                               f"the predictor), or leave it out for SECTORFLOW_NUM_THREADS or 1.")
+        batch_size, num_threads = int(batch_size), None if num_threads is None else int(num_threads)
         _check_task_path(task_path)
+        _check_probe(device_probe)
         unknown = sorted(set(options) - set(self.spec.options))
         if unknown:
             raise ConfigError(_unknown_options_message(self.spec, unknown),
@@ -441,9 +462,11 @@ class Taskflow:
                context: CallContext | None = None) -> Iterator[Any]:
         """Yield one result per input item, in order, holding at most ``chunk_size`` items (default
         ``batch_size``) in memory at a time."""
-        size = chunk_size or self.batch_size
+        size = self.batch_size if chunk_size is None else chunk_size  # chunk_size=0 is refused, not the default
         if not _is_int(size) or size < 1:
-            raise ConfigError(f"chunk_size={chunk_size!r}: give a positive integer (items held at a time).")
+            raise ConfigError(f"chunk_size={chunk_size!r}: give a positive integer (items held at a time), or leave "
+                              "it out for batch_size.")
+        size = int(size)
         iterator = iter(_as_items(iterable)[1] if _is_one_item(iterable) or isinstance(iterable, (set, frozenset))
                         else iterable)
         row = 1
