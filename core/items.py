@@ -10,15 +10,23 @@ Plugins subclass :class:`TextItem`, redeclare ``text`` with their own length lim
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
-_INVISIBLE = dict.fromkeys([*map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), *range(0x20), 0x7f])
-"""Characters that show nothing and that ``str.strip`` keeps (zero-width space, joiners, word joiner, BOM, soft
-hyphen; the C0 control characters and DEL, such as the NUL bytes of a text read from a binary column): a text of
-only these and white space is blank."""
+_FILLERS = frozenset("\u034f\u115f\u1160\u3164\uffa0\u2800")
+"""Characters that show nothing but that Unicode files as marks, letters or symbols: combining grapheme joiner, the
+Hangul fillers, braille blank."""
+
+
+def is_blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: only white space (``str.isspace``), control characters (Unicode category Cc:
+    NUL bytes of a text read from a binary column, DEL, the C1 controls), format characters (Cf: zero-width space
+    and joiners, word joiner, BOM, soft hyphen, the direction marks U+200E/U+200F and bidi isolates) and
+    :data:`_FILLERS`. Stops at the first visible character."""
+    return all(ch.isspace() or ch in _FILLERS or unicodedata.category(ch) in ("Cc", "Cf") for ch in text)
 
 
 class TextItem(BaseModel):
@@ -26,8 +34,9 @@ class TextItem(BaseModel):
     refused (``extra="forbid"``), so a misspelt option is an error rather than silently ignored.
 
     Raises (through :func:`sectorflow.Taskflow` validation, as ``InvalidInputError``): an empty text, a text of only
-    white space, zero-width or control characters (NUL) ("text is only white space: give <text_hint>"), an unknown key, an item that is neither a string nor
-    a mapping (``None``, bytes, a number, a list: "got None: give <text_hint> as a string").
+    white space, zero-width, direction-mark or control characters (NUL) (:func:`is_blank`: "text is only white
+    space: give <text_hint>"), an unknown key, an item that is neither a string nor a mapping (``None``, bytes, a
+    number, a list: "got None: give <text_hint> as a string").
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -52,6 +61,6 @@ class TextItem(BaseModel):
     @field_validator("text")
     @classmethod
     def _not_blank(cls, value: str) -> str:
-        if not value.translate(_INVISIBLE).strip():
+        if is_blank(value):
             raise ValueError(f"text is only white space: give {cls.text_hint}")
         return value

@@ -70,3 +70,14 @@ def test_control_characters_alone_are_blank_and_kept_inside_a_text():
     assert [(d["row"], d["reason"]) for d in caught.value.details] == [
         (1, "text is only white space: give the note"), (2, "text is only white space: give the note")]
     assert Note.model_validate("a\x00b").text == "a\x00b"
+
+
+@pytest.mark.parametrize("blank", ["\u200e", "\u200f \u200e", "\u2066\u2069", "\u061c", "\x90\x9f", "\u3164\u3164",
+                                   "\u2800", "\u034f", "\u180e", "\u00ad\u2060"])
+def test_direction_marks_c1_controls_and_fillers_alone_are_blank(blank):
+    """A text of only a left-to-right mark (U+200E, what a copy from a right-to-left page leaves) or a Hangul filler
+    passed the blank check and was classified as if it said something."""
+    with pytest.raises(InvalidInputError) as caught:
+        validate_items(Note, [blank])
+    assert [(d["row"], d["reason"]) for d in caught.value.details] == [(1, "text is only white space: give the note")]
+    assert Note.model_validate(f"a{blank}").text == f"a{blank}"  # kept as given when there is text
