@@ -61,10 +61,18 @@ class TaskFastPath:
         """Serve ``POST path`` (a task's route or an alias) for ``task`` with its request and response models."""
         self._routes[path] = _Route(path, task, request_model, response_model, f"task:{task}", f"POST {path}")
 
-    async def __call__(self, scope: dict[str, Any], headers: dict[bytes, bytes], body: bytes, rid: str,
-                       send: Callable[[Any], Awaitable[None]]) -> bool:
+    def route(self, scope: dict[str, Any]) -> _Route | None:
+        """The task route a request goes to (``POST`` to a served task's path or alias), else ``None``: ``path`` (the
+        route template), ``task``, ``scope`` (``task:NAME``) and ``action`` (``POST <path>``)."""
         route = self._routes.get(scope["path"])
         if route is None or scope["method"] != "POST" or scope.get("root_path"):
+            return None
+        return route
+
+    async def __call__(self, scope: dict[str, Any], headers: dict[bytes, bytes], body: bytes, rid: str,
+                       send: Callable[[Any], Awaitable[None]]) -> bool:
+        route = self.route(scope)
+        if route is None:
             return False
         query = scope.get("query_string", b"")
         if query not in _LANE_QUERIES:

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .. import plugins
 from ..errors import SectorflowError
 from ..spec import CallContext, TaskEvent
-from .access import AccessDenied, off_the_loop
+from .access import AccessDenied, off_the_loop, require
 from .batching import Overloaded
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -209,13 +209,14 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 class ServingMiddleware:
-    """Pure ASGI middleware: refuses request bodies over ``max_body_bytes`` with 413 (read here, before the app, so
-    it works with every FastAPI version), gives every request an id (the caller's well-formed ``X-Request-ID``, else
-    a new one), returns it as ``X-Request-ID`` on every response, and counts responses in
+    """Pure ASGI middleware: refuses request bodies over ``max_body_bytes`` (read here, before the app, so it works
+    with every FastAPI version; see :meth:`too_large`), gives every request an id (the caller's well-formed
+    ``X-Request-ID``, else a new one), returns it as ``X-Request-ID`` on every response, and counts responses in
     ``sectorflow_http_requests_total`` by route template (``unmatched`` for unknown paths).
 
     With ``fast`` (a :class:`~sectorflow.serving.fastpath.TaskFastPath`), a well-formed task request is answered
-    there, without FastAPI's routing and dependency machinery; everything else goes on to the app."""
+    there, without FastAPI's routing and dependency machinery, and an oversized request to a task's route has its
+    key checked and its refusal recorded (:meth:`too_large`); everything else goes on to the app."""
 
     def __init__(self, app: ASGIApp, metrics: Any, max_body_bytes: int, fast: Any = None) -> None:
         self.app = app
@@ -244,8 +245,7 @@ class ServingMiddleware:
         try:
             body = await read_body(self.max_body_bytes, headers, receive)
             if body is None:
-                response = error_response(413, "RequestTooLarge", f"The request body exceeds {self.max_body_bytes} "
-                                          f"bytes; send fewer items per request.")
+                response = await self.too_large(scope)
                 await response(scope, receive, tracking_send)
                 return
             if self.fast is not None and await self.fast(scope, headers, body, rid, tracking_send):
@@ -262,6 +262,29 @@ class ServingMiddleware:
             await self.app(scope, replay, tracking_send)
         finally:
             self._count(scope.get("method", ""), getattr(scope.get("route"), "path", "unmatched"), status["code"])
+
+    async def too_large(self, scope: Scope) -> JSONResponse:
+        """The answer to a request whose body is (or is declared) over ``max_body_bytes``; the body is never read
+        past the limit (not at all when ``Content-Length`` declares it), and nothing here reads it.
+
+        On a task route (or alias), the key is checked first, from the headers alone, as for a malformed body: no
+        key or an unknown one is 401, a key without the task's scope 403, each with its access decision. A valid
+        key gets 413 with its allowed access decision and a ``call_failed`` event naming the key and the task
+        (``RequestTooLarge``, no items), so that the refusal reaches the audit log; a record the audit log cannot
+        write (``access`` or the task regulated) answers its error instead (503). Any other path is 413 at once."""
+        message = f"The request body exceeds {self.max_body_bytes} bytes; send fewer items per request."
+        route = self.fast.route(scope) if self.fast is not None else None
+        if route is not None and "app" in scope:
+            scope["route"] = route  # labels the metrics and the access decision's action with the task's route
+            request = Request(scope)  # no receive channel: the body cannot be read from it
+            try:
+                await require(route.scope)(request)
+                await record_refused_call(request, f"RequestTooLarge: {message}", None)
+            except (AccessDenied, SectorflowError) as exc:
+                response = exception_response(exc)
+                assert response is not None
+                return response
+        return error_response(413, "RequestTooLarge", message)
 
     def _count(self, method: str, route: str, status: int) -> None:
         """Count one response in ``sectorflow_http_requests_total``. The counter's children are looked up once per

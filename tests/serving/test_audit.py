@@ -140,3 +140,27 @@ def test_audit_writes_never_run_on_the_event_loop(audited, tasks):
         plugins.get_plugin_manager().unregister(name="thread_recorder")
     assert [kind for kind, _ in recorder.threads] == ["decision"] * 4 + ["call_failed"]
     assert {thread for _, thread in recorder.threads} == {"sectorflow-observers_0"}
+
+
+def test_an_oversized_body_leaves_its_refusal_in_the_audit_log(audited):
+    """An oversized body with a valid key leaves the allowed access decision and a task.call_failed record naming
+    the key, the task and why (never the body); without a key, the denied decision. Neither body is read."""
+    from .test_oversized import declared_only
+
+    server, _ = audited
+    big = 2 * 1048576  # over the default max_body_bytes; only declared, never sent
+    code, _, _ = declared_only(server, "/v1/tasks/echo", {**auth("alice"), "X-Request-ID": "big-1"}, big)
+    assert code == 413
+    code, _, _ = declared_only(server, "/v1/tasks/echo", {"X-Request-ID": "big-2"}, big)
+    assert code == 401
+    admin = compliance.AuditAdmin(compliance.get_log(), "auditor")
+    records = [rec for rec in admin.export() if rec["request_id"] in ("big-1", "big-2")]
+    seen = [(r["request_id"], r["event"], r["actor"], r["outcome"], r["object"]["task"], r["n_items"],
+             r["input_digest"]) for r in records]
+    assert seen == [("big-1", "access.decision", "alice", "success", "echo", 0, None),
+                    ("big-1", "task.call_failed", "alice", "failure", "echo", 0, None),
+                    ("big-2", "access.decision", "anonymous", "denied", "echo", 0, None)]
+    assert records[1]["reason"] == ("RequestTooLarge: The request body exceeds 1048576 bytes; send fewer items per "
+                                    "request.")
+    assert (records[1]["tenant"], records[1]["channel"], records[1]["source"]) == ("bank-1", "http", "127.0.0.1")
+    assert records[2]["reason"] == "no API key"
