@@ -115,7 +115,8 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
                               "needs an API key (Authorization: Bearer KEY or X-API-Key).")
     app.state.sectorflow = state
     fast = TaskFastPath(state)  # learns the task routes below
-    app.add_middleware(ServingMiddleware, metrics=metrics, max_body_bytes=config.server.max_body_bytes, fast=fast)
+    app.add_middleware(ServingMiddleware, metrics=metrics, max_body_bytes=config.server.max_body_bytes, fast=fast,
+                       state=state)
     install_error_handlers(app)
 
     @app.get("/healthz", tags=["health"], operation_id="healthz", summary="The process is up")

@@ -38,7 +38,7 @@ from typing import Any
 from ..spec import CallContext
 from ..taskflow import Taskflow
 from .config import LANES, Lane, TaskConfig
-from .metrics import ServerMetrics
+from .metrics import MODEL_CALL, ServerMetrics
 
 
 class Overloaded(Exception):
@@ -67,6 +67,7 @@ class _Pending:
     future: asyncio.Future[Answer]
     arrived: float = field(default_factory=time.perf_counter)
     taken: bool = False
+    version: str | None = None  # the model version of the call that answered it (None: no call yet)
 
     @property
     def group(self) -> tuple[str, str | None, str]:
@@ -113,6 +114,7 @@ class TaskBatcher:
             while self._lanes[lane]:
                 pending = self._lanes[lane].popleft()
                 if not pending.future.done():
+                    self._metrics.rejections.labels(self.name, "shutdown").inc()
                     pending.future.set_exception(Overloaded("shutdown", "The server is shutting down.", 5))
 
     # --- requests -------------------------------------------------------------------------------------------------
@@ -121,8 +123,13 @@ class TaskBatcher:
         """Items waiting in ``lane`` now."""
         return self._queued[lane]
 
-    async def submit(self, items: Sequence[Any], context: CallContext, lane: Lane) -> Answer:
+    async def submit(self, items: Sequence[Any], context: CallContext, lane: Lane,
+                     note: dict[str, Any] | None = None) -> Answer:
         """Queue validated items and wait for their outputs.
+
+        ``note`` (the request's ASGI ``scope["state"]``) gets the model version of the call that answered the
+        request under :data:`~.metrics.MODEL_CALL` once one has (with outputs or an error), so that the server counts
+        the request in ``sectorflow_requests_total`` as a model call rather than a refusal.
 
         Raises:
             Overloaded: the lane is full (``queue_full``) or the request waited longer than the lane's timeout
@@ -151,6 +158,8 @@ class TaskBatcher:
         finally:
             self._in_flight -= 1
             timer.cancel()
+            if note is not None and pending.version is not None:
+                note[MODEL_CALL] = pending.version
 
     def _expire(self, pending: _Pending) -> None:
         """The lane's timeout passed: refuse the request if no call has taken it yet."""
@@ -287,11 +296,11 @@ class TaskBatcher:
         version = (outputs[0].meta.model_version if outputs and outputs[0].meta else version) or ""
         self._metrics.compute_seconds.labels(self.name, version).observe(elapsed)
         self._metrics.batch_size.labels(self.name).observe(len(items))
-        self._metrics.requests.labels(self.name, version, "success").inc(len(batch))
         self._metrics.items.labels(self.name, version, "success").inc(len(items))
         offset = 0
         for pending in batch:
             n = len(pending.items)
+            pending.version = version
             answer = Answer(outputs[offset:offset + n], context.request_id, len(items))
             offset += n
             if not pending.future.done():
@@ -301,7 +310,7 @@ class TaskBatcher:
         return self.taskflow.run(items, context=context)
 
     def _finish_failed(self, pending: _Pending, exc: Exception, version: str) -> None:
-        self._metrics.requests.labels(self.name, version, "failure").inc()
         self._metrics.items.labels(self.name, version, "failure").inc(len(pending.items))
+        pending.version = version
         if not pending.future.done():
             pending.future.set_exception(exc)

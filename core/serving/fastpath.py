@@ -102,7 +102,7 @@ class TaskFastPath:
                 request_id=rid, route=route.action, roles=key.roles), state.observer_executor)
             body, task_headers = await task_answer(state, route.task, route.response_model, key,
                                                    request.inputs,  # type: ignore[attr-defined]
-                                                   _LANE_QUERIES[query], source, rid)
+                                                   _LANE_QUERIES[query], source, rid, scope.get("state"))
         except Exception as exc:
             mapped = exception_response(exc)
             if mapped is None:

@@ -7,6 +7,7 @@ validation gives 422 with field and reason, a :class:`~sectorflow.errors.Sectorf
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import re
@@ -24,8 +25,10 @@ from ..errors import SectorflowError
 from ..spec import CallContext, TaskEvent
 from .access import AccessDenied, off_the_loop, require
 from .batching import Overloaded
+from .metrics import MODEL_CALL, request_outcome
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+TASKS_PREFIX = "/v1/tasks/"
 
 
 class RateLimited(Exception):
@@ -43,10 +46,9 @@ async def record_refused_call(request: Request, error: str, body: Any) -> None:
     Requests refused before authentication leave an access decision instead."""
     key = getattr(request.state, "api_key", None)
     state = getattr(request.app.state, "sectorflow", None)
-    prefix = "/v1/tasks/"
-    if key is None or state is None or not request.url.path.startswith(prefix):
+    if key is None or state is None or not request.url.path.startswith(TASKS_PREFIX):
         return
-    name = state.aliases.get(request.url.path[len(prefix):])
+    name = state.aliases.get(request.url.path[len(TASKS_PREFIX):])
     if name is None:
         return
     taskflow = state.taskflows.get(name)
@@ -211,19 +213,22 @@ def install_error_handlers(app: FastAPI) -> None:
 class ServingMiddleware:
     """Pure ASGI middleware: refuses request bodies over ``max_body_bytes`` (read here, before the app, so it works
     with every FastAPI version; see :meth:`too_large`), gives every request an id (the caller's well-formed
-    ``X-Request-ID``, else a new one), returns it as ``X-Request-ID`` on every response, and counts responses in
-    ``sectorflow_http_requests_total`` by route template (``unmatched`` for unknown paths).
+    ``X-Request-ID``, else a new one), returns it as ``X-Request-ID`` on every response, counts responses in
+    ``sectorflow_http_requests_total`` by route template (``unmatched`` for unknown paths) and, with ``state``, every
+    answered request to a served task's route in ``sectorflow_requests_total`` with its status.
 
     With ``fast`` (a :class:`~sectorflow.serving.fastpath.TaskFastPath`), a well-formed task request is answered
     there, without FastAPI's routing and dependency machinery, and an oversized request to a task's route has its
     key checked and its refusal recorded (:meth:`too_large`); everything else goes on to the app."""
 
-    def __init__(self, app: ASGIApp, metrics: Any, max_body_bytes: int, fast: Any = None) -> None:
+    def __init__(self, app: ASGIApp, metrics: Any, max_body_bytes: int, fast: Any = None, state: Any = None) -> None:
         self.app = app
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
         self.fast = fast
+        self.state = state
         self._counted: dict[tuple[str, str, int], Any] = {}  # (method, route, status) -> its counter child
+        self._tasks: dict[str, str] | None = None  # route path of a task or alias -> task name
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -235,10 +240,12 @@ class ServingMiddleware:
         rid = given if _REQUEST_ID.match(given) else new_request_id()
         scope.setdefault("state", {})["request_id"] = rid
         rid_header = (b"x-request-id", rid.encode())
+        answered = True
 
         async def tracking_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status["code"] = message["status"]
+                status["started"] = True
                 message["headers"] = list(message.get("headers", [])) + [rid_header]
             await send(message)
 
@@ -260,8 +267,14 @@ class ServingMiddleware:
                 return await receive()  # later calls wait for the disconnect, as the server's receive does
 
             await self.app(scope, replay, tracking_send)
+        except asyncio.CancelledError:
+            answered = "started" in status  # cancelled before answering (shutdown): no task response to count
+            raise
         finally:
-            self._count(scope.get("method", ""), getattr(scope.get("route"), "path", "unmatched"), status["code"])
+            route = getattr(scope.get("route"), "path", "unmatched")
+            self._count(scope.get("method", ""), route, status["code"])
+            if answered and self.state is not None and scope.get("method") == "POST":
+                self._count_task(route, scope["state"], status["code"])
 
     async def too_large(self, scope: Scope) -> JSONResponse:
         """The answer to a request whose body is (or is declared) over ``max_body_bytes``; the body is never read
@@ -285,6 +298,22 @@ class ServingMiddleware:
                 assert response is not None
                 return response
         return error_response(413, "RequestTooLarge", message)
+
+    def _count_task(self, route: str, state: dict[str, Any], status: int) -> None:
+        """Count an answered request to a served task's route (or alias) in ``sectorflow_requests_total``: labelled
+        with the model version of the call that answered it, or, with no model call (a refusal), the version
+        serving now (empty while loading)."""
+        if self._tasks is None:
+            self._tasks = {f"{TASKS_PREFIX}{alias}": name for alias, name in self.state.aliases.items()}
+        task = self._tasks.get(route)
+        if task is None:
+            return
+        version = state.get(MODEL_CALL)
+        called = version is not None
+        if not called:
+            taskflow = self.state.taskflows.get(task)
+            version = (taskflow.meta.model_version if taskflow is not None else None) or ""
+        self.metrics.count_request(task, version, request_outcome(status, called), status)
 
     def _count(self, method: str, route: str, status: int) -> None:
         """Count one response in ``sectorflow_http_requests_total``. The counter's children are looked up once per

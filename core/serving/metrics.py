@@ -1,10 +1,14 @@
 """Prometheus metrics of the server (prometheus-client), one registry per app.
 
 Exported names (the Grafana dashboard in ``docs/grafana-dashboard.json`` is built on these):
-    sectorflow_requests_total{task, model_version, outcome}   requests answered; outcome = success | failure
-    sectorflow_items_total{task, model_version, outcome}      input items in those requests
+    sectorflow_requests_total{task, model_version, outcome, status}   every answered request to a served task's
+                                                              route (or alias), with its HTTP status; outcome =
+                                                              success | failure (the model call raised, or a 500)
+                                                              | refused (answered without a model call: 401, 403,
+                                                              413, 422, 429, 503)
+    sectorflow_items_total{task, model_version, outcome}      input items that reached a model call
     sectorflow_rejections_total{task, reason}                 refused before inference: rate_limited,
-                                                              queue_full, queue_timeout, not_ready
+                                                              queue_full, queue_timeout, not_ready, shutdown
     sectorflow_queue_seconds{task, lane}                      time from arrival to the start of its batch
     sectorflow_compute_seconds{task, model_version}           wall time of one merged model call
     sectorflow_batch_size{task}                               items per merged model call
@@ -16,6 +20,8 @@ Exported names (the Grafana dashboard in ``docs/grafana-dashboard.json`` is buil
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
@@ -24,6 +30,21 @@ from ..spec import ResultMeta
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096, 16384, 65536)
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+MODEL_CALL = "sectorflow_model_call"
+"""Key of a request's ASGI ``scope["state"]`` under which the batcher notes the model version of the call that
+answered the request (absent: no model call was made for it, e.g. a 401 or a schema 422)."""
+OUTCOMES = ("success", "failure", "refused")
+
+
+def request_outcome(status: int, model_called: bool) -> str:
+    """The ``outcome`` label of ``sectorflow_requests_total`` for a response with HTTP ``status``: ``success``
+    (below 400), ``refused`` (a 4xx or 503 answered without calling the model), else ``failure`` (the model call
+    raised, or the server failed: 500)."""
+    if status < 400:
+        return "success"
+    if not model_called and (status < 500 or status == 503):
+        return "refused"
+    return "failure"
 
 
 class ServerMetrics:
@@ -32,9 +53,9 @@ class ServerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.requests = Counter("sectorflow_requests", "Task requests answered.",
-                                ["task", "model_version", "outcome"], registry=r)
-        self.items = Counter("sectorflow_items", "Input items in answered task requests.",
+        self.requests = Counter("sectorflow_requests", "Task requests answered, with their HTTP status.",
+                                ["task", "model_version", "outcome", "status"], registry=r)
+        self.items = Counter("sectorflow_items", "Input items of task requests that reached a model call.",
                              ["task", "model_version", "outcome"], registry=r)
         self.rejections = Counter("sectorflow_rejections", "Task requests refused before inference.",
                                   ["task", "reason"], registry=r)
@@ -53,6 +74,18 @@ class ServerMetrics:
         self.http = Counter("sectorflow_http_requests", "HTTP responses.", ["method", "route", "status"],
                             registry=r)
         self._info_labels: dict[str, tuple[str, str, str, str]] = {}
+        self._requests: dict[tuple[str, str, str, int], Any] = {}
+
+    def count_request(self, task: str, model_version: str, outcome: str, status: int) -> None:
+        """Count one answered task request in ``sectorflow_requests_total``. The counter's children are kept once
+        looked up (at most 1,024; ``labels()`` takes a lock and builds its key on every call)."""
+        key = (task, model_version, outcome, status)
+        child = self._requests.get(key)
+        if child is None:
+            child = self.requests.labels(task, model_version, outcome, str(status))
+            if len(self._requests) < 1024:
+                self._requests[key] = child
+        child.inc()
 
     def set_model(self, task: str, meta: ResultMeta) -> None:
         """Point ``sectorflow_model_info`` of ``task`` at the bundle described by ``meta``."""

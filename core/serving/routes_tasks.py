@@ -30,23 +30,24 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 async def answer_task(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequence[Any], lane: str | None,
-                      source: str, rid: str) -> Response:
+                      source: str, rid: str, note: dict[str, Any] | None = None) -> Response:
     """Run validated ``items`` of task ``name`` for ``key`` through its batcher and build the JSON response.
 
     The FastAPI route's answer; the ASGI fast path (:mod:`sectorflow.serving.fastpath`) sends the same body and
     headers (:func:`task_answer`) without building a Response. Raises as :func:`task_answer`.
     """
-    body, headers = await task_answer(state, name, Resp, key, items, lane, source, rid)
+    body, headers = await task_answer(state, name, Resp, key, items, lane, source, rid, note)
     return Response(body, media_type="application/json", headers=headers)
 
 
 async def task_answer(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequence[Any], lane: str | None,
-                      source: str, rid: str) -> tuple[bytes, dict[str, str]]:
+                      source: str, rid: str, note: dict[str, Any] | None = None) -> tuple[bytes, dict[str, str]]:
     """Run validated ``items`` of task ``name`` for ``key`` through its batcher: the JSON body (``Resp``) and the
     task headers (``X-Sectorflow-Call-ID``, ``X-Sectorflow-Batch-Items``) of a 200 answer.
 
-    Shared by the FastAPI route and the ASGI fast path, so both answer alike. Raises AccessDenied (403, lane),
-    Overloaded (503), RateLimited (429/413) or the task's SectorflowError.
+    Shared by the FastAPI route and the ASGI fast path, so both answer alike. ``note``: the request's ASGI
+    ``scope["state"]``, where the batcher notes the model call (``TaskBatcher.submit``). Raises AccessDenied
+    (403, lane), Overloaded (503), RateLimited (429/413) or the task's SectorflowError.
     """
     chosen = lane or key.lane
     if key.lane == "batch" and chosen == "interactive":
@@ -54,6 +55,7 @@ async def task_answer(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequ
     batcher = state.batchers.get(name)
     if batcher is None:
         why = state.failed.get(name)
+        state.metrics.rejections.labels(name, "not_ready").inc()
         raise Overloaded("not_ready", f"Task {name!r} " + (f"failed to load: {why}" if why else
                                                            "is still loading its model."), 5 if not why else 60)
     verdict = state.limits.hit(key.id, key.rate_limit, key.tenant, len(items))
@@ -65,7 +67,7 @@ async def task_answer(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequ
         raise RateLimited(f"API key {key.id!r} is over its limit {verdict.limit!r}; retry after "
                           f"{verdict.retry_after_s} s.", verdict.retry_after_s)
     context = CallContext(actor=key.id, tenant=key.tenant, source=source, request_id=rid, channel="http")
-    answer = await batcher.submit(items, context, chosen)
+    answer = await batcher.submit(items, context, chosen, note)
     # Serialised here, once: returning the model would make FastAPI validate the outputs a second time.
     result = Resp(outputs=answer.outputs, call_id=answer.call_id)
     return (result.__pydantic_serializer__.to_json(result),
@@ -85,7 +87,7 @@ def _task_route(spec: TaskSpec, max_items: int) -> Any:
                            None, description="Priority lane; default: the key's lane. interactive runs first."),
                        key: ApiKey = Depends(require(f"task:{name}"))) -> Response:
         return await answer_task(request.app.state.sectorflow, name, Resp, key, body.inputs,  # type: ignore
-                                 lane, client_address(request), request_id(request))
+                                 lane, client_address(request), request_id(request), request.scope.get("state"))
 
     run_task.__name__ = f"run_{name}"
     return run_task, Req, Resp
