@@ -8,7 +8,8 @@ first ``--n`` transactions of each AMLSim run in ``../shared/data/amlsim_sample`
 - once as one batch call, and
 - once in calls of ``--chunk`` transactions on a fresh Taskflow (the streaming path: state kept across calls),
 
-and compares every result as ``model_dump_json(exclude={"meta"})`` (risk and model scores, alerts with their ids,
+(and, with ``--scenarios``, on the synthetic busy-account inputs of ``benchmarks/aml_busy_accounts.py`` at
+``--scenario-n`` transactions) and compares every result as ``model_dump_json(exclude={"meta"})`` (risk and model scores, alerts with their ids,
 reasons in both languages, report drafts with their totals and due dates). It prints one line per run and mode with
 the sha256 of all results, ``equal`` or the first transaction whose result differs (both JSON texts), and exits 1 if
 any differ. ``--option KEY=JSON`` passes Taskflow options to both sides (e.g. ``--option jurisdiction='"US"'``).
@@ -16,7 +17,7 @@ any differ. ``--option KEY=JSON`` passes Taskflow options to both sides (e.g. ``
 Usage::
 
     .venv/bin/python benchmarks/aml_equality.py --rev HEAD [--runs 20K_cycle200,...] [--n 60000] [--chunk 1000]
-        [--option jurisdiction='"US"']
+        [--option jurisdiction='"US"'] [--scenarios settlement2,shop --scenario-n 4000]
 
 Prints the machine line first; needs ``../shared/data/amlsim_sample`` (or ``--data``).
 """
@@ -41,13 +42,19 @@ from aml_throughput import DATA, extract_plugin, positive_int  # noqa: E402
 
 
 def worker(source: Path, n: int, chunk: int, options: dict, out_dir: Path) -> None:
-    """Write the results of one batch call and of ``chunk``-sized calls as JSON lines into ``out_dir``."""
+    """Write the results of one batch call and of ``chunk``-sized calls as JSON lines into ``out_dir``; ``source``
+    is an AMLSim file or ``scenario:NAME`` (a busy-account scenario of ``n`` transactions)."""
     import itertools
 
     from sectorflow import Taskflow
     from sectorflow_aml.loaders import READERS
 
-    txns = [t for _, t in itertools.islice(READERS["amlsim"](source), n)]
+    if str(source).startswith("scenario:"):
+        from aml_busy_accounts import SCENARIOS
+
+        txns = SCENARIOS[str(source).split(":", 1)[1]](n)
+    else:
+        txns = [t for _, t in itertools.islice(READERS["amlsim"](source), n)]
     for mode in ("batch", "chunked"):
         tf = Taskflow("aml", num_threads=1, **options)
         if mode == "batch":
@@ -59,11 +66,11 @@ def worker(source: Path, n: int, chunk: int, options: dict, out_dir: Path) -> No
                 fh.write(r.model_dump_json(exclude={"meta"}) + "\n")
 
 
-def run_side(which: str, old_src: Path, source: Path, n: int, chunk: int, options: dict, out_dir: Path) -> None:
-    """One side (``old`` or ``new``) in a fresh process."""
+def run_side(src: Path | None, source: Path, n: int, chunk: int, options: dict, out_dir: Path) -> None:
+    """One side in a fresh process, importing the plugin from ``src`` (``None``: the installed working tree)."""
     env = dict(os.environ)
-    if which == "old":
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(old_src), env.get("PYTHONPATH")]))
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
     out_dir.mkdir()
     subprocess.run([sys.executable, __file__, "--worker", str(source), str(out_dir), "--n", str(n), "--chunk",
                     str(chunk), "--options-json", json.dumps(options)], env=env, check=True)
@@ -88,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", default=None, help="comma-separated run folders (default: every run in --data)")
     parser.add_argument("--n", type=positive_int, default=60_000, help="transactions per run (default 60,000)")
     parser.add_argument("--chunk", type=positive_int, default=1_000, help="transactions per call in chunked mode")
+    parser.add_argument("--new-src", type=Path, default=None,
+                        help="a plugins/aml/src folder to test instead of the working tree (e.g. HEAD plus only your "
+                             "files, when others edit the same checkout)")
+    parser.add_argument("--scenarios", default="", help="comma-separated busy-account scenarios to compare as well")
+    parser.add_argument("--scenario-n", type=positive_int, default=4_000, help="transactions per scenario")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=JSON", help="a Taskflow option")
     parser.add_argument("--worker", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--options-json", default="{}", help=argparse.SUPPRESS)
@@ -105,21 +117,32 @@ def main(argv: list[str] | None = None) -> int:
         except json.JSONDecodeError as exc:
             parser.error(f"--option {item!r}: the value is not JSON ({exc}); quote strings: {key}='\"{value}\"'")
     runs = args.runs.split(",") if args.runs else sorted(p.name for p in args.data.iterdir() if p.is_dir())
+    if args.runs == "":
+        runs = []
     sources = [args.data / run / "transactions.csv.gz" for run in runs]
     missing = [str(s) for s in sources if not s.is_file()]
     if missing:
         parser.error(f"no AMLSim transactions at {', '.join(missing)}")
+    from aml_busy_accounts import SCENARIOS
+
+    for name in filter(None, args.scenarios.split(",")):
+        if name not in SCENARIOS:
+            parser.error(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}")
+        runs.append(name)
+        sources.append(Path(f"scenario:{name}"))
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"plugin at {args.rev} (old) vs working tree (new); first {args.n} transactions per run, one batch call "
-          f"and calls of {args.chunk}; options {options or '{}'}")
+          f"plugin at {args.rev} (old) vs {args.new_src or 'working tree'} (new); first {args.n} transactions per "
+          f"AMLSim run, {args.scenario_n} per scenario; one batch call and calls of {args.chunk}; options "
+          f"{options or '{}'}")
     differing = 0
     with tempfile.TemporaryDirectory() as tmp:
         old_src = extract_plugin(args.rev, Path(tmp) / "old") / "plugins" / "aml" / "src"
         for run, source in zip(runs, sources):
             sides = {}
-            for which in ("old", "new"):
+            n = args.scenario_n if str(source).startswith("scenario:") else args.n
+            for which, src in (("old", old_src), ("new", args.new_src)):
                 sides[which] = Path(tmp) / f"{run}-{which}"
-                run_side(which, old_src, source, args.n, args.chunk, options, sides[which])
+                run_side(src, source, n, args.chunk, options, sides[which])
             for mode in ("batch", "chunked"):
                 digest, problem = compare_files(sides["old"] / f"{mode}.jsonl", sides["new"] / f"{mode}.jsonl")
                 differing += problem is not None
