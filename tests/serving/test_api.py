@@ -215,6 +215,10 @@ def test_grafana_dashboard_uses_only_exported_metrics(server):
         exported.update(family + s for s in suffixes)
     assert used and used <= exported, used - exported
     assert {"sectorflow_batch_size_bucket", "sectorflow_queue_seconds_bucket", "sectorflow_requests_total"} <= used
+    # the failure ratio is the model's: requests refused before any model call (401, 413, 429, ...) stay out of it
+    failure = next(t["expr"] for p in dashboard["panels"] if p.get("title") == "Failure ratio by model version"
+                   for t in p["targets"])
+    assert failure.count('outcome!="refused"') == 1 and 'outcome="failure"' in failure
 
 
 def test_every_response_carries_a_request_id(server):
