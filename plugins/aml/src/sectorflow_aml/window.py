@@ -16,6 +16,8 @@ API (other modules — typology rules, the feature extractor — read the window
     a.prev_active            # float | None: time of this account's previous transaction before the current one
                              #   (kept for ever, not evicted: dormant-account rules look past the window)
     a.last_active, a.first_seen, a.lifetime_count
+    a.memo                   # dict | None: data a rule derives from the deques and keeps with the account (prefix
+                             #   sums of a busy account: typologies.flow_sums); nothing else reads or writes it
     a.resumed_at, a.idle_seconds   # start and preceding idle time of the latest reactivation: the first transaction
                              #   after at least `dormancy_days` without any (None / 0.0 if never dormant)
     w.edges                  # deque[Edge]: every edge in the window, in arrival order
@@ -88,6 +90,7 @@ class AccountState:
         "incoming",
         "last_active",
         "lifetime_count",
+        "memo",
         "out_sum",
         "outgoing",
         "prev_active",
@@ -112,6 +115,7 @@ class AccountState:
         self.lifetime_count = 0
         self.resumed_at: float | None = None
         self.idle_seconds = 0.0
+        self.memo: dict | None = None
 
     @property
     def in_degree(self) -> int:

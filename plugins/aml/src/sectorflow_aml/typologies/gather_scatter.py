@@ -38,6 +38,7 @@ from .base import (
     recent_by_counterparty,
     rule_period,
 )
+from .flow_sums import BUSY, ratio_below
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,9 @@ class GatherScatterRule(Rule):
         if window.cooling(("gather_scatter", edge.src), edge.ts, period):
             return []
         horizon = edge.ts - period
+        if (p.min_flow_ratio > 0 and (len(hub.incoming) >= BUSY or len(hub.outgoing) >= BUSY)
+                and ratio_below(hub, horizon, edge.ts, p.min_flow_ratio)):
+            return []  # a busy hub's outflow in the period is provably under the ratio: no scan (flow_sums)
         if not (enough_counterparties(hub.incoming, horizon, edge.ts, True, 1, p.min_senders, edge.src)
                 and enough_counterparties(hub.outgoing, horizon, edge.ts, False, 1, p.min_receivers, edge.src)):
             return []

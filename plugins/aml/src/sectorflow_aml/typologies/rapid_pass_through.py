@@ -38,6 +38,7 @@ from .base import (
     fraction,
     positive,
 )
+from .flow_sums import BUSY, ratio_below
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,9 @@ class RapidPassThroughRule(Rule):
         if window.cooling(("rapid_pass_through", edge.src), edge.ts, p.hours * 3600.0):
             return []  # already alerted within the period: skip the scans (a busy hub's payments made it quadratic)
         horizon = edge.ts - p.hours * 3600.0
+        if ((len(acct.incoming) >= BUSY or len(acct.outgoing) >= BUSY)
+                and ratio_below(acct, horizon, edge.ts, p.min_out_ratio)):
+            return []  # a busy account's outflow in the period is provably under min_out_ratio: no scan (flow_sums)
         ins: list[Edge] = []
         in_total = 0.0
         for e in reversed(acct.incoming):

@@ -1,0 +1,140 @@
+"""Windowed flow sums of a busy account, so a flow-ratio rule can rule out an alert without rescanning the period.
+
+Gather-scatter and rapid pass-through compare what an account paid out with what it took in within a period (7 days,
+24 hours), on each of its payments out. Both found the two amounts by scanning the period's transfers, so a hub that
+never reaches the ratio (a settlement account paying out less than it takes in) rescanned its whole period on every
+payment: quadratic (``benchmarks/aml_busy_accounts.py nomodel settlement2 4000``: 31.6 s for 6,000 transactions,
+most of it in these two rules).
+
+On an account with at least :data:`BUSY` transfers in one direction, :func:`period_sum` gives the period's counted
+amount from prefix sums kept per account (``AccountState.memo``), updated incrementally (each transfer added once,
+evicted ones dropped by their arrival number), together with a rigorous bound on how far that figure can be from the
+rule's own float sum of the same transfers. A rule uses the figure only to rule an alert *out* when the bound proves
+its ratio test fails; otherwise it scans as before. So the alerts are exactly those of the scan.
+
+Counted transfers (as in the two rules): incoming ones not from the account itself and not a cash withdrawal booked
+against it; outgoing ones not to the account itself and not a cash deposit booked against it
+(:func:`~sectorflow_aml.typologies.base.hub_is_cash_side`).
+
+Exactness: amounts are positive floats. Recursive summation of ``m`` positive terms in any order is within
+``gamma_m * S`` of the exact sum ``S`` (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., 2002,
+eq. 4.4, ``gamma_m = m u / (1 - m u)``, ``u = 2**-53``). The prefix sums are a recursive sum of at most ``n`` terms
+(``n`` transfers since the memo was last rebuilt), so a difference of two of them is within ``2 gamma_n C + u |d|`` of
+the exact period sum (``C`` the larger prefix); with the rule's own sum also within ``gamma_n S``,
+:func:`period_sum`'s bound ``8 (n + 2) u C`` covers both with room to spare for ``n`` below ``2**40``.
+
+The period must be a time range ``[horizon, until]`` and the rule's scan must stop at the first transfer older than
+``horizon`` (newest first): the same transfers when the deque is in time order and none is later than ``until``;
+otherwise :func:`period_sum` returns ``None`` (late transactions) and the rule scans.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections import deque
+
+from ..window import AccountState, Edge
+from .base import CASH_SIDE_IN, CASH_SIDE_OUT
+
+BUSY = 128
+"""Transfers in one direction of an account within the window from which a rule asks :func:`period_sum` first."""
+
+_U = 2.0 ** -53
+"""Unit roundoff of IEEE 754 double precision."""
+
+_COMPACT = 4096
+"""Evicted entries a memo keeps before it is rebuilt from the live deque (bounds its size and ``n``)."""
+
+
+class FlowSums:
+    """Prefix sums of one direction of one account: every transfer of the deque since the last rebuild, in arrival
+    order (``seqs``, ``ts``), and ``cum[j]``, the float sum of the counted amounts of entries ``0 .. j-1``."""
+
+    __slots__ = ("base", "cum", "seqs", "ts", "unsorted")
+
+    def __init__(self) -> None:
+        self.seqs: list[int] = []
+        self.ts: list[float] = []
+        self.cum: list[float] = [0.0]
+        self.base = 0  # entries before this index have left the window
+        self.unsorted = 0  # the last index i with ts[i] < ts[i - 1] (0: none), so ts is sorted from there on
+
+
+def _counted(edge: Edge, account: str, incoming: bool) -> bool:
+    if incoming:
+        return edge.src != account and edge.txn.channel != CASH_SIDE_IN
+    return edge.dst != account and edge.txn.channel != CASH_SIDE_OUT
+
+
+def _append(sums: FlowSums, edges: list[Edge], account: str, incoming: bool) -> None:
+    seqs, ts, cum = sums.seqs, sums.ts, sums.cum
+    total = cum[-1]
+    for e in edges:
+        if ts and e.ts < ts[-1]:
+            sums.unsorted = len(ts)
+        seqs.append(e.seq)
+        ts.append(e.ts)
+        if _counted(e, account, incoming):
+            total += e.amount
+        cum.append(total)
+
+
+def _sync(sums: FlowSums, edges: deque[Edge], account: str, incoming: bool) -> FlowSums:
+    """Bring ``sums`` up to the deque: drop what was evicted, add what arrived (each transfer once)."""
+    seqs = sums.seqs
+    if not edges:
+        sums.base = len(seqs)
+    elif sums.base < len(seqs) and seqs[sums.base] < edges[0].seq:  # deques are in arrival (seq) order
+        sums.base = bisect_left(seqs, edges[0].seq, sums.base)
+    if sums.base > _COMPACT and 2 * sums.base > len(seqs):  # rebuild from the live deque
+        sums = FlowSums()
+        _append(sums, list(edges), account, incoming)
+        return sums
+    last = seqs[-1] if seqs else -1
+    new: list[Edge] = []
+    for e in reversed(edges):
+        if e.seq <= last:
+            break
+        new.append(e)
+    new.reverse()
+    _append(sums, new, account, incoming)
+    return sums
+
+
+def period_sum(state: AccountState, incoming: bool, horizon: float, until: float) -> tuple[float, float] | None:
+    """The counted amount of ``state``'s transfers in one direction with ``horizon <= ts <= until``, and a bound on
+    its distance from any float sum of those transfers (base currency; see the module docstring).
+
+    Returns:
+        ``(amount, bound)``; ``None`` when the figure would not be the scan's (the deque is not in time order from
+        the period on, or holds a transfer later than ``until``).
+    """
+    edges = state.incoming if incoming else state.outgoing
+    memo = state.memo
+    if memo is None:
+        memo = state.memo = {}
+    sums = memo.get(incoming)
+    sums = memo[incoming] = _sync(sums if sums is not None else FlowSums(), edges, state.account, incoming)
+    n = len(sums.seqs)
+    base = sums.base
+    if base >= n:
+        return 0.0, 0.0
+    ts = sums.ts
+    if sums.unsorted > base or ts[-1] > until:
+        return None
+    lo = bisect_left(ts, horizon, base, n)
+    cum = sums.cum
+    return cum[n] - cum[lo], 8.0 * (n + 2) * _U * cum[n]
+
+
+def ratio_below(state: AccountState, horizon: float, until: float, ratio: float) -> bool:
+    """Whether the account's counted outflow within ``[horizon, until]`` is provably below ``ratio`` times its
+    counted inflow there, so that any outflow/inflow test over a part of the period's outflow and the whole
+    period's inflow fails (see the module docstring). ``False`` means "not proven" (the rule scans)."""
+    inflow = period_sum(state, True, horizon, until)
+    if inflow is None or inflow[0] <= inflow[1]:
+        return False
+    outflow = period_sum(state, False, horizon, until)
+    if outflow is None:
+        return False
+    return (outflow[0] + outflow[1]) < ratio * (inflow[0] - inflow[1]) * (1.0 - 1e-12)
