@@ -69,12 +69,24 @@ def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
     ``cat`` carry one where each began.
 
     A line that is not a JSON object is yielded as ``(row, InvalidInputError)`` (see the module docstring).
+
+    Raises (while iterating):
+        InvalidInputError: the first line opens a JSON array (``[``): the file is one JSON array (a ``.json`` export,
+            pretty-printed or on one line), not JSON lines; read line by line, some of its objects would pass and
+            the rest fail, so the file is refused whole, with the way to convert it.
     """
+    first = True
     with open_text(source) as handle:
         for row, line in enumerate(handle, start=1):
             line = line.removeprefix("\ufeff")
             if not line.strip():
                 continue
+            if first and line.lstrip().startswith("["):
+                raise InvalidInputError(
+                    f"Input file {source} holds one JSON array (line {row} begins with '['), not JSON lines: write "
+                    "one JSON object per line, e.g. jq -c '.[]' FILE.json > FILE.jsonl.",
+                    details={"source": str(source), "line": row})
+            first = False
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:

@@ -84,3 +84,31 @@ def test_run_reports_a_concatenated_json_lines_file_in_full(echo_registry, tmp_p
     assert main(["run", "echo", str(source)]) == 0
     out = capsys.readouterr().out
     assert [json.loads(line)["text"] for line in out.splitlines()] == ["from a", "from b"]
+
+
+@pytest.mark.parametrize("content", ['[\n  {"text": "a"},\n  {"text": "b"}\n]\n', '\ufeff[{"text": "a"}, {"text": "b"}]\n'])
+def test_a_json_array_file_is_refused_whole_with_the_way_to_convert_it(echo_registry, tmp_path, capsys, content):
+    """A pretty-printed array read as JSON lines: line 3 ('  {"text": "b"}') parsed and the others failed, so
+    --on-error skip processed one of the two objects."""
+    from sectorflow.cli import main
+
+    source = tmp_path / "export.json"
+    source.write_text(content, encoding="utf-8")
+    with pytest.raises(InvalidInputError) as info:
+        list(read_jsonl(source))
+    message = (f"Input file {source} holds one JSON array (line 1 begins with '['), not JSON lines: write one JSON "
+               "object per line, e.g. jq -c '.[]' FILE.json > FILE.jsonl.")
+    assert str(info.value) == message
+    for mode in ("reject", "skip"):
+        capsys.readouterr()
+        assert main(["run", "echo", str(source), "--on-error", mode]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and "holds one JSON array" in err
+
+
+def test_a_list_after_the_first_line_is_still_one_bad_row(tmp_path):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"text": "a"}\n[1, 2]\n{"text": "b"}\n')
+    rows = list(read_jsonl(source))
+    assert rows[0] == (1, {"text": "a"}) and rows[2] == (3, {"text": "b"})
+    assert rows[1][0] == 2 and rows[1][1].details == [{"row": 2, "field": None, "reason": "a JSON list, not an object"}]
