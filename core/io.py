@@ -47,6 +47,11 @@ def open_text(source: str | Path) -> Iterator[IO[str]]:
     """Open a path (``.gz`` transparently) or ``-`` (standard input) as UTF-8 text.
 
     A leading byte-order mark (Excel's "CSV UTF-8" writes one) is dropped: the encoding is ``utf-8-sig``.
+
+    Raises:
+        ConfigError: ``source`` is a directory, does not exist, or is not a regular file (a named pipe such as
+            bash's ``<(...)``, a device): ``sectorflow run`` reads a file twice (check, then run), which a pipe
+            cannot give; standard input (``-``) is kept in a temporary file for that.
     """
     if str(source) == "-":
         yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig")
@@ -55,6 +60,10 @@ def open_text(source: str | Path) -> Iterator[IO[str]]:
     if path.is_dir():
         raise ConfigError(f"Input {source} is a directory; give a file (JSON lines, CSV, ...) inside it.")
     if not path.is_file():
+        if path.exists():  # a pipe (bash's <(zcat x.gz) is /dev/fd/63) or a device: sectorflow run reads a file twice
+            raise ConfigError(f"Input file {source} is not a regular file (a pipe or a device): give a file, or pipe "
+                              "the data to standard input and give - as the input (e.g. zcat x.gz | sectorflow run "
+                              "TASK - --format jsonl).", details={"source": str(source)})
         raise ConfigError(f"Input file {source} does not exist.")
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # type: ignore[operator]

@@ -112,3 +112,19 @@ def test_a_list_after_the_first_line_is_still_one_bad_row(tmp_path):
     rows = list(read_jsonl(source))
     assert rows[0] == (1, {"text": "a"}) and rows[2] == (3, {"text": "b"})
     assert rows[1][0] == 2 and rows[1][1].details == [{"row": 2, "field": None, "reason": "a JSON list, not an object"}]
+
+
+def test_a_named_pipe_is_refused_as_not_a_regular_file_not_as_missing(echo_registry, tmp_path, capsys):
+    """bash's ``sectorflow run echo <(zcat x.gz)`` hands over /dev/fd/63, a pipe: it was "does not exist"."""
+    import os
+
+    from sectorflow.cli import main
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    capsys.readouterr()
+    assert main(["run", "echo", str(fifo), "--format", "jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert f"Input file {fifo} is not a regular file (a pipe or a device)" in err and "does not exist" not in err
+    with pytest.raises(ConfigError, match=r"give - as the input"):
+        list(read_csv(fifo))
