@@ -127,6 +127,8 @@ class ScatterGatherRule(Rule):
             mids.discard(b)
             if len(mids) < k:
                 continue
+            if window.cooling(("scatter_gather", a, b), edge.ts, period):
+                continue  # (A, B) alerted within the period: skip the leg scans (a hub's payers made them quadratic)
             legs: list[tuple[Edge, list[Edge]]] = []  # (A -> M, the M -> B transfers that passed it on)
             for x in sorted(mids):
                 second = edge if x == m else latest(accounts[x].outgoing, b, horizon)
