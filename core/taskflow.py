@@ -31,7 +31,8 @@ def _default_threads() -> int:
     try:
         value = max(1, int(raw))
     except ValueError as exc:
-        raise ConfigError(f"SECTORFLOW_NUM_THREADS={raw!r} is not an integer.") from exc
+        raise ConfigError(f"SECTORFLOW_NUM_THREADS={raw!r} is not an integer: give one from 1 to {MAX_THREADS} "
+                          "(CPU threads of each predictor), or unset it for 1.") from exc
     if value > MAX_THREADS:
         raise ConfigError(f"SECTORFLOW_NUM_THREADS={raw!r}: give an integer from 1 to {MAX_THREADS}.")
     return value

@@ -52,3 +52,12 @@ def test_a_device_probe_that_is_not_one_is_a_config_error_not_an_attribute_error
     with pytest.raises(ConfigError, match=r"^device_probe=.* \(object\): give a sectorflow\.DeviceProbe \(an object "
                                           r"with the methods gpu_count, custom_devices, xpu_count\)"):
         Taskflow("echo", device="auto", device_probe=object())
+
+
+@pytest.mark.parametrize("raw", ["", "  ", "four"])
+def test_an_empty_or_non_integer_sectorflow_num_threads_says_what_to_give(echo_registry, monkeypatch, raw):
+    monkeypatch.setenv("SECTORFLOW_NUM_THREADS", raw)
+    with pytest.raises(ConfigError) as info:
+        Taskflow("echo")
+    assert str(info.value) == (f"SECTORFLOW_NUM_THREADS={raw!r} is not an integer: give one from 1 to 1024 (CPU "
+                               "threads of each predictor), or unset it for 1.")
