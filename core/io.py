@@ -77,7 +77,8 @@ def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
     byte-order mark at the start of any line is dropped, as at the start of the file: files concatenated with
     ``cat`` carry one where each began.
 
-    A line that is not a JSON object is yielded as ``(row, InvalidInputError)`` (see the module docstring).
+    A line that is not a JSON object, or whose values nest too deeply for Python's JSON parser (a
+    ``RecursionError``), is yielded as ``(row, InvalidInputError)`` (see the module docstring).
 
     Raises (while iterating):
         InvalidInputError: the first line opens a JSON array (``[``): the file is one JSON array (a ``.json`` export,
@@ -101,6 +102,11 @@ def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
             except json.JSONDecodeError as exc:
                 yield row, InvalidInputError(f"Row {row} is not valid JSON: {exc.msg}.",
                                              details=[{"row": row, "field": None, "reason": f"not JSON: {exc.msg}"}])
+                continue
+            except RecursionError:  # json's C parser recurses once per nested [ or {: a RecursionError, not a row
+                reason = "values nested too deeply to read (thousands of [ or {): flatten the line's values"
+                yield row, InvalidInputError(f"Row {row}: {reason}.",
+                                             details=[{"row": row, "field": None, "reason": reason}])
                 continue
             if not isinstance(record, dict):
                 kind = type(record).__name__

@@ -128,3 +128,12 @@ def test_a_named_pipe_is_refused_as_not_a_regular_file_not_as_missing(echo_regis
     assert f"Input file {fifo} is not a regular file (a pipe or a device)" in err and "does not exist" not in err
     with pytest.raises(ConfigError, match=r"give - as the input"):
         list(read_csv(fifo))
+
+
+def test_a_json_line_nested_too_deeply_is_one_bad_row_not_a_recursion_error(tmp_path):
+    source = tmp_path / "deep.jsonl"
+    source.write_text('{"text": "ok"}\n{"text": ' + "[" * 100_000 + "]" * 100_000 + '}\n{"text": "last"}\n')
+    rows = list(read_jsonl(source))
+    reason = "values nested too deeply to read (thousands of [ or {): flatten the line's values"
+    assert rows[0] == (1, {"text": "ok"}) and rows[2] == (3, {"text": "last"})
+    assert rows[1][0] == 2 and rows[1][1].details == [{"row": 2, "field": None, "reason": reason}]
