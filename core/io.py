@@ -77,8 +77,9 @@ def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
     byte-order mark at the start of any line is dropped, as at the start of the file: files concatenated with
     ``cat`` carry one where each began.
 
-    A line that is not a JSON object, or whose values nest too deeply for Python's JSON parser (a
-    ``RecursionError``), is yielded as ``(row, InvalidInputError)`` (see the module docstring).
+    A line that is not a JSON object, whose values nest too deeply for Python's JSON parser (a ``RecursionError``),
+    or that holds an integer longer than Python reads (4,300 digits), is yielded as ``(row, InvalidInputError)``
+    (see the module docstring).
 
     Raises (while iterating):
         InvalidInputError: the first line opens a JSON array (``[``): the file is one JSON array (a ``.json`` export,
@@ -103,8 +104,16 @@ def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
                 yield row, InvalidInputError(f"Row {row} is not valid JSON: {exc.msg}.",
                                              details=[{"row": row, "field": None, "reason": f"not JSON: {exc.msg}"}])
                 continue
-            except RecursionError:  # json's C parser recurses once per nested [ or {: a RecursionError, not a row
-                reason = "values nested too deeply to read (thousands of [ or {): flatten the line's values"
+            except (RecursionError, ValueError) as exc:
+                # json's C parser recurses once per nested [ or {; Python refuses to read an integer of more than
+                # 4,300 digits (sys.get_int_max_str_digits) with a plain ValueError
+                text = str(exc)
+                if isinstance(exc, RecursionError):
+                    reason = "values nested too deeply to read (thousands of [ or {): flatten the line's values"
+                elif "integer string conversion" in text:
+                    reason = f"a number too long to read ({text.split(':')[0]}): write it as a string"
+                else:
+                    reason = f"not readable as JSON: {text}"
                 yield row, InvalidInputError(f"Row {row}: {reason}.",
                                              details=[{"row": row, "field": None, "reason": reason}])
                 continue

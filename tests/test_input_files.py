@@ -137,3 +137,15 @@ def test_a_json_line_nested_too_deeply_is_one_bad_row_not_a_recursion_error(tmp_
     reason = "values nested too deeply to read (thousands of [ or {): flatten the line's values"
     assert rows[0] == (1, {"text": "ok"}) and rows[2] == (3, {"text": "last"})
     assert rows[1][0] == 2 and rows[1][1].details == [{"row": 2, "field": None, "reason": reason}]
+
+
+def test_a_json_line_with_an_integer_longer_than_python_reads_is_one_bad_row(tmp_path):
+    """Python 3.11 reads at most 4,300 digits of an integer; json.loads raised a plain ValueError (not a
+    JSONDecodeError), a traceback that stopped the run."""
+    source = tmp_path / "long.jsonl"
+    source.write_text('{"text": "ok"}\n{"text": 1' + "0" * 5000 + '}\n{"text": "last"}\n')
+    rows = list(read_jsonl(source))
+    reason = ("a number too long to read (Exceeds the limit (4300 digits) for integer string conversion): write it "
+              "as a string")
+    assert rows[0] == (1, {"text": "ok"}) and rows[2] == (3, {"text": "last"})
+    assert rows[1][0] == 2 and rows[1][1].details == [{"row": 2, "field": None, "reason": reason}]
