@@ -100,7 +100,7 @@ def run_command(
     precision: str = typer.Option("fp32", help="fp32, fp16, bf16 or int8."),
     batch_size: int = typer.Option(256, help="Items per model forward pass."),
     num_threads: Optional[int] = typer.Option(None, min=1, help="CPU threads (default SECTORFLOW_NUM_THREADS or 1)."),
-    task_path: Optional[Path] = typer.Option(None, help="A model bundle folder to use instead of the default."),
+    task_path: Optional[str] = typer.Option(None, help="A model bundle folder to use instead of the default."),
     on_error: OnError = typer.Option(OnError.reject, help="Bad rows: reject the whole input, or skip and report."),
     option: list[str] = typer.Option([], "--option", "-O", help="Task option KEY=VALUE (JSON value), repeatable."),
     column: list[str] = typer.Option([], "--column", help="Read input field FIELD from the file's column COLUMN: "
@@ -132,6 +132,11 @@ def run_command(
         except json.JSONDecodeError:
             options[key] = value
     _check_output(source, output)
+    if task_path is not None and not task_path.strip():
+        # typer would make Path("") of it, the current folder, reported as ". is not a model bundle"
+        raise ConfigError(f"--task-path {task_path!r} is {'blank' if task_path else 'empty'}: give the path of a model "
+                          "bundle folder, or leave the option out for the task's own bundle (an empty value is "
+                          "usually an unset shell variable: --task-path \"$MODEL_DIR\").")
     # The reader first: a wrong --format/--column is reported before a model is loaded.
     spec = plugins.get_task(task)
     mapping, defaults = field_pairs("--column", "COLUMN", column), field_pairs("--default", "VALUE", default)
@@ -144,7 +149,7 @@ def run_command(
     earlier = [(str(path), reader_for(spec, fmt, path, mapping=mapping, defaults=defaults, context=context))
                for path in history]
     tf = Taskflow(task, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
-                  task_path=task_path, **options)
+                  task_path=Path(task_path) if task_path is not None else None, **options)
     spool: Optional[str] = None
     if source == "-":
         # Standard input can be read only once: keep it in a temporary file, so that --on-error reject can check
