@@ -4,7 +4,9 @@ Every reader has the core reader signature ``reader(source) -> Iterator[(row_num
 from 1 (a header is not a row) and each record is a raw dict with :class:`~sectorflow_aml.schema.Transaction` field
 names. Readers never judge values: a negative amount, an unknown currency or an unparsable time is passed on as
 found, so that validation against ``Transaction`` (by ``sectorflow run`` or :func:`load_transactions`) reports it
-with its row number and skips or rejects it as the caller chose.
+with its row number and skips or rejects it as the caller chose. A row that cannot be read at all (broken CSV
+quoting, a line that is not one JSON object) is yielded as ``(row, InvalidInputError)``, the core's reader
+convention, to be skipped or rejected the same way.
 
 Formats (``READERS`` keys, also ``sectorflow run aml FILE --format NAME``):
 
@@ -33,12 +35,14 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from sectorflow import ConfigError, InvalidInputError, open_text
+from sectorflow import ConfigError, InvalidInputError, csv_records, open_text
 
 from .schema import EARLIEST, LATEST, Transaction, id_is_printable, input_context, trusted_transaction
 
 Record = dict[str, Any]
-Reader = Callable[[Any], Iterator[tuple[int, Record]]]
+Reader = Callable[[Any], Iterator[tuple[int, Any]]]
+"""``reader(source) -> Iterator[(row, record)]``: a record is a raw dict, a ``Transaction`` (the typed AMLSim reader)
+or an ``InvalidInputError`` for a row that cannot be read (see the module docstring)."""
 
 log = logging.getLogger("sectorflow_aml")
 
@@ -82,6 +86,58 @@ def _remap(record: Mapping[str, Any], mapping: Mapping[str, str] | None,
             continue
         out[field] = repr(value) if isinstance(value, float) else value  # floats: shortest exact decimal text
     return out
+
+
+def _csv_lines(source: Any, handle: Iterator[str]) -> Iterator[tuple[int, list[str] | InvalidInputError]]:
+    """The records of CSV ``handle`` exactly as :func:`sectorflow.csv_records` yields them (``(line, cells)``, the
+    line a record begins on, blank lines skipped, broken quoting as ``(line, InvalidInputError)`` and reading resumed
+    on the next line), at the speed of Python's :mod:`csv` module: a file without broken quoting is parsed by
+    ``csv.reader(strict=True)`` on ``handle`` directly (``csv_records`` keeps every line for a re-read, which slowed
+    the typed AMLSim reader measurably); at the first ``csv.Error`` the file is opened again and
+    ``csv_records`` goes on from the record that failed, the records before it being the same strict parse.
+    Standard input (``-``), which cannot be read twice, goes to ``csv_records`` from the start."""
+    if str(source) == "-":
+        yield from csv_records(handle, source)
+        return
+    reader = csv.reader(handle, strict=True)
+    done = 0  # the lines of the file read so far
+    try:
+        for cells in reader:
+            line, done = done + 1, reader.line_num
+            if cells:
+                yield line, cells
+        return
+    except csv.Error:
+        pass
+    with open_text(source) as again:  # the record that begins on line done + 1 is broken: core reports it
+        for line, cells in csv_records(again, source):
+            if line > done:
+                yield line, cells
+
+
+def _header(source: Any, records: Iterator[tuple[int, list[str] | InvalidInputError]],
+            what: str = "CSV") -> tuple[tuple[str, ...], int]:
+    """The first record of ``records`` (:func:`sectorflow.csv_records`) as a header, names stripped, and its line.
+
+    Raises:
+        ConfigError: the file is empty (no header row; a 0-byte export, a truncated copy).
+        InvalidInputError: the header line has broken quoting (naming the file and line).
+    """
+    for line, first in records:
+        if isinstance(first, InvalidInputError):
+            reason = first.details[0]["reason"]
+            raise InvalidInputError(f"The {what} header of {source} cannot be read: {reason}.",
+                                    details={"source": str(source), "line": line})
+        return tuple(h.strip() for h in first), line
+    raise ConfigError(f"Input file {source} is empty (not even a header row): a {what} file starts with its "
+                      "header row, then one row per transaction; export it again if it should hold transactions.",
+                      details={"source": str(source)})
+
+
+def _broken(source: Any, row: int, problem: InvalidInputError) -> InvalidInputError:
+    """A record with broken quoting from :func:`sectorflow.csv_records`, numbered as row ``row``."""
+    detail = problem.details[0]
+    return InvalidInputError(f"{source}: row {row}: {detail['reason']}.", details=[{**detail, "row": row}])
 
 
 _OFFSET = re.compile(r"(Z|[+-]\d\d(:?\d\d)?)$", re.IGNORECASE)
@@ -159,30 +215,41 @@ def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, 
     hands it to reader factories, see ``sectorflow.io.reader_for``): it only words the once-per-file line about
     timestamps without a UTC offset (:func:`_noting_naive_times`); ``None``: not known.
 
+    Parsed by :func:`sectorflow.csv_records` (strict): blank lines are skipped and not counted. Bad rows, yielded as
+    ``(row, InvalidInputError)`` for validation's caller to skip or reject: broken quoting (a quoted cell that is
+    never closed, ``t1,"abc,...``, which before read the rest of the file as that cell; reading resumes on the next
+    line), and surplus cells beyond the header that are not empty (an unquoted comma). Empty surplus cells (Excel's
+    trailing commas, ``...,100.00,,``) are ignored.
+
     Raises (while iterating):
-        ConfigError: the header lacks a mapped column or a required field's column (:func:`_check_header`), or it is
-            an AMLSim or AMLworld header and no mapping was given.
+        ConfigError: the file is empty; the header lacks a mapped column or a required field's column
+            (:func:`_check_header`), or it is an AMLSim or AMLworld header and no mapping was given.
+        InvalidInputError: the header line has broken quoting.
     """
     _check_mapping(mapping, defaults)
 
-    def read_csv(source: Any) -> Iterator[tuple[int, Record]]:
+    def read_csv(source: Any) -> Iterator[tuple[int, Record | InvalidInputError]]:
         with open_text(source) as handle:
-            reader = csv.DictReader(handle)
-            header = tuple(h.strip() for h in reader.fieldnames or ())
+            records = _csv_lines(source, handle)
+            header, _ = _header(source, records)
             if mapping is None and (header[:4] == AMLSIM_HEADER or header == AMLWORLD_HEADER):
                 fmt = "amlsim" if header[:4] == AMLSIM_HEADER else "amlworld"
                 raise ConfigError(f"{source} is an {'AMLSim' if fmt == 'amlsim' else 'AMLworld'} file, not a CSV "
                                   f"with Transaction columns: read it with --format {fmt} (format={fmt!r}).")
             _check_header(source, header, mapping, defaults)
-            reader.fieldnames = list(header)  # records keyed by the stripped names the check saw
-            for row, record in enumerate(reader, start=1):
-                if record.get(None):  # type: ignore[call-overload]  # DictReader's key for surplus cells
-                    reason = (f"{len(header) + len(record[None])} cells but the header has {len(header)} columns "  # type: ignore[index]
-                              f"(surplus: {', '.join(map(repr, record[None]))})")  # type: ignore[index]
+            width = len(header)
+            for row, (line, cells) in enumerate(records, start=1):
+                if isinstance(cells, InvalidInputError):
+                    yield row, _broken(source, row, cells)
+                    continue
+                surplus = cells[width:]
+                if any(surplus):  # empty surplus cells (Excel's trailing commas: "...,100.00,,") hold nothing
+                    reason = (f"line {line}: {len(cells)} cells but the header has {width} columns (surplus: "
+                              f"{', '.join(map(repr, surplus))}); quote a cell that holds a comma (\"a, b\")")
                     yield row, InvalidInputError(f"Row {row}: {reason}.",
                                                  details=[{"row": row, "field": None, "reason": reason}])
                     continue
-                yield row, _remap(record, mapping, defaults)
+                yield row, _remap(dict(zip(header, cells)), mapping, defaults)  # keyed by the stripped names
 
     return lambda source: _noting_naive_times(source, read_csv(source), context)
 
@@ -262,7 +329,7 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
     """
     _check_mapping(mapping, defaults)
 
-    def read_jsonl(source: Any) -> Iterator[tuple[int, Record]]:
+    def read_jsonl(source: Any) -> Iterator[tuple[int, Record | InvalidInputError]]:
         with open_text(source) as handle:
             for row, line in enumerate(handle, start=1):
                 if not line.strip():
@@ -292,21 +359,26 @@ def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[s
     ``context`` as :func:`csv_reader`.
 
     Raises:
-        ConfigError: the file does not exist or is not Parquet; its columns lack a mapped column or a required
-            field's column (:func:`_check_header`).
+        ConfigError: the file is a directory, does not exist, or is not Parquet; its columns lack a mapped column or
+            a required field's column (:func:`_check_header`).
     """
     _check_mapping(mapping, defaults)
 
-    def read_parquet(source: Any) -> Iterator[tuple[int, Record]]:
+    def read_parquet(source: Any) -> Iterator[tuple[int, Record | InvalidInputError]]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        if Path(source).is_dir():
+            raise ConfigError(f"Input {source} is a directory; give a Parquet file inside it (a dataset written in "
+                              "parts, as Spark does, is a folder of part files: give each part, or combine them).")
         if not Path(source).is_file():
             raise ConfigError(f"Input file {source} does not exist.")
         try:
             handle = pq.ParquetFile(source)
         except pa.ArrowInvalid as exc:
             raise ConfigError(f"{source} is not a Parquet file: {exc}.") from exc
+        except (pa.ArrowException, OSError) as exc:
+            raise ConfigError(f"{source} cannot be opened as a Parquet file: {exc}.") from exc
         _check_header(source, tuple(handle.schema_arrow.names), mapping, defaults, what="Parquet schema")
         row = 0
         for batch in handle.iter_batches(batch_size=batch_rows):
@@ -349,16 +421,18 @@ def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", cha
     amount_text = _AMOUNT.fullmatch
     printable = id_is_printable
 
-    def read_amlsim(source: Any) -> Iterator[tuple[int, Record | Transaction]]:
+    def read_amlsim(source: Any) -> Iterator[tuple[int, Record | Transaction | InvalidInputError]]:
         stamps: dict[str, tuple[str, datetime | None]] = {}
         with open_text(source) as handle:
-            rows = csv.reader(handle)
-            header = tuple(h.strip() for h in next(rows, ()))
+            records = _csv_lines(source, handle)
+            header, first = _header(source, records, "AMLSim")
             if header[:4] != AMLSIM_HEADER:
                 raise ConfigError(f"{source} is not an AMLSim transaction file: header {','.join(header)!r}, "
                                   f"expected {','.join(AMLSIM_HEADER)!r}.")
-            for row, cells in enumerate(rows, start=1):
-                if not cells:
+            for line, cells in records:
+                row = line - first  # rows numbered by line after the header (a blank line keeps its number)
+                if isinstance(cells, InvalidInputError):  # broken quoting: a bad row, reading resumes on the next line
+                    yield row, _broken(source, row, cells)
                     continue
                 if len(cells) < 4:
                     cells = cells + [""] * (4 - len(cells))
@@ -403,15 +477,17 @@ def amlworld_reader(currencies: Mapping[str, str] | None = None, channels: Mappi
     currency_map = {**AMLWORLD_CURRENCIES, **(currencies or {})}
     channel_map = {**AMLWORLD_CHANNELS, **(channels or {})}
 
-    def read_amlworld(source: Any) -> Iterator[tuple[int, Record]]:
+    def read_amlworld(source: Any) -> Iterator[tuple[int, Record | InvalidInputError]]:
         with open_text(source) as handle:
-            rows = csv.reader(handle)
-            header = tuple(h.strip() for h in next(rows, ()))
+            records = _csv_lines(source, handle)
+            header, first = _header(source, records, "AMLworld")
             if header != AMLWORLD_HEADER:
                 raise ConfigError(f"{source} is not an AMLworld transaction file: header {','.join(header)!r}, "
                                   f"expected {','.join(AMLWORLD_HEADER)!r}.")
-            for row, cells in enumerate(rows, start=1):
-                if not cells:
+            for line, cells in records:
+                row = line - first  # rows numbered by line after the header (a blank line keeps its number)
+                if isinstance(cells, InvalidInputError):  # broken quoting: a bad row, reading resumes on the next line
+                    yield row, _broken(source, row, cells)
                     continue
                 c = [x.strip() for x in cells] + [""] * (11 - len(cells))
                 try:
@@ -455,7 +531,8 @@ def guess_format(path: str | Path) -> str:
     if name.endswith((".jsonl", ".json", ".ndjson")):
         return "jsonl"
     with open_text(path) as handle:
-        header = tuple(h.strip() for h in next(csv.reader(handle), ()))
+        _, first = next(csv_records(handle, path), (0, []))
+        header = tuple(h.strip() for h in first) if isinstance(first, list) else ()  # broken: the reader says so
     if header[:4] == AMLSIM_HEADER:
         return "amlsim"
     if header == AMLWORLD_HEADER:
