@@ -1,6 +1,6 @@
 """Damaged and unusual input files for the aml readers: broken CSV quoting is one bad row and reading goes on (csv,
-amlsim, amlworld), Excel's empty trailing cells are not data, a directory or an empty file is named as such, and an
-empty --task-path is refused."""
+amlsim, amlworld), a damaged Parquet page and odd JSON lines are typed errors, Excel's empty trailing cells are
+not data, integer ids are read as text, and a directory or an empty file is named as such."""
 
 from __future__ import annotations
 
@@ -128,6 +128,42 @@ def test_the_typed_amlsim_reader_reads_the_committed_sample_as_before() -> None:
     assert problems == [] and len(txns) == 3814
     assert [t.transaction_id for t in txns] == [f"amlsim-{i}" for i in range(1, 3815)]
     assert (txns[0].sender_account, txns[0].receiver_account, txns[0].amount) == ("78", "19972", Decimal("192.33"))
+
+
+# 2. Parquet damaged part-way -----------------------------------------------------------------------------------
+
+def _damaged_parquet(path: Path) -> None:
+    """200 rows in two row groups, no dictionary or compression; the length of row 151's id string is overwritten,
+    so pyarrow reads 150 rows, then raises ArrowInvalid ('Invalid or truncated PLAIN-encoded BYTE_ARRAY data')."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 200
+    table = pa.table({"transaction_id": [f"tx{i:04d}" for i in range(1, n + 1)],
+                      "timestamp": ["2024-05-01T10:00:00Z"] * n, "sender_account": [f"A{i}" for i in range(n)],
+                      "receiver_account": ["B"] * n, "amount": ["100.00"] * n})
+    pq.write_table(table, path, row_group_size=100, compression="NONE", use_dictionary=False,
+                   write_statistics=False)
+    data = bytearray(path.read_bytes())
+    at = data.index(b"tx0151") - 4  # its 4-byte little-endian length prefix
+    data[at:at + 4] = b"\xff\xff\xff\x7f"
+    path.write_bytes(bytes(data))
+
+
+def test_a_damaged_parquet_page_is_an_error_naming_the_file_and_the_last_row_read(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "t.parquet"
+    _damaged_parquet(path)
+    rows: list[int] = []
+    with pytest.raises(InvalidInputError, match=r"could not be read after row 150 \(the last row read\): Invalid or "
+                                                r"truncated PLAIN-encoded BYTE_ARRAY data; the file is damaged") as got:
+        for row, record in parquet_reader(batch_rows=50)(path):
+            rows.append(row)
+    assert rows == list(range(1, 151)) and got.value.details == {"source": str(path), "last_row": 150}
+    assert str(path) in str(got.value)
+    with pytest.raises(InvalidInputError, match="could not be read"):  # one batch of both row groups: no row read
+        load_transactions(path, format="parquet")
+    code, _, err = _run(capsys, str(path), "--format", "parquet", "--on-error", "skip")
+    assert code == 2 and f"Parquet file {path} could not be read" in err and "Traceback" not in err
 
 
 # 4. Excel's empty trailing cells ---------------------------------------------------------------------------------

@@ -361,6 +361,9 @@ def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[s
     Raises:
         ConfigError: the file is a directory, does not exist, or is not Parquet; its columns lack a mapped column or
             a required field's column (:func:`_check_header`).
+        InvalidInputError (while iterating): pyarrow fails part-way through (``ArrowInvalid``, an ``OSError``: a
+            damaged page), naming the file and the last row read (``details["last_row"]``); the rows before it
+            have been yielded.
     """
     _check_mapping(mapping, defaults)
 
@@ -381,8 +384,21 @@ def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[s
             raise ConfigError(f"{source} cannot be opened as a Parquet file: {exc}.") from exc
         _check_header(source, tuple(handle.schema_arrow.names), mapping, defaults, what="Parquet schema")
         row = 0
-        for batch in handle.iter_batches(batch_size=batch_rows):
-            for record in batch.to_pylist():
+        batches = handle.iter_batches(batch_size=batch_rows)
+        while True:
+            try:  # a damaged page surfaces here, part-way through: ArrowInvalid (a ValueError) or OSError
+                batch = next(batches, None)
+                records = batch.to_pylist() if batch is not None else []
+            except (pa.ArrowException, OSError) as exc:
+                where = f"after row {row} (the last row read)" if row else "before its first row"
+                hint = ("a column type pyarrow cannot read: convert that column" if
+                        isinstance(exc, pa.ArrowNotImplementedError) else
+                        "the file is damaged (a truncated copy, a corrupt page): write it again from its source")
+                raise InvalidInputError(f"Parquet file {source} could not be read {where}: {exc}; {hint}.",
+                                        details={"source": str(source), "last_row": row}) from exc
+            if batch is None:
+                return
+            for record in records:
                 row += 1
                 yield row, _remap(record, mapping, defaults)
 
