@@ -166,6 +166,28 @@ def test_a_damaged_parquet_page_is_an_error_naming_the_file_and_the_last_row_rea
     assert code == 2 and f"Parquet file {path} could not be read" in err and "Traceback" not in err
 
 
+# 3. JSON lines ---------------------------------------------------------------------------------------------------
+
+def test_deep_nesting_a_huge_integer_and_a_mid_file_byte_order_mark_in_json_lines(tmp_path: Path) -> None:
+    good = {"transaction_id": "j1", "timestamp": "2026-03-02T10:00:00Z", "sender_account": "A",
+            "receiver_account": "B", "amount": "100"}
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join([
+        json.dumps(good),
+        '{"transaction_id": "j2", "note": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"transaction_id": "j3", "amount": ' + "9" * 5000 + "}",
+        "\ufeff" + json.dumps({**good, "transaction_id": "j4"}),  # cat of two files that each began with a BOM
+    ]) + "\n", encoding="utf-8")
+    txns, problems = load_transactions(path, format="jsonl")
+    assert [t.transaction_id for t in txns] == ["j1", "j4"]
+    assert [(p["row"], p["field"]) for p in problems] == [(2, None), (3, None)]
+    assert problems[0]["reason"].startswith("line 2 nests its values too deeply to read (thousands of [ or {)")
+    assert problems[1]["reason"].startswith("line 3 holds a number too long to read (Exceeds the limit (4300 digits) "
+                                            "for integer string conversion")
+    with pytest.raises(InvalidInputError, match="row 2: line 2 nests its values too deeply"):
+        load_transactions(path, format="jsonl", on_error="reject")
+
+
 # 4. Excel's empty trailing cells ---------------------------------------------------------------------------------
 
 def test_empty_trailing_cells_are_not_data_but_a_non_empty_surplus_cell_is_a_bad_row(tmp_path: Path) -> None:

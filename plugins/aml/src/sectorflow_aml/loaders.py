@@ -323,8 +323,10 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
     """A JSON-lines reader (one object per line; blank lines counted but skipped). Same ``mapping``, ``defaults``
     and ``context`` as :func:`csv_reader`.
 
-    A line that is not a JSON object is yielded as ``(row, InvalidInputError)`` (the core's reader convention), so
-    that skip mode reports it and goes on. JSON lines have no header: a mapped key absent from a line is reported
+    A line that is not a JSON object, whose values nest too deeply for Python's JSON parser (``RecursionError``), or
+    that holds an integer of more than 4,300 digits (Python's limit) is yielded as ``(row, InvalidInputError)`` (the
+    core's reader convention), so that skip mode reports it and goes on. A byte-order mark at the start of any
+    line is dropped (``cat`` of two files that each began with one). JSON lines have no header: a mapped key absent from a line is reported
     by validation as that field missing (if it is required), row by row.
     """
     _check_mapping(mapping, defaults)
@@ -332,6 +334,7 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
     def read_jsonl(source: Any) -> Iterator[tuple[int, Record | InvalidInputError]]:
         with open_text(source) as handle:
             for row, line in enumerate(handle, start=1):
+                line = line.removeprefix("\ufeff")  # files joined with cat carry a byte-order mark where each began
                 if not line.strip():
                     continue
                 try:
@@ -339,6 +342,21 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
                 except json.JSONDecodeError as exc:  # a bad row, not a bad file: --on-error skip goes on
                     reason = (f"line {row} is not valid JSON ({exc.msg} at column {exc.colno}: "
                               f"{_excerpt(line, exc.colno)}); {_ONE_OBJECT}")
+                    yield row, InvalidInputError(f"{source}: {reason}.",
+                                                 details=[{"row": row, "field": None, "reason": reason}])
+                    continue
+                except (RecursionError, ValueError) as exc:
+                    # as sectorflow's read_jsonl: json's C parser recurses once per nested [ or {; Python refuses
+                    # to read an integer of more than 4,300 digits (sys.get_int_max_str_digits), a plain ValueError
+                    text = str(exc)
+                    if isinstance(exc, RecursionError):
+                        reason = (f"line {row} nests its values too deeply to read (thousands of [ or {{): "
+                                  f"{_ONE_OBJECT}")
+                    elif "integer string conversion" in text:
+                        reason = (f"line {row} holds a number too long to read ({text.split(':')[0]}): write it as "
+                                  "a string, or fix the line")
+                    else:
+                        reason = f"line {row} is not readable as JSON ({text}); {_ONE_OBJECT}"
                     yield row, InvalidInputError(f"{source}: {reason}.",
                                                  details=[{"row": row, "field": None, "reason": reason}])
                     continue
