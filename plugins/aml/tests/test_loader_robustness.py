@@ -205,6 +205,49 @@ def test_empty_trailing_cells_are_not_data_but_a_non_empty_surplus_cell_is_a_bad
     assert problems[0]["reason"].startswith("line 3: 7 cells but the header has 5 columns (surplus: '', 'x')")
 
 
+# 5. integer ids ----------------------------------------------------------------------------------------------------
+
+def test_integer_ids_in_parquet_and_json_lines_are_read_as_their_decimal_text(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"transaction_id": pa.array([1, 9007199254740993], pa.int64()),
+                             "timestamp": ["2024-05-01T10:00:00Z"] * 2,
+                             "sender_account": pa.array([1001, -7], pa.int64()),
+                             "receiver_account": pa.array([2002, 3003], pa.int32()),
+                             "amount": ["10", "20"], "sender_bank": pa.array([70, None], pa.int16())}),
+                   tmp_path / "int.parquet")
+    (tmp_path / "int.jsonl").write_text(
+        '{"transaction_id": 1, "timestamp": "2024-05-01T10:00:00Z", "sender_account": 1001, '
+        '"receiver_account": 2002, "amount": 10, "sender_bank": 70}\n'
+        '{"transaction_id": 9007199254740993, "timestamp": "2024-05-01T10:00:00Z", "sender_account": -7, '
+        '"receiver_account": 3003, "amount": "20"}\n')
+    for name in ("int.parquet", "int.jsonl"):
+        txns, problems = load_transactions(tmp_path / name)
+        assert problems == [], name
+        assert [(t.transaction_id, t.sender_account, t.receiver_account, t.sender_bank) for t in txns] == [
+            ("1", "1001", "2002", "70"), ("9007199254740993", "-7", "3003", None)], name
+
+
+def test_float_and_boolean_ids_are_bad_rows_that_say_why(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"transaction_id": ["t1", "t2"], "timestamp": ["2024-05-01T10:00:00Z"] * 2,
+                             "sender_account": pa.array([1.2345678901234568e18, 5.0]),
+                             "receiver_account": ["B", "C"], "amount": ["10", "20"]}), tmp_path / "f.parquet")
+    txns, problems = load_transactions(tmp_path / "f.parquet")
+    assert txns == [] and [(p["row"], p["field"]) for p in problems] == [(1, "sender_account"),
+                                                                         (2, "sender_account")]
+    assert problems[0]["reason"].startswith("sender_account is a floating-point number (1.2345678901234568e+18), "
+                                            "not an id: store ids as text or whole numbers")
+    (tmp_path / "b.jsonl").write_text('{"transaction_id": true, "timestamp": "2024-05-01T10:00:00Z", '
+                                      '"sender_account": "A", "receiver_account": "B", "amount": "1"}\n')
+    txns, problems = load_transactions(tmp_path / "b.jsonl")
+    assert txns == [] and problems[0]["field"] == "transaction_id"
+    assert problems[0]["reason"].startswith("transaction_id is a boolean (True), not an id")
+
+
 # 6. a directory, an empty file -------------------------------------------------------------------------------------
 
 def test_a_directory_is_named_as_a_directory(tmp_path: Path) -> None:

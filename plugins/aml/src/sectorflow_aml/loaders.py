@@ -5,8 +5,8 @@ from 1 (a header is not a row) and each record is a raw dict with :class:`~secto
 names. Readers never judge values: a negative amount, an unknown currency or an unparsable time is passed on as
 found, so that validation against ``Transaction`` (by ``sectorflow run`` or :func:`load_transactions`) reports it
 with its row number and skips or rejects it as the caller chose. A row that cannot be read at all (broken CSV
-quoting, a line that is not one JSON object) is yielded as ``(row, InvalidInputError)``, the core's reader
-convention, to be skipped or rejected the same way.
+quoting, a line that is not one JSON object) or whose id is stored as a float or a boolean is yielded as ``(row,
+InvalidInputError)``, the core's reader convention, to be skipped or rejected the same way.
 
 Formats (``READERS`` keys, also ``sectorflow run aml FILE --format NAME``):
 
@@ -75,17 +75,45 @@ AMLWORLD_CHANNELS: dict[str, str] = {
 cash paid in to the receiving account (``cash_deposit``). Override with ``amlworld_reader(channels=...)``."""
 
 
+ID_FIELDS = ("transaction_id", "sender_account", "receiver_account", "sender_bank", "receiver_bank")
+"""``Transaction`` fields that are identifiers: an integer there (a Parquet ``int64`` column, a JSON number) is read
+as its decimal text; a float or a boolean is a bad row (:func:`_id_problem`)."""
+
+
 def _remap(record: Mapping[str, Any], mapping: Mapping[str, str] | None,
            defaults: Mapping[str, Any] | None) -> Record:
-    """Rename source columns to ``Transaction`` fields; keep only those fields; drop empty cells; add defaults."""
+    """Rename source columns to ``Transaction`` fields; keep only those fields; drop empty cells; add defaults.
+
+    Floats are read through their shortest text (``49999.99`` stays exact), except in :data:`ID_FIELDS`, where an
+    integer (not a boolean) becomes its decimal text and a float or boolean is kept as found for
+    :func:`_id_problem`.
+    """
     out: Record = dict(defaults or {})
     sources = {field: (mapping or {}).get(field, field) for field in FIELDS}
     for field, column in sources.items():
         value = record.get(column)
         if value is None or value == "":
             continue
+        if field in ID_FIELDS:
+            out[field] = str(value) if type(value) is int else value  # bool is an int subclass: not an id
+            continue
         out[field] = repr(value) if isinstance(value, float) else value  # floats: shortest exact decimal text
     return out
+
+
+def _id_problem(source: Any, row: int, record: Record) -> InvalidInputError | None:
+    """A bad row for an id stored as a float (``1.0``, or ``1.2345678901234568e+18`` for an integer that lost its
+    last digits: pandas turns an integer column with a missing value into float64) or a boolean; ``None`` if none."""
+    for field in ID_FIELDS:
+        value = record.get(field)
+        if isinstance(value, (float, bool)):
+            kind = "a boolean" if isinstance(value, bool) else "a floating-point number"
+            reason = (f"{field} is {kind} ({value!r}), not an id: store ids as text or whole numbers (a float keeps "
+                      "about 16 digits: an integer column with a missing value, which pandas turns into float64, "
+                      "loses the last digits of long ids)")
+            return InvalidInputError(f"{source}: row {row}: {reason}.",
+                                     details=[{"row": row, "field": field, "reason": reason}])
+    return None
 
 
 def _csv_lines(source: Any, handle: Iterator[str]) -> Iterator[tuple[int, list[str] | InvalidInputError]]:
@@ -325,7 +353,8 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
 
     A line that is not a JSON object, whose values nest too deeply for Python's JSON parser (``RecursionError``), or
     that holds an integer of more than 4,300 digits (Python's limit) is yielded as ``(row, InvalidInputError)`` (the
-    core's reader convention), so that skip mode reports it and goes on. A byte-order mark at the start of any
+    core's reader convention), so that skip mode reports it and goes on; so is a line with an id that is a float or
+    a boolean (an integer id is read as its decimal text, :data:`ID_FIELDS`). A byte-order mark at the start of any
     line is dropped (``cat`` of two files that each began with one). JSON lines have no header: a mapped key absent from a line is reported
     by validation as that field missing (if it is required), row by row.
     """
@@ -366,7 +395,8 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
                     yield row, InvalidInputError(f"{source}: {reason}.",
                                                  details=[{"row": row, "field": None, "reason": reason}])
                     continue
-                yield row, _remap(record, mapping, defaults)
+                out = _remap(record, mapping, defaults)
+                yield row, _id_problem(source, row, out) or out
 
     return lambda source: _noting_naive_times(source, read_jsonl(source), context)
 
@@ -374,7 +404,8 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
 def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None,
                    batch_rows: int = 65536, *, context: Mapping[str, Any] | None = None) -> Reader:
     """A Parquet reader (pyarrow), streaming ``batch_rows`` rows at a time. Same ``mapping``, ``defaults`` and
-    ``context`` as :func:`csv_reader`.
+    ``context`` as :func:`csv_reader`. Integer ids (``int64`` columns) are read as their decimal text; an id that is
+    a float or a boolean is a bad row, ``(row, InvalidInputError)`` (:data:`ID_FIELDS`).
 
     Raises:
         ConfigError: the file is a directory, does not exist, or is not Parquet; its columns lack a mapped column or
@@ -418,7 +449,8 @@ def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[s
                 return
             for record in records:
                 row += 1
-                yield row, _remap(record, mapping, defaults)
+                out = _remap(record, mapping, defaults)
+                yield row, _id_problem(source, row, out) or out
 
     return lambda source: _noting_naive_times(source, read_parquet(source), context)
 
