@@ -149,3 +149,38 @@ def test_a_json_line_with_an_integer_longer_than_python_reads_is_one_bad_row(tmp
               "as a string")
     assert rows[0] == (1, {"text": "ok"}) and rows[2] == (3, {"text": "last"})
     assert rows[1][0] == 2 and rows[1][1].details == [{"row": 2, "field": None, "reason": reason}]
+
+
+def test_parse_json_line_is_the_public_guard_both_wordings():
+    """``sectorflow.parse_json_line``: the one JSON-line guard the built-in ``jsonl`` reader and plugin readers (aml's
+    ``jsonl``) share; without ``fix`` the built-in's short reasons, with ``fix`` reasons naming line, column and an
+    excerpt that end with it."""
+    from sectorflow import parse_json_line
+
+    assert parse_json_line('\ufeff{"amount": 1.10, "n": 7}\n', "f.jsonl", 3) == {"amount": 1.1, "n": 7}
+    assert parse_json_line('{"amount": 1.10}\n', "f.jsonl", 3, parse_float=str) == {"amount": "1.10"}
+    cases = [  # line, (message, reason) without fix, reason with fix="FIX"
+        ("not json\n", ("Row 4 is not valid JSON: Expecting value.", "not JSON: Expecting value"),
+         "line 4 is not valid JSON (Expecting value at column 1: 'not json'); FIX"),
+        ("[1, 2]\n", ("Row 4 is a JSON list, not an object.", "a JSON list, not an object"),
+         "line 4 holds an array ('[1, 2]'), not a JSON object; FIX"),
+        ('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n",
+         ("Row 4: values nested too deeply to read (thousands of [ or {): flatten the line's values.",
+          "values nested too deeply to read (thousands of [ or {): flatten the line's values"),
+         "line 4 nests its values too deeply to read (thousands of [ or {): FIX"),
+        ('{"a": 1' + "0" * 5000 + "}\n",
+         ("Row 4: a number too long to read (Exceeds the limit (4300 digits) for integer string conversion): write "
+          "it as a string.",
+          "a number too long to read (Exceeds the limit (4300 digits) for integer string conversion): write it as a "
+          "string"),
+         "line 4 holds a number too long to read (Exceeds the limit (4300 digits) for integer string conversion): "
+         "write it as a string, or fix the line"),
+    ]
+    for line, (message, reason), fixed in cases:
+        with pytest.raises(InvalidInputError) as short:
+            parse_json_line(line, "f.jsonl", 4)
+        assert str(short.value) == message and short.value.details == [{"row": 4, "field": None, "reason": reason}]
+        with pytest.raises(InvalidInputError) as long:
+            parse_json_line(line, "f.jsonl", 4, fix="FIX")
+        assert str(long.value) == f"f.jsonl: {fixed}." and long.value.details == [
+            {"row": 4, "field": None, "reason": fixed}]

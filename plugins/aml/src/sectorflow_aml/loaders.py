@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import csv
 import difflib
-import json
 import logging
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -35,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from sectorflow import ConfigError, InvalidInputError, csv_records, open_text
+from sectorflow import ConfigError, InvalidInputError, csv_records, open_text, parse_json_line
 
 from .schema import EARLIEST, LATEST, Transaction, id_is_printable, input_context, trusted_transaction
 
@@ -338,14 +337,6 @@ _ONE_OBJECT = ('each line must hold one JSON object, e.g. {"transaction_id": "T1
                'line or delete it')
 
 
-def _excerpt(line: str, column: int, width: int = 30) -> str:
-    """Up to ``width`` characters of ``line`` around 1-based ``column``, quoted, for an error message."""
-    text = line.rstrip("\r\n")
-    start = max(0, column - 1 - width // 2)
-    piece = text[start:start + width]
-    return ("..." if start else "") + repr(piece) + ("..." if start + width < len(text) else "")
-
-
 def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None, *,
                  context: Mapping[str, Any] | None = None) -> Reader:
     """A JSON-lines reader (one object per line; blank lines counted but skipped). Same ``mapping``, ``defaults``
@@ -353,9 +344,10 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
 
     A line that is not a JSON object, whose values nest too deeply for Python's JSON parser (``RecursionError``), or
     that holds an integer of more than 4,300 digits (Python's limit) is yielded as ``(row, InvalidInputError)`` (the
-    core's reader convention), so that skip mode reports it and goes on; so is a line with an id that is a float or
-    a boolean (an integer id is read as its decimal text, :data:`ID_FIELDS`). A byte-order mark at the start of any
-    line is dropped (``cat`` of two files that each began with one). JSON lines have no header: a mapped key absent from a line is reported
+    core's reader convention; these guards are :func:`sectorflow.parse_json_line`'s), so that skip mode reports it
+    and goes on; so is a line with an id that is a float or a boolean (an integer id is read as its decimal text,
+    :data:`ID_FIELDS`). A byte-order mark at the start of any line is dropped (``cat`` of two files that each began
+    with one). JSON lines have no header: a mapped key absent from a line is reported
     by validation as that field missing (if it is required), row by row.
     """
     _check_mapping(mapping, defaults)
@@ -366,34 +358,10 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
                 line = line.removeprefix("\ufeff")  # files joined with cat carry a byte-order mark where each began
                 if not line.strip():
                     continue
-                try:
-                    record = json.loads(line, parse_float=str)  # keep decimal text exact
-                except json.JSONDecodeError as exc:  # a bad row, not a bad file: --on-error skip goes on
-                    reason = (f"line {row} is not valid JSON ({exc.msg} at column {exc.colno}: "
-                              f"{_excerpt(line, exc.colno)}); {_ONE_OBJECT}")
-                    yield row, InvalidInputError(f"{source}: {reason}.",
-                                                 details=[{"row": row, "field": None, "reason": reason}])
-                    continue
-                except (RecursionError, ValueError) as exc:
-                    # as sectorflow's read_jsonl: json's C parser recurses once per nested [ or {; Python refuses
-                    # to read an integer of more than 4,300 digits (sys.get_int_max_str_digits), a plain ValueError
-                    text = str(exc)
-                    if isinstance(exc, RecursionError):
-                        reason = (f"line {row} nests its values too deeply to read (thousands of [ or {{): "
-                                  f"{_ONE_OBJECT}")
-                    elif "integer string conversion" in text:
-                        reason = (f"line {row} holds a number too long to read ({text.split(':')[0]}): write it as "
-                                  "a string, or fix the line")
-                    else:
-                        reason = f"line {row} is not readable as JSON ({text}); {_ONE_OBJECT}"
-                    yield row, InvalidInputError(f"{source}: {reason}.",
-                                                 details=[{"row": row, "field": None, "reason": reason}])
-                    continue
-                if not isinstance(record, dict):
-                    kind = "an array" if isinstance(record, list) else "null" if record is None else "a single value"
-                    reason = f"line {row} holds {kind} ({_excerpt(line, 1)}), not a JSON object; {_ONE_OBJECT}"
-                    yield row, InvalidInputError(f"{source}: {reason}.",
-                                                 details=[{"row": row, "field": None, "reason": reason}])
+                try:  # decimal text kept exact; guards: too deep, too long a number, not an object
+                    record = parse_json_line(line, source, row, fix=_ONE_OBJECT, parse_float=str)
+                except InvalidInputError as problem:  # a bad row, not a bad file: --on-error skip goes on
+                    yield row, problem
                     continue
                 out = _remap(record, mapping, defaults)
                 yield row, _id_problem(source, row, out) or out
