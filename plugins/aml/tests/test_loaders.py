@@ -303,3 +303,14 @@ def test_timestamps_without_an_offset_are_named_once_per_file(tmp_path, caplog):
     with caplog.at_level("WARNING", logger="sectorflow_aml"):
         list(READERS["csv"](path))
     assert not [r for r in caplog.records if "UTC offset" in r.getMessage()]
+
+
+def test_amlsim_and_amlworld_names_stay_importable_from_loaders():
+    """The AMLSim and AMLworld readers live in ``sectorflow_aml.formats`` (loaders.py had grown past 600 lines);
+    code and docs import them from ``sectorflow_aml.loaders``, which must hand out the same objects."""
+    from sectorflow_aml import formats, loaders
+
+    names = ("amlsim_reader", "amlworld_reader", "AMLSIM_HEADER", "AMLSIM_BASE_DATE", "AMLWORLD_HEADER",
+             "AMLWORLD_CURRENCIES", "AMLWORLD_CHANNELS", "Reader", "Record")
+    assert [name for name in names if getattr(loaders, name, None) is not getattr(formats, name)] == []
+    assert loaders.AMLWORLD_CURRENCIES["Yuan"] == "CNY" and str(loaders.AMLSIM_BASE_DATE) == "2017-01-01"

@@ -1,0 +1,227 @@
+"""The fixed-column CSV formats of public AML data, and the CSV record plumbing every CSV reader here shares.
+
+- ``amlsim``: IBM AMLSim ``transactions.csv`` (``sourceNodeId,targetNodeId,value,time``). ``time`` is a simulation
+  step of one day counted from ``base_date`` (AMLSim's ``conf.json`` ``general.base_date`` default, 2017-01-01, is
+  step 0). AMLSim amounts carry no unit; the currency is configurable and defaults to CNY, the ``Transaction``
+  default. Ids are ``amlsim-<row>``.
+- ``amlworld``: IBM "Transactions for Anti Money Laundering" (Altman et al., NeurIPS 2023) ``*_Trans.csv``, whose
+  header has two columns named ``Account``; they are read by position. The paid side (``Amount Paid``, ``Payment
+  Currency``) is the transaction amount. Ids are ``amlworld-<row>``.
+
+Both readers number rows by line after the header (a blank line keeps its number), so ids do not move. Every name
+here is also importable from :mod:`sectorflow_aml.loaders`, which registers these readers (``READERS``) and
+documents the reader convention.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Callable, Iterator, Mapping
+from datetime import date, datetime, timedelta, timezone
+from decimal import Decimal
+from typing import Any
+
+from pydantic import ValidationError
+
+from sectorflow import ConfigError, InvalidInputError, csv_records, open_text
+
+from .schema import EARLIEST, LATEST, Transaction, id_is_printable, trusted_transaction
+
+Record = dict[str, Any]
+Reader = Callable[[Any], Iterator[tuple[int, Any]]]
+"""``reader(source) -> Iterator[(row, record)]``: a record is a raw dict, a ``Transaction`` (the typed AMLSim reader)
+or an ``InvalidInputError`` for a row that cannot be read (see the module docstring)."""
+
+_AMOUNT = re.compile(r"(?:[1-9][0-9]{0,14}|0)(?:\.[0-9]{1,4})?")
+"""Amount text the typed AMLSim reader takes without pydantic: plain decimals below 10^15 with at most 4 places."""
+
+AMLSIM_HEADER = ("sourceNodeId", "targetNodeId", "value", "time")
+AMLSIM_BASE_DATE = date(2017, 1, 1)
+"""AMLSim's default ``general.base_date`` (the date of step 0) in its ``conf.json``."""
+
+AMLWORLD_HEADER = ("Timestamp", "From Bank", "Account", "To Bank", "Account", "Amount Received",
+                   "Receiving Currency", "Amount Paid", "Payment Currency", "Payment Format", "Is Laundering")
+
+AMLWORLD_CURRENCIES: dict[str, str] = {
+    "US Dollar": "USD", "Euro": "EUR", "Yuan": "CNY", "Yen": "JPY", "UK Pound": "GBP", "Rupee": "INR",
+    "Ruble": "RUB", "Canadian Dollar": "CAD", "Australian Dollar": "AUD", "Swiss Franc": "CHF",
+    "Mexican Peso": "MXN", "Brazil Real": "BRL", "Shekel": "ILS", "Saudi Riyal": "SAR",
+}
+"""AMLworld currency names to ISO 4217. ``Bitcoin`` has no ISO 4217 code, so it is passed on unmapped and such rows
+fail validation as an unknown currency (skip them with ``on_error="skip"``, or map it yourself with
+``amlworld_reader(currencies=...)``)."""
+
+AMLWORLD_CHANNELS: dict[str, str] = {
+    "Cash": "cash_deposit", "Wire": "wire", "ACH": "ach", "Cheque": "cheque", "Credit Card": "card",
+    "Reinvestment": "transfer", "Bitcoin": "other",
+}
+"""AMLworld ``Payment Format`` to ``Channel``. AMLworld does not say which side handled the cash; ``Cash`` is read as
+cash paid in to the receiving account (``cash_deposit``). Override with ``amlworld_reader(channels=...)``."""
+
+
+def _csv_lines(source: Any, handle: Iterator[str]) -> Iterator[tuple[int, list[str] | InvalidInputError]]:
+    """The records of CSV ``handle`` exactly as :func:`sectorflow.csv_records` yields them (``(line, cells)``, the
+    line a record begins on, blank lines skipped, broken quoting as ``(line, InvalidInputError)`` and reading resumed
+    on the next line), at the speed of Python's :mod:`csv` module: a file without broken quoting is parsed by
+    ``csv.reader(strict=True)`` on ``handle`` directly (``csv_records`` keeps every line for a re-read, which slowed
+    the typed AMLSim reader measurably); at the first ``csv.Error`` the file is opened again and
+    ``csv_records`` goes on from the record that failed, the records before it being the same strict parse.
+    Standard input (``-``), which cannot be read twice, goes to ``csv_records`` from the start."""
+    if str(source) == "-":
+        yield from csv_records(handle, source)
+        return
+    reader = csv.reader(handle, strict=True)
+    done = 0  # the lines of the file read so far
+    try:
+        for cells in reader:
+            line, done = done + 1, reader.line_num
+            if cells:
+                yield line, cells
+        return
+    except csv.Error:
+        pass
+    with open_text(source) as again:  # the record that begins on line done + 1 is broken: core reports it
+        for line, cells in csv_records(again, source):
+            if line > done:
+                yield line, cells
+
+
+def _header(source: Any, records: Iterator[tuple[int, list[str] | InvalidInputError]],
+            what: str = "CSV") -> tuple[tuple[str, ...], int]:
+    """The first record of ``records`` (:func:`sectorflow.csv_records`) as a header, names stripped, and its line.
+
+    Raises:
+        ConfigError: the file is empty (no header row; a 0-byte export, a truncated copy).
+        InvalidInputError: the header line has broken quoting (naming the file and line).
+    """
+    for line, first in records:
+        if isinstance(first, InvalidInputError):
+            reason = first.details[0]["reason"]
+            raise InvalidInputError(f"The {what} header of {source} cannot be read: {reason}.",
+                                    details={"source": str(source), "line": line})
+        return tuple(h.strip() for h in first), line
+    raise ConfigError(f"Input file {source} is empty (not even a header row): a {what} file starts with its "
+                      "header row, then one row per transaction; export it again if it should hold transactions.",
+                      details={"source": str(source)})
+
+
+def _broken(source: Any, row: int, problem: InvalidInputError) -> InvalidInputError:
+    """A record with broken quoting from :func:`sectorflow.csv_records`, numbered as row ``row``."""
+    detail = problem.details[0]
+    return InvalidInputError(f"{source}: row {row}: {detail['reason']}.", details=[{**detail, "row": row}])
+
+
+def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", channel: str = "transfer",
+                  id_prefix: str = "amlsim-", typed: bool = False) -> Reader:
+    """A reader for AMLSim ``transactions.csv`` (``sourceNodeId,targetNodeId,value,time``).
+
+    ``time`` (a step of one day) becomes ``base_date + time days`` at 00:00 UTC; a step that is not an integer is
+    passed on as found so that validation reports the row. Source: IBM/AMLSim (Suzumura and Kanezashi, 2021).
+
+    ``typed=True`` (what ``sectorflow run aml --format amlsim`` and :func:`load_transactions` use): a row whose
+    cells pass a strict check (a plain decimal amount above 0 and below 10^15 with at most 4 places, an integer
+    step inside the ``Transaction`` time bounds, non-empty account ids) is yielded as a :class:`Transaction` built without
+    pydantic's per-row validation (:func:`sectorflow_aml.schema.trusted_transaction`; equal, field for field, to what
+    ``Transaction.model_validate`` makes of the raw record); every other row is yielded as the raw record, so that
+    validation reports it exactly as before (same field, reason and row number).
+
+    Raises (while iterating):
+        ConfigError: the header is not AMLSim's.
+    """
+    start = datetime(base_date.year, base_date.month, base_date.day, tzinfo=timezone.utc)
+    probe: Transaction | None = None
+    if typed and id_prefix == id_prefix.strip():
+        try:  # the fixed columns (currency, channel) are checked once here; if they fail, every row goes the slow way
+            probe = Transaction.model_validate({"transaction_id": f"{id_prefix}1", "timestamp": start.isoformat(),
+                                                "sender_account": "a", "receiver_account": "b", "amount": "1",
+                                                "currency": currency, "channel": channel})
+        except ValidationError:
+            probe = None
+    fast = probe is not None
+    code = probe.currency if probe is not None else currency
+    kind = probe.channel if probe is not None else channel
+    amount_text = _AMOUNT.fullmatch
+    printable = id_is_printable
+
+    def read_amlsim(source: Any) -> Iterator[tuple[int, Record | Transaction | InvalidInputError]]:
+        stamps: dict[str, tuple[str, datetime | None]] = {}
+        with open_text(source) as handle:
+            records = _csv_lines(source, handle)
+            header, first = _header(source, records, "AMLSim")
+            if header[:4] != AMLSIM_HEADER:
+                raise ConfigError(f"{source} is not an AMLSim transaction file: header {','.join(header)!r}, "
+                                  f"expected {','.join(AMLSIM_HEADER)!r}.")
+            for line, cells in records:
+                row = line - first  # rows numbered by line after the header (a blank line keeps its number)
+                if isinstance(cells, InvalidInputError):  # broken quoting: a bad row, reading resumes on the next line
+                    yield row, _broken(source, row, cells)
+                    continue
+                if len(cells) < 4:
+                    cells = cells + [""] * (4 - len(cells))
+                step = cells[3].strip()
+                stamp = stamps.get(step)
+                if stamp is None:
+                    try:
+                        when = start + timedelta(days=int(step))
+                        stamp = stamps[step] = (when.isoformat(), when if EARLIEST <= when < LATEST else None)
+                    except (ValueError, OverflowError):
+                        stamp = stamps[step] = (step, None)
+                sender = cells[0].strip()
+                receiver = cells[1].strip()
+                amount = cells[2].strip()
+                if fast and stamp[1] is not None and sender and receiver and amount_text(amount) \
+                        and printable(sender) and printable(receiver):
+                    value = Decimal(amount)
+                    if value:
+                        yield row, trusted_transaction(f"{id_prefix}{row}", stamp[1], sender, receiver, value, code,
+                                                       kind)
+                        continue
+                yield row, {"transaction_id": f"{id_prefix}{row}", "timestamp": stamp[0],
+                            "sender_account": sender, "receiver_account": receiver,
+                            "amount": amount, "currency": currency, "channel": channel}
+
+    return read_amlsim
+
+
+def amlworld_reader(currencies: Mapping[str, str] | None = None, channels: Mapping[str, str] | None = None,
+                    qualify_accounts: bool = True, id_prefix: str = "amlworld-") -> Reader:
+    """A reader for AMLworld ``*_Trans.csv`` (IBM "Transactions for Anti Money Laundering", Altman et al. 2023).
+
+    Columns are read by position (the header repeats ``Account``). ``Timestamp`` is ``YYYY/MM/DD HH:MM`` (UTC);
+    amounts are the paid side. Accounts become ``<bank>:<account>`` (``qualify_accounts=True``, as IBM's own
+    formatting script keys accounts by bank and account) or the bare account id. Currency names and payment formats
+    are mapped by :data:`AMLWORLD_CURRENCIES` and :data:`AMLWORLD_CHANNELS` (extended or overridden by
+    ``currencies`` and ``channels``); unmapped names pass through and fail validation.
+
+    Raises (while iterating):
+        ConfigError: the header is not AMLworld's.
+    """
+    currency_map = {**AMLWORLD_CURRENCIES, **(currencies or {})}
+    channel_map = {**AMLWORLD_CHANNELS, **(channels or {})}
+
+    def read_amlworld(source: Any) -> Iterator[tuple[int, Record | InvalidInputError]]:
+        with open_text(source) as handle:
+            records = _csv_lines(source, handle)
+            header, first = _header(source, records, "AMLworld")
+            if header != AMLWORLD_HEADER:
+                raise ConfigError(f"{source} is not an AMLworld transaction file: header {','.join(header)!r}, "
+                                  f"expected {','.join(AMLWORLD_HEADER)!r}.")
+            for line, cells in records:
+                row = line - first  # rows numbered by line after the header (a blank line keeps its number)
+                if isinstance(cells, InvalidInputError):  # broken quoting: a bad row, reading resumes on the next line
+                    yield row, _broken(source, row, cells)
+                    continue
+                c = [x.strip() for x in cells] + [""] * (11 - len(cells))
+                try:
+                    timestamp: Any = datetime.strptime(c[0], "%Y/%m/%d %H:%M").isoformat()
+                except ValueError:
+                    timestamp = c[0]
+                sender = f"{c[1]}:{c[2]}" if qualify_accounts else c[2]
+                receiver = f"{c[3]}:{c[4]}" if qualify_accounts else c[4]
+                yield row, {"transaction_id": f"{id_prefix}{row}", "timestamp": timestamp,
+                            "sender_account": sender, "receiver_account": receiver, "amount": c[7],
+                            "currency": currency_map.get(c[8], c[8]), "channel": channel_map.get(c[9], c[9]),
+                            "sender_bank": c[1] or None, "receiver_bank": c[3] or None}
+
+    return read_amlworld
