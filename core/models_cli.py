@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from . import plugins
+from .errors import ConfigError
 from .int8_store import int8_bundle_dir, is_int8_onnx, manifest_sha256
 
 models_app = typer.Typer(help="Quantize (INT8) and export task models.", no_args_is_help=True)
@@ -32,6 +33,22 @@ _err = Console(stderr=True, soft_wrap=True, markup=False, highlight=False)  # pa
 class ExportFormat(str, Enum):
     onnx = "onnx"
     paddle = "paddle"
+
+
+def _task_path(task_path: Optional[str]) -> Optional[Path]:
+    """``--task-path`` as a path; ``None`` when not given.
+
+    Raises:
+        ConfigError: the value is empty or blank (typer would make ``Path("")`` of it, the current folder, reported
+            as ". is not a model bundle"; it is usually an unset shell variable); as ``sectorflow run --task-path``.
+    """
+    if task_path is None:
+        return None
+    if not task_path.strip():
+        raise ConfigError(f"--task-path {task_path!r} is {'blank' if task_path else 'empty'}: give the path of a model "
+                          "bundle folder, or leave the option out for the task's own bundle (an empty value is "
+                          "usually an unset shell variable: --task-path \"$MODEL_DIR\").")
+    return Path(task_path)
 
 
 def _mib(n: int) -> str:
@@ -44,7 +61,7 @@ def quantize_command(
     margin: float = typer.Option(0.5, help="Most validation points (0-100) the INT8 model may lose against fp32."),
     out: Optional[Path] = typer.Option(None, help="Write the INT8 bundle here (default: the store that "
                                                   "Taskflow(precision='int8') reads, under SECTORFLOW_HOME)."),
-    task_path: Optional[Path] = typer.Option(None, help="An fp32 bundle folder instead of the task's default."),
+    task_path: Optional[str] = typer.Option(None, help="An fp32 bundle folder instead of the task's default."),
     num_threads: int = typer.Option(1, min=1, help="CPU threads for the fp32 and INT8 evaluation runs."),
     ops: Optional[str] = typer.Option(None, help="Operators to quantize, comma-separated: MatMul (linear layers), "
                                                  "Gather (embedding tables, stored 8-bit), GRU (recurrent weights, "
@@ -57,8 +74,9 @@ def quantize_command(
     --margin points."""
     from .quantize import quantize_bundle
 
+    bundle = _task_path(task_path)  # before the task's plugin loads
     spec = plugins.get_task(task)
-    record = quantize_bundle(spec, task_path=task_path, out=out, margin=margin, num_threads=num_threads,
+    record = quantize_bundle(spec, task_path=bundle, out=out, margin=margin, num_threads=num_threads,
                              op_types=None if ops is None else tuple(o.strip() for o in ops.split(",") if o.strip()))
     if as_json:
         typer.echo(json.dumps(record, indent=2, ensure_ascii=False))
@@ -86,7 +104,7 @@ def export_command(
     fmt: ExportFormat = typer.Option(..., "--format", "-f", help="onnx (ONNX Runtime, edge runtimes) or paddle "
                                                                   "(Paddle Inference / Paddle Lite's opt tool)."),
     out: Optional[Path] = typer.Option(None, help="Output folder (default ./<task>-<format>)."),
-    task_path: Optional[Path] = typer.Option(None, help="A bundle folder instead of the task's default."),
+    task_path: Optional[str] = typer.Option(None, help="A bundle folder instead of the task's default."),
     tolerance: float = typer.Option(1e-4, callback=_positive_tolerance,
                                     help="Largest absolute output difference allowed against the Paddle predictor "
                                          "(above 0)."),
@@ -95,9 +113,10 @@ def export_command(
     """Export TASK's model as an ONNX (fp32) or Paddle bundle, checked against the Paddle predictor's outputs."""
     from .export import export_bundle
 
+    bundle = _task_path(task_path)  # before the task's plugin loads
     spec = plugins.get_task(task)
     target = out if out is not None else Path(f"{spec.name}-{fmt.value}")
-    check = export_bundle(spec, target, fmt=fmt.value, task_path=task_path, tolerance=tolerance,
+    check = export_bundle(spec, target, fmt=fmt.value, task_path=bundle, tolerance=tolerance,
                           num_threads=num_threads)
     _err.print(f"{fmt.value} bundle written to {check['out']}: largest absolute difference from the Paddle "
                f"predictor {check['max_abs_diff']:.3g} on {check['output'] or 'every output'} (tolerance {check['tolerance']:g}, "

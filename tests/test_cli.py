@@ -456,3 +456,20 @@ def test_results_on_standard_output_are_utf8_whatever_the_console_encoding(echo_
     assert main(["run", "echo", str(source)]) == 0
     stdout.flush()
     assert json.loads(raw.getvalue().decode("utf-8"))["text"] == "胸片显示右肺结节"
+
+
+@pytest.mark.parametrize("command", [["quantize"], ["export", "--format", "onnx"]])
+@pytest.mark.parametrize("value", ["", " "])
+def test_models_commands_refuse_an_empty_task_path(cli, tmp_path, command, value):
+    """``sectorflow models quantize|export --task-path "$MODEL_DIR"`` with the variable unset: typer made Path("") of
+    it, the current folder, reported as ". is not a model bundle"; now refused as ``sectorflow run`` refuses it."""
+    code, out, err = cli("models", command[0], "echo", *command[1:], "--task-path", value,
+                         "--out", str(tmp_path / "o"))
+    err = " ".join(err.split())
+    assert code == 2 and out == ""
+    assert f"--task-path {value!r} is {'empty' if not value else 'blank'}: give the path of a model bundle folder, or " \
+           "leave the option out for the task's own bundle" in err
+    assert "is not a model bundle" not in err and not (tmp_path / "o").exists()
+    code, _, err = cli("models", command[0], "echo", *command[1:], "--task-path", str(tmp_path), "--out",
+                       str(tmp_path / "o"))  # a folder given is still read as a bundle
+    assert code == 2 and f"{tmp_path} is not a model bundle" in " ".join(err.split())
