@@ -35,6 +35,23 @@ class ExportFormat(str, Enum):
     paddle = "paddle"
 
 
+def _out_path(out: Optional[str]) -> Optional[Path]:
+    """``--out`` as a path; ``None`` when not given.
+
+    Raises:
+        ConfigError: the value is empty or blank: typer made ``Path("")`` of it, the current folder, which the
+            command replaces when it holds a bundle manifest (run from inside a bundle folder, ``--out "$OUT"`` with
+            ``OUT`` unset deleted that folder's files) and otherwise refuses only after the whole run.
+    """
+    if out is None:
+        return None
+    if not out.strip():
+        raise ConfigError(f"--out {out!r} is {'blank' if out else 'empty'}: give the folder to write the bundle to, or "
+                          "leave the option out for the default (an empty value is usually an unset shell variable: "
+                          "--out \"$OUT_DIR\").")
+    return Path(out)
+
+
 def _task_path(task_path: Optional[str]) -> Optional[Path]:
     """``--task-path`` as a path; ``None`` when not given.
 
@@ -59,7 +76,7 @@ def _mib(n: int) -> str:
 def quantize_command(
     task: str = typer.Argument(..., help="Task name, e.g. customer_service."),
     margin: float = typer.Option(0.5, help="Most validation points (0-100) the INT8 model may lose against fp32."),
-    out: Optional[Path] = typer.Option(None, help="Write the INT8 bundle here (default: the store that "
+    out: Optional[str] = typer.Option(None, help="Write the INT8 bundle here (default: the store that "
                                                   "Taskflow(precision='int8') reads, under SECTORFLOW_HOME)."),
     task_path: Optional[str] = typer.Option(None, help="An fp32 bundle folder instead of the task's default."),
     num_threads: int = typer.Option(1, min=1, help="CPU threads for the fp32 and INT8 evaluation runs."),
@@ -74,9 +91,9 @@ def quantize_command(
     --margin points."""
     from .quantize import quantize_bundle
 
-    bundle = _task_path(task_path)  # before the task's plugin loads
+    bundle, folder = _task_path(task_path), _out_path(out)  # before the task's plugin loads
     spec = plugins.get_task(task)
-    record = quantize_bundle(spec, task_path=bundle, out=out, margin=margin, num_threads=num_threads,
+    record = quantize_bundle(spec, task_path=bundle, out=folder, margin=margin, num_threads=num_threads,
                              op_types=None if ops is None else tuple(o.strip() for o in ops.split(",") if o.strip()))
     if as_json:
         typer.echo(json.dumps(record, indent=2, ensure_ascii=False))
@@ -87,7 +104,7 @@ def quantize_command(
     _err.print(f"  {acc['metric']:<8} {100 * acc['fp32']:.2f} fp32 -> {100 * acc['int8']:.2f} int8 "
                f"(loss {acc['loss_points']:.2f} points, margin {acc['margin_points']:g}; {acc['split']})")
     # --out: not the store the default reads; absolute, so the line works from any folder
-    where = "" if out is None else f", task_path={str(Path(record['out']).resolve())!r}"
+    where = "" if folder is None else f", task_path={str(Path(record['out']).resolve())!r}"
     _err.print(f"  use it:  Taskflow({spec.name!r}, precision='int8'{where})")
 
 
@@ -103,7 +120,7 @@ def export_command(
     task: str = typer.Argument(..., help="Task name."),
     fmt: ExportFormat = typer.Option(..., "--format", "-f", help="onnx (ONNX Runtime, edge runtimes) or paddle "
                                                                   "(Paddle Inference / Paddle Lite's opt tool)."),
-    out: Optional[Path] = typer.Option(None, help="Output folder (default ./<task>-<format>)."),
+    out: Optional[str] = typer.Option(None, help="Output folder (default ./<task>-<format>)."),
     task_path: Optional[str] = typer.Option(None, help="A bundle folder instead of the task's default."),
     tolerance: float = typer.Option(1e-4, callback=_positive_tolerance,
                                     help="Largest absolute output difference allowed against the Paddle predictor "
@@ -113,9 +130,9 @@ def export_command(
     """Export TASK's model as an ONNX (fp32) or Paddle bundle, checked against the Paddle predictor's outputs."""
     from .export import export_bundle
 
-    bundle = _task_path(task_path)  # before the task's plugin loads
+    bundle, folder = _task_path(task_path), _out_path(out)  # before the task's plugin loads
     spec = plugins.get_task(task)
-    target = out if out is not None else Path(f"{spec.name}-{fmt.value}")
+    target = folder if folder is not None else Path(f"{spec.name}-{fmt.value}")
     check = export_bundle(spec, target, fmt=fmt.value, task_path=bundle, tolerance=tolerance,
                           num_threads=num_threads)
     _err.print(f"{fmt.value} bundle written to {check['out']}: largest absolute difference from the Paddle "

@@ -473,3 +473,18 @@ def test_models_commands_refuse_an_empty_task_path(cli, tmp_path, command, value
     code, _, err = cli("models", command[0], "echo", *command[1:], "--task-path", str(tmp_path), "--out",
                        str(tmp_path / "o"))  # a folder given is still read as a bundle
     assert code == 2 and f"{tmp_path} is not a model bundle" in " ".join(err.split())
+
+
+@pytest.mark.parametrize("command", [["quantize"], ["export", "--format", "onnx"]])
+@pytest.mark.parametrize("value", ["", " "])
+def test_models_commands_refuse_an_empty_out(cli, tmp_path, monkeypatch, command, value):
+    """``--out "$OUT"`` with the variable unset was Path(""), the current folder: run from inside a bundle folder,
+    export and quantize replace that folder (shutil.rmtree('.') deleted its files, then failed with a traceback)."""
+    (tmp_path / "manifest.json").write_text("{}")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("models", command[0], "echo", *command[1:], "--out", value)
+    err = " ".join(err.split())
+    assert code == 2 and out == ""
+    assert f"--out {value!r} is {'empty' if not value else 'blank'}: give the folder to write the bundle to, or " \
+           "leave the option out for the default" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
