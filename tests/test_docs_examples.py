@@ -47,3 +47,21 @@ def test_packaging_snippet_publishes_the_plugin_module_under_the_sectorflow_grou
     project = tomllib.loads(toml)
     assert project["project"]["entry-points"]["sectorflow"] == {"my_plugin": "my_plugin"}
     assert project["tool"]["setuptools"]["package-data"]["my_plugin"] == ["letters_bundle/*"]
+
+
+def test_every_reader_helper_sectorflow_exports_is_listed_on_the_page():
+    """The page's list of reader helpers names each public name of ``sectorflow.io`` (``sectorflow.__all__``), with
+    the signature a plugin calls."""
+    import inspect
+
+    import sectorflow
+
+    text = DOC.read_text(encoding="utf-8")
+    helpers = [name for name in sectorflow.__all__ if getattr(getattr(sectorflow, name), "__module__", None)
+               == "sectorflow.io"]
+    assert {"open_text", "csv_records", "parse_json_line", "whole_file_reader", "field_pairs"} <= set(helpers)
+    listed = dict(re.findall(r"^- `(\w+)\((.*?)\)`:", text, flags=re.M))
+    for name in helpers:
+        shown = [p.split("=")[0].strip() for p in listed.get(name, "").split(",") if p.strip() not in ("", "*")]
+        real = [p.name for p in inspect.signature(getattr(sectorflow, name)).parameters.values()]
+        assert shown == real, f"{name}: the page shows ({listed.get(name)}), the code takes {real}"
