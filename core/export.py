@@ -212,11 +212,36 @@ def tool_versions() -> dict[str, str]:
     return found
 
 
-def replace_folder(staged: Path, out: Path) -> None:
-    """Move a finished folder to ``out``, replacing an earlier one (only a folder holding a bundle manifest)."""
-    if out.exists():
-        if not (out / MANIFEST).is_file() and any(out.iterdir()):
+def check_out_folder(out: str | Path) -> Path:
+    """``out`` as a :class:`~pathlib.Path` once it is a folder an export or quantization may write (and replace).
+
+    Raises:
+        ConfigError: ``out`` is empty or blank (an unset variable: ``Path("")`` would be the current folder), the
+            current folder or a folder above it (replacing it would delete the caller's working folder, and with it
+            the staged bundle), a file, or a non-empty folder that is not a model bundle.
+    """
+    if not str(out).strip():
+        raise ConfigError("out is empty: give the folder to write the bundle to (a new or empty folder, or an "
+                          "earlier bundle to replace).")
+    path = Path(out)
+    resolved = path.resolve()
+    here = Path.cwd().resolve()
+    if resolved == here or resolved in here.parents:
+        raise ConfigError(f"out={str(out)!r} is the current folder or a folder above it, which would be deleted "
+                          f"and replaced; give a new folder, e.g. {str(path / 'bundle')!r}.")
+    if path.exists():
+        if not path.is_dir():
+            raise ConfigError(f"{out} is a file; give a new or empty folder.")
+        if not (path / MANIFEST).is_file() and any(path.iterdir()):
             raise ConfigError(f"{out} exists and is not a model bundle; give an empty or new folder.")
+    return path
+
+
+def replace_folder(staged: Path, out: Path) -> None:
+    """Move a finished folder to ``out``, replacing an earlier one (only a folder holding a bundle manifest;
+    :func:`check_out_folder` is checked again, as the folder may have changed while the model was converted)."""
+    out = check_out_folder(out)
+    if out.exists():
         shutil.rmtree(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(staged), str(out))
@@ -230,16 +255,17 @@ def export_bundle(spec: TaskSpec, out: str | Path, *, fmt: str = "onnx", task_pa
         ``{"format", "out", "max_abs_diff", "tolerance", "output", "inputs", "batches"}``.
 
     Raises:
-        ConfigError: unknown ``fmt``; ``out`` is a non-empty folder that is not a bundle.
+        ConfigError: unknown ``fmt``; ``out`` is empty, the current folder or one above it, a file, or a non-empty
+            folder that is not a bundle (:func:`check_out_folder`).
         BundleError: the task has no model bundle, or it is not ``paddle-inference``.
         ExportMismatchError: ONNX Runtime's outputs differ from Paddle's by more than ``tolerance`` (nothing is
             written).
     """
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: give one of {', '.join(FORMATS)}.")
+    out = check_out_folder(out)  # before any work: an empty or unusable folder is refused at once
     bundle = source_bundle(spec, task_path, "export")
     model_json, params = paddle_files(bundle)
-    out = Path(out)
     reference_pool = cpu_paddle_pool(bundle, num_threads)
     work = Path(tempfile.mkdtemp(prefix=".export-", dir=out.parent if out.parent.exists() else None))
     try:

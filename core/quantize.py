@@ -33,6 +33,7 @@ from .bundle import Bundle, write_manifest
 from .errors import BundleError, ConfigError, QuantizationError
 from .export import (
     OPSET,
+    check_out_folder,
     copy_other_files,
     cpu_paddle_pool,
     max_abs_diff,
@@ -170,7 +171,8 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
         the manifest's ``quantization`` record plus ``"out"`` (the folder written).
 
     Raises:
-        ConfigError: a negative margin, or an operator outside :data:`OPS`.
+        ConfigError: a negative margin, an operator outside :data:`OPS`, or an ``out`` that is empty, the current
+            folder or one above it, a file, or a non-empty folder that is not a bundle (checked before any work).
         BundleError: no model bundle, or not an fp32 ``paddle-inference`` bundle.
         QuantizationError: no validation data, nothing to quantize, or a loss above ``margin`` (``details`` holds
             the record; nothing is written).
@@ -184,6 +186,8 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
     if {"MatMul", "MatMulWeightOnly"} <= set(op_types):
         raise ConfigError(f"--ops {','.join(op_types)}: MatMul (int8 weights and activations) and MatMulWeightOnly "
                           f"(int8 weights, float32 activations) are two ways to store the same layers; give one.")
+    if out is not None:
+        check_out_folder(out)
     bundle = source_bundle(spec, task_path, "quantize")
     model_json, params = paddle_files(bundle)
     if str(bundle.manifest.get("precision", "fp32")) != "fp32":
@@ -196,7 +200,7 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
     validation = spec.validation(bundle)
     if not validation.batches:
         raise QuantizationError(f"Task {spec.name!r}: the validation set is empty.")
-    target = Path(out) if out is not None else int8_bundle_dir(spec.name, bundle.sha256)
+    target = check_out_folder(out) if out is not None else int8_bundle_dir(spec.name, bundle.sha256)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".quantize-", dir=target.parent))
     try:

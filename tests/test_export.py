@@ -156,3 +156,26 @@ def test_a_task_without_a_bundle_has_nothing_to_export_or_quantize():
     for action in ("export", "quantize"):
         with pytest.raises(BundleError, match=f"Task 'bare' has no model bundle: there is nothing to {action}."):
             source_bundle(spec, None, action)
+
+
+@pytest.mark.parametrize("out", ["", "  ", ".", "..", "CWD"])
+def test_an_out_folder_that_would_delete_the_working_folder_is_refused_before_any_work(text_task, tmp_path, out,
+                                                                                        monkeypatch):
+    # Path("") is the current folder: export_bundle(out="") from inside a bundle folder deleted that folder (and the
+    # staged export with it) in replace_folder's rmtree. The API, not only the CLI, refuses it, before converting.
+    work = tmp_path / "bundle-folder"
+    work.mkdir()
+    (work / "manifest.json").write_text("{}")  # looks like a bundle: the old check let it be replaced
+    monkeypatch.chdir(work)
+    with pytest.raises(ConfigError, match="out is empty|current folder or a folder above it"):
+        export_bundle(text_task, str(work) if out == "CWD" else out, fmt="onnx")
+    assert sorted(p.name for p in work.iterdir()) == ["manifest.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bundle-folder"]  # no staging folder left either
+
+
+def test_an_out_that_is_a_file_is_refused(text_task, tmp_path):
+    target = tmp_path / "model.onnx"
+    target.write_text("not a folder")
+    with pytest.raises(ConfigError, match="is a file"):
+        export_bundle(text_task, target, fmt="onnx")
+    assert target.read_text() == "not a folder"

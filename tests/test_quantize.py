@@ -270,3 +270,14 @@ def test_json_output_is_the_only_thing_on_stdout(digits, trained, tmp_path, capf
                  str(tmp_path / "e")])
     captured = capfd.readouterr()
     assert code == 0 and "[Paddle2ONNX]" not in captured.out and str(tmp_path / "e") in captured.err
+
+
+@pytest.mark.parametrize("out", ["", ".", ".."])
+def test_quantize_refuses_an_out_that_would_delete_the_working_folder(digits, tmp_path, out, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "manifest.json").write_text("{}")
+    monkeypatch.chdir(work)
+    with pytest.raises(ConfigError, match="out is empty|current folder or a folder above it"):
+        quantize_bundle(digits, out=out)
+    assert [p.name for p in work.iterdir()] == ["manifest.json"]
