@@ -108,6 +108,51 @@ def business_day(timestamp: datetime, zone: tzinfo, calendar: BusinessCalendar |
     return day, calendar.roll_forward(day + timedelta(days=1) if after_cutoff else day)
 
 
+class BusinessDays:
+    """:func:`business_day` of UTC timestamps, with the time-zone look-up done once per 15-minute UTC bucket.
+
+    Args:
+        zone: the zone of the local day.
+        calendar: as in :func:`business_day` (``None``: the business day is the local day, ``cutoff`` unused).
+        cutoff: as in :func:`business_day`.
+
+    When the zone's offset is the same at both ends of a bucket and no local midnight falls inside it, every instant
+    of the bucket has the same local day, and, when the cutoff does not fall inside it either, the same business day;
+    other buckets (and an aware ``cutoff``) take :func:`business_day` for each timestamp. The result is
+    :func:`business_day`'s exactly.
+    """
+
+    BUCKET_S = 900
+
+    def __init__(self, zone: tzinfo, calendar: BusinessCalendar | None = None, cutoff: time | None = None) -> None:
+        self.zone, self.calendar, self.cutoff = zone, calendar, cutoff
+        self._cutoff_s = None if cutoff is None or calendar is None else \
+            cutoff.hour * 3600 + cutoff.minute * 60 + cutoff.second + cutoff.microsecond / 1e6
+        self._cached = cutoff is None or cutoff.tzinfo is None
+        self._bucket: tuple[int, date, date] | None = None  # (bucket, local day, business day) of the last one
+
+    def __call__(self, timestamp: datetime) -> tuple[date, date]:
+        """(local calendar day, business day) of the aware ``timestamp``."""
+        bucket = int(timestamp.timestamp() // self.BUCKET_S)
+        cached = self._bucket
+        if cached is not None and cached[0] == bucket:
+            return cached[1], cached[2]
+        if self._cached:
+            start = datetime.fromtimestamp(bucket * self.BUCKET_S, self.zone)
+            end = datetime.fromtimestamp((bucket + 1) * self.BUCKET_S, self.zone)
+            second_of_day = start.hour * 3600 + start.minute * 60 + start.second + start.microsecond / 1e6
+            if start.utcoffset() == end.utcoffset() and second_of_day + self.BUCKET_S <= 86_400:
+                at = self._cutoff_s  # the bucket's local times are [second_of_day, second_of_day + BUCKET_S)
+                after_cutoff = at is not None and at <= second_of_day
+                if at is None or after_cutoff or at >= second_of_day + self.BUCKET_S:
+                    day = start.date()
+                    business_date = day if self.calendar is None else \
+                        self.calendar.roll_forward(day + timedelta(days=1) if after_cutoff else day)
+                    self._bucket = (bucket, day, business_date)
+                    return day, business_date
+        return business_day(timestamp, self.zone, self.calendar, self.cutoff)
+
+
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 
 

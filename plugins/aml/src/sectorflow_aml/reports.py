@@ -37,14 +37,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, tzinfo
 from datetime import time as dt_time
-from pathlib import Path
 from decimal import Decimal
+from operator import attrgetter
+from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from sectorflow import ConfigError
 
-from .calendars import business_day, calendar_for, large_value_due
+from .calendars import BusinessDays, business_day, calendar_for, large_value_due
 from .fx import FxRates, FxTable, MissingRateError, ensure_rates, to_minor_unit
 from .schema import Channel, ReportDraft, Transaction
 from .thresholds import HOME_CURRENCY, Threshold, thresholds_for
@@ -56,9 +57,8 @@ FIELD_LIST_NOTE = ("PBOC data-standard field list not verified; elements use pla
                    "reporting format your supervisor publishes before filing.")
 Direction = Literal["in", "out"]
 CUSTOMER_TYPES = ("individual", "corporate")
-_BUCKET_S = 900
-_ZERO = Decimal(0)
-"""Seconds of the UTC buckets whose local day :meth:`ReportEngine._dates` caches."""
+_RATE_CACHE_MAX = 4096
+"""Most (currency, total currency, local day) rates :meth:`ReportEngine._convert` keeps before starting over."""
 
 
 def read_account_file(path: str | Path, name: str, default: str | None = None) -> dict[str, str]:
@@ -138,9 +138,19 @@ class _Open:
     total: Decimal = Decimal(0)
     rows: list[tuple[Transaction, str, Decimal]] = field(default_factory=list)  # (transaction, account, amount)
     fired: bool = False
+    seq: int = 0  # the engine's count of aggregates opened, this one included (open_reports' order)
+
+
+_Entry = tuple[Threshold, int, "str | None", Decimal, bool, bool]
+"""A threshold as :meth:`ReportEngine.observe` checks it on one leg: (threshold, slot of the leg's direction and the
+threshold's rule and currency class, currency to convert the amount into or ``None`` when the transaction is in it,
+amount, inclusive, cash rule)."""
+_Plan = tuple[tuple[int, "Direction", tuple[_Entry, ...]], ...]
+"""(side index, direction, thresholds) per leg of a transaction that some threshold covers."""
 
 
 _CASH_RULES = frozenset({"cash", "ctr_cash"})
+_seq_of = attrgetter("seq")
 JOIN_UPDATES_MAX = 200
 """Most transactions of a cash aggregate for which each later one carries the updated draft (see ``observe``)."""
 
@@ -211,14 +221,25 @@ class ReportEngine:
         for t in self.thresholds:  # (rule, currency scope) -> thresholds to check
             for scope in (("domestic", "foreign") if t.applies_to == "any" else (t.applies_to,)):
                 self._table.setdefault((t.rule, scope), []).append(t)
-        self._open: dict[tuple[str, str, str, str, date], _Open] = {}
-        self._days: dict[date, list[tuple[str, str, str, str, date]]] = {}
+        # business day -> per slot (a (direction, rule, applies_to) in ``_slots``) {customer: aggregate}; an aggregate
+        # of one transaction that has not met its threshold (most of them) is only its row (transaction, account,
+        # amount, seq, threshold)
+        self._states: dict[date, list[dict[str, _Open | tuple[Any, ...]]]] = {}
+        self._slots: dict[tuple[str, str, str], int] = {}
         self._latest: date | None = None
-        self._bucket: tuple[int, date, date] | None = None  # (15-minute UTC bucket, local day, business day)
-        self._last_dates: tuple[datetime, date, date] | None = None  # the previous transaction's time and days
-        self._leg_plans: dict[tuple[Any, ...], tuple[tuple[int, Direction, str], ...]] = {}
-        # fired aggregates that gained a transaction no returned snapshot holds (joined silently), in order
-        self._unshown: dict[tuple[str, str, str, str, date], None] = {}
+        self._seq = 0  # aggregates opened (open_reports lists them in that order)
+        self._business_days = BusinessDays(self.timezone, self.calendar if jurisdiction == "US" else None,
+                                           self.cutoff)
+        # the previous transaction's (time, local day, business day, that day's aggregates, late, newer); dropped
+        # whenever the latest business day changes, so late / newer stay right for the same instant
+        self._at: tuple[Any, ...] | None = None
+        self._plans: dict[tuple[Any, ...], _Plan] = {}  # (channel, customer type, countries, currency) -> plan
+        self._entries: dict[tuple[str, str, str], tuple[_Entry, ...]] = {}  # (rule, currency, direction) -> entries
+        self._rates: dict[tuple[str, str, date], Decimal] = {}  # (currency, total currency, local day) -> rate
+        self._rates_of: tuple[Any, Any, int] | None = None  # (fx, fx.tables, len(fx.tables)) the rates came from
+        # fired aggregates (customer, slot, business day) that gained a transaction no returned snapshot holds (joined
+        # silently), in order
+        self._unshown: dict[tuple[str, int, date], None] = {}
         self._dropped_warned: set[date] = set()  # business days a late transaction arrived for after their pruning
 
     OPTIONS = {
@@ -279,11 +300,10 @@ class ReportEngine:
 
     def reset(self) -> None:
         """Forget every aggregate (start a new stream)."""
-        self._open.clear()
-        self._days.clear()
+        self._states.clear()
         self._unshown.clear()
         self._latest = None
-        self._last_dates = None
+        self._at = None
         self._dropped_warned.clear()
 
     def observe(self, txn: Transaction) -> list[ReportDraft]:
@@ -302,56 +322,67 @@ class ReportEngine:
         Raises:
             MissingRateError: a foreign-currency amount with no rate in ``fx``.
         """
-        timestamp = txn.timestamp
-        last = self._last_dates
-        if last is not None and last[0] == timestamp:  # same instant as the previous transaction: same days
-            day, business_date = last[1], last[2]
-        else:
-            day, business_date = self._dates(timestamp)
-            self._last_dates = (timestamp, day, business_date)
+        fields = txn.__dict__  # the model's field values (pydantic): subscripts cost less than its attribute lookups
+        at = self._at
+        if at is None or at[0] != fields["timestamp"]:  # the same instant as the previous transaction: the same days
+            at = self._enter(fields["timestamp"])
+        _, day, business_date, states, late, newer = at
         drafts: list[ReportDraft] = []
         unshown = self._unshown
-        if unshown and (self._latest is None or business_date > self._latest):
+        if unshown and newer:
             drafts.extend(self._close_days(business_date))
-        currency = txn.currency
-        scope = "domestic" if currency == self.home_currency else "foreign"
-        table = self._table
-        opened = self._open
-        for customer, account, direction, rule in self._legs(txn):
-            thresholds = table.get((rule, scope))
-            if not thresholds:
-                continue
-            for threshold in thresholds:
-                amount = txn.amount if currency == threshold.currency else \
-                    self.fx.convert(txn.amount, currency, threshold.currency, day)
-                key = (customer, direction, threshold.rule, threshold.applies_to, business_date)
-                state = opened.get(key)
-                if state is None:
-                    if self._latest is not None and \
-                            business_date.toordinal() < self._latest.toordinal() - self.retention_days:
+        currency = fields["currency"]
+        if self.institution is None and not self.customers and not self.customer_types:
+            # the sides and rules depend only on these, so each combination's plan is worked out once
+            plan_key = (fields["channel"], fields["customer_type"], fields["sender_country"], fields["receiver_country"],
+                        currency)
+            plan = self._plans.get(plan_key)
+            if plan is None:
+                plan = self._plans[plan_key] = self._plan(self._legs(txn), currency)
+            accounts = customers = (fields["sender_account"], fields["receiver_account"])
+        else:
+            legs = self._legs(txn)
+            plan = self._plan(legs, currency, by_leg=True)
+            accounts = [account for _, account, _, _ in legs]
+            customers = [customer for customer, _, _, _ in legs]
+        txn_amount = fields["amount"]
+        for side, direction, entries in plan:
+            account = accounts[side]
+            customer = customers[side]
+            for threshold, slot, quote, limit, inclusive, cash in entries:
+                amount = txn_amount if quote is None else self._convert(txn_amount, currency, quote, day)
+                aggregates = states[slot]
+                state = aggregates.get(customer)
+                if state is None:  # a new aggregate: usually one row below its threshold, kept as that row
+                    if late:
                         self._warn_dropped(txn, business_date)
-                    state = opened[key] = _Open(threshold, customer, direction, business_date, _ZERO, [])
-                    keys = self._days.get(business_date)
-                    if keys is None:
-                        keys = self._days[business_date] = []
-                    keys.append(key)
+                    seq = self._seq = self._seq + 1
+                    if amount >= limit if inclusive else amount > limit:  # met()
+                        state = aggregates[customer] = _Open(threshold, customer, direction, business_date, amount,
+                                                             [(txn, account, amount)], True, seq)
+                        drafts.append(self._draft(state))
+                    else:
+                        aggregates[customer] = (txn, account, amount, seq, threshold)
+                    continue
+                if state.__class__ is tuple:  # its second transaction
+                    state = aggregates[customer] = self._opened(state, customer, direction, business_date)
                 total = state.total = state.total + amount
                 state.rows.append((txn, account, amount))
                 if not state.fired:
-                    if total >= threshold.amount if threshold.inclusive else total > threshold.amount:  # met()
+                    if total >= limit if inclusive else total > limit:  # met()
                         state.fired = True
                         drafts.append(self._draft(state))
-                elif (amount >= threshold.amount if threshold.inclusive else amount > threshold.amount) or (
-                        threshold.rule in _CASH_RULES and len(state.rows) <= JOIN_UPDATES_MAX):
+                elif (amount >= limit if inclusive else amount > limit) or (
+                        cash and len(state.rows) <= JOIN_UPDATES_MAX):
                     # joins a fired aggregate: its result carries the open draft, updated (same report_id)
                     drafts.append(self._draft(state))
                     if unshown:
-                        unshown.pop(key, None)
+                        unshown.pop((customer, slot, business_date), None)
                 else:  # joins silently: the first transaction of a later business day carries the final draft
-                    unshown[key] = None
-        latest = self._latest
-        if latest is None or business_date > latest:
+                    unshown[customer, slot, business_date] = None
+        if newer:
             self._latest = business_date
+            self._at = None  # late / newer of this instant change
             self._prune()
         return drafts
 
@@ -366,14 +397,22 @@ class ReportEngine:
         if all(t.currency == home for t in self.thresholds if t.applies_to != "foreign"):
             txns = [t for t in txns if t.currency != home]
         checked: set[tuple[str, str, date]] = set()
+        simple = self.institution is None and not self.customers and not self.customer_types
         for txn in txns:
             currency = txn.currency
-            scope = "domestic" if currency == home else "foreign"
-            for _, _, _, rule in self._legs(txn):
-                for threshold in self._table.get((rule, scope), ()):
-                    if threshold.currency == currency:
+            if simple:  # observe's plan of the transaction's kind
+                plan_key = (txn.channel, txn.customer_type, txn.sender_country, txn.receiver_country, currency)
+                plan = self._plans.get(plan_key)
+                if plan is None:
+                    plan = self._plans[plan_key] = self._plan(self._legs(txn), currency)
+            else:
+                plan = self._plan(self._legs(txn), currency)
+            for _, _, entries in plan:
+                for threshold, _, quote, _, _, _ in entries:
+                    if quote is None:
                         continue
-                    day = business_day(txn.timestamp, self.timezone)[0]
+                    day = self._dates(txn.timestamp)[0] if self.cutoff is None or self.cutoff.tzinfo is None \
+                        else business_day(txn.timestamp, self.timezone)[0]  # the local day
                     key = (currency, threshold.currency, day)
                     if key in checked:
                         continue
@@ -401,7 +440,10 @@ class ReportEngine:
 
     def open_reports(self) -> list[ReportDraft]:
         """Up-to-date drafts of every fired aggregate still retained (later same-day transactions included)."""
-        return [self._draft(s) for s in self._open.values() if s.fired]
+        fired = [state for slots in self._states.values() for states in slots for state in states.values()
+                 if state.__class__ is _Open and state.fired]
+        fired.sort(key=_seq_of)  # the order they opened
+        return [self._draft(state) for state in fired]
 
     def _close_days(self, business_date: date) -> list[ReportDraft]:
         """Final snapshots of the aggregates of days before ``business_date`` that joined transactions silently (in
@@ -409,58 +451,92 @@ class ReportEngine:
         an earlier day can arrive after its own day's later ones)."""
         out: list[ReportDraft] = []
         unshown = self._unshown
-        opened = self._open
-        for key in list(unshown):
-            if key[4] < business_date:
+        days = self._states
+        directions = {slot: direction for (direction, _, _), slot in self._slots.items()}
+        for key in list(unshown):  # (customer, slot, business day)
+            customer, slot, day = key
+            if day < business_date:
                 del unshown[key]
-                state = opened.get(key)
+                slots = days.get(day)
+                state = slots[slot].get(customer) if slots is not None else None
                 if state is not None:
+                    if state.__class__ is tuple:  # reopened after its day was dropped (retention_days)
+                        state = self._opened(state, customer, directions[slot], day)
                     out.append(self._draft(state, day_closed=True))
         return out
 
     # -- internals -------------------------------------------------------------------------------------------------
 
-    def _dates(self, timestamp: datetime) -> tuple[date, date]:
-        """(local calendar day, business day) of a UTC ``timestamp``.
+    def _enter(self, timestamp: datetime) -> tuple[Any, ...]:
+        """The days of a transaction at ``timestamp`` (another instant than the previous one), as :meth:`observe`
+        reads them: (timestamp, local day, business day, that business day's aggregates, late: the day's aggregates
+        were dropped (:meth:`_prune`), newer: no transaction of this or a later business day was seen)."""
+        day, business_date = self._dates(timestamp)
+        previous = self._at
+        if previous is not None and previous[2] is business_date and previous[1] is day:  # same bucket as before
+            at = self._at = (timestamp, day, business_date, previous[3], previous[4], previous[5])
+            return at
+        states = self._states.get(business_date)
+        if states is None:
+            states = self._states[business_date] = [{} for _ in self._slots]
+        latest = self._latest
+        late = latest is not None and business_date.toordinal() < latest.toordinal() - self.retention_days
+        at = self._at = (timestamp, day, business_date, states, late, latest is None or business_date > latest)
+        return at
 
-        Exactly ``timestamp.astimezone(timezone).date()`` and the business day derived from it, but the time-zone
-        lookup is done once per 15-minute UTC bucket: when the zone's offset is the same at both ends of the bucket
-        and no local midnight falls inside it, every instant of the bucket has the same local day. Buckets that
-        straddle a local midnight or an offset change, and the US night-deposit ``cutoff``, take the direct path.
-        """
-        if self.cutoff is None:
-            ts = timestamp.timestamp()
-            bucket = int(ts // _BUCKET_S)
-            cached = self._bucket
-            if cached is not None and cached[0] == bucket:
-                return cached[1], cached[2]
-            start = datetime.fromtimestamp(bucket * _BUCKET_S, self.timezone)
-            end = datetime.fromtimestamp(bucket * _BUCKET_S + _BUCKET_S, self.timezone)
-            second_of_day = start.hour * 3600 + start.minute * 60 + start.second + start.microsecond / 1e6
-            if start.utcoffset() == end.utcoffset() and second_of_day + _BUCKET_S <= 86_400:
-                day = start.date()
-                business_date = self.calendar.roll_forward(day) if self.jurisdiction == "US" else day
-                self._bucket = (bucket, day, business_date)
-                return day, business_date
-        return business_day(timestamp, self.timezone, self.calendar if self.jurisdiction == "US" else None,
-                            self.cutoff)
+    def _dates(self, timestamp: datetime) -> tuple[date, date]:
+        """(local calendar day, business day) of a UTC ``timestamp``: :func:`~sectorflow_aml.calendars.business_day`,
+        looked up once per 15-minute UTC bucket (:class:`~sectorflow_aml.calendars.BusinessDays`)."""
+        return self._business_days(timestamp)
+
+    def _plan(self, legs: list[tuple[str, str, Direction, str]], currency: str, by_leg: bool = False) -> _Plan:
+        """The legs of a transaction in ``currency`` that some threshold covers, each with its thresholds; the side
+        index is the leg's position in ``legs`` (``by_leg``) or 0 for the sender's side ("out") and 1 for the
+        receiver's ("in")."""
+        plan = []
+        for i, (_, _, direction, rule) in enumerate(legs):
+            entries = self._entries.get((rule, currency, direction))
+            if entries is None:
+                scope = "domestic" if currency == self.home_currency else "foreign"
+                entries = self._entries[rule, currency, direction] = tuple(
+                    (t, self._slot(direction, t.rule, t.applies_to), None if t.currency == currency else t.currency,
+                     t.amount, t.inclusive, t.rule in _CASH_RULES) for t in self._table.get((rule, scope), ()))
+            if entries:
+                plan.append((i if by_leg else 0 if direction == "out" else 1, direction, entries))
+        return tuple(plan)
+
+    def _slot(self, direction: Direction, rule: str, applies_to: str) -> int:
+        """The index of the aggregates of (``direction``, ``rule``, ``applies_to``) in each business day's list (a
+        new one is added to every day kept)."""
+        slot = self._slots.get((direction, rule, applies_to))
+        if slot is None:
+            slot = self._slots[direction, rule, applies_to] = len(self._slots)
+            for states in self._states.values():
+                states.append({})
+        return slot
+
+    def _convert(self, amount: Decimal, base: str, quote: str, day: date) -> Decimal:
+        """``self.fx.convert(amount, base, quote, day)`` (``base`` is not ``quote``), the rate looked up once per
+        (pair, local day) while ``fx`` and its list of tables stay the same (a table's ``rates`` changed in place
+        after a conversion of that pair and day are not seen: give a new table instead)."""
+        fx = self.fx
+        source = (fx, fx.tables, len(fx.tables))
+        rates = self._rates
+        if self._rates_of != source or len(rates) >= _RATE_CACHE_MAX:
+            rates.clear()
+            self._rates_of = source
+        key = (base, quote, day)
+        rate = rates.get(key)
+        if rate is None:
+            rate = rates[key] = fx.rate(base, quote, day)
+        return to_minor_unit(amount * rate, quote)
+
+    def _opened(self, row: tuple[Any, ...], customer: str, direction: Direction, business_date: date) -> _Open:
+        """The aggregate of one row ``(transaction, account, amount, seq, threshold)`` (see ``_states``)."""
+        txn, account, amount, seq, threshold = row
+        return _Open(threshold, customer, direction, business_date, amount, [(txn, account, amount)], False, seq)
 
     def _legs(self, txn: Transaction) -> list[tuple[str, str, Direction, str]]:
-        """(customer, account, direction, rule) for each side of ``txn`` that is a customer of the institution.
-
-        Without ``institution``, ``customers`` and ``customer_types`` the sides and rules depend only on the
-        channel, customer type and countries, so the plan for each such combination is worked out once."""
-        if self.institution is None and not self.customers and not self.customer_types:
-            plan_key = (txn.channel, txn.customer_type, txn.sender_country, txn.receiver_country)
-            plan = self._leg_plans.get(plan_key)
-            if plan is None:
-                plan = self._leg_plans[plan_key] = tuple(  # "out" is the sender's side, "in" the receiver's
-                    (0 if direction == "out" else 1, direction, rule) for _, _, direction, rule in self._legs_slow(txn))
-            sides = (txn.sender_account, txn.receiver_account)
-            return [(sides[i], sides[i], direction, rule) for i, direction, rule in plan]
-        return self._legs_slow(txn)
-
-    def _legs_slow(self, txn: Transaction) -> list[tuple[str, str, Direction, str]]:
         """(customer, account, direction, rule) for each side of ``txn`` that is a customer of the institution."""
         channel = txn.channel
         sides: tuple[tuple[str, Direction, str | None], ...]
@@ -519,9 +595,9 @@ class ReportEngine:
     def _prune(self) -> None:
         assert self._latest is not None
         cutoff = self._latest.toordinal() - self.retention_days
-        for day in [d for d in self._days if d.toordinal() < cutoff]:
-            for key in self._days.pop(day):
-                self._open.pop(key, None)
+        days = self._states
+        for day in [d for d in days if d.toordinal() < cutoff]:
+            del days[day]  # the day's aggregates go with it: one step per day, not one per aggregate
 
     def _draft(self, state: _Open, day_closed: bool | None = None) -> ReportDraft:
         """The draft of ``state`` as it stands; ``day_closed``: a transaction of a later business day has arrived
