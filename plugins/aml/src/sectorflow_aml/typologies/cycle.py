@@ -31,8 +31,11 @@ Parameters:
 The search is a bidirectional breadth-first search through the window: backwards from the closing edge's sender,
 forwards from its receiver, level by level over distinct counterparties; it reports the first simple loop through
 the new edge that it meets (a shortest one in most cases). Cost: about ``d ** ((max_length - 1) / 2)`` per side for
-window degree ``d``; the default ``max_length=5`` covers AMLSim's planted loops (mostly five accounts). One
-alert per set of accounts per lookback.
+window degree ``d``; the default ``max_length=5`` covers AMLSim's planted loops (mostly five accounts). With the
+defaults, whether the two sides can meet at all is first asked with one set test per account in C, so the many
+searches that meet nothing walk no counterparty map entry by entry (the same loops are found). No search runs for a
+transfer whose sender received nothing in the window or whose receiver paid no one. One alert per set of accounts
+per lookback.
 """
 
 from __future__ import annotations
@@ -88,15 +91,26 @@ class CycleRule(Rule):
 
     def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
         """An alert when ``edge`` closes a loop."""
-        u, v = edge.src, edge.dst
-        if u == v or edge.txn.channel in _CASH:
-            return []
+        # the cheapest tests first: most transactions end at a sender that received nothing in the window or at a
+        # receiver that paid no one (no loop can pass through them), before the channel is looked at
         accounts = window.accounts
+        u = edge.src
         su = accounts[u]
-        sv = accounts[v]
-        if not su.senders or not sv.receivers or su.receivers[v] < self.params.min_txns_per_hop:
+        if not su.senders:
             return []
-        path = self._find_short(accounts, u, v) if self.params.max_length <= 5 else self._find(accounts, u, v)
+        v = edge.dst
+        sv = accounts[v]
+        if not sv.receivers or u == v or edge.txn.channel in _CASH:
+            return []
+        p = self.params
+        if su.receivers[v] < p.min_txns_per_hop:
+            return []
+        if p.max_length > 5:
+            path = self._find(accounts, u, v)
+        elif p.min_txns_per_hop == 1:  # _find_short without its dispatch call
+            path = self._find_short_any(accounts, u, v)
+        else:
+            path = self._find_short_counted(accounts, u, v)
         if path is None:
             return []
         hops = self._edges(window, path, edge)
@@ -104,7 +118,6 @@ class CycleRule(Rule):
             return []
         if not window.cooldown(("cycle", frozenset(path)), edge.ts, window.lookback):
             return []
-        p = self.params
         loop = " -> ".join([*path, path[0]])
         total = sum(e.amount for e in hops)
         return [self.alert(hops, p.score,
@@ -164,50 +177,89 @@ class CycleRule(Rule):
 
     def _find_short_any(self, accounts: dict, u: str, v: str) -> list[str] | None:
         """:meth:`_find_short` for ``min_txns_per_hop=1`` (the default), where every count test passes: the same
-        answer (the same loop, found in the same search order) without building the two-hop map backwards from
-        ``u`` (all senders of all senders of ``u``: hundreds of accounts when ``u`` is a collection hub). Instead,
-        for each account ``b`` two hops forward from ``v`` the map's entry is worked out on demand (:meth:`_via`)."""
+        answer (the same loop, found in the same search order) with less work per transaction.
+
+        - Each membership stage first asks whether any candidate can match at all with one set test in C
+          (``dict.keys().isdisjoint``); only an account whose counterparties meet the other side is walked entry by
+          entry, in the search order, to pick the same first loop. Most searches meet nothing and walk no entry.
+        - Up to ``_EAGER_BACK1`` senders of ``u``, the accounts two hops back from ``u`` go into one set in C (a
+          superset of the two-hop map's keys); the map itself (:meth:`_back2`: which sender of ``u`` each reaches it
+          through) is built only when some account two hops forward from ``v`` is in that set.
+        - Above it (``u`` a collection hub), each account ``b`` two hops forward from ``v`` gets its map entry on
+          demand (:meth:`_via`), as before.
+        """
         p = self.params
         lo, hi, max_degree = p.min_length, p.max_length, p.max_degree
         back1 = accounts[u].senders  # x -> u
         if lo <= 2 and v in back1:
             return [u, v]
         fwd1 = accounts[v].receivers  # v -> a
-        if lo <= 3 <= hi:
+        if lo <= 3 <= hi and not fwd1.keys().isdisjoint(back1.keys()):
             for a in fwd1:
                 if a != u and a != v and a in back1:
                     return [u, v, a]
         if hi < 4:
             return None
         four, five = lo <= 4, hi >= 5
-        via: dict[str, str | None] = {}
-        if five and len(back1) <= _EAGER_BACK1:  # few senders of u: the whole map at once is cheaper
-            five = False
+        if five and len(back1) > _EAGER_BACK1:
+            return self._find_hub(accounts, back1, fwd1, u, v, four, max_degree)
+        # every account b that could close a loop from v -> a -> b: u's senders (four-account loops) and their
+        # senders (five); a superset of what the walk below accepts
+        if five:
+            targets = set(back1) if four else set()
             for x in back1:
-                if x == u or x == v:
-                    continue
-                senders = accounts[x].senders
-                if len(senders) > max_degree:
-                    continue
-                for y in senders:
-                    if y != u and y != x and y not in via:
-                        via[y] = x
-            if via:
-                for a in fwd1:
-                    if a == u or a == v:
-                        continue
-                    receivers = accounts[a].receivers
-                    if len(receivers) > max_degree:
-                        continue
-                    for b in receivers:
-                        if b == u or b == v or b == a:
-                            continue
-                        if four and b in back1:
-                            return [u, v, a, b]
-                        x = via.get(b)
-                        if x is not None and x != a and x != v:
-                            return [u, v, a, b, x]
+                if x != u and x != v:
+                    senders = accounts[x].senders
+                    if len(senders) <= max_degree:
+                        targets.update(senders)
+            if not targets:
                 return None
+        else:
+            targets = back1.keys()
+        via: dict[str, str] | None = None
+        for a in fwd1:
+            if a == u or a == v:
+                continue
+            receivers = accounts[a].receivers
+            if len(receivers) > max_degree or receivers.keys().isdisjoint(targets):
+                continue
+            if via is None:
+                via = self._back2(accounts, back1, u, v, max_degree) if five else {}
+            for b in receivers:
+                if b == u or b == v or b == a:
+                    continue
+                if four and b in back1:
+                    return [u, v, a, b]
+                x = via.get(b)
+                if x is not None and x != a:
+                    return [u, v, a, b, x]
+        return None
+
+    @staticmethod
+    def _back2(accounts: dict, back1: dict, u: str, v: str, max_degree: int) -> dict[str, str]:
+        """The two-hop map backwards from ``u``: ``y -> x`` for ``y -> x -> u``, with ``x`` the first sender of ``u``
+        (in the order of ``back1``) that ``y`` pays, ``x`` not ``u`` or ``v`` and with at most ``max_degree``
+        senders, ``y`` not ``u`` or ``x``."""
+        via: dict[str, str] = {}
+        for x in back1:
+            if x == u or x == v:
+                continue
+            senders = accounts[x].senders
+            if len(senders) > max_degree:
+                continue
+            for y in senders:
+                if y != u and y != x and y not in via:
+                    via[y] = x
+        return via
+
+    def _find_hub(self, accounts: dict, back1: dict, fwd1: dict, u: str, v: str, four: bool,
+                  max_degree: int) -> list[str] | None:
+        """The four- and five-account stage of :meth:`_find_short_any` when ``u`` has more than ``_EAGER_BACK1``
+        senders: the two-hop map backwards from ``u`` would hold all senders of all senders of ``u`` (hundreds of
+        accounts for a collection hub), so each account ``b`` two hops forward from ``v`` gets its entry on demand
+        (:meth:`_via`, remembered for the rest of the search)."""
+        back1_keys = back1.keys()
+        via: dict[str, str | None] = {}
         for a in fwd1:
             if a == u or a == v:
                 continue
@@ -219,13 +271,14 @@ class CycleRule(Rule):
                     continue
                 if four and b in back1:
                     return [u, v, a, b]
-                if five:
-                    if b in via:
-                        x = via[b]
-                    else:
-                        x = via[b] = self._via(accounts, back1, u, v, b, max_degree)
-                    if x is not None and x != a:
-                        return [u, v, a, b, x]
+                if b in via:
+                    x = via[b]
+                else:
+                    out = accounts[b].receivers
+                    x = via[b] = (None if out.keys().isdisjoint(back1_keys)
+                                  else self._via(accounts, back1, u, v, b, max_degree))
+                if x is not None and x != a:
+                    return [u, v, a, b, x]
         return None
 
     @staticmethod
