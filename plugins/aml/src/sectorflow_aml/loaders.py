@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import difflib
 import logging
-import re
 from collections.abc import Callable, Iterator, Mapping
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from sectorflow import ConfigError, InvalidInputError, csv_records, open_text, parse_json_line
 
@@ -90,7 +89,26 @@ def _id_problem(source: Any, row: int, record: Record) -> InvalidInputError | No
     return None
 
 
-_OFFSET = re.compile(r"(Z|[+-]\d\d(:?\d\d)?)$", re.IGNORECASE)
+_DATETIME = TypeAdapter(datetime)  # pydantic's own parser, the one validating ``Transaction.timestamp`` uses
+
+
+def _without_offset(value: Any) -> bool:
+    """Whether ``value`` is a time ``Transaction`` validation reads without a UTC offset (so in ``input_timezone``).
+
+    Decided by parsing it as validation does, not by its last characters: a date alone (``2026-11-07``, which ends in
+    what looks like an offset ``-07``) is midnight local time without an offset; a value that does not parse
+    (``yesterday``) is not counted here (validation rejects that row with its own message); Unix seconds are UTC.
+    """
+    if isinstance(value, datetime):
+        return value.tzinfo is None
+    if isinstance(value, date):  # a Parquet date32 column
+        return True
+    if not isinstance(value, str):
+        return False
+    try:
+        return _DATETIME.validate_python(value.strip()).tzinfo is None
+    except ValidationError:
+        return False
 
 
 _warned_naive: set[object] = set()
@@ -126,8 +144,7 @@ def _noting_naive_times(source: Any, rows: Iterator[tuple[int, Any]],
             value = record.get("timestamp")
             if value is not None:
                 total += 1
-                if (isinstance(value, datetime) and value.tzinfo is None) or (
-                        isinstance(value, str) and not _OFFSET.search(value.strip())):
+                if _without_offset(value):
                     naive += 1
                     first = first or (row, value)
         yield row, record
