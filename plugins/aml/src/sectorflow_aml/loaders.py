@@ -74,12 +74,25 @@ def _remap(record: Mapping[str, Any], mapping: Mapping[str, str] | None,
     return out
 
 
+class _JsonFloat(str):
+    """The text of a JSON number written with a fraction or an exponent (``1003.0``, ``1e3``): what the JSON-lines
+    reader's ``parse_float`` makes, so that decimal text stays exact for amounts while an id written as such a number
+    is told apart from the same characters written as a JSON string (``"1003.0"``) and refused (:func:`_id_problem`).
+    Its repr is the number as written."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return str.__str__(self)
+
+
 def _id_problem(source: Any, row: int, record: Record) -> InvalidInputError | None:
     """A bad row for an id stored as a float (``1.0``, or ``1.2345678901234568e+18`` for an integer that lost its
-    last digits: pandas turns an integer column with a missing value into float64) or a boolean; ``None`` if none."""
+    last digits: pandas turns an integer column with a missing value into float64), a JSON number with a fraction or
+    an exponent (``1003.0``, ``1e3``: :class:`_JsonFloat`) or a boolean; ``None`` if none."""
     for field in ID_FIELDS:
         value = record.get(field)
-        if isinstance(value, (float, bool)):
+        if isinstance(value, (float, bool, _JsonFloat)):
             kind = "a boolean" if isinstance(value, bool) else "a floating-point number"
             reason = (f"{field} is {kind} ({value!r}), not an id: store ids as text or whole numbers (a float keeps "
                       "about 16 digits: an integer column with a missing value, which pandas turns into float64, "
@@ -285,8 +298,9 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
     A line that is not a JSON object, whose values nest too deeply for Python's JSON parser (``RecursionError``), or
     that holds an integer of more than 4,300 digits (Python's limit) is yielded as ``(row, InvalidInputError)`` (the
     core's reader convention; these guards are :func:`sectorflow.parse_json_line`'s), so that skip mode reports it
-    and goes on; so is a line with an id that is a float or a boolean (an integer id is read as its decimal text,
-    :data:`ID_FIELDS`). A byte-order mark at the start of any line is dropped (``cat`` of two files that each began
+    and goes on; so is a line with an id that is a boolean or a JSON number with a fraction or an exponent
+    (``1003.0``, ``1e3``, ``1.2345678901234567e+19``: two long ids a float64 made equal would otherwise be one id and
+    the second a duplicate), while an integer id is read as its decimal text (:data:`ID_FIELDS`). A byte-order mark at the start of any line is dropped (``cat`` of two files that each began
     with one). JSON lines have no header: a mapped key absent from a line is reported
     by validation as that field missing (if it is required), row by row.
     """
@@ -299,12 +313,19 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
                 if not line.strip():
                     continue
                 try:  # decimal text kept exact; guards: too deep, too long a number, not an object
-                    record = parse_json_line(line, source, row, fix=_ONE_OBJECT, parse_float=str)
+                    record = parse_json_line(line, source, row, fix=_ONE_OBJECT, parse_float=_JsonFloat)
                 except InvalidInputError as problem:  # a bad row, not a bad file: --on-error skip goes on
                     yield row, problem
                     continue
                 out = _remap(record, mapping, defaults)
-                yield row, _id_problem(source, row, out) or out
+                problem = _id_problem(source, row, out)  # an id written 1003.0 or 1e3 is a float, not text
+                if problem is not None:
+                    yield row, problem
+                    continue
+                for field, value in out.items():  # other numbers: their exact decimal text, as plain str
+                    if type(value) is _JsonFloat:
+                        out[field] = str.__str__(value)
+                yield row, out
 
     return lambda source: _noting_naive_times(source, read_jsonl(source), context)
 
