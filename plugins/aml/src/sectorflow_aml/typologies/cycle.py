@@ -33,9 +33,11 @@ forwards from its receiver, level by level over distinct counterparties; it repo
 the new edge that it meets (a shortest one in most cases). Cost: about ``d ** ((max_length - 1) / 2)`` per side for
 window degree ``d``; the default ``max_length=5`` covers AMLSim's planted loops (mostly five accounts). With the
 defaults, whether the two sides can meet at all is first asked with one set test per account in C, so the many
-searches that meet nothing walk no counterparty map entry by entry (the same loops are found). No search runs for a
-transfer whose sender received nothing in the window or whose receiver paid no one. One alert per set of accounts
-per lookback.
+searches that meet nothing walk no counterparty map entry by entry (the same loops are found); when the receiver pays
+more accounts than there are accounts that could close a loop back to the sender (a settlement hub paying thousands
+of customers), the search starts from those few accounts instead, so a transfer into such a hub walks none of its
+receivers. No search runs for a transfer whose sender received nothing in the window or whose receiver paid no one.
+One alert per set of accounts per lookback.
 """
 
 from __future__ import annotations
@@ -80,6 +82,12 @@ _CASH = frozenset((Channel.cash_deposit, Channel.cash_withdrawal))
 _EAGER_BACK1 = 8
 """Up to this many senders of the closing edge's sender, :meth:`CycleRule._find_short_any` builds the two-hop map
 backwards at once; above it (collection hubs), entry by entry on demand."""
+
+
+_HUB_RECEIVERS = 64
+"""Above this many receivers of the closing edge's receiver (a settlement hub), and more of them than accounts that
+could close a loop, :meth:`CycleRule._find_short_any` starts its four- and five-account stage from the latter
+(:meth:`CycleRule._from_targets`); below it, walking the receivers costs less than the set operations."""
 
 
 class CycleRule(Rule):
@@ -187,6 +195,8 @@ class CycleRule(Rule):
           through) is built only when some account two hops forward from ``v`` is in that set.
         - Above it (``u`` a collection hub), each account ``b`` two hops forward from ``v`` gets its map entry on
           demand (:meth:`_via`), as before.
+        - When ``v`` pays more than ``_HUB_RECEIVERS`` accounts, and more than there are accounts that could close
+          a loop (``v`` a settlement hub), the accounts worth walking are found from the latter's senders (:meth:`_from_targets`).
         """
         p = self.params
         lo, hi, max_degree = p.min_length, p.max_length, p.max_degree
@@ -195,9 +205,13 @@ class CycleRule(Rule):
             return [u, v]
         fwd1 = accounts[v].receivers  # v -> a
         if lo <= 3 <= hi and not fwd1.keys().isdisjoint(back1.keys()):
-            for a in fwd1:
-                if a != u and a != v and a in back1:
-                    return [u, v, a]
+            common = fwd1.keys() & back1.keys()  # in C, over the smaller map
+            common.discard(u)
+            common.discard(v)
+            if len(common) == 1:
+                return [u, v, common.pop()]
+            if common:  # the first of them in the order of fwd1
+                return [u, v, next(a for a in fwd1 if a in common)]
         if hi < 4:
             return None
         four, five = lo <= 4, hi >= 5
@@ -212,10 +226,14 @@ class CycleRule(Rule):
                     senders = accounts[x].senders
                     if len(senders) <= max_degree:
                         targets.update(senders)
+            targets.discard(u)  # no b is u or v
+            targets.discard(v)
             if not targets:
                 return None
         else:
             targets = back1.keys()
+        if len(fwd1) > _HUB_RECEIVERS and len(targets) < len(fwd1):  # v a hub: start from the smaller side
+            return self._from_targets(accounts, back1, fwd1, targets, u, v, four, five, max_degree)
         via: dict[str, str] | None = None
         for a in fwd1:
             if a == u or a == v:
@@ -234,6 +252,45 @@ class CycleRule(Rule):
                 if x is not None and x != a:
                     return [u, v, a, b, x]
         return None
+
+    def _from_targets(self, accounts: dict, back1: dict, fwd1: dict, targets, u: str, v: str, four: bool,
+                      five: bool, max_degree: int) -> list[str] | None:
+        """The four- and five-account stage of :meth:`_find_short_any` when ``v`` pays more accounts than there are
+        ``targets`` (the accounts ``b`` that could close a loop ``v -> a -> b``): the accounts ``a`` worth walking
+        are those that pay a target, found from the targets' senders (a set intersection in C with ``v``'s
+        receivers each) instead of one test per receiver of ``v``. Each such ``a`` is walked as in
+        :meth:`_find_short_any`; of those that close a loop, the first in the order of ``fwd1`` gives the answer,
+        so it is the same loop."""
+        fkeys = fwd1.keys()
+        cands: set[str] = set()
+        for t in targets:
+            if t != u and t != v:
+                cands.update(accounts[t].senders.keys() & fkeys)
+        cands.discard(u)
+        cands.discard(v)
+        if not cands:
+            return None
+        via: dict[str, str] | None = None
+        hits: dict[str, list[str]] = {}
+        for a in cands:
+            receivers = accounts[a].receivers
+            if len(receivers) > max_degree:
+                continue
+            if via is None:
+                via = self._back2(accounts, back1, u, v, max_degree) if five else {}
+            for b in receivers:
+                if b == u or b == v or b == a:
+                    continue
+                if four and b in back1:
+                    hits[a] = [u, v, a, b]
+                    break
+                x = via.get(b)
+                if x is not None and x != a:
+                    hits[a] = [u, v, a, b, x]
+                    break
+        if len(hits) <= 1:
+            return next(iter(hits.values()), None)
+        return hits[next(a for a in fwd1 if a in hits)]
 
     @staticmethod
     def _back2(accounts: dict, back1: dict, u: str, v: str, max_degree: int) -> dict[str, str]:
