@@ -24,7 +24,7 @@ from rich.table import Table
 
 from . import plugins
 from .errors import ConfigError, InvalidInputError, SectorflowError
-from .io import field_pairs, reader_for
+from .io import GZIP_MAGIC, field_pairs, gzip_on_stdin, reader_for
 from .models_cli import register as register_models_commands
 from .spec import CallContext
 from .taskflow import Taskflow, validate_items
@@ -158,6 +158,10 @@ def run_command(
             shutil.copyfileobj(sys.stdin.buffer, handle)
         source = spool = handle.name
     try:
+        if spool:
+            with open(spool, "rb") as handle:
+                if handle.read(2) == GZIP_MAGIC:  # read as text it would be "not UTF-8", which hides the cause
+                    raise gzip_on_stdin()
         name = "standard input" if spool else source
         if on_error is OnError.reject:  # every file checked before any state changes or output is written
             for path, read in [*earlier, (source, reader)]:

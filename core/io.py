@@ -42,6 +42,19 @@ from .spec import Reader, ReaderFactory, TaskSpec
 log = logging.getLogger("sectorflow")
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+"""The first two bytes of every gzip member (RFC 1952, ID1 ID2)."""
+
+
+def gzip_on_stdin() -> InvalidInputError:
+    """The error for gzip data on standard input, which is read as text (only a path ending in ``.gz`` is
+    decompressed): it says to give the ``.gz`` path or to decompress first, instead of "not UTF-8 text"."""
+    return InvalidInputError("Input standard input is gzip-compressed (it begins with gzip's bytes 1f 8b) and standard "
+                             "input is read as text: give the .gz file's path instead of - (a path ending in .gz is "
+                             "decompressed as it is read), or decompress first, e.g. zcat FILE.gz | sectorflow run "
+                             "TASK - --format FORMAT.", details={"source": "-"})
+
+
 @contextmanager
 def open_text(source: str | Path) -> Iterator[IO[str]]:
     """Open a path (``.gz`` transparently) or ``-`` (standard input) as UTF-8 text.
@@ -52,8 +65,13 @@ def open_text(source: str | Path) -> Iterator[IO[str]]:
         ConfigError: ``source`` is a directory, does not exist, or is not a regular file (a named pipe such as
             bash's ``<(...)``, a device): ``sectorflow run`` reads a file twice (check, then run), which a pipe
             cannot give; standard input (``-``) is kept in a temporary file for that.
+        InvalidInputError: standard input begins with gzip's magic bytes (``1f 8b``, RFC 1952): it is read as text,
+            not decompressed (:func:`gzip_on_stdin`).
     """
     if str(source) == "-":
+        peek = getattr(sys.stdin.buffer, "peek", None)  # a BufferedReader shows its next bytes without taking them
+        if peek is not None and peek(2)[:2] == GZIP_MAGIC:
+            raise gzip_on_stdin()
         yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig")
         return
     path = Path(source)
