@@ -11,7 +11,7 @@ same picture every time).
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import time, timezone as dt_timezone, tzinfo
 from decimal import Decimal
 from pathlib import Path
@@ -116,6 +116,23 @@ def flow_graph(alert: Alert, transactions: Iterable[Transaction], *, max_lines: 
     return graph, chosen
 
 
+_NOUNS = {"cash_deposit": ("cash deposit", "cash deposits"),
+          "cash_withdrawal": ("cash withdrawal", "cash withdrawals"),
+          "transfer": ("transfer", "transfers"), "wire": ("transfer", "transfers"), "ach": ("transfer", "transfers"),
+          "mobile": ("transfer", "transfers"), "card": ("card payment", "card payments"),
+          "cheque": ("cheque", "cheques")}
+_MIXED = ("transaction", "transactions")
+
+
+def count_text(transactions: Sequence[Transaction]) -> str:
+    """How many ``transactions`` there are, named by their channel: ``"2 cash deposits"``, ``"1 cash withdrawal"``,
+    ``"3 transfers"`` (transfer, wire, ACH and mobile are all transfers), ``"2 card payments"``, ``"1 cheque"``;
+    ``"N transactions"`` when the channels differ in kind (deposits and transfers) or are ``other``."""
+    nouns = {_NOUNS.get(t.channel, _MIXED) for t in transactions}  # Channel is a str enum: its value is the key
+    singular, plural = nouns.pop() if len(nouns) == 1 else _MIXED
+    return f"1 {singular}" if len(transactions) == 1 else f"{len(transactions)} {plural}"
+
+
 def title_text(alert: Alert, summary: str, reasons: str, width: int) -> str:
     """The picture's title: alert, summary and reasons, each wrapped at ``width`` characters (at 10 pt about 12
     characters per inch of figure), so a long reason on a small picture is not cut at its edges."""
@@ -188,8 +205,7 @@ def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Pa
         total[t.currency] = total.get(t.currency, Decimal(0)) + t.amount
     sums = ", ".join(f"{v:,.2f} {k}" for k, v in sorted(total.items()))
     reasons = "; ".join(r.en for r in alert.reasons[:2])
-    transfers = "1 transfer" if len(chosen) == 1 else f"{len(chosen)} transfers"
-    ax.set_title(title_text(alert, f"{transfers}, {sums}, {first:{clock}} to {last:{clock}} ({zone_label(zone)})",
+    ax.set_title(title_text(alert, f"{count_text(chosen)}, {sums}, {first:{clock}} to {last:{clock}} ({zone_label(zone)})",
                             reasons, width=int(size * 12)), fontsize=10)
     missing = len(wanted) - len(chosen)
     footer = ([f"{missing} transaction(s) of the alert were not in the input supplied."] if missing else []) \
