@@ -354,7 +354,10 @@ def test_a_busy_corporate_transfer_aggregate_does_not_repeat_its_draft_but_close
     cash = ReportEngine("CN")  # cash: each later deposit carries the update, up to JOIN_UPDATES_MAX transactions
     results = [cash.observe(txn(f"d{i}", "30000" if i < 2 else "10", when="2024-03-05T03:00:00"))
                for i in range(JOIN_UPDATES_MAX + 5)]
-    assert [len(r) for r in results[:3]] == [0, 1, 1] and sum(map(len, results)) == JOIN_UPDATES_MAX - 1
+    assert [len(r) for r in results[:3]] == [0, 1, 1] and sum(map(len, results)) == JOIN_UPDATES_MAX + 4
+    # past the cap each deposit carries a reference to the report (its own id), not the growing list
+    assert [len(r[0].transaction_ids) for r in results[1:]] == list(range(2, JOIN_UPDATES_MAX + 1)) + [1] * 5
+    assert [r[0].elements["snapshot"] for r in results[JOIN_UPDATES_MAX - 1:]] == ["full"] + ["reference"] * 5
     (cash_closed,) = cash.observe(txn("next", "10", when="2024-03-06T03:00:00"))  # and the rest at the day's close
     assert len(cash_closed.transaction_ids) == JOIN_UPDATES_MAX + 5
 

@@ -361,12 +361,16 @@ def reports_command(results: Path = typer.Option(..., "--results", "-r", help="J
                     as_json: bool = typer.Option(False, "--json", help="One JSON draft per line.")) -> None:
     """List the report drafts in a results file (id, kind, regulation, customer, total, business date, due date):
     the latest snapshot of each report id (a same-day aggregate's draft is updated by later transactions, and in full
-    by the first transaction of a later business day: docs/aml-data-and-reports.md, "Once per key")."""
+    by the first transaction of a later business day: docs/aml-data-and-reports.md, "Once per key"), with the
+    transactions of later references to it added (``elements.snapshot`` "reference": a transaction that joined past
+    200 transactions carries only its own row, id and the report's new total)."""
     kinds = ("large_value", "ctr", "suspicious")
     if kind is not None and kind not in kinds:
         raise typer.BadParameter(f"--kind {kind!r}: use one of {', '.join(kinds)}.")
     latest: dict[str, ReportDraft] = {}
     for draft in iter_reports(results):
+        if draft.elements.get("snapshot") == "reference" and draft.report_id in latest:
+            draft = _joined(latest[draft.report_id], draft)
         latest.pop(draft.report_id, None)  # re-inserted: listed in the order of each report's latest update
         latest[draft.report_id] = draft
     for draft in latest.values():
@@ -377,6 +381,19 @@ def reports_command(results: Path = typer.Option(..., "--results", "-r", help="J
         else:
             typer.echo(f"{draft.report_id}\t{draft.kind}\t{draft.regulation}\t{draft.customer_account}\t"
                        f"{draft.total_amount} {draft.currency}\t{draft.business_date}\tdue {_due_text(draft)}")
+
+
+def _joined(snapshot: ReportDraft, reference: ReportDraft) -> ReportDraft:
+    """``snapshot`` (read from the results file, owned by the caller) with the transaction ``reference`` names added in
+    place: its id and row, the report's new total and due date."""
+    snapshot.transaction_ids.extend(reference.transaction_ids)
+    rows = snapshot.elements.get("transactions")
+    if isinstance(rows, list):
+        rows.extend(reference.elements.get("transactions") or [])  # type: ignore[arg-type]
+    snapshot.elements["aggregation"] = "cumulative"
+    snapshot.total_amount = reference.total_amount
+    snapshot.due_by = reference.due_by
+    return snapshot
 
 
 def _due_text(draft: ReportDraft) -> str:

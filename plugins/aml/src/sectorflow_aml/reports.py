@@ -11,12 +11,16 @@ in one direction first meets a threshold (:mod:`sectorflow_aml.thresholds`):
 One draft per customer, business day, direction and rule, first returned by :meth:`ReportEngine.observe` on the
 transaction whose arrival meets the threshold (single or same-day cumulative). Later transactions of the same key on
 that day do not produce a second draft: they are added to the open draft (same ``report_id``; keep the latest
-snapshot per id), which :meth:`ReportEngine.open_reports` returns up to date. A later transaction carries the updated
-snapshot on its own result when it meets the threshold on its own, or when the aggregate is cash and holds at most
-:data:`JOIN_UPDATES_MAX` transactions. Any other later transaction (a busy corporate account's hundreds of transfers
-after its 2,000,000 CNY) joins silently, since repeating a growing draft on each would make the output quadratic; the
+snapshot per id), which :meth:`ReportEngine.open_reports` returns up to date. A later transaction that meets the
+threshold on its own, or joins a cash aggregate, carries the updated snapshot on its own result while the aggregate
+holds at most :data:`JOIN_UPDATES_MAX` transactions, and past that a reference to the report (same ``report_id``,
+``transaction_ids`` its own id alone, the report's total so far, ``elements["snapshot"] == "reference"``, a full
+snapshot has ``"full"``): a settlement hub's 3,000 transfers of 600,000 CNY a day would otherwise repeat a draft of up
+to 3,000 ids on each (quadratic output: 833 MB of results for one day). Any other later transaction (a busy corporate
+account's hundreds of small transfers after its 2,000,000 CNY) joins silently, for the same reason; the
 first transaction of a later business day then closes the day: its result carries the final snapshot of every
-aggregate of earlier days that gained transactions no result has shown (``elements["day_closed"]`` is ``True``). A
+aggregate of earlier days that gained transactions no result has shown in full (``elements["day_closed"]`` is
+``True``). A
 large-value report covers one transaction or the customer's same-day total (PBOC Order 2016 No. 3, Art. 5) and is
 filed within 5 working days of the transaction (UNVERIFIED: secondary sources, ``../shared/notes/domain-facts.md``
 section 1), so a cumulative report's content is final only once the day is over, and waiting for the day's end loses
@@ -35,7 +39,7 @@ import hashlib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, tzinfo
+from datetime import date, datetime
 from datetime import time as dt_time
 from decimal import Decimal
 from operator import attrgetter
@@ -45,6 +49,7 @@ from zoneinfo import ZoneInfo
 
 from sectorflow import ConfigError
 
+from .accounts import account_map, parse_report_zone, read_account_file  # noqa: F401 (re-exported)
 from .calendars import BusinessDays, business_day, calendar_for, large_value_due
 from .fx import FxRates, FxTable, MissingRateError, ensure_rates, to_minor_unit
 from .schema import Channel, ReportDraft, Transaction
@@ -61,72 +66,6 @@ _RATE_CACHE_MAX = 4096
 """Most (currency, total currency, local day) rates :meth:`ReportEngine._convert` keeps before starting over."""
 
 
-def read_account_file(path: str | Path, name: str, default: str | None = None) -> dict[str, str]:
-    """``{account: value}`` from a text file of ``account,value`` lines, as the options ``customers``,
-    ``customer_types`` and ``exempt_accounts`` take it (a bank's mapping of thousands of accounts does not fit on a
-    command line): UTF-8 (a byte-order mark ignored), blank and ``#`` comment lines ignored, a first line
-    ``account,...`` (or ``account_id``, ``acct``) taken as a header. ``default``: the value of a line with an account
-    alone (``None``: such a line is an error).
-
-    Raises:
-        ConfigError: naming option ``name``: a missing file, or lines without an account (or without a value when
-            there is no ``default``), by line number.
-    """
-    source = Path(path)
-    if not source.is_file():
-        raise ConfigError(f"{name}={str(path)!r}: no such file; give a file of 'account,value' lines (or the "
-                          f"option's value itself: see the option's help).")
-    out: dict[str, str] = {}
-    bad: list[int] = []
-    for line_no, line in enumerate(source.read_text(encoding="utf-8-sig").splitlines(), start=1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        account, _, value = (part.strip() for part in line.partition(","))
-        if line_no == 1 and account.lower() in ("account", "account_id", "acct"):
-            continue  # a header
-        value = value or default or ""
-        if not account or not value:
-            bad.append(line_no)
-        out[account] = value
-    if bad:
-        raise ConfigError(f"{name}={str(path)!r}: line(s) {', '.join(map(str, bad[:10]))} are not "
-                          f"'account,value'.")
-    return out
-
-
-def account_map(name: str, value: object, example: str) -> dict[str, str]:
-    """``value`` as a ``{str: str}`` dict (``None``: empty); a ``str`` or ``Path`` is a file read by
-    :func:`read_account_file`.
-
-    Raises:
-        ConfigError: naming option ``name``: not a mapping, a missing file, or a line without a value.
-    """
-    if value is None:
-        return {}
-    if isinstance(value, (str, Path)):
-        value = read_account_file(value, name)
-    if not isinstance(value, Mapping) or not all(isinstance(k, str) and isinstance(v, str) and k and v
-                                                 for k, v in value.items()):
-        raise ConfigError(f"{name} must be a mapping of account ids to non-empty strings, e.g. {example}; got "
-                          f"{type(value).__name__}.")
-    return dict(value)
-
-
-def parse_report_zone(name: str | tzinfo) -> tzinfo:
-    """``name`` as a time zone (a tzinfo is taken as it is).
-
-    Raises:
-        ConfigError: not an IANA time zone name.
-    """
-    if isinstance(name, tzinfo):
-        return name
-    try:
-        return ZoneInfo(name)
-    except Exception as exc:  # ZoneInfoNotFoundError, ValueError, TypeError
-        raise ConfigError(f"Unknown time zone {name!r}; use an IANA name such as 'Asia/Shanghai'.") from exc
-
-
 @dataclass(slots=True)
 class _Open:
     """State of one (customer, direction, rule, currency class, business day) aggregate."""
@@ -139,6 +78,7 @@ class _Open:
     rows: list[tuple[Transaction, str, Decimal]] = field(default_factory=list)  # (transaction, account, amount)
     fired: bool = False
     seq: int = 0  # the engine's count of aggregates opened, this one included (open_reports' order)
+    first_day: date | None = None  # local day of the earliest transaction, as the last draft or reference saw it
 
 
 _Entry = tuple[Threshold, int, "str | None", Decimal, bool, bool]
@@ -152,7 +92,9 @@ _Plan = tuple[tuple[int, "Direction", tuple[_Entry, ...]], ...]
 _CASH_RULES = frozenset({"cash", "ctr_cash"})
 _seq_of = attrgetter("seq")
 JOIN_UPDATES_MAX = 200
-"""Most transactions of a cash aggregate for which each later one carries the updated draft (see ``observe``)."""
+"""Most transactions of an aggregate for which a later one that is cash or meets the threshold on its own carries the
+whole updated draft; past it such a transaction carries a reference (``elements["snapshot"] == "reference"``; see
+``observe``)."""
 
 
 class ReportEngine:
@@ -308,16 +250,19 @@ class ReportEngine:
 
     def observe(self, txn: Transaction) -> list[ReportDraft]:
         """Add one transaction; return the drafts it triggers or updates (usually none): the draft of an aggregate
-        that has just met its threshold; the same draft updated to include it (same ``report_id``; keep the latest per
-        id) for a later transaction of an aggregate that already fired when that transaction meets the threshold on
-        its own, or when the aggregate is cash (large-value cash, CTR) and holds at most :data:`JOIN_UPDATES_MAX`
-        transactions; and, when ``txn`` is the first transaction of a later business day than any seen, the final
-        snapshot of each earlier day's aggregate that gained transactions silently since its last returned snapshot
-        (listed first, ``elements["day_closed"]`` ``True``). Cash aggregates are a handful of deposits a day, so every
-        one reaches the results at once; a busy corporate account's transfer aggregate would repeat a growing draft
-        on each of hundreds of transfers (quadratic output), so its later small transfers reach the results when the
-        day closes (and :meth:`open_reports` at any time). The decisions depend only on the order of arrival, so
-        one batch, chunks and one transaction at a time return the same drafts.
+        that has just met its threshold; for a later transaction of an aggregate that already fired, when that
+        transaction meets the threshold on its own or the aggregate is cash (large-value cash, CTR), the same draft
+        updated to include it (same ``report_id``; keep the latest full snapshot per id) while the aggregate holds at
+        most :data:`JOIN_UPDATES_MAX` transactions, and past that a reference (same ``report_id``, ``transaction_ids``
+        ``[txn's id]``, ``total_amount`` the report's total so far, ``elements["snapshot"] == "reference"``,
+        ``elements["transaction_count"]``); and, when ``txn`` is the first transaction of a later business day than
+        any seen, the final snapshot of each earlier day's aggregate that gained transactions since its last returned
+        full snapshot (listed first, ``elements["day_closed"]`` ``True``). Cash aggregates are usually a handful of
+        deposits a day, so every one reaches the results at once; a hub's hundreds of large transfers or cash deposits,
+        or a busy corporate account's small transfers, would repeat a growing draft on each (quadratic output), so
+        past the cap (small transfers: at once) the whole list reaches the results when the day closes (and
+        :meth:`open_reports` at any time). The decisions depend only on the order of arrival, so one batch, chunks
+        and one transaction at a time return the same drafts.
 
         Raises:
             MissingRateError: a foreign-currency amount with no rate in ``fx``.
@@ -372,12 +317,15 @@ class ReportEngine:
                     if total >= limit if inclusive else total > limit:  # met()
                         state.fired = True
                         drafts.append(self._draft(state))
-                elif (amount >= limit if inclusive else amount > limit) or (
-                        cash and len(state.rows) <= JOIN_UPDATES_MAX):
-                    # joins a fired aggregate: its result carries the open draft, updated (same report_id)
-                    drafts.append(self._draft(state))
-                    if unshown:
-                        unshown.pop((customer, slot, business_date), None)
+                elif cash or (amount >= limit if inclusive else amount > limit):
+                    if len(state.rows) <= JOIN_UPDATES_MAX:
+                        # joins a fired aggregate: its result carries the open draft, updated (same report_id)
+                        drafts.append(self._draft(state))
+                        if unshown:
+                            unshown.pop((customer, slot, business_date), None)
+                    else:  # past the cap: a reference to the report; the day's close carries the final draft
+                        drafts.append(self._reference(state, txn, account, amount))
+                        unshown[customer, slot, business_date] = None
                 else:  # joins silently: the first transaction of a later business day carries the final draft
                     unshown[customer, slot, business_date] = None
         if newer:
@@ -609,11 +557,7 @@ class ReportEngine:
         kind = "ctr" if self.jurisdiction == "US" else "large_value"
         # the local calendar day of the earliest transaction: a US CTR is due 15 days after the day the reportable
         # transaction occurred (31 CFR 1010.306(a)(1)), which for a weekend deposit precedes its business day
-        first_day = min(date.fromisoformat(r["local_time"][:10]) for r in rows)
-        # the aggregate's first transaction tells apart two aggregates of one key: the day's own, and one that a
-        # transaction arriving after the day was dropped (retention_days) starts; one stream gives the same ids
-        key = f"{kind}|{self.jurisdiction}|{state.customer}|{state.direction}|{t.rule}|{t.applies_to}|" \
-              f"{state.business_date.isoformat()}|{rows[0]['transaction_id']}"
+        first_day = state.first_day = min(date.fromisoformat(r["local_time"][:10]) for r in rows)
         elements: dict[str, Any] = {
             "report_type": "Currency Transaction Report (FinCEN CTR)" if kind == "ctr"
             else "大额交易报告 (large-value transaction report)",
@@ -630,14 +574,62 @@ class ReportEngine:
             "business_date": state.business_date.isoformat(),
             "day_closed": day_closed,
             "timezone": str(self.timezone),
+            "snapshot": "full",
             "transactions": rows,
             "field_list_verified": False,
             "field_list_note": FIELD_LIST_NOTE,
         }
         return ReportDraft(
-            report_id=f"{'CTR' if kind == 'ctr' else 'LVTR'}-{hashlib.sha256(key.encode()).hexdigest()[:16]}",
-            kind=kind, jurisdiction=self.jurisdiction, regulation=t.regulation, customer_account=state.customer,
+            report_id=self._report_id(state), kind=kind, jurisdiction=self.jurisdiction, regulation=t.regulation, customer_account=state.customer,
             transaction_ids=[r["transaction_id"] for r in rows],
             total_amount=to_minor_unit(state.total, t.currency),
             currency=t.currency, business_date=state.business_date.isoformat(), elements=elements,
+            due_by=large_value_due(self.jurisdiction, self.calendar, state.business_date, first_day).isoformat())
+
+    def _report_id(self, state: _Open) -> str:
+        """``LVTR-`` or ``CTR-`` and 16 hex digits of SHA-256 over the aggregate's key and its first transaction's id
+        (which tells apart two aggregates of one key: the day's own, and one that a transaction arriving after the day
+        was dropped (retention_days) starts); one stream gives the same ids."""
+        t = state.threshold
+        kind = "ctr" if self.jurisdiction == "US" else "large_value"
+        key = f"{kind}|{self.jurisdiction}|{state.customer}|{state.direction}|{t.rule}|{t.applies_to}|" \
+              f"{state.business_date.isoformat()}|{state.rows[0][0].transaction_id}"
+        return f"{'CTR' if kind == 'ctr' else 'LVTR'}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
+
+    def _reference(self, state: _Open, txn: Transaction, account: str, amount: Decimal) -> ReportDraft:
+        """A compact reference to ``state``'s report for ``txn``, which has just joined it past
+        :data:`JOIN_UPDATES_MAX` transactions: same ``report_id``, ``transaction_ids`` ``[txn's id]``,
+        ``total_amount`` the aggregate's total so far (threshold currency), ``elements["snapshot"] == "reference"``
+        with ``transaction_count`` (transactions in the report so far) and ``transactions`` (``txn``'s row alone).
+        Its size does not grow with the report; the whole list is in the day's closing draft and
+        :meth:`open_reports`."""
+        t = state.threshold
+        row = self._row(txn, account, state.direction, amount, t.currency)
+        local_day = date.fromisoformat(row["local_time"][:10])
+        first_day = state.first_day = local_day if state.first_day is None else min(state.first_day, local_day)
+        kind = "ctr" if self.jurisdiction == "US" else "large_value"
+        elements: dict[str, Any] = {
+            "report_type": "Currency Transaction Report (FinCEN CTR)" if kind == "ctr"
+            else "大额交易报告 (large-value transaction report)",
+            "snapshot": "reference",
+            "institution": self.institution,
+            "customer": state.customer,
+            "direction": state.direction,
+            "rule": t.rule,
+            "threshold": f"{t.sense} {t.amount} {t.currency}",
+            "aggregation": "cumulative",
+            "business_date": state.business_date.isoformat(),
+            "day_closed": self._latest is not None and state.business_date < self._latest,
+            "timezone": str(self.timezone),
+            "transaction_count": len(state.rows),
+            "transactions": [row],
+            "note": f"joined report past {JOIN_UPDATES_MAX} transactions: the whole list is in this report's draft "
+                    f"with day_closed true (first result of a later business day) and ReportEngine.open_reports()",
+            "field_list_verified": False,
+        }
+        return ReportDraft(
+            report_id=self._report_id(state), kind=kind, jurisdiction=self.jurisdiction, regulation=t.regulation,
+            customer_account=state.customer, transaction_ids=[txn.transaction_id],
+            total_amount=to_minor_unit(state.total, t.currency), currency=t.currency,
+            business_date=state.business_date.isoformat(), elements=elements,
             due_by=large_value_due(self.jurisdiction, self.calendar, state.business_date, first_day).isoformat())
