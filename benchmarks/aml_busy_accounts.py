@@ -12,7 +12,9 @@ Scenarios (synthetic, seeded, all on 2 Nov 2026 UTC unless said):
 - ``payroll``: payments to ``N`` distinct employees;
 - ``settlement2``: a hub between customers who were paid a salary the day before;
 - ``reactivated``: an account idle since April becomes a busy shop;
-- ``shop``: takings in, every twentieth transaction a payment to a supplier (about a third of the takings).
+- ``shop``: takings in, every twentieth transaction a payment to a supplier (about a third of the takings);
+- ``balanced``: a settlement account passing on about all it takes in over two days (each transfer in or out with
+  even odds, counterparties drawn from 2,000 customers, 100 to 40,100 each).
 
 Usage::
 
@@ -107,9 +109,21 @@ def shop(n: int, seed: int = 7) -> list[dict]:
             else txn(f"h{i}", ts(i, n), f"P{i}", "SHOP", rng.uniform(10, 1000)) for i in range(n)]
 
 
+def balanced(n: int, seed: int = 8) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    half = n // 2
+    for i in range(n):
+        when = ts(i, half) if i < half else ts(i - half, n - half, "2026-11-03")
+        customer, amount = f"C{rng.randrange(2000)}", rng.uniform(100, 40100)
+        out.append(txn(f"b{i}", when, customer, "SETTLE", amount) if rng.random() < 0.5
+                   else txn(f"b{i}", when, "SETTLE", customer, amount))
+    return out
+
+
 SCENARIOS: dict[str, Callable[[int], list[dict]]] = {
     "merchant": merchant, "settlement": settlement, "collection": collection, "payroll": payroll,
-    "settlement2": settlement2, "reactivated": reactivated, "shop": shop}
+    "settlement2": settlement2, "reactivated": reactivated, "shop": shop, "balanced": balanced}
 
 
 def main() -> None:

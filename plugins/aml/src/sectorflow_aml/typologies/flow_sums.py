@@ -50,11 +50,12 @@ class FlowSums:
     """Prefix sums of one direction of one account: every transfer of the deque since the last rebuild, in arrival
     order (``seqs``, ``ts``), and ``cum[j]``, the float sum of the counted amounts of entries ``0 .. j-1``."""
 
-    __slots__ = ("base", "cum", "seqs", "ts", "unsorted")
+    __slots__ = ("base", "counted", "cum", "seqs", "ts", "unsorted")
 
     def __init__(self) -> None:
         self.seqs: list[int] = []
         self.ts: list[float] = []
+        self.counted = bytearray()  # 1 where the entry is a counted transfer
         self.cum: list[float] = [0.0]
         self.base = 0  # entries before this index have left the window
         self.unsorted = 0  # the last index i with ts[i] < ts[i - 1] (0: none), so ts is sorted from there on
@@ -67,7 +68,7 @@ def _counted(edge: Edge, account: str, incoming: bool) -> bool:
 
 
 def _append(sums: FlowSums, edges: list[Edge], account: str, incoming: bool) -> None:
-    seqs, ts, cum = sums.seqs, sums.ts, sums.cum
+    seqs, ts, cum, counted = sums.seqs, sums.ts, sums.cum, sums.counted
     total = cum[-1]
     for e in edges:
         if ts and e.ts < ts[-1]:
@@ -76,6 +77,9 @@ def _append(sums: FlowSums, edges: list[Edge], account: str, incoming: bool) -> 
         ts.append(e.ts)
         if _counted(e, account, incoming):
             total += e.amount
+            counted.append(1)
+        else:
+            counted.append(0)
         cum.append(total)
 
 
@@ -101,14 +105,9 @@ def _sync(sums: FlowSums, edges: deque[Edge], account: str, incoming: bool) -> F
     return sums
 
 
-def period_sum(state: AccountState, incoming: bool, horizon: float, until: float) -> tuple[float, float] | None:
-    """The counted amount of ``state``'s transfers in one direction with ``horizon <= ts <= until``, and a bound on
-    its distance from any float sum of those transfers (base currency; see the module docstring).
-
-    Returns:
-        ``(amount, bound)``; ``None`` when the figure would not be the scan's (the deque is not in time order from
-        the period on, or holds a transfer later than ``until``).
-    """
+def _period(state: AccountState, incoming: bool, horizon: float, until: float) -> tuple[FlowSums, int] | None:
+    """The synced memo of one direction and the index of its first entry with ``ts >= horizon``; ``None`` when a
+    scan of the period would not see exactly the entries from there on (see :func:`period_sum`)."""
     edges = state.incoming if incoming else state.outgoing
     memo = state.memo
     if memo is None:
@@ -118,13 +117,28 @@ def period_sum(state: AccountState, incoming: bool, horizon: float, until: float
     n = len(sums.seqs)
     base = sums.base
     if base >= n:
-        return 0.0, 0.0
-    ts = sums.ts
-    if sums.unsorted > base or ts[-1] > until:
+        return sums, n
+    if sums.unsorted > base or sums.ts[-1] > until:
         return None
-    lo = bisect_left(ts, horizon, base, n)
+    return sums, bisect_left(sums.ts, horizon, base, n)
+
+
+def _sum_from(sums: FlowSums, lo: int) -> tuple[float, float]:
     cum = sums.cum
+    n = len(sums.seqs)
     return cum[n] - cum[lo], 8.0 * (n + 2) * _U * cum[n]
+
+
+def period_sum(state: AccountState, incoming: bool, horizon: float, until: float) -> tuple[float, float] | None:
+    """The counted amount of ``state``'s transfers in one direction with ``horizon <= ts <= until``, and a bound on
+    its distance from any float sum of those transfers (base currency; see the module docstring).
+
+    Returns:
+        ``(amount, bound)``; ``None`` when the figure would not be the scan's (the deque is not in time order from
+        the period on, or holds a transfer later than ``until``).
+    """
+    found = _period(state, incoming, horizon, until)
+    return None if found is None else _sum_from(*found)
 
 
 def ratio_below(state: AccountState, horizon: float, until: float, ratio: float) -> bool:
@@ -138,3 +152,43 @@ def ratio_below(state: AccountState, horizon: float, until: float, ratio: float)
     if outflow is None:
         return False
     return (outflow[0] + outflow[1]) < ratio * (inflow[0] - inflow[1]) * (1.0 - 1e-12)
+
+
+_FIRST_COUNTED_STEPS = 64
+"""Entries :func:`pass_through_ruled_out` looks past for the period's first counted transfer before it scans."""
+
+
+def pass_through_ruled_out(state: AccountState, horizon: float, until: float, amount: float, min_amount: float,
+                           min_ratio: float, max_ratio: float) -> bool:
+    """Whether rapid pass-through's tests provably fail for the account's newest payment out (``amount``, at
+    ``until``): the counted inflow of ``[horizon, until]`` is empty or under ``min_amount``, or the counted outflow
+    since that inflow's first transfer is under ``min_ratio`` or over ``max_ratio`` of it, or was at least
+    ``min_ratio`` of it already before this payment (see
+    :class:`~sectorflow_aml.typologies.rapid_pass_through.RapidPassThroughRule`). ``False`` means "not proven"."""
+    found = _period(state, True, horizon, until)
+    if found is None:
+        return False
+    sums, lo = found
+    n = len(sums.seqs)
+    counted = sums.counted
+    first = lo
+    stop = min(n, lo + _FIRST_COUNTED_STEPS)
+    while first < stop and not counted[first]:
+        first += 1
+    if first == n:
+        return True  # no counted inflow in the period: the rule has nothing to pass on
+    if first == stop:
+        return False
+    inflow, in_bound = _sum_from(sums, first)  # = from lo: the entries between are not counted
+    if inflow + in_bound < min_amount * (1.0 - 1e-12):
+        return True
+    found = _period(state, False, sums.ts[first], until)  # the outflow since the inflow's first transfer
+    if found is None:
+        return False
+    outflow, out_bound = _sum_from(*found)
+    low_in, high_in = inflow - in_bound, inflow + in_bound
+    low_out, high_out = outflow - out_bound, outflow + out_bound
+    slack = 1e-12 * (high_out + high_in + amount)
+    return (high_out < min_ratio * low_in - slack            # passes on too little
+            or low_out > max_ratio * high_in + slack         # pays out more than came in (older funds)
+            or low_out - amount > min_ratio * high_in + slack)  # had passed it on before this payment

@@ -38,7 +38,7 @@ from .base import (
     fraction,
     positive,
 )
-from .flow_sums import BUSY, ratio_below
+from .flow_sums import BUSY, pass_through_ruled_out
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,9 @@ class RapidPassThroughRule(Rule):
             return []  # already alerted within the period: skip the scans (a busy hub's payments made it quadratic)
         horizon = edge.ts - p.hours * 3600.0
         if ((len(acct.incoming) >= BUSY or len(acct.outgoing) >= BUSY)
-                and ratio_below(acct, horizon, edge.ts, p.min_out_ratio)):
-            return []  # a busy account's outflow in the period is provably under min_out_ratio: no scan (flow_sums)
+                and pass_through_ruled_out(acct, horizon, edge.ts, edge.amount, p.min_amount, p.min_out_ratio,
+                                           p.max_out_ratio)):
+            return []  # a busy account's sums prove the tests below fail: no scan (flow_sums)
         ins: list[Edge] = []
         in_total = 0.0
         for e in reversed(acct.incoming):
