@@ -77,12 +77,16 @@ class Rule:
 
         ``accounts`` start with the alert's subject (the customer a suspicious report names: see
         :func:`sectorflow_aml.suspicious.suspicious_report`); they default to every sender and receiver of ``edges`` in
-        first-seen order, right only when the first sender is the subject.
+        first-seen order, right only when the first sender is the subject. Each account is listed once (its first
+        mention).
         """
         edges = list(edges)
         ids = list(dict.fromkeys(e.txn.transaction_id for e in edges))
+        # each account once, first mention kept: a counterparty that both paid the subject and was paid by it was
+        # listed twice by pass-through and gather-scatter alerts (["C1032", "SETTLE", "SETTLE"]), and in STR drafts
         if accounts is None:
-            accounts = dict.fromkeys(a for e in edges for a in (e.src, e.dst))
+            accounts = (a for e in edges for a in (e.src, e.dst))
+        accounts = dict.fromkeys(accounts)
         reason = Reason(code=f"typology.{self.name}", en=en, zh=zh, source=self.module)
         first = {}
         for e in edges:
