@@ -24,6 +24,7 @@ SCRIPTS = [
     ("aml_eval.py", ["--runs", "20K_cycle200", "--ablate", "--everyday", "101"], "precision"),
     ("aml_frozen_gc.py", ["--frozen", "1000", "--calls", "60"], "median"),
     ("aml_busy_accounts.py", ["nomodel", "shop,reactivated", "200"], "alerted"),
+    ("aml_report_hub.py", ["us", "1"], "ids_carried"),
     ("aml_equality.py", ["--rev", "HEAD", "--runs", "20K_cycle200", "--n", "400", "--chunk", "150"], "all equal"),
 ]
 
