@@ -8,58 +8,16 @@ of the entry-by-entry search (``_find_short_counted``), the first one in its sea
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
-from decimal import Decimal
+from datetime import timedelta
 
 import pytest
-from sectorflow_aml.schema import Transaction
+from aml_cycle_support import Counted, Graph, counting
 from sectorflow_aml.typologies import CycleRule
-from sectorflow_aml.window import TransactionWindow
-
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 
 
-class Counted(dict):
-    """A counterparty map that counts the entries iterated from it in Python; set tests on its keys view read it
-    in C without counting."""
-
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
-        self.walked = 0
-
-    def __iter__(self):
-        for key in dict.__iter__(self):
-            self.walked += 1
-            yield key
-
-
-class Graph:
-    """A window fed with one transfer per edge, a minute apart, with consecutive ids."""
-
-    def __init__(self, edges: list[tuple[str, str]] = ()) -> None:
-        self.window = TransactionWindow(30.0)
-        self.n = 0
-        for src, dst in edges:
-            self.add(src, dst)
-
-    def add(self, src: str, dst: str):
-        self.n += 1
-        txn = Transaction(transaction_id=f"t{self.n}", timestamp=T0 + timedelta(minutes=self.n), sender_account=src,
-                          receiver_account=dst, amount=Decimal(1000), channel="transfer")
-        return self.window.add(txn)
-
-
-def counting(rule: CycleRule, method: str) -> list[tuple]:
-    """Record the calls of ``rule.<method>`` (an instance attribute shadows the class's method)."""
-    calls: list[tuple] = []
-    inner = getattr(rule, method)
-
-    def wrapper(*args):
-        calls.append(args)
-        return inner(*args)
-
-    setattr(rule, method, wrapper)
-    return calls
+def HubGraph(edges: list[tuple[str, str]] = ()) -> Graph:
+    """A hub of thousands of transfers fits the 30-day window: one a minute."""
+    return Graph(edges, step=timedelta(minutes=1))
 
 
 class CountedAccounts(dict):
@@ -77,7 +35,7 @@ class CountedAccounts(dict):
 def hub(n: int) -> Graph:
     """``EMP`` pays customers ``C0..C<n-1>``; each customer pays ``HUB``, then ``HUB`` pays each customer (so ``HUB``
     has ``n`` senders and ``n`` receivers, and every customer has paid ``HUB`` and been paid by it)."""
-    g = Graph([("EMP", f"C{i}") for i in range(n)])
+    g = HubGraph([("EMP", f"C{i}") for i in range(n)])
     for i in range(n):
         g.add(f"C{i}", "HUB")
     for i in range(n):
@@ -142,7 +100,7 @@ def test_of_several_loops_the_first_in_the_hubs_order_of_receivers_is_reported()
     entry-by-entry search walks ``HUB``'s receivers in the order ``HUB`` first paid them, so the loop reported is the
     one through whichever of ``C10`` and ``C40`` ``HUB`` paid first, as before."""
     for order, first in (([10, 40], "C10"), ([40, 10], "C40")):
-        g = Graph([("EMP", f"C{i}") for i in range(600)])
+        g = HubGraph([("EMP", f"C{i}") for i in range(600)])
         for i in range(600):
             g.add(f"C{i}", "HUB")
         for i in order + [i for i in range(600) if i not in order]:
@@ -166,7 +124,7 @@ def test_the_search_answers_as_the_counted_search_around_busy_hubs():
     hubs = ["H0", "H1"]
     rules = [CycleRule(), CycleRule(min_length=2), CycleRule(max_length=4), CycleRule(min_length=5),
              CycleRule(min_length=4), CycleRule(max_degree=3), CycleRule(max_length=3)]
-    g = Graph()
+    g = HubGraph()
     started = [counting(rule, "_from_targets") for rule in rules]
     searched = found = 0
     for step in range(5000):

@@ -7,69 +7,13 @@ checked against an entry-by-entry walk too."""
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
-from decimal import Decimal
 
 import pytest
+from aml_cycle_support import Graph, counting
 from sectorflow_aml import features
 from sectorflow_aml.features import find_cycle
-from sectorflow_aml.schema import Transaction
 from sectorflow_aml.typologies import CycleRule
 from sectorflow_aml.window import TransactionWindow
-
-T0 = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
-
-
-class Counted(dict):
-    """A counterparty map that counts the entries iterated from it in Python (``for b in receivers``); a set test
-    on its keys view (``keys().isdisjoint``) reads it in C without counting."""
-
-    def __init__(self, *args) -> None:
-        super().__init__(*args)
-        self.walked = 0
-
-    def __iter__(self):
-        for key in dict.__iter__(self):
-            self.walked += 1
-            yield key
-
-
-class Graph:
-    """A window fed with one transfer per edge, an hour apart, with consecutive ids."""
-
-    def __init__(self, edges: list[tuple[str, str]] = ()) -> None:
-        self.window = TransactionWindow(30.0)
-        self.n = 0
-        for src, dst in edges:
-            self.add(src, dst)
-
-    def add(self, src: str, dst: str, channel: str = "transfer"):
-        self.n += 1
-        txn = Transaction(transaction_id=f"t{self.n}", timestamp=T0 + timedelta(hours=self.n), sender_account=src,
-                          receiver_account=dst, amount=Decimal(1000), channel=channel)
-        return self.window.add(txn)
-
-    def count_receivers(self, accounts: list[str]) -> list[Counted]:
-        """Swap the receiver maps of ``accounts`` for counting copies (call after the last ``add``)."""
-        out = []
-        for name in accounts:
-            state = self.window.accounts[name]
-            state.receivers = Counted(state.receivers)
-            out.append(state.receivers)
-        return out
-
-
-def counting(rule: CycleRule, method: str) -> list[tuple]:
-    """Record the calls of ``rule.<method>`` (an instance attribute shadows the class's method)."""
-    calls: list[tuple] = []
-    inner = getattr(rule, method)
-
-    def wrapper(*args):
-        calls.append(args)
-        return inner(*args)
-
-    setattr(rule, method, wrapper)
-    return calls
 
 
 def star(u: str, v: str, n_back: int, n_fwd: int) -> list[tuple[str, str]]:
