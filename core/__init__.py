@@ -26,7 +26,7 @@ from .errors import (
     UnsupportedPrecisionError,
 )
 from .hookspecs import hookimpl
-from .io import csv_records, field_pairs, open_text, parse_json_line, whole_file_reader
+from .io import csv_file_records, csv_records, field_pairs, open_text, parse_json_line, whole_file_reader
 from .items import TextItem
 from .pipeline import Pipeline
 from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec, ValidationSet
@@ -54,7 +54,7 @@ __all__ = [
     "Device", "DeviceProbe", "resolve_device", "set_default_probe", "Trainable", "TrainableSpec",
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",
     "DeviceUnavailableError", "UnsupportedPrecisionError", "BundleError", "BundleIntegrityError", "UnsafePickleError",
-    "ConfigError", "import_paddle", "open_text", "csv_records", "parse_json_line", "__version__",
+    "ConfigError", "import_paddle", "open_text", "csv_records", "csv_file_records", "parse_json_line", "__version__",
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
     "BertConfig", "BertEncoder", "BertLayer", "mean_pool", "convert_bert_weights", "load_bert_weights",
     "quantize_state_int8", "dequantize_state_int8", "BERT_WEIGHT_SOURCES",

@@ -123,3 +123,28 @@ def test_many_broken_rows_are_each_reported_once():
     assert [line for line, cells in records if isinstance(cells, InvalidInputError)] == list(range(3, 3002, 2))
     assert [cells for _, cells in records[1:] if not isinstance(cells, InvalidInputError)] == [
         [f"r{i}"] for i in range(0, 3000, 2)]
+
+
+@pytest.mark.parametrize("text", [
+    'a,b\n1,"x\ny",2\n\n3,4\n"5,6\n7,8\n9,"p"q\n10,11\n',  # a cell with a line break, blank line, both breaks
+    'a,b\n1,2\r\n3,"4\r\n5,6\r\n',  # CRLF; the quote opened on line 3 is never closed
+    'a,b\n1,2\n3,4\n',  # nothing broken: the fast path alone
+    '"a,b\n1,2\n',  # the header itself
+])
+def test_csv_file_records_are_those_of_csv_records(tmp_path, text: str) -> None:
+    # csv_file_records (read_csv and the aml readers) parses a clean file with csv.reader(strict=True) directly
+    # (speed) and hands a broken one to csv_records from the failing record on: the records, lines and bad rows
+    # must be the same
+    from sectorflow import csv_file_records
+    from sectorflow.io import open_text
+
+    path = tmp_path / "t.csv"
+    path.write_bytes(text.encode())
+
+    def records(parse):
+        with open_text(path) as handle:
+            return [(line, cells if isinstance(cells, list) else str(cells)) for line, cells in parse(handle)]
+
+    expected = records(lambda handle: csv_records(handle, path))
+    assert records(lambda handle: csv_file_records(path, handle)) == expected
+    assert any(isinstance(cells, str) for _, cells in expected) == (text != 'a,b\n1,2\n3,4\n')

@@ -15,7 +15,6 @@ documents the reader convention.
 
 from __future__ import annotations
 
-import csv
 import re
 from collections.abc import Callable, Iterator, Mapping
 from datetime import date, datetime, timedelta, timezone
@@ -24,7 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sectorflow import ConfigError, InvalidInputError, csv_records, open_text
+from sectorflow import ConfigError, InvalidInputError, csv_file_records, open_text
 
 from .schema import EARLIEST, LATEST, Transaction, id_is_printable, trusted_transaction
 
@@ -58,33 +57,6 @@ AMLWORLD_CHANNELS: dict[str, str] = {
 }
 """AMLworld ``Payment Format`` to ``Channel``. AMLworld does not say which side handled the cash; ``Cash`` is read as
 cash paid in to the receiving account (``cash_deposit``). Override with ``amlworld_reader(channels=...)``."""
-
-
-def _csv_lines(source: Any, handle: Iterator[str]) -> Iterator[tuple[int, list[str] | InvalidInputError]]:
-    """The records of CSV ``handle`` exactly as :func:`sectorflow.csv_records` yields them (``(line, cells)``, the
-    line a record begins on, blank lines skipped, broken quoting as ``(line, InvalidInputError)`` and reading resumed
-    on the next line), at the speed of Python's :mod:`csv` module: a file without broken quoting is parsed by
-    ``csv.reader(strict=True)`` on ``handle`` directly (``csv_records`` keeps every line for a re-read, which slowed
-    the typed AMLSim reader measurably); at the first ``csv.Error`` the file is opened again and
-    ``csv_records`` goes on from the record that failed, the records before it being the same strict parse.
-    Standard input (``-``), which cannot be read twice, goes to ``csv_records`` from the start."""
-    if str(source) == "-":
-        yield from csv_records(handle, source)
-        return
-    reader = csv.reader(handle, strict=True)
-    done = 0  # the lines of the file read so far
-    try:
-        for cells in reader:
-            line, done = done + 1, reader.line_num
-            if cells:
-                yield line, cells
-        return
-    except csv.Error:
-        pass
-    with open_text(source) as again:  # the record that begins on line done + 1 is broken: core reports it
-        for line, cells in csv_records(again, source):
-            if line > done:
-                yield line, cells
 
 
 def _header(source: Any, records: Iterator[tuple[int, list[str] | InvalidInputError]],
@@ -147,7 +119,7 @@ def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", cha
     def read_amlsim(source: Any) -> Iterator[tuple[int, Record | Transaction | InvalidInputError]]:
         stamps: dict[str, tuple[str, datetime | None]] = {}
         with open_text(source) as handle:
-            records = _csv_lines(source, handle)
+            records = csv_file_records(source, handle)
             header, first = _header(source, records, "AMLSim")
             if header[:4] != AMLSIM_HEADER:
                 raise ConfigError(f"{source} is not an AMLSim transaction file: header {','.join(header)!r}, "
@@ -202,7 +174,7 @@ def amlworld_reader(currencies: Mapping[str, str] | None = None, channels: Mappi
 
     def read_amlworld(source: Any) -> Iterator[tuple[int, Record | InvalidInputError]]:
         with open_text(source) as handle:
-            records = _csv_lines(source, handle)
+            records = csv_file_records(source, handle)
             header, first = _header(source, records, "AMLworld")
             if header != AMLWORLD_HEADER:
                 raise ConfigError(f"{source} is not an AMLworld transaction file: header {','.join(header)!r}, "

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from sectorflow import ConfigError, InvalidInputError, csv_records, open_text, parse_json_line
+from sectorflow import ConfigError, InvalidInputError, csv_file_records, csv_records, open_text, parse_json_line
 
 from .formats import (  # noqa: F401 (names of sectorflow_aml.loaders before these readers moved)
     AMLSIM_BASE_DATE,
@@ -37,7 +37,6 @@ from .formats import (  # noqa: F401 (names of sectorflow_aml.loaders before the
     Reader,
     Record,
     _broken,
-    _csv_lines,
     _header,
     amlsim_reader,
     amlworld_reader,
@@ -210,7 +209,7 @@ def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, 
 
     def read_csv(source: Any) -> Iterator[tuple[int, Record | InvalidInputError]]:
         with open_text(source) as handle:
-            records = _csv_lines(source, handle)
+            records = csv_file_records(source, handle)
             header, _ = _header(source, records)
             if mapping is None and (header[:4] == AMLSIM_HEADER or header == AMLWORLD_HEADER):
                 fmt = "amlsim" if header[:4] == AMLSIM_HEADER else "amlworld"
