@@ -41,6 +41,8 @@ from typing import Any
 
 from sectorflow import ConfigError, Pipeline
 
+from .cases import OPTIONS as CASE_OPTIONS
+from .cases import CaseBook
 from .fx import MissingRateError
 from .reports import ReportEngine, read_account_file
 from .schema import (INPUT_TIMEZONE_HELP, Alert, Reason, ReportDraft, Transaction, TransactionAssessment,
@@ -71,6 +73,7 @@ OPTIONS: dict[str, str] = {
                        "end) raise no alert on them; report drafts, the other typologies and the model are unaffected",
     "input_timezone": INPUT_TIMEZONE_HELP,
     **ReportEngine.OPTIONS,
+    **CASE_OPTIONS,
 }
 """The options ``Taskflow("aml", **options)`` accepts."""
 
@@ -291,6 +294,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self._home = {"CN": "CNY", "US": "USD"}[self.jurisdiction]
         self.window = TransactionWindow(self.lookback_days, rate=self._rate, dormancy_days=self._dormancy)
         self._model_alerted: dict[tuple[str, str], float] = {}
+        self.case_book = CaseBook.from_options(opts, self.reports_engine.timezone)
 
     def _rule_defaults(self) -> dict[str, dict[str, Any]]:
         """Structuring's thresholds, day and customers from the report engine (single source of truth): the
@@ -325,6 +329,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self.window.reset()
         self._model_alerted.clear()
         self.reports_engine.reset()
+        self.case_book.reset()
         if self.scorer is not None:
             self.scorer.reset()
 
@@ -351,6 +356,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self.window = previous.window
         self.reports_engine = previous.reports_engine
         self._model_alerted = previous._model_alerted
+        self.case_book = previous.case_book
 
     # --- the three stages ----------------------------------------------------------------------------------------
 
@@ -445,6 +451,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         construct = TransactionAssessment.model_construct
         new, setattr_, assessment, fields_set = _new, _set, TransactionAssessment, _FIELDS_SET
         append = results.append
+        update_cases = self.case_book.update
         for txn, item in zip(items, raw):
             model_score = item.score
             model_risk = 0.0
@@ -459,16 +466,20 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 setattr_(out, "__dict__", {
                     "meta": None, "transaction_id": txn.transaction_id, "risk_score": round(model_risk, 6),
                     "model_score": None if model_score is None else round(model_score, 6), "alert": False,
-                    "typologies": [], "reasons": [], "alerts": [], "reports": item.reports})
+                    "typologies": [], "reasons": [], "alerts": [], "reports": item.reports, "cases": []})
                 setattr_(out, "__pydantic_fields_set__", set(fields_set))
                 setattr_(out, "__pydantic_extra__", None)
                 setattr_(out, "__pydantic_private__", None)
+                scores = out.__dict__.get("account_scores")
+                cases = update_cases(txn, item.edge.amount, _NO_ALERTS, scores)
+                if cases:
+                    out.__dict__["cases"] = cases
                 append(out)
                 continue
             if item.duplicate:
                 results.append(construct(  # a repeated id: not scored, not counted, only the note
                     meta=None, transaction_id=txn.transaction_id, risk_score=0.0, model_score=None, alert=False,
-                    typologies=[], reasons=list(item.notes), alerts=[], reports=[]))
+                    typologies=[], reasons=list(item.notes), alerts=[], reports=[], cases=[]))
                 continue
             rule_keep = 1.0
             for alert in alerts:
@@ -492,11 +503,13 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 reports = list(reports) + [self._str(alert, item) for alert in strs]
             if alerts is _NO_ALERTS:
                 alerts = []
-            results.append(construct(
+            out = construct(
                 meta=None, transaction_id=txn.transaction_id, risk_score=round(risk, 6),
                 model_score=None if model_score is None else round(model_score, 6), alert=flagged,
                 typologies=list(dict.fromkeys(x.typology for x in alerts)), reasons=reasons, alerts=alerts,
-                reports=reports))
+                reports=reports, cases=[])
+            out.__dict__["cases"] = update_cases(txn, item.edge.amount, alerts, out.__dict__.get("account_scores"))
+            results.append(out)
         return results
 
     # --- helpers -------------------------------------------------------------------------------------------------
