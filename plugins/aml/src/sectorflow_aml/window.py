@@ -21,6 +21,7 @@ API (other modules — typology rules, the feature extractor — read the window
     a.resumed_at, a.idle_seconds   # start and preceding idle time of the latest reactivation: the first transaction
                              #   after at least `dormancy_days` without any (None / 0.0 if never dormant)
     w.edges                  # deque[Edge]: every edge in the window, in arrival order
+    w.active                 # int: accounts with at least one edge in the window (the peers of the hub rules)
     w.ids                    # dict[transaction_id, Edge]: the latest edge of each id in the window
     w.cooldown(key, ts, seconds) -> bool   # True (and arms the key) if `key` has not fired within `seconds`
     w.cooling(key, ts, seconds) -> bool    # True while `key` fired within `seconds` (peek, arms nothing)
@@ -169,6 +170,7 @@ class TransactionWindow:
         self._prune_at = 1024
         self._stamp: object = None
         self._stamp_ts = 0.0
+        self.active = 0
 
     def __len__(self) -> int:
         return len(self.edges)
@@ -217,8 +219,10 @@ class TransactionWindow:
                 s.self_sum -= e.amount
             if not s.outgoing and not s.incoming:
                 s.in_sum = s.out_sum = s.self_sum = 0.0  # drop accumulated float error
-            if not d.outgoing and not d.incoming:
+                self.active -= 1
+            if d is not s and not d.outgoing and not d.incoming:
                 d.in_sum = d.out_sum = d.self_sum = 0.0
+                self.active -= 1
 
     def add(self, txn: Transaction) -> Edge:
         """Evict expired edges, then insert ``txn`` as an edge and update both accounts.
@@ -254,6 +258,10 @@ class TransactionWindow:
         d = accounts.get(dst)
         if d is None:
             d = accounts[dst] = AccountState(dst, ts)
+        if not s.outgoing and not s.incoming:
+            self.active += 1
+        if d is not s and not d.outgoing and not d.incoming:
+            self.active += 1
         s.outgoing.append(edge)
         s.out_sum += amount
         s.receivers[dst] = s.receivers.get(dst, 0) + 1
