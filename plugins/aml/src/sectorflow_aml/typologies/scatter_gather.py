@@ -25,7 +25,10 @@ Parameters:
         intermediaries pass on less than they received (ratio below 1). ``None`` disables the check; 1.05 (rounding,
         an exchange rate; 2.0 before issue 21) is the project's choice, like ``min_flow_ratio``.
     max_degree: an intermediary with more distinct senders than this in the window (a merchant or payroll hub, not
-        a pass-through account) is not examined; bounds the cost per transaction.
+        a pass-through account) is not examined, nor an originator with more distinct receivers (a payroll or an
+        external source paying thousands: on AMLGentex, whose salaries all come from one external source and whose
+        spending all goes to one external sink, every payment into the sink scanned the legs of thousands of
+        intermediaries, minutes per thousand transactions); bounds the cost per transaction.
     score: the alert's score.
 
 Cash deposits and withdrawals are no leg, as in :mod:`.cycle`: one side of each is the till, cash or walk-in account
@@ -123,8 +126,8 @@ class ScatterGatherRule(Rule):
             if a == b or a == m:
                 continue
             sa = accounts[a]
-            if len(sa.receivers) < k:
-                continue
+            if not k <= len(sa.receivers) <= p.max_degree:
+                continue  # too few receivers, or a payroll paying thousands (whose legs would be scanned per payment)
             mids = sa.receivers.keys() & sb.senders.keys()
             mids.discard(a)
             mids.discard(b)
