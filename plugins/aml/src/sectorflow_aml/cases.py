@@ -68,7 +68,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from sectorflow import ConfigError, InvalidInputError, open_text
 
-from .schema import Alert, CaseUpdate, Channel, Reason
+from .schema import Alert, CaseUpdate, Channel
 
 PERIODS = ("month", "week", "day")
 """Review periods (option ``case_period``), in the bank's time zone (the report engine's ``report_timezone``)."""
@@ -320,7 +320,6 @@ class CaseBook:
             n = d + timedelta(days=1)
             nxt = datetime(n.year, n.month, n.day, tzinfo=self.zone)
             label = d.isoformat()
-        first = first.replace(tzinfo=self.zone) if first.tzinfo is None else first
         self._bounds = (first.timestamp(), nxt.timestamp(), label)
         return label
 
@@ -592,21 +591,3 @@ def find_case(results: str | Path, case_id_: str) -> Case:
     sample = ", ".join(c.case_id for c in cases[:5]) or "none"
     raise ConfigError(f"No case {case_id_!r} in {results} ({len(cases)} cases; e.g. {sample}). List them with "
                       f"`sectorflow aml cases --results {results} --all`.")
-
-
-def case_alert(case: Case, alerts: Iterable[Alert] = ()) -> Alert:
-    """An :class:`Alert` that stands for ``case`` in :func:`~sectorflow_aml.explain.draw_alert`: typology ``case``,
-    the account first (drawn in red), the case's transactions, its score and a reason naming its typologies, rank and
-    budget; ``alerts`` (the case's own, if read) add their reasons."""
-    reasons = [Reason(code="case", source=__name__,
-                      en=f"{case.account} in {case.period}: rank {case.rank} of {case.cases_in_period} "
-                         f"({'within' if case.within_budget else 'outside'} budget {case.budget}); typologies "
-                         f"{', '.join(case.typologies) or 'none'}; model score "
-                         f"{'-' if case.model_score is None else f'{case.model_score:.3f}'}",
-                      zh=f"{case.account}（{case.period}）：本期排名 {case.rank}/{case.cases_in_period}"
-                         f"（{'在' if case.within_budget else '不在'}预警额度 {case.budget} 内）；类型 "
-                         f"{', '.join(case.typologies) or '无'}")]
-    for alert in alerts:
-        reasons.extend(alert.reasons)
-    return Alert(alert_id=case.case_id, typology="case", accounts=[case.account], transaction_ids=case.transaction_ids,
-                 score=case.score, reasons=reasons, fired_by=__name__, time=case.updated_at)

@@ -28,8 +28,8 @@ from pydantic import ValidationError
 
 from sectorflow import ConfigError, InvalidInputError, field_pairs, open_text
 
-from .cases import case_alert, find_case, read_cases
-from .explain import draw_alert
+from .cases import find_case, read_cases
+from .explain import case_alert, draw_alert
 from .loaders import READER_FACTORIES, READERS, guess_format
 from .schema import Alert, ReportDraft, Transaction, input_context, transactions_digest
 
