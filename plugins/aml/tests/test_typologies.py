@@ -761,3 +761,24 @@ def test_cumulative_structuring_counts_one_customers_accounts_together():
     assert "客户 P1（账户 A2、A1）同一天内有 2 笔现金存入" in alert.reasons[0].zh
     with pytest.raises(ConfigError, match="customers"):
         StructuringRule(customers={"A1": ""})
+
+
+def test_a_busy_sink_of_recurring_customers_is_judged_again_at_most_hourly(monkeypatch):
+    """60 customers pay one shop every hour for ten days. On the first day they are all new to it: a fan-in (a new
+    shop and a funnel look alike), then its 7-day cooldown. Afterwards they recur, so fan-in fails the own-history
+    test; a busy hub that failed is judged again an hour later at the earliest, not on every payment (AMLGentex's
+    external spending sink made that quadratic)."""
+    from sectorflow_aml.typologies import base
+
+    scans = []
+    real = base.recent_by_counterparty
+    monkeypatch.setattr(base, "recent_by_counterparty", lambda *a, **k: scans.append(1) or real(*a, **k))
+    f = Feed(FanInRule(days=1.0))
+    for hour in range(24 * 10):
+        if hour == 24 * 7:
+            scans.clear()
+        for c in range(60):
+            f.tx(f"CU{c}", "SHOP", 20 + c, hours=hour + c / 60)
+    assert [a.time.day for a in f.alerts] == [T0.day, T0.day + 1]  # day 0 (all new), then day 1 (the 1-day period
+    # counted its own senders as new before they had a day of history); none from then on
+    assert 0 < len(scans) <= 3 * 24 + 1  # days 7-9: at most one scan an hour (1,440 payments each day)

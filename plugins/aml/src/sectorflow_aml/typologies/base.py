@@ -240,6 +240,23 @@ def hub_judged(window: TransactionWindow, state_counts: Mapping[str, int], count
     return min_new_share <= 0 or new_share(state_counts, counted) >= min_new_share
 
 
+RECHECK_SECONDS = 3600.0
+"""A busy hub (at least :data:`RECHECK_BUSY` transfers on the judged side in the window) that failed
+:func:`hub_judged` is judged again after this long at the earliest, not on its next transfer: every payment into a
+spending sink that thousands of customers pay (their counterparties recur, so it never passes) rescanned its week
+of transfers (AMLGentex's external sink: quadratic). Its alert, if the pattern comes to hold, comes up to an hour
+later. The same in any cut of the stream (the window keeps the hold, as it keeps cooldowns)."""
+
+RECHECK_BUSY = 128
+
+
+def judged_busy(window: TransactionWindow, key: object, side_len: int, ts: float, passed: bool) -> None:
+    """After :func:`hub_judged` said ``passed`` for a hub whose judged side holds ``side_len`` transfers: hold a
+    failed busy hub for :data:`RECHECK_SECONDS` (``key`` names the rule and hub)."""
+    if not passed and side_len >= RECHECK_BUSY:
+        window.cooldown(key, ts, RECHECK_SECONDS)
+
+
 def rule_period(window: TransactionWindow, days: float | None) -> float:
     """A rule's look-back in seconds: ``days`` capped at the window's lookback (the whole lookback when ``None``)."""
     return window.lookback if days is None else min(days * DAY, window.lookback)
@@ -277,7 +294,8 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
     if state is None or len(state.senders if incoming else state.receivers) < need:
         return None
     period = rule_period(window, days)
-    if window.cooling((typology, hub), edge.ts, period):
+    if window.cooling((typology, hub), edge.ts, period) or window.cooling((typology, hub, "judged"), edge.ts,
+                                                                           RECHECK_SECONDS):
         return None
     side = state.incoming if incoming else state.outgoing
     if not enough_counterparties(side, edge.ts - period, edge.ts, incoming, per, need, hub):
@@ -291,6 +309,7 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
         return None
     if not hub_judged(window, state.senders if incoming else state.receivers, counted, period, peer_alpha,
                       min_new_share):
+        judged_busy(window, (typology, hub, "judged"), len(side), edge.ts, False)
         return None
     edges = sorted((e for group in counted.values() for e in group), key=lambda e: e.seq)
     total = sum(e.amount for e in edges)

@@ -40,7 +40,9 @@ from .base import (
     fmt_amount,
     fraction,
     hub_is_cash_side,
+    RECHECK_SECONDS,
     hub_judged,
+    judged_busy,
     non_cash_counterparties,
     positive,
     recent_by_counterparty,
@@ -93,7 +95,8 @@ class GatherScatterRule(Rule):
         if len(hub.senders) < p.min_senders or len(hub.receivers) < p.min_receivers:
             return []
         period = rule_period(window, p.days)
-        if window.cooling(("gather_scatter", edge.src), edge.ts, period):
+        if window.cooling(("gather_scatter", edge.src), edge.ts, period) or window.cooling(
+                ("gather_scatter", edge.src, "judged"), edge.ts, RECHECK_SECONDS):
             return []
         horizon = edge.ts - period
         if (p.min_flow_ratio > 0 and (len(hub.incoming) >= BUSY or len(hub.outgoing) >= BUSY)
@@ -118,6 +121,8 @@ class GatherScatterRule(Rule):
             return []
         if not (hub_judged(window, hub.senders, ins, period, p.peer_alpha, p.min_new_share)
                 and hub_judged(window, hub.receivers, outs, period, p.peer_alpha, p.min_new_share)):
+            judged_busy(window, ("gather_scatter", edge.src, "judged"), max(len(hub.incoming), len(hub.outgoing)),
+                        edge.ts, False)
             return []
         if not window.cooldown(("gather_scatter", edge.src), edge.ts, period):
             return []
