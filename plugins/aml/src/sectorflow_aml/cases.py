@@ -216,7 +216,8 @@ def case_id(account: str, period: str) -> str:
     return f"case-{period}-{hashlib.sha256(f'{account}|{period}'.encode()).hexdigest()[:12]}"
 
 
-def _subjects(alert: Alert) -> list[str]:
+def subjects(alert: Alert) -> list[str]:
+    """The accounts whose case gets ``alert`` (:data:`SUBJECTS`)."""
     where = SUBJECTS.get(alert.typology, (0,))
     if where is None:
         return list(alert.accounts)
@@ -365,7 +366,7 @@ class CaseBook:
         active.update(parties)
         by_subject: dict[str, list[Alert]] = {}
         for alert in alerts:
-            for account in _subjects(alert):
+            for account in subjects(alert):
                 by_subject.setdefault(account, []).append(alert)
         if not by_subject and not account_scores:
             if not parties or all((period, a) not in self._open for a in parties):

@@ -18,12 +18,17 @@ and the model score into ``risk_score``, the alert flag, typologies, reasons (en
 alert when the model alone crosses its threshold) and report drafts (suspicious transaction report drafts for
 alerts scoring at least ``str_threshold``; a ``model_risk`` alert alone drafts none unless ``model_str=True``).
 
+Then, still in arrival order, the case book (:mod:`sectorflow_aml.cases`, ``self.case_book``) takes each
+transaction with its alerts (and the account model's ``account_scores`` when a result carries them): one case per
+account and review period with one score and its rank under the alert budget; the result's ``cases`` lists the
+updates it made (options ``case_period``, ``alert_budget``, ``case_min_model_score``, ``case_mandatory``).
+
 Risk: ``rule_risk = 1 - prod(1 - alert.score)`` over the rule alerts completed by the transaction; the model score
 ``m`` is rescaled piecewise-linearly so that the bundle's decision threshold ``t`` lands on ``alert_threshold``
 (``m < t``: ``m / t * a``; else ``a + (m - t) / (1 - t) * (1 - a)``); ``risk = 1 - (1 - rule_risk)(1 - model_risk)``.
 The alert flag is ``risk >= alert_threshold``.
 
-State (window, scorer features, report aggregates, alert cooldowns) is kept across calls, so feeding transactions
+State (window, scorer features, report aggregates, alert cooldowns, open cases) is kept across calls, so feeding transactions
 one at a time, in chunks or in one batch gives the same results; :meth:`reset_state` forgets it. The runtime
 serialises calls (``TaskSpec.stateful``).
 """
@@ -325,7 +330,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 f"'RATE'}}) or a CSV path (as_of,base,quote,rate). ({exc})", details=exc.details) from exc
 
     def reset_state(self) -> None:
-        """Forget the window, the scorer's per-account state, report aggregates and alert cooldowns."""
+        """Forget the window, the scorer's per-account state, report aggregates, alert cooldowns and open cases."""
         self.window.reset()
         self._model_alerted.clear()
         self.reports_engine.reset()
@@ -335,7 +340,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
 
     def adopt_state(self, previous: Pipeline) -> None:
         """Keep the history across a model reload (``Taskflow.reload``): the transaction window, report aggregates,
-        alert cooldowns and, when both pipelines use the learned scorer, its per-account feature state. Results after
+        alert cooldowns, open cases and, when both pipelines use the learned scorer, its per-account feature state. Results after
         the reload then equal an uninterrupted run with the new model.
 
         Raises:

@@ -60,7 +60,7 @@ class GatherScatterParams:
     min_receivers: int = 5
     min_flow_ratio: float = 0.8
     max_flow_ratio: float | None = 1.2
-    peer_alpha: float = 1e-6
+    peer_alpha: float = 1e-4
     min_new_share: float = 0.5
     score: float = 0.7
 
