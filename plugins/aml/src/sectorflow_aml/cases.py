@@ -353,24 +353,30 @@ class CaseBook:
             account_scores: the account model's scores after it (``None`` without one).
         """
         period = self.period_of(txn.timestamp)
-        if not self._admit(period):
+        if period not in self._active and not self._admit(period):
             return []
-        parties: dict[str, tuple[str, bool]] = {}  # account -> (counterparty, received)
         channel = txn.channel
         src, dst = txn.sender_account, txn.receiver_account
-        if channel != Channel.cash_deposit:  # the sender of a cash deposit is the till or walk-in id
-            parties[src] = (dst, False)
-        if channel != Channel.cash_withdrawal and dst not in parties:
-            parties[dst] = (src, True)
         active = self._active[period]
-        active.update(parties)
+        payer = channel != Channel.cash_deposit  # the sender of a cash deposit is the till or walk-in id
+        payee = channel != Channel.cash_withdrawal
+        if payer:
+            active.add(src)
+        if payee:
+            active.add(dst)
+        open_ = self._open
+        if not alerts and not account_scores and (not payer or (period, src) not in open_) \
+                and (not payee or (period, dst) not in open_):
+            return []  # most transactions: no evidence, no open case of either party
+        parties: dict[str, tuple[str, bool]] = {}  # account -> (counterparty, received)
+        if payer:
+            parties[src] = (dst, False)
+        if payee and dst not in parties:
+            parties[dst] = (src, True)
         by_subject: dict[str, list[Alert]] = {}
         for alert in alerts:
             for account in subjects(alert):
                 by_subject.setdefault(account, []).append(alert)
-        if not by_subject and not account_scores:
-            if not parties or all((period, a) not in self._open for a in parties):
-                return []
         out: list[CaseUpdate] = []
         ts = txn.timestamp.timestamp()
         for account in dict.fromkeys([*parties, *by_subject]):
