@@ -25,6 +25,7 @@ _lock = threading.RLock()
 _config: AuditConfig | None = None
 _log: AuditLog | None = None
 _noticed = False
+_open_warned = False
 _plugins_recorded: set[str] = set()
 failures = {"lost": 0, "retried": 0}
 """Process-wide counts of records lost (non-regulated tasks, after retries) and of retried writes."""
@@ -74,11 +75,11 @@ def get_log() -> AuditLog | None:
 
 def reset() -> None:
     """Close the process-wide log and forget the configuration (tests; after changing the environment)."""
-    global _log, _config, _noticed
+    global _log, _config, _noticed, _open_warned
     with _lock:
         if _log is not None:
             _log.close()
-        _log, _config, _noticed = None, None, False
+        _log, _config, _noticed, _open_warned = None, None, False, False
         _plugins_recorded.clear()
         _started_digests.clear()
         failures.update(lost=0, retried=0)
@@ -104,8 +105,13 @@ def write(regulated: bool, append: Callable[[AuditLog], int]) -> int | None:
         if regulated:
             raise
         failures["lost"] += 1
-        # A configuration mistake, not a bug: its message says what to fix, a traceback would only bury it.
-        log.error("audit record lost: the audit log cannot be opened: %s", exc)
+        # A configuration mistake, not a bug: its message says what to fix, a traceback would only bury it. Said
+        # once per process (every later call would repeat it); the count goes on in failures["lost"].
+        global _open_warned
+        if not _open_warned:
+            log.warning("audit log cannot be opened, so this process records nothing; unregulated tasks carry on, "
+                        "regulated tasks fail: %s", exc)
+            _open_warned = True
         return None
     if audit_log is None:
         if regulated:

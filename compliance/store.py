@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sectorflow.errors import PathNotWritableError
+from sectorflow.paths import writable_file
+
 from .errors import AuditConfigError, AuditWriteError
 from .records import b64, unb64
 
@@ -248,7 +251,10 @@ class SQLiteStore(Store):
         if synchronous not in ("FULL", "NORMAL"):
             raise AuditConfigError(f"sqlite_synchronous={synchronous!r}: write FULL or NORMAL.")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            writable_file(self.path, what="audit store", setting="SECTORFLOW_AUDIT_DB (or [audit] db)")
+        except PathNotWritableError as exc:
+            raise AuditConfigError(exc.message, details=exc.details) from exc
+        try:
             if not self.path.exists():  # readable by its owner only (the audit admin's account)
                 os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False,
@@ -259,8 +265,9 @@ class SQLiteStore(Store):
             with self.transaction():
                 for stmt in _SCHEMA + _SQLITE_TRIGGERS:
                     self._conn.execute(stmt.format(blob="BLOB"))
-        except sqlite3.Error as exc:
-            raise AuditConfigError(f"Cannot open the SQLite audit store {self.path}: {exc}.") from exc
+        except (sqlite3.Error, OSError) as exc:
+            raise AuditConfigError(f"Cannot open the SQLite audit store {self.path}: {exc}. Fix: give "
+                                   f"SECTORFLOW_AUDIT_DB a path in a folder this user can write.") from exc
 
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         with self._lock:

@@ -17,6 +17,7 @@ from .errors import (
     DeviceUnavailableError,
     ExportMismatchError,
     InvalidInputError,
+    PathNotWritableError,
     PluginConflictError,
     PluginError,
     QuantizationError,
@@ -28,6 +29,7 @@ from .errors import (
 from .hookspecs import hookimpl
 from .io import csv_file_records, csv_records, field_pairs, open_text, parse_json_line, whole_file_reader
 from .items import TextItem
+from .paths import writable_file
 from .pipeline import Pipeline
 from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec, ValidationSet
 from .taskflow import Taskflow
@@ -54,7 +56,7 @@ __all__ = [
     "Device", "DeviceProbe", "resolve_device", "set_default_probe", "Trainable", "TrainableSpec",
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",
     "DeviceUnavailableError", "UnsupportedPrecisionError", "BundleError", "BundleIntegrityError", "UnsafePickleError",
-    "ConfigError", "import_paddle", "open_text", "csv_records", "csv_file_records", "parse_json_line", "__version__",
+    "ConfigError", "PathNotWritableError", "writable_file", "import_paddle", "open_text", "csv_records", "csv_file_records", "parse_json_line", "__version__",
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
     "BertConfig", "BertEncoder", "BertLayer", "mean_pool", "convert_bert_weights", "load_bert_weights",
     "quantize_state_int8", "dequantize_state_int8", "BERT_WEIGHT_SOURCES",

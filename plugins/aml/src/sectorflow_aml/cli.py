@@ -25,7 +25,7 @@ from typing import Any, Optional
 import typer
 from pydantic import ValidationError
 
-from sectorflow import ConfigError, InvalidInputError, field_pairs, open_text
+from sectorflow import ConfigError, InvalidInputError, field_pairs, open_text, writable_file
 
 from .explain import draw_alert
 from .loaders import READER_FACTORIES, READERS, guess_format
@@ -429,6 +429,7 @@ def explain_command(
     """Draw ALERT_ID's fund flow (accounts as nodes, transfers as arrows with amount and time) as a PNG.
 
     Read the input as the run did: the same --format, --column, --default, input time zone and --history files."""
+    writable_file(png, what="PNG file", setting="--png")  # before the read: a bad path is a typed error
     alert, transactions, note = checked_alert(alert_id, results, source, fmt,
                                               mapping=field_pairs("--column", "COLUMN", column),
                                               defaults=field_pairs("--default", "VALUE", default),
