@@ -168,18 +168,19 @@ class Store:
                 return
             last = int(rows[-1][0])
 
-    def iter_leaf_rows(self, batch: int = 50000) -> Iterator[tuple[int, bytes | None, bytes, str | None]]:
-        """``(seq, body, leaf, archive)`` of every record in sequence order (the verifier's fast path)."""
+    def iter_leaf_rows(self, batch: int = 50000) -> Iterator[tuple[int, bytes | None, bytes, str | None, Any, Any]]:
+        """``(seq, body, leaf, archive, time, event)`` of every record in sequence order: every column of the
+        records table, so the verifier checks each indexed column against the record body (its fast path)."""
         last = -1
         while True:
-            rows = self._q(f"SELECT seq, body, leaf, archive FROM records WHERE seq > ? ORDER BY seq LIMIT {int(batch)}",
-                           (last,)).fetchall()
-            for seq, body, leaf, archive in rows:
+            rows = self._q(f"SELECT seq, body, leaf, archive, time, event FROM records WHERE seq > ? ORDER BY seq "
+                           f"LIMIT {int(batch)}", (last,)).fetchall()
+            for seq, body, leaf, archive, time, event in rows:
                 if body is not None and type(body) is not bytes:
                     body = _as_bytes(body)
                 if type(leaf) is not bytes:
                     leaf = _as_bytes(leaf) or b""
-                yield seq, body, leaf, archive
+                yield seq, body, leaf, archive, time, event
             if len(rows) < batch:
                 return
             last = int(rows[-1][0])

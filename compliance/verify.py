@@ -110,7 +110,8 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
     wanted = {c.size for c in cps} | {c.size for c in ext}
     expected = 0
     sha256, cr_append, seq_key, digits = hashlib.sha256, cr.append, _SEQ_KEY, _DIGITS
-    for seq, body, stored_leaf, archive in store.iter_leaf_rows():  # the hot loop: ~1M iterations, kept lean
+    peaks_at: dict[int, list[bytes]] = {}
+    for seq, body, stored_leaf, archive, col_time, col_event in store.iter_leaf_rows():  # the hot loop: ~1M rows
         if seq != expected:
             if type(seq) is not int:  # e.g. a seq rewritten as text: the row order is meaningless from here on
                 report.fail(f"a record row after record {expected - 1} holds seq {seq!r}, not an integer (altered)",
@@ -134,6 +135,15 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
             seq_in_body = int(m.group(1)) if m else _body_seq(body)
             if seq_in_body != seq:
                 report.fail(f"record {seq}: body says seq {seq_in_body} (moved or altered)", seq)
+            # The indexed columns (time: export ranges and retention; event) must say what the body says. In
+            # canonical JSON no key after the top-level "event" is named "event", and none after "time" is "time",
+            # and a string value cannot hold a bare '"', so the last occurrence of each key is the top-level one.
+            if (type(col_time) is not str or type(col_event) is not str
+                    or body.rfind(b'"time":"' + col_time.encode() + b'"') != body.rfind(b'"time":')
+                    or body.rfind(b'"event":"' + col_event.encode() + b'"') != body.rfind(b'"event":')):
+                _column_mismatch(report, seq, body, col_time, col_event)
+            if archive is not None:
+                report.fail(f"record {seq}: has a body and also names archive {archive!r} (column altered)", seq)
             if b'"audit.archived"' in body:
                 try:
                     det = json.loads(body).get("details") or {}
@@ -152,6 +162,7 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
         expected += 1
         if expected in wanted:
             roots[expected] = cr.root()
+            peaks_at[expected] = cr.peaks
     report.size = expected
     report.root = b64(cr.root())
     _check_archived(report, cleared, archives)
@@ -174,6 +185,11 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
             report.fail(f"records {start}..{cp.size - 1} do not match the checkpoint signed at {cp.time} "
                         f"(size {cp.size}): a record in that range was altered", start, precise=False)
             continue
+        if cp.peaks and list(cp.peaks) != peaks_at.get(cp.size):
+            # not signed, but the writer restores its tree from them: a forged set would corrupt later roots
+            report.fail(f"checkpoint at size {cp.size}: its stored peak hashes do not match the records (peaks "
+                        f"column altered)", start, precise=False)
+            continue
         report.checkpoints += 1
         verified_size = max(verified_size, cp.size)
         for kid, (seq, pub) in announced.items():
@@ -192,6 +208,19 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
                         f"({cp.time}): history rewritten", 0)
     report.unsigned_tail = max(0, report.size - (cps[-1].size if cps else 0))
     return report
+
+
+def _column_mismatch(report: VerifyReport, seq: int, body: bytes, col_time: Any, col_event: Any) -> None:
+    """Name which indexed column of record ``seq`` differs from its body (the slow path, after the fast check)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = {}
+    data = data if isinstance(data, dict) else {}
+    for name, column in (("time", col_time), ("event", col_event)):
+        if data.get(name) != column:
+            report.fail(f"record {seq}: its {name} column says {column!r} but the record says {data.get(name)!r} "
+                        f"(column altered)", seq)
 
 
 def _check_archived(report: VerifyReport, cleared: list[tuple[int, str]],
