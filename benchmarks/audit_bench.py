@@ -75,12 +75,18 @@ def machine() -> str:
     return f"{platform.node()} | {cpu} | {os.cpu_count()} logical CPUs | Python {platform.python_version()}"
 
 
-def setup(tmp: Path, audit: bool, synchronous: str = "FULL") -> None:
+def setup(tmp: Path, audit: bool, synchronous: str = "FULL", embedded: bool = False) -> None:
+    """Configure the log: a store and key in ``tmp``, or (``embedded``) nothing but a SECTORFLOW_HOME in ``tmp``, as
+    on a fresh install (the embedded default store and key are created by the first call)."""
     os.environ["SECTORFLOW_LOAD_PLUGINS"] = ""
     for k in ("SECTORFLOW_AUDIT_DB", "SECTORFLOW_AUDIT_KEY", "SECTORFLOW_AUDIT_REGULATED"):
         os.environ.pop(k, None)
     os.environ["SECTORFLOW_AUDIT"] = "on" if audit else "off"
-    if audit:
+    os.environ["SECTORFLOW_HOME"] = str(tmp / f"home-{uuid.uuid4().hex[:6]}")
+    os.environ["SECTORFLOW_AUDIT_SQLITE_SYNCHRONOUS"] = synchronous
+    if audit and embedded:
+        os.environ["SECTORFLOW_AUDIT_REGULATED"] = "bench"
+    elif audit:
         os.environ["SECTORFLOW_AUDIT_DB"] = str(tmp / f"calls-{uuid.uuid4().hex[:6]}.db")
         os.environ["SECTORFLOW_AUDIT_KEY"] = str(tmp / "key.json")
         os.environ["SECTORFLOW_AUDIT_REGULATED"] = "bench"
@@ -114,6 +120,12 @@ def bench_calls(tmp: Path, calls: int) -> None:
     print("\n## Overhead per Taskflow call (median of %d paired calls, alternating without/with audit; SQLite WAL, "
           "task regulated, 2 records per call; work_ms = time the model takes per call)" % calls)
     print("synchronous  work_ms  batch  no_audit_ms  audit_ms  overhead_ms  ratio")
+    for work_ms in (0.0, 50.0):  # the default a fresh install gets: embedded store under SECTORFLOW_HOME, FULL
+        BusyPipeline.work_ms = work_ms
+        setup(tmp, audit=True, embedded=True)
+        base, audited = paired_ms(Taskflow("bench", batch_size=1024), [{"customer_id": "c0", "amount": 0.0}], calls)
+        print(f"{'embedded':11s}  {work_ms:7.0f}  {1:5d}  {base:11.3f}  {audited:8.3f}  {audited - base:11.3f}  "
+              f"{audited / base:5.3f}")
     for synchronous in ("FULL", "NORMAL"):
         for work_ms in (0.0, 50.0, 250.0):
             for batch in (1, 1024):

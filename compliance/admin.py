@@ -208,3 +208,40 @@ def read_archive(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]
         lines = [json.loads(line) for line in fh if line.strip()]
     head = lines[0]["checkpoint"]
     return head, [{**e, "checkpoint": head} for e in lines[1:]]
+
+
+def _safe_url(url: str) -> str:
+    """A store URL without its password (``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if "://" not in url:
+        return url
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+def status_of(admin: AuditAdmin) -> dict[str, Any]:
+    """What ``sectorflow audit status`` shows: store, key file and key id, records and bytes, last checkpoint, replica
+    and its lag (records the replica is behind, and since when). Recorded as ``audit.read`` action ``status``."""
+    admin._logged("status")
+    lg, cfg = admin.log, admin.log.config
+    store = lg.store
+    path = getattr(store, "path", None)
+    last = store.last_checkpoint()
+    info: dict[str, Any] = {
+        "store": _safe_url(str(cfg.db)) + (" (embedded default)" if cfg.embedded else ""),
+        "key": f"{cfg.key_file} ({lg.keys.key_id})",
+        "records": store.size(),
+        "size_bytes": sum(p.stat().st_size for p in (Path(f"{path}{s}") for s in ("", "-wal")) if p.exists())
+        if path is not None else None,
+        "last_checkpoint": f"size {last.size} at {last.time}" if last else None,
+        "retention_days": cfg.retention_days,
+        "regulated": ",".join(sorted(cfg.regulated)) or None,
+    }
+    replica = getattr(lg, "replica", None)
+    info["replica"] = replica.describe() if replica is not None else "none (set SECTORFLOW_AUDIT_REPLICA)"
+    info["replica_lag"] = replica.lag() if replica is not None else None
+    return info

@@ -30,13 +30,15 @@ audit_app = typer.Typer(help="Tamper-evident audit log: verify, prove, export, a
 def _log() -> AuditLog:
     """The configured log, for commands that read or administer it: it must already exist (a mistyped or deleted
     SQLite path must not verify as an empty, untampered log)."""
-    db = runtime.config().db
-    if db and not db.startswith(("postgresql://", "postgres://")) and not Path(db).is_file():
+    cfg = runtime.config()
+    db = cfg.db
+    # The embedded default is made by the first use, a read included: no path was typed, so none can be mistyped.
+    if db and not cfg.embedded and not db.startswith(("postgresql://", "postgres://")) and not Path(db).is_file():
         raise AuditConfigError(f"No audit log at {db} (SECTORFLOW_AUDIT_DB): the file does not exist. Check the path; "
                                f"a log is created by the first recorded event, never by a read.")
     lg = runtime.get_log()
     if lg is None:
-        raise AuditConfigError("The audit log is not configured: set SECTORFLOW_AUDIT_DB and SECTORFLOW_AUDIT_KEY.")
+        raise AuditConfigError("The audit log is off (SECTORFLOW_AUDIT=off): unset SECTORFLOW_AUDIT to turn it on.")
     return lg
 
 
@@ -227,3 +229,16 @@ def shred(subject: str = typer.Argument(..., help="The data subject's id (as in 
           reason: Optional[str] = typer.Option(None, help="E.g. the PIPL deletion request's reference.")) -> None:
     """Crypto-shred one data subject's encrypted payloads (the chain stays verifiable)."""
     typer.echo(f"{_admin().shred_subject(subject, reason)} payload(s) shredded")
+
+
+@audit_app.command("status")
+def status(as_json: bool = typer.Option(False, "--json", help="Print the status as JSON.")) -> None:
+    """Show where the log is (store, key file), its size, its last checkpoint and its replica's lag."""
+    from .admin import status_of
+
+    info = status_of(_admin())
+    if as_json:
+        typer.echo(json.dumps(info, indent=2))
+        return
+    for name, value in info.items():
+        typer.echo(f"{name + ':':<18}{value if value is not None else '-'}")

@@ -1,12 +1,13 @@
 """Audit-log configuration: environment variables, optionally a TOML file; the environment wins.
 
 Environment:
-    SECTORFLOW_AUDIT: ``off`` turns the log off without the one-time notice; ``on`` (or unset) leaves it to the
-        settings below.
+    SECTORFLOW_AUDIT: ``off`` turns the log off; ``on`` (or unset) leaves it on.
     SECTORFLOW_AUDIT_DB: the store: a SQLite file path, or a ``postgresql://`` connection string. Unset (and no
-        ``db`` in the file) means the log is off and a one-time notice says how to turn it on.
+        ``db`` in the file): the embedded default, ``$SECTORFLOW_HOME/audit/audit.db``, created by the first audited
+        event together with a key file ``$SECTORFLOW_HOME/keys/audit-key.json`` (mode 0600); a one-line notice then
+        says where both are and how to move them.
     SECTORFLOW_AUDIT_KEY: the key file made by ``sectorflow audit keygen`` (Ed25519 signing key, HMAC key, key-wrapping
-        key). Kept apart from the store: never inside the database.
+        key). Kept apart from the store: never inside the database. Required when SECTORFLOW_AUDIT_DB is set.
     SECTORFLOW_AUDIT_REGULATED: task names (comma-separated) or ``*`` whose calls fail when their record cannot be
         written (fail closed, MLPS 2.0 8.1.4.3 d).
     SECTORFLOW_AUDIT_ADMINS / SECTORFLOW_AUDIT_OPERATORS: actor ids (comma-separated) holding the audit-admin and the
@@ -20,12 +21,15 @@ Environment:
 
 from __future__ import annotations
 
+import getpass
 import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+
+from sectorflow.paths import sectorflow_home
 
 from .errors import AuditConfigError
 
@@ -37,7 +41,10 @@ class AuditConfig(BaseModel):
     """Settings of the audit log.
 
     Attributes:
-        enabled: ``False`` when no store is configured or ``SECTORFLOW_AUDIT=off``.
+        enabled: ``False`` only with ``SECTORFLOW_AUDIT=off`` (or ``enabled = false``).
+        embedded: no store was configured: ``db`` and ``key_file`` are the defaults under ``$SECTORFLOW_HOME``,
+            created by the first audited event; the OS user running sectorflow is then the audit admin unless
+            ``audit_admins`` names others.
         db: SQLite path or ``postgresql://`` DSN.
         key_file: path of the key file (``sectorflow audit keygen``).
         regulated: task names whose calls fail closed; ``"*"`` means every task.
@@ -55,6 +62,7 @@ class AuditConfig(BaseModel):
     """
 
     enabled: bool = False
+    embedded: bool = False
     db: str | None = None
     key_file: Path | None = None
     regulated: frozenset[str] = frozenset()
@@ -126,12 +134,28 @@ def load_config(environ: dict[str, str] | None = None) -> AuditConfig:
     switch = env.get("SECTORFLOW_AUDIT", "").strip().lower()
     if switch not in ("", "on", "off", "1", "0", "true", "false"):
         raise AuditConfigError(f"SECTORFLOW_AUDIT={switch!r}: write on or off.")
-    values["enabled"] = bool(values.get("db")) and switch not in ("off", "0", "false")
+    values["enabled"] = switch not in ("off", "0", "false") and values.get("enabled", True) is not False
+    if not values.get("db"):  # nothing configured: the embedded store and key under SECTORFLOW_HOME
+        home = sectorflow_home(env)
+        values["db"] = str(home / "audit" / "audit.db")
+        values.setdefault("key_file", str(home / "keys" / "audit-key.json"))
+        values["embedded"] = True
+        if not values.get("audit_admins"):  # a single-user install: its user administers its own log
+            user = _os_user()
+            if user not in set(values.get("operators") or ()):
+                values["audit_admins"] = frozenset({user})
     try:
         return AuditConfig(**values)
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'audit'}: {e['msg']}" for e in exc.errors())
         raise AuditConfigError(f"Bad audit configuration: {problems}.") from exc
+
+
+def _os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # pragma: no cover - a uid without a passwd entry and no LOGNAME
+        return str(os.getuid())
 
 
 def notice_disabled(environ: dict[str, str] | None = None) -> bool:

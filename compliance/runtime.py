@@ -6,14 +6,16 @@ from __future__ import annotations
 import atexit
 import importlib.metadata
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sectorflow.spec import TaskEvent
 
-from .config import AuditConfig, load_config, notice_disabled
+from .config import AuditConfig, load_config
 from .errors import AuditConfigError, AuditKeyError, AuditWriteError
 from .records import items_digest, make_object
 
@@ -51,11 +53,7 @@ def get_log() -> AuditLog | None:
         if _log is not None:
             return _log
         cfg = config()
-        if not cfg.enabled:
-            if not _noticed and notice_disabled():
-                log.warning("sectorflow audit log is off: set SECTORFLOW_AUDIT_DB (SQLite path or postgresql:// DSN) "
-                            "and SECTORFLOW_AUDIT_KEY (from `sectorflow audit keygen`) to record every call, or "
-                            "SECTORFLOW_AUDIT=off to silence this notice.")
+        if not cfg.enabled:  # SECTORFLOW_AUDIT=off: turned off on purpose, so no notice
             _noticed = True
             return None
         if cfg.key_file is None:
@@ -63,13 +61,26 @@ def get_log() -> AuditLog | None:
                                    "with `sectorflow audit keygen PATH` (keep it outside the database's folder).")
         assert cfg.db is not None
         try:
-            from .keys import load_key_file
+            from .keys import generate_key_file, load_key_file
             from .log import AuditLog
             from .store import open_store
         except ImportError as exc:
             raise AuditConfigError(f"The audit log needs the compliance extra ({exc.name} is missing): "
                                    f"pip install 'sectorflow[compliance]'.") from exc
-        _log = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous), load_key_file(cfg.key_file), cfg)
+        created = cfg.embedded and not cfg.key_file.exists()
+        if created:
+            if Path(cfg.db).exists():  # a fresh key cannot vouch for the old checkpoints: never make one silently
+                raise AuditKeyError(f"The audit store {cfg.db} exists but its key file {cfg.key_file} is missing: "
+                                    f"put the key file back (SECTORFLOW_AUDIT_KEY), or move the store away to "
+                                    f"start a new log.")
+            generate_key_file(cfg.key_file)
+            os.chmod(cfg.key_file.parent, 0o700)  # our own folder under SECTORFLOW_HOME: the keys only
+        _log = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous),
+                        load_key_file(cfg.key_file), cfg)
+        if created:
+            log.warning("sectorflow audit log on: records in %s, signing key in %s (mode 0600); move them with "
+                        "SECTORFLOW_AUDIT_DB and SECTORFLOW_AUDIT_KEY (or SECTORFLOW_HOME), turn the log off with "
+                        "SECTORFLOW_AUDIT=off; see `sectorflow audit status`.", cfg.db, cfg.key_file)
         return _log
 
 
@@ -115,8 +126,9 @@ def write(regulated: bool, append: Callable[[AuditLog], int]) -> int | None:
         return None
     if audit_log is None:
         if regulated:
-            raise AuditConfigError("This task is configured as regulated (SECTORFLOW_AUDIT_REGULATED) but no audit "
-                                   "store is configured: set SECTORFLOW_AUDIT_DB and SECTORFLOW_AUDIT_KEY.")
+            raise AuditConfigError("This task is configured as regulated (SECTORFLOW_AUDIT_REGULATED) but the audit "
+                                   "log is off (SECTORFLOW_AUDIT=off): turn it on, or take the task out of "
+                                   "SECTORFLOW_AUDIT_REGULATED.")
         return None
     for attempt in range(cfg.retries + 1):
         try:
