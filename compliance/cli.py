@@ -7,7 +7,9 @@ The acting user is the operating-system user; reading commands need the audit-ad
 from __future__ import annotations
 
 import getpass
+import hashlib
 import json
+import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -131,10 +133,20 @@ def verify(trust: Optional[Path] = typer.Option(None, help="Trust file (default:
     external = None
     if checkpoints is not None:
         external = [json.loads(line) for line in checkpoints.read_text(encoding="utf-8").splitlines() if line]
+    replica = _verify_replica(trust)
+    if replica is not None and replica[0] is not None and replica[0].ok:
+        external = (external or []) + replica[2]  # the replica's checkpoints vouch for the store (truncation)
     try:
         report = _admin().verify(_trusted(trust), external)
     except AuditWriteError as exc:  # the store's contents stop the log from opening: verify the store as found
         report = _verify_as_found(trust, external, exc)
+    if replica is not None:
+        rep, problem, _cps = replica
+        report.replica = {"ok": rep is not None and rep.ok, "size": rep.size if rep else None,
+                          "problems": [problem] if problem else rep.problems if rep else []}
+        if problem or rep is None or not rep.ok:
+            report.ok = False
+            report.problems.append(f"replica: {problem or '; '.join(rep.problems[:3]) if rep else problem}")
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -144,6 +156,10 @@ def verify(trust: Optional[Path] = typer.Option(None, help="Trust file (default:
             typer.echo(f"WARNING: {report.unsigned_at_open} record(s) had no checkpoint when this command opened the "
                        f"log and were signed now (a writer still running or one that stopped before its "
                        f"checkpoint signs later; or checkpoints were deleted): only checkpoints kept elsewhere (--checkpoints FILE) can vouch for them.")
+        if report.replica is not None:
+            rep = report.replica
+            typer.echo(f"replica: {'OK' if rep['ok'] else 'BAD'}  records: {rep['size']}"
+                       + (f"  ({'; '.join(rep['problems'][:3])})" if rep["problems"] else ""))
         if report.ok:
             typer.echo("OK: no tampering found")
         else:
@@ -152,6 +168,119 @@ def verify(trust: Optional[Path] = typer.Option(None, help="Trust file (default:
                 typer.echo(f"  {problem}")
     if not report.ok:
         raise SystemExit(1)
+
+
+def _verify_replica(trust: Optional[Path]) -> Optional[tuple[Optional[VerifyReport], Optional[str], list[dict[str, Any]]]]:
+    """``(report, problem, checkpoints)`` of the configured replica, verified on its own (``None``: no replica)."""
+    from .keys import load_key_file, load_trust_file
+    from .verify import verify_log
+
+    cfg = runtime.config()
+    if not cfg.replica:
+        return None
+    if not cfg.replica.startswith(("postgresql://", "postgres://")) and not Path(cfg.replica.removeprefix(
+            "sqlite://")).is_file():
+        return None, f"no replica at {cfg.replica} (SECTORFLOW_AUDIT_REPLICA): the file does not exist", []
+    try:
+        store = _open_raw(cfg.replica, cfg.replica_pg_schema or cfg.pg_schema)
+    except AuditConfigError as exc:
+        return None, f"the replica cannot be opened: {exc}", []
+    try:
+        keys = load_trust_file(trust) if trust is not None else load_key_file(cfg.key_file or "").trusted_keys()
+        log_id = store.get_meta("log_id")
+        report = verify_log(store, keys, log_id=log_id)
+        return report, None, [cp.to_json(log_id or "") for cp in store.checkpoints()]
+    finally:
+        store.close()
+
+
+def _open_raw(url: str, schema: str) -> Any:
+    from .store import open_store
+
+    return open_store(url, pg_schema=schema, sqlite_synchronous=runtime.config().sqlite_synchronous)
+
+
+@audit_app.command("restore")
+def restore(source: str = typer.Option(..., "--from", help="The replica: SQLite file or postgresql:// DSN."),
+            schema: Optional[str] = typer.Option(None, help="PostgreSQL schema of the replica (default: the "
+                                                            "configured replica_pg_schema or pg_schema)."),
+            trust: Optional[Path] = typer.Option(None, help="Trust file (default: the configured key file)."),
+            displaced: Optional[Path] = typer.Option(None, help="Where to keep the rows replaced (JSON lines; "
+                                                                "default beside the store)."),
+            as_json: bool = typer.Option(False, "--json", help="Print what was repaired as JSON.")) -> None:
+    """Repair altered, deleted or truncated records (and checkpoints) of the store from a replica that verifies;
+    a replica that does not verify is refused and nothing changes. Then verify the store. Exit 1 if it still fails."""
+    from .keys import load_key_file, load_trust_file
+    from .restore import restore_from
+
+    cfg = runtime.config()
+    _require_admin("restore")
+    if not source.startswith(("postgresql://", "postgres://")) and not Path(source.removeprefix("sqlite://")).is_file():
+        raise AuditConfigError(f"No replica at {source}: the file does not exist.")
+    keys = load_trust_file(trust) if trust is not None else load_key_file(cfg.key_file or "").trusted_keys()
+    runtime.reset()  # no log of this process may hold the store open while it is repaired
+    primary = _open_raw(cfg.db or "", cfg.pg_schema)
+    replica_store = _open_raw(source, schema or cfg.replica_pg_schema or cfg.pg_schema)
+    try:
+        result = restore_from(primary, replica_store, keys)
+    finally:
+        replica_store.close()
+        primary.close()
+    details: dict[str, Any] = {"replica": _safe(source), **result.to_json()}
+    if result.displaced:  # keep what was replaced: evidence, or records written after a truncation
+        out = displaced or Path(f"{cfg.db if not cfg.db.startswith('postgres') else 'audit'}"
+                                f".displaced-{utc_iso().replace(':', '')}.jsonl")
+        _write_displaced(result.displaced, out)
+        details.update(displaced_file=str(out), displaced_sha256=hashlib.sha256(out.read_bytes()).hexdigest())
+    lg = _log()
+    lg.append("audit.restored", actor=getpass.getuser(), source="cli", outcome="success", details=details)
+    report = _admin().verify(_trusted(trust))
+    if as_json:
+        typer.echo(json.dumps({"restored": details, "verify": report.to_json()}, indent=2))
+    else:
+        typer.echo(f"restored from {_safe(source)}: {len(result.missing)} missing and {len(result.altered)} altered "
+                   f"record(s) put back, {result.removed} stray row(s) removed, {result.checkpoints} checkpoint(s) "
+                   f"put back; {result.kept_beyond} newer record(s) kept")
+        if result.displaced:
+            typer.echo(f"the {len(result.displaced)} row(s) replaced are kept in {details['displaced_file']}")
+        typer.echo("OK: no tampering found" if report.ok else f"TAMPERED: first bad record {report.first_bad_seq}")
+        for problem in report.problems:
+            typer.echo(f"  {problem}")
+    if not report.ok:
+        raise SystemExit(1)
+
+
+def _write_displaced(rows: list[Any], out: Path) -> None:
+    from sectorflow.paths import writable_file
+
+    from .records import b64
+
+    writable_file(out, what="file of replaced rows", setting="--displaced")
+    with open(out, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps({"seq": r.seq, "time": r.time, "event": r.event, "archive": r.archive,
+                                 "leaf": b64(r.leaf), "body": r.body.decode("utf-8", "replace") if r.body else None})
+                     + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _safe(url: str) -> str:
+    from .admin import _safe_url
+
+    return _safe_url(url)
+
+
+def _require_admin(action: str) -> None:
+    """Refuse ``action`` unless the OS user is an audit admin (checked against the configuration, for commands that
+    must not open the log first)."""
+    from .errors import AuditAccessDenied
+
+    cfg = runtime.config()
+    actor = getpass.getuser()
+    if actor not in cfg.audit_admins or actor in cfg.operators:
+        raise AuditAccessDenied(f"{actor!r} may not {action} the audit log: it needs the audit-admin role "
+                                f"(SECTORFLOW_AUDIT_ADMINS), held by nobody who is also an operator.")
 
 
 @audit_app.command("prove")

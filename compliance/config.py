@@ -15,6 +15,8 @@ Environment:
     SECTORFLOW_AUDIT_RETENTION_DAYS: days records stay in the live store before ``sectorflow audit archive`` moves
         them to an archive file with their proofs (default 180: Cybersecurity Law art. 21(3), at least six months).
     SECTORFLOW_AUDIT_SQLITE_SYNCHRONOUS: ``FULL`` (default) or ``NORMAL`` (see :class:`AuditConfig`).
+    SECTORFLOW_AUDIT_REPLICA / SECTORFLOW_AUDIT_REPLICA_MODE: a second store written with every commit (``sync``) or
+        from a background thread (``async``); see :class:`AuditConfig`.
     SECTORFLOW_AUDIT_CONFIG: a TOML file with an ``[audit]`` table holding the same settings under the names of
         :class:`AuditConfig`'s fields (``db``, ``key_file``, ``regulated``, ...).
 """
@@ -56,6 +58,11 @@ class AuditConfig(BaseModel):
         subject_fields: task name -> input field naming the data subject (e.g. ``{"aml": "customer_id"}``).
         audit_admins / operators: actor ids holding each role.
         pg_schema: PostgreSQL schema holding the tables.
+        replica: a second store (SQLite path or ``postgresql://`` DSN, tables in ``replica_pg_schema``, default
+            ``pg_schema``) that receives every record and checkpoint: ``replica_mode = "sync"`` (default) after each
+            commit, ``"async"`` from a background thread, appends then wait only when the replica is more than
+            ``replica_max_lag`` records behind. ``sectorflow audit verify`` checks it, ``audit restore --from``
+            repairs the store from it; losing it appends an ``audit.replica_failed`` record (never a silent gap).
         sqlite_synchronous: ``FULL`` (default: every commit fsynced, survives power loss) or ``NORMAL`` (WAL
             commits survive a killed process but the last ones may be lost on power loss or an OS crash; about
             half the per-call overhead, see ``benchmarks/audit_bench.py``).
@@ -77,8 +84,12 @@ class AuditConfig(BaseModel):
     operators: frozenset[str] = frozenset()
     pg_schema: str = Field("sectorflow_audit", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    replica: str | None = None
+    replica_pg_schema: str | None = Field(None, pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    replica_mode: Literal["sync", "async"] = "sync"
+    replica_max_lag: int = Field(1000, ge=1)
 
-    @field_validator("db")
+    @field_validator("db", "replica")
     @classmethod
     def _known_store(cls, value: str | None) -> str | None:
         if value and "://" in value and not value.startswith(("postgresql://", "postgres://", "sqlite:///")):
@@ -125,7 +136,9 @@ def load_config(environ: dict[str, str] | None = None) -> AuditConfig:
                             ("SECTORFLOW_AUDIT_ADMINS", "audit_admins", _split),
                             ("SECTORFLOW_AUDIT_OPERATORS", "operators", _split),
                             ("SECTORFLOW_AUDIT_RETENTION_DAYS", "retention_days", str),
-                            ("SECTORFLOW_AUDIT_SQLITE_SYNCHRONOUS", "sqlite_synchronous", str.upper)):
+                            ("SECTORFLOW_AUDIT_SQLITE_SYNCHRONOUS", "sqlite_synchronous", str.upper),
+                            ("SECTORFLOW_AUDIT_REPLICA", "replica", str),
+                            ("SECTORFLOW_AUDIT_REPLICA_MODE", "replica_mode", str.lower)):
         if env.get(name):
             values[key] = conv(env[name])
     for key in ("regulated", "audit_admins", "operators"):

@@ -75,8 +75,14 @@ def get_log() -> AuditLog | None:
                                     f"start a new log.")
             generate_key_file(cfg.key_file)
             os.chmod(cfg.key_file.parent, 0o700)  # our own folder under SECTORFLOW_HOME: the keys only
+        replica = None
+        if cfg.replica:
+            from .replica import Replica
+
+            replica = Replica(cfg.replica, pg_schema=cfg.replica_pg_schema or cfg.pg_schema,
+                              sqlite_synchronous=cfg.sqlite_synchronous)
         _log = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous),
-                        load_key_file(cfg.key_file), cfg)
+                        load_key_file(cfg.key_file), cfg, replica=replica)
         if created:
             log.warning("sectorflow audit log on: records in %s, signing key in %s (mode 0600); move them with "
                         "SECTORFLOW_AUDIT_DB and SECTORFLOW_AUDIT_KEY (or SECTORFLOW_HOME), turn the log off with "

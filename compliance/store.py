@@ -204,6 +204,12 @@ class Store:
         rows = self._q("SELECT size, root, time, key_id, signature, peaks FROM checkpoints ORDER BY size").fetchall()
         return [self._cp(r) for r in rows]
 
+    def checkpoints_after(self, size: int) -> list[Checkpoint]:
+        """Checkpoints larger than ``size``, by size (what a replica still lacks)."""
+        rows = self._q("SELECT size, root, time, key_id, signature, peaks FROM checkpoints WHERE size > ? "
+                       "ORDER BY size", (size,)).fetchall()
+        return [self._cp(r) for r in rows]
+
     def last_checkpoint(self) -> Checkpoint | None:
         row = self._q("SELECT size, root, time, key_id, signature, peaks FROM checkpoints "
                       "ORDER BY size DESC LIMIT 1").fetchone()
@@ -212,6 +218,33 @@ class Store:
     @staticmethod
     def _cp(r: Any) -> Checkpoint:
         return Checkpoint(int(r[0]), bytes(r[1]), r[2], r[3], bytes(r[4]), tuple(unb64(p) for p in json.loads(r[5])))
+
+    # --- repair from a replica (``sectorflow audit restore``) ----------------------------------------------------
+    @contextmanager
+    def guards_lifted(self) -> Iterator[None]:
+        """Inside a transaction: lift the append-only guards for the duration (restore only), put them back before
+        the commit. DDL is transactional in both backends, so a failed restore leaves the guards in place."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def put_record(self, rec: StoredRecord) -> None:
+        """Replace (or insert) row ``rec.seq`` with exactly ``rec``. Inside :meth:`guards_lifted`."""
+        self._q("DELETE FROM records WHERE seq = ?", (rec.seq,))
+        self._q("INSERT INTO records (seq, time, event, body, leaf, archive) VALUES (?, ?, ?, ?, ?, ?)",
+                (rec.seq, rec.time, rec.event, rec.body, rec.leaf, rec.archive))
+
+    def delete_records(self, seqs: list[Any]) -> None:
+        """Delete rows by their (possibly non-integer, tampered) seq values. Inside :meth:`guards_lifted`."""
+        for seq in seqs:
+            self._q("DELETE FROM records WHERE seq = ?", (seq,))
+
+    def delete_checkpoint(self, size: int) -> None:
+        """Inside :meth:`guards_lifted`."""
+        self._q("DELETE FROM checkpoints WHERE size = ?", (size,))
+
+    def raw_seqs(self) -> list[Any]:
+        """Every seq value in the records table as stored (a tampered one may not be an integer)."""
+        return [r[0] for r in self._q("SELECT seq FROM records").fetchall()]
 
     # payloads and subject keys (crypto-shredding)
     def insert_payload(self, seq: int, part: str, subject: str, nonce: bytes, ciphertext: bytes) -> None:
@@ -284,6 +317,15 @@ class SQLiteStore(Store):
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    @contextmanager
+    def guards_lifted(self) -> Iterator[None]:
+        names = ("records_no_delete", "records_no_update", "checkpoints_no_change", "checkpoints_no_delete")
+        for name in names:
+            self._conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        yield
+        for stmt in _SQLITE_TRIGGERS:
+            self._conn.execute(stmt)
 
     def close(self) -> None:
         with self._lock:

@@ -72,6 +72,14 @@ class PostgresStore(Store):
             self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sectorflow-audit:{self.schema}",))
             yield
 
+    @contextmanager
+    def guards_lifted(self) -> Iterator[None]:
+        self._conn.execute("DROP TRIGGER IF EXISTS records_guard ON records")
+        self._conn.execute("DROP TRIGGER IF EXISTS checkpoints_guard ON checkpoints")
+        yield
+        # CREATE OR REPLACE / DROP IF EXISTS: also puts back a guard an attacker dropped
+        self._conn.execute(_PG_TRIGGERS.format(schema=self.schema, guard=_GUARD))
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()

@@ -36,6 +36,8 @@ class VerifyReport:
         unsigned_at_open: records that no checkpoint covered when the verifying process opened the log, which it
             then signed (a writer that stopped before its checkpoint, or deleted checkpoints: only checkpoints kept
             elsewhere can vouch for them). Set by ``AuditAdmin.verify``; 0 from :func:`verify_log` alone.
+        replica: ``{"ok", "size", "problems"}`` of the configured replica, verified on its own (``sectorflow audit
+            verify``); ``None`` when there is none.
     """
 
     ok: bool = True
@@ -47,6 +49,7 @@ class VerifyReport:
     archived: int = 0
     root: str = ""
     unsigned_at_open: int = 0
+    replica: dict[str, Any] | None = None
 
     def fail(self, message: str, seq: int | None = None, *, precise: bool = True) -> None:
         """Note a problem; ``precise`` findings name a record exactly, others (a checkpoint range) only when no
