@@ -16,9 +16,10 @@ import importlib
 from typing import Any
 
 from .config import AuditConfig, load_config
-from .errors import (AuditAccessDenied, AuditArchiveError, AuditConfigError, AuditKeyError, AuditWriteError,
-                     ProofError)
-from .runtime import get_log, record_access, record_config_change, record_federated, record_task_event, reset
+from .errors import (AuditAccessDenied, AuditArchiveError, AuditConfigError, AuditKeyError, AuditRestoreError,
+                     AuditWriteError, ProofError)
+from .runtime import (get_log, record_access, record_case_disposition, record_config_change, record_federated,
+                      record_report_draft, record_task_event, reset)
 
 _LAZY = {"AuditAdmin": "admin", "generate_key_file": "keys", "load_key_file": "keys", "AuditLog": "log",
          "open_store": "store", "VerifyReport": "verify", "verify_log": "verify",
@@ -26,8 +27,8 @@ _LAZY = {"AuditAdmin": "admin", "generate_key_file": "keys", "load_key_file": "k
 
 __all__ = [
     "AuditConfig", "load_config", "get_log", "reset", "record_task_event", "record_federated", "record_access",
-    "record_config_change", "AuditAccessDenied", "AuditArchiveError", "AuditConfigError", "AuditKeyError",
-    "AuditWriteError", "ProofError", *_LAZY,
+    "record_config_change", "record_case_disposition", "record_report_draft", "AuditAccessDenied", "AuditArchiveError", "AuditConfigError", "AuditKeyError",
+    "AuditWriteError", "AuditRestoreError", "ProofError", *_LAZY,
 ]
 
 

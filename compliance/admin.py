@@ -13,11 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from . import merkle
-from .config import AuditConfig
+from .config import RECORD_KINDS, AuditConfig
 from .errors import AuditAccessDenied, AuditArchiveError
 from .log import AuditLog
-from .records import b64, utc_iso
+from .records import b64, record_kind, utc_iso
 from .verify import VerifyReport, verify_log
+
+KEPT_LIVE = frozenset({"audit.archived", "key.rotated"})
+"""Events never archived: verify reads their bodies (which archive file holds which records; which signing keys
+the log introduced), so they stay in the live store."""
 
 AUDIT_ADMIN = "audit_admin"
 OPERATOR = "operator"
@@ -123,7 +127,9 @@ class AuditAdmin:
         return len(new)
 
     def archive_expired(self, out_dir: str | Path, *, now: datetime | None = None) -> Path | None:
-        """Move records older than ``retention_days`` out of the live store into a gzip JSON-lines archive file.
+        """Move records past their kind's retention (:meth:`AuditConfig.retention_for`: AML calls, case
+        dispositions and report drafts 5 years, other operation logs ``retention_days``) out of the live store into
+        a gzip JSON-lines archive file.
 
         The file holds a signed checkpoint, then every record with its inclusion proof against it; it is written
         and fsynced, then an ``audit.archived`` record names the file, its SHA-256 and the range, and only then does
@@ -154,15 +160,25 @@ class AuditAdmin:
                     f"the [audit] table of SECTORFLOW_AUDIT_CONFIG).",
                     details={"now": utc_iso(now), "clock": utc_iso(clock),
                              "retention_days": self.log.config.retention_days})
-        cutoff = utc_iso((now or clock) - timedelta(days=self.log.config.retention_days))
-        expired = [r for r in self.log.store.iter_records(until=cutoff) if r.archive is None]
+        cfg = self.log.config
+        as_of = now or clock
+        cutoffs = {kind: utc_iso(as_of - timedelta(days=cfg.retention_for(kind))) for kind in RECORD_KINDS}
+        # each record by its kind's retention: operation logs (>= 6 months) go long before AML calls, case
+        # dispositions and report drafts (>= 5 years) that sit between them
+        expired = []
+        for r in self.log.store.iter_records(until=max(cutoffs.values())):
+            if r.archive is None and r.body is not None:
+                data = json.loads(r.body)  # the body's time and kind, not the (unsigned) columns
+                if data["event"] in KEPT_LIVE:
+                    continue
+                if data["time"] < cutoffs[record_kind(data)]:
+                    expired.append(r)
         if not expired:
             return None
         self.log.checkpoint()
         cp = self.log.store.last_checkpoint()
         assert cp is not None
         start, stop = expired[0].seq, expired[-1].seq + 1
-        expired = [r for r in self.log.store.iter_records(start, stop) if r.archive is None]
         builder = merkle.ProofBuilder(self.log.store.leaf_hashes(0, cp.size))
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -181,13 +197,15 @@ class AuditAdmin:
         # (a rerun archives them again, to a new file).
         self.log.append("audit.archived", actor=self.actor, source=self.source, outcome="success",
                         details={"first_seq": start, "last_seq": stop - 1, "file": path.name, "sha256": digest,
-                                 "retention_days": self.log.config.retention_days})
+                                 "records": len(expired), "retention_days": cfg.retention_days,
+                                 "retention_by_kind": {k: cfg.retention_for(k) for k in RECORD_KINDS}})
+        seqs = [r.seq for r in expired]
         with self.log._lock, self.log.store.transaction():
-            self.log.store.mark_archived(start, stop, path.name)
+            self.log.store.mark_archived_seqs(seqs, path.name)
         if self.log.replica is not None:
             self.log.replicate()  # the replica gets the audit.archived record first, then clears the same bodies
             try:
-                self.log.replica.mark_archived(start, stop, path.name)
+                self.log.replica.mark_archived_seqs(seqs, path.name)
             except Exception:  # noqa: BLE001 - the bodies stay in the replica; restore and verify accept that
                 pass
         return path

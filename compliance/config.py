@@ -38,6 +38,17 @@ from .errors import AuditConfigError
 DEFAULT_RETENTION_DAYS = 180
 """Cybersecurity Law (2016) art. 21(3): network logs kept at least six months."""
 
+AML_RETENTION_DAYS = 1827
+"""Five years (with two leap days): the record-keeping rule for financial institutions' customer due diligence and
+transaction records (PBOC/CBIRC/CSRC Order 2022 No. 1; its article unverified, see docs/compliance.md)."""
+
+RECORD_KINDS = ("aml_call", "case_disposition", "report_draft", "operations")
+"""Record kinds with their own retention (see :func:`~.records.record_kind`)."""
+
+MIN_RETENTION_DAYS = {"aml_call": AML_RETENTION_DAYS, "case_disposition": AML_RETENTION_DAYS,
+                      "report_draft": AML_RETENTION_DAYS, "operations": DEFAULT_RETENTION_DAYS}
+"""The legal minimum of each kind; a shorter setting is refused unless ``allow_short_retention``."""
+
 
 class AuditConfig(BaseModel):
     """Settings of the audit log.
@@ -50,7 +61,11 @@ class AuditConfig(BaseModel):
         db: SQLite path or ``postgresql://`` DSN.
         key_file: path of the key file (``sectorflow audit keygen``).
         regulated: task names whose calls fail closed; ``"*"`` means every task.
-        retention_days: days in the live store before archiving (>= 180 unless ``allow_short_retention``).
+        retention_days: days operation records stay in the live store before archiving (>= 180 unless
+            ``allow_short_retention``).
+        retention_by_kind: days per record kind (``aml_call``, ``case_disposition``, ``report_draft``,
+            ``operations``); unset kinds get their legal minimum (5 years = 1827 days for the first three,
+            ``retention_days`` for operations). Under the minimum is refused unless ``allow_short_retention``.
         checkpoint_every: sign a checkpoint after this many records (and at close).
         checkpoint_seconds: ... or when the last checkpoint is older than this at an append.
         retries: extra write attempts for non-regulated tasks before the record is counted as lost.
@@ -74,6 +89,7 @@ class AuditConfig(BaseModel):
     key_file: Path | None = None
     regulated: frozenset[str] = frozenset()
     retention_days: int = Field(DEFAULT_RETENTION_DAYS, ge=1)
+    retention_by_kind: dict[str, int] = Field(default_factory=dict)
     allow_short_retention: bool = False
     checkpoint_every: int = Field(64, ge=1)
     checkpoint_seconds: float = Field(60.0, gt=0)
@@ -105,7 +121,24 @@ class AuditConfig(BaseModel):
         if self.retention_days < DEFAULT_RETENTION_DAYS and not self.allow_short_retention:
             raise ValueError(f"retention_days={self.retention_days} is under {DEFAULT_RETENTION_DAYS} (Cybersecurity "
                              f"Law art. 21: at least six months); set allow_short_retention=true to force it")
+        unknown = set(self.retention_by_kind) - set(RECORD_KINDS)
+        if unknown:
+            raise ValueError(f"retention_by_kind: unknown kind(s) {sorted(unknown)}; use {RECORD_KINDS}")
+        for kind, days in self.retention_by_kind.items():
+            if days < 1:
+                raise ValueError(f"retention_by_kind.{kind}={days}: give a number of days >= 1")
+            if days < MIN_RETENTION_DAYS[kind] and not self.allow_short_retention:
+                why = ("five years: customer due diligence and transaction record keeping, PBOC/CBIRC/CSRC Order 2022 "
+                       "No. 1" if kind != "operations" else "six months: Cybersecurity Law art. 21")
+                raise ValueError(f"retention_by_kind.{kind}={days} is under {MIN_RETENTION_DAYS[kind]} days ({why}); "
+                                 f"set allow_short_retention=true to force it")
         return self
+
+    def retention_for(self, kind: str) -> int:
+        """Days records of ``kind`` stay in the live store (see ``retention_by_kind``)."""
+        if kind in self.retention_by_kind:
+            return self.retention_by_kind[kind]
+        return self.retention_days if kind == "operations" else MIN_RETENTION_DAYS[kind]
 
     def is_regulated(self, task: str | None) -> bool:
         """Whether calls of ``task`` must fail when their audit record cannot be written."""

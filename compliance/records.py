@@ -123,3 +123,22 @@ def make_record(*, seq: int, event: str, actor: str, tenant: str | None, source:
 def checkpoint_body(log_id: str, size: int, root_b64: str, time: str) -> bytes:
     """The signed text of a checkpoint: origin line, tree size, base64 root hash, UTC time, each ending in ``\\n``."""
     return f"{CHECKPOINT_ORIGIN}/{log_id}\n{size}\n{root_b64}\n{time}\n".encode("ascii")
+
+
+AML_TASKS = frozenset({"aml"})
+"""Tasks whose calls are AML calls (retention kind ``aml_call``)."""
+
+
+def record_kind(record: dict[str, Any]) -> str:
+    """The retention kind of a record: ``case_disposition`` (events ``case.*``), ``report_draft`` (``report.*``),
+    ``aml_call`` (``task.*`` events of an AML task: its alerts and report drafts are the call's outputs), else
+    ``operations`` (every other operation log: plugins, configuration, access, federated runs, audit reads)."""
+    event = str(record.get("event") or "")
+    if event.startswith("case."):
+        return "case_disposition"
+    if event.startswith("report."):
+        return "report_draft"
+    task = (record.get("object") or {}).get("task")
+    if event.startswith("task.") and task in AML_TASKS:
+        return "aml_call"
+    return "operations"

@@ -117,12 +117,12 @@ class Replica:
             self.last_sync = utc_iso()
             return len(rows)
 
-    def mark_archived(self, start: int, stop: int, archive: str) -> None:
+    def mark_archived_seqs(self, seqs: list[int], archive: str) -> None:
         """Mirror an archive run (bodies cleared, leaf hashes kept)."""
         with self._lock:
             replica = self._open()
             with replica.transaction():
-                replica.mark_archived(start, stop, archive)
+                replica.mark_archived_seqs(seqs, archive)
 
     def _drop(self) -> None:
         if self.store is not None:

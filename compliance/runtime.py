@@ -297,3 +297,46 @@ def record_config_change(*, actor: str, changes: dict[str, Any], source: str | N
                          request_id=request_id, details={"changed": digested})
 
     return write(config().is_regulated(task), append)
+
+
+CASE_DISPOSITIONS = ("escalated", "reported", "closed_no_action", "closed_false_positive", "reopened")
+REPORT_ACTIONS = ("drafted", "edited", "approved", "submitted", "withdrawn")
+
+
+def record_case_disposition(*, case_id: str, disposition: str, actor: str, tenant: str | None = None,
+                            source: str | None = None, reason: str | None = None,
+                            alert_ids: list[str] | None = None, request_id: str | None = None,
+                            channel: str | None = None) -> int | None:
+    """Record an AML case disposition (``case.disposed``; retention kind ``case_disposition``, at least 5 years).
+
+    Args:
+        disposition: one of :data:`CASE_DISPOSITIONS`. alert_ids: the alerts the case covers.
+
+    Raises:
+        ValueError: unknown disposition. AuditWriteError / AuditConfigError: write failed and ``aml`` is regulated.
+    """
+    if disposition not in CASE_DISPOSITIONS:
+        raise ValueError(f"case disposition {disposition!r} is not one of {CASE_DISPOSITIONS}")
+    return write(config().is_regulated("aml"), lambda lg: lg.append(
+        "case.disposed", actor=actor, tenant=tenant, source=source, channel=channel, obj=make_object(task="aml"),
+        reason=reason, request_id=request_id,
+        details={"case_id": case_id, "disposition": disposition, "alert_ids": list(alert_ids or [])}))
+
+
+def record_report_draft(*, report_id: str, action: str, actor: str, report_kind: str | None = None,
+                        tenant: str | None = None, source: str | None = None, reason: str | None = None,
+                        request_id: str | None = None, channel: str | None = None) -> int | None:
+    """Record what happened to a large-value or suspicious transaction report draft (``report.<action>``;
+    retention kind ``report_draft``, at least 5 years).
+
+    Args:
+        action: one of :data:`REPORT_ACTIONS`. report_kind: e.g. ``large_value`` or ``suspicious``.
+
+    Raises:
+        ValueError: unknown action. AuditWriteError / AuditConfigError: write failed and ``aml`` is regulated.
+    """
+    if action not in REPORT_ACTIONS:
+        raise ValueError(f"report action {action!r} is not one of {REPORT_ACTIONS}")
+    return write(config().is_regulated("aml"), lambda lg: lg.append(
+        f"report.{action}", actor=actor, tenant=tenant, source=source, channel=channel, obj=make_object(task="aml"),
+        reason=reason, request_id=request_id, details={"report_id": report_id, "report_kind": report_kind}))

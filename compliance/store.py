@@ -195,6 +195,11 @@ class Store:
         self._q("UPDATE records SET body = NULL, archive = ? WHERE seq >= ? AND seq < ? AND archive IS NULL",
                 (archive, start, stop))
 
+    def mark_archived_seqs(self, seqs: list[int], archive: str) -> None:
+        """Clear the bodies of records ``seqs`` (kept in ``archive``); leaf hashes stay. In a transaction."""
+        for seq in seqs:
+            self._q("UPDATE records SET body = NULL, archive = ? WHERE seq = ? AND archive IS NULL", (archive, seq))
+
     def insert_checkpoint(self, cp: Checkpoint) -> None:
         self._q("INSERT INTO checkpoints (size, root, time, key_id, signature, peaks) VALUES (?, ?, ?, ?, ?, ?)",
                 (cp.size, cp.root, cp.time, cp.key_id, cp.signature, json.dumps([b64(p) for p in cp.peaks])))

@@ -313,7 +313,7 @@ def test_an_archive_run_that_stops_before_clearing_bodies_leaves_a_clean_log(aud
 
     clock_at(monkeypatch, "2099-01-01T00:00:00+00:00")
     with monkeypatch.context() as patched:
-        patched.setattr(type(lg.store), "mark_archived", crash)
+        patched.setattr(type(lg.store), "mark_archived_seqs", crash)
         with pytest.raises(OSError, match="power cut"):
             AuditAdmin(lg, getpass.getuser()).archive_expired(tmp_path / "a1",
                                                               now=datetime(2099, 1, 1, tzinfo=timezone.utc))
