@@ -42,18 +42,25 @@ class AuditAdmin:
     """
 
     def __init__(self, log: AuditLog, actor: str, *, roles: set[str] | None = None, source: str | None = None,
-                 config: AuditConfig | None = None) -> None:
+                 config: AuditConfig | None = None, action: str = "audit.read") -> None:
         self.log, self.actor, self.source = log, actor, source or "local"
         cfg = config or log.config
-        has_role = AUDIT_ADMIN in roles if roles is not None else actor in cfg.audit_admins
-        is_operator = OPERATOR in roles if roles is not None else actor in cfg.operators
+        from .policy import admins_of, read_policy
+
+        policy = read_policy(log.store) or {}
+        operators = frozenset(policy.get("operators", cfg.operators))
+        # over HTTP the server passes the key's scopes: ``audit`` is the audit-admin role, ``admin`` (reload models)
+        # an operator's; a task key (``task:...``) holds neither
+        has_role = bool(roles & {AUDIT_ADMIN, "audit"}) if roles is not None else actor in admins_of(log.store, cfg)
+        is_operator = bool(roles & {OPERATOR, "admin"}) if roles is not None else actor in operators
         if not has_role or is_operator:
             why = ("holds the operator role too (separation of duties)" if has_role
                    else "is not an audit admin")
             log.append("access.decision", actor=actor, source=self.source, outcome="denied",
-                       reason=f"{actor!r} {why}", details={"action": "audit.read", "roles": sorted(roles or [])})
-            raise AuditAccessDenied(f"{actor!r} {why}: reading or exporting the audit log needs the audit-admin "
-                                    f"role (SECTORFLOW_AUDIT_ADMINS), held by nobody who is also an operator.")
+                       reason=f"{actor!r} {why}", details={"action": action, "roles": sorted(roles or [])})
+            raise AuditAccessDenied(f"{actor!r} {why}: {action} needs the audit-admin role (SECTORFLOW_AUDIT_ADMINS, "
+                                    f"or the pinned audit policy's audit_admins; over HTTP an API key's audit scope), "
+                                    f"held by nobody who is also an operator.")
 
     def _logged(self, action: str, **details: Any) -> None:
         self.log.append("audit.read", actor=self.actor, source=self.source, outcome="success",
@@ -209,6 +216,12 @@ class AuditAdmin:
             except Exception:  # noqa: BLE001 - the bodies stay in the replica; restore and verify accept that
                 pass
         return path
+
+    def set_policy(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Pin ``settings`` as the audit policy (see :mod:`~.policy`); returns the policy now in force."""
+        from .policy import pin
+
+        return pin(self.log, self.actor, settings, source=self.source)
 
     def read_payloads(self, seq: int) -> list[dict[str, Any]]:
         """Decrypted opt-in payloads of record ``seq`` (``items`` is ``None`` for a shredded subject)."""

@@ -44,10 +44,10 @@ def _log() -> AuditLog:
     return lg
 
 
-def _admin() -> AuditAdmin:
+def _admin(action: str = "audit.read") -> AuditAdmin:
     from .admin import AuditAdmin
 
-    return AuditAdmin(_log(), getpass.getuser(), source="cli")
+    return AuditAdmin(_log(), getpass.getuser(), source="cli", action=action)
 
 
 def _when(text: Optional[str]) -> Optional[str]:
@@ -214,7 +214,7 @@ def restore(source: str = typer.Option(..., "--from", help="The replica: SQLite 
     from .restore import restore_from
 
     cfg = runtime.config()
-    _require_admin("restore")
+    _require_admin("audit.restore")
     if not source.startswith(("postgresql://", "postgres://")) and not Path(source.removeprefix("sqlite://")).is_file():
         raise AuditConfigError(f"No replica at {source}: the file does not exist.")
     keys = load_trust_file(trust) if trust is not None else load_key_file(cfg.key_file or "").trusted_keys()
@@ -272,15 +272,46 @@ def _safe(url: str) -> str:
 
 
 def _require_admin(action: str) -> None:
-    """Refuse ``action`` unless the OS user is an audit admin (checked against the configuration, for commands that
-    must not open the log first)."""
+    """Refuse ``action`` unless the OS user is an audit admin, for commands that must not open the log before they
+    run (restore): the role is read from the store's pinned policy (or the configuration) without opening the log;
+    a refusal is recorded as ``access.decision`` ``denied`` when the log can be opened."""
     from .errors import AuditAccessDenied
+    from .policy import admins_of, read_policy
 
     cfg = runtime.config()
     actor = getpass.getuser()
-    if actor not in cfg.audit_admins or actor in cfg.operators:
-        raise AuditAccessDenied(f"{actor!r} may not {action} the audit log: it needs the audit-admin role "
-                                f"(SECTORFLOW_AUDIT_ADMINS), held by nobody who is also an operator.")
+    try:
+        store = _open_raw(cfg.db or "", cfg.pg_schema)
+        try:
+            admins, operators = admins_of(store, cfg), set((read_policy(store) or {}).get("operators", cfg.operators))
+        finally:
+            store.close()
+    except AuditConfigError:
+        admins, operators = cfg.audit_admins, set(cfg.operators)
+    if actor in admins and actor not in operators:
+        return
+    try:
+        lg = runtime.get_log()
+        if lg is not None:
+            lg.append("access.decision", actor=actor, source="cli", outcome="denied",
+                      reason=f"{actor!r} is not an audit admin", details={"action": action, "roles": []})
+    except Exception:  # noqa: BLE001 - a store too damaged to open cannot record the refusal; it is still refused
+        pass
+    raise AuditAccessDenied(f"{actor!r} may not run {action}: it needs the audit-admin role (SECTORFLOW_AUDIT_ADMINS "
+                            f"or the pinned audit policy), held by nobody who is also an operator.")
+
+
+@audit_app.command("policy")
+def policy_command(set_: list[str] = typer.Option([], "--set", help="KEY=VALUE to pin (repeatable), e.g. "
+                                                  "regulated=aml,federated or retention_days=365."),
+                   as_json: bool = typer.Option(False, "--json", help="Print the policy as JSON.")) -> None:
+    """Show, or (audit admin) pin, the audit policy: settings no other user's process can change or turn off."""
+    from .policy import parse_settings, read_policy
+
+    admin = _admin("audit.policy" if set_ else "audit.read")
+    policy = admin.set_policy(parse_settings(set_)) if set_ else (read_policy(admin.log.store) or {})
+    typer.echo(json.dumps(policy, indent=2 if as_json else None, sort_keys=True) if policy or as_json
+               else "no policy pinned: every process uses its own settings")
 
 
 @audit_app.command("prove")
@@ -349,7 +380,7 @@ def archive(out: Path = typer.Argument(..., help="Folder for archive files."),
                                                          "(ISO-8601); a time later than now is refused.")) -> None:
     """Move records older than the retention period into an archive file with their proofs."""
     when = datetime.fromisoformat(_when(now).replace("Z", "+00:00")) if now else None
-    path = _admin().archive_expired(out, now=when)
+    path = _admin("audit.archive").archive_expired(out, now=when)
     typer.echo(f"archived to {path}" if path else "nothing has expired")
 
 

@@ -41,7 +41,7 @@ class AuditLog:
         self.store = store
         self.keys = keys
         self.config = config or AuditConfig()
-        self.replica = replica
+        self.replica: Replica | None = None
         """The replica every record and checkpoint is copied to (``None``: none configured)."""
         self._replicating = False
         self._kick = threading.Event()
@@ -65,6 +65,12 @@ class AuditLog:
         """Records no checkpoint covered when this log was opened; signed just below (see ``VerifyReport``)."""
         if self.unsigned_at_open:  # a writer died before its checkpoint: sign the tail now
             self.checkpoint()
+        if replica is not None:
+            self.attach_replica(replica)
+
+    def attach_replica(self, replica: Replica) -> None:
+        """Start copying to ``replica`` (now, and after every commit or from a thread, per ``replica_mode``)."""
+        self.replica = replica
         if replica is not None:
             if self.config.replica_mode == "async":
                 self._worker = threading.Thread(target=self._replicate_forever, name="sectorflow-audit-replica",

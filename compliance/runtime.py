@@ -53,9 +53,15 @@ def get_log() -> AuditLog | None:
         if _log is not None:
             return _log
         cfg = config()
-        if not cfg.enabled:  # SECTORFLOW_AUDIT=off: turned off on purpose, so no notice
+        refused_off = False
+        if not cfg.enabled:  # SECTORFLOW_AUDIT=off: only an audit admin may stop a log that exists
+            if _noticed:
+                return None
             _noticed = True
-            return None
+            refused_off = _off_refused(cfg)
+            if not refused_off:
+                return None
+            cfg = _set_config(cfg.model_copy(update={"enabled": True}))
         if cfg.key_file is None:
             raise AuditConfigError("SECTORFLOW_AUDIT_DB is set but SECTORFLOW_AUDIT_KEY is not: create a key file "
                                    "with `sectorflow audit keygen PATH` (keep it outside the database's folder).")
@@ -75,19 +81,76 @@ def get_log() -> AuditLog | None:
                                     f"start a new log.")
             generate_key_file(cfg.key_file)
             os.chmod(cfg.key_file.parent, 0o700)  # our own folder under SECTORFLOW_HOME: the keys only
-        replica = None
+        from .policy import enforce
+
+        _log = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous),
+                        load_key_file(cfg.key_file), cfg)
+        effective = enforce(_log, cfg, _os_user())
+        if effective is not cfg:  # the pinned policy wins over a non-admin's settings
+            cfg = _set_config(effective)
+            _log.config = cfg
+        if refused_off:
+            log.warning("SECTORFLOW_AUDIT=off refused: only an audit admin may turn the audit log off; %s is not "
+                        "one. The log stays on and the attempt is recorded.", _os_user())
+            _log.append("access.decision", actor=_os_user(), source="local", outcome="denied",
+                        reason="SECTORFLOW_AUDIT=off by a user who is not an audit admin",
+                        details={"action": "audit.off", "roles": []})
         if cfg.replica:
             from .replica import Replica
 
-            replica = Replica(cfg.replica, pg_schema=cfg.replica_pg_schema or cfg.pg_schema,
-                              sqlite_synchronous=cfg.sqlite_synchronous)
-        _log = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous),
-                        load_key_file(cfg.key_file), cfg, replica=replica)
+            _log.attach_replica(Replica(cfg.replica, pg_schema=cfg.replica_pg_schema or cfg.pg_schema,
+                                        sqlite_synchronous=cfg.sqlite_synchronous))
         if created:
             log.warning("sectorflow audit log on: records in %s, signing key in %s (mode 0600); move them with "
                         "SECTORFLOW_AUDIT_DB and SECTORFLOW_AUDIT_KEY (or SECTORFLOW_HOME), turn the log off with "
                         "SECTORFLOW_AUDIT=off; see `sectorflow audit status`.", cfg.db, cfg.key_file)
         return _log
+
+
+def _set_config(cfg: AuditConfig) -> AuditConfig:
+    global _config
+    _config = cfg
+    return cfg
+
+
+def _os_user() -> str:
+    from .config import _os_user as user
+
+    return user()
+
+
+def _off_refused(cfg: AuditConfig) -> bool:
+    """``SECTORFLOW_AUDIT=off`` with a log that exists: ``False`` when an audit admin asked (the log records
+    ``audit.disabled`` first, so the gap is visible), ``True`` when anyone else did (refused: the log stays on)."""
+    from .policy import admins_of, read_policy
+    from .store import open_store
+
+    if not cfg.db or (not cfg.db.startswith(("postgresql://", "postgres://"))
+                      and not Path(cfg.db.removeprefix("sqlite://")).is_file()):
+        return False  # no log yet: nothing is stopped
+    try:
+        store = open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous)
+    except AuditConfigError:
+        return False  # cannot be reached: the ordinary open would fail the same way
+    try:
+        admins, policy = admins_of(store, cfg), read_policy(store) or {}
+    finally:
+        store.close()
+    user = _os_user()
+    if user in admins and user not in set(policy.get("operators", cfg.operators)):
+        try:
+            from .keys import load_key_file
+            from .log import AuditLog
+
+            lg = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous),
+                          load_key_file(cfg.key_file or ""), cfg)
+            lg.append("audit.disabled", actor=user, source="local", outcome="success",
+                      reason="SECTORFLOW_AUDIT=off by an audit admin")
+            lg.close()
+        except (AuditConfigError, AuditKeyError, AuditWriteError) as exc:
+            log.warning("the audit log is turned off, and that could not be recorded: %s", exc)
+        return False
+    return True
 
 
 def reset() -> None:

@@ -129,6 +129,10 @@ class Store:
         """Insert ``key`` once (an existing value is kept). Inside a transaction."""
         self._q("INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO NOTHING", (key, value))
 
+    def put_meta(self, key: str, value: str) -> None:
+        """Insert or replace ``key`` (the audit policy). Inside a transaction."""
+        self._q("INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", (key, value))
+
     def size(self) -> int:
         """Number of records (the next sequence number)."""
         row = self._q("SELECT MAX(seq) FROM records").fetchone()

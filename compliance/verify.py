@@ -114,6 +114,7 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
     expected = 0
     sha256, cr_append, seq_key, digits = hashlib.sha256, cr.append, _SEQ_KEY, _DIGITS
     peaks_at: dict[int, list[bytes]] = {}
+    pinned: dict[str, Any] | None = None  # the audit policy as last recorded (policy.py)
     for seq, body, stored_leaf, archive, col_time, col_event in store.iter_leaf_rows():  # the hot loop: ~1M rows
         if seq != expected:
             if type(seq) is not int:  # e.g. a seq rewritten as text: the row order is meaningless from here on
@@ -153,6 +154,13 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
                     archives.append((int(det["first_seq"]), int(det["last_seq"]), str(det["file"])))
                 except (KeyError, ValueError, TypeError, AttributeError):
                     report.fail(f"record {seq}: malformed audit.archived record", seq)
+            if b'"audit policy pinned"' in body:
+                try:
+                    data = json.loads(body)
+                    if data.get("event") == "config.changed":
+                        pinned = data["details"]["policy"]
+                except (KeyError, ValueError, TypeError):
+                    report.fail(f"record {seq}: malformed audit policy record", seq)
             if b'"key.rotated"' in body:
                 try:
                     data = json.loads(body)
@@ -168,6 +176,10 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
             peaks_at[expected] = cr.peaks
     report.size = expected
     report.root = b64(cr.root())
+    stored_policy = store.get_meta("policy")
+    if (json.loads(stored_policy) if stored_policy else None) != pinned:
+        report.fail("the pinned audit policy in the store differs from the last one an audit admin recorded "
+                    "(meta table altered): run `sectorflow audit policy --set ...` as an audit admin to pin it again")
     _check_archived(report, cleared, archives)
     verified_size = 0  # the records below this size are covered by a checkpoint that verified
     for cp in cps:
