@@ -217,6 +217,31 @@ class AuditAdmin:
                 pass
         return path
 
+    def checkpoint_note(self, size: int | None = None) -> tuple[str, str]:
+        """``(note, verifier_key)``: the checkpoint at ``size`` (default: a fresh one) as a C2SP tlog-checkpoint
+        signed note (origin ``sectorflow-audit/<log id>``, size, base64 root; one Ed25519 signature line, key name =
+        origin), and the signer's verifier key (``name+keyid+base64(0x01||key)``). Recorded as ``audit.read``.
+
+        Raises:
+            merkle.ProofError: no checkpoint of that size, or one signed before notes were written.
+        """
+        from .records import checkpoint_note_text, note_verifier_key, signed_note
+
+        self._logged("checkpoint_note", size=size)
+        self.log.checkpoint()
+        cps = self.log.store.checkpoints()
+        cp = cps[-1] if size is None and cps else next((c for c in cps if c.size == size), None)
+        if cp is None or cp.note_sig is None:
+            raise merkle.ProofError(f"no checkpoint with a C2SP note at size {size}: sizes with notes are "
+                                    f"{[c.size for c in cps if c.note_sig is not None][-5:]} (last five).")
+        name = f"sectorflow-audit/{self.log.log_id}"
+        keys = self.log.keys.trusted_keys()
+        public = keys.get(cp.key_id)
+        if public is None:
+            raise merkle.ProofError(f"checkpoint {cp.size} is signed by {cp.key_id}, which the key file does not hold.")
+        text = checkpoint_note_text(self.log.log_id, cp.size, b64(cp.root))
+        return signed_note(text, name, public, cp.note_sig), note_verifier_key(name, public)
+
     def set_policy(self, settings: dict[str, Any]) -> dict[str, Any]:
         """Pin ``settings`` as the audit policy (see :mod:`~.policy`); returns the policy now in force."""
         from .policy import pin

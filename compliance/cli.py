@@ -374,6 +374,22 @@ def checkpoints_command(out: Path = typer.Argument(..., help="JSON lines file a 
     typer.echo(f"{_admin().export_checkpoints(out)} checkpoint(s) added to {out}")
 
 
+@audit_app.command("note")
+def note_command(size: Optional[int] = typer.Option(None, help="Tree size of the checkpoint (default: the latest, "
+                                                               "signed now)."),
+                 out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the note here."),
+                 vkey: bool = typer.Option(False, help="Print the verifier key instead of the note.")) -> None:
+    """Print a checkpoint as a C2SP tlog-checkpoint signed note (for transparency-log tools and witnesses)."""
+    note, key = _admin().checkpoint_note(size)
+    if vkey:
+        typer.echo(key)
+    elif out:
+        out.write_text(note, encoding="utf-8")
+        typer.echo(f"checkpoint note written to {out}")
+    else:
+        typer.echo(note, nl=False)
+
+
 @audit_app.command("archive")
 def archive(out: Path = typer.Argument(..., help="Folder for archive files."),
             now: Optional[str] = typer.Option(None, help="Archive as of this time instead of the clock's "

@@ -18,7 +18,8 @@ from . import merkle
 from .config import AuditConfig
 from .errors import AuditKeyError, AuditWriteError
 from .keys import KeyFile, verify_signature
-from .records import b64, canonical, checkpoint_body, items_bytes, items_digest, make_object, make_record, utc_iso
+from .records import (b64, canonical, checkpoint_body, checkpoint_note_text, items_bytes, items_digest, make_object,
+                      make_record, utc_iso)
 from .replica import Replica
 from .store import Checkpoint, Store
 
@@ -223,7 +224,8 @@ class AuditLog:
             raise AuditWriteError(f"The store has gaps: {self._cr.size} leaf hashes for {size} records.")
         root, when = self._cr.root(), utc_iso()
         signature = self.keys.sign(checkpoint_body(self.log_id, size, b64(root), when))
-        cp = Checkpoint(size, root, when, self.keys.key_id, signature, tuple(self._cr.peaks))
+        note_sig = self.keys.sign(checkpoint_note_text(self.log_id, size, b64(root)))  # C2SP tlog-checkpoint
+        cp = Checkpoint(size, root, when, self.keys.key_id, signature, tuple(self._cr.peaks), note_sig)
         self.store.insert_checkpoint(cp)
         self._last_cp_size, self._last_cp_time = size, _time.monotonic()
         self.stats["checkpoints"] += 1

@@ -142,3 +142,30 @@ def record_kind(record: dict[str, Any]) -> str:
     if event.startswith("task.") and task in AML_TASKS:
         return "aml_call"
     return "operations"
+
+
+def checkpoint_note_text(log_id: str, size: int, root_b64: str) -> bytes:
+    """The note text of a C2SP ``tlog-checkpoint`` (c2sp.org/tlog-checkpoint): origin line
+    (``sectorflow-audit/<log id>``), tree size (decimal, no leading zeros), base64 root hash (RFC 6962/9162), each
+    ending in ``\n``; no extension lines."""
+    return f"{CHECKPOINT_ORIGIN}/{log_id}\n{size}\n{root_b64}\n".encode("ascii")
+
+
+def note_key_id(name: str, public_key: bytes) -> bytes:
+    """C2SP signed-note key ID of an Ed25519 key: ``SHA-256(key name || 0x0A || 0x01 || public key)[:4]``."""
+    import hashlib
+
+    return hashlib.sha256(name.encode("utf-8") + b"\n\x01" + public_key).digest()[:4]
+
+
+def signed_note(text: bytes, name: str, public_key: bytes, signature: bytes) -> str:
+    """A C2SP signed note: the text, a blank line, and one signature line
+    ``— <key name> base64(key ID || Ed25519 signature)`` (c2sp.org/signed-note)."""
+    return (text.decode("utf-8") + "\n" + f"\u2014 {name} {b64(note_key_id(name, public_key) + signature)}\n")
+
+
+def note_verifier_key(name: str, public_key: bytes) -> str:
+    """The key in the ``<name>+<hex key ID>+<base64(0x01 || public key)>`` text form that Go's
+    golang.org/x/mod/sumdb/note and transparency-dev tools read as a verifier key."""
+    encoded = b64(b"\x01" + public_key)
+    return f"{name}+{note_key_id(name, public_key).hex()}+{encoded}"

@@ -36,6 +36,9 @@ class Checkpoint:
     key_id: str
     signature: bytes
     peaks: tuple[bytes, ...] = ()
+    note_sig: bytes | None = None
+    """Ed25519 signature of the C2SP tlog-checkpoint note text (``records.checkpoint_note_text``); ``None`` for
+    checkpoints signed before notes were written."""
 
     def to_json(self, log_id: str) -> dict[str, Any]:
         return {"log_id": log_id, "size": self.size, "root": b64(self.root), "time": self.time,
@@ -62,7 +65,7 @@ _SCHEMA = [
     "body {blob}, leaf {blob} NOT NULL, archive TEXT)",
     "CREATE INDEX IF NOT EXISTS records_time ON records (time)",
     "CREATE TABLE IF NOT EXISTS checkpoints (size BIGINT PRIMARY KEY, root {blob} NOT NULL, time TEXT NOT NULL, "
-    "key_id TEXT NOT NULL, signature {blob} NOT NULL, peaks TEXT NOT NULL)",
+    "key_id TEXT NOT NULL, signature {blob} NOT NULL, peaks TEXT NOT NULL, note_sig {blob})",
     "CREATE TABLE IF NOT EXISTS payloads (seq BIGINT NOT NULL, part TEXT NOT NULL, subject TEXT NOT NULL, "
     "nonce {blob} NOT NULL, ciphertext {blob} NOT NULL, PRIMARY KEY (seq, part, subject))",
     "CREATE TABLE IF NOT EXISTS subject_keys (subject TEXT PRIMARY KEY, nonce {blob} NOT NULL, "
@@ -205,28 +208,31 @@ class Store:
             self._q("UPDATE records SET body = NULL, archive = ? WHERE seq = ? AND archive IS NULL", (archive, seq))
 
     def insert_checkpoint(self, cp: Checkpoint) -> None:
-        self._q("INSERT INTO checkpoints (size, root, time, key_id, signature, peaks) VALUES (?, ?, ?, ?, ?, ?)",
-                (cp.size, cp.root, cp.time, cp.key_id, cp.signature, json.dumps([b64(p) for p in cp.peaks])))
+        self._q("INSERT INTO checkpoints (size, root, time, key_id, signature, peaks, note_sig) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (cp.size, cp.root, cp.time, cp.key_id, cp.signature, json.dumps([b64(p) for p in cp.peaks]),
+                 cp.note_sig))
 
     def checkpoints(self) -> list[Checkpoint]:
         """Every checkpoint, by size."""
-        rows = self._q("SELECT size, root, time, key_id, signature, peaks FROM checkpoints ORDER BY size").fetchall()
+        rows = self._q("SELECT size, root, time, key_id, signature, peaks, note_sig FROM checkpoints ORDER BY size").fetchall()
         return [self._cp(r) for r in rows]
 
     def checkpoints_after(self, size: int) -> list[Checkpoint]:
         """Checkpoints larger than ``size``, by size (what a replica still lacks)."""
-        rows = self._q("SELECT size, root, time, key_id, signature, peaks FROM checkpoints WHERE size > ? "
+        rows = self._q("SELECT size, root, time, key_id, signature, peaks, note_sig FROM checkpoints WHERE size > ? "
                        "ORDER BY size", (size,)).fetchall()
         return [self._cp(r) for r in rows]
 
     def last_checkpoint(self) -> Checkpoint | None:
-        row = self._q("SELECT size, root, time, key_id, signature, peaks FROM checkpoints "
+        row = self._q("SELECT size, root, time, key_id, signature, peaks, note_sig FROM checkpoints "
                       "ORDER BY size DESC LIMIT 1").fetchone()
         return self._cp(row) if row else None
 
     @staticmethod
     def _cp(r: Any) -> Checkpoint:
-        return Checkpoint(int(r[0]), bytes(r[1]), r[2], r[3], bytes(r[4]), tuple(unb64(p) for p in json.loads(r[5])))
+        return Checkpoint(int(r[0]), bytes(r[1]), r[2], r[3], bytes(r[4]), tuple(unb64(p) for p in json.loads(r[5])),
+                          bytes(r[6]) if r[6] is not None else None)
 
     # --- repair from a replica (``sectorflow audit restore``) ----------------------------------------------------
     @contextmanager
@@ -308,6 +314,8 @@ class SQLiteStore(Store):
             with self.transaction():
                 for stmt in _SCHEMA + _SQLITE_TRIGGERS:
                     self._conn.execute(stmt.format(blob="BLOB"))
+                if "note_sig" not in {r[1] for r in self._conn.execute("PRAGMA table_info(checkpoints)")}:
+                    self._conn.execute("ALTER TABLE checkpoints ADD COLUMN note_sig BLOB")  # a store from before
         except (sqlite3.Error, OSError) as exc:
             raise AuditConfigError(f"Cannot open the SQLite audit store {self.path}: {exc}. Fix: give "
                                    f"SECTORFLOW_AUDIT_DB a path in a folder this user can write.") from exc

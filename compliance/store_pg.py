@@ -57,6 +57,7 @@ class PostgresStore(Store):
                 self._conn.execute(f"SET search_path TO {schema}")
                 for stmt in _SCHEMA:
                     self._conn.execute(stmt.format(blob="BYTEA"))
+                self._conn.execute("ALTER TABLE checkpoints ADD COLUMN IF NOT EXISTS note_sig BYTEA")
                 self._conn.execute(_PG_TRIGGERS.format(schema=schema, guard=_GUARD))
             self._conn.execute(f"SET search_path TO {schema}")
         except psycopg.Error as exc:

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import merkle
 from .keys import verify_signature
-from .records import b64, checkpoint_body, unb64
+from .records import b64, checkpoint_body, checkpoint_note_text, unb64
 from .store import Checkpoint, Store
 
 
@@ -221,6 +221,13 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
         elif roots[cp.size] != cp.root:
             report.fail(f"the store's first {cp.size} records do not match an externally kept checkpoint "
                         f"({cp.time}): history rewritten", 0)
+    noted = [cp for cp in cps if cp.note_sig is not None]
+    if noted:  # the C2SP note signature of the latest checkpoint (the one `audit note` hands out)
+        cp = noted[-1]
+        key = trusted.get(cp.key_id)
+        if key is not None and not verify_signature(key, cp.note_sig or b"",
+                                                    checkpoint_note_text(log_id, cp.size, b64(cp.root))):
+            report.fail(f"checkpoint at size {cp.size}: its C2SP note signature does not verify (altered)")
     report.unsigned_tail = max(0, report.size - (cps[-1].size if cps else 0))
     return report
 

@@ -226,7 +226,7 @@ def _tamper_closed_store(audited: Any, sql: list[str]) -> None:
 
 @pytest.mark.parametrize("sql, says", [
     (["UPDATE records SET seq = '4x' WHERE seq = 4"], "holds seq '4x', not an integer"),
-    (["INSERT INTO checkpoints SELECT size + 1000, root, time, key_id, signature, peaks FROM checkpoints "
+    (["INSERT INTO checkpoints SELECT size + 1000, root, time, key_id, signature, peaks, note_sig FROM checkpoints "
       "ORDER BY size DESC LIMIT 1"], "cannot be restored"),
 ])
 def test_verify_reports_a_store_too_damaged_to_open_as_tampered(audited: Any, capsys: pytest.CaptureFixture[str],
