@@ -3,6 +3,7 @@ the time to verify a log of N records (default 1,000,000).
 
     .venv/bin/python benchmarks/audit_bench.py                      # everything, SQLite in a temp dir
     .venv/bin/python benchmarks/audit_bench.py --verify-records 100000 --calls 200
+    .venv/bin/python benchmarks/audit_bench.py --skip calls            # appends (also batched) and verify only
     SECTORFLOW_TEST_POSTGRES_DSN=postgresql://... .venv/bin/python benchmarks/audit_bench.py   # adds PostgreSQL
 
 Prints machine info and one line per figure. Stores live in a temporary folder that is removed afterwards (the
@@ -155,11 +156,26 @@ def bench_appends(tmp: Path, keyfile: Any, n: int) -> None:
             lg.append("bench.append", actor="bench", obj=make_object(task="bench"), n_items=1,
                       inputs=[{"i": i}])
         dt = time.perf_counter() - t
-        print(f"{name:14s} {n / dt:9.1f} appends/s  ({dt / n * 1000:.2f} ms each)")
+        print(f"{name:14s} {n / dt:9.1f} appends/s  ({dt / n * 1000:.2f} ms each; load {os.getloadavg()[0]:.1f})")
         if name == "postgresql":
             with lg.store.transaction():
                 lg.store._execute(f"DROP SCHEMA {schema} CASCADE")
         lg.store.close()
+
+
+def bench_batched(tmp: Path, keyfile: Any, n: int) -> None:
+    """AuditLog.append_batch: one durable commit (synchronous=FULL) per checkpoint of 64 records."""
+    print(f"\n## Batched appends ({n} records, SQLite synchronous=FULL, one commit and one signed checkpoint per 64)")
+    lg = AuditLog(open_store(tmp / "batched.db", sqlite_synchronous="FULL"), keyfile, AuditConfig(checkpoint_every=64))
+    batch = [{"event": "bench.append", "actor": "bench", "obj": make_object(task="bench"), "n_items": 1,
+              "inputs": [{"i": i}]} for i in range(n)]
+    load = os.getloadavg()[0]
+    t = time.perf_counter()
+    lg.append_batch(batch)
+    dt = time.perf_counter() - t
+    print(f"sqlite FULL batched {n / dt:9.1f} appends/s  ({len(lg.store.checkpoints())} checkpoints; 1-minute load "
+          f"{load:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs)")
+    lg.store.close()
 
 
 def bench_verify(tmp: Path, keyfile: Any, n: int) -> None:
@@ -186,12 +202,18 @@ def bench_verify(tmp: Path, keyfile: Any, n: int) -> None:
     build = time.perf_counter() - t
     size_mb = (tmp / "verify.db").stat().st_size / 1e6
     print(f"built in {build:.1f} s ({size_mb:.0f} MB, {len(lg.store.checkpoints())} checkpoints)")
-    t, cpu = time.perf_counter(), time.process_time()
-    report = verify_log(lg.store, keyfile.trusted_keys())
-    dt, cpu = time.perf_counter() - t, time.process_time() - cpu
-    print(f"verify: ok={report.ok} records={report.size:,} checkpoints={report.checkpoints:,} in {dt:.1f} s wall, "
-          f"{cpu:.1f} s CPU ({report.size / dt:,.0f} records/s; 1-minute load average {os.getloadavg()[0]:.1f} "
-          f"on {os.cpu_count()} CPUs)")
+    for workers in (1, os.cpu_count() or 1):
+        load = os.getloadavg()[0]
+        t, cpu = time.perf_counter(), time.process_time()
+        children = os.times()
+        report = verify_log(lg.store, keyfile.trusted_keys(), workers=workers)
+        dt, cpu = time.perf_counter() - t, time.process_time() - cpu
+        after = os.times()
+        child_cpu = (after.children_user + after.children_system) - (children.children_user + children.children_system)
+        print(f"verify, {workers} process(es): ok={report.ok} records={report.size:,} "
+              f"checkpoints={report.checkpoints:,} in {dt:.2f} s wall, {cpu + child_cpu:.2f} s CPU "
+              f"({report.size / dt:,.0f} records/s; 1-minute load average {load:.1f} before, "
+              f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs)")
     lg.store.close()
 
 
@@ -210,6 +232,7 @@ def main() -> int:
             bench_calls(tmp, args.calls)
         if "appends" not in args.skip:
             bench_appends(tmp, keyfile, args.appends)
+            bench_batched(tmp, keyfile, max(args.appends * 10, 640))
         if "verify" not in args.skip:
             bench_verify(tmp, keyfile, args.verify_records)
     return 0

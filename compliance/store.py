@@ -118,6 +118,10 @@ class Store:
     def close(self) -> None:
         raise NotImplementedError
 
+    def open_reader(self) -> Store:
+        """A second, independent connection to the same store for reading (the verifier's worker processes)."""
+        raise NotImplementedError
+
     # --- common SQL ---------------------------------------------------------------------------------------------
     def _q(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         if self.placeholder != "?":
@@ -175,13 +179,16 @@ class Store:
                 return
             last = int(rows[-1][0])
 
-    def iter_leaf_rows(self, batch: int = 50000) -> Iterator[tuple[int, bytes | None, bytes, str | None, Any, Any]]:
-        """``(seq, body, leaf, archive, time, event)`` of every record in sequence order: every column of the
-        records table, so the verifier checks each indexed column against the record body (its fast path)."""
-        last = -1
+    def iter_leaf_rows(self, batch: int = 50000, *, start: int = 0,
+                       stop: int | None = None) -> Iterator[tuple[int, bytes | None, bytes, str | None, Any, Any]]:
+        """``(seq, body, leaf, archive, time, event)`` of every record (``start <= seq < stop``) in sequence order:
+        every column of the records table, so the verifier checks each indexed column against the record body (its
+        fast path). Without ``stop``, rows whose seq is not an integer come last."""
+        last = start - 1
+        bound = "" if stop is None else f" AND seq < {int(stop)}"
         while True:
-            rows = self._q(f"SELECT seq, body, leaf, archive, time, event FROM records WHERE seq > ? ORDER BY seq "
-                           f"LIMIT {int(batch)}", (last,)).fetchall()
+            rows = self._q(f"SELECT seq, body, leaf, archive, time, event FROM records WHERE seq > ?{bound} "
+                           f"ORDER BY seq LIMIT {int(batch)}", (last,)).fetchall()
             for seq, body, leaf, archive, time, event in rows:
                 if body is not None and type(body) is not bytes:
                     body = _as_bytes(body)
@@ -335,6 +342,9 @@ class SQLiteStore(Store):
                 raise
             self._conn.execute("COMMIT")
 
+    def open_reader(self) -> Store:
+        return _SQLiteReader(self.path)
+
     @contextmanager
     def guards_lifted(self) -> Iterator[None]:
         names = ("records_no_delete", "records_no_update", "checkpoints_no_change", "checkpoints_no_delete")
@@ -347,6 +357,21 @@ class SQLiteStore(Store):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+class _SQLiteReader(Store):
+    """A read-only connection to a SQLite store (``mode=ro``): the verifier's worker processes."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, timeout=30.0)
+
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        return self._conn.execute(sql, params)
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 def open_store(url: str | Path, *, pg_schema: str = "sectorflow_audit", sqlite_synchronous: str = "FULL") -> Store:

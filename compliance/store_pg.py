@@ -50,6 +50,7 @@ class PostgresStore(Store):
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
             raise AuditConfigError(f"PostgreSQL schema {schema!r}: use lower-case letters, digits and _.")
         self.schema = schema
+        self._dsn = dsn
         try:
             self._conn = psycopg.connect(dsn, autocommit=True)
             with self.transaction():
@@ -80,6 +81,9 @@ class PostgresStore(Store):
         yield
         # CREATE OR REPLACE / DROP IF EXISTS: also puts back a guard an attacker dropped
         self._conn.execute(_PG_TRIGGERS.format(schema=self.schema, guard=_GUARD))
+
+    def open_reader(self) -> PostgresStore:
+        return PostgresStore(self._dsn, schema=self.schema)
 
     def close(self) -> None:
         with self._lock:
