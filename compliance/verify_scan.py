@@ -41,7 +41,8 @@ class Scan:
     start: int
     rows: int = 0
     gap: bool = False
-    leaves: list[bytes] = field(default_factory=list)
+    leaves: bytes = b""
+    """The leaf hashes, 32 bytes each, joined (one object to hand back from a worker, not a million)."""
     blocks: list[bytes] = field(default_factory=list)
     problems: list[tuple[str, int | None, bool]] = field(default_factory=list)
     cleared: list[tuple[int, str]] = field(default_factory=list)
@@ -110,7 +111,7 @@ def scan_range(store: Store, start: int, stop: int | None) -> Scan:
     """Scan records ``start <= seq < stop`` (``stop`` None: to the end, rows with a non-integer seq included)."""
     scan = Scan(start)
     fail = scan.problems.append
-    leaves = scan.leaves
+    leaves: list[bytes] = []
     add_leaf = leaves.append
     sha256, seq_key, digits = hashlib.sha256, _SEQ_KEY, _DIGITS
     expected = start
@@ -153,6 +154,7 @@ def scan_range(store: Store, start: int, stop: int | None) -> Scan:
         expected += 1
     scan.rows = expected - start
     scan.blocks = block_hashes(leaves, start)
+    scan.leaves = b"".join(leaves)
     return scan
 
 
@@ -182,7 +184,8 @@ def tree_at(sizes: list[int], scans: list[Scan]) -> tuple[dict[int, bytes], dict
         import bisect
 
         s = leaves_of[starts[bisect.bisect_right(starts, i) - 1]]
-        return s.leaves[i - s.start]
+        at = 32 * (i - s.start)
+        return s.leaves[at:at + 32]
 
     roots: dict[int, bytes] = {}
     peaks_at: dict[int, list[bytes]] = {}
