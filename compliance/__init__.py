@@ -5,6 +5,12 @@ checkpoints. See ``docs/compliance.md``.
 Public API::
 
     from sectorflow.compliance import record_federated, record_access, record_config_change, get_log
+    from sectorflow.compliance import record_case_disposition, record_report_draft   # retention 5 years
+
+On by default: with nothing configured, the first audited event creates an embedded SQLite store and key file under
+``SECTORFLOW_HOME`` (issue 23). ``SECTORFLOW_AUDIT_REPLICA`` adds a replica (``replica.py``, ``restore.py``); an audit
+admin pins the settings no other user's process can change (``policy.py``); checkpoints are also C2SP
+``tlog-checkpoint`` notes (``records.signed_note``).
 
 The names that need the ``compliance`` extra (``cryptography``, ``psycopg``) are imported on first use, so the
 built-in ``audit`` plugin loads, and stays off, on an install without that extra.

@@ -29,9 +29,13 @@ POLICY_FIELDS = ("regulated", "retention_days", "retention_by_kind", "allow_shor
 """Settings a policy may pin (``db`` and ``key_file`` locate the store and cannot be pinned inside it)."""
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
+_SETS = ("regulated", "audit_admins", "operators")
+
+
+def _plain(value: Any, key: str | None = None) -> Any:
+    """A setting as JSON stores it: sets (and lists given for set-valued settings) as sorted lists."""
+    if isinstance(value, (set, frozenset)) or (key in _SETS and isinstance(value, (list, tuple))):
+        return sorted(set(value))
     return value
 
 
@@ -77,7 +81,7 @@ def pin(lg: AuditLog, actor: str, settings: dict[str, Any], *, source: str | Non
     Raises:
         AuditConfigError: the merged settings are not a valid configuration (e.g. retention under the minimum).
     """
-    policy = {**(read_policy(lg.store) or {}), **{k: _plain(v) for k, v in settings.items()}}
+    policy = {**(read_policy(lg.store) or {}), **{k: _plain(v, k) for k, v in settings.items()}}
     try:
         checked = AuditConfig(**{**lg.config.model_dump(), **policy})
     except Exception as exc:
@@ -97,7 +101,7 @@ def enforce(lg: AuditLog, cfg: AuditConfig, actor: str) -> AuditConfig:
     if not policy:
         return cfg
     admins = frozenset(policy.get("audit_admins", cfg.audit_admins))
-    mine = {k: _plain(getattr(cfg, k)) for k in policy}
+    mine = {k: _plain(getattr(cfg, k), k) for k in policy}
     differ = {k: mine[k] for k in policy if mine[k] != policy[k]}
     if not differ:
         return cfg

@@ -116,6 +116,15 @@ def test_only_an_audit_admin_turns_an_existing_log_off(audited: Any, tmp_path: P
     assert [r["event"] for r in final].count("task.call_finished") == 2
 
 
+def test_a_process_whose_settings_match_the_policy_records_nothing(audited: Any, tmp_path: Path) -> None:
+    lg = audited()
+    AuditAdmin(lg, ME).set_policy({"regulated": ["score", "federated"]})
+    audited(SECTORFLOW_AUDIT_REGULATED="federated,score", SECTORFLOW_AUDIT_ADMINS="someone-else")
+    runtime.reset()
+    settings = [r for r in records(tmp_path / "db" / "audit.db") if r["event"] in ("access.decision", "config.changed")]
+    assert [r["reason"] for r in settings] == ["audit policy pinned"]  # admins were not pinned: not compared
+
+
 def test_a_policy_changed_in_the_database_fails_verify(audited: Any, capsys: pytest.CaptureFixture[str]) -> None:
     lg = audited()
     AuditAdmin(lg, ME).set_policy({"regulated": ["score"]})
