@@ -120,6 +120,7 @@ def paired_ms(tf: Taskflow, items: list[dict[str, Any]], calls: int) -> tuple[fl
 def bench_calls(tmp: Path, calls: int) -> None:
     print("\n## Overhead per Taskflow call (median of %d paired calls, alternating without/with audit; SQLite WAL, "
           "task regulated, 2 records per call; work_ms = time the model takes per call)" % calls)
+    print(f"1-minute load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the start")
     print("synchronous  work_ms  batch  no_audit_ms  audit_ms  overhead_ms  ratio")
     for work_ms in (0.0, 50.0):  # the default a fresh install gets: embedded store under SECTORFLOW_HOME, FULL
         BusyPipeline.work_ms = work_ms
@@ -138,6 +139,7 @@ def bench_calls(tmp: Path, calls: int) -> None:
                 print(f"{synchronous:11s}  {work_ms:7.0f}  {batch:5d}  {base:11.3f}  {audited:8.3f}  "
                       f"{audited - base:11.3f}  {audited / base:5.3f}")
     runtime.reset()
+    print(f"1-minute load average {os.getloadavg()[0]:.1f} at the end")
 
 
 def bench_appends(tmp: Path, keyfile: Any, n: int) -> None:

@@ -109,6 +109,7 @@ class Replica:
                 self.size = have + len(rows)
             except ReplicaError:
                 self._drop()
+                self._next_try = max(self._next_try, time.monotonic() + self.retry_seconds)
                 raise
             except Exception as exc:  # sqlite3 / psycopg errors: the connection may be gone
                 self._drop()
