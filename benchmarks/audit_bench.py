@@ -165,6 +165,22 @@ def bench_appends(tmp: Path, keyfile: Any, n: int) -> None:
         lg.store.close()
 
 
+def bench_replica(tmp: Path, keyfile: Any, n: int) -> None:
+    """Single appends with a synchronous SQLite replica (both FULL): what the replica adds per record."""
+    from sectorflow.compliance.replica import Replica
+
+    lg = AuditLog(open_store(tmp / "with-replica.db"), keyfile, AuditConfig(replica=str(tmp / "replica.db")),
+                  replica=Replica(str(tmp / "replica.db")))
+    load = os.getloadavg()[0]
+    t = time.perf_counter()
+    for i in range(n):
+        lg.append("bench.append", actor="bench", obj=make_object(task="bench"), n_items=1, inputs=[{"i": i}])
+    dt = time.perf_counter() - t
+    print(f"sqlite FULL + sync SQLite FULL replica {n / dt:9.1f} appends/s  ({dt / n * 1000:.2f} ms each; lag "
+          f"{lg.replica.lag()['records']}; load {load:.1f})")
+    lg.close()
+
+
 def bench_batched(tmp: Path, keyfile: Any, n: int) -> None:
     """AuditLog.append_batch: one durable commit (synchronous=FULL) per checkpoint of 64 records."""
     print(f"\n## Batched appends ({n} records, SQLite synchronous=FULL, one commit and one signed checkpoint per 64)")
@@ -234,6 +250,7 @@ def main() -> int:
             bench_calls(tmp, args.calls)
         if "appends" not in args.skip:
             bench_appends(tmp, keyfile, args.appends)
+            bench_replica(tmp, keyfile, args.appends)
             bench_batched(tmp, keyfile, max(args.appends * 10, 640))
         if "verify" not in args.skip:
             bench_verify(tmp, keyfile, args.verify_records)
