@@ -3,7 +3,8 @@
 Tasks registered here through the plugin manager (no installed plugin is loaded):
     score   stateless, a paddle.inference predictor of a 4->1 linear layer (bundle written with paddle.jit.save)
     echo    stateless, pure Python; ``text="boom"`` is refused by the pipeline, ``text="block"`` waits on a gate
-    ledger  stateful running balances; an item for account ``frozen`` makes the whole call fail before any change
+    ledger  stateful running balances (kept across a reload); an item for account ``frozen`` makes the whole call
+            fail before any change
 """
 
 from __future__ import annotations
@@ -129,6 +130,9 @@ class LedgerPipeline(Pipeline):
 
     def reset_state(self) -> None:
         self.load()
+
+    def adopt_state(self, previous: Pipeline) -> None:
+        self.balances, self.seen = previous.balances, previous.seen
 
 
 class TestTasks:
