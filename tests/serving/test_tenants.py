@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import random
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from sectorflow import CallContext, Taskflow, hookimpl, plugins
 from sectorflow.serving import hash_key
 
-from .conftest import KEYS, auth
+from .conftest import KEYS, LEDGER_GATE, auth
 
 MORE = {name: f"sf_test_{name}_secret_0123456789abcdef" for name in ("alice2", "carol", "dave", "ops1")}
 TENANT_KEYS = [
@@ -181,3 +182,27 @@ def test_a_python_caller_without_context_keeps_the_default_tenant(tasks):
     tf([{"account": "a", "amount": 1.0}])
     assert tf([{"account": "a", "amount": 2.0}], context=CallContext(tenant=None))[0].balance == 3.0
     assert tf([{"account": "a", "amount": 2.0}], context=CallContext(tenant="bank-1"))[0].balance == 2.0
+
+
+def test_a_held_tenant_holds_one_worker_and_its_next_request_waits_its_turn(server):
+    """With three workers, bank 1's held call occupies one; bank 1's next request is not taken by another worker
+    (where it would only wait for bank 1's lock, or overtake the held one), so bank 2 is answered meanwhile."""
+    for tenant in ("bank-1", "bank-2"):
+        reset(server, "admin", {"tenant": tenant})
+    LEDGER_GATE["entered"].clear()
+    LEDGER_GATE["release"].clear()
+    with ThreadPoolExecutor(4) as pool:
+        held = pool.submit(post, server, "alice", [{"account": "hold", "amount": 1.0}])
+        try:
+            assert LEDGER_GATE["entered"].wait(20)
+            queued = [pool.submit(post, server, "alice2", [{"account": "hold", "amount": float(i)}])
+                      for i in (2, 3)]
+            # bank 2 is answered while bank 1's call is held (it would wait for the gate if bank 1's queued
+            # requests had taken the other workers)
+            assert pool.submit(post, server, "carol", [{"account": "c", "amount": 4.0}]).result(20) == [
+                {"account": "c", "balance": 4.0, "seen": 1}]
+            assert not held.done() and not any(f.done() for f in queued)
+        finally:
+            LEDGER_GATE["release"].set()
+        assert held.result(20) == [{"account": "hold", "balance": 1.0, "seen": 1}]
+        assert sorted(f.result(20)[0]["seen"] for f in queued) == [2, 3]
