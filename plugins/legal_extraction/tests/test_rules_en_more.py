@@ -1,0 +1,60 @@
+"""Kinds of errors seen on CUAD's development pool (contracts_more/), each fixed for the kind, tested on text
+written here: letter agreements dated above the salutation, "entered on", a letter's date that is another
+document's, "the 20 March day of 1998", signature dates such as 3-31-16, and the law the contract is governed by
+when several sentences name laws."""
+
+from __future__ import annotations
+
+from sectorflow_legal_extraction import rules_en
+from sectorflow_legal_extraction.text import segments
+
+
+def _date(text):
+    found = rules_en.agreement_date(text)
+    return found[0].value if found else None
+
+
+def _law(text):
+    found = rules_en.governing_law(text, segments(text, "en"))
+    return found[0].value if found else None
+
+
+def test_a_letter_agreement_is_dated_above_its_salutation():
+    text = ("Exhibit 1.1\n\nNorthfield Bancorp, Inc.\nup to 1,000,000 Shares\n\nSALES AGENCY AGREEMENT\n\n"
+            "June 3, 2015\n\nHarbor Securities LLC\n12 Main Street\nBoston, Massachusetts\n\nLadies and Gentlemen:\n\n"
+            "Northfield Bancorp, Inc. (the \"Company\") offers shares to depositors of the Bank as of December 31, "
+            "2013 (\"Eligible Holders\").")
+    assert _date(text) == "2015-06-03"
+    blank = text.replace("June 3, 2015", "        , 2016")
+    assert _date(blank) == "2016"
+
+
+def test_entered_on_wins_over_a_deemed_effective_date():
+    text = ("SUPPORT AGREEMENT\n\nThis Support Agreement is entered on this 12th day of March, 2004 and is deemed "
+            "effective as of March 1, 2004, by and between Alder Systems, Inc. (\"Alder\") and Birch LLC (\"Birch\").")
+    assert _date(text) == "2004-03-12"
+
+
+def test_a_letter_dated_is_another_document():
+    text = ("HOSTING AGREEMENT between Alder and Birch, 4/10/2009\n\n1. Definitions.\n\n2. Background. Birch has "
+            "confirmed by letter dated November 30, 2007 that it accepts the proposal.")
+    assert _date(text) != "2007-11-30"
+
+
+def test_a_day_written_after_its_month():
+    assert _date("This AGREEMENT is made the 20 March day of 1998 BETWEEN Alder Ltd and Birch plc.") == "1998-03-20"
+
+
+def test_a_signature_date_with_a_two_digit_year_and_hyphens():
+    text = ("SUPPLY AGREEMENT\n\nAlder Pharma Ltd (\"Alder\") and Birch Medical Co (\"Birch\") agree as follows. "
+            + "The parties shall cooperate in good faith. " * 60 + "\n\nIN WITNESS WHEREOF the parties sign below.\n\n"
+            "/s/ A. Smith    /s/ B. Jones\nDate:   Date:\n4-2-2016   4-5-16\n")
+    assert _date(text) == "2016-04-05"
+
+
+def test_the_law_that_governs_the_contract_is_chosen_among_several():
+    text = ("7. Compliance. Each party shall comply with the export laws of the United States governing the "
+            "export of software.\n\n12. Governing Law. This Agreement shall be governed by and construed in "
+            "accordance with the laws of the State of California, without regard to its conflict of laws rules.")
+    assert _law(text) == "California"
+    assert _law("This Amendment shall be governed by the laws of the Siate of Texas.") == "Texas"
