@@ -58,3 +58,17 @@ def test_the_law_that_governs_the_contract_is_chosen_among_several():
             "accordance with the laws of the State of California, without regard to its conflict of laws rules.")
     assert _law(text) == "California"
     assert _law("This Amendment shall be governed by the laws of the Siate of Texas.") == "Texas"
+
+
+def _names(text):
+    return [p.value["name"] for p in rules_en.parties(text)]
+
+
+def test_party_names_that_look_like_phrases_places_or_blanks():
+    text = ('This agreement ("Agreement") is entered into as of March 1, 2001 by and between the In Touch Systems '
+            'Corporation ("Touch"), located at 12 Main Street, Boston, and e-ventures, Inc., ("Provider"), a Delaware '
+            'corporation, located at 4 Elm Road.')
+    assert _names(text) == ["In Touch Systems Corporation", "e-ventures, Inc."]
+    uk = ("THIS AGREEMENT is made on 1 May 2020 BETWEEN: (1) ALDER 2007 LIMITED (registered number 01234567) whose "
+          "registered office is at 5 Dock Road, London (the \"Company\"); and (2) JANE ROE of (the \"Executive\").")
+    assert _names(uk) == ["ALDER 2007 LIMITED", "JANE ROE"]

@@ -77,7 +77,9 @@ def _clean_name(raw: str) -> str:
                     r"is\s+a|"
                     r"of\s+(?=\[|\d)|in\s+person|"
                     r"\(hereinafter)\b|,\s*(?:a|an)\s+\w+|\s*,\s*(?:a|an)\s*$|\s+\(\s*$|,\s*$", raw, maxsplit=1, flags=re.IGNORECASE)[0]
+    name = re.sub(r"\s*\((?:registered|registration|company|incorporated|reg\.)\b[^()]*\)", "", name, flags=re.I)
     name = re.sub(r"\s+", " ", name).strip(" ,.;:\"“”'‘’\n\t-")
+    name = re.sub(r"\s+of$", "", name)  # "NIGEL CROCKETT of (the Employee)": the address left blank
     for _ in range(2):
         name = re.sub(r"^(?:\(\w{1,3}\)\s*|\w\)\s*|\d+\.\s*PARTIES:?\s*|(?i:party)\s+[A-C]\s*[:：]\s*|(?:by\s+and\s+)?(?:between|among)\s+|"
                       r"the\s+following\s+parties:?\s*|and\s*:?\s+(?:the\s+)?|in\s+addition,\s*|"
@@ -117,20 +119,29 @@ COMPANY", "AT ITS PRINCIPAL OFFICE"."""
 
 def looks_like_party(name: str) -> bool:
     """A company or person name: a legal-form word, or a few words that are mostly capitalised, and no verb."""
-    if not name or len(name) > 120 or _PLACE_LIKE.search(name) or (_known_place(name) or "").lower() == name.strip(" .").lower() or \
+    form_last = bool(re.search(rf"\b(?:{_LEGAL_FORM})\.?$", name.strip()))
+    place_like = _PLACE_LIKE.search(name)
+    if place_like and form_last and re.fullmatch(r"\d{4}", place_like.group()) and not re.search(r"\d{5,}|\b[A-Z]{2}\s+\d", name):
+        place_like = None  # "WPP 2005 LIMITED": a year in a company's name, not a post code
+    if not name or len(name) > 120 or place_like or (_known_place(name) or "").lower() == name.strip(" .").lower() or \
             re.match(r"(?i:whereas|recitals?|witnesseth|now,?\s+therefore|background)\b", name) or \
             re.search(r"\bagreement\b", name, re.I) or \
             re.search(r"\b(?i:address|tel|phone|fax|e-?mail|attn)\s*:|\[\s*[•·*_\s]*\]", name):
         return False  # an address line or a blank to fill in ("Party B: [•]") is no name
     words = re.findall(r"[A-Za-z][\w'’&.\-]*", name)
-    if not words or len(words) > 12 or not re.match(r"[A-Z0-9(]|[a-z]+[A-Z.]", name) or name.lower() == "and":
+    if not words or len(words) > 12 or not (re.match(r"[A-Z0-9(]|[a-z]+[A-Z.]", name) or form_last and re.match(
+            r"[a-z][a-z]*[\-.\d][\w\-.]*,?\s+[A-Z]|[a-z][\w\-.]*,\s+[A-Z]", name)) or name.lower() == "and":  # "e-centives, Inc." starts lower case
         return False
     if re.search(r"\b(?:is|are|may|shall|will|under|laws|website|referred|organized|formed|pursuant)\b", name):
         return False
     city = re.fullmatch(r"[A-Za-z][\w.'\-]*(?:\s+[A-Za-z][\w.'\-]*)?,\s*([A-Za-z][\w .'\-]*)", name.strip(" ."))
     if city and _known_place(city.group(1)) and not re.search(rf"\b(?:{_LEGAL_FORM})\b", name):
         return False  # "DUBLIN, IRELAND": a place ("TOWN OF VINTON, VIRGINIA" is a party)
-    if _NOT_A_NAME.search(name) or _LEADING_PHRASE.match(name) or (
+    leading = _LEADING_PHRASE.match(name)
+    if leading and form_last and re.match(r"(?:At|In|With)\s+(?!(?:Its|The|A|An|His|Her|Their|Such|Any|All|This)\b)[A-Z][a-z]",
+                                          name):
+        leading = None  # "At Home Corporation", "In Touch Media Ltd": a name (not "AT ITS PRINCIPAL OFFICE")
+    if _NOT_A_NAME.search(name) or leading or (
             _LEADING_WORD.match(name) and not re.search(rf"\b(?:{_LEGAL_FORM})\b", name)):
         return False  # the same checks in capitals: "COLLECTIVELY AS THE", "IN CONNECTION", "WITH"
     if re.search(rf"\b(?:{_LEGAL_FORM})\b", name):
