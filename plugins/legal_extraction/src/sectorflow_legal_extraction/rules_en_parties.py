@@ -130,7 +130,7 @@ def looks_like_party(name: str) -> bool:
         return False  # an address line or a blank to fill in ("Party B: [•]") is no name
     words = re.findall(r"[A-Za-z][\w'’&.\-]*", name)
     if not words or len(words) > 12 or not (re.match(r"[A-Z0-9(]|[a-z]+[A-Z.]", name) or form_last and re.match(
-            r"[a-z][a-z]*[\-.\d][\w\-.]*,?\s+[A-Z]|[a-z][\w\-.]*,\s+[A-Z]", name)) or name.lower() == "and":  # "e-centives, Inc." starts lower case
+            r"[a-z][a-z]*[\-.\d][\w\-.]*,?\s+[A-Z]", name)) or name.lower() == "and":  # "e-centives, Inc." starts lower case
         return False
     if re.search(r"\b(?:is|are|may|shall|will|under|laws|website|referred|organized|formed|pursuant)\b", name):
         return False
