@@ -72,3 +72,13 @@ def test_party_names_that_look_like_phrases_places_or_blanks():
     uk = ("THIS AGREEMENT is made on 1 May 2020 BETWEEN: (1) ALDER 2007 LIMITED (registered number 01234567) whose "
           "registered office is at 5 Dock Road, London (the \"Company\"); and (2) JANE ROE of (the \"Executive\").")
     assert _names(uk) == ["ALDER 2007 LIMITED", "JANE ROE"]
+
+
+def test_the_addressee_of_a_letter_agreement_is_a_party():
+    text = ("AGENCY AGREEMENT\n\nMay 3, 2012\n\nHarbor Lane Securities, Inc.\n10 Dock Street\nPortland, Maine\n\n"
+            "Ladies and Gentlemen:\n\nNorthfield Bancorp, Inc., a Maryland corporation (the \"Company\"), confirms "
+            "its agreement with you as follows.")
+    assert _names(text) == ["Northfield Bancorp, Inc.", "Harbor Lane Securities, Inc."]
+    person = ("CONSULTING AGREEMENT\n\nJuly 20, 2018\n\nMaria Lopez\n\nDear Maria:\n\nAlder Bio, Inc. (the "
+              "\"Company\") is pleased to engage you as a consultant.")
+    assert "Maria Lopez" in _names(person)

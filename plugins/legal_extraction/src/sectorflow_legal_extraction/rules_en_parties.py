@@ -282,6 +282,11 @@ def parties(text: str) -> list[Extraction]:
         found += [p for p in _between_parties(text, head, found[0].start)[:2] if _party_key(p.value["name"]) not in key
                   and key not in _party_key(p.value["name"]) and p.start > found[0].start][:1]
     _attach_addresses(text, head, found)
+    addressee = _letter_addressee(text)
+    if addressee is not None and not any(_party_key(addressee.value["name"]) in _party_key(p.value["name"]) or
+                                         _party_key(p.value["name"]) in _party_key(addressee.value["name"])
+                                         for p in found):
+        found.append(addressee)
     if len(found) < 2 or re.search(r"joint\s+filing|schedule\s+13[dg]|\b13[dg]\b", text[:1500], re.I):  # the signature blocks name the rest
         keys = [_party_key(p.value["name"]) for p in found]
         added: set[str] = set()
@@ -291,6 +296,39 @@ def parties(text: str) -> list[Extraction]:
                 found.append(party)
                 added.add(key)
     return [_with_abbreviation_dot(text, p) for p in found]
+
+
+_SALUTATION = re.compile(r"\b(?:Ladies\s+and\s+Gentlemen|Dear\s+(?:Sirs?\b|Madam\b|(?:Mr|Ms|Mrs|Dr)\.?\s+[A-Z][\w\-]+|"
+                         r"(?P<first>[A-Z][a-z]+))\s*[:,])")
+_ADDRESSEE = re.compile(rf"[A-Z][\w'’.&\-]*(?:,?\s+(?:&\s+)?[A-Z][\w'’.&\-]*){{0,7}}?,?\s+(?:{_LEGAL_FORM})\b\.?")
+
+
+def _letter_addressee(text: str) -> Extraction | None:
+    """The addressee of a letter agreement: the first company name (one with a legal form) between the letter's
+    date and its salutation ("May 14, 2014 / Keefe, Bruyette & Woods, Inc. / 10 South Wacker Drive ... / Ladies
+    and Gentlemen:"), or the person a "Dear Gianluca:" letter is addressed to (the line that starts with that first
+    name); ``None`` when the text is no letter."""
+    from . import normalize as nz
+
+    salutation = _SALUTATION.search(text, 0, 3000)
+    if salutation is None:
+        return None
+    dates = [d for d in nz.dates_in(text[max(0, salutation.start() - 600):salutation.start()])]
+    begin = max(0, salutation.start() - 600) + dates[-1][1] if dates else max(0, salutation.start() - 400)
+    block = text[begin:salutation.start()]
+    first = salutation.group("first")
+    match = (re.search(rf"(?m)^[ \t]*({re.escape(first)}(?:\s+[A-Z][\w'’\-]+){{1,3}})[ \t]*$", block) if first
+             else _ADDRESSEE.search(block))
+    if match is None:
+        return None
+    raw = match.group(1) if first else match.group()
+    name = _clean_name(raw)
+    if not looks_like_party(name):
+        return None
+    b = begin + (match.start(1) if first else match.start()) + max(raw.find(name[:12]), 0)
+    return Extraction(text=text[b:b + len(name)], start=b, end=b + len(name),
+                      value={"name": name, "role": "addressee", "defined_term": None}, confidence=0.6,
+                      source="rule:en_letter_addressee")
 
 
 _ABBREVIATED_FORM = re.compile(r"\b(?:Inc|Corp|Co|Ltd|Bhd|Pte|Pty|Ltda|L\.P|N\.A|S\.A|B\.V|N\.V|S\.p\.A|S\.r\.l|"
