@@ -82,3 +82,24 @@ def test_the_addressee_of_a_letter_agreement_is_a_party():
     person = ("CONSULTING AGREEMENT\n\nJuly 20, 2018\n\nMaria Lopez\n\nDear Maria:\n\nAlder Bio, Inc. (the "
               "\"Company\") is pleased to engage you as a consultant.")
     assert "Maria Lopez" in _names(person)
+
+
+def test_a_one_line_text_that_names_its_filing_keeps_its_dates():
+    text = ("Alder Energy, Inc. 8-K Exhibit 10.1 SUPPLY AGREEMENT This Supply Agreement is made and entered into "
+            "this 10th day of January, 2020 between Birch Fuels (USA) Inc. (\"Birch\") and Alder Energy, Inc. "
+            "(\"Alder\").")
+    assert _date(text) == "2020-01-10"
+
+
+def test_a_letter_dated_with_a_blank_day():
+    text = ("AGENCY AGREEMENT\n\n                    November ___, 2006\n\nHarbor Lane Securities, L.P.\n10 Dock "
+            "Street\n\nLadies and Gentlemen:\n\nNorthfield Bancorp, Inc. (the \"Company\") has adopted a plan on "
+            "June 21, 2006.")
+    assert _date(text) == "2006-11"
+
+
+def test_a_labelled_signature_date_with_a_two_digit_year():
+    text = ("SERVICES AGREEMENT\n\nAlder Inc. (\"Alder\") and Birch LLC (\"Birch\") agree as follows. "
+            + "The parties shall cooperate in good faith. " * 60 + "\n\nBy: /s/ A. Smith  By: /s/ B. Jones  "
+            "Date: 3-14-18 Date: 3-7-18\n")
+    assert _date(text) == "2018-03-14"

@@ -37,6 +37,10 @@ from .schema import Extraction, FieldDef
 
 SIMILARITY_THRESHOLD = 0.35
 """Least similarity (cosine in [0, 1]) of the clause chosen by (b); below it the field is absent."""
+ENCODER_FLOOR = 0.7
+"""The encoder's cosine taken as "unrelated" (0): multilingual-e5's model card says its cosine scores "distribute
+around 0.7 to 1.0" (low temperature of its contrastive loss); cosines are rescaled from [floor, 1] to [0, 1]. An
+encoder object may set its own ``similarity_floor``."""
 TEXT_SIMILARITY_THRESHOLD = 0.6
 """The same for a text field, whose every clause is a candidate (a typed field needs a value of its type)."""
 
@@ -268,7 +272,7 @@ def similarities(names: Sequence[str], clauses: Sequence[str], encoder: Any = No
 
     :func:`coverage` of the name by the clause (characters and their pairs for Chinese, word stems and their pairs
     for English); with ``encoder`` (an object with ``encode(texts) -> float32 [n, d]`` of unit rows, or such a
-    callable), the mean of that and the encoder's cosine (clipped at 0)."""
+    callable), the mean of that and the encoder's cosine rescaled from [:data:`ENCODER_FLOOR`, 1] to [0, 1]."""
     if not clauses:
         return np.zeros(0)
     lexical = np.asarray([max(coverage(n, c) for n in names) for c in clauses])
@@ -276,7 +280,9 @@ def similarities(names: Sequence[str], clauses: Sequence[str], encoder: Any = No
         return lexical
     encode = encoder.encode if hasattr(encoder, "encode") else encoder
     vectors = np.asarray(encode([*names, *clauses]), dtype=np.float32)
-    semantic = np.clip(vectors[len(names):] @ vectors[:len(names)].T, 0, 1).max(axis=1)
+    cosine = (vectors[len(names):] @ vectors[:len(names)].T).max(axis=1)
+    floor = float(getattr(encoder, "similarity_floor", ENCODER_FLOOR))
+    semantic = np.clip((cosine - floor) / (1.0 - floor), 0, 1)
     return 0.5 * lexical + 0.5 * semantic
 
 

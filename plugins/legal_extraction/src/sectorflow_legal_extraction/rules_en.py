@@ -57,7 +57,8 @@ def _signature_dates(text: str, date_order: str = "MDY") -> list[tuple[int, int,
     "IN WITNESS WHEREOF" (or in the last 3,000 characters when there is none); there, also ``3-31-16``."""
     out = []
     for match in re.finditer(r"\b(?:Dated?|DATED?)\s*:?\s*", text):
-        found = nz.dates_in(text[match.end():match.end() + 40], date_order)
+        found = nz.dates_in(text[match.end():match.end() + 40], date_order) or _short_hyphen_dates(
+            text[match.end():match.end() + 12], 0, date_order)  # "Date: 3-14-18"
         if found and found[0][0] == 0 and (":" in match.group() or re.match(r"\d", found[0][2])):
             s, e, raw, iso = found[0]
             out.append((match.end() + s, match.end() + e, raw, iso))
@@ -65,7 +66,7 @@ def _signature_dates(text: str, date_order: str = "MDY") -> list[tuple[int, int,
     tail = witness[-1] if witness else max(0, len(text) - 3000)
     out += [(tail + s, tail + e, raw, iso) for s, e, raw, iso in nz.dates_in(text[tail:tail + 6000], date_order)
             if len(iso) >= 7 and not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b",
-                                                text[text.rfind("\n", 0, tail + s) + 1:tail + s])]
+                                                text[max(text.rfind("\n", 0, tail + s) + 1, tail + s - 60):tail + s])]
     out += [d for d in _short_hyphen_dates(text[tail:tail + 6000], tail, date_order)
             if re.search(r"\b(?:Dated?|DATED?)\b", text[max(0, d[0] - 120):d[0]])]
     return sorted(set(out))
@@ -88,6 +89,12 @@ def _letter_date(head: str, date_order: str) -> tuple[int, int, str, str] | None
         iso = year.group(1) if year else nz.parse_date(raw, date_order)
         if iso:
             return match.start(1), match.end(1), raw, iso
+    for chunk in reversed(list(re.finditer(r"[^\n]+?(?=\n|\s{3,}|$)", head[:salutation.start()]))):
+        raw = chunk.group().strip()  # a line that is a date and nothing else: "____________, 1996", "November ___, 2006"
+        found = nz.dates_in(raw, date_order) if raw else []
+        if found and found[0][0] == 0 and found[0][1] == len(raw):
+            at = chunk.start() + chunk.group().find(raw)
+            return at, at + len(raw), raw, found[0][3]
     return None
 
 
@@ -107,8 +114,9 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     to sign dates the agreement). Partly blank dates keep only what is given ("[___], 2020" -> ``2020``); numeric
     ones are read in ``date_order`` (``"MDY"``: 01/03/2024 is 3 January; ``"DMY"``: 1 March)."""
     head = text[:PREAMBLE_CHARS]
-    dates = [d for d in nz.dates_in(head, date_order)
-             if not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b", head[head.rfind("\n", 0, d[0]) + 1:d[0]])
+    dates = [d for d in nz.dates_in(head, date_order)  # not a filing's "Source: X, 8-K, 1/1/2020" (the 60 characters
+             if not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b",  # before, on the line: a one-line text)
+                              head[max(head.rfind("\n", 0, d[0]) + 1, d[0] - 60):d[0]])
              and not re.match(r"\s*(?:WHEREAS|Whereas)\b", head[head.rfind("\n\n", 0, d[0]) + 1:d[0]])]  # recitals
     chosen, confidence = None, 0.0
     letter = re.search(r"^[ \t]*(?i:date)[ \t]*:[ \t]*", head[:1000], re.M)  # a letter's or confirmation's "Date:" line
