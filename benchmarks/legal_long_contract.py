@@ -5,8 +5,7 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/legal_long_contract.py [--sizes 100000 200000 400000] [--repeat 3]
 
 Each contract is built here: a Chinese one whose whole text is one line (as PDF text extraction gives it: "甲方：…。乙方：
-…。本合同……"), and an English one (a CUAD contract of the development pool when ../shared/data/cuad is there, else a
-built preamble), padded with body clauses to the size asked, with fields placed at the start, the middle and the end
+…。本合同……"), and an English one with a preamble, padded with body clauses to the size asked, with fields placed at the start, the middle and the end
 (parties and the price at the start, rent and deposit in the middle, governing law and the signing date at the end).
 It prints, per size and language, the median seconds of ``Taskflow("legal_extraction")`` over ``--repeat`` runs, the
 characters per second, the seconds per 100,000 characters (the ratio to the smallest size shows whether time grows
