@@ -35,8 +35,7 @@ def build(language: str, size: int) -> str:
     head, body, middle, tail = ((ZH_HEAD, ZH_BODY, ZH_MIDDLE, ZH_TAIL) if language == "zh" else
                                 (EN_HEAD, EN_BODY, EN_MIDDLE, EN_TAIL))
     fill = max(0, size - len(head) - len(middle) - len(tail))
-    half = body * (fill // (2 * len(body)) + 1)
-    half = half[:fill // 2]
+    half = body * max(1, round(fill / (2 * len(body))))  # whole body clauses: about ``size`` characters
     return head + half + middle + half + tail
 
 

@@ -70,3 +70,18 @@ def test_a_long_one_line_contract_keeps_its_parties_and_attributes():
     assert [p.value["name"] for p in found] == ["北京某某科技有限公司", "上海某某贸易有限公司"]
     assert found[0].relations["address"][0].value == "北京市海淀区中关村大街1号"
     assert found[1].relations["contact"][0].value == "张三"
+
+
+def test_the_long_contract_benchmark_runs_and_finds_every_field(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "legal_long_contract.py"
+    spec = importlib.util.spec_from_file_location("legal_long_contract", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    text = bench.build("zh", 30_000)
+    assert abs(len(text) - 30_000) <= len(bench.ZH_BODY) and "\n" not in text  # one line, as from a PDF
+    assert bench.main(["--sizes", "30000", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("absent []") == 2 and "'押金': '2'" in out and "'Governing Law': 'New York'" in out
