@@ -48,7 +48,7 @@ _TYPE_CUES = (  # the first that matches the name wins: 保证金比例 is a per
     ("date", r"日期|时间$|[日号]$|截止日|到期日|date\b|day\b|deadline"),
     ("duration", r"期限|期间|周期|时长|[期限]$|period|term\b|duration|notice|warranty|guarantee\s+period|lock-?up"),
     ("place", r"地点|地址|所在地|场所|住所|place|address|location|venue|site|premises"),
-    ("amount", r"金|费|款|价|租|酬|资|薪|额|罚|amount|fee|price|rent|deposit|payment|cost|salary|compensation|penalty|"
+    ("amount", r"金|费|款|价|租|酬|资|薪|额|罚|息|money|amount|fee|price|rent|deposit|payment|cost|salary|compensation|penalty|"
                r"fine\b|sum\b|capital|consideration|bonus|royalt|retainer|charge|premium|wage|stipend|allowance|"
                r"installment|instalment|principal|\bcap\b|liability\s+limit"),
     ("party", r"[方人者商]$|party|guarantor|broker|agent|surety|beneficiary|employee|employer|landlord|tenant|"
