@@ -110,6 +110,7 @@ def test_percentages_and_types():
     assert [f.type for _, f, _ in resolve_schema(["滞纳金", "履行地点", "收款账号", "Closing Date", "Notice Period "
                                                   "for Rent Review", "Broker"])] == [
         "amount", "place", "text", "date", "duration", "party"]
+    assert resolve_schema(["利息"])[0][1].type == "amount"
 
 
 def test_the_benchmark_reaches_its_targets():
