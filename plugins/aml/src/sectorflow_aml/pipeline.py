@@ -45,9 +45,11 @@ from .fx import MissingRateError
 from .reports import ReportEngine, read_account_file
 from .schema import (INPUT_TIMEZONE_HELP, Alert, Reason, ReportDraft, Transaction, TransactionAssessment,
                      transactions_digest)
+from .state import TransactionTable, check_header, decode_transactions, state_header
 from .suspicious import suspicious_report
 from .typologies import RULES, build_rules
 from .typologies.base import alert_id
+from .typologies.flow_sums import load_memo_state, memo_state_dict
 from .window import TransactionWindow
 
 log = logging.getLogger("sectorflow_aml")
@@ -324,6 +326,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         """Forget the window, the scorer's per-account state, report aggregates and alert cooldowns."""
         self.window.reset()
         self._model_alerted.clear()
+        self._clock_edge = None
         self.reports_engine.reset()
         if self.scorer is not None:
             self.scorer.reset()
@@ -351,6 +354,58 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self.window = previous.window
         self.reports_engine = previous.reports_engine
         self._model_alerted = previous._model_alerted
+
+    def state_dict(self) -> dict[str, Any]:
+        """The pipeline's whole state as JSON values (:mod:`sectorflow_aml.state`): a header (format, version, task,
+        model, window length, features, jurisdiction), the transaction table, and each stateful part's own
+        ``state_dict``: window, its accounts' flow-sum memos, report engine, scorer features, rules, the model-alert
+        pairs (in insertion order) and the edge of the last clock scan. ``load_state_dict`` of a fresh pipeline with
+        the same options then continues exactly (the results of later calls are byte-identical)."""
+        txns = TransactionTable()
+        window = self.window
+        edge_index = {id(e): i for i, e in enumerate(window.edges)}
+        clock = self._clock_edge
+        return {
+            **state_header(self),
+            "window": window.state_dict(txns),
+            "memos": memo_state_dict(window),
+            "reports": self.reports_engine.state_dict(txns),
+            "scorer": self.scorer.state_dict() if self.scorer is not None else None,
+            "rules": {rule.name: rule.state_dict() for rule in self.rules},
+            "model_alerted": [[src, dst, ts] for (src, dst), ts in self._model_alerted.items()],
+            "clock_edge": edge_index.get(id(clock)) if clock is not None else None,
+            "transactions": txns.rows,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace the pipeline's state by ``state`` (from :meth:`state_dict`).
+
+        Raises:
+            ConfigError: another format or version, task, window length, model features (model on / off, another
+                bundle) or jurisdiction, or a damaged state; the pipeline is then left empty (``reset_state``).
+        """
+        check_header(self, state)
+        self.reset_state()
+        try:
+            txns = decode_transactions(state["transactions"])
+            self.window.load_state_dict(state["window"], txns)
+            load_memo_state(self.window, state["memos"])
+            self.reports_engine.load_state_dict(state["reports"], txns)
+            if self.scorer is not None:
+                self.scorer.load_state_dict(state["scorer"])
+            rules = state["rules"]
+            for rule in self.rules:
+                rule.load_state_dict(rules.get(rule.name, {}))
+            self._model_alerted = {(src, dst): ts for src, dst, ts in state["model_alerted"]}
+            clock = state["clock_edge"]
+            self._clock_edge = self.window.edges[clock] if clock is not None else None
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            self.reset_state()
+            raise ConfigError(f"The AML state is damaged ({type(exc).__name__}: {exc}): export it again or reset it "
+                              "(sectorflow aml state reset).") from exc
+        except ConfigError:
+            self.reset_state()
+            raise
 
     # --- the three stages ----------------------------------------------------------------------------------------
 
