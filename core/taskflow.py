@@ -22,6 +22,8 @@ from .errors import BundleError, ConfigError, InvalidInputError, SectorflowError
 from .int8_store import resolve_int8_bundle
 from .pipeline import Pipeline
 from .spec import PRECISIONS, CallContext, ResultMeta, TaskEvent, TaskSpec
+from .state_keeper import StateKeeper
+from .state_store import StateStore
 
 log = logging.getLogger("sectorflow.taskflow")
 
@@ -244,6 +246,11 @@ class Taskflow:
             or 1).
         task_path: a user's model bundle folder (str or path, not empty) instead of the task's default bundle.
         device_probe: what hardware exists (a :class:`~sectorflow.DeviceProbe`; tests inject a fake one).
+        state_store: stateful tasks: a :class:`~sectorflow.state_store.StateStore`, a SQLite path or a
+            ``postgresql://`` URL where the state lives: restored here (snapshot, then the journal replayed), and
+            every call's validated inputs journalled (one store transaction) before the call returns, so a restarted
+            process continues exactly (:mod:`sectorflow.state_keeper`); ``reset_state()`` forgets it there too.
+        state_tenant: whose state in the store (default ``"default"``).
         **options: task-specific options (the task spec's ``options`` lists them).
 
     Raises:
@@ -257,7 +264,8 @@ class Taskflow:
 
     def __init__(self, task: str, *, device: str = "cpu", precision: str = "fp32", batch_size: int = 32,
                  num_threads: int | None = None, task_path: str | Path | None = None,
-                 device_probe: DeviceProbe | None = None, **options: Any) -> None:
+                 device_probe: DeviceProbe | None = None, state_store: StateStore | str | Path | None = None,
+                 state_tenant: str = "default", **options: Any) -> None:
         self.spec: TaskSpec = plugins.get_task(task)
         if isinstance(precision, str) and precision.strip().lower() in PRECISIONS:
             precision = precision.strip().lower()  # "FP16" as "fp16", like device="GPU:0"
@@ -290,6 +298,15 @@ class Taskflow:
         self._call_lock = threading.Lock()
         self._swap_lock = threading.Lock()
         self._current: tuple[Pipeline, ResultMeta] = self._build(task_path, CallContext())
+        self.state_keeper: StateKeeper | None = None
+        """With ``state_store=``: the stored state of this task for ``state_tenant``, restored here (snapshot and
+        journal replay) and journalled by every call before it returns (:mod:`sectorflow.state_keeper`)."""
+        if state_store is not None:
+            from .state_store import open_state_store
+
+            store = state_store if isinstance(state_store, StateStore) else open_state_store(state_store)
+            self.state_keeper = StateKeeper(self, store, state_tenant)
+            self.state_keeper.restore()
 
     # --- construction and hot reload ---------------------------------------------------------------------------
 
@@ -404,6 +421,8 @@ class Taskflow:
             if self.spec.stateful:
                 with self._call_lock:
                     outputs = self._execute(pipeline, validated)
+                    if self.state_keeper is not None:  # durable before the caller sees the results
+                        self.state_keeper.record(validated)
             else:
                 outputs = self._execute(pipeline, validated)
         except Exception as exc:
@@ -476,9 +495,19 @@ class Taskflow:
             row += len(chunk)
 
     def reset_state(self) -> None:
-        """Forget the state kept across calls (stateful tasks)."""
+        """Forget the state kept across calls (stateful tasks), and the stored state with ``state_store=``."""
         with self._call_lock:
             self._current[0].reset_state()
+            if self.state_keeper is not None:
+                self.state_keeper.reset()
+
+    def validate(self, items: Sequence[Any], *, first_row: int = 1) -> list[BaseModel]:
+        """``items`` validated against the task's input model with this Taskflow's input context.
+
+        Raises:
+            InvalidInputError: as :meth:`run`.
+        """
+        return validate_items(self.spec.input_model, items, first_row=first_row, context=self.input_context)
 
     # --- introspection -------------------------------------------------------------------------------------------
 

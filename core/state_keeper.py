@@ -1,0 +1,97 @@
+"""One tenant's state of a stateful task, kept in a :class:`~sectorflow.state_store.StateStore`.
+
+:class:`StateKeeper` ties a :class:`~sectorflow.Taskflow`'s live pipeline to the store: :meth:`~StateKeeper.restore`
+(snapshot + journal replay), :meth:`~StateKeeper.record` (one call's validated inputs, one store transaction, a
+snapshot now and then) and :meth:`~StateKeeper.snapshot`. ``Taskflow(task, state_store=store, state_tenant=T)``
+uses one (restored at construction, each call journalled before it returns); ``sectorflow run --state`` uses one
+with the run's progress (:mod:`sectorflow.cli_state`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from .errors import ConfigError
+from .state_store import SNAPSHOT_FACTOR, SNAPSHOT_MIN_BYTES, StateStore
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pydantic import BaseModel
+
+    from .taskflow import Taskflow
+
+DEFAULT_TENANT = "default"
+"""The tenant of a state kept without one (``sectorflow run --state`` without ``--tenant``, a Python caller)."""
+
+
+class StateKeeper:
+    """The stored state of ``taskflow``'s task for ``tenant``.
+
+    Args:
+        taskflow: a Taskflow of a stateful task (``spec.stateful``) whose pipeline implements ``state_dict``.
+        store: where the state lives.
+        tenant: whose state (non-empty text).
+
+    Raises:
+        ConfigError: a stateless task or an empty tenant.
+    """
+
+    def __init__(self, taskflow: Taskflow, store: StateStore, tenant: str = DEFAULT_TENANT) -> None:
+        if not taskflow.spec.stateful:
+            raise ConfigError(f"Task {taskflow.spec.name!r} keeps no state between calls: a state store changes "
+                              "nothing; drop it.")
+        if not isinstance(tenant, str) or not tenant.strip():
+            raise ConfigError(f"tenant={tenant!r}: give the tenant's name as non-empty text.")
+        self.taskflow = taskflow
+        self.store = store
+        self.tenant = tenant
+        self.task = taskflow.spec.name
+        self.snapshots_paused = False
+        """While ``True`` (an unfinished ``sectorflow run --state``), :meth:`record` takes no snapshot, so that
+        the run's journal rows can be discarded (back to the state before the run)."""
+
+    def restore(self) -> int:
+        """Load the tenant's snapshot into the live pipeline and replay the journal after it (results discarded),
+        each row as one call, as it first ran. Returns the number of items replayed.
+
+        Raises:
+            ConfigError: a stored state the pipeline cannot continue (another window, model, format version).
+        """
+        tf = self.taskflow
+        snapshot, _, journal = self.store.load(self.task, self.tenant)
+        pipeline = tf.pipeline
+        with tf._call_lock:
+            if snapshot is not None:
+                pipeline.load_state_dict(snapshot)
+            else:
+                pipeline.reset_state()
+            replayed = 0
+            for _, items in journal:
+                tf._execute(pipeline, tf.validate(items))
+                replayed += len(items)
+        return replayed
+
+    def record(self, items: Sequence[BaseModel], *, rows_done: int | None = None,
+               output_offset: int | None = None) -> None:
+        """Journal one call's validated inputs (and the run's progress) in one store transaction; take a snapshot
+        when the journal has grown past :data:`~sectorflow.state_store.SNAPSHOT_FACTOR` times the last one."""
+        rows = [item.model_dump(mode="json") for item in items]
+        with self.store.transaction():
+            self.store.append(self.task, self.tenant, rows, rows_done=rows_done, output_offset=output_offset)
+        if not self.snapshots_paused:
+            journal, snapshot = self.store.journal_bytes(self.task, self.tenant)
+            if journal >= max(SNAPSHOT_MIN_BYTES, SNAPSHOT_FACTOR * snapshot):
+                self.snapshot()
+
+    def snapshot(self, **also: Any) -> None:
+        """Write the live pipeline's full state as the tenant's snapshot (dropping the journal it covers)."""
+        state = self.taskflow.pipeline.state_dict()
+        with self.store.transaction():
+            self.store.put_snapshot(self.task, self.tenant, state)
+            if also.get("end_run"):
+                self.store.end_run(self.task, self.tenant)
+
+    def reset(self) -> bool:
+        """Forget the tenant's stored state (the live pipeline is reset by its owner)."""
+        with self.store.transaction():
+            return self.store.reset(self.task, self.tenant)
