@@ -120,3 +120,30 @@ def test_a_state_of_another_window_or_model_setting_is_refused(amlsim):
     with pytest.raises(ConfigError, match="damaged"):
         target.pipeline.load_state_dict(damaged)
     assert len(target.pipeline.window) == 0  # left empty, not half-loaded
+
+
+def test_a_retried_call_is_skipped_or_refused_as_asked_also_after_a_restart(amlsim, tmp_path):
+    from sectorflow import InvalidInputError
+
+    store = tmp_path / "state.sqlite"
+    first = Taskflow("aml", model=False, on_duplicate="refuse", state_store=store)
+    first(amlsim[:500])
+    # a new process on the same store: the retried deposit (same ids) is refused before anything changes
+    again = Taskflow("aml", model=False, on_duplicate="refuse", state_store=store)
+    assert len(again.pipeline.window) == 500
+    retry = amlsim[490:510]  # ten already applied, ten new
+    with pytest.raises(InvalidInputError) as caught:
+        again(retry)
+    assert [p["row"] for p in caught.value.details] == list(range(1, 11))
+    assert "amlsim-491" in str(caught.value) and "already in the 30-day window" in caught.value.details[0]["reason"]
+    assert len(again.pipeline.window) == 500  # nothing of the refused call was counted
+    with pytest.raises(InvalidInputError, match="amlsim-601") as caught:
+        again([amlsim[600], amlsim[600]])
+    assert caught.value.details == [{"row": 2, "field": "transaction_id", "reason": "amlsim-601 repeats row 1"}]
+    skip = Taskflow("aml", model=False, state_store=store)  # on_duplicate="skip", the default
+    results = skip(retry)
+    assert [r.reasons[0].code for r in results[:10]] == ["input.duplicate_id"] * 10
+    assert all(r.risk_score == 0.0 and not r.reports for r in results[:10])
+    assert len(skip.pipeline.window) == 510
+    with pytest.raises(ConfigError, match="on_duplicate"):
+        Taskflow("aml", model=False, on_duplicate="ignore")

@@ -39,7 +39,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from sectorflow import ConfigError, Pipeline
+from sectorflow import ConfigError, InvalidInputError, Pipeline
 
 from .fx import MissingRateError
 from .reports import ReportEngine, read_account_file
@@ -72,6 +72,10 @@ OPTIONS: dict[str, str] = {
                        "typologies (fan_in, fan_out, gather_scatter, rapid_pass_through, and scatter_gather at either "
                        "end) raise no alert on them; report drafts, the other typologies and the model are unaffected",
     "input_timezone": INPUT_TIMEZONE_HELP,
+    "on_duplicate": "a transaction whose id is already in the window (a client's retry after a timeout): 'skip' "
+                    "(default: its result carries the reason input.duplicate_id and nothing is counted) or 'refuse' "
+                    "(the whole call fails with an InvalidInputError naming the ids, before any state changes); ids "
+                    "are remembered while their transaction is in the window (lookback_days of transaction time)",
     **ReportEngine.OPTIONS,
 }
 """The options ``Taskflow("aml", **options)`` accepts."""
@@ -210,6 +214,31 @@ def _duplicate_note(txn: Transaction, first: Transaction) -> Reason:
     return Reason(code="input.duplicate_id", en=en, zh=zh, source=__name__)
 
 
+def _refuse_duplicates(items: Sequence[Transaction], ids: dict[str, Any], lookback_days: float) -> None:
+    """``on_duplicate="refuse"``: raise before any state changes when an id of ``items`` is in the window or
+    repeats within the call.
+
+    Raises:
+        InvalidInputError: listing each repeated id with its row in the call (1-based) and where it was seen.
+    """
+    seen: dict[str, int] = {}
+    problems = []
+    for row, txn in enumerate(items, start=1):
+        tid = txn.transaction_id
+        if tid in ids:
+            problems.append({"row": row, "field": "transaction_id", "reason": f"{tid} is already in the "
+                             f"{lookback_days:g}-day window (applied by an earlier call)"})
+        elif tid in seen:
+            problems.append({"row": row, "field": "transaction_id", "reason": f"{tid} repeats row {seen[tid]}"})
+        else:
+            seen[tid] = row
+    if problems:
+        names = ", ".join(p["reason"].split(" ", 1)[0] for p in problems[:5])
+        raise InvalidInputError(f"{len(problems)} transaction id(s) already applied (on_duplicate='refuse'): {names}"
+                                f"{' ...' if len(problems) > 5 else ''}. Nothing of this call was counted; drop them "
+                                "and send the rest, or use on_duplicate='skip'.", details=problems)
+
+
 def _late_note(ts: float, now: float, ahead: Transaction | None = None) -> Reason:
     """The note of a transaction behind the window's clock; ``ahead`` is the transaction that set the clock (named, so
     that when one row placed too early puts every later row behind, their notes all point at that row)."""
@@ -265,6 +294,9 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self.model_str = opts.get("model_str", False)
         if not isinstance(self.model_str, bool):
             raise ConfigError(f"model_str={self.model_str!r}: give True or False.")
+        self.on_duplicate = opts.get("on_duplicate", "skip")
+        if self.on_duplicate not in ("skip", "refuse"):
+            raise ConfigError(f"on_duplicate={self.on_duplicate!r}: give 'skip' or 'refuse'.")
         use_model = opts.get("model", True)
         if not isinstance(use_model, bool):
             raise ConfigError(f"model={use_model!r}: give True or False.")
@@ -425,6 +457,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                                        details={**(exc.details if isinstance(exc.details, dict) else {}),
                                                 "transaction_id": first.transaction_id, "date": day}) from exc
         self.reports_engine.check_rates(items)  # and the report totals' rates, on each transaction's local day
+        if self.on_duplicate == "refuse":
+            _refuse_duplicates(items, window.ids, self.lookback_days)
         out: list[_Item] = []
         append = out.append
         ids = window.ids
