@@ -31,6 +31,9 @@ from .items import TextItem
 from .pipeline import Pipeline
 from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec, ValidationSet
 from .taskflow import Taskflow
+from .state_admin import export_state, reset_stored_state, state_summary
+from .state_keeper import StateKeeper
+from .state_store import StateStore, default_state_path, open_state_store
 from .trainable import Trainable, TrainableSpec
 
 __version__ = "0.1.0"
@@ -58,4 +61,6 @@ __all__ = [
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
     "BertConfig", "BertEncoder", "BertLayer", "mean_pool", "convert_bert_weights", "load_bert_weights",
     "quantize_state_int8", "dequantize_state_int8", "BERT_WEIGHT_SOURCES",
+    "StateStore", "StateKeeper", "open_state_store", "default_state_path", "state_summary", "export_state",
+    "reset_stored_state",
 ]

@@ -222,6 +222,9 @@ EventKind = Literal[
     "training_round",
     "training_run_finished",
     "training_run_failed",
+    "state_shown",
+    "state_exported",
+    "state_reset",
 ]
 
 

@@ -65,6 +65,12 @@ class StateKeeper:
                 pipeline.load_state_dict(snapshot)
             else:
                 pipeline.reset_state()
+                if not journal:  # a new tenant: its empty state first, so that the state's identity (task,
+                    # window length, model features) is checked on every later restore, also before the first
+                    # full snapshot (a journal replayed through a pipeline of other options would silently differ)
+                    state = pipeline.state_dict()
+                    with self.store.transaction():
+                        self.store.put_snapshot(self.task, self.tenant, state, seq=0)
             replayed = 0
             for _, items in journal:
                 tf._execute(pipeline, tf.validate(items))
