@@ -8,8 +8,8 @@ journals the chunk's validated inputs together with the run's progress (rows con
 is restored to the last commit (snapshot + journal), the partial output is cut back to the recorded offset and the
 consumed rows are skipped, so the results file ends byte-identical to an uninterrupted run's: nothing lost,
 nothing counted twice. No snapshot is taken while the run is unfinished, so ``--discard-unfinished`` can put the
-state back to where the run started. At the end the output is renamed into place and the state snapshot written
-(the run's progress forgotten in the same transaction).
+state back to where the run started. At the end the output is renamed into place, the run's progress forgotten,
+and a snapshot taken if the journal has grown past the store's bound (:mod:`sectorflow.state_store`).
 """
 
 from __future__ import annotations
@@ -152,5 +152,5 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
             out.close()
     if output is not None:
         os.replace(_partial_path(output), output.resolve())
-    keeper.snapshot(end_run=True)
+    keeper.finish_run()
     return count

@@ -134,6 +134,26 @@ class Pipeline(Generic[In, Out]):
         raise ConfigError(f"Task {self.spec.name!r}'s pipeline ({type(self).__name__}) does not implement "
                           "load_state_dict(): its state cannot be restored.")
 
+    def journal_rows(self, items: Sequence[In]) -> list[Any]:
+        """The validated input items of one call as JSON values, for a state store's journal
+        (:mod:`sectorflow.state_store`). Default: ``model_dump(mode="json")`` of each item; a task with a cheaper exact
+        encoding overrides this and :meth:`journal_items`."""
+        return [item.model_dump(mode="json") for item in items]
+
+    def journal_items(self, rows: list[Any]) -> list[In]:
+        """The input items of :meth:`journal_rows`' values, for replay. Default: validated against the input model.
+
+        Raises:
+            ConfigError: a row that no longer validates (a damaged journal, or an input model that changed).
+        """
+        from pydantic import ValidationError
+
+        try:
+            return [self.spec.input_model.model_validate(row) for row in rows]  # type: ignore[misc]
+        except ValidationError as exc:
+            raise ConfigError(f"A journalled {self.spec.name} item no longer validates ({exc.error_count()} "
+                              "error(s)): the journal is damaged or the input model changed; reset the state.") from exc
+
     def adopt_state(self, previous: Pipeline) -> None:
         """Take over the state of the pipeline this one replaces (``Taskflow.reload`` of a stateful task).
 

@@ -10,7 +10,7 @@ with the run's progress (:mod:`sectorflow.cli_state`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .errors import ConfigError
 from .state_store import SNAPSHOT_FACTOR, SNAPSHOT_MIN_BYTES, StateStore
@@ -73,7 +73,7 @@ class StateKeeper:
                         self.store.put_snapshot(self.task, self.tenant, state, seq=0)
             replayed = 0
             for _, items in journal:
-                tf._execute(pipeline, tf.validate(items))
+                tf._execute(pipeline, pipeline.journal_items(items))
                 replayed += len(items)
         return replayed
 
@@ -81,23 +81,41 @@ class StateKeeper:
                output_offset: int | None = None) -> None:
         """Journal one call's validated inputs (and the run's progress) in one store transaction; take a snapshot
         when the journal has grown past :data:`~sectorflow.state_store.SNAPSHOT_FACTOR` times the last one."""
-        rows = [item.model_dump(mode="json") for item in items]
+        rows = self.taskflow.pipeline.journal_rows(items)
         with self.store.transaction():
             self.store.append(self.task, self.tenant, rows, rows_done=rows_done, output_offset=output_offset)
         if not self.snapshots_paused:
-            journal, snapshot = self.store.journal_bytes(self.task, self.tenant)
-            if journal >= max(SNAPSHOT_MIN_BYTES, SNAPSHOT_FACTOR * snapshot):
-                self.snapshot()
+            self.maybe_snapshot()
 
-    def snapshot(self, **also: Any) -> None:
+    def maybe_snapshot(self) -> bool:
+        """Take a snapshot when the journal since the last one holds at least
+        :data:`~sectorflow.state_store.SNAPSHOT_FACTOR` times its bytes (and
+        :data:`~sectorflow.state_store.SNAPSHOT_MIN_BYTES`); whether one was taken."""
+        journal, snapshot = self.store.journal_bytes(self.task, self.tenant)
+        if journal >= max(SNAPSHOT_MIN_BYTES, SNAPSHOT_FACTOR * snapshot):
+            self.snapshot()
+            return True
+        return False
+
+    def finish_run(self) -> None:
+        """End an unfinished ``sectorflow run --state`` (its progress forgotten; its journal rows stay), then take a
+        snapshot if the journal has grown past the policy's bound."""
+        with self.store.transaction():
+            self.store.end_run(self.task, self.tenant)
+        self.snapshots_paused = False
+        self.maybe_snapshot()
+
+    def snapshot(self) -> None:
         """Write the live pipeline's full state as the tenant's snapshot (dropping the journal it covers)."""
         state = self.taskflow.pipeline.state_dict()
         with self.store.transaction():
             self.store.put_snapshot(self.task, self.tenant, state)
-            if also.get("end_run"):
-                self.store.end_run(self.task, self.tenant)
 
     def reset(self) -> bool:
-        """Forget the tenant's stored state (the live pipeline is reset by its owner)."""
+        """Forget the tenant's stored state and store the live pipeline's (just reset by its owner, so empty) in its
+        place, with its identity (see :meth:`restore`); whether there was any state."""
+        state = self.taskflow.pipeline.state_dict()
         with self.store.transaction():
-            return self.store.reset(self.task, self.tenant)
+            had = self.store.reset(self.task, self.tenant)
+            self.store.put_snapshot(self.task, self.tenant, state, seq=0)
+        return had

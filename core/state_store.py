@@ -40,7 +40,7 @@ from typing import Any
 from .errors import ConfigError
 from .int8_store import sectorflow_home
 
-SNAPSHOT_FACTOR = 2.0
+SNAPSHOT_FACTOR = 4.0
 """A snapshot is taken once the journal since the last one exceeds this many times that snapshot's bytes."""
 SNAPSHOT_MIN_BYTES = 4 << 20
 """... and at least this many bytes (small states are not rewritten on every few calls)."""
@@ -225,10 +225,16 @@ class StateStore:
 
 
 class SQLiteStateStore(StateStore):
-    """SQLite in WAL mode, ``synchronous=FULL``; ``BEGIN IMMEDIATE`` serialises writers across processes."""
+    """SQLite in WAL mode; ``BEGIN IMMEDIATE`` serialises writers across processes. ``synchronous="FULL"``
+    (default): every commit is fsync'd, so one that returned survives kill -9, an OS crash and power loss;
+    ``"NORMAL"``: no fsync per commit (WAL), a commit that returned survives kill -9 of the process but the last ones
+    may be lost on an OS crash or power loss (the state then lags the answers given: those transactions are
+    counted again when re-sent, never twice)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
         super().__init__()
+        if synchronous not in ("FULL", "NORMAL"):
+            raise ConfigError(f"synchronous={synchronous!r}: write FULL or NORMAL.")
         self.path = Path(path).expanduser()
         self.url = str(self.path)
         try:
@@ -236,7 +242,7 @@ class SQLiteStateStore(StateStore):
             if not self.path.exists():  # it holds customers' transactions: readable by its owner only
                 os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=30.0)
-            for pragma in ("journal_mode=WAL", "synchronous=FULL", "busy_timeout=30000"):
+            for pragma in ("journal_mode=WAL", f"synchronous={synchronous}", "busy_timeout=30000"):
                 self._conn.execute(f"PRAGMA {pragma}")
             with self.transaction():
                 for stmt in _SCHEMA:
@@ -306,18 +312,20 @@ class PostgresStateStore(StateStore):
             self._conn.close()
 
 
-def open_state_store(url: str | Path | None = None) -> StateStore:
+def open_state_store(url: str | Path | None = None, *, synchronous: str | None = None) -> StateStore:
     """A state store for ``url``: ``postgresql://`` / ``postgres://`` opens PostgreSQL, anything else is a SQLite
-    file (``sqlite:///path`` accepted); ``None``: :func:`default_state_path`.
+    file (``sqlite:///path`` accepted); ``None``: :func:`default_state_path`. ``synchronous`` (SQLite): ``FULL`` or
+    ``NORMAL`` (see :class:`SQLiteStateStore`); default ``$SECTORFLOW_STATE_SYNC`` or ``FULL``.
 
     Raises:
         ConfigError: the store cannot be opened (the message says why).
     """
+    sync = (synchronous or os.environ.get("SECTORFLOW_STATE_SYNC") or "FULL").upper()
     if url is None:
-        return SQLiteStateStore(default_state_path())
+        return SQLiteStateStore(default_state_path(), synchronous=sync)
     text = str(url)
     if text.startswith(("postgresql://", "postgres://")):
         return PostgresStateStore(text)
     if text.startswith("sqlite:///"):
         text = text[len("sqlite://"):]
-    return SQLiteStateStore(text)
+    return SQLiteStateStore(text, synchronous=sync)

@@ -45,7 +45,7 @@ from .fx import MissingRateError
 from .reports import ReportEngine, read_account_file
 from .schema import (INPUT_TIMEZONE_HELP, Alert, Reason, ReportDraft, Transaction, TransactionAssessment,
                      transactions_digest)
-from .state import TransactionTable, check_header, decode_transactions, state_header
+from .state import TransactionTable, check_header, decode_transactions, state_header, transaction_row
 from .suspicious import suspicious_report
 from .typologies import RULES, build_rules
 from .typologies.base import alert_id
@@ -438,6 +438,19 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         except ConfigError:
             self.reset_state()
             raise
+
+    def journal_rows(self, items: Sequence[Transaction]) -> list[Any]:
+        """Each transaction as its JSON row (:func:`~sectorflow_aml.state.transaction_row`: 12 values, no pydantic
+        dump), for the state store's journal."""
+        return [transaction_row(txn) for txn in items]
+
+    def journal_items(self, rows: list[Any]) -> list[Transaction]:
+        """The transactions of journal rows (validated when they first arrived, so built without re-validation).
+
+        Raises:
+            ConfigError: a damaged row.
+        """
+        return decode_transactions(rows)
 
     # --- the three stages ----------------------------------------------------------------------------------------
 

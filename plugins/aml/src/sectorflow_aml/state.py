@@ -90,13 +90,24 @@ class TransactionTable:
         key = id(txn)
         i = self._index.get(key)
         if i is None:
-            d = txn.__dict__
             i = self._index[key] = len(self.rows)
-            self.rows.append([d["transaction_id"], d["timestamp"].isoformat(), d["sender_account"],
-                              d["receiver_account"], str(d["amount"]), d["currency"], d["channel"].value,
-                              d["sender_country"], d["receiver_country"], d["customer_type"], d["sender_bank"],
-                              d["receiver_bank"]])
+            self.rows.append(transaction_row(txn))
         return i
+
+
+_last_stamp: list[Any] = [None, ""]
+"""The previous timestamp object and its ISO text (readers share one datetime among a day's transactions)."""
+
+
+def transaction_row(txn: Transaction) -> list[Any]:
+    """``txn`` as its JSON row (the fields of ``_FIELDS`` in order); :func:`decode_transactions` reads it back."""
+    d = txn.__dict__
+    stamp = d["timestamp"]
+    if stamp is not _last_stamp[0]:
+        _last_stamp[0], _last_stamp[1] = stamp, stamp.isoformat()
+    return [d["transaction_id"], _last_stamp[1], d["sender_account"], d["receiver_account"], str(d["amount"]),
+            d["currency"], d["channel"].value, d["sender_country"], d["receiver_country"], d["customer_type"],
+            d["sender_bank"], d["receiver_bank"]]
 
 
 def decode_transactions(rows: list[list[Any]]) -> list[Transaction]:
@@ -108,12 +119,15 @@ def decode_transactions(rows: list[list[Any]]) -> list[Transaction]:
     """
     out: list[Transaction] = []
     channels = {c.value: c for c in Channel}
+    last_text, last_stamp = None, None
     try:
         for row in rows:
             (tid, ts, sender, receiver, amount, currency, channel, sc, rc, ct, sb, rb) = row
+            if ts != last_text:  # one datetime per distinct time, as the readers share them
+                last_text, last_stamp = ts, datetime.fromisoformat(ts)
             txn = _new(Transaction)
             _set(txn, "__dict__", {
-                "transaction_id": tid, "timestamp": datetime.fromisoformat(ts), "sender_account": sender,
+                "transaction_id": tid, "timestamp": last_stamp, "sender_account": sender,
                 "receiver_account": receiver, "amount": Decimal(amount), "currency": currency,
                 "channel": channels[channel], "sender_country": sc, "receiver_country": rc, "customer_type": ct,
                 "sender_bank": sb, "receiver_bank": rb})

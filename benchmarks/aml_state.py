@@ -1,0 +1,148 @@
+"""What does keeping the AML state durable cost? State size, and the store against the in-memory path.
+
+On the first ``--n`` transactions of an AMLSim run (``../shared/data/amlsim_sample``), ``Taskflow("aml")`` (with
+``--no-model``: ``model=False``):
+
+- batch: calls of ``--chunk`` transactions (``sectorflow run``'s chunks) in memory, then the same calls with
+  ``state_store=`` a fresh SQLite file (each call's inputs journalled in one transaction, snapshots as the store's
+  policy takes them: :mod:`sectorflow.state_store`); the ratio is the persisting cost;
+- the state: ``state_dict()`` as JSON text, its bytes per transaction in the window and per account, the time to
+  write it (a snapshot) and to restore a new Taskflow from the store (snapshot + journal replay);
+- streaming: after ``--stream-after`` transactions in one call, ``--n-stream`` one-transaction calls, in memory and
+  with the store (an fsync'd SQLite commit each): p50 / p99 milliseconds per transaction.
+
+Usage::
+
+    .venv/bin/python benchmarks/aml_state.py [--n 60000] [--chunk 1024] [--stream-after 20000] [--n-stream 2000]
+        [--no-model]
+
+Prints the machine line (CPU, cores, load average) first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("SECTORFLOW_AUDIT", "off")
+
+from sectorflow import Taskflow, open_state_store  # noqa: E402
+from sectorflow_aml.loaders import load_transactions  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "amlsim_sample"
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"{platform.node()} | {cpu} | {os.cpu_count()} logical CPUs | load {load} | Python {platform.python_version()}"
+
+
+def batch_seconds(tf: Taskflow, txns: list, chunk: int) -> float:
+    start = time.perf_counter()
+    for i in range(0, len(txns), chunk):
+        tf(txns[i:i + chunk])
+    return time.perf_counter() - start
+
+
+def stream_ms(tf: Taskflow, txns: list) -> list[float]:
+    out = []
+    for txn in txns:
+        start = time.perf_counter()
+        tf([txn])
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def pct(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100)[int(q) - 1] if len(values) >= 100 else max(values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--run", default="20K_fanin200cycle200")
+    parser.add_argument("--n", type=int, default=60000)
+    parser.add_argument("--chunk", type=int, default=1024)
+    parser.add_argument("--stream-after", type=int, default=20000)
+    parser.add_argument("--n-stream", type=int, default=2000)
+    parser.add_argument("--no-model", action="store_true")
+    args = parser.parse_args(argv)
+    print(machine())
+    txns, problems = load_transactions(args.data / args.run / "transactions.csv.gz", "amlsim")
+    assert not problems, problems[:3]
+    txns = txns[: max(args.n, args.stream_after + args.n_stream + 200)]
+    options = {"model": False} if args.no_model else {}
+    batch = txns[: args.n]
+    print(f"{args.run}: {len(batch):,} transactions in calls of {args.chunk}; model {'off' if args.no_model else 'on'}")
+
+    memory = Taskflow("aml", num_threads=1, **options)
+    memory(txns[:2000])  # warm-up
+    memory.reset_state()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "state.sqlite"
+        stored = Taskflow("aml", num_threads=1, state_store=db, **options)
+        mem_s, store_s = [], []
+        for rep in range(2):  # alternate, best of two each
+            memory.reset_state()
+            mem_s.append(batch_seconds(memory, batch, args.chunk))
+            stored.reset_state()
+            store_s.append(batch_seconds(stored, batch, args.chunk))
+        m, s = min(mem_s), min(store_s)
+        print(f"batch: in memory {m:.2f} s ({len(batch) / m:,.0f} tx/s), with the store {s:.2f} s "
+              f"({len(batch) / s:,.0f} tx/s): persisting costs {100 * (s - m) / m:.1f} % "
+              f"({(s - m) / len(batch) * 1e6:.1f} us per transaction)")
+
+        pipeline = stored.pipeline
+        start = time.perf_counter()
+        text = json.dumps(pipeline.state_dict(), allow_nan=False)
+        dump_s = time.perf_counter() - start
+        edges, accounts = len(pipeline.window.edges), len(pipeline.window.accounts)
+        print(f"state: {len(text):,} bytes for {edges:,} transactions in the window and {accounts:,} accounts "
+              f"({len(text) / edges:,.0f} bytes per windowed transaction, {len(text) / accounts:,.0f} per account); "
+              f"state_dict + JSON {dump_s * 1000:.0f} ms")
+        store = open_state_store(db)
+        info = store.info("aml", "default")
+        print(f"store after the run: snapshot {info.snapshot_bytes:,} bytes, journal {info.journal_calls} call(s) / "
+              f"{info.journal_items:,} item(s) / {info.journal_bytes:,} bytes "
+              f"({info.journal_bytes / max(info.journal_items, 1):,.0f} bytes per journalled transaction)")
+        start = time.perf_counter()
+        stored.state_keeper.snapshot()
+        snap_s = time.perf_counter() - start
+        start = time.perf_counter()
+        again = Taskflow("aml", num_threads=1, state_store=db, **options)
+        restore_s = time.perf_counter() - start
+        assert len(again.pipeline.window) == edges
+        print(f"snapshot write {snap_s * 1000:.0f} ms; a new Taskflow restored from it in {restore_s:.2f} s "
+              "(model load included)")
+
+        fill, timed = txns[: args.stream_after], txns[args.stream_after: args.stream_after + 200 + args.n_stream]
+        memory.reset_state()
+        memory(fill)
+        stored.reset_state()
+        stored(fill)
+        mem_ms = stream_ms(memory, timed)[200:]
+        store_ms = stream_ms(stored, timed)[200:]
+        print(f"streaming after {len(fill):,} transactions, {len(mem_ms):,} one-transaction calls: in memory p50 "
+              f"{statistics.median(mem_ms):.3f} ms p99 {pct(mem_ms, 99):.3f} ms; with the store p50 "
+              f"{statistics.median(store_ms):.3f} ms p99 {pct(store_ms, 99):.3f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
