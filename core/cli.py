@@ -118,6 +118,9 @@ def run_command(
                                         "it to at the end, so day 2 continues day 1 exactly; a run killed part-way "
                                         "resumes when the same command is run again."),
     tenant: str = typer.Option("default", "--tenant", help="With --state: whose state in the store."),
+    checkpoint_rows: int = typer.Option(8192, "--checkpoint-rows", min=1, help="With --state: items per checkpoint "
+                                        "(results fsync'd, then one store commit; a killed run redoes at most this "
+                                        "many). Give the same value when resuming."),
     discard_unfinished: bool = typer.Option(False, "--discard-unfinished", help="With --state: drop an unfinished "
                                             "run's changes (the state goes back to where it started) and start "
                                             "this one."),
@@ -183,7 +186,7 @@ def run_command(
         for path, read in earlier:
             _replay(tf, read, path, batch_size, on_error)
         if state is not None:
-            _run_file_with_state(tf, reader, source, output, batch_size, on_error, name, state, tenant,
+            _run_file_with_state(tf, reader, source, output, checkpoint_rows, on_error, name, state, tenant,
                                  discard_unfinished)
         else:
             _run_file(tf, reader, source, output, batch_size, on_error, name=name, checked=True)
@@ -347,7 +350,7 @@ def _check_state(spec: Any, state: str, history: list[Path]) -> None:
                           "/dev/null), oldest first.")
 
 
-def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optional[Path], batch_size: int,
+def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optional[Path], checkpoint_rows: int,
                          on_error: OnError, name: str, state: str, tenant: str, discard_unfinished: bool) -> None:
     """:func:`_run_file` with the state kept in a store, checkpointed after each chunk (:mod:`sectorflow.cli_state`)."""
     from .cli_state import prepare, run_with_state
@@ -363,7 +366,7 @@ def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optiona
         count = run_with_state(
             keeper, run, reader(source, name=name),
             lambda rows: _validated(tf.spec, rows, on_error, skipped, tf.input_context), output,
-            max(batch_size, 1024), cli_context(), _utf8_stdout, lambda n: progress.update(bar, completed=n))
+            checkpoint_rows, cli_context(), _utf8_stdout, lambda n: progress.update(bar, completed=n))
     for problem in skipped:
         err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(_problem_text(problem))}")
     err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped; state saved to "

@@ -1,7 +1,7 @@
 """``sectorflow run TASK FILE --state STATE``: a stateful task's run that loads its state from a store, saves it at
 the end, and survives being killed.
 
-The run reads the file in chunks (``max(batch_size, 1024)`` items). After each chunk its results are written to
+The run reads the file in chunks of ``--checkpoint-rows`` items (default 8,192). After each chunk its results are written to
 ``.<output>.partial-state`` (a fixed name next to ``--output``), flushed and fsync'd, and then ONE store transaction
 journals the chunk's validated inputs together with the run's progress (rows consumed, output byte offset; see
 :mod:`sectorflow.state_store`). Killed at any point (``kill -9``, power loss), the same command resumes: the state
@@ -102,7 +102,7 @@ def _open_output(output: Optional[Path], run: RunProgress | None, stdout: Callab
         return _TextBytes(stdout()), (run.output_offset if run else 0)
     partial = _partial_path(output)
     target = output.resolve()
-    if run is None:
+    if run is None or (run.output_offset == 0 and not partial.exists()):  # killed before its first write
         return open(partial, "wb"), 0
     if not partial.exists() and target.exists() and target.stat().st_size == run.output_offset:
         os.replace(target, partial)  # killed between the rename and the final commit: take the output back

@@ -46,6 +46,8 @@ class StateKeeper:
         self.store = store
         self.tenant = tenant
         self.task = taskflow.spec.name
+        self._journal_bytes: int | None = None  # journal bytes since the snapshot (None: ask the store)
+        self._snapshot_bytes = 0
         self.snapshots_paused = False
         """While ``True`` (an unfinished ``sectorflow run --state``), :meth:`record` takes no snapshot, so that
         the run's journal rows can be discarded (back to the state before the run)."""
@@ -83,7 +85,9 @@ class StateKeeper:
         when the journal has grown past :data:`~sectorflow.state_store.SNAPSHOT_FACTOR` times the last one."""
         rows = self.taskflow.pipeline.journal_rows(items)
         with self.store.transaction():
-            self.store.append(self.task, self.tenant, rows, rows_done=rows_done, output_offset=output_offset)
+            size = self.store.append(self.task, self.tenant, rows, rows_done=rows_done, output_offset=output_offset)
+        if self._journal_bytes is not None:
+            self._journal_bytes += size
         if not self.snapshots_paused:
             self.maybe_snapshot()
 
@@ -91,8 +95,9 @@ class StateKeeper:
         """Take a snapshot when the journal since the last one holds at least
         :data:`~sectorflow.state_store.SNAPSHOT_FACTOR` times its bytes (and
         :data:`~sectorflow.state_store.SNAPSHOT_MIN_BYTES`); whether one was taken."""
-        journal, snapshot = self.store.journal_bytes(self.task, self.tenant)
-        if journal >= max(SNAPSHOT_MIN_BYTES, SNAPSHOT_FACTOR * snapshot):
+        if self._journal_bytes is None:
+            self._journal_bytes, self._snapshot_bytes = self.store.journal_bytes(self.task, self.tenant)
+        if self._journal_bytes >= max(SNAPSHOT_MIN_BYTES, SNAPSHOT_FACTOR * self._snapshot_bytes):
             self.snapshot()
             return True
         return False
@@ -110,6 +115,7 @@ class StateKeeper:
         state = self.taskflow.pipeline.state_dict()
         with self.store.transaction():
             self.store.put_snapshot(self.task, self.tenant, state)
+        self._journal_bytes = None  # counted again from the store (one query) on the next record
 
     def reset(self) -> bool:
         """Forget the tenant's stored state and store the live pipeline's (just reset by its owner, so empty) in its
@@ -118,4 +124,5 @@ class StateKeeper:
         with self.store.transaction():
             had = self.store.reset(self.task, self.tenant)
             self.store.put_snapshot(self.task, self.tenant, state, seq=0)
+        self._journal_bytes = None
         return had

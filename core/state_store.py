@@ -177,15 +177,16 @@ class StateStore:
     def append(self, task: str, tenant: str, items: Sequence[Any], *, rows_done: int | None = None,
                output_offset: int | None = None) -> int:
         """Journal one call's validated inputs (JSON values); with ``rows_done``, also advance the unfinished run.
-        Returns the new journal position. Inside :meth:`transaction`."""
+        Returns the bytes journalled. Inside :meth:`transaction`."""
         seq = self.last_seq(task, tenant) + 1
         text = json.dumps(list(items), ensure_ascii=False, separators=(",", ":"))
+        size = len(text.encode())
         self._q("INSERT INTO state_journal (task, tenant, seq, items, n, bytes, time) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (task, tenant, seq, text, len(items), len(text.encode()), _now()))
+                (task, tenant, seq, text, len(items), size, _now()))
         if rows_done is not None:
             self._q("UPDATE state_runs SET rows_done = ?, output_offset = ?, items = items + ?, time = ? "
                     "WHERE task = ? AND tenant = ?", (rows_done, output_offset or 0, len(items), _now(), task, tenant))
-        return seq
+        return size
 
     def put_snapshot(self, task: str, tenant: str, state: dict[str, Any], seq: int | None = None) -> None:
         """Replace the snapshot by ``state`` (covering the journal up to ``seq``, default the latest) and drop the

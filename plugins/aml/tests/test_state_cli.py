@@ -92,7 +92,7 @@ def _stored_state(db: Path) -> str:
 
 
 def test_a_run_killed_at_several_points_resumes_to_the_uninterrupted_results(amlsim_slice, tmp_path):
-    args = ["run", "aml", str(amlsim_slice), "--format", "amlsim", "-O", "model=false", "--batch-size", "256"]
+    args = ["run", "aml", str(amlsim_slice), "--format", "amlsim", "-O", "model=false", "--checkpoint-rows", "1024"]
     _sectorflow(*args, "--state", str(tmp_path / "clean.sqlite"), "-o", str(tmp_path / "clean.jsonl"))
     clean = (tmp_path / "clean.jsonl").read_bytes()
     assert clean.count(b"\n") == 20_000 and b'"alert":true' in clean
@@ -125,8 +125,8 @@ def test_a_run_killed_at_several_points_resumes_to_the_uninterrupted_results(aml
 
 def test_another_input_while_a_run_is_unfinished_is_refused_until_finished_or_discarded(amlsim_slice, tmp_path):
     db, out = tmp_path / "s.sqlite", tmp_path / "out.jsonl"
-    args = ["run", "aml", str(amlsim_slice), "--format", "amlsim", "-O", "model=false", "--state", str(db), "-o",
-            str(out)]
+    args = ["run", "aml", str(amlsim_slice), "--format", "amlsim", "-O", "model=false", "--checkpoint-rows", "1024",
+            "--state", str(db), "-o", str(out)]
     proc = subprocess.Popen([SECTORFLOW, *args], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (_progress(db) or 0) < 1024 and proc.poll() is None:

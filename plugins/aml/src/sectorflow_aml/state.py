@@ -83,7 +83,7 @@ class TransactionTable:
 
     def __init__(self) -> None:
         self._index: dict[int, int] = {}
-        self.rows: list[list[Any]] = []
+        self.rows: list[str] = []
 
     def index(self, txn: Transaction) -> int:
         """The row of ``txn`` in :attr:`rows` (added on first use)."""
@@ -97,20 +97,33 @@ class TransactionTable:
 
 _last_stamp: list[Any] = [None, ""]
 """The previous timestamp object and its ISO text (readers share one datetime among a day's transactions)."""
+_NONE = "\x00"
+"""A field that is ``None`` (no valid field value holds NUL or a tab: ids and banks refuse control characters,
+the other fields are codes, numbers and ISO times)."""
 
 
-def transaction_row(txn: Transaction) -> list[Any]:
-    """``txn`` as its JSON row (the fields of ``_FIELDS`` in order); :func:`decode_transactions` reads it back."""
+def transaction_row(txn: Transaction) -> str:
+    """``txn`` as one text row: the fields of ``_FIELDS`` in order, tab-separated, ``None`` as NUL, trailing
+    ``None`` fields left out (timestamp ISO 8601 UTC, amount as its ``str``); :func:`decode_transactions` reads it."""
     d = txn.__dict__
     stamp = d["timestamp"]
     if stamp is not _last_stamp[0]:
         _last_stamp[0], _last_stamp[1] = stamp, stamp.isoformat()
-    return [d["transaction_id"], _last_stamp[1], d["sender_account"], d["receiver_account"], str(d["amount"]),
-            d["currency"], d["channel"].value, d["sender_country"], d["receiver_country"], d["customer_type"],
-            d["sender_bank"], d["receiver_bank"]]
+    head = f"{d['transaction_id']}\t{_last_stamp[1]}\t{d['sender_account']}\t{d['receiver_account']}\t" \
+           f"{d['amount']}\t{d['currency']}\t{d['channel'].value}"
+    tail = (d["sender_country"], d["receiver_country"], d["customer_type"], d["sender_bank"], d["receiver_bank"])
+    if tail == _NO_TAIL:
+        return head
+    tail_list = list(tail)
+    while tail_list[-1] is None:
+        tail_list.pop()
+    return head + "\t" + "\t".join(_NONE if v is None else v for v in tail_list)
 
 
-def decode_transactions(rows: list[list[Any]]) -> list[Transaction]:
+_NO_TAIL = (None, None, None, None, None)
+
+
+def decode_transactions(rows: list[str]) -> list[Transaction]:
     """The :class:`Transaction` of each row :class:`TransactionTable` wrote, built without re-validation (the values
     were validated when they first arrived; as :func:`~sectorflow_aml.schema.trusted_transaction`).
 
@@ -121,8 +134,12 @@ def decode_transactions(rows: list[list[Any]]) -> list[Transaction]:
     channels = {c.value: c for c in Channel}
     last_text, last_stamp = None, None
     try:
-        for row in rows:
-            (tid, ts, sender, receiver, amount, currency, channel, sc, rc, ct, sb, rb) = row
+        for text in rows:
+            row = text.split("\t")
+            if len(row) < 12:
+                row.extend([_NONE] * (12 - len(row)))
+            (tid, ts, sender, receiver, amount, currency, channel, sc, rc, ct, sb, rb) = (
+                None if v == _NONE else v for v in row)
             if ts != last_text:  # one datetime per distinct time, as the readers share them
                 last_text, last_stamp = ts, datetime.fromisoformat(ts)
             txn = _new(Transaction)
@@ -135,7 +152,7 @@ def decode_transactions(rows: list[list[Any]]) -> list[Transaction]:
             _set(txn, "__pydantic_extra__", None)
             _set(txn, "__pydantic_private__", None)
             out.append(txn)
-    except (TypeError, ValueError, KeyError) as exc:
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise ConfigError(f"The state's transaction table is damaged ({exc}): export it again or reset the state "
                           "(sectorflow aml state reset).") from exc
     return out

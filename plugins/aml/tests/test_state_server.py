@@ -1,0 +1,97 @@
+"""``sectorflow serve`` with ``[server] state_store``: a real server process takes day 1, is stopped, a new server
+process on the same store takes day 2; the answers equal those of one uninterrupted server."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from sectorflow_aml.loaders import READERS
+
+RUN = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "amlsim_sample" / "20K_fanin200cycle200"
+SECRET = "sf_test_state_restart_0123456789abcdef"
+
+
+def _start(config: Path) -> tuple[subprocess.Popen, str]:
+    from sectorflow.serving import hash_key
+
+    env = {**os.environ, "SECTORFLOW_LOAD_PLUGINS": "serve,aml", "SECTORFLOW_AUDIT": "off",
+           "SECTORFLOW_SERVE_KEYS": json.dumps([{"id": "k", "sha256": hash_key(SECRET), "scopes": ["task:*"]}])}
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "sectorflow.cli", "serve", "--port", str(port), "--config",
+                             str(config), "--log-level", "warning"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"{url}/readyz").status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"sectorflow serve did not start: {proc.stdout.read()[-2000:]}")
+        time.sleep(0.2)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(30)
+
+
+def _post(url: str, calls: list[list[dict]]) -> list[str]:
+    out = []
+    with httpx.Client(headers={"X-API-Key": SECRET}, timeout=120) as client:
+        for inputs in calls:
+            answer = client.post(f"{url}/v1/tasks/aml", json={"inputs": inputs})
+            assert answer.status_code == 200, answer.text[:500]
+            out.extend(json.dumps(r, sort_keys=True) for r in answer.json()["outputs"])
+    return out
+
+
+def _config(path: Path, store: Path) -> Path:
+    path.write_text(f'serve = ["aml"]\n[server]\nstate_store = "{store}"\n[tasks.aml.options]\nmodel = false\n')
+    return path
+
+
+def test_a_restarted_server_continues_the_state_exactly(tmp_path):
+    if not RUN.is_dir():
+        pytest.skip(f"AMLSim sample not found at {RUN}")
+    txns = [t.model_dump(mode="json") for _, t in itertools.islice(READERS["amlsim"](RUN / "transactions.csv.gz"),
+                                                                    3_000)]
+    calls = [txns[i:i + 500] for i in range(0, 3_000, 500)]
+
+    proc, url = _start(_config(tmp_path / "one.toml", tmp_path / "one.sqlite"))
+    try:
+        uninterrupted = _post(url, calls)
+    finally:
+        _stop(proc)
+
+    config = _config(tmp_path / "two.toml", tmp_path / "two.sqlite")
+    proc, url = _start(config)
+    try:
+        day1 = _post(url, calls[:3])
+    finally:
+        _stop(proc)
+    proc, url = _start(config)  # a new process: the state comes from the store
+    try:
+        day2 = _post(url, calls[3:])
+    finally:
+        _stop(proc)
+    assert any('"alert": true' in line for line in uninterrupted)
+    assert day1 + day2 == uninterrupted
