@@ -73,8 +73,8 @@ def test_a_restarted_server_continues_the_state_exactly(tmp_path):
     if not RUN.is_dir():
         pytest.skip(f"AMLSim sample not found at {RUN}")
     txns = [t.model_dump(mode="json") for _, t in itertools.islice(READERS["amlsim"](RUN / "transactions.csv.gz"),
-                                                                    3_000)]
-    calls = [txns[i:i + 500] for i in range(0, 3_000, 500)]
+                                                                    8_000)]
+    calls = [txns[i:i + 1000] for i in range(0, 8_000, 1000)]
 
     proc, url = _start(_config(tmp_path / "one.toml", tmp_path / "one.sqlite"))
     try:
@@ -85,13 +85,18 @@ def test_a_restarted_server_continues_the_state_exactly(tmp_path):
     config = _config(tmp_path / "two.toml", tmp_path / "two.sqlite")
     proc, url = _start(config)
     try:
-        day1 = _post(url, calls[:3])
+        day1 = _post(url, calls[:5])
     finally:
         _stop(proc)
     proc, url = _start(config)  # a new process: the state comes from the store
     try:
-        day2 = _post(url, calls[3:])
+        day2 = _post(url, calls[5:])
     finally:
         _stop(proc)
-    assert any('"alert": true' in line for line in uninterrupted)
     assert day1 + day2 == uninterrupted
+    proc, url = _start(_config(tmp_path / "fresh.toml", tmp_path / "fresh.sqlite"))
+    try:  # a server without that state answers day 2 otherwise
+        assert _post(url, calls[5:]) != day2
+    finally:
+        _stop(proc)
+    assert sum('"alert": true' in line for line in uninterrupted) > 5
