@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -272,47 +271,6 @@ class SQLiteStateStore(StateStore):
             self._conn.close()
 
 
-class PostgresStateStore(StateStore):
-    """PostgreSQL (psycopg 3): the same tables in ``schema``; writers serialise on a transaction advisory lock."""
-
-    placeholder = "%s"
-
-    def __init__(self, dsn: str, *, schema: str = "sectorflow_state") -> None:
-        super().__init__()
-        try:
-            import psycopg
-        except ImportError as exc:  # pragma: no cover - depends on the installed extra
-            raise ConfigError("A PostgreSQL state store needs psycopg: pip install 'sectorflow[compliance]'.") from exc
-        if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
-            raise ConfigError(f"PostgreSQL schema {schema!r}: use lower-case letters, digits and _.")
-        self.schema = schema
-        self.url = re.sub(r"//[^@/]*@", "//***@", dsn)  # no password in messages
-        try:
-            self._conn = psycopg.connect(dsn, autocommit=True)
-            with self.transaction():
-                self._conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-                self._conn.execute(f"SET search_path TO {schema}")
-                for stmt in _SCHEMA:
-                    self._conn.execute(stmt)
-            self._conn.execute(f"SET search_path TO {schema}")
-        except psycopg.Error as exc:
-            raise ConfigError(f"Cannot open the PostgreSQL state store {self.url} (schema {schema}): {exc}.") from exc
-
-    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
-        with self._lock:
-            return self._conn.execute(sql, params or None)
-
-    @contextmanager
-    def transaction(self) -> Iterator[None]:
-        with self._lock, self._conn.transaction():
-            self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sectorflow-state:{self.schema}",))
-            yield
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
-
-
 def open_state_store(url: str | Path | None = None, *, synchronous: str | None = None) -> StateStore:
     """A state store for ``url``: ``postgresql://`` / ``postgres://`` opens PostgreSQL, anything else is a SQLite
     file (``sqlite:///path`` accepted); ``None``: :func:`default_state_path`. ``synchronous`` (SQLite): ``FULL`` or
@@ -326,6 +284,8 @@ def open_state_store(url: str | Path | None = None, *, synchronous: str | None =
         return SQLiteStateStore(default_state_path(), synchronous=sync)
     text = str(url)
     if text.startswith(("postgresql://", "postgres://")):
+        from .state_store_pg import PostgresStateStore
+
         return PostgresStateStore(text)
     if text.startswith("sqlite:///"):
         text = text[len("sqlite://"):]

@@ -147,3 +147,27 @@ def test_a_retried_call_is_skipped_or_refused_as_asked_also_after_a_restart(amls
     assert len(skip.pipeline.window) == 510
     with pytest.raises(ConfigError, match="on_duplicate"):
         Taskflow("aml", model=False, on_duplicate="ignore")
+
+
+def test_a_postgresql_store_resumes_exactly(amlsim):
+    import os
+    import uuid
+
+    dsn = os.environ.get("SECTORFLOW_TEST_POSTGRES_DSN")
+    if not dsn:
+        pytest.skip("SECTORFLOW_TEST_POSTGRES_DSN is not set (bash scripts/start_postgres.sh)")
+    from sectorflow.state_store_pg import PostgresStateStore
+
+    schema = f"sf_aml_state_{uuid.uuid4().hex[:12]}"
+    txns = amlsim[:6_000]
+    full = _dumps(Taskflow("aml", model=False)(txns))
+    store = PostgresStateStore(dsn, schema=schema)
+    try:
+        first = Taskflow("aml", model=False, state_store=store)
+        part1 = _dumps(first(txns[:2_500])) + _dumps(first(txns[2_500:4_000]))
+        first.state_keeper.snapshot()  # snapshot + journal after it
+        part1 += _dumps(first(txns[4_000:4_100]))
+        again = Taskflow("aml", model=False, state_store=PostgresStateStore(dsn, schema=schema))
+        assert part1 + _dumps(again(txns[4_100:])) == full
+    finally:
+        store._execute(f"DROP SCHEMA {schema} CASCADE")
