@@ -39,17 +39,17 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from sectorflow import ConfigError, InvalidInputError, Pipeline
+from sectorflow import ConfigError, Pipeline
 
 from .fx import MissingRateError
 from .reports import ReportEngine, read_account_file
 from .schema import (INPUT_TIMEZONE_HELP, Alert, Reason, ReportDraft, Transaction, TransactionAssessment,
                      transactions_digest)
-from .state import TransactionTable, check_header, decode_transactions, state_header, transaction_row
+from .pipeline_state import load_pipeline_state, pipeline_state_dict, refuse_duplicates
+from .state import decode_transactions, transaction_row
 from .suspicious import suspicious_report
 from .typologies import RULES, build_rules
 from .typologies.base import alert_id
-from .typologies.flow_sums import load_memo_state, memo_state_dict
 from .window import TransactionWindow
 
 log = logging.getLogger("sectorflow_aml")
@@ -214,31 +214,6 @@ def _duplicate_note(txn: Transaction, first: Transaction) -> Reason:
     return Reason(code="input.duplicate_id", en=en, zh=zh, source=__name__)
 
 
-def _refuse_duplicates(items: Sequence[Transaction], ids: dict[str, Any], lookback_days: float) -> None:
-    """``on_duplicate="refuse"``: raise before any state changes when an id of ``items`` is in the window or
-    repeats within the call.
-
-    Raises:
-        InvalidInputError: listing each repeated id with its row in the call (1-based) and where it was seen.
-    """
-    seen: dict[str, int] = {}
-    problems = []
-    for row, txn in enumerate(items, start=1):
-        tid = txn.transaction_id
-        if tid in ids:
-            problems.append({"row": row, "field": "transaction_id", "reason": f"{tid} is already in the "
-                             f"{lookback_days:g}-day window (applied by an earlier call)"})
-        elif tid in seen:
-            problems.append({"row": row, "field": "transaction_id", "reason": f"{tid} repeats row {seen[tid]}"})
-        else:
-            seen[tid] = row
-    if problems:
-        names = ", ".join(p["reason"].split(" ", 1)[0] for p in problems[:5])
-        raise InvalidInputError(f"{len(problems)} transaction id(s) already applied (on_duplicate='refuse'): {names}"
-                                f"{' ...' if len(problems) > 5 else ''}. Nothing of this call was counted; drop them "
-                                "and send the rest, or use on_duplicate='skip'.", details=problems)
-
-
 def _late_note(ts: float, now: float, ahead: Transaction | None = None) -> Reason:
     """The note of a transaction behind the window's clock; ``ahead`` is the transaction that set the clock (named, so
     that when one row placed too early puts every later row behind, their notes all point at that row)."""
@@ -388,26 +363,11 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self._model_alerted = previous._model_alerted
 
     def state_dict(self) -> dict[str, Any]:
-        """The pipeline's whole state as JSON values (:mod:`sectorflow_aml.state`): a header (format, version, task,
-        model, window length, features, jurisdiction), the transaction table, and each stateful part's own
-        ``state_dict``: window, its accounts' flow-sum memos, report engine, scorer features, rules, the model-alert
-        pairs (in insertion order) and the edge of the last clock scan. ``load_state_dict`` of a fresh pipeline with
-        the same options then continues exactly (the results of later calls are byte-identical)."""
-        txns = TransactionTable()
-        window = self.window
-        edge_index = {id(e): i for i, e in enumerate(window.edges)}
-        clock = self._clock_edge
-        return {
-            **state_header(self),
-            "window": window.state_dict(txns),
-            "memos": memo_state_dict(window),
-            "reports": self.reports_engine.state_dict(txns),
-            "scorer": self.scorer.state_dict() if self.scorer is not None else None,
-            "rules": {rule.name: rule.state_dict() for rule in self.rules},
-            "model_alerted": [[src, dst, ts] for (src, dst), ts in self._model_alerted.items()],
-            "clock_edge": edge_index.get(id(clock)) if clock is not None else None,
-            "transactions": txns.rows,
-        }
+        """The pipeline's whole state as JSON values: a header (format, version, task, model, window length,
+        features, jurisdiction), the shared transaction table and each stateful part's own ``state_dict``
+        (:func:`sectorflow_aml.pipeline_state.pipeline_state_dict`). ``load_state_dict`` of a fresh pipeline with
+        the same options then continues exactly (later results are byte-identical)."""
+        return pipeline_state_dict(self)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Replace the pipeline's state by ``state`` (from :meth:`state_dict`).
@@ -416,28 +376,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             ConfigError: another format or version, task, window length, model features (model on / off, another
                 bundle) or jurisdiction, or a damaged state; the pipeline is then left empty (``reset_state``).
         """
-        check_header(self, state)
-        self.reset_state()
-        try:
-            txns = decode_transactions(state["transactions"])
-            self.window.load_state_dict(state["window"], txns)
-            load_memo_state(self.window, state["memos"])
-            self.reports_engine.load_state_dict(state["reports"], txns)
-            if self.scorer is not None:
-                self.scorer.load_state_dict(state["scorer"])
-            rules = state["rules"]
-            for rule in self.rules:
-                rule.load_state_dict(rules.get(rule.name, {}))
-            self._model_alerted = {(src, dst): ts for src, dst, ts in state["model_alerted"]}
-            clock = state["clock_edge"]
-            self._clock_edge = self.window.edges[clock] if clock is not None else None
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            self.reset_state()
-            raise ConfigError(f"The AML state is damaged ({type(exc).__name__}: {exc}): export it again or reset it "
-                              "(sectorflow aml state reset).") from exc
-        except ConfigError:
-            self.reset_state()
-            raise
+        load_pipeline_state(self, state)
 
     def journal_rows(self, items: Sequence[Transaction]) -> list[Any]:
         """Each transaction as its JSON row (:func:`~sectorflow_aml.state.transaction_row`: 12 values, no pydantic
@@ -471,7 +410,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                                                 "transaction_id": first.transaction_id, "date": day}) from exc
         self.reports_engine.check_rates(items)  # and the report totals' rates, on each transaction's local day
         if self.on_duplicate == "refuse":
-            _refuse_duplicates(items, window.ids, self.lookback_days)
+            refuse_duplicates(items, window.ids, self.lookback_days)
         out: list[_Item] = []
         append = out.append
         ids = window.ids

@@ -38,7 +38,6 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from datetime import time as dt_time
 from decimal import Decimal
@@ -52,6 +51,7 @@ from sectorflow import ConfigError
 from .accounts import account_map, parse_report_zone, read_account_file  # noqa: F401 (re-exported)
 from .calendars import BusinessDays, business_day, calendar_for, large_value_due
 from .fx import FxRates, FxTable, MissingRateError, ensure_rates, to_minor_unit
+from .report_state import _Open, load_report_state, report_state_dict
 from .schema import Channel, ReportDraft, Transaction
 from .state import TransactionTable
 from .thresholds import HOME_CURRENCY, Threshold, thresholds_for
@@ -65,21 +65,6 @@ Direction = Literal["in", "out"]
 CUSTOMER_TYPES = ("individual", "corporate")
 _RATE_CACHE_MAX = 4096
 """Most (currency, total currency, local day) rates :meth:`ReportEngine._convert` keeps before starting over."""
-
-
-@dataclass(slots=True)
-class _Open:
-    """State of one (customer, direction, rule, currency class, business day) aggregate."""
-
-    threshold: Threshold
-    customer: str
-    direction: Direction
-    business_date: date
-    total: Decimal = Decimal(0)
-    rows: list[tuple[Transaction, str, Decimal]] = field(default_factory=list)  # (transaction, account, amount)
-    fired: bool = False
-    seq: int = 0  # the engine's count of aggregates opened, this one included (open_reports' order)
-    first_day: date | None = None  # local day of the earliest transaction, as the last draft or reference saw it
 
 
 _Entry = tuple[Threshold, int, "str | None", Decimal, bool, bool]
@@ -257,29 +242,7 @@ class ReportEngine:
         day]``; transactions as rows of ``txns``, thresholds as indices of :attr:`thresholds`, amounts as Decimal
         text), the unshown aggregates in order and the days already warned about. Caches (plans, rates, the last
         instant's days) are rebuilt on use."""
-        where = {id(t): i for i, t in enumerate(self.thresholds)}
-        index = txns.index
-
-        def aggregate(state: _Open | tuple[Any, ...]) -> list[Any]:
-            if state.__class__ is tuple:
-                txn, account, amount, seq, threshold = state
-                return ["row", index(txn), account, str(amount), seq, where[id(threshold)]]
-            return ["open", where[id(state.threshold)], state.customer, state.direction,
-                    state.business_date.isoformat(), str(state.total),
-                    [[index(t), account, str(amount)] for t, account, amount in state.rows], state.fired, state.seq,
-                    None if state.first_day is None else state.first_day.isoformat()]
-
-        return {
-            "jurisdiction": self.jurisdiction,
-            "thresholds": [repr(t) for t in self.thresholds],
-            "slots": [list(key) for key in self._slots],
-            "latest": None if self._latest is None else self._latest.isoformat(),
-            "seq": self._seq,
-            "days": [[day.isoformat(), [[[customer, aggregate(state)] for customer, state in slot.items()]
-                                        for slot in slots]] for day, slots in self._states.items()],
-            "unshown": [[customer, slot, day.isoformat()] for customer, slot, day in self._unshown],
-            "dropped_warned": sorted(day.isoformat() for day in self._dropped_warned),
-        }
+        return report_state_dict(self, txns)
 
     def load_state_dict(self, state: dict[str, Any], txns: list[Transaction]) -> None:
         """Replace the engine's state by ``state`` (from :meth:`state_dict`; ``txns`` the decoded table).
@@ -287,37 +250,7 @@ class ReportEngine:
         Raises:
             ConfigError: the state was made with another jurisdiction or other thresholds, or is damaged.
         """
-        if state.get("jurisdiction") != self.jurisdiction or state.get("thresholds") != [repr(t) for t in
-                                                                                          self.thresholds]:
-            raise ConfigError(f"The report state was made for jurisdiction {state.get('jurisdiction')!r} with other "
-                              f"thresholds than this engine's ({self.jurisdiction}): run with the options the state "
-                              "was made with, or reset it.")
-        thresholds = self.thresholds
-        day_of = date.fromisoformat
-
-        def aggregate(row: list[Any]) -> _Open | tuple[Any, ...]:
-            if row[0] == "row":
-                _, t, account, amount, seq, threshold = row
-                return (txns[t], account, Decimal(amount), seq, thresholds[threshold])
-            _, threshold, customer, direction, day, total, rows, fired, seq, first_day = row
-            return _Open(thresholds[threshold], customer, direction, day_of(day), Decimal(total),
-                         [(txns[t], account, Decimal(amount)) for t, account, amount in rows], fired, seq,
-                         None if first_day is None else day_of(first_day))
-
-        try:
-            self.reset()
-            self._slots = {(d, r, a): i for i, (d, r, a) in enumerate(state["slots"])}
-            self._entries.clear()
-            self._plans.clear()
-            self._latest = None if state["latest"] is None else day_of(state["latest"])
-            self._seq = state["seq"]
-            self._states = {day_of(day): [{customer: aggregate(row) for customer, row in slot} for slot in slots]
-                            for day, slots in state["days"]}
-            self._unshown = {(customer, slot, day_of(day)): None for customer, slot, day in state["unshown"]}
-            self._dropped_warned = {day_of(day) for day in state["dropped_warned"]}
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            self.reset()
-            raise ConfigError(f"The report state is damaged ({type(exc).__name__}: {exc}): reset the state.") from exc
+        load_report_state(self, state, txns)
 
     def observe(self, txn: Transaction) -> list[ReportDraft]:
         """Add one transaction; return the drafts it triggers or updates (usually none): the draft of an aggregate
