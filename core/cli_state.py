@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Optional
@@ -138,13 +139,15 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
     try:
         items = validated(fresh())
         while chunk := list(itertools.islice(items, chunk_size)):
+            start = time.perf_counter()
             data = "".join(result.model_dump_json() + "\n" for result in tf.run(chunk, context=context)).encode()
+            seconds = time.perf_counter() - start
             out.write(data)
             out.flush()
             if output is not None:
                 os.fsync(out.fileno())
             offset += len(data)
-            keeper.record(chunk, rows_done=last[0], output_offset=offset)
+            keeper.record(chunk, seconds=seconds, rows_done=last[0], output_offset=offset)
             count += len(chunk)
             progress(count)
     finally:

@@ -9,11 +9,12 @@ with the run's progress (:mod:`sectorflow.cli_state`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .errors import ConfigError
-from .state_store import SNAPSHOT_FACTOR, SNAPSHOT_MIN_BYTES, StateStore
+from .state_store import SNAPSHOT_FACTOR, SNAPSHOT_MIN_BYTES, SNAPSHOT_RATIO, StateStore
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
@@ -48,6 +49,8 @@ class StateKeeper:
         self.task = taskflow.spec.name
         self._journal_bytes: int | None = None  # journal bytes since the snapshot (None: ask the store)
         self._snapshot_bytes = 0
+        self._replay_s = 0.0  # seconds the calls journalled since the snapshot took (replay time on restart)
+        self._snapshot_s: float | None = None  # seconds the last snapshot this keeper wrote took
         self.snapshots_paused = False
         """While ``True`` (an unfinished ``sectorflow run --state``), :meth:`record` takes no snapshot, so that
         the run's journal rows can be discarded (back to the state before the run)."""
@@ -74,15 +77,18 @@ class StateKeeper:
                     with self.store.transaction():
                         self.store.put_snapshot(self.task, self.tenant, state, seq=0)
             replayed = 0
+            start = time.perf_counter()
             for _, items in journal:
                 tf._execute(pipeline, pipeline.journal_items(items))
                 replayed += len(items)
+            self._replay_s = time.perf_counter() - start  # what the next restart would replay, in seconds
         return replayed
 
-    def record(self, items: Sequence[BaseModel], *, rows_done: int | None = None,
+    def record(self, items: Sequence[BaseModel], *, seconds: float = 0.0, rows_done: int | None = None,
                output_offset: int | None = None) -> None:
-        """Journal one call's validated inputs (and the run's progress) in one store transaction; take a snapshot
-        when the journal has grown past :data:`~sectorflow.state_store.SNAPSHOT_FACTOR` times the last one."""
+        """Journal one call's validated inputs (and the run's progress) in one store transaction; ``seconds``: how
+        long the call took (what replaying it will take). Then take a snapshot if :meth:`maybe_snapshot` says so."""
+        self._replay_s += seconds
         rows = self.taskflow.pipeline.journal_rows(items)
         with self.store.transaction():
             size = self.store.append(self.task, self.tenant, rows, rows_done=rows_done, output_offset=output_offset)
@@ -92,15 +98,21 @@ class StateKeeper:
             self.maybe_snapshot()
 
     def maybe_snapshot(self) -> bool:
-        """Take a snapshot when the journal since the last one holds at least
-        :data:`~sectorflow.state_store.SNAPSHOT_FACTOR` times its bytes (and
-        :data:`~sectorflow.state_store.SNAPSHOT_MIN_BYTES`); whether one was taken."""
-        if self._journal_bytes is None:
-            self._journal_bytes, self._snapshot_bytes = self.store.journal_bytes(self.task, self.tenant)
-        if self._journal_bytes >= max(SNAPSHOT_MIN_BYTES, SNAPSHOT_FACTOR * self._snapshot_bytes):
+        """Take a snapshot when replaying the journal since the last one would take
+        :data:`~sectorflow.state_store.SNAPSHOT_RATIO` times as long as writing a snapshot took (timed on the last
+        one this keeper wrote), so that snapshots cost at most ``1 / SNAPSHOT_RATIO`` of the calls' own time and a
+        restart replays at most ``SNAPSHOT_RATIO`` snapshot-times of calls; before the first timed snapshot, when the
+        journal holds :data:`~sectorflow.state_store.SNAPSHOT_FACTOR` times the stored snapshot's bytes (and at least
+        :data:`~sectorflow.state_store.SNAPSHOT_MIN_BYTES`). Whether one was taken."""
+        if self._snapshot_s is not None:
+            due = self._replay_s >= SNAPSHOT_RATIO * self._snapshot_s
+        else:
+            if self._journal_bytes is None:
+                self._journal_bytes, self._snapshot_bytes = self.store.journal_bytes(self.task, self.tenant)
+            due = self._journal_bytes >= max(SNAPSHOT_MIN_BYTES, SNAPSHOT_FACTOR * self._snapshot_bytes)
+        if due:
             self.snapshot()
-            return True
-        return False
+        return due
 
     def finish_run(self) -> None:
         """End an unfinished ``sectorflow run --state`` (its progress forgotten; its journal rows stay), then take a
@@ -112,10 +124,13 @@ class StateKeeper:
 
     def snapshot(self) -> None:
         """Write the live pipeline's full state as the tenant's snapshot (dropping the journal it covers)."""
+        start = time.perf_counter()
         state = self.taskflow.pipeline.state_dict()
         with self.store.transaction():
             self.store.put_snapshot(self.task, self.tenant, state)
-        self._journal_bytes = None  # counted again from the store (one query) on the next record
+        self._snapshot_s = time.perf_counter() - start
+        self._replay_s = 0.0
+        self._journal_bytes = None  # counted again from the store (one query) when needed
 
     def reset(self) -> bool:
         """Forget the tenant's stored state and store the live pipeline's (just reset by its owner, so empty) in its

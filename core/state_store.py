@@ -10,12 +10,11 @@ wall-clock reads: the AML window's clock is the transactions' own time). So the 
 - ``state_runs``: the progress of an unfinished ``sectorflow run --state`` (input SHA-256, rows consumed, output
   byte offset, journal position at its start), written in the same transaction as the chunk's journal row.
 
-Restore (:meth:`StateKeeper.restore`) = load the snapshot, then replay the journal rows through the pipeline, one
+Restore (``StateKeeper.restore``) = load the snapshot, then replay the journal rows through the pipeline, one
 call per row as they first ran (results discarded), so a restart resumes exactly where the last commit left it.
-A full snapshot is written when the journal since the last one holds more bytes than :data:`SNAPSHOT_FACTOR`
-times that snapshot (and at least :data:`SNAPSHOT_MIN_BYTES`), and at the end of a ``sectorflow run --state``:
-the snapshot cost per journalled byte stays below a fixed fraction of the cost of writing the journal, and a
-restore replays at most that many bytes of calls (measured in ``benchmarks/aml_state.py``, docs/aml.md).
+A full snapshot is written when replaying the journal since the last one would take :data:`SNAPSHOT_RATIO` times
+as long as writing a snapshot took: snapshots cost at most ``1 / SNAPSHOT_RATIO`` of the calls' own time, and a
+restart replays at most that many snapshot-times of calls (figures: ``benchmarks/aml_state.py``, docs/aml.md).
 
 Backends: SQLite (default; a file, WAL, ``synchronous=FULL``: a commit that returned survives kill -9 and power
 loss), PostgreSQL for ``postgresql://`` URLs (psycopg 3, the ``compliance`` extra), as the audit log does
@@ -39,8 +38,13 @@ from typing import Any
 from .errors import ConfigError
 from .int8_store import sectorflow_home
 
+SNAPSHOT_RATIO = 10.0
+"""A snapshot is taken once replaying the journal since the last one would take this many times as long as writing
+that snapshot took (:meth:`~sectorflow.state_keeper.StateKeeper.maybe_snapshot`): snapshots then cost at most a
+tenth of the calls' own time, and a restart replays at most ten snapshot-times of calls."""
 SNAPSHOT_FACTOR = 4.0
-"""A snapshot is taken once the journal since the last one exceeds this many times that snapshot's bytes."""
+"""Before a keeper has timed a snapshot: one is taken once the journal exceeds this many times the stored
+snapshot's bytes ..."""
 SNAPSHOT_MIN_BYTES = 4 << 20
 """... and at least this many bytes (small states are not rewritten on every few calls)."""
 

@@ -422,7 +422,7 @@ class Taskflow:
                 with self._call_lock:
                     outputs = self._execute(pipeline, validated)
                     if self.state_keeper is not None:  # durable before the caller sees the results
-                        self.state_keeper.record(validated)
+                        self.state_keeper.record(validated, seconds=time.perf_counter() - start)
             else:
                 outputs = self._execute(pipeline, validated)
         except Exception as exc:

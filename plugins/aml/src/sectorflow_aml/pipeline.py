@@ -367,7 +367,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         features, jurisdiction), the shared transaction table and each stateful part's own ``state_dict``
         (:func:`sectorflow_aml.pipeline_state.pipeline_state_dict`). ``load_state_dict`` of a fresh pipeline with
         the same options then continues exactly (later results are byte-identical)."""
-        return pipeline_state_dict(self)
+        with _gc_paused():  # tens of thousands of small lists: no collector passes over the window meanwhile
+            return pipeline_state_dict(self)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Replace the pipeline's state by ``state`` (from :meth:`state_dict`).
@@ -376,7 +377,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             ConfigError: another format or version, task, window length, model features (model on / off, another
                 bundle) or jurisdiction, or a damaged state; the pipeline is then left empty (``reset_state``).
         """
-        load_pipeline_state(self, state)
+        with _gc_paused():
+            load_pipeline_state(self, state)
 
     def journal_rows(self, items: Sequence[Transaction]) -> list[Any]:
         """Each transaction as its JSON row (:func:`~sectorflow_aml.state.transaction_row`: 12 values, no pydantic
