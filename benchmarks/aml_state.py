@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     print(machine())
     txns, problems = load_transactions(args.data / args.run / "transactions.csv.gz", "amlsim")
     assert not problems, problems[:3]
-    txns = txns[: max(args.n, args.stream_after + args.n_stream + 200)]
+    txns = txns[: max(args.n + args.chunk, args.stream_after + args.n_stream + 200)]
     options = {"model": False} if args.no_model else {}
     batch = txns[: args.n]
     print(f"{args.run}: {len(batch):,} transactions in calls of {args.chunk}; model {'off' if args.no_model else 'on'}; "

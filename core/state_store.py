@@ -38,10 +38,10 @@ from typing import Any
 from .errors import ConfigError
 from .int8_store import sectorflow_home
 
-SNAPSHOT_RATIO = 10.0
+SNAPSHOT_RATIO = 15.0
 """A snapshot is taken once replaying the journal since the last one would take this many times as long as writing
-that snapshot took (:meth:`~sectorflow.state_keeper.StateKeeper.maybe_snapshot`): snapshots then cost at most a
-tenth of the calls' own time, and a restart replays at most ten snapshot-times of calls."""
+that snapshot took (:meth:`~sectorflow.state_keeper.StateKeeper.maybe_snapshot`): snapshots then cost at most
+1/15 of the calls' own time, and a restart replays at most 15 snapshot-times of calls."""
 SNAPSHOT_FACTOR = 4.0
 """Before a keeper has timed a snapshot: one is taken once the journal exceeds this many times the stored
 snapshot's bytes ..."""
