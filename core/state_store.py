@@ -24,6 +24,7 @@ loss), PostgreSQL for ``postgresql://`` URLs (psycopg 3, the ``compliance`` extr
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sqlite3
@@ -58,6 +59,18 @@ _SCHEMA = [
     "input TEXT NOT NULL, output TEXT, start_seq BIGINT NOT NULL, rows_done BIGINT NOT NULL, "
     "output_offset BIGINT NOT NULL, items BIGINT NOT NULL, time TEXT NOT NULL, PRIMARY KEY (task, tenant))",
 ]
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a block that builds a large acyclic structure (JSON), then back on."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def default_state_path() -> Path:
@@ -129,7 +142,8 @@ class StateStore:
     def load(self, task: str, tenant: str) -> tuple[dict[str, Any] | None, int, list[tuple[int, list[Any]]]]:
         """``(snapshot state or None, the snapshot's journal position, [(seq, items), ...] after it in order)``."""
         row = self._q("SELECT state, seq FROM state_snapshots WHERE task = ? AND tenant = ?", (task, tenant)).fetchone()
-        snapshot, seq = (json.loads(row[0]), int(row[1])) if row else (None, 0)
+        with _collector_paused():  # hundreds of thousands of small lists: no collections over them meanwhile
+            snapshot, seq = (json.loads(row[0]), int(row[1])) if row else (None, 0)
         journal = [(int(s), json.loads(items)) for s, items in self._q(
             "SELECT seq, items FROM state_journal WHERE task = ? AND tenant = ? AND seq > ? ORDER BY seq",
             (task, tenant, seq)).fetchall()]
@@ -195,7 +209,8 @@ class StateStore:
         """Replace the snapshot by ``state`` (covering the journal up to ``seq``, default the latest) and drop the
         journal rows it covers. Inside :meth:`transaction`."""
         seq = self.last_seq(task, tenant) if seq is None else seq
-        text = json.dumps(state, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        with _collector_paused():
+            text = json.dumps(state, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         self._q("DELETE FROM state_snapshots WHERE task = ? AND tenant = ?", (task, tenant))
         self._q("INSERT INTO state_snapshots (task, tenant, seq, state, bytes, time) VALUES (?, ?, ?, ?, ?, ?)",
                 (task, tenant, seq, text, len(text.encode()), _now()))
