@@ -72,3 +72,18 @@ def test_bad_store_paths_and_modes_are_config_errors(tmp_path):
     with pytest.raises(ConfigError, match="FULL or NORMAL"):
         open_state_store(tmp_path / "s.sqlite", synchronous="OFF")
     assert default_state_path().name == "state.sqlite"
+
+
+def test_a_stateful_pipeline_without_state_dict_says_its_state_cannot_be_saved():
+    from types import SimpleNamespace
+
+    from sectorflow import Pipeline
+
+    stateful = Pipeline(SimpleNamespace(name="ledger", stateful=True), None, None, "fp32", 1, 1, {})
+    with pytest.raises(ConfigError, match="does not implement state_dict"):
+        stateful.state_dict()
+    with pytest.raises(ConfigError, match="does not implement load_state_dict"):
+        stateful.load_state_dict({"balance": 1})
+    stateless = Pipeline(SimpleNamespace(name="echo", stateful=False), None, None, "fp32", 1, 1, {})
+    assert stateless.state_dict() == {}
+    stateless.load_state_dict({})

@@ -146,3 +146,19 @@ def test_another_input_while_a_run_is_unfinished_is_refused_until_finished_or_di
                         str(tmp_path / "o3.jsonl"))
     assert fresh.returncode == 0
     assert (tmp_path / "o2.jsonl").read_bytes() == (tmp_path / "o3.jsonl").read_bytes()
+
+
+def test_history_with_state_and_state_options_without_state_are_refused(tmp_path, cli_main, capsys):
+    day = tmp_path / "day.csv"
+    day.write_text("transaction_id,timestamp,sender_account,receiver_account,amount\nt1,2024-01-02T10:00:00Z,A,B,10\n")
+    state = str(tmp_path / "state.sqlite")
+    earlier = tmp_path / "earlier.csv"
+    earlier.write_text(day.read_text())
+    assert cli_main(["run", "aml", str(day), "--state", state, "--history", str(earlier), "-o",
+                     str(tmp_path / "o.jsonl")]) != 0
+    assert "--history and --state together" in capsys.readouterr().err
+    assert cli_main(["run", "aml", str(day), "--tenant", "bank-a", "-o", str(tmp_path / "o.jsonl")]) != 0
+    assert "apply to a run with --state" in capsys.readouterr().err
+    assert cli_main(["run", "aml", str(day), "--state", state, "--tenant", "bank-a", "-O", "model=false", "-o",
+                     str(tmp_path / "o.jsonl")]) == 0
+    assert "state saved to" in capsys.readouterr().err and (tmp_path / "o.jsonl").read_text().count("\n") == 1
