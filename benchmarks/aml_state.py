@@ -101,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "state.sqlite"
         stored = Taskflow("aml", num_threads=1, state_store=open_state_store(db, synchronous=args.sync), **options)
-        keeper = stored.state_keeper
-        assert keeper is not None
+        keeper = stored._keeper(None)  # the default tenant's, which these calls use
         spent = [0.0]
         record = keeper.record
 
@@ -140,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{info.journal_items:,} item(s) / {info.journal_bytes:,} bytes "
               f"({info.journal_bytes / max(info.journal_items, 1):,.0f} bytes per journalled transaction)")
         start = time.perf_counter()
-        stored.state_keeper.snapshot()
+        stored.save_state()
         snap_s = time.perf_counter() - start
         snap_bytes = store.info("aml", "default").snapshot_bytes
         # the store's policy takes a snapshot once the calls journalled since the last one took SNAPSHOT_RATIO times
@@ -156,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         assert len(again.pipeline.window) == edges
         print(f"snapshot write {snap_s * 1000:.0f} ms; a new Taskflow restored from it in {restore_s:.2f} s "
               "(model load included)")
-        stored.state_keeper.snapshots_paused = True  # one checkpoint's journal on top of the snapshot
+        keeper.snapshots_paused = True  # one checkpoint's journal on top of the snapshot
         extra = txns[len(batch):len(batch) + args.chunk]
         if extra:
             stored(extra)

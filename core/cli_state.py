@@ -19,11 +19,12 @@ import itertools
 import os
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
 from .errors import ConfigError
-from .state_keeper import StateKeeper
+from .state_keeper import StateKeeper, context_tenant
 from .state_store import RunProgress, open_state_store
 from .taskflow import Taskflow
 
@@ -72,6 +73,7 @@ def prepare(tf: Taskflow, state: str, tenant: str, source: str, name: str, outpu
     """
     keeper = StateKeeper(tf, open_state_store(state), tenant)
     keeper.snapshots_paused = True
+    pipeline = tf._tenant_pipeline(context_tenant(tenant))[0]  # the tenant's, as the run's calls will use it
     store, task = keeper.store, keeper.task
     digest = file_sha256(source)
     run = store.run(task, tenant)
@@ -90,7 +92,7 @@ def prepare(tf: Taskflow, state: str, tenant: str, source: str, name: str, outpu
             f"the same command again (same input, same --output), or add --discard-unfinished to put the state back "
             f"to where that run started; then run {name}.",
             details={"input": run.input, "input_sha256": run.input_sha256, "rows_done": run.rows_done})
-    keeper.restore()
+    keeper.restore(pipeline)
     if run is None:
         with store.transaction():
             store.begin_run(task, tenant, digest, name, target)
@@ -135,6 +137,9 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
 
     out, offset = _open_output(output, run, stdout)
     tf = keeper.taskflow
+    tenant = context_tenant(keeper.tenant)
+    context = replace(context, tenant=tenant)  # the audit records name the tenant; the calls run on its pipeline
+    pipeline = tf._tenant_pipeline(tenant)[0]
     count = 0
     try:
         items = validated(fresh())
@@ -147,7 +152,7 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
             if output is not None:
                 os.fsync(out.fileno())
             offset += len(data)
-            keeper.record(chunk, seconds=seconds, rows_done=last[0], output_offset=offset)
+            keeper.record(pipeline, chunk, seconds=seconds, rows_done=last[0], output_offset=offset)
             count += len(chunk)
             progress(count)
     finally:
@@ -155,5 +160,5 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
             out.close()
     if output is not None:
         os.replace(_partial_path(output), output.resolve())
-    keeper.finish_run()
+    keeper.finish_run(pipeline)
     return count

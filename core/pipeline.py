@@ -8,6 +8,10 @@ The runtime (:class:`~sectorflow.taskflow.Taskflow`) calls, for each call with a
 3. ``postprocess(items, raw) -> results``: one output-model instance per item.
 
 A subclass sets up heavy state (predictors, rule tables) in :meth:`load`, which the runtime calls once.
+
+A stateful task (``TaskSpec.stateful``) keeps its state per tenant (``CallContext.tenant``): the loaded pipeline
+serves the default tenant, and :meth:`spawn` makes each other tenant's pipeline on its first call (same model and
+settings, empty state). :meth:`reset_state` and :meth:`adopt_state` act on one tenant's pipeline.
 """
 
 from __future__ import annotations
@@ -100,6 +104,22 @@ class Pipeline(Generic[In, Out]):
     def postprocess(self, items: Sequence[In], raw: Sequence[Any]) -> list[Out]:
         """Turn raw outputs into output-model instances (same length and order as ``items``)."""
         raise NotImplementedError
+
+    def spawn(self) -> Pipeline[In, Out]:
+        """A new, loaded pipeline of the same task and settings with EMPTY state: the pipeline of another tenant of a
+        stateful task (``Taskflow`` calls it on a tenant's first call, and on :meth:`~sectorflow.Taskflow.reload`
+        for every tenant holding state, before :meth:`adopt_state`).
+
+        It may run while calls run on this pipeline, in other threads: read only this pipeline's settings (model,
+        predictor pool, rule tables, options), never its state. Default: a new instance with the same constructor
+        arguments, then :meth:`load` (safe, but it loads the model and reads the option files again); a task whose
+        load is costly overrides it to share what does not change (a predictor pool is thread-safe) and make only
+        new state. Raise a ``SectorflowError`` when a pipeline cannot be made (the call or reload then fails).
+        """
+        other = type(self)(self.spec, self.bundle, self.device, self.precision, self.batch_size, self.num_threads,
+                           dict(self.options))
+        other.load()
+        return other
 
     def reset_state(self) -> None:
         """Forget state kept across calls (stateful tasks such as a transaction window). Default: nothing."""

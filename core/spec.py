@@ -216,6 +216,7 @@ EventKind = Literal[
     "model_loaded",
     "model_unloaded",
     "model_load_failed",
+    "state_reset",
     "config_changed",
     "plugin_loaded",
     "training_run_started",
@@ -224,7 +225,6 @@ EventKind = Literal[
     "training_run_failed",
     "state_shown",
     "state_exported",
-    "state_reset",
 ]
 
 

@@ -23,7 +23,8 @@ def _emit(kind: str, task: str, context: CallContext | None, tenant: str | None,
         from .cli import cli_context
 
         context = cli_context()
-    plugins.emit(TaskEvent(kind, task, replace(context, tenant=tenant), details=details))  # type: ignore[arg-type]
+    plugins.emit(TaskEvent(kind, task, replace(context, tenant=tenant),  # type: ignore[arg-type]
+                           details={"tenant": tenant, **details}))
 
 
 def state_summary(store: StateStore, task: str, tenant: str | None = None,
@@ -53,7 +54,7 @@ def export_state(taskflow: Taskflow, store: StateStore, tenant: str,
     if tenant not in store.tenants(task):
         raise ConfigError(f"The store {store.url} holds no {task} state for tenant {tenant!r}; tenants: "
                           f"{', '.join(store.tenants(task)) or 'none'}.")
-    replayed = StateKeeper(taskflow, store, tenant).restore()
+    replayed = StateKeeper(taskflow, store, tenant).restore(taskflow.pipeline)
     state = taskflow.pipeline.state_dict()
     _emit("state_exported", task, context, tenant, {"store": store.url, "journal_items_replayed": replayed})
     return state

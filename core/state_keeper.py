@@ -1,10 +1,11 @@
 """One tenant's state of a stateful task, kept in a :class:`~sectorflow.state_store.StateStore`.
 
-:class:`StateKeeper` ties a :class:`~sectorflow.Taskflow`'s live pipeline to the store: :meth:`~StateKeeper.restore`
-(snapshot + journal replay), :meth:`~StateKeeper.record` (one call's validated inputs, one store transaction, a
-snapshot now and then) and :meth:`~StateKeeper.snapshot`. ``Taskflow(task, state_store=store, state_tenant=T)``
-uses one (restored at construction, each call journalled before it returns); ``sectorflow run --state`` uses one
-with the run's progress (:mod:`sectorflow.cli_state`).
+:class:`StateKeeper` ties one tenant's pipeline of a :class:`~sectorflow.Taskflow` to the store:
+:meth:`~StateKeeper.restore` (snapshot + journal replay into the pipeline), :meth:`~StateKeeper.record` (one call's
+validated inputs, one store transaction, a snapshot now and then) and :meth:`~StateKeeper.snapshot`. The caller holds
+the tenant's lock (the pipeline is passed in, as a reload may have swapped it). ``Taskflow(task, state_store=store)``
+keeps one per tenant (each restored when the tenant's pipeline is made, each call journalled before it returns);
+``sectorflow run --state`` uses one with the run's progress (:mod:`sectorflow.cli_state`).
 """
 
 from __future__ import annotations
@@ -19,19 +20,33 @@ from .state_store import SNAPSHOT_FACTOR, SNAPSHOT_MIN_BYTES, SNAPSHOT_RATIO, St
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import BaseModel
 
+    from .pipeline import Pipeline
     from .taskflow import Taskflow
 
 DEFAULT_TENANT = "default"
-"""The tenant of a state kept without one (``sectorflow run --state`` without ``--tenant``, a Python caller)."""
+"""The store's name for the default tenant (``CallContext.tenant`` ``None``: callers that name none;
+``sectorflow run --state`` without ``--tenant``)."""
+
+
+def store_tenant(tenant: str | None) -> str:
+    """The store's name of a ``CallContext.tenant`` (``None``: :data:`DEFAULT_TENANT`)."""
+    return DEFAULT_TENANT if tenant is None else tenant
+
+
+def context_tenant(name: str) -> str | None:
+    """The ``CallContext.tenant`` of a store's tenant name (:data:`DEFAULT_TENANT`: ``None``)."""
+    return None if name == DEFAULT_TENANT else name
 
 
 class StateKeeper:
     """The stored state of ``taskflow``'s task for ``tenant``.
 
     Args:
-        taskflow: a Taskflow of a stateful task (``spec.stateful``) whose pipeline implements ``state_dict``.
+        taskflow: a Taskflow of a stateful task (``spec.stateful``) whose pipelines implement ``state_dict``; its
+            ``_execute`` replays the journal.
         store: where the state lives.
-        tenant: whose state (non-empty text).
+        tenant: whose state: the store's tenant name (non-empty text; :data:`DEFAULT_TENANT` for the default
+            tenant).
 
     Raises:
         ConfigError: a stateless task or an empty tenant.
@@ -55,49 +70,49 @@ class StateKeeper:
         """While ``True`` (an unfinished ``sectorflow run --state``), :meth:`record` takes no snapshot, so that
         the run's journal rows can be discarded (back to the state before the run)."""
 
-    def restore(self) -> int:
-        """Load the tenant's snapshot into the live pipeline and replay the journal after it (results discarded),
-        each row as one call, as it first ran. Returns the number of items replayed.
+    def restore(self, pipeline: Pipeline) -> int:
+        """Load the tenant's snapshot into ``pipeline`` and replay the journal after it (results discarded), each
+        row as one call, as it first ran. Returns the number of items replayed. The caller holds the tenant's lock
+        (or no call can run yet).
 
         Raises:
             ConfigError: a stored state the pipeline cannot continue (another window, model, format version).
         """
         tf = self.taskflow
         snapshot, _, journal = self.store.load(self.task, self.tenant)
-        pipeline = tf.pipeline
-        with tf._call_lock:
-            if snapshot is not None:
-                pipeline.load_state_dict(snapshot)
-            else:
-                pipeline.reset_state()
-                if not journal:  # a new tenant: its empty state first, so that the state's identity (task,
-                    # window length, model features) is checked on every later restore, also before the first
-                    # full snapshot (a journal replayed through a pipeline of other options would silently differ)
-                    state = pipeline.state_dict()
-                    with self.store.transaction():
-                        self.store.put_snapshot(self.task, self.tenant, state, seq=0)
-            replayed = 0
-            start = time.perf_counter()
-            for _, items in journal:
-                tf._execute(pipeline, pipeline.journal_items(items))
-                replayed += len(items)
-            self._replay_s = time.perf_counter() - start  # what the next restart would replay, in seconds
+        if snapshot is not None:
+            pipeline.load_state_dict(snapshot)
+        else:
+            pipeline.reset_state()
+            if not journal:  # a new tenant: its empty state first, so that the state's identity (task, window
+                # length, model features) is checked on every later restore, also before the first full snapshot
+                # (a journal replayed through a pipeline of other options would silently differ)
+                state = pipeline.state_dict()
+                with self.store.transaction():
+                    self.store.put_snapshot(self.task, self.tenant, state, seq=0)
+        replayed = 0
+        start = time.perf_counter()
+        for _, items in journal:
+            tf._execute(pipeline, pipeline.journal_items(items))
+            replayed += len(items)
+        self._replay_s = time.perf_counter() - start  # what the next restart would replay, in seconds
         return replayed
 
-    def record(self, items: Sequence[BaseModel], *, seconds: float = 0.0, rows_done: int | None = None,
-               output_offset: int | None = None) -> None:
+    def record(self, pipeline: Pipeline, items: Sequence[BaseModel], *, seconds: float = 0.0,
+               rows_done: int | None = None, output_offset: int | None = None) -> None:
         """Journal one call's validated inputs (and the run's progress) in one store transaction; ``seconds``: how
-        long the call took (what replaying it will take). Then take a snapshot if :meth:`maybe_snapshot` says so."""
+        long the call took (what replaying it will take). Then snapshot ``pipeline`` (the tenant's, after the call)
+        if :meth:`maybe_snapshot` says so."""
         self._replay_s += seconds
-        rows = self.taskflow.pipeline.journal_rows(items)
+        rows = pipeline.journal_rows(items)
         with self.store.transaction():
             size = self.store.append(self.task, self.tenant, rows, rows_done=rows_done, output_offset=output_offset)
         if self._journal_bytes is not None:
             self._journal_bytes += size
         if not self.snapshots_paused:
-            self.maybe_snapshot()
+            self.maybe_snapshot(pipeline)
 
-    def maybe_snapshot(self) -> bool:
+    def maybe_snapshot(self, pipeline: Pipeline) -> bool:
         """Take a snapshot when replaying the journal since the last one would take
         :data:`~sectorflow.state_store.SNAPSHOT_RATIO` times as long as writing a snapshot took (timed on the last
         one this keeper wrote), so that snapshots cost at most ``1 / SNAPSHOT_RATIO`` of the calls' own time and a
@@ -111,33 +126,36 @@ class StateKeeper:
                 self._journal_bytes, self._snapshot_bytes = self.store.journal_bytes(self.task, self.tenant)
             due = self._journal_bytes >= max(SNAPSHOT_MIN_BYTES, SNAPSHOT_FACTOR * self._snapshot_bytes)
         if due:
-            self.snapshot()
+            self.snapshot(pipeline)
         return due
 
-    def finish_run(self) -> None:
+    def finish_run(self, pipeline: Pipeline) -> None:
         """End an unfinished ``sectorflow run --state`` (its progress forgotten; its journal rows stay), then take a
-        snapshot if the journal has grown past the policy's bound."""
+        snapshot of ``pipeline`` if the policy says so."""
         with self.store.transaction():
             self.store.end_run(self.task, self.tenant)
         self.snapshots_paused = False
-        self.maybe_snapshot()
+        self.maybe_snapshot(pipeline)
 
-    def snapshot(self) -> None:
-        """Write the live pipeline's full state as the tenant's snapshot (dropping the journal it covers)."""
+    def snapshot(self, pipeline: Pipeline) -> None:
+        """Write ``pipeline``'s (the tenant's) full state as the tenant's snapshot (dropping the journal it
+        covers)."""
         start = time.perf_counter()
-        state = self.taskflow.pipeline.state_dict()
+        state = pipeline.state_dict()
         with self.store.transaction():
             self.store.put_snapshot(self.task, self.tenant, state)
         self._snapshot_s = time.perf_counter() - start
         self._replay_s = 0.0
         self._journal_bytes = None  # counted again from the store (one query) when needed
 
-    def reset(self) -> bool:
-        """Forget the tenant's stored state and store the live pipeline's (just reset by its owner, so empty) in its
-        place, with its identity (see :meth:`restore`); whether there was any state."""
-        state = self.taskflow.pipeline.state_dict()
+    def reset(self, empty: Pipeline | None = None) -> bool:
+        """Forget the tenant's stored state; with ``empty`` (the tenant's pipeline, just reset), store its empty
+        state in its place, with its identity (see :meth:`restore`; without, the next restore does). Whether there
+        was any state."""
+        state = empty.state_dict() if empty is not None else None
         with self.store.transaction():
             had = self.store.reset(self.task, self.tenant)
-            self.store.put_snapshot(self.task, self.tenant, state, seq=0)
+            if state is not None:
+                self.store.put_snapshot(self.task, self.tenant, state, seq=0)
         self._journal_bytes = None
         return had

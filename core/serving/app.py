@@ -24,6 +24,7 @@ from fastapi_offline import FastAPIOffline
 from .. import __version__, plugins
 from ..errors import ConfigError
 from .access import OPEN_PATHS, SECURITY_SCHEMES, require
+from .admin_state import state_router
 from .auth import SCOPE_METRICS, ApiKey, KeyStore
 from .config import ServeConfig, load_config
 from .fastpath import TaskFastPath
@@ -138,6 +139,7 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
 
     app.include_router(task_router(app, specs, config.server.max_items_per_request, fast))
     app.include_router(admin_router())
+    app.include_router(state_router())
     _declare_security(app)
     return app
 

@@ -165,7 +165,7 @@ def test_a_postgresql_store_resumes_exactly(amlsim):
     try:
         first = Taskflow("aml", model=False, state_store=store)
         part1 = _dumps(first(txns[:2_500])) + _dumps(first(txns[2_500:4_000]))
-        first.state_keeper.snapshot()  # snapshot + journal after it
+        first.save_state()  # snapshot + journal after it
         part1 += _dumps(first(txns[4_000:4_100]))
         again = Taskflow("aml", model=False, state_store=PostgresStateStore(dsn, schema=schema))
         assert part1 + _dumps(again(txns[4_100:])) == full

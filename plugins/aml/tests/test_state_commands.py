@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from sectorflow import Taskflow, hookimpl, plugins
+from sectorflow import CallContext, Taskflow, hookimpl, plugins
 from sectorflow_aml.loaders import READERS
 
 RUN = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "amlsim_sample" / "20K_fanin200cycle200"
@@ -38,28 +38,29 @@ def test_show_export_and_reset_one_tenant_each_audited(tmp_path, cli_main, capsy
         pytest.skip(f"AMLSim sample not found at {RUN}")
     txns = [t for _, t in itertools.islice(READERS["amlsim"](RUN / "transactions.csv.gz"), 3_000)]
     store = str(tmp_path / "state.sqlite")
-    bank_a = Taskflow("aml", model=False, state_store=store, state_tenant="bank-a")
-    bank_a(txns[:2_000])
-    bank_b = Taskflow("aml", model=False, state_store=store, state_tenant="bank-b")
-    bank_b(txns[2_000:])
-    bank_a.state_keeper.snapshot()
+    tf = Taskflow("aml", model=False, state_store=store)
+    tf(txns[:2_000], context=CallContext(tenant="bank-a"))
+    tf(txns[2_000:], context=CallContext(tenant="bank-b"))
+    tf.save_state("bank-a")
 
     assert cli_main(["aml", "state", "show", "--state", store, "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [r["tenant"] for r in rows] == ["bank-a", "bank-b"]
+    assert [r["tenant"] for r in rows] == ["bank-a", "bank-b", "default"]  # default: the loaded pipeline, empty
     assert rows[0]["window_transactions"] == 2_000 and rows[0]["journal_items"] == 0  # in the snapshot
     assert rows[1]["journal_items"] == 1_000 and rows[1]["journal_calls"] == 1 and rows[1]["bytes"] > 50_000
 
     assert cli_main(["aml", "state", "export", "--tenant", "bank-b", "--state", store, "-O", "model=false"]) == 0
     exported = json.loads(capsys.readouterr().out)
-    assert exported == json.loads(json.dumps(bank_b.pipeline.state_dict()))  # snapshot + journal, replayed
+    assert exported == json.loads(json.dumps(tf._tenant_pipeline("bank-b")[0].state_dict()))  # snapshot + journal
 
     assert cli_main(["aml", "state", "reset", "--tenant", "bank-a", "--state", store, "--yes"]) == 0
     assert "state forgotten" in capsys.readouterr().out
     assert cli_main(["aml", "state", "show", "--state", store, "--json"]) == 0
-    assert [json.loads(line)["tenant"] for line in capsys.readouterr().out.splitlines()] == ["bank-b"]
-    assert len(Taskflow("aml", model=False, state_store=store, state_tenant="bank-a").pipeline.window) == 0
-    assert len(Taskflow("aml", model=False, state_store=store, state_tenant="bank-b").pipeline.window) == 1_000
+    assert [json.loads(line)["tenant"] for line in capsys.readouterr().out.splitlines()] == ["bank-b", "default"]
+    restarted = Taskflow("aml", model=False, state_store=store)  # a new process: each tenant restored on first use
+    assert len(restarted._tenant_pipeline("bank-a")[0].window) == 0
+    assert len(restarted._tenant_pipeline("bank-b")[0].window) == 1_000
+    assert len(restarted.pipeline.window) == 0
 
     kinds = [(e.kind, e.context.tenant, e.context.channel) for e in recorder.events]
     assert kinds == [("state_shown", None, "cli"), ("state_exported", "bank-b", "cli"),

@@ -24,14 +24,17 @@ Risk: ``rule_risk = 1 - prod(1 - alert.score)`` over the rule alerts completed b
 The alert flag is ``risk >= alert_threshold``.
 
 State (window, scorer features, report aggregates, alert cooldowns) is kept across calls, so feeding transactions
-one at a time, in chunks or in one batch gives the same results; :meth:`reset_state` forgets it. The runtime
-serialises calls (``TaskSpec.stateful``).
+one at a time, in chunks or in one batch gives the same results; :meth:`reset_state` forgets it. The runtime keeps
+it per tenant (``TaskSpec.stateful``): each tenant's pipeline is a :meth:`AMLPipeline.spawn` of the loaded one
+(shared model, rules and report configuration, its own state), and one tenant's calls run one at a time.
 """
 
 from __future__ import annotations
 
+import copy
 import gc
 import logging
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -144,6 +147,11 @@ _gc_promoted = 0
 """Objects :func:`_gc_paused` has moved to the oldest generation since the last full collection it ran."""
 _gc_heap = 1_000_000
 """Tracked objects after that collection (at least a million): the next one runs once as many have been moved."""
+_gc_lock = threading.Lock()
+_gc_depth = 0
+"""Stages inside :func:`_gc_paused` now (threads of different tenants' pipelines)."""
+_gc_was_enabled = False
+"""Whether the collector was on when the first of them entered."""
 _FROZEN_RECHECK_S = 10.0
 """Seconds :func:`_others_froze` trusts that it saw another party's frozen objects before counting them again."""
 _frozen_seen_at: float | None = None
@@ -178,26 +186,37 @@ def _gc_paused() -> Iterator[None]:
     nothing of ours to rescan. Nothing is exempt from collection: once the moved objects outnumber the heap left
     by the previous full collection, a full ``gc.collect()`` runs (so uncollected cyclic garbage, which these loops
     do not make, stays below the live heap); memory freed by reference counting is unaffected.
+
+    Stages of different tenants' pipelines run at the same time in different threads (``Taskflow`` state per
+    tenant), and the collector is one per process: the first stage to enter pauses it, the last to leave does the
+    hand-over and turns it back on if it was on when the first entered (so no stage re-enables it under another
+    that is still running, and it is never left off).
     """
-    global _gc_promoted, _gc_heap
-    was_enabled = gc.isenabled()
-    gc.disable()
+    global _gc_promoted, _gc_heap, _gc_depth, _gc_was_enabled
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_depth += 1
     try:
         yield
     finally:
-        if not _others_froze():  # a process that froze objects itself (a server's loaded models, pages shared
-            # before a fork) keeps them frozen: then this stage's objects are left to the collector as usual
-            _gc_promoted += max(0, gc.get_count()[0])
-            gc.freeze()
-            gc.unfreeze()
-            if _gc_promoted > _gc_heap:
-                gc.collect()
-                gc.freeze()
-                _gc_heap = max(1_000_000, gc.get_freeze_count())
-                gc.unfreeze()
-                _gc_promoted = 0
-        if was_enabled:
-            gc.enable()
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0:
+                if not _others_froze():  # a process that froze objects itself (a server's loaded models, pages
+                    # shared before a fork) keeps them frozen: then the objects are left to the collector as usual
+                    _gc_promoted += max(0, gc.get_count()[0])
+                    gc.freeze()
+                    gc.unfreeze()
+                    if _gc_promoted > _gc_heap:
+                        gc.collect()
+                        gc.freeze()
+                        _gc_heap = max(1_000_000, gc.get_freeze_count())
+                        gc.unfreeze()
+                        _gc_promoted = 0
+                if _gc_was_enabled:
+                    gc.enable()
 
 
 def _duplicate_note(txn: Transaction, first: Transaction) -> Reason:
@@ -328,6 +347,20 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 f"A {currency} transaction needs a {currency}/{self._home} rate to enter the transaction window's "
                 f"{self._home} sums; pass Taskflow('aml', fx_rates={{'as_of': 'YYYY-MM-DD', '{currency}/{self._home}': "
                 f"'RATE'}}) or a CSV path (as_of,base,quote,rate). ({exc})", details=exc.details) from exc
+
+    def spawn(self) -> AMLPipeline:
+        """Another tenant's pipeline (``Taskflow`` state per tenant): it shares this one's model (the scorer's
+        predictor pool, threshold and bundle), rules, exempt accounts, thresholds and the report engine's
+        configuration (FX tables, customers, customer types, calendar: every option file stays read once, by
+        :meth:`load`), and has its own empty window, report aggregates and report ids, alert cooldowns and scorer
+        feature state. Reads only configuration, so calls may run on this pipeline meanwhile."""
+        other = copy.copy(self)  # the settings, shared; the state is replaced below
+        other.reports_engine = self.reports_engine.spawn()
+        other.scorer = self.scorer.spawn() if self.scorer is not None else None
+        other.window = TransactionWindow(self.lookback_days, rate=other._rate, dormancy_days=self._dormancy)
+        other._model_alerted = {}
+        other.__dict__.pop("_clock_edge", None)
+        return other
 
     def reset_state(self) -> None:
         """Forget the window, the scorer's per-account state, report aggregates and alert cooldowns."""

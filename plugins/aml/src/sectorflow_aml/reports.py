@@ -35,6 +35,7 @@ countries, transaction id) and ``elements["field_list_verified"] = False``.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
 from collections.abc import Iterable, Mapping
@@ -149,6 +150,11 @@ class ReportEngine:
         for t in self.thresholds:  # (rule, currency scope) -> thresholds to check
             for scope in (("domestic", "foreign") if t.applies_to == "any" else (t.applies_to,)):
                 self._table.setdefault((t.rule, scope), []).append(t)
+        self._new_stream()
+
+    def _new_stream(self) -> None:
+        """Set up the state of one transaction stream (and the caches worked out from it), empty; everything set
+        in ``__init__`` before this call is configuration, which :meth:`spawn` shares."""
         # business day -> per slot (a (direction, rule, applies_to) in ``_slots``) {customer: aggregate}; an aggregate
         # of one transaction that has not met its threshold (most of them) is only its row (transaction, account,
         # amount, seq, threshold)
@@ -156,7 +162,7 @@ class ReportEngine:
         self._slots: dict[tuple[str, str, str], int] = {}
         self._latest: date | None = None
         self._seq = 0  # aggregates opened (open_reports lists them in that order)
-        self._business_days = BusinessDays(self.timezone, self.calendar if jurisdiction == "US" else None,
+        self._business_days = BusinessDays(self.timezone, self.calendar if self.jurisdiction == "US" else None,
                                            self.cutoff)
         # the previous transaction's (time, local day, business day, that day's aggregates, late, newer); dropped
         # whenever the latest business day changes, so late / newer stay right for the same instant
@@ -225,6 +231,15 @@ class ReportEngine:
         us = self.jurisdiction == "US"
         return {"timezone": str(self.timezone), "calendar": self.calendar.country if us else None,
                 "cutoff": self.cutoff.strftime("%H:%M") if us and self.cutoff else None}
+
+    def spawn(self) -> ReportEngine:
+        """An engine of another transaction stream (another tenant's): this engine's configuration (jurisdiction,
+        thresholds, FX rates, institution, time zone, customers, customer types, home country, calendar, retention,
+        cut-off), shared rather than read again, with no aggregates, report ids or caches of this one's stream. Safe
+        while this engine observes transactions in another thread (it reads configuration only)."""
+        other = copy.copy(self)
+        other._new_stream()
+        return other
 
     def reset(self) -> None:
         """Forget every aggregate (start a new stream)."""

@@ -11,6 +11,7 @@ The bundle (``sectorflow_aml/bundle/``, made by ``plugins/aml/scripts/train_scor
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -182,6 +183,13 @@ class RiskScorer:
                         f"receiver was paid by {ri} and paid {ro}",
                         f"{days}天内付款账户向{so}个账户付款、收到{si}个账户转入，收款账户收到{ri}个账户转入、向{ro}个账户付款"))
         return out[:limit]
+
+    def spawn(self) -> RiskScorer:
+        """A scorer of another transaction stream (another tenant's): the same bundle, threshold and predictor pool
+        (thread-safe, shared), with its own empty feature state."""
+        other = copy.copy(self)
+        other._extractor = FeatureExtractor(self.lookback_days * 86_400.0)
+        return other
 
     def reset(self) -> None:
         """Forget the feature state kept across transactions (call with the window's ``reset``)."""
