@@ -171,3 +171,22 @@ def test_a_postgresql_store_resumes_exactly(amlsim):
         assert part1 + _dumps(again(txns[4_100:])) == full
     finally:
         store._execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_reset_state_of_one_tenant_forgets_its_stored_state_only(amlsim, tmp_path):
+    from sectorflow import CallContext
+
+    store = tmp_path / "state.sqlite"
+    tf = Taskflow("aml", model=False, state_store=store)
+    tf(amlsim[:300], context=CallContext(tenant="bank-a"))
+    tf(amlsim[:200], context=CallContext(tenant="bank-b"))
+    tf(amlsim[:100])  # the default tenant
+    assert tf.reset_state("bank-a") is True
+    assert tf.reset_state(None) is True
+    restarted = Taskflow("aml", model=False, state_store=store)
+    assert len(restarted.pipeline.window) == 0
+    assert len(restarted._tenant_pipeline("bank-a")[0].window) == 0
+    assert len(restarted._tenant_pipeline("bank-b")[0].window) == 200
+    # after the reset the tenant's new calls are kept again
+    tf(amlsim[300:350], context=CallContext(tenant="bank-a"))
+    assert len(Taskflow("aml", model=False, state_store=store)._tenant_pipeline("bank-a")[0].window) == 50
