@@ -162,3 +162,31 @@ def test_history_with_state_and_state_options_without_state_are_refused(tmp_path
     assert cli_main(["run", "aml", str(day), "--state", state, "--tenant", "bank-a", "-O", "model=false", "-o",
                      str(tmp_path / "o.jsonl")]) == 0
     assert "state saved to" in capsys.readouterr().err and (tmp_path / "o.jsonl").read_text().count("\n") == 1
+
+
+def test_everyday_bank_days_with_state_equal_one_run_with_a_same_day_total_across_the_cut(tmp_path):
+    from test_state import _bank_with_cash
+
+    txns = _bank_with_cash()
+    second_deposit = next(i for i, t in enumerate(txns) if t.transaction_id == "CASH-3-1")  # its day's total crosses
+    cuts = [0, second_deposit, (second_deposit + len(txns)) // 2, len(txns)]  # the first cut: between a day's deposits
+
+    def write(path: Path, part) -> None:
+        with open(path, "w", newline="") as handle:
+            out = csv.writer(handle)
+            out.writerow(["transaction_id", "timestamp", "sender_account", "receiver_account", "amount", "channel"])
+            for t in part:
+                out.writerow([t.transaction_id, t.timestamp.isoformat(), t.sender_account, t.receiver_account,
+                              t.amount, t.channel.value])
+
+    write(tmp_path / "all.csv", txns)
+    _sectorflow("run", "aml", str(tmp_path / "all.csv"), "-o", str(tmp_path / "all.jsonl"))
+    for i in range(3):
+        write(tmp_path / f"day{i}.csv", txns[cuts[i]:cuts[i + 1]])
+        _sectorflow("run", "aml", str(tmp_path / f"day{i}.csv"), "--state", str(tmp_path / "s.sqlite"), "-o",
+                    str(tmp_path / f"day{i}.jsonl"))
+    whole = (tmp_path / "all.jsonl").read_bytes()
+    assert whole.count(b'"large_value"') >= 2
+    assert b"".join((tmp_path / f"day{i}.jsonl").read_bytes() for i in range(3)) == whole
+    # the second run's first result is the deposit that completes a same-day total begun in the first run
+    assert b'"transaction_ids":["CASH-3-0","CASH-3-1"]' in (tmp_path / "day1.jsonl").read_bytes().split(b"\n")[0]
