@@ -223,6 +223,8 @@ EventKind = Literal[
     "training_round",
     "training_run_finished",
     "training_run_failed",
+    "state_shown",
+    "state_exported",
 ]
 
 

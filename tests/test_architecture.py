@@ -23,6 +23,10 @@ SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "fastapi_offline", "starlet
 ONNX_MODULES = {"sectorflow.export", "sectorflow.quantize", "sectorflow.onnx_runtime", "sectorflow.weight_only",
                 "sectorflow.onnx_compact"}
 ONNX_THIRD_PARTY = CORE_THIRD_PARTY | {"onnx", "onnxruntime", "paddle2onnx"}
+# The PostgreSQL state store (core/state_store_pg.py) uses psycopg (the compliance extra), imported only for a
+# postgresql:// store.
+POSTGRES_MODULES = {"sectorflow.state_store_pg"}
+POSTGRES_THIRD_PARTY = CORE_THIRD_PARTY | {"psycopg"}
 # sectorflow subpackages that are public API for plugins (they ship as documented parts of the distribution).
 PUBLIC_SUBPACKAGES = {"federated", "compliance", "serving"}
 # Subpackages of the `sectorflow` distribution that live outside core/: core must not import them.
@@ -65,7 +69,8 @@ def test_core_imports_only_stdlib_its_own_modules_and_its_declared_dependencies(
     for path in core_files():
         module = module_name(path, CORE, "sectorflow")
         allowed = (SERVING_THIRD_PARTY if module.startswith("sectorflow.serving")
-                   else ONNX_THIRD_PARTY if module in ONNX_MODULES else CORE_THIRD_PARTY)
+                   else ONNX_THIRD_PARTY if module in ONNX_MODULES
+                   else POSTGRES_THIRD_PARTY if module in POSTGRES_MODULES else CORE_THIRD_PARTY)
         for line, target, names in imports(path, module):
             top = target.split(".")[0]
             where = f"{path.relative_to(REPO_ROOT)}:{line} imports {target}"

@@ -8,6 +8,9 @@ File format (TOML; JSON with the same structure also works)::
     threads = 2                       # inference thread pool (runs off the event loop)
     allowed_bundle_roots = ["/srv/models"]   # reload may only load bundles below these (empty: anywhere)
     freeze_gc = true                  # gc.freeze() and a larger gen-0 threshold once the models are loaded (serving.gcfreeze)
+    state_store = "/srv/sectorflow/state.sqlite"  # stateful tasks (aml): their state, restored at start and each
+                                      # call journalled before its answer (SQLite file or postgresql:// URL; omitted:
+                                      # the state lives in memory only; sectorflow.state_store)
 
     [defaults]                        # applied to every served task unless [tasks.NAME] says otherwise
     max_batch_size = 32               # items merged into one model call (Triton/Ray Serve knob)
@@ -122,6 +125,7 @@ class ServerConfig(_Strict):
     allowed_bundle_roots: list[str] = Field(default_factory=list)
     load_in_background: bool = True
     freeze_gc: bool = True
+    state_store: str | None = None
 
 
 class ServeConfig(_Strict):

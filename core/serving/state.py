@@ -71,9 +71,10 @@ class ServerState:
             task_config = self.config.task(name)
             start = time.perf_counter()
             try:
-                taskflow = await loop.run_in_executor(self.reload_executor, lambda c=task_config, n=name: Taskflow(
+                durable = self.config.server.state_store if self.specs[name].stateful else None
+                taskflow = await loop.run_in_executor(self.reload_executor, lambda c=task_config, n=name, d=durable: Taskflow(
                     n, device=c.device, precision=c.precision, batch_size=c.batch_size, num_threads=c.num_threads,
-                    task_path=c.task_path, **c.options))
+                    task_path=c.task_path, state_store=d, **c.options))
             except SectorflowError as exc:
                 self.failed[name] = f"{type(exc).__name__}: {exc}"
                 log.error("task %s failed to load: %s", name, exc)

@@ -441,4 +441,8 @@ def explain_command(
 
 def register(app: Any) -> None:
     """Add the ``aml`` command group to the ``sectorflow`` typer app."""
+    from .cli_state import state_app
+
+    if not any(group.name == "state" for group in aml_app.registered_groups):
+        aml_app.add_typer(state_app, name="state")
     app.add_typer(aml_app, name="aml")

@@ -48,6 +48,8 @@ from .fx import MissingRateError
 from .reports import ReportEngine, read_account_file
 from .schema import (INPUT_TIMEZONE_HELP, Alert, Reason, ReportDraft, Transaction, TransactionAssessment,
                      transactions_digest)
+from .pipeline_state import load_pipeline_state, pipeline_state_dict, refuse_duplicates
+from .state import decode_transactions, transaction_row
 from .suspicious import suspicious_report
 from .typologies import RULES, build_rules
 from .typologies.base import alert_id
@@ -73,6 +75,10 @@ OPTIONS: dict[str, str] = {
                        "typologies (fan_in, fan_out, gather_scatter, rapid_pass_through, and scatter_gather at either "
                        "end) raise no alert on them; report drafts, the other typologies and the model are unaffected",
     "input_timezone": INPUT_TIMEZONE_HELP,
+    "on_duplicate": "a transaction whose id is already in the window (a client's retry after a timeout): 'skip' "
+                    "(default: its result carries the reason input.duplicate_id and nothing is counted) or 'refuse' "
+                    "(the whole call fails with an InvalidInputError naming the ids, before any state changes); ids "
+                    "are remembered while their transaction is in the window (lookback_days of transaction time)",
     **ReportEngine.OPTIONS,
 }
 """The options ``Taskflow("aml", **options)`` accepts."""
@@ -282,6 +288,9 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self.model_str = opts.get("model_str", False)
         if not isinstance(self.model_str, bool):
             raise ConfigError(f"model_str={self.model_str!r}: give True or False.")
+        self.on_duplicate = opts.get("on_duplicate", "skip")
+        if self.on_duplicate not in ("skip", "refuse"):
+            raise ConfigError(f"on_duplicate={self.on_duplicate!r}: give 'skip' or 'refuse'.")
         use_model = opts.get("model", True)
         if not isinstance(use_model, bool):
             raise ConfigError(f"model={use_model!r}: give True or False.")
@@ -357,6 +366,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         """Forget the window, the scorer's per-account state, report aggregates and alert cooldowns."""
         self.window.reset()
         self._model_alerted.clear()
+        self._clock_edge = None
         self.reports_engine.reset()
         if self.scorer is not None:
             self.scorer.reset()
@@ -385,6 +395,37 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self.reports_engine = previous.reports_engine
         self._model_alerted = previous._model_alerted
 
+    def state_dict(self) -> dict[str, Any]:
+        """The pipeline's whole state as JSON values: a header (format, version, task, model, window length,
+        features, jurisdiction), the shared transaction table and each stateful part's own ``state_dict``
+        (:func:`sectorflow_aml.pipeline_state.pipeline_state_dict`). ``load_state_dict`` of a fresh pipeline with
+        the same options then continues exactly (later results are byte-identical)."""
+        with _gc_paused():  # tens of thousands of small lists: no collector passes over the window meanwhile
+            return pipeline_state_dict(self)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace the pipeline's state by ``state`` (from :meth:`state_dict`).
+
+        Raises:
+            ConfigError: another format or version, task, window length, model features (model on / off, another
+                bundle) or jurisdiction, or a damaged state; the pipeline is then left empty (``reset_state``).
+        """
+        with _gc_paused():
+            load_pipeline_state(self, state)
+
+    def journal_rows(self, items: Sequence[Transaction]) -> list[Any]:
+        """Each transaction as its JSON row (:func:`~sectorflow_aml.state.transaction_row`: 12 values, no pydantic
+        dump), for the state store's journal."""
+        return [transaction_row(txn) for txn in items]
+
+    def journal_items(self, rows: list[Any]) -> list[Transaction]:
+        """The transactions of journal rows (validated when they first arrived, so built without re-validation).
+
+        Raises:
+            ConfigError: a damaged row.
+        """
+        return decode_transactions(rows)
+
     # --- the three stages ----------------------------------------------------------------------------------------
 
     def preprocess(self, items: Sequence[Transaction]) -> list[_Item]:
@@ -403,6 +444,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                                        details={**(exc.details if isinstance(exc.details, dict) else {}),
                                                 "transaction_id": first.transaction_id, "date": day}) from exc
         self.reports_engine.check_rates(items)  # and the report totals' rates, on each transaction's local day
+        if self.on_duplicate == "refuse":
+            refuse_duplicates(items, window.ids, self.lookback_days)
         out: list[_Item] = []
         append = out.append
         ids = window.ids
