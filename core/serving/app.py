@@ -33,6 +33,7 @@ from .metrics import CONTENT_TYPE, ServerMetrics
 from .ratelimit import RateLimits
 from .reload import admin_router
 from .routes_tasks import ERRORS, task_router
+from .routes_v2 import V2_OPEN_PATHS, v2_router
 from .state import ServerState
 
 log = logging.getLogger("sectorflow.serving")
@@ -140,6 +141,7 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     app.include_router(task_router(app, specs, config.server.max_items_per_request, fast))
     app.include_router(admin_router())
     app.include_router(state_router())
+    app.include_router(v2_router(specs, config.server.max_items_per_request))
     _declare_security(app)
     return app
 
@@ -154,7 +156,7 @@ def _declare_security(app: FastAPI) -> None:
             schema = build()
             schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
             for path, operations in schema.get("paths", {}).items():
-                if path not in OPEN_PATHS:
+                if path not in OPEN_PATHS + V2_OPEN_PATHS:
                     for operation in operations.values():
                         operation["security"] = [{name: []} for name in SECURITY_SCHEMES]
             app.openapi_schema = schema
