@@ -11,6 +11,7 @@ import asyncio
 import difflib
 import logging
 import os
+import socket
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -90,8 +91,10 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
         raise ConfigError(f"[tasks.*] configures tasks that are not served: {unknown}; served: {sorted(specs)}.")
     _check_task_scopes(config, specs)
     metrics = ServerMetrics()
+    metrics.replica.labels(config.server.replica or socket.gethostname()).set(1)
     state = ServerState(
-        config=config, specs=specs, keys=KeyStore(config.keys), limits=RateLimits(config.tenants), metrics=metrics,
+        config=config, specs=specs, keys=KeyStore(config.keys),
+        limits=RateLimits(config.tenants, config.server.rate_limit_storage), metrics=metrics,
         executor=ThreadPoolExecutor(config.server.threads, thread_name_prefix="sectorflow-infer"),
         reload_executor=ThreadPoolExecutor(1, thread_name_prefix="sectorflow-load"),
         observer_executor=ThreadPoolExecutor(1, thread_name_prefix="sectorflow-observers"))
@@ -100,12 +103,19 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        grpc_server = None
+        if config.server.grpc_listen:
+            from .grpc_v2 import start_grpc  # grpcio only where gRPC is configured
+
+            grpc_server = await start_grpc(state, config.server.grpc_listen)
         loader = asyncio.create_task(state.load_all())
         if not config.server.load_in_background:
             await loader
         try:
             yield
         finally:
+            if grpc_server is not None:
+                await grpc_server.stop(grace=5)
             loader.cancel()
             await asyncio.gather(loader, return_exceptions=True)
             await state.shutdown()
