@@ -6,8 +6,12 @@
 #   MIRROR=http://deb.debian.org/debian TAG=localhost/sectorflow-base:bookworm sudo -E bash deploy/build-base.sh
 #
 # Needs root, debootstrap and podman (apt-get install -y debootstrap podman). Python 3.11 is bookworm's python3,
-# the version the project's wheels are built and tested with.
+# the version the project's wheels are built and tested with. PODMAN and RUN_FLAGS adapt podman to the host, e.g.
+# on the project's build VM (cgroups v1+v2 hybrid, no raising of rlimits; docs/deployment.md):
+#   PODMAN="podman --runtime runc" RUN_FLAGS="--ulimit nofile=20000:20000 --ulimit nproc=4096:4096"
 set -euo pipefail
+PODMAN="${PODMAN:-podman}"
+RUN_FLAGS="${RUN_FLAGS:-}"
 MIRROR="${MIRROR:-http://deb.debian.org/debian}"
 SUITE="${SUITE:-bookworm}"
 TAG="${TAG:-localhost/sectorflow-base:bookworm}"
@@ -21,7 +25,8 @@ debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$root" "$MIRROR"
 chroot "$root" apt-get clean
 rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/* "$root"/usr/share/doc/* "$root"/usr/share/man/* \
   "$root"/usr/share/locale/* "$root"/var/log/*
-tar --numeric-owner -C "$root" -c . | podman import \
+tar --numeric-owner -C "$root" -c . | $PODMAN import \
   --change 'ENV LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'CMD ["/bin/bash"]' - "$TAG"
-podman run --rm "$TAG" python3 -c 'import sys, venv; print("base ok: Python", sys.version.split()[0])'
+# shellcheck disable=SC2086 # RUN_FLAGS holds several flags
+$PODMAN run --rm $RUN_FLAGS "$TAG" python3 -c 'import sys, venv; print("base ok: Python", sys.version.split()[0])'
