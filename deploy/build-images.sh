@@ -21,6 +21,17 @@ mkdir -p deploy/build/wheels
 plugins=()
 for p in plugins/*/pyproject.toml; do plugins+=("$(dirname "$p")"); done
 $PIP wheel --quiet --wheel-dir deploy/build/wheels '.[serve,compliance,federated]' "${plugins[@]}"
+# The wheels above follow this machine's Python; the image's may differ in markers (Debian 12's 3.11.2 needs
+# async-timeout for redis, 3.11.7 does not). Resolve once more for the image's interpreter and glibc, from the wheels
+# built above plus the index, and fetch what is missing.
+image_py="$($PODMAN run --rm $RUN_FLAGS "$BASE" python3 -c 'import platform; print(platform.python_version())')"
+glibc="$($PODMAN run --rm $RUN_FLAGS "$BASE" python3 -c 'import os; print(os.confstr("CS_GNU_LIBC_VERSION").split()[1].replace(".", "_"))')"
+names=()
+for p in "${plugins[@]}"; do names+=("$(sed -n 's/^name = "\(.*\)"/\1/p' "$p/pyproject.toml" | head -1)==$VERSION"); done
+$PIP download --quiet --dest deploy/build/wheels --find-links deploy/build/wheels --only-binary=:all: \
+  --python-version "$image_py" --implementation cp --abi "cp$(echo "$image_py" | cut -d. -f1,2 | tr -d .)" \
+  --platform "manylinux_${glibc}_x86_64" --platform any \
+  "sectorflow[serve,compliance,federated]==$VERSION" "${names[@]}"
 # shellcheck disable=SC2086 # RUN_FLAGS holds several flags
 $PODMAN build $RUN_FLAGS --file deploy/Containerfile --tag "localhost/sectorflow-serve:$VERSION" .
 # shellcheck disable=SC2086

@@ -80,22 +80,20 @@ def parse_infer_body(body: bytes, json_length: str | None) -> tuple[dict[str, An
                               '({"inputs": [{"name", "datatype", "shape", "data"}]}).') from exc
     if not isinstance(request, dict) or not isinstance(request.get("inputs"), list):
         raise oip.TensorError('The inference request must be a JSON object with a list "inputs" of tensors.')
-    for name in ("id",):
-        if request.get(name) is not None and not isinstance(request[name], str):
-            raise oip.TensorError(f"'{name}' must be a string.")
-    for place in (request, *[o for o in request.get("outputs") or [] if isinstance(o, dict)]):
-        if place.get("parameters") is not None and not isinstance(place["parameters"], dict):
-            raise oip.TensorError("'parameters' must be an object.")
-    tensors, offset = [], 0
-    for raw in request["inputs"]:
-        tensor, offset = oip.decode_json_tensor(raw, binary, offset)
-        tensors.append(tensor)
+    if request.get("id") is not None and not isinstance(request["id"], str):
+        raise oip.TensorError("'id' must be a string.")
+    if request.get("parameters") is not None and not isinstance(request["parameters"], dict):
+        raise oip.TensorError("'parameters' must be an object.")
     outputs = request.get("outputs")
     if outputs is not None:
         if not isinstance(outputs, list) or any(not isinstance(o, dict) or o.get("name") != oip.RESULTS
                                                 for o in outputs):
             raise oip.TensorError(f"The only output is '{oip.RESULTS}' (BYTES, JSON per item); ask for it or "
                                   f"leave 'outputs' out.")
+    tensors, offset = [], 0
+    for raw in request["inputs"]:
+        tensor, offset = oip.decode_json_tensor(raw, binary, offset)
+        tensors.append(tensor)
     return request, tensors
 
 
@@ -115,6 +113,20 @@ def infer_answer(spec_name: str, version: str, rid: str | None, answer: Any) -> 
             "parameters": {"call_id": answer.call_id, "batch_items": answer.batch_items},
             "outputs": [{"name": oip.RESULTS, "datatype": "BYTES", "shape": [len(elements)],
                          "data": [e.decode("utf-8") for e in elements]}]}
+
+
+_TENSOR = {"type": "object", "required": ["name", "datatype", "shape"], "properties": {
+    "name": {"type": "string"}, "datatype": {"type": "string", "enum": list(oip.DATATYPES)},
+    "shape": {"type": "array", "items": {"type": "integer", "minimum": 0}}, "parameters": {"type": "object"},
+    "data": {"type": "array", "description": "Row-major elements (flat or nested); BYTES elements are strings."}}}
+INFER_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": {
+    "type": "object", "required": ["inputs"], "properties": {
+        "id": {"type": "string"}, "parameters": {"type": "object", "description": "lane: interactive or batch"},
+        "inputs": {"type": "array", "items": _TENSOR},
+        "outputs": {"type": "array", "items": {"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string", "enum": [oip.RESULTS]}, "parameters": {"type": "object"}}}}}}}}}}
+"""The inference request's JSON form in /openapi.json (the endpoint reads the body itself, also in the binary
+extension's form, so FastAPI does not describe it)."""
 
 
 def _model_routes(router: APIRouter, spec: TaskSpec, max_items: int, path_name: str, hidden: bool) -> None:
@@ -180,6 +192,7 @@ def _model_routes(router: APIRouter, spec: TaskSpec, max_items: int, path_name: 
                              operation_id=None if hidden else f"v2_ready_{name}" + ("_v" if "{" in prefix else ""),
                              summary=f"Whether {name}'s model is loaded")
         router.add_api_route(f"{prefix}/infer", infer, methods=["POST"], tags=tags, include_in_schema=not hidden,
+                             openapi_extra=INFER_BODY,
                              operation_id=None if hidden else f"v2_infer_{name}" + ("_v" if "{" in prefix else ""),
                              summary=f"Run {name} (Open Inference Protocol; scope task:{name})",
                              description="Inputs: 'items' (BYTES [N], JSON text per item) or one tensor per "
