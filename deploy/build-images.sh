@@ -26,12 +26,17 @@ $PIP wheel --quiet --wheel-dir deploy/build/wheels '.[serve,compliance,federated
 # built above plus the index, and fetch what is missing.
 image_py="$($PODMAN run --rm $RUN_FLAGS "$BASE" python3 -c 'import platform; print(platform.python_version())')"
 glibc="$($PODMAN run --rm $RUN_FLAGS "$BASE" python3 -c 'import os; print(os.confstr("CS_GNU_LIBC_VERSION").split()[1].replace(".", "_"))')"
+# every manylinux tag the image's glibc runs (pip does not widen a --platform by itself), and linux_x86_64 for the
+# wheels built here from sdists (hnswlib): this machine is Debian 12 too
+platforms=(--platform linux_x86_64 --platform manylinux1_x86_64 --platform manylinux2010_x86_64 --platform manylinux2014_x86_64)
+for ((minor = 5; minor <= ${glibc#2_}; minor++)); do platforms+=(--platform "manylinux_2_${minor}_x86_64"); done
 names=()
 for p in "${plugins[@]}"; do names+=("$(sed -n 's/^name = "\(.*\)"/\1/p' "$p/pyproject.toml" | head -1)==$VERSION"); done
 $PIP download --quiet --dest deploy/build/wheels --find-links deploy/build/wheels --only-binary=:all: \
   --python-version "$image_py" --implementation cp --abi "cp$(echo "$image_py" | cut -d. -f1,2 | tr -d .)" \
-  --platform "manylinux_${glibc}_x86_64" --platform any \
-  "sectorflow[serve,compliance,federated]==$VERSION" "${names[@]}"
+  "${platforms[@]}" \
+  "sectorflow[serve,compliance,federated]==$VERSION" "${names[@]}" \
+  "async-timeout>=4.0.3"  # pip evaluates python_full_version markers with this machine's Python: redis's on 3.11.2
 # shellcheck disable=SC2086 # RUN_FLAGS holds several flags
 $PODMAN build $RUN_FLAGS --file deploy/Containerfile --tag "localhost/sectorflow-serve:$VERSION" .
 # shellcheck disable=SC2086
