@@ -140,5 +140,5 @@ def test_yamllint_passes():
 
 
 def test_shell_scripts_parse():
-    for script in ("build-base.sh", "build-images.sh"):
+    for script in ("build-base.sh", "build-images.sh", "smoke-test.sh"):
         assert subprocess.run(["bash", "-n", str(DEPLOY / script)], timeout=30).returncode == 0
