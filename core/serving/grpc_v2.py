@@ -24,7 +24,7 @@ from typing import Any
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from ..errors import SectorflowError
+from ..errors import ConfigError, SectorflowError
 from . import oip
 from .access import AccessDecision, AccessDenied, record_access_decision_async
 from .auth import CONFLICTING, ApiKey, presented_secret
@@ -275,11 +275,13 @@ async def start_grpc(state: Any, listen: str) -> Any:
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", limit),
                                       ("grpc.max_send_message_length", max(limit, 4 << 20))])
     server.add_generic_rpc_handlers((InferenceService(state).handler(),))
-    state.grpc_port = server.add_insecure_port(listen)
+    try:
+        state.grpc_port = server.add_insecure_port(listen)
+    except RuntimeError:  # grpcio raises where older versions returned 0
+        state.grpc_port = 0
     if not state.grpc_port:
-        from ..errors import ConfigError
-
-        raise ConfigError(f"[server] grpc_listen = {listen!r}: cannot listen there (in use, or not host:port).")
+        raise ConfigError(f"[server] grpc_listen = {listen!r}: cannot listen there (the port is in use, or the "
+                          f"host is not an address of this machine).")
     await server.start()
     log.info("gRPC (Open Inference Protocol) on %s, port %s", listen, state.grpc_port)
     return server

@@ -164,3 +164,23 @@ def test_committed_descriptor_matches_the_proto():
     check = subprocess.run([sys.executable, str(ROOT / "deploy" / "gen_grpc_descriptor.py"), "--check"],
                            capture_output=True, text=True, timeout=120)
     assert check.returncode == 0, check.stderr
+
+
+def test_grpc_listen_and_rate_limit_storage_are_checked(tasks):
+    import asyncio
+    import socket
+
+    from sectorflow import ConfigError
+    from sectorflow.serving import create_app, load_config
+    from sectorflow.serving.grpc_v2 import start_grpc
+
+    for server, says in (({"grpc_listen": "8081"}, "grpc_listen"), ({"rate_limit_storage": "mongodb://db"},
+                                                                     "rate_limit_storage")):
+        with pytest.raises(ConfigError, match=says):
+            load_config(data={"server": server}, environ={})
+    with socket.socket() as busy:  # a port another process listens on (no SO_REUSEPORT)
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        state = create_app(load_config(data={"keys": GRPC_KEYS, "serve": ["echo"]}, environ={})).state.sectorflow
+        with pytest.raises(ConfigError, match="cannot listen there"):
+            asyncio.run(start_grpc(state, f"127.0.0.1:{busy.getsockname()[1]}"))
