@@ -298,6 +298,8 @@ class ServingMiddleware:
                 response = exception_response(exc)
                 assert response is not None
                 return response
+        if scope.get("path", "").startswith("/v2/"):  # the Open Inference Protocol's error body
+            return JSONResponse({"error": f"RequestTooLarge: {message}"}, status_code=413)
         return error_response(413, "RequestTooLarge", message)
 
     def _count_task(self, route: str, state: dict[str, Any], status: int) -> None:

@@ -201,6 +201,13 @@ def test_refusals_are_the_protocols_error_body(server, body, who, status, says):
     assert list(response.json()) == ["error"] and says in response.json()["error"], response.json()
 
 
+def test_an_oversized_body_is_413_with_the_protocols_error_body(server):
+    big = items_body([{"text": "x" * 150}] * 8000)  # over the default max_body_bytes (1 MiB)
+    response = post_v2(server, "echo", big)
+    assert response.status_code == 413 and list(response.json()) == ["error"]
+    assert response.json()["error"].startswith("RequestTooLarge: The request body exceeds 1048576 bytes")
+
+
 def test_unknown_model_version_and_route(server):
     for path, says in (("/v2/models/nope/infer", "No model 'nope'"), ("/v2/models/score/versions/9/infer",
                                                                          "serves model version '1' only"),
