@@ -206,7 +206,7 @@ class CallContext:
     tenant: str | None = None
     source: str = "local"
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    channel: Literal["python", "cli", "http", "federated"] = "python"
+    channel: Literal["python", "cli", "http", "grpc", "federated"] = "python"
 
 
 EventKind = Literal[

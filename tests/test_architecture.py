@@ -17,7 +17,8 @@ CORE = REPO_ROOT / "core"
 CORE_THIRD_PARTY = {"numpy", "pydantic", "pluggy", "typer", "rich", "paddle"}
 # The HTTP server may also use its web stack (starlette is FastAPI's own base and is re-exported by it).
 SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "fastapi_offline", "starlette", "uvicorn", "prometheus_client",
-                                          "limits", "httpx"}
+                                          "limits", "httpx",
+                                          "grpc", "google"}  # grpcio, protobuf (google.protobuf): the gRPC service
 # INT8 and export (core/export.py, quantize.py, onnx_runtime.py, weight_only.py) use the ONNX stack, imported only when
 # they run.
 ONNX_MODULES = {"sectorflow.export", "sectorflow.quantize", "sectorflow.onnx_runtime", "sectorflow.weight_only",

@@ -42,6 +42,8 @@ class ServerState:
     failed: dict[str, str] = field(default_factory=dict)
     loaded_at: float | None = None
     frozen: bool = False
+    grpc_port: int | None = None
+    """The port the gRPC service (Open Inference Protocol) listens on; ``None``: no gRPC."""
     aliases: dict[str, str] = field(default_factory=dict)
     """Every name a task answers to (its name and aliases) -> the task name."""
 
