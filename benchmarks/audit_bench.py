@@ -3,6 +3,7 @@ the time to verify a log of N records (default 1,000,000).
 
     .venv/bin/python benchmarks/audit_bench.py                      # everything, SQLite in a temp dir
     .venv/bin/python benchmarks/audit_bench.py --verify-records 100000 --calls 200
+    .venv/bin/python benchmarks/audit_bench.py --skip calls            # appends (also batched) and verify only
     SECTORFLOW_TEST_POSTGRES_DSN=postgresql://... .venv/bin/python benchmarks/audit_bench.py   # adds PostgreSQL
 
 Prints machine info and one line per figure. Stores live in a temporary folder that is removed afterwards (the
@@ -75,12 +76,18 @@ def machine() -> str:
     return f"{platform.node()} | {cpu} | {os.cpu_count()} logical CPUs | Python {platform.python_version()}"
 
 
-def setup(tmp: Path, audit: bool, synchronous: str = "FULL") -> None:
+def setup(tmp: Path, audit: bool, synchronous: str = "FULL", embedded: bool = False) -> None:
+    """Configure the log: a store and key in ``tmp``, or (``embedded``) nothing but a SECTORFLOW_HOME in ``tmp``, as
+    on a fresh install (the embedded default store and key are created by the first call)."""
     os.environ["SECTORFLOW_LOAD_PLUGINS"] = ""
     for k in ("SECTORFLOW_AUDIT_DB", "SECTORFLOW_AUDIT_KEY", "SECTORFLOW_AUDIT_REGULATED"):
         os.environ.pop(k, None)
     os.environ["SECTORFLOW_AUDIT"] = "on" if audit else "off"
-    if audit:
+    os.environ["SECTORFLOW_HOME"] = str(tmp / f"home-{uuid.uuid4().hex[:6]}")
+    os.environ["SECTORFLOW_AUDIT_SQLITE_SYNCHRONOUS"] = synchronous
+    if audit and embedded:
+        os.environ["SECTORFLOW_AUDIT_REGULATED"] = "bench"
+    elif audit:
         os.environ["SECTORFLOW_AUDIT_DB"] = str(tmp / f"calls-{uuid.uuid4().hex[:6]}.db")
         os.environ["SECTORFLOW_AUDIT_KEY"] = str(tmp / "key.json")
         os.environ["SECTORFLOW_AUDIT_REGULATED"] = "bench"
@@ -113,7 +120,14 @@ def paired_ms(tf: Taskflow, items: list[dict[str, Any]], calls: int) -> tuple[fl
 def bench_calls(tmp: Path, calls: int) -> None:
     print("\n## Overhead per Taskflow call (median of %d paired calls, alternating without/with audit; SQLite WAL, "
           "task regulated, 2 records per call; work_ms = time the model takes per call)" % calls)
+    print(f"1-minute load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the start")
     print("synchronous  work_ms  batch  no_audit_ms  audit_ms  overhead_ms  ratio")
+    for work_ms in (0.0, 50.0):  # the default a fresh install gets: embedded store under SECTORFLOW_HOME, FULL
+        BusyPipeline.work_ms = work_ms
+        setup(tmp, audit=True, embedded=True)
+        base, audited = paired_ms(Taskflow("bench", batch_size=1024), [{"customer_id": "c0", "amount": 0.0}], calls)
+        print(f"{'embedded':11s}  {work_ms:7.0f}  {1:5d}  {base:11.3f}  {audited:8.3f}  {audited - base:11.3f}  "
+              f"{audited / base:5.3f}")
     for synchronous in ("FULL", "NORMAL"):
         for work_ms in (0.0, 50.0, 250.0):
             for batch in (1, 1024):
@@ -125,6 +139,7 @@ def bench_calls(tmp: Path, calls: int) -> None:
                 print(f"{synchronous:11s}  {work_ms:7.0f}  {batch:5d}  {base:11.3f}  {audited:8.3f}  "
                       f"{audited - base:11.3f}  {audited / base:5.3f}")
     runtime.reset()
+    print(f"1-minute load average {os.getloadavg()[0]:.1f} at the end")
 
 
 def bench_appends(tmp: Path, keyfile: Any, n: int) -> None:
@@ -143,11 +158,42 @@ def bench_appends(tmp: Path, keyfile: Any, n: int) -> None:
             lg.append("bench.append", actor="bench", obj=make_object(task="bench"), n_items=1,
                       inputs=[{"i": i}])
         dt = time.perf_counter() - t
-        print(f"{name:14s} {n / dt:9.1f} appends/s  ({dt / n * 1000:.2f} ms each)")
+        print(f"{name:14s} {n / dt:9.1f} appends/s  ({dt / n * 1000:.2f} ms each; load {os.getloadavg()[0]:.1f})")
         if name == "postgresql":
             with lg.store.transaction():
                 lg.store._execute(f"DROP SCHEMA {schema} CASCADE")
         lg.store.close()
+
+
+def bench_replica(tmp: Path, keyfile: Any, n: int) -> None:
+    """Single appends with a synchronous SQLite replica (both FULL): what the replica adds per record."""
+    from sectorflow.compliance.replica import Replica
+
+    lg = AuditLog(open_store(tmp / "with-replica.db"), keyfile, AuditConfig(replica=str(tmp / "replica.db")),
+                  replica=Replica(str(tmp / "replica.db")))
+    load = os.getloadavg()[0]
+    t = time.perf_counter()
+    for i in range(n):
+        lg.append("bench.append", actor="bench", obj=make_object(task="bench"), n_items=1, inputs=[{"i": i}])
+    dt = time.perf_counter() - t
+    print(f"sqlite FULL + sync SQLite FULL replica {n / dt:9.1f} appends/s  ({dt / n * 1000:.2f} ms each; lag "
+          f"{lg.replica.lag()['records']}; load {load:.1f})")
+    lg.close()
+
+
+def bench_batched(tmp: Path, keyfile: Any, n: int) -> None:
+    """AuditLog.append_batch: one durable commit (synchronous=FULL) per checkpoint of 64 records."""
+    print(f"\n## Batched appends ({n} records, SQLite synchronous=FULL, one commit and one signed checkpoint per 64)")
+    lg = AuditLog(open_store(tmp / "batched.db", sqlite_synchronous="FULL"), keyfile, AuditConfig(checkpoint_every=64))
+    batch = [{"event": "bench.append", "actor": "bench", "obj": make_object(task="bench"), "n_items": 1,
+              "inputs": [{"i": i}]} for i in range(n)]
+    load = os.getloadavg()[0]
+    t = time.perf_counter()
+    lg.append_batch(batch)
+    dt = time.perf_counter() - t
+    print(f"sqlite FULL batched {n / dt:9.1f} appends/s  ({len(lg.store.checkpoints())} checkpoints; 1-minute load "
+          f"{load:.1f} before, {os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs)")
+    lg.store.close()
 
 
 def bench_verify(tmp: Path, keyfile: Any, n: int) -> None:
@@ -174,12 +220,18 @@ def bench_verify(tmp: Path, keyfile: Any, n: int) -> None:
     build = time.perf_counter() - t
     size_mb = (tmp / "verify.db").stat().st_size / 1e6
     print(f"built in {build:.1f} s ({size_mb:.0f} MB, {len(lg.store.checkpoints())} checkpoints)")
-    t, cpu = time.perf_counter(), time.process_time()
-    report = verify_log(lg.store, keyfile.trusted_keys())
-    dt, cpu = time.perf_counter() - t, time.process_time() - cpu
-    print(f"verify: ok={report.ok} records={report.size:,} checkpoints={report.checkpoints:,} in {dt:.1f} s wall, "
-          f"{cpu:.1f} s CPU ({report.size / dt:,.0f} records/s; 1-minute load average {os.getloadavg()[0]:.1f} "
-          f"on {os.cpu_count()} CPUs)")
+    for workers in (1, os.cpu_count() or 1):
+        load = os.getloadavg()[0]
+        t, cpu = time.perf_counter(), time.process_time()
+        children = os.times()
+        report = verify_log(lg.store, keyfile.trusted_keys(), workers=workers)
+        dt, cpu = time.perf_counter() - t, time.process_time() - cpu
+        after = os.times()
+        child_cpu = (after.children_user + after.children_system) - (children.children_user + children.children_system)
+        print(f"verify, {workers} process(es): ok={report.ok} records={report.size:,} "
+              f"checkpoints={report.checkpoints:,} in {dt:.2f} s wall, {cpu + child_cpu:.2f} s CPU "
+              f"({report.size / dt:,.0f} records/s; 1-minute load average {load:.1f} before, "
+              f"{os.getloadavg()[0]:.1f} after, on {os.cpu_count()} CPUs)")
     lg.store.close()
 
 
@@ -198,6 +250,8 @@ def main() -> int:
             bench_calls(tmp, args.calls)
         if "appends" not in args.skip:
             bench_appends(tmp, keyfile, args.appends)
+            bench_replica(tmp, keyfile, args.appends)
+            bench_batched(tmp, keyfile, max(args.appends * 10, 640))
         if "verify" not in args.skip:
             bench_verify(tmp, keyfile, args.verify_records)
     return 0

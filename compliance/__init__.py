@@ -5,6 +5,12 @@ checkpoints. See ``docs/compliance.md``.
 Public API::
 
     from sectorflow.compliance import record_federated, record_access, record_config_change, get_log
+    from sectorflow.compliance import record_case_disposition, record_report_draft   # retention 5 years
+
+On by default: with nothing configured, the first audited event creates an embedded SQLite store and key file under
+``SECTORFLOW_HOME`` (issue 23). ``SECTORFLOW_AUDIT_REPLICA`` adds a replica (``replica.py``, ``restore.py``); an audit
+admin pins the settings no other user's process can change (``policy.py``); checkpoints are also C2SP
+``tlog-checkpoint`` notes (``records.signed_note``).
 
 The names that need the ``compliance`` extra (``cryptography``, ``psycopg``) are imported on first use, so the
 built-in ``audit`` plugin loads, and stays off, on an install without that extra.
@@ -16,9 +22,10 @@ import importlib
 from typing import Any
 
 from .config import AuditConfig, load_config
-from .errors import (AuditAccessDenied, AuditArchiveError, AuditConfigError, AuditKeyError, AuditWriteError,
-                     ProofError)
-from .runtime import get_log, record_access, record_config_change, record_federated, record_task_event, reset
+from .errors import (AuditAccessDenied, AuditArchiveError, AuditConfigError, AuditKeyError, AuditRestoreError,
+                     AuditWriteError, ProofError)
+from .runtime import (get_log, record_access, record_case_disposition, record_config_change, record_federated,
+                      record_report_draft, record_task_event, reset)
 
 _LAZY = {"AuditAdmin": "admin", "generate_key_file": "keys", "load_key_file": "keys", "AuditLog": "log",
          "open_store": "store", "VerifyReport": "verify", "verify_log": "verify",
@@ -26,8 +33,8 @@ _LAZY = {"AuditAdmin": "admin", "generate_key_file": "keys", "load_key_file": "k
 
 __all__ = [
     "AuditConfig", "load_config", "get_log", "reset", "record_task_event", "record_federated", "record_access",
-    "record_config_change", "AuditAccessDenied", "AuditArchiveError", "AuditConfigError", "AuditKeyError",
-    "AuditWriteError", "ProofError", *_LAZY,
+    "record_config_change", "record_case_disposition", "record_report_draft", "AuditAccessDenied", "AuditArchiveError", "AuditConfigError", "AuditKeyError",
+    "AuditWriteError", "AuditRestoreError", "ProofError", *_LAZY,
 ]
 
 

@@ -13,11 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from . import merkle
-from .config import AuditConfig
+from .config import RECORD_KINDS, AuditConfig
 from .errors import AuditAccessDenied, AuditArchiveError
 from .log import AuditLog
-from .records import b64, utc_iso
+from .records import b64, record_kind, utc_iso
 from .verify import VerifyReport, verify_log
+
+KEPT_LIVE = frozenset({"audit.archived", "key.rotated"})
+"""Events never archived: verify reads their bodies (which archive file holds which records; which signing keys
+the log introduced), so they stay in the live store."""
 
 AUDIT_ADMIN = "audit_admin"
 OPERATOR = "operator"
@@ -38,18 +42,25 @@ class AuditAdmin:
     """
 
     def __init__(self, log: AuditLog, actor: str, *, roles: set[str] | None = None, source: str | None = None,
-                 config: AuditConfig | None = None) -> None:
+                 config: AuditConfig | None = None, action: str = "audit.read") -> None:
         self.log, self.actor, self.source = log, actor, source or "local"
         cfg = config or log.config
-        has_role = AUDIT_ADMIN in roles if roles is not None else actor in cfg.audit_admins
-        is_operator = OPERATOR in roles if roles is not None else actor in cfg.operators
+        from .policy import admins_of, read_policy
+
+        policy = read_policy(log.store) or {}
+        operators = frozenset(policy.get("operators", cfg.operators))
+        # over HTTP the server passes the key's scopes: ``audit`` is the audit-admin role, ``admin`` (reload models)
+        # an operator's; a task key (``task:...``) holds neither
+        has_role = bool(roles & {AUDIT_ADMIN, "audit"}) if roles is not None else actor in admins_of(log.store, cfg)
+        is_operator = bool(roles & {OPERATOR, "admin"}) if roles is not None else actor in operators
         if not has_role or is_operator:
             why = ("holds the operator role too (separation of duties)" if has_role
                    else "is not an audit admin")
             log.append("access.decision", actor=actor, source=self.source, outcome="denied",
-                       reason=f"{actor!r} {why}", details={"action": "audit.read", "roles": sorted(roles or [])})
-            raise AuditAccessDenied(f"{actor!r} {why}: reading or exporting the audit log needs the audit-admin "
-                                    f"role (SECTORFLOW_AUDIT_ADMINS), held by nobody who is also an operator.")
+                       reason=f"{actor!r} {why}", details={"action": action, "roles": sorted(roles or [])})
+            raise AuditAccessDenied(f"{actor!r} {why}: {action} needs the audit-admin role (SECTORFLOW_AUDIT_ADMINS, "
+                                    f"or the pinned audit policy's audit_admins; over HTTP an API key's audit scope), "
+                                    f"held by nobody who is also an operator.")
 
     def _logged(self, action: str, **details: Any) -> None:
         self.log.append("audit.read", actor=self.actor, source=self.source, outcome="success",
@@ -123,7 +134,9 @@ class AuditAdmin:
         return len(new)
 
     def archive_expired(self, out_dir: str | Path, *, now: datetime | None = None) -> Path | None:
-        """Move records older than ``retention_days`` out of the live store into a gzip JSON-lines archive file.
+        """Move records past their kind's retention (:meth:`AuditConfig.retention_for`: AML calls, case
+        dispositions and report drafts 5 years, other operation logs ``retention_days``) out of the live store into
+        a gzip JSON-lines archive file.
 
         The file holds a signed checkpoint, then every record with its inclusion proof against it; it is written
         and fsynced, then an ``audit.archived`` record names the file, its SHA-256 and the range, and only then does
@@ -154,15 +167,25 @@ class AuditAdmin:
                     f"the [audit] table of SECTORFLOW_AUDIT_CONFIG).",
                     details={"now": utc_iso(now), "clock": utc_iso(clock),
                              "retention_days": self.log.config.retention_days})
-        cutoff = utc_iso((now or clock) - timedelta(days=self.log.config.retention_days))
-        expired = [r for r in self.log.store.iter_records(until=cutoff) if r.archive is None]
+        cfg = self.log.config
+        as_of = now or clock
+        cutoffs = {kind: utc_iso(as_of - timedelta(days=cfg.retention_for(kind))) for kind in RECORD_KINDS}
+        # each record by its kind's retention: operation logs (>= 6 months) go long before AML calls, case
+        # dispositions and report drafts (>= 5 years) that sit between them
+        expired = []
+        for r in self.log.store.iter_records(until=max(cutoffs.values())):
+            if r.archive is None and r.body is not None:
+                data = json.loads(r.body)  # the body's time and kind, not the (unsigned) columns
+                if data["event"] in KEPT_LIVE:
+                    continue
+                if data["time"] < cutoffs[record_kind(data)]:
+                    expired.append(r)
         if not expired:
             return None
         self.log.checkpoint()
         cp = self.log.store.last_checkpoint()
         assert cp is not None
         start, stop = expired[0].seq, expired[-1].seq + 1
-        expired = [r for r in self.log.store.iter_records(start, stop) if r.archive is None]
         builder = merkle.ProofBuilder(self.log.store.leaf_hashes(0, cp.size))
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -181,10 +204,49 @@ class AuditAdmin:
         # (a rerun archives them again, to a new file).
         self.log.append("audit.archived", actor=self.actor, source=self.source, outcome="success",
                         details={"first_seq": start, "last_seq": stop - 1, "file": path.name, "sha256": digest,
-                                 "retention_days": self.log.config.retention_days})
+                                 "records": len(expired), "retention_days": cfg.retention_days,
+                                 "retention_by_kind": {k: cfg.retention_for(k) for k in RECORD_KINDS}})
+        seqs = [r.seq for r in expired]
         with self.log._lock, self.log.store.transaction():
-            self.log.store.mark_archived(start, stop, path.name)
+            self.log.store.mark_archived_seqs(seqs, path.name)
+        if self.log.replica is not None:
+            self.log.replicate()  # the replica gets the audit.archived record first, then clears the same bodies
+            try:
+                self.log.replica.mark_archived_seqs(seqs, path.name)
+            except Exception:  # noqa: BLE001 - the bodies stay in the replica; restore and verify accept that
+                pass
         return path
+
+    def checkpoint_note(self, size: int | None = None) -> tuple[str, str]:
+        """``(note, verifier_key)``: the checkpoint at ``size`` (default: a fresh one) as a C2SP tlog-checkpoint
+        signed note (origin ``sectorflow-audit/<log id>``, size, base64 root; one Ed25519 signature line, key name =
+        origin), and the signer's verifier key (``name+keyid+base64(0x01||key)``). Recorded as ``audit.read``.
+
+        Raises:
+            merkle.ProofError: no checkpoint of that size, or one signed before notes were written.
+        """
+        from .records import checkpoint_note_text, note_verifier_key, signed_note
+
+        self._logged("checkpoint_note", size=size)
+        self.log.checkpoint()
+        cps = self.log.store.checkpoints()
+        cp = cps[-1] if size is None and cps else next((c for c in cps if c.size == size), None)
+        if cp is None or cp.note_sig is None:
+            raise merkle.ProofError(f"no checkpoint with a C2SP note at size {size}: sizes with notes are "
+                                    f"{[c.size for c in cps if c.note_sig is not None][-5:]} (last five).")
+        name = f"sectorflow-audit/{self.log.log_id}"
+        keys = self.log.keys.trusted_keys()
+        public = keys.get(cp.key_id)
+        if public is None:
+            raise merkle.ProofError(f"checkpoint {cp.size} is signed by {cp.key_id}, which the key file does not hold.")
+        text = checkpoint_note_text(self.log.log_id, cp.size, b64(cp.root))
+        return signed_note(text, name, public, cp.note_sig), note_verifier_key(name, public)
+
+    def set_policy(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """Pin ``settings`` as the audit policy (see :mod:`~.policy`); returns the policy now in force."""
+        from .policy import pin
+
+        return pin(self.log, self.actor, settings, source=self.source)
 
     def read_payloads(self, seq: int) -> list[dict[str, Any]]:
         """Decrypted opt-in payloads of record ``seq`` (``items`` is ``None`` for a shredded subject)."""
@@ -208,3 +270,40 @@ def read_archive(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]
         lines = [json.loads(line) for line in fh if line.strip()]
     head = lines[0]["checkpoint"]
     return head, [{**e, "checkpoint": head} for e in lines[1:]]
+
+
+def _safe_url(url: str) -> str:
+    """A store URL without its password (``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    if "://" not in url:
+        return url
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+def status_of(admin: AuditAdmin) -> dict[str, Any]:
+    """What ``sectorflow audit status`` shows: store, key file and key id, records and bytes, last checkpoint, replica
+    and its lag (records the replica is behind, and since when). Recorded as ``audit.read`` action ``status``."""
+    admin._logged("status")
+    lg, cfg = admin.log, admin.log.config
+    store = lg.store
+    path = getattr(store, "path", None)
+    last = store.last_checkpoint()
+    info: dict[str, Any] = {
+        "store": _safe_url(str(cfg.db)) + (" (embedded default)" if cfg.embedded else ""),
+        "key": f"{cfg.key_file} ({lg.keys.key_id})",
+        "records": store.size(),
+        "size_bytes": sum(p.stat().st_size for p in (Path(f"{path}{s}") for s in ("", "-wal")) if p.exists())
+        if path is not None else None,
+        "last_checkpoint": f"size {last.size} at {last.time}" if last else None,
+        "retention_days": cfg.retention_days,
+        "regulated": ",".join(sorted(cfg.regulated)) or None,
+    }
+    replica = getattr(lg, "replica", None)
+    info["replica"] = replica.describe() if replica is not None else "none (set SECTORFLOW_AUDIT_REPLICA)"
+    info["replica_lag"] = replica.lag() if replica is not None else None
+    return info

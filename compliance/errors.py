@@ -34,5 +34,12 @@ class AuditKeyError(SectorflowError):
     """A key file that cannot be read, or a subject key that was shredded."""
 
 
-__all__ = ["AuditArchiveError", "AuditConfigError", "AuditWriteError", "AuditAccessDenied", "AuditKeyError",
+__all__ = ["AuditArchiveError", "AuditRestoreError", "AuditConfigError", "AuditWriteError", "AuditAccessDenied", "AuditKeyError",
            "ProofError"]
+
+
+class AuditRestoreError(SectorflowError):
+    """A restore was refused: the replica does not verify, belongs to another log or holds nothing. Nothing was
+    changed; ``details`` holds the replica's verify report when there is one."""
+
+    http_status = 409

@@ -21,6 +21,9 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from sectorflow.errors import PathNotWritableError
+from sectorflow.paths import writable_file
+
 from .errors import AuditKeyError
 from .records import b64, unb64
 
@@ -128,6 +131,10 @@ def generate_key_file(path: str | Path, *, overwrite: bool = False) -> KeyFile:
             can then no longer be matched).
     """
     path = Path(path)
+    try:
+        writable_file(path, what="audit key file", setting="the key file path (SECTORFLOW_AUDIT_KEY)")
+    except PathNotWritableError as exc:
+        raise AuditKeyError(exc.message, details=exc.details) from exc
     if path.exists() and not overwrite:
         raise AuditKeyError(f"{path} exists; use `sectorflow audit rotate-key` to change the signing key, or "
                             f"choose another path.")

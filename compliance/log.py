@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 import time as _time
@@ -17,8 +18,12 @@ from . import merkle
 from .config import AuditConfig
 from .errors import AuditKeyError, AuditWriteError
 from .keys import KeyFile, verify_signature
-from .records import b64, canonical, checkpoint_body, items_bytes, items_digest, make_object, make_record, utc_iso
+from .records import (b64, canonical, checkpoint_body, checkpoint_note_text, items_bytes, items_digest, make_object,
+                      make_record, utc_iso)
+from .replica import Replica
 from .store import Checkpoint, Store
+
+_audit_logger = logging.getLogger("sectorflow.audit")
 
 
 class AuditLog:
@@ -32,11 +37,18 @@ class AuditLog:
         config: checkpoint cadence, payload encryption and subject fields.
     """
 
-    def __init__(self, store: Store, keys: KeyFile, config: AuditConfig | None = None) -> None:
+    def __init__(self, store: Store, keys: KeyFile, config: AuditConfig | None = None,
+                 replica: Replica | None = None) -> None:
         self.store = store
         self.keys = keys
         self.config = config or AuditConfig()
-        self._lock = threading.Lock()
+        self.replica: Replica | None = None
+        """The replica every record and checkpoint is copied to (``None``: none configured)."""
+        self._replicating = False
+        self._kick = threading.Event()
+        self._closing = False
+        self._worker: threading.Thread | None = None
+        self._lock = threading.RLock()
         self.stats = {"appended": 0, "retried": 0, "lost": 0, "checkpoints": 0}
         with store.transaction():
             store.set_meta("log_id", uuid.uuid4().hex)
@@ -54,6 +66,71 @@ class AuditLog:
         """Records no checkpoint covered when this log was opened; signed just below (see ``VerifyReport``)."""
         if self.unsigned_at_open:  # a writer died before its checkpoint: sign the tail now
             self.checkpoint()
+        if replica is not None:
+            self.attach_replica(replica)
+
+    def attach_replica(self, replica: Replica) -> None:
+        """Start copying to ``replica`` (now, and after every commit or from a thread, per ``replica_mode``)."""
+        self.replica = replica
+        if replica is not None:
+            if self.config.replica_mode == "async":
+                self._worker = threading.Thread(target=self._replicate_forever, name="sectorflow-audit-replica",
+                                                daemon=True)
+                self._worker.start()
+            else:
+                self.replicate()
+
+    # --- the replica ---------------------------------------------------------------------------------------------
+    def replicate(self) -> None:
+        """Copy what the replica lacks now. A failure appends one ``audit.replica_failed`` alarm record (until the
+        replica is back, when ``audit.replica_restored`` says how many records were caught up) and logs an ERROR;
+        it never fails the append that triggered it."""
+        if self.replica is None or self._replicating:
+            return
+        with self._lock:
+            self._replicating = True
+            try:
+                try:
+                    copied = self.replica.sync(self.store, self.log_id)
+                except Exception as exc:  # noqa: BLE001 - any failure is the same alarm
+                    if self.replica.down_since is None:
+                        self.replica.down_since, self.replica.error = utc_iso(), str(exc)
+                        _audit_logger.error("audit replica lost: %s; records stay in the log and are copied when "
+                                            "it is back (see `sectorflow audit status`)", exc)
+                        self._append_locked("audit.replica_failed", actor="sectorflow", outcome="failure",
+                                            reason=str(exc), details={"replica": self.replica.describe(),
+                                                                      "lag": self.replica.lag()})
+                    return
+                if self.replica.down_since is not None:
+                    since = self.replica.down_since
+                    self.replica.down_since = self.replica.error = None
+                    self._append_locked("audit.replica_restored", actor="sectorflow", outcome="success",
+                                        details={"replica": self.replica.describe(), "down_since": since,
+                                                 "caught_up": copied})
+                    try:
+                        self.replica.sync(self.store, self.log_id)
+                    except Exception:  # noqa: BLE001 - the next append tries again
+                        pass
+            finally:
+                self._replicating = False
+
+    def _replicate_forever(self) -> None:
+        while not self._closing:
+            self._kick.wait(timeout=1.0)
+            self._kick.clear()
+            try:
+                self.replicate()
+            except Exception:  # noqa: BLE001 - the alarm is in replicate(); keep the thread alive
+                _audit_logger.exception("audit replica thread")
+
+    def _after_commit(self, n: int = 1) -> None:
+        if self.replica is None or self._replicating:
+            return
+        if self.config.replica_mode == "sync" or self.replica.lag()["records"] >= self.config.replica_max_lag:
+            self.replicate()
+        else:
+            self.replica.primary_size += n
+            self._kick.set()
 
     # --- appending -------------------------------------------------------------------------------------------
     def append(self, event: str, *, actor: str, tenant: str | None = None, source: str | None = None,
@@ -78,38 +155,109 @@ class AuditLog:
                    "output_digest": items_digest(self.keys, outputs)}
         sealed = self._seal(inputs, outputs, subjects) if self.config.encrypt_payloads and subjects else []
         with self._lock:
-            try:
-                with self.store.transaction():
-                    seq = self.store.size()
-                    payload_refs = []
-                    for part, subject, _nonce, ct in sealed:
-                        payload_refs.append({"part": part, "subject": subject,
-                                             "sha256": hashlib.sha256(ct).hexdigest()})
-                    record = make_record(seq=seq, event=event, actor=actor, tenant=tenant, source=source,
-                                         channel=channel, obj=obj or make_object(), outcome=outcome, reason=reason,
-                                         request_id=request_id, n_items=n_items, digest_key=self.keys.hmac_key_id,
-                                         duration_ms=duration_ms, payloads=payload_refs, details=details,
-                                         time=utc_iso(when), **digests)
-                    body = canonical(record)
-                    self.store.insert_record(seq, record["time"], event, body, merkle.leaf_hash(body))
-                    for part, subject, nonce, ct in sealed:
-                        self.store.insert_payload(seq, part, subject, nonce, ct)
-                    if (seq + 1 - self._last_cp_size >= self.config.checkpoint_every
-                            or _time.monotonic() - self._last_cp_time >= self.config.checkpoint_seconds):
-                        self._checkpoint_locked()
-            except (ValueError, AuditKeyError):
-                raise
-            except Exception as exc:
-                raise AuditWriteError(f"Audit record {event!r} could not be written: {type(exc).__name__}: {exc}. "
-                                      f"Check the audit store ({type(self.store).__name__}).") from exc
-            self.stats["appended"] += 1
+            seq = self._append_locked(event, actor=actor, tenant=tenant, source=source, channel=channel, obj=obj,
+                                      outcome=outcome, reason=reason, request_id=request_id, n_items=n_items,
+                                      duration_ms=duration_ms, details=details, when=when, digests=digests,
+                                      sealed=sealed)
+            self._after_commit()
             return seq
+
+    def _append_locked(self, event: str, *, actor: str, tenant: str | None = None, source: str | None = None,
+                       channel: str | None = None, obj: dict[str, Any] | None = None, outcome: str = "success",
+                       reason: str | None = None, request_id: str | None = None, n_items: int = 0,
+                       duration_ms: float | None = None, details: dict[str, Any] | None = None,
+                       when: datetime | None = None, digests: dict[str, str | None] | None = None,
+                       sealed: list[tuple[str, str, bytes, bytes]] | None = None) -> int:
+        digests = digests or {"input_digest": None, "output_digest": None}
+        sealed = sealed or []
+        # the caller holds self._lock
+        try:
+            with self.store.transaction():
+                seq = self.store.size()
+                payload_refs = []
+                for part, subject, _nonce, ct in sealed:
+                    payload_refs.append({"part": part, "subject": subject,
+                                         "sha256": hashlib.sha256(ct).hexdigest()})
+                record = make_record(seq=seq, event=event, actor=actor, tenant=tenant, source=source,
+                                     channel=channel, obj=obj or make_object(), outcome=outcome, reason=reason,
+                                     request_id=request_id, n_items=n_items, digest_key=self.keys.hmac_key_id,
+                                     duration_ms=duration_ms, payloads=payload_refs, details=details,
+                                     time=utc_iso(when), **digests)
+                body = canonical(record)
+                self.store.insert_record(seq, record["time"], event, body, merkle.leaf_hash(body))
+                for part, subject, nonce, ct in sealed:
+                    self.store.insert_payload(seq, part, subject, nonce, ct)
+                if (seq + 1 - self._last_cp_size >= self.config.checkpoint_every
+                        or _time.monotonic() - self._last_cp_time >= self.config.checkpoint_seconds):
+                    self._checkpoint_locked()
+        except (ValueError, AuditKeyError):
+            raise
+        except Exception as exc:
+            raise AuditWriteError(f"Audit record {event!r} could not be written: {type(exc).__name__}: {exc}. "
+                                  f"Check the audit store ({type(self.store).__name__}).") from exc
+        self.stats["appended"] += 1
+        return seq
+
+    def append_batch(self, entries: Sequence[dict[str, Any]]) -> list[int]:
+        """Append many records with one durable commit per checkpoint: each run of ``checkpoint_every`` records is
+        written in one transaction that ends with its signed checkpoint, so with ``synchronous=FULL`` a batch costs
+        one fsync per checkpoint instead of one per record (``benchmarks/audit_bench.py``: appends per second).
+
+        Args:
+            entries: keyword arguments of :meth:`append` for each record (``event``, ``actor``, ``obj``, ``outcome``,
+                ``inputs``, ...; no encrypted payloads).
+
+        Returns:
+            the records' sequence numbers. When a commit fails, the records of the earlier commits stay written and
+            the error says how many.
+
+        Raises:
+            AuditWriteError: a commit failed. ValueError: malformed fields (nothing of that run is written).
+        """
+        seqs: list[int] = []
+        every = self.config.checkpoint_every
+        with self._lock:
+            for at in range(0, len(entries), every):
+                run = entries[at:at + every]
+                try:
+                    with self.store.transaction():
+                        seq = self.store.size()
+                        for entry in run:
+                            kw = dict(entry)
+                            event = kw.pop("event")
+                            inputs, outputs = kw.pop("inputs", None), kw.pop("outputs", None)
+                            digest = kw.pop("input_digest", None) or items_digest(self.keys, inputs)
+                            record = make_record(seq=seq, event=event, obj=kw.pop("obj", None) or make_object(),
+                                                 outcome=kw.pop("outcome", "success"), digest_key=self.keys.hmac_key_id,
+                                                 time=utc_iso(kw.pop("when", None)), input_digest=digest,
+                                                 output_digest=items_digest(self.keys, outputs),
+                                                 **{"tenant": None, "source": None, "channel": None, "reason": None,
+                                                    "request_id": None, **kw})
+                            body = canonical(record)
+                            self.store.insert_record(seq, record["time"], event, body, merkle.leaf_hash(body))
+                            seqs.append(seq)
+                            seq += 1
+                        self._checkpoint_locked()
+                except (ValueError, TypeError, KeyError):
+                    del seqs[at:]
+                    raise
+                except Exception as exc:
+                    del seqs[at:]
+                    raise AuditWriteError(f"Audit batch could not be written after {len(seqs)} record(s): "
+                                          f"{type(exc).__name__}: {exc}.") from exc
+                self.stats["appended"] += len(run)
+            self._after_commit(len(seqs))
+        return seqs
 
     # --- checkpoints -------------------------------------------------------------------------------------------
     def checkpoint(self) -> Checkpoint | None:
         """Sign a checkpoint of the current tree now (``None`` if nothing was appended since the last one)."""
-        with self._lock, self.store.transaction():
-            return self._checkpoint_locked()
+        with self._lock:
+            with self.store.transaction():
+                cp = self._checkpoint_locked()
+            if cp is not None and self.config.replica_mode == "sync":
+                self.replicate()
+            return cp
 
     def _checkpoint_locked(self) -> Checkpoint | None:
         size = self.store.size()
@@ -127,7 +275,8 @@ class AuditLog:
             raise AuditWriteError(f"The store has gaps: {self._cr.size} leaf hashes for {size} records.")
         root, when = self._cr.root(), utc_iso()
         signature = self.keys.sign(checkpoint_body(self.log_id, size, b64(root), when))
-        cp = Checkpoint(size, root, when, self.keys.key_id, signature, tuple(self._cr.peaks))
+        note_sig = self.keys.sign(checkpoint_note_text(self.log_id, size, b64(root)))  # C2SP tlog-checkpoint
+        cp = Checkpoint(size, root, when, self.keys.key_id, signature, tuple(self._cr.peaks), note_sig)
         self.store.insert_checkpoint(cp)
         self._last_cp_size, self._last_cp_time = size, _time.monotonic()
         self.stats["checkpoints"] += 1
@@ -216,8 +365,17 @@ class AuditLog:
         return deleted
 
     def close(self) -> None:
-        """Sign a final checkpoint and close the store."""
+        """Sign a final checkpoint, bring the replica up to date (best effort), and close both stores."""
         try:
             self.checkpoint()
         finally:
+            self._closing = True
+            self._kick.set()
+            if self._worker is not None:
+                self._worker.join(timeout=10)
+            if self.replica is not None:
+                try:
+                    self.replicate()
+                finally:
+                    self.replica.close()
             self.store.close()

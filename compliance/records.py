@@ -123,3 +123,49 @@ def make_record(*, seq: int, event: str, actor: str, tenant: str | None, source:
 def checkpoint_body(log_id: str, size: int, root_b64: str, time: str) -> bytes:
     """The signed text of a checkpoint: origin line, tree size, base64 root hash, UTC time, each ending in ``\\n``."""
     return f"{CHECKPOINT_ORIGIN}/{log_id}\n{size}\n{root_b64}\n{time}\n".encode("ascii")
+
+
+AML_TASKS = frozenset({"aml"})
+"""Tasks whose calls are AML calls (retention kind ``aml_call``)."""
+
+
+def record_kind(record: dict[str, Any]) -> str:
+    """The retention kind of a record: ``case_disposition`` (events ``case.*``), ``report_draft`` (``report.*``),
+    ``aml_call`` (``task.*`` events of an AML task: its alerts and report drafts are the call's outputs), else
+    ``operations`` (every other operation log: plugins, configuration, access, federated runs, audit reads)."""
+    event = str(record.get("event") or "")
+    if event.startswith("case."):
+        return "case_disposition"
+    if event.startswith("report."):
+        return "report_draft"
+    task = (record.get("object") or {}).get("task")
+    if event.startswith("task.") and task in AML_TASKS:
+        return "aml_call"
+    return "operations"
+
+
+def checkpoint_note_text(log_id: str, size: int, root_b64: str) -> bytes:
+    """The note text of a C2SP ``tlog-checkpoint`` (c2sp.org/tlog-checkpoint): origin line
+    (``sectorflow-audit/<log id>``), tree size (decimal, no leading zeros), base64 root hash (RFC 6962/9162), each
+    ending in ``\n``; no extension lines."""
+    return f"{CHECKPOINT_ORIGIN}/{log_id}\n{size}\n{root_b64}\n".encode("ascii")
+
+
+def note_key_id(name: str, public_key: bytes) -> bytes:
+    """C2SP signed-note key ID of an Ed25519 key: ``SHA-256(key name || 0x0A || 0x01 || public key)[:4]``."""
+    import hashlib
+
+    return hashlib.sha256(name.encode("utf-8") + b"\n\x01" + public_key).digest()[:4]
+
+
+def signed_note(text: bytes, name: str, public_key: bytes, signature: bytes) -> str:
+    """A C2SP signed note: the text, a blank line, and one signature line
+    ``— <key name> base64(key ID || Ed25519 signature)`` (c2sp.org/signed-note)."""
+    return (text.decode("utf-8") + "\n" + f"\u2014 {name} {b64(note_key_id(name, public_key) + signature)}\n")
+
+
+def note_verifier_key(name: str, public_key: bytes) -> str:
+    """The key in the ``<name>+<hex key ID>+<base64(0x01 || public key)>`` text form that Go's
+    golang.org/x/mod/sumdb/note and transparency-dev tools read as a verifier key."""
+    encoded = b64(b"\x01" + public_key)
+    return f"{name}+{note_key_id(name, public_key).hex()}+{encoded}"

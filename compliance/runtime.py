@@ -6,14 +6,16 @@ from __future__ import annotations
 import atexit
 import importlib.metadata
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sectorflow.spec import TaskEvent
 
-from .config import AuditConfig, load_config, notice_disabled
+from .config import AuditConfig, load_config
 from .errors import AuditConfigError, AuditKeyError, AuditWriteError
 from .records import items_digest, make_object
 
@@ -25,6 +27,7 @@ _lock = threading.RLock()
 _config: AuditConfig | None = None
 _log: AuditLog | None = None
 _noticed = False
+_open_warned = False
 _plugins_recorded: set[str] = set()
 failures = {"lost": 0, "retried": 0}
 """Process-wide counts of records lost (non-regulated tasks, after retries) and of retried writes."""
@@ -50,35 +53,116 @@ def get_log() -> AuditLog | None:
         if _log is not None:
             return _log
         cfg = config()
-        if not cfg.enabled:
-            if not _noticed and notice_disabled():
-                log.warning("sectorflow audit log is off: set SECTORFLOW_AUDIT_DB (SQLite path or postgresql:// DSN) "
-                            "and SECTORFLOW_AUDIT_KEY (from `sectorflow audit keygen`) to record every call, or "
-                            "SECTORFLOW_AUDIT=off to silence this notice.")
+        refused_off = False
+        if not cfg.enabled:  # SECTORFLOW_AUDIT=off: only an audit admin may stop a log that exists
+            if _noticed:
+                return None
             _noticed = True
-            return None
+            refused_off = _off_refused(cfg)
+            if not refused_off:
+                return None
+            cfg = _set_config(cfg.model_copy(update={"enabled": True}))
         if cfg.key_file is None:
             raise AuditConfigError("SECTORFLOW_AUDIT_DB is set but SECTORFLOW_AUDIT_KEY is not: create a key file "
                                    "with `sectorflow audit keygen PATH` (keep it outside the database's folder).")
         assert cfg.db is not None
         try:
-            from .keys import load_key_file
+            from .keys import generate_key_file, load_key_file
             from .log import AuditLog
             from .store import open_store
         except ImportError as exc:
             raise AuditConfigError(f"The audit log needs the compliance extra ({exc.name} is missing): "
                                    f"pip install 'sectorflow[compliance]'.") from exc
-        _log = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous), load_key_file(cfg.key_file), cfg)
+        created = cfg.embedded and not cfg.key_file.exists()
+        if created:
+            if Path(cfg.db).exists():  # a fresh key cannot vouch for the old checkpoints: never make one silently
+                raise AuditKeyError(f"The audit store {cfg.db} exists but its key file {cfg.key_file} is missing: "
+                                    f"put the key file back (SECTORFLOW_AUDIT_KEY), or move the store away to "
+                                    f"start a new log.")
+            generate_key_file(cfg.key_file)
+            os.chmod(cfg.key_file.parent, 0o700)  # our own folder under SECTORFLOW_HOME: the keys only
+        from .policy import enforce
+
+        _log = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous),
+                        load_key_file(cfg.key_file), cfg)
+        effective = enforce(_log, cfg, _os_user())
+        if effective is not cfg:  # the pinned policy wins over a non-admin's settings
+            cfg = _set_config(effective)
+            _log.config = cfg
+        if refused_off:
+            log.warning("SECTORFLOW_AUDIT=off refused: only an audit admin may turn the audit log off; %s is not "
+                        "one. The log stays on and the attempt is recorded.", _os_user())
+            _log.append("access.decision", actor=_os_user(), source="local", outcome="denied",
+                        reason="SECTORFLOW_AUDIT=off by a user who is not an audit admin",
+                        details={"action": "audit.off", "roles": []})
+        if cfg.replica:
+            from .replica import Replica
+
+            _log.attach_replica(Replica(cfg.replica, pg_schema=cfg.replica_pg_schema or cfg.pg_schema,
+                                        sqlite_synchronous=cfg.sqlite_synchronous))
+        if created:
+            log.warning("sectorflow audit log on: records in %s, signing key in %s (mode 0600); move them with "
+                        "SECTORFLOW_AUDIT_DB and SECTORFLOW_AUDIT_KEY (or SECTORFLOW_HOME), turn the log off with "
+                        "SECTORFLOW_AUDIT=off; see `sectorflow audit status`.", cfg.db, cfg.key_file)
         return _log
+
+
+def _set_config(cfg: AuditConfig) -> AuditConfig:
+    global _config
+    _config = cfg
+    return cfg
+
+
+def _os_user() -> str:
+    from .config import _os_user as user
+
+    return user()
+
+
+def _off_refused(cfg: AuditConfig) -> bool:
+    """``SECTORFLOW_AUDIT=off`` with a log that exists: ``False`` when an audit admin asked (the log records
+    ``audit.disabled`` first, so the gap is visible), ``True`` when anyone else did (refused: the log stays on)."""
+    from .policy import admins_of, read_policy
+    from .store import open_store
+
+    if not cfg.db or (not cfg.db.startswith(("postgresql://", "postgres://"))
+                      and not Path(cfg.db.removeprefix("sqlite://")).is_file()):
+        return False  # no log yet: nothing is stopped
+    try:
+        store = open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous)
+    except AuditConfigError:
+        return False  # cannot be reached: the ordinary open would fail the same way
+    try:
+        admins, policy = admins_of(store, cfg), read_policy(store) or {}
+    finally:
+        store.close()
+    user = _os_user()
+    if user in admins and user not in set(policy.get("operators", cfg.operators)):
+        try:
+            from .keys import load_key_file
+            from .log import AuditLog
+
+            lg = AuditLog(open_store(cfg.db, pg_schema=cfg.pg_schema, sqlite_synchronous=cfg.sqlite_synchronous),
+                          load_key_file(cfg.key_file or ""), cfg)
+            lg.append("audit.disabled", actor=user, source="local", outcome="success",
+                      reason="SECTORFLOW_AUDIT=off by an audit admin")
+            lg.close()
+        except (AuditConfigError, AuditKeyError, AuditWriteError) as exc:
+            log.warning("the audit log is turned off, and that could not be recorded: %s", exc)
+        return False
+    return True
 
 
 def reset() -> None:
     """Close the process-wide log and forget the configuration (tests; after changing the environment)."""
-    global _log, _config, _noticed
+    global _log, _config, _noticed, _open_warned
     with _lock:
         if _log is not None:
-            _log.close()
-        _log, _config, _noticed = None, None, False
+            try:
+                _log.close()  # signs a last checkpoint: a store damaged meanwhile refuses it (verify says why)
+            except AuditWriteError as exc:
+                log.warning("audit log closed without its last checkpoint: %s", exc)
+        _log, _config, _noticed, _open_warned = None, None, False, False
         _plugins_recorded.clear()
         _started_digests.clear()
         failures.update(lost=0, retried=0)
@@ -104,13 +188,19 @@ def write(regulated: bool, append: Callable[[AuditLog], int]) -> int | None:
         if regulated:
             raise
         failures["lost"] += 1
-        # A configuration mistake, not a bug: its message says what to fix, a traceback would only bury it.
-        log.error("audit record lost: the audit log cannot be opened: %s", exc)
+        # A configuration mistake, not a bug: its message says what to fix, a traceback would only bury it. Said
+        # once per process (every later call would repeat it); the count goes on in failures["lost"].
+        global _open_warned
+        if not _open_warned:
+            log.warning("audit log cannot be opened, so this process records nothing; unregulated tasks carry on, "
+                        "regulated tasks fail: %s", exc)
+            _open_warned = True
         return None
     if audit_log is None:
         if regulated:
-            raise AuditConfigError("This task is configured as regulated (SECTORFLOW_AUDIT_REGULATED) but no audit "
-                                   "store is configured: set SECTORFLOW_AUDIT_DB and SECTORFLOW_AUDIT_KEY.")
+            raise AuditConfigError("This task is configured as regulated (SECTORFLOW_AUDIT_REGULATED) but the audit "
+                                   "log is off (SECTORFLOW_AUDIT=off): turn it on, or take the task out of "
+                                   "SECTORFLOW_AUDIT_REGULATED.")
         return None
     for attempt in range(cfg.retries + 1):
         try:
@@ -273,3 +363,46 @@ def record_config_change(*, actor: str, changes: dict[str, Any], source: str | N
                          request_id=request_id, details={"changed": digested})
 
     return write(config().is_regulated(task), append)
+
+
+CASE_DISPOSITIONS = ("escalated", "reported", "closed_no_action", "closed_false_positive", "reopened")
+REPORT_ACTIONS = ("drafted", "edited", "approved", "submitted", "withdrawn")
+
+
+def record_case_disposition(*, case_id: str, disposition: str, actor: str, tenant: str | None = None,
+                            source: str | None = None, reason: str | None = None,
+                            alert_ids: list[str] | None = None, request_id: str | None = None,
+                            channel: str | None = None) -> int | None:
+    """Record an AML case disposition (``case.disposed``; retention kind ``case_disposition``, at least 5 years).
+
+    Args:
+        disposition: one of :data:`CASE_DISPOSITIONS`. alert_ids: the alerts the case covers.
+
+    Raises:
+        ValueError: unknown disposition. AuditWriteError / AuditConfigError: write failed and ``aml`` is regulated.
+    """
+    if disposition not in CASE_DISPOSITIONS:
+        raise ValueError(f"case disposition {disposition!r} is not one of {CASE_DISPOSITIONS}")
+    return write(config().is_regulated("aml"), lambda lg: lg.append(
+        "case.disposed", actor=actor, tenant=tenant, source=source, channel=channel, obj=make_object(task="aml"),
+        reason=reason, request_id=request_id,
+        details={"case_id": case_id, "disposition": disposition, "alert_ids": list(alert_ids or [])}))
+
+
+def record_report_draft(*, report_id: str, action: str, actor: str, report_kind: str | None = None,
+                        tenant: str | None = None, source: str | None = None, reason: str | None = None,
+                        request_id: str | None = None, channel: str | None = None) -> int | None:
+    """Record what happened to a large-value or suspicious transaction report draft (``report.<action>``;
+    retention kind ``report_draft``, at least 5 years).
+
+    Args:
+        action: one of :data:`REPORT_ACTIONS`. report_kind: e.g. ``large_value`` or ``suspicious``.
+
+    Raises:
+        ValueError: unknown action. AuditWriteError / AuditConfigError: write failed and ``aml`` is regulated.
+    """
+    if action not in REPORT_ACTIONS:
+        raise ValueError(f"report action {action!r} is not one of {REPORT_ACTIONS}")
+    return write(config().is_regulated("aml"), lambda lg: lg.append(
+        f"report.{action}", actor=actor, tenant=tenant, source=source, channel=channel, obj=make_object(task="aml"),
+        reason=reason, request_id=request_id, details={"report_id": report_id, "report_kind": report_kind}))

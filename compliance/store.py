@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sectorflow.errors import PathNotWritableError
+from sectorflow.paths import writable_file
+
 from .errors import AuditConfigError, AuditWriteError
 from .records import b64, unb64
 
@@ -33,6 +36,9 @@ class Checkpoint:
     key_id: str
     signature: bytes
     peaks: tuple[bytes, ...] = ()
+    note_sig: bytes | None = None
+    """Ed25519 signature of the C2SP tlog-checkpoint note text (``records.checkpoint_note_text``); ``None`` for
+    checkpoints signed before notes were written."""
 
     def to_json(self, log_id: str) -> dict[str, Any]:
         return {"log_id": log_id, "size": self.size, "root": b64(self.root), "time": self.time,
@@ -59,7 +65,7 @@ _SCHEMA = [
     "body {blob}, leaf {blob} NOT NULL, archive TEXT)",
     "CREATE INDEX IF NOT EXISTS records_time ON records (time)",
     "CREATE TABLE IF NOT EXISTS checkpoints (size BIGINT PRIMARY KEY, root {blob} NOT NULL, time TEXT NOT NULL, "
-    "key_id TEXT NOT NULL, signature {blob} NOT NULL, peaks TEXT NOT NULL)",
+    "key_id TEXT NOT NULL, signature {blob} NOT NULL, peaks TEXT NOT NULL, note_sig {blob})",
     "CREATE TABLE IF NOT EXISTS payloads (seq BIGINT NOT NULL, part TEXT NOT NULL, subject TEXT NOT NULL, "
     "nonce {blob} NOT NULL, ciphertext {blob} NOT NULL, PRIMARY KEY (seq, part, subject))",
     "CREATE TABLE IF NOT EXISTS subject_keys (subject TEXT PRIMARY KEY, nonce {blob} NOT NULL, "
@@ -112,6 +118,10 @@ class Store:
     def close(self) -> None:
         raise NotImplementedError
 
+    def open_reader(self) -> Store:
+        """A second, independent connection to the same store for reading (the verifier's worker processes)."""
+        raise NotImplementedError
+
     # --- common SQL ---------------------------------------------------------------------------------------------
     def _q(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         if self.placeholder != "?":
@@ -125,6 +135,10 @@ class Store:
     def set_meta(self, key: str, value: str) -> None:
         """Insert ``key`` once (an existing value is kept). Inside a transaction."""
         self._q("INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO NOTHING", (key, value))
+
+    def put_meta(self, key: str, value: str) -> None:
+        """Insert or replace ``key`` (the audit policy). Inside a transaction."""
+        self._q("INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v", (key, value))
 
     def size(self) -> int:
         """Number of records (the next sequence number)."""
@@ -165,18 +179,22 @@ class Store:
                 return
             last = int(rows[-1][0])
 
-    def iter_leaf_rows(self, batch: int = 50000) -> Iterator[tuple[int, bytes | None, bytes, str | None]]:
-        """``(seq, body, leaf, archive)`` of every record in sequence order (the verifier's fast path)."""
-        last = -1
+    def iter_leaf_rows(self, batch: int = 50000, *, start: int = 0,
+                       stop: int | None = None) -> Iterator[tuple[int, bytes | None, bytes, str | None, Any, Any]]:
+        """``(seq, body, leaf, archive, time, event)`` of every record (``start <= seq < stop``) in sequence order:
+        every column of the records table, so the verifier checks each indexed column against the record body (its
+        fast path). Without ``stop``, rows whose seq is not an integer come last."""
+        last = start - 1
+        bound = "" if stop is None else f" AND seq < {int(stop)}"
         while True:
-            rows = self._q(f"SELECT seq, body, leaf, archive FROM records WHERE seq > ? ORDER BY seq LIMIT {int(batch)}",
-                           (last,)).fetchall()
-            for seq, body, leaf, archive in rows:
+            rows = self._q(f"SELECT seq, body, leaf, archive, time, event FROM records WHERE seq > ?{bound} "
+                           f"ORDER BY seq LIMIT {int(batch)}", (last,)).fetchall()
+            for seq, body, leaf, archive, time, event in rows:
                 if body is not None and type(body) is not bytes:
                     body = _as_bytes(body)
                 if type(leaf) is not bytes:
                     leaf = _as_bytes(leaf) or b""
-                yield seq, body, leaf, archive
+                yield seq, body, leaf, archive, time, event
             if len(rows) < batch:
                 return
             last = int(rows[-1][0])
@@ -191,23 +209,64 @@ class Store:
         self._q("UPDATE records SET body = NULL, archive = ? WHERE seq >= ? AND seq < ? AND archive IS NULL",
                 (archive, start, stop))
 
+    def mark_archived_seqs(self, seqs: list[int], archive: str) -> None:
+        """Clear the bodies of records ``seqs`` (kept in ``archive``); leaf hashes stay. In a transaction."""
+        for seq in seqs:
+            self._q("UPDATE records SET body = NULL, archive = ? WHERE seq = ? AND archive IS NULL", (archive, seq))
+
     def insert_checkpoint(self, cp: Checkpoint) -> None:
-        self._q("INSERT INTO checkpoints (size, root, time, key_id, signature, peaks) VALUES (?, ?, ?, ?, ?, ?)",
-                (cp.size, cp.root, cp.time, cp.key_id, cp.signature, json.dumps([b64(p) for p in cp.peaks])))
+        self._q("INSERT INTO checkpoints (size, root, time, key_id, signature, peaks, note_sig) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (cp.size, cp.root, cp.time, cp.key_id, cp.signature, json.dumps([b64(p) for p in cp.peaks]),
+                 cp.note_sig))
 
     def checkpoints(self) -> list[Checkpoint]:
         """Every checkpoint, by size."""
-        rows = self._q("SELECT size, root, time, key_id, signature, peaks FROM checkpoints ORDER BY size").fetchall()
+        rows = self._q("SELECT size, root, time, key_id, signature, peaks, note_sig FROM checkpoints ORDER BY size").fetchall()
+        return [self._cp(r) for r in rows]
+
+    def checkpoints_after(self, size: int) -> list[Checkpoint]:
+        """Checkpoints larger than ``size``, by size (what a replica still lacks)."""
+        rows = self._q("SELECT size, root, time, key_id, signature, peaks, note_sig FROM checkpoints WHERE size > ? "
+                       "ORDER BY size", (size,)).fetchall()
         return [self._cp(r) for r in rows]
 
     def last_checkpoint(self) -> Checkpoint | None:
-        row = self._q("SELECT size, root, time, key_id, signature, peaks FROM checkpoints "
+        row = self._q("SELECT size, root, time, key_id, signature, peaks, note_sig FROM checkpoints "
                       "ORDER BY size DESC LIMIT 1").fetchone()
         return self._cp(row) if row else None
 
     @staticmethod
     def _cp(r: Any) -> Checkpoint:
-        return Checkpoint(int(r[0]), bytes(r[1]), r[2], r[3], bytes(r[4]), tuple(unb64(p) for p in json.loads(r[5])))
+        return Checkpoint(int(r[0]), bytes(r[1]), r[2], r[3], bytes(r[4]), tuple(unb64(p) for p in json.loads(r[5])),
+                          bytes(r[6]) if r[6] is not None else None)
+
+    # --- repair from a replica (``sectorflow audit restore``) ----------------------------------------------------
+    @contextmanager
+    def guards_lifted(self) -> Iterator[None]:
+        """Inside a transaction: lift the append-only guards for the duration (restore only), put them back before
+        the commit. DDL is transactional in both backends, so a failed restore leaves the guards in place."""
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def put_record(self, rec: StoredRecord) -> None:
+        """Replace (or insert) row ``rec.seq`` with exactly ``rec``. Inside :meth:`guards_lifted`."""
+        self._q("DELETE FROM records WHERE seq = ?", (rec.seq,))
+        self._q("INSERT INTO records (seq, time, event, body, leaf, archive) VALUES (?, ?, ?, ?, ?, ?)",
+                (rec.seq, rec.time, rec.event, rec.body, rec.leaf, rec.archive))
+
+    def delete_records(self, seqs: list[Any]) -> None:
+        """Delete rows by their (possibly non-integer, tampered) seq values. Inside :meth:`guards_lifted`."""
+        for seq in seqs:
+            self._q("DELETE FROM records WHERE seq = ?", (seq,))
+
+    def delete_checkpoint(self, size: int) -> None:
+        """Inside :meth:`guards_lifted`."""
+        self._q("DELETE FROM checkpoints WHERE size = ?", (size,))
+
+    def raw_seqs(self) -> list[Any]:
+        """Every seq value in the records table as stored (a tampered one may not be an integer)."""
+        return [r[0] for r in self._q("SELECT seq FROM records").fetchall()]
 
     # payloads and subject keys (crypto-shredding)
     def insert_payload(self, seq: int, part: str, subject: str, nonce: bytes, ciphertext: bytes) -> None:
@@ -248,7 +307,10 @@ class SQLiteStore(Store):
         if synchronous not in ("FULL", "NORMAL"):
             raise AuditConfigError(f"sqlite_synchronous={synchronous!r}: write FULL or NORMAL.")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            writable_file(self.path, what="audit store", setting="SECTORFLOW_AUDIT_DB (or [audit] db)")
+        except PathNotWritableError as exc:
+            raise AuditConfigError(exc.message, details=exc.details) from exc
+        try:
             if not self.path.exists():  # readable by its owner only (the audit admin's account)
                 os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
             self._conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False,
@@ -259,8 +321,11 @@ class SQLiteStore(Store):
             with self.transaction():
                 for stmt in _SCHEMA + _SQLITE_TRIGGERS:
                     self._conn.execute(stmt.format(blob="BLOB"))
-        except sqlite3.Error as exc:
-            raise AuditConfigError(f"Cannot open the SQLite audit store {self.path}: {exc}.") from exc
+                if "note_sig" not in {r[1] for r in self._conn.execute("PRAGMA table_info(checkpoints)")}:
+                    self._conn.execute("ALTER TABLE checkpoints ADD COLUMN note_sig BLOB")  # a store from before
+        except (sqlite3.Error, OSError) as exc:
+            raise AuditConfigError(f"Cannot open the SQLite audit store {self.path}: {exc}. Fix: give "
+                                   f"SECTORFLOW_AUDIT_DB a path in a folder this user can write.") from exc
 
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         with self._lock:
@@ -277,9 +342,36 @@ class SQLiteStore(Store):
                 raise
             self._conn.execute("COMMIT")
 
+    def open_reader(self) -> Store:
+        return _SQLiteReader(self.path)
+
+    @contextmanager
+    def guards_lifted(self) -> Iterator[None]:
+        names = ("records_no_delete", "records_no_update", "checkpoints_no_change", "checkpoints_no_delete")
+        for name in names:
+            self._conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+        yield
+        for stmt in _SQLITE_TRIGGERS:
+            self._conn.execute(stmt)
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+class _SQLiteReader(Store):
+    """A read-only connection to a SQLite store (``mode=ro``): the verifier's worker processes."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self._conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False, timeout=30.0)
+
+    def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        return self._conn.execute(sql, params)
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 def open_store(url: str | Path, *, pg_schema: str = "sectorflow_audit", sqlite_synchronous: str = "FULL") -> Store:

@@ -50,6 +50,7 @@ class PostgresStore(Store):
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
             raise AuditConfigError(f"PostgreSQL schema {schema!r}: use lower-case letters, digits and _.")
         self.schema = schema
+        self._dsn = dsn
         try:
             self._conn = psycopg.connect(dsn, autocommit=True)
             with self.transaction():
@@ -57,6 +58,7 @@ class PostgresStore(Store):
                 self._conn.execute(f"SET search_path TO {schema}")
                 for stmt in _SCHEMA:
                     self._conn.execute(stmt.format(blob="BYTEA"))
+                self._conn.execute("ALTER TABLE checkpoints ADD COLUMN IF NOT EXISTS note_sig BYTEA")
                 self._conn.execute(_PG_TRIGGERS.format(schema=schema, guard=_GUARD))
             self._conn.execute(f"SET search_path TO {schema}")
         except psycopg.Error as exc:
@@ -71,6 +73,17 @@ class PostgresStore(Store):
         with self._lock, self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sectorflow-audit:{self.schema}",))
             yield
+
+    @contextmanager
+    def guards_lifted(self) -> Iterator[None]:
+        self._conn.execute("DROP TRIGGER IF EXISTS records_guard ON records")
+        self._conn.execute("DROP TRIGGER IF EXISTS checkpoints_guard ON checkpoints")
+        yield
+        # CREATE OR REPLACE / DROP IF EXISTS: also puts back a guard an attacker dropped
+        self._conn.execute(_PG_TRIGGERS.format(schema=self.schema, guard=_GUARD))
+
+    def open_reader(self) -> PostgresStore:
+        return PostgresStore(self._dsn, schema=self.schema)
 
     def close(self) -> None:
         with self._lock:

@@ -8,16 +8,15 @@ record), and names the first bad record. It needs no secret key.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import merkle
 from .keys import verify_signature
-from .records import b64, checkpoint_body, unb64
+from .records import b64, checkpoint_body, checkpoint_note_text, unb64
 from .store import Checkpoint, Store
+from .verify_scan import scan_all, tree_at
 
 
 @dataclass
@@ -36,6 +35,8 @@ class VerifyReport:
         unsigned_at_open: records that no checkpoint covered when the verifying process opened the log, which it
             then signed (a writer that stopped before its checkpoint, or deleted checkpoints: only checkpoints kept
             elsewhere can vouch for them). Set by ``AuditAdmin.verify``; 0 from :func:`verify_log` alone.
+        replica: ``{"ok", "size", "problems"}`` of the configured replica, verified on its own (``sectorflow audit
+            verify``); ``None`` when there is none.
     """
 
     ok: bool = True
@@ -47,6 +48,7 @@ class VerifyReport:
     archived: int = 0
     root: str = ""
     unsigned_at_open: int = 0
+    replica: dict[str, Any] | None = None
 
     def fail(self, message: str, seq: int | None = None, *, precise: bool = True) -> None:
         """Note a problem; ``precise`` findings name a record exactly, others (a checkpoint range) only when no
@@ -60,28 +62,8 @@ class VerifyReport:
         return dict(self.__dict__)
 
 
-_SEQ_KEY = b'"seq":'
-_DIGITS = re.compile(rb"(\d+)[,}]")
-
-
-def _body_seq(body: bytes) -> int | None:
-    """The top-level ``seq`` of a canonical record without a full JSON parse: keys are sorted, and the keys after
-    ``seq`` (``source``, ``tenant``, ``time``, ``v``) hold scalars, so its last occurrence is the top-level one.
-    Falls back to ``json.loads`` for anything unexpected."""
-    at = body.rfind(_SEQ_KEY)
-    if at >= 0:
-        m = _DIGITS.match(body, at + len(_SEQ_KEY))
-        if m:
-            return int(m.group(1))
-    try:
-        data = json.loads(body)
-        return data.get("seq") if isinstance(data, dict) else None
-    except ValueError:
-        return None
-
-
 def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[str, Any]] | None = None,
-               log_id: str | None = None) -> VerifyReport:
+               log_id: str | None = None, workers: int | None = None) -> VerifyReport:
     """Verify everything in ``store``.
 
     Args:
@@ -90,6 +72,8 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
         external: checkpoints exported earlier (``Checkpoint.to_json`` dicts) that a third party kept; each must
             verify and match the tree recomputed now (catches truncation or a rewritten history).
         log_id: expected log id (default the store's own).
+        workers: processes scanning the records of a log of at least ``verify_scan.PARALLEL_FROM`` records (default
+            one per CPU; 1 scans in this process).
 
     Returns:
         a :class:`VerifyReport`.
@@ -97,64 +81,36 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
     report = VerifyReport()
     log_id = log_id or store.get_meta("log_id") or ""
     trusted = dict(trusted)
-    announced: dict[str, tuple[int, bytes]] = {}
     cps = store.checkpoints()
     ext = sorted((Checkpoint.from_json(e) for e in external or []), key=lambda c: c.size)
     ext_ids = {e.get("log_id") for e in external or []}
     if ext_ids - {log_id}:
         report.fail(f"external checkpoints belong to log(s) {sorted(ext_ids - {log_id})}, not {log_id}")
-    cleared: list[tuple[int, str]] = []  # (seq, archive file) of records whose body the store says was archived
-    archives: list[tuple[int, int, str]] = []  # (first_seq, last_seq, file) of audit.archived records
-    cr = merkle.CompactRange()
-    roots: dict[int, bytes] = {0: merkle.empty_root()} if any(c.size == 0 for c in cps + ext) else {}
-    wanted = {c.size for c in cps} | {c.size for c in ext}
-    expected = 0
-    sha256, cr_append, seq_key, digits = hashlib.sha256, cr.append, _SEQ_KEY, _DIGITS
-    for seq, body, stored_leaf, archive in store.iter_leaf_rows():  # the hot loop: ~1M iterations, kept lean
-        if seq != expected:
-            if type(seq) is not int:  # e.g. a seq rewritten as text: the row order is meaningless from here on
-                report.fail(f"a record row after record {expected - 1} holds seq {seq!r}, not an integer (altered)",
-                            expected)
-            else:
-                report.fail(f"records {expected}..{seq - 1} are missing (deleted)", expected)
-            break
-        if body is None:
-            if not archive:
-                report.fail(f"record {seq}: body removed without an archive", seq)
-            else:
-                cleared.append((seq, archive))
-            report.archived += 1
-            leaf = stored_leaf
-        else:
-            leaf = sha256(b"\x00" + body).digest()  # merkle.leaf_hash, inlined
-            if leaf != stored_leaf:
-                report.fail(f"record {seq}: content does not match its stored leaf hash (altered)", seq)
-            at = body.rfind(seq_key)
-            m = digits.match(body, at + 6) if at >= 0 else None  # 6 == len(b'"seq":')
-            seq_in_body = int(m.group(1)) if m else _body_seq(body)
-            if seq_in_body != seq:
-                report.fail(f"record {seq}: body says seq {seq_in_body} (moved or altered)", seq)
-            if b'"audit.archived"' in body:
-                try:
-                    det = json.loads(body).get("details") or {}
-                    archives.append((int(det["first_seq"]), int(det["last_seq"]), str(det["file"])))
-                except (KeyError, ValueError, TypeError, AttributeError):
-                    report.fail(f"record {seq}: malformed audit.archived record", seq)
-            if b'"key.rotated"' in body:
-                try:
-                    data = json.loads(body)
-                    if data.get("event") == "key.rotated":
-                        det = data.get("details") or {}
-                        announced[det["new_key_id"]] = (seq, unb64(det["new_public_key"]))
-                except (KeyError, ValueError, TypeError):
-                    report.fail(f"record {seq}: malformed key.rotated record", seq)
-        cr_append(leaf)
-        expected += 1
-        if expected in wanted:
-            roots[expected] = cr.root()
-    report.size = expected
-    report.root = b64(cr.root())
+    wanted = sorted({c.size for c in cps} | {c.size for c in ext})
+    # checkpoint signatures by the keys trusted from the start are checked alongside the scan (in its worker pool)
+    early = [(cp.size, trusted[cp.key_id], cp.signature, checkpoint_body(log_id, cp.size, b64(cp.root), cp.time))
+             for cp in cps if cp.key_id in trusted]
+    scans, good_signatures = scan_all(store, early, workers)
+    for scan in scans:
+        for message, seq, precise in scan.problems:
+            report.fail(message, seq, precise=precise)
+    cleared = [c for scan in scans for c in scan.cleared]  # (seq, archive file) of bodies cleared as archived
+    archives = [a for scan in scans for a in scan.archives]  # (first_seq, last_seq, file) of audit.archived records
+    announced: dict[str, tuple[int, bytes]] = {}
+    for scan in scans:
+        announced.update(scan.announced)
+    pinned_all = [p for scan in scans for p in scan.pinned]
+    pinned = pinned_all[-1][1] if pinned_all else None  # the audit policy as last recorded (policy.py)
+    report.archived = sum(scan.archived for scan in scans)
+    roots, peaks_at, root = tree_at(wanted, scans)
+    report.size = sum(scan.rows for scan in scans)
+    report.root = b64(root)
+    stored_policy = store.get_meta("policy")
+    if (json.loads(stored_policy) if stored_policy else None) != pinned:
+        report.fail("the pinned audit policy in the store differs from the last one an audit admin recorded "
+                    "(meta table altered): run `sectorflow audit policy --set ...` as an audit admin to pin it again")
     _check_archived(report, cleared, archives)
+    early_keys = {size: key for size, key, _sig, _msg in early}
     verified_size = 0  # the records below this size are covered by a checkpoint that verified
     for cp in cps:
         start = verified_size  # a root covers every record below cp.size: blame only what no good checkpoint covers
@@ -167,12 +123,19 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
             report.fail(f"checkpoint at size {cp.size} is signed by untrusted key {cp.key_id}", start,
                         precise=False)
             continue
-        if not verify_signature(key, cp.signature, checkpoint_body(log_id, cp.size, b64(cp.root), cp.time)):
+        checked = cp.size in good_signatures and early_keys.get(cp.size) == key
+        if not checked and not verify_signature(key, cp.signature,
+                                                checkpoint_body(log_id, cp.size, b64(cp.root), cp.time)):
             report.fail(f"checkpoint at size {cp.size}: bad signature (checkpoint altered)", start, precise=False)
             continue
         if roots[cp.size] != cp.root:
             report.fail(f"records {start}..{cp.size - 1} do not match the checkpoint signed at {cp.time} "
                         f"(size {cp.size}): a record in that range was altered", start, precise=False)
+            continue
+        if cp.peaks and list(cp.peaks) != peaks_at.get(cp.size):
+            # not signed, but the writer restores its tree from them: a forged set would corrupt later roots
+            report.fail(f"checkpoint at size {cp.size}: its stored peak hashes do not match the records (peaks "
+                        f"column altered)", start, precise=False)
             continue
         report.checkpoints += 1
         verified_size = max(verified_size, cp.size)
@@ -190,6 +153,13 @@ def verify_log(store: Store, trusted: dict[str, bytes], *, external: list[dict[s
         elif roots[cp.size] != cp.root:
             report.fail(f"the store's first {cp.size} records do not match an externally kept checkpoint "
                         f"({cp.time}): history rewritten", 0)
+    noted = [cp for cp in cps if cp.note_sig is not None]
+    if noted:  # the C2SP note signature of the latest checkpoint (the one `audit note` hands out)
+        cp = noted[-1]
+        key = trusted.get(cp.key_id)
+        if key is not None and not verify_signature(key, cp.note_sig or b"",
+                                                    checkpoint_note_text(log_id, cp.size, b64(cp.root))):
+            report.fail(f"checkpoint at size {cp.size}: its C2SP note signature does not verify (altered)")
     report.unsigned_tail = max(0, report.size - (cps[-1].size if cps else 0))
     return report
 

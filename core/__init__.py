@@ -17,6 +17,7 @@ from .errors import (
     DeviceUnavailableError,
     ExportMismatchError,
     InvalidInputError,
+    PathNotWritableError,
     PluginConflictError,
     PluginError,
     QuantizationError,
@@ -28,9 +29,13 @@ from .errors import (
 from .hookspecs import hookimpl
 from .io import csv_file_records, csv_records, field_pairs, open_text, parse_json_line, whole_file_reader
 from .items import TextItem
+from .paths import writable_file
 from .pipeline import Pipeline
 from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec, ValidationSet
 from .taskflow import Taskflow
+from .state_admin import export_state, reset_stored_state, state_summary
+from .state_keeper import StateKeeper
+from .state_store import StateStore, default_state_path, open_state_store
 from .trainable import Trainable, TrainableSpec
 
 __version__ = "0.1.0"
@@ -54,8 +59,10 @@ __all__ = [
     "Device", "DeviceProbe", "resolve_device", "set_default_probe", "Trainable", "TrainableSpec",
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",
     "DeviceUnavailableError", "UnsupportedPrecisionError", "BundleError", "BundleIntegrityError", "UnsafePickleError",
-    "ConfigError", "import_paddle", "open_text", "csv_records", "csv_file_records", "parse_json_line", "__version__",
+    "ConfigError", "PathNotWritableError", "writable_file", "import_paddle", "open_text", "csv_records", "csv_file_records", "parse_json_line", "__version__",
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
     "BertConfig", "BertEncoder", "BertLayer", "mean_pool", "convert_bert_weights", "load_bert_weights",
     "quantize_state_int8", "dequantize_state_int8", "BERT_WEIGHT_SOURCES",
+    "StateStore", "StateKeeper", "open_state_store", "default_state_path", "state_summary", "export_state",
+    "reset_stored_state",
 ]

@@ -126,3 +126,9 @@ __all__ = [
     "QuantizationError",
     "ExportMismatchError",
 ]
+
+
+class PathNotWritableError(ConfigError):
+    """A file sectorflow must write (audit store, key file, PNG, report, weights) cannot be written there: a parent
+    is a file, the folder is read-only or not ours, or the path is a folder. The message names the path, the cause
+    and the fix; ``details`` holds ``{"path", "reason"}``."""

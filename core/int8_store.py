@@ -31,6 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from . import paths
 from .bundle import MANIFEST
 from .device import Device
 from .errors import BundleError, UnsupportedPrecisionError
@@ -41,8 +42,7 @@ HOME_ENV = "SECTORFLOW_HOME"
 
 def sectorflow_home() -> Path:
     """``$SECTORFLOW_HOME`` or ``~/.cache/sectorflow``: where sectorflow keeps what it builds on a machine."""
-    raw = os.environ.get(HOME_ENV)
-    return Path(raw).expanduser() if raw else Path.home() / ".cache" / "sectorflow"
+    return paths.sectorflow_home()
 
 
 def manifest_sha256(bundle_dir: Path) -> str:

@@ -8,6 +8,10 @@ The runtime (:class:`~sectorflow.taskflow.Taskflow`) calls, for each call with a
 3. ``postprocess(items, raw) -> results``: one output-model instance per item.
 
 A subclass sets up heavy state (predictors, rule tables) in :meth:`load`, which the runtime calls once.
+
+A stateful task (``TaskSpec.stateful``) keeps its state per tenant (``CallContext.tenant``): the loaded pipeline
+serves the default tenant, and :meth:`spawn` makes each other tenant's pipeline on its first call (same model and
+settings, empty state). :meth:`reset_state` and :meth:`adopt_state` act on one tenant's pipeline.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pydantic import BaseModel
 
 from .bundle import Bundle, PredictorPool, load_bundle, make_predictor_config
 from .device import Device
+from .errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .spec import TaskSpec
@@ -100,8 +105,74 @@ class Pipeline(Generic[In, Out]):
         """Turn raw outputs into output-model instances (same length and order as ``items``)."""
         raise NotImplementedError
 
+    def spawn(self) -> Pipeline[In, Out]:
+        """A new, loaded pipeline of the same task and settings with EMPTY state: the pipeline of another tenant of a
+        stateful task (``Taskflow`` calls it on a tenant's first call, and on :meth:`~sectorflow.Taskflow.reload`
+        for every tenant holding state, before :meth:`adopt_state`).
+
+        It may run while calls run on this pipeline, in other threads: read only this pipeline's settings (model,
+        predictor pool, rule tables, options), never its state. Default: a new instance with the same constructor
+        arguments, then :meth:`load` (safe, but it loads the model and reads the option files again); a task whose
+        load is costly overrides it to share what does not change (a predictor pool is thread-safe) and make only
+        new state. Raise a ``SectorflowError`` when a pipeline cannot be made (the call or reload then fails).
+        """
+        other = type(self)(self.spec, self.bundle, self.device, self.precision, self.batch_size, self.num_threads,
+                           dict(self.options))
+        other.load()
+        return other
+
     def reset_state(self) -> None:
         """Forget state kept across calls (stateful tasks such as a transaction window). Default: nothing."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state kept across calls, exactly, as JSON values: ``str``, ``int``, ``float`` (finite; JSON's repr
+        round-trips it), ``bool``, ``None``, lists and dicts with ``str`` keys (no pickle: a state file is a user
+        file). It carries a format version and the task / bundle identity, so that :meth:`load_state_dict` can
+        refuse a state it cannot continue. A stateless task (``spec.stateful`` false) returns ``{}``.
+
+        Raises:
+            ConfigError: a stateful task whose pipeline does not implement it (its state cannot be saved: keep the
+                process running, or feed the history again).
+        """
+        if not self.spec.stateful:
+            return {}
+        raise ConfigError(f"Task {self.spec.name!r} keeps state across calls but its pipeline "
+                          f"({type(self).__name__}) does not implement state_dict(): its state cannot be saved or "
+                          "restored (no --state, no state store).")
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace the state kept across calls by ``state`` (from :meth:`state_dict` of a pipeline of the same task
+        and options), so that the next call's results equal those of the pipeline that wrote it. Default: accept
+        ``{}`` for a stateless task.
+
+        Raises:
+            ConfigError: a state this pipeline cannot continue (another format version, task, window length or
+                model features) or, as :meth:`state_dict`, a stateful pipeline that does not implement it.
+        """
+        if not self.spec.stateful and not state:
+            return
+        raise ConfigError(f"Task {self.spec.name!r}'s pipeline ({type(self).__name__}) does not implement "
+                          "load_state_dict(): its state cannot be restored.")
+
+    def journal_rows(self, items: Sequence[In]) -> list[Any]:
+        """The validated input items of one call as JSON values, for a state store's journal
+        (:mod:`sectorflow.state_store`). Default: ``model_dump(mode="json")`` of each item; a task with a cheaper exact
+        encoding overrides this and :meth:`journal_items`."""
+        return [item.model_dump(mode="json") for item in items]
+
+    def journal_items(self, rows: list[Any]) -> list[In]:
+        """The input items of :meth:`journal_rows`' values, for replay. Default: validated against the input model.
+
+        Raises:
+            ConfigError: a row that no longer validates (a damaged journal, or an input model that changed).
+        """
+        from pydantic import ValidationError
+
+        try:
+            return [self.spec.input_model.model_validate(row) for row in rows]  # type: ignore[misc]
+        except ValidationError as exc:
+            raise ConfigError(f"A journalled {self.spec.name} item no longer validates ({exc.error_count()} "
+                              "error(s)): the journal is damaged or the input model changed; reset the state.") from exc
 
     def adopt_state(self, previous: Pipeline) -> None:
         """Take over the state of the pipeline this one replaces (``Taskflow.reload`` of a stateful task).

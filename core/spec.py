@@ -206,7 +206,7 @@ class CallContext:
     tenant: str | None = None
     source: str = "local"
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    channel: Literal["python", "cli", "http", "federated"] = "python"
+    channel: Literal["python", "cli", "http", "grpc", "federated"] = "python"
 
 
 EventKind = Literal[
@@ -216,12 +216,15 @@ EventKind = Literal[
     "model_loaded",
     "model_unloaded",
     "model_load_failed",
+    "state_reset",
     "config_changed",
     "plugin_loaded",
     "training_run_started",
     "training_round",
     "training_run_finished",
     "training_run_failed",
+    "state_shown",
+    "state_exported",
 ]
 
 

@@ -22,6 +22,9 @@ from .errors import BundleError, ConfigError, InvalidInputError, SectorflowError
 from .int8_store import resolve_int8_bundle
 from .pipeline import Pipeline
 from .spec import PRECISIONS, CallContext, ResultMeta, TaskEvent, TaskSpec
+from .state_keeper import StateKeeper, store_tenant
+from .state_store import StateStore
+from .tenants import TenantPipelines
 
 log = logging.getLogger("sectorflow.taskflow")
 
@@ -244,6 +247,11 @@ class Taskflow:
             or 1).
         task_path: a user's model bundle folder (str or path, not empty) instead of the task's default bundle.
         device_probe: what hardware exists (a :class:`~sectorflow.DeviceProbe`; tests inject a fake one).
+        state_store: stateful tasks: a :class:`~sectorflow.state_store.StateStore`, a SQLite path or a
+            ``postgresql://`` URL where every tenant's state is kept: a tenant's state is restored when its pipeline
+            is made (the default tenant's here; snapshot, then the journal replayed), and every call's validated
+            inputs are journalled (one store transaction) before the call returns, so a restarted process continues
+            exactly (:mod:`sectorflow.state_keeper`); ``reset_state(tenant)`` forgets it there too.
         **options: task-specific options (the task spec's ``options`` lists them).
 
     Raises:
@@ -252,12 +260,20 @@ class Taskflow:
         an unknown option: the message names the closest real option or keyword, ``batchsize`` -> ``batch_size``).
 
     Thread safety: concurrent calls on one instance give exactly the serial results; stateless tasks run concurrently
-    on a predictor pool, stateful tasks (``spec.stateful``) take turns.
+    on a predictor pool, stateful tasks (``spec.stateful``) take turns per tenant.
+
+    State of stateful tasks: per tenant (``CallContext.tenant`` of the call; no context, or ``tenant=None``, is the
+    default tenant). Each tenant has its own pipeline (the default tenant's is :attr:`pipeline`, the others are made
+    by :meth:`Pipeline.spawn <sectorflow.pipeline.Pipeline.spawn>` on their first call: same model and settings, empty
+    state) and its own lock, so one tenant's transactions never reach another tenant's results and different tenants'
+    calls run at the same time. :meth:`reset_state` forgets one tenant's state, :meth:`tenants` lists the tenants
+    holding state, :meth:`reload` carries every tenant's own state over to the new model.
     """
 
     def __init__(self, task: str, *, device: str = "cpu", precision: str = "fp32", batch_size: int = 32,
                  num_threads: int | None = None, task_path: str | Path | None = None,
-                 device_probe: DeviceProbe | None = None, **options: Any) -> None:
+                 device_probe: DeviceProbe | None = None, state_store: StateStore | str | Path | None = None,
+                 **options: Any) -> None:
         self.spec: TaskSpec = plugins.get_task(task)
         if isinstance(precision, str) and precision.strip().lower() in PRECISIONS:
             precision = precision.strip().lower()  # "FP16" as "fp16", like device="GPU:0"
@@ -287,9 +303,22 @@ class Taskflow:
         self.input_context: dict[str, Any] | None = (
             dict(self.spec.input_context(self.options)) if self.spec.input_context is not None else None)
         """The validation context of raw input items, from the options (:attr:`TaskSpec.input_context`)."""
-        self._call_lock = threading.Lock()
         self._swap_lock = threading.Lock()
         self._current: tuple[Pipeline, ResultMeta] = self._build(task_path, CallContext())
+        self._tenants: TenantPipelines | None = (
+            TenantPipelines(*self._current, make=self._spawn_tenant) if self.spec.stateful else None)
+        """Stateful tasks: one pipeline and one lock per tenant (see :mod:`sectorflow.tenants`)."""
+        self.state_store: StateStore | None = None
+        """With ``state_store=``: where every tenant's state is kept (:mod:`sectorflow.state_keeper`)."""
+        self._keepers: dict[str | None, StateKeeper] = {}
+        self._keepers_lock = threading.Lock()
+        if state_store is not None:
+            if not self.spec.stateful:
+                raise ConfigError(f"state_store: task {self.spec.name!r} keeps no state between calls; drop it.")
+            from .state_store import open_state_store
+
+            self.state_store = state_store if isinstance(state_store, StateStore) else open_state_store(state_store)
+            self._keeper(None).restore(self._current[0])  # the default tenant; others when they first call
 
     # --- construction and hot reload ---------------------------------------------------------------------------
 
@@ -347,27 +376,83 @@ class Taskflow:
 
         Calls in flight finish on the old pipeline. If the new bundle fails to load (or fails its hash check) the
         old one keeps serving and the error is raised. A stateful task's new pipeline takes over the old one's state
-        (:meth:`Pipeline.adopt_state`) between two calls. Returns the new result metadata.
+        (:meth:`Pipeline.adopt_state`) between two calls, tenant by tenant: each tenant's new pipeline (the default
+        tenant's is the new loaded one, the others its :meth:`Pipeline.spawn`) adopts that tenant's own old pipeline,
+        with every tenant's lock held; if any spawn or adoption fails, every tenant stays on the old model with its
+        state. Returns the new result metadata.
         """
         _check_task_path(task_path)
         context = _check_context(context)
         with self._swap_lock:
             old = self.meta
             pipeline, meta = self._build(task_path, context)
-            if self.spec.stateful:  # carry the task's history over; no call may run between adopt and swap
-                with self._call_lock:
-                    try:
-                        pipeline.adopt_state(self._current[0])
-                    except SectorflowError as exc:
-                        plugins.emit(TaskEvent("model_load_failed", self.spec.name, context, meta,
-                                               error=f"{type(exc).__name__}: {exc}",
-                                               details={"task_path": str(task_path) if task_path else None}))
-                        raise
+            if self._tenants is not None:  # carry every tenant's own history over; no call runs meanwhile
+                def commit() -> None:
                     self._current = (pipeline, meta)
+
+                try:
+                    self._tenants.swap(pipeline, meta, carry=lambda new, previous: new.adopt_state(previous),
+                                       commit=commit)
+                except Exception as exc:
+                    plugins.emit(TaskEvent("model_load_failed", self.spec.name, context, meta,
+                                           error=f"{type(exc).__name__}: {exc}",
+                                           details={"task_path": str(task_path) if task_path else None}))
+                    raise
             else:
                 self._current = (pipeline, meta)  # one assignment: a call sees the old pair or the new, never a mix
         plugins.emit(TaskEvent("model_unloaded", self.spec.name, context, old))
         return meta
+
+    def _spawn_tenant(self, tenant: str | None, loaded: Pipeline) -> Pipeline:
+        """The pipeline of ``tenant``'s first call (or first call after :meth:`reset_state`), made from the loaded
+        one with its lock held: ``loaded.spawn()``, same model and settings, empty state. The one place a tenant's
+        pipeline is made, so a store of tenants' state restores a tenant's state here."""
+        pipeline = loaded.spawn()
+        if self.state_store is not None:
+            self._keeper(tenant).restore(pipeline)
+        return pipeline
+
+    def _keeper(self, tenant: str | None) -> StateKeeper:
+        """The :class:`StateKeeper` of ``tenant``'s stored state (``state_store=`` only), made on first use."""
+        keeper = self._keepers.get(tenant)
+        if keeper is None:
+            assert self.state_store is not None
+            with self._keepers_lock:
+                keeper = self._keepers.get(tenant)
+                if keeper is None:
+                    keeper = self._keepers[tenant] = StateKeeper(self, self.state_store, store_tenant(tenant))
+        return keeper
+
+    def save_state(self, tenant: str | None = None) -> None:
+        """Write ``tenant``'s full state to the store now (a snapshot; ``state_store=`` only), e.g. before a
+        planned shutdown so that the next start replays no journal. Waits for the tenant's running call.
+
+        Raises:
+            ConfigError: no ``state_store`` was given.
+        """
+        if self.state_store is None or self._tenants is None:
+            raise ConfigError("save_state() needs Taskflow(..., state_store=...) of a stateful task.")
+        slot = self._tenants.enter(tenant)
+        try:
+            self._keeper(tenant).snapshot(slot.pipeline)  # type: ignore[arg-type]
+        finally:
+            slot.lock.release()
+
+    def _tenant_pipeline(self, tenant: str | None) -> tuple[Pipeline, threading.Lock]:
+        """``tenant``'s pipeline (made on first use, see :meth:`_spawn_tenant`) and the lock that serialises its
+        calls (stateful tasks only). The pipeline is the tenant's until a :meth:`reload` or :meth:`reset_state`:
+        read it again with the lock held before using it.
+
+        Raises:
+            ConfigError: the task is stateless (one shared pipeline, no per-tenant state).
+        """
+        if self._tenants is None:
+            raise ConfigError(f"Task {self.spec.name!r} is stateless: it keeps no state per tenant.")
+        slot = self._tenants.enter(tenant)
+        try:
+            return slot.pipeline, slot.lock  # type: ignore[return-value]
+        finally:
+            slot.lock.release()
 
     # --- calling -------------------------------------------------------------------------------------------------
 
@@ -401,9 +486,23 @@ class Taskflow:
         plugins.emit(TaskEvent("call_started", self.spec.name, context, meta, n_items=len(validated),
                                inputs=validated))
         try:
-            if self.spec.stateful:
-                with self._call_lock:
-                    outputs = self._execute(pipeline, validated)
+            if self._tenants is not None:  # the tenant's own pipeline, one call of the tenant at a time
+                slot = self._tenants.enter(context.tenant)
+                try:
+                    pipeline, meta = slot.pipeline, slot.meta  # type: ignore[assignment]
+                    first, slot.used = not slot.used, True
+                    try:
+                        outputs = self._execute(pipeline, validated)
+                        if self.state_store is not None:  # durable before the caller sees the results
+                            self._keeper(context.tenant).record(pipeline, validated,
+                                                                seconds=time.perf_counter() - start)
+                    except BaseException:
+                        if first:
+                            slot.used = False
+                            self._tenants.discard_unused(slot)
+                        raise
+                finally:
+                    slot.lock.release()
             else:
                 outputs = self._execute(pipeline, validated)
         except Exception as exc:
@@ -475,16 +574,41 @@ class Taskflow:
             yield from self.run(chunk, context=context, first_row=row)
             row += len(chunk)
 
-    def reset_state(self) -> None:
-        """Forget the state kept across calls (stateful tasks)."""
-        with self._call_lock:
+    def reset_state(self, tenant: str | None = None, *, context: CallContext | None = None) -> bool:
+        """Forget the state ``tenant`` (``None``: the default tenant) keeps across calls of a stateful task; other
+        tenants' state is untouched. Waits for the tenant's running call. Emits a ``state_reset`` task event (with
+        ``context``, the caller; ``details``: ``tenant``, ``had_state``). Returns whether the tenant held state (had
+        run a call since it was first used or last reset). A stateless task has nothing to forget: ``False``.
+
+        Raises:
+            ConfigError: ``tenant`` is neither ``None`` nor a string, or ``context`` is no ``CallContext``.
+        """
+        if tenant is not None and not isinstance(tenant, str):
+            raise ConfigError(f"tenant={tenant!r} ({type(tenant).__name__}): give a tenant name (str), or None for "
+                              "the default tenant.")
+        context = _check_context(context)
+        if self._tenants is None:
             self._current[0].reset_state()
+            return False
+        if self.state_store is not None:  # the stored state too, with the tenant's lock held
+            keeper = self._keeper(tenant)
+            had = self._tenants.reset(tenant, also=lambda pipeline: keeper.reset(pipeline))
+        else:
+            had = self._tenants.reset(tenant)
+        plugins.emit(TaskEvent("state_reset", self.spec.name, context, self.meta,
+                               details={"tenant": tenant, "had_state": had}))
+        return had
+
+    def tenants(self) -> list[str | None]:
+        """The tenants holding state of this stateful task (each has run a call since it was first used or last
+        reset): ``None`` (the default tenant) first, then the others sorted. ``[]`` for a stateless task."""
+        return self._tenants.tenants() if self._tenants is not None else []
 
     # --- introspection -------------------------------------------------------------------------------------------
 
     @property
     def pipeline(self) -> Pipeline:
-        """The live pipeline (swapped by :meth:`reload`)."""
+        """The live pipeline (swapped by :meth:`reload`); of a stateful task, the default tenant's."""
         return self._current[0]
 
     @property

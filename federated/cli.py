@@ -26,7 +26,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from sectorflow import ConfigError
+from sectorflow import ConfigError, writable_file
 
 
 class _TaskOrCommand(TyperGroup):
@@ -79,9 +79,8 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
 
     for out in (report, weights):  # made before the run, which may take hours: not a crash after it
         if out is not None:
-            if out.is_dir():
-                raise ConfigError(f"{out} is a folder: give a file name (e.g. {out / 'report.json'}).")
-            out.parent.mkdir(parents=True, exist_ok=True)
+            writable_file(out, what="run report" if out is report else "weights file",
+                          setting="--report" if out is report else "--weights")
     result = simulate(cfg, verbose=verbose)
     summary = result.summary()
     if report:

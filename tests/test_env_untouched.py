@@ -34,3 +34,17 @@ def test_no_test_module_writes_the_environment_at_import():
                 continue
             offenders += [f"{path.relative_to(ROOT)}:{line}" for line in _module_level_env_writes(path)]
     assert offenders == []
+
+
+def test_every_test_runs_with_a_temporary_sectorflow_home():
+    """The root conftest.py gives the session a temporary SECTORFLOW_HOME, so the audit log (on by default) and the
+    INT8 and inference caches write nothing under the user's home."""
+    import os
+    import tempfile
+
+    home = Path(os.environ["SECTORFLOW_HOME"])
+    assert home.is_relative_to(tempfile.gettempdir()) and home.name.startswith("sectorflow-test-home-")
+    from sectorflow.compliance import load_config
+
+    cfg = load_config({k: v for k, v in os.environ.items() if not k.startswith("SECTORFLOW_AUDIT")})
+    assert cfg.embedded and Path(cfg.db).is_relative_to(home) and Path(cfg.key_file).is_relative_to(home)

@@ -22,6 +22,12 @@ A stateful task (``TaskSpec.stateful``, e.g. the AML transaction window) is neve
 failed merged call again request by request would apply the items that had already entered the state a second time
 (a fresh-user test saw one cash deposit counted twice and a false structuring alert). Each request of a stateful
 task is its own call, and what it answered with 200 is exactly what entered the state.
+
+A stateful task keeps its state per tenant (the key's ``tenant``; ``Taskflow`` runs one call of a tenant at a time,
+calls of different tenants at the same time). A worker does not take a request of a tenant whose call is running:
+it takes the next request of another tenant instead. So with ``instances`` above 1 different tenants' requests run
+at the same time, one tenant's never overtake each other (they run in queue order), and a tenant's burst holds at
+most one worker.
 """
 
 from __future__ import annotations
@@ -92,6 +98,8 @@ class TaskBatcher:
         self._workers: list[asyncio.Task[None]] = []
         self._running: set[asyncio.Task[None]] = set()
         self._in_flight = 0  # requests submitted and not yet answered (queued or in a running call)
+        self._stateful = taskflow.spec.stateful
+        self._busy: set[str | None] = set()  # stateful task: tenants with a call running
         # the lanes' metric children, looked up once (prometheus' labels() was ~2 % of the server's time, py-spy)
         self._queue_gauge = {lane: metrics.queue_items.labels(self.name, lane) for lane in LANES}
         self._queue_time = {lane: metrics.queue_seconds.labels(self.name, lane) for lane in LANES}
@@ -197,11 +205,26 @@ class TaskBatcher:
         pending.taken = True
 
     def _head(self) -> _Pending | None:
+        if self._stateful:
+            return self._stateful_head()
         for lane in LANES:
             if self._lanes[lane]:
                 head = self._lanes[lane][0]
                 self._take(head)
                 return head
+        return None
+
+    def _stateful_head(self) -> _Pending | None:
+        """The first queued request (interactive lane first) of a tenant with no call running, taken and its tenant
+        marked busy until :meth:`_run` ends; ``None`` when every queued request's tenant is busy."""
+        busy = self._busy
+        for lane in LANES:
+            for pending in self._lanes[lane]:
+                tenant = pending.context.tenant
+                if tenant not in busy:
+                    self._take(pending)
+                    busy.add(tenant)
+                    return pending
         return None
 
     def _target(self, head: _Pending) -> int:
@@ -278,6 +301,16 @@ class TaskBatcher:
     # --- running ----------------------------------------------------------------------------------------------------
 
     async def _run(self, batch: list[_Pending]) -> None:
+        if not self._stateful:
+            await self._run_batch(batch)
+            return
+        try:
+            await self._run_batch(batch)
+        finally:  # the tenant's next request may run now, on any worker
+            self._busy.discard(batch[0].context.tenant)
+            self._wakeup.set()
+
+    async def _run_batch(self, batch: list[_Pending]) -> None:
         started = time.perf_counter()
         items = [item for pending in batch for item in pending.items]
         head = batch[0].context
@@ -288,7 +321,7 @@ class TaskBatcher:
         except Exception as exc:
             if len(batch) > 1:  # isolate the request that failed; the others run again alone
                 for pending in batch:
-                    await self._run([pending])
+                    await self._run_batch([pending])
                 return
             self._finish_failed(batch[0], exc, version)
             return

@@ -71,6 +71,23 @@ class ReloadResponse(BaseModel):
     current: ResultMeta
 
 
+class StateResetRequest(BaseModel):
+    """Body of ``POST /v1/admin/state/{task}/reset``: whose state to forget."""
+
+    model_config = ConfigDict(extra="forbid")
+    tenant: str | None = Field(default=None, min_length=1, max_length=256,
+                               description="The tenant whose state to forget; null: the default tenant (keys "
+                                           "without a tenant). A key with a tenant may leave it out (its own tenant) "
+                                           "or name its own; a key without a tenant must name it.")
+
+
+class StateResetResponse(BaseModel):
+    task: str
+    tenant: str | None = Field(description="The tenant whose state was forgotten (null: the default tenant).")
+    had_state: bool = Field(description="Whether that tenant held state (had called the task since its first call "
+                                        "or its last reset).")
+
+
 def camel(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_"))
 

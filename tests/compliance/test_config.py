@@ -11,10 +11,16 @@ import pytest
 from sectorflow.compliance import AuditConfigError, AuditKeyError, generate_key_file, load_config, load_key_file
 
 
-def test_defaults_are_off_with_180_days_retention() -> None:
-    cfg = load_config({})
-    assert not cfg.enabled and cfg.retention_days == 180 and cfg.regulated == frozenset()
+def test_defaults_are_on_embedded_with_180_days_retention(tmp_path: Path) -> None:
+    import getpass
+
+    cfg = load_config({"SECTORFLOW_HOME": str(tmp_path)})
+    assert cfg.enabled and cfg.embedded and cfg.retention_days == 180 and cfg.regulated == frozenset()
+    assert cfg.db == str(tmp_path / "audit" / "audit.db") and cfg.key_file == tmp_path / "keys" / "audit-key.json"
+    assert cfg.audit_admins == frozenset({getpass.getuser()}) and cfg.sqlite_synchronous == "FULL"
     assert not cfg.is_regulated("aml")
+    assert not load_config({"SECTORFLOW_HOME": str(tmp_path), "SECTORFLOW_AUDIT": "off"}).enabled
+    assert not load_config({"SECTORFLOW_AUDIT_DB": "/x.db", "SECTORFLOW_AUDIT_KEY": "/k.json"}).embedded
 
 
 def test_toml_file_and_environment_override(tmp_path: Path) -> None:

@@ -3,7 +3,8 @@
 Tasks registered here through the plugin manager (no installed plugin is loaded):
     score   stateless, a paddle.inference predictor of a 4->1 linear layer (bundle written with paddle.jit.save)
     echo    stateless, pure Python; ``text="boom"`` is refused by the pipeline, ``text="block"`` waits on a gate
-    ledger  stateful running balances; an item for account ``frozen`` makes the whole call fail before any change
+    ledger  stateful running balances (kept across a reload); an item for account ``frozen`` makes the whole call
+            fail before any change, one for account ``hold`` waits on LEDGER_GATE
 """
 
 from __future__ import annotations
@@ -104,6 +105,9 @@ class LedgerOut(TaskResult):
     seen: int
 
 
+LEDGER_GATE = {"entered": threading.Event(), "release": threading.Event()}  # an item for account ``hold`` waits
+
+
 class LedgerPipeline(Pipeline):
     def load(self) -> None:
         self.balances: dict[str, float] = {}
@@ -117,6 +121,9 @@ class LedgerPipeline(Pipeline):
         return list(items)
 
     def forward(self, batch: Sequence[LedgerIn]) -> list[Any]:
+        if any(item.account == "hold" for item in batch):  # holds the call until a test releases it
+            LEDGER_GATE["entered"].set()
+            LEDGER_GATE["release"].wait(20)
         out = []
         for item in batch:
             self.balances[item.account] = self.balances.get(item.account, 0.0) + item.amount
@@ -129,6 +136,9 @@ class LedgerPipeline(Pipeline):
 
     def reset_state(self) -> None:
         self.load()
+
+    def adopt_state(self, previous: Pipeline) -> None:
+        self.balances, self.seen = previous.balances, previous.seen
 
 
 class TestTasks:

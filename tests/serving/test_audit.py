@@ -164,3 +164,19 @@ def test_an_oversized_body_leaves_its_refusal_in_the_audit_log(audited):
                                     "request.")
     assert (records[1]["tenant"], records[1]["channel"], records[1]["source"]) == ("bank-1", "http", "127.0.0.1")
     assert records[2]["reason"] == "no API key"
+
+
+def test_a_tenants_state_reset_is_in_the_audit_log_with_the_admin_key_as_actor(audited):
+    server, _ = audited
+    assert server.client.post("/v1/tasks/ledger", headers=auth("alice"),
+                              json={"inputs": [{"account": "acc-1", "amount": 1.0}]}).status_code == 200
+    done = server.client.post("/v1/admin/state/ledger/reset", headers={**auth("admin"), "X-Request-ID": "reset-1"},
+                              json={"tenant": "bank-1"})
+    assert done.status_code == 200 and done.json()["had_state"] is True
+    records = list(compliance.AuditAdmin(compliance.get_log(), "auditor").export())
+    (reset,) = [rec for rec in records if rec["event"] == "task.state_reset"]
+    assert (reset["actor"], reset["tenant"], reset["request_id"], reset["object"]["task"]) == (
+        "admin", None, "reset-1", "ledger")
+    assert reset["details"] == {"tenant": "bank-1", "had_state": True}
+    decision = [rec for rec in records if rec["event"] == "access.decision" and rec["request_id"] == "reset-1"]
+    assert len(decision) == 1 and decision[0]["actor"] == "admin"

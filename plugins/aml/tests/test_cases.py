@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from sectorflow import ConfigError, InvalidInputError, Taskflow
+from sectorflow import ConfigError, Taskflow
 from sectorflow_aml.cases import AlertBudget, CaseBook, case_score, read_cases
 from sectorflow_aml.cli import register
 from sectorflow_aml.schema import Alert, Reason, Transaction
@@ -187,7 +187,7 @@ def test_state_dict_round_trip_continues_exactly(tmp_path: Path) -> None:
     got += [r.cases for r in second(tail)]
     assert got == expected
     assert second.pipeline.case_book.cases(everything=True) == whole.pipeline.case_book.cases(everything=True)
-    with pytest.raises(InvalidInputError, match="case-book state"):
+    with pytest.raises(ConfigError, match="case-book state is damaged"):
         second.pipeline.case_book.load_state_dict({"version": 7})
 
 
@@ -218,3 +218,33 @@ def test_cli_lists_cases_and_draws_one(tmp_path: Path) -> None:
     missing = runner.invoke(app, ["aml", "explain", "case-2024-03-000000000000", "--results", str(results),
                                   "--input", str(source), "--format", "jsonl", "--png", str(png)])
     assert isinstance(missing.exception, ConfigError) and "No case" in str(missing.exception)
+
+
+def test_each_tenant_has_its_own_cases():
+    """Two banks' hubs of the same id: each bank's case holds its own transactions, ranks and active accounts."""
+    from sectorflow import CallContext
+
+    tf = Taskflow("aml", model=False)
+    one, two = CallContext(actor="a", tenant="bank-1"), CallContext(actor="b", tenant="bank-2")
+    first = tf(background() + fan_in_day("H1", 0, 2.0), context=one)
+    second = tf(fan_in_day("H1", 0, 2.0, n=14), context=two)
+    (a,) = [c for r in first for c in r.cases][-1:]
+    (b,) = [c for r in second for c in r.cases][-1:]
+    assert a.case_id == b.case_id  # the same account and month ...
+    assert (a.active_accounts, b.active_accounts) == (133, 15) and a.transactions == 3 and b.transactions == 5
+    assert tf.pipeline.case_book.cases(everything=True) == []  # the default tenant sent nothing
+
+
+def test_the_pipeline_state_carries_the_case_book_and_the_window_peer_count():
+    records = background() + fan_in_day("H1", 0, 2.0) + fan_in_day("H2", 20, 4.0)
+    whole = Taskflow("aml", model=False)
+    expected = [r.cases for r in whole(records)]
+    first = Taskflow("aml", model=False)
+    got = [r.cases for r in first(records[:70])]
+    state = json.loads(json.dumps(first.pipeline.state_dict(), allow_nan=False))
+    second = Taskflow("aml", model=False)
+    second.pipeline.load_state_dict(state)
+    assert second.pipeline.window.active == first.pipeline.window.active == 120 + 11  # 60 pairs, H1 and 10 senders
+    got += [r.cases for r in second(records[70:])]
+    assert got == expected
+    assert second.pipeline.case_book.state_dict() == whole.pipeline.case_book.state_dict()

@@ -288,6 +288,10 @@ class CaseBook:
                    options.get("case_min_model_score", DEFAULT_MIN_MODEL_SCORE),
                    options.get("case_mandatory", DEFAULT_MANDATORY))
 
+    def spawn(self) -> CaseBook:
+        """An empty book with this one's settings (another tenant's: ``AMLPipeline.spawn``)."""
+        return CaseBook(self.zone, self.period_kind, self.budget, self.min_model_score, sorted(self.mandatory))
+
     def reset(self) -> None:
         """Forget every case and period."""
         self._open: dict[tuple[str, str], _Open] = {}
@@ -482,7 +486,7 @@ class CaseBook:
         """Restore :meth:`state_dict` output (the book's zone is the pipeline's, not stored).
 
         Raises:
-            InvalidInputError: not a case-book state of this version.
+            ConfigError: not a case-book state of this version (a damaged state, as the other parts report it).
         """
         try:
             if state.get("version") != 1:
@@ -505,7 +509,9 @@ class CaseBook:
                 self._open[(c.period, c.account)] = c
                 self._rescore(c)
         except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
-            raise InvalidInputError(f"Not a case-book state: {exc}.") from exc
+            self.reset()
+            raise ConfigError(f"The case-book state is damaged ({type(exc).__name__}: {exc}): export it again or reset "
+                              "the state (sectorflow aml state reset).") from exc
 
 
 def _case(cid: str, account: str, period: str, score: float, model: float | None, evidence: float, rank: int,

@@ -26,7 +26,7 @@ from typing import Any, Optional
 import typer
 from pydantic import ValidationError
 
-from sectorflow import ConfigError, InvalidInputError, field_pairs, open_text
+from sectorflow import ConfigError, InvalidInputError, field_pairs, open_text, writable_file
 
 from .cases import find_case, read_cases
 from .explain import case_alert, draw_alert
@@ -485,6 +485,7 @@ def explain_command(
     the case's transactions with its account in red.
 
     Read the input as the run did: the same --format, --column, --default, input time zone and --history files."""
+    writable_file(png, what="PNG file", setting="--png")  # before the read: a bad path is a typed error
     if alert_id.startswith("case-"):
         typer.echo(str(explain_case(alert_id, results, source, png, fmt,
                                     mapping=field_pairs("--column", "COLUMN", column),
@@ -503,4 +504,8 @@ def explain_command(
 
 def register(app: Any) -> None:
     """Add the ``aml`` command group to the ``sectorflow`` typer app."""
+    from .cli_state import state_app
+
+    if not any(group.name == "state" for group in aml_app.registered_groups):
+        aml_app.add_typer(state_app, name="state")
     app.add_typer(aml_app, name="aml")

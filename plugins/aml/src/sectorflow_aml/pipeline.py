@@ -28,15 +28,18 @@ Risk: ``rule_risk = 1 - prod(1 - alert.score)`` over the rule alerts completed b
 (``m < t``: ``m / t * a``; else ``a + (m - t) / (1 - t) * (1 - a)``); ``risk = 1 - (1 - rule_risk)(1 - model_risk)``.
 The alert flag is ``risk >= alert_threshold``.
 
-State (window, scorer features, report aggregates, alert cooldowns, open cases) is kept across calls, so feeding transactions
-one at a time, in chunks or in one batch gives the same results; :meth:`reset_state` forgets it. The runtime
-serialises calls (``TaskSpec.stateful``).
+State (window, scorer features, report aggregates, alert cooldowns, open cases) is kept across calls, so feeding
+transactions one at a time, in chunks or in one batch gives the same results; :meth:`reset_state` forgets it. The
+runtime keeps it per tenant (``TaskSpec.stateful``): each tenant's pipeline is a :meth:`AMLPipeline.spawn` of the
+loaded one (shared model, rules and report configuration, its own state), and one tenant's calls run one at a time.
 """
 
 from __future__ import annotations
 
+import copy
 import gc
 import logging
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -52,6 +55,8 @@ from .fx import MissingRateError
 from .reports import ReportEngine, read_account_file
 from .schema import (INPUT_TIMEZONE_HELP, Alert, Reason, ReportDraft, Transaction, TransactionAssessment,
                      transactions_digest)
+from .pipeline_state import load_pipeline_state, pipeline_state_dict, refuse_duplicates
+from .state import decode_transactions, transaction_row
 from .suspicious import suspicious_report
 from .typologies import RULES, build_rules
 from .typologies.base import alert_id
@@ -77,6 +82,10 @@ OPTIONS: dict[str, str] = {
                        "typologies (fan_in, fan_out, gather_scatter, rapid_pass_through, and scatter_gather at either "
                        "end) raise no alert on them; report drafts, the other typologies and the model are unaffected",
     "input_timezone": INPUT_TIMEZONE_HELP,
+    "on_duplicate": "a transaction whose id is already in the window (a client's retry after a timeout): 'skip' "
+                    "(default: its result carries the reason input.duplicate_id and nothing is counted) or 'refuse' "
+                    "(the whole call fails with an InvalidInputError naming the ids, before any state changes); ids "
+                    "are remembered while their transaction is in the window (lookback_days of transaction time)",
     **ReportEngine.OPTIONS,
     **CASE_OPTIONS,
 }
@@ -146,6 +155,11 @@ _gc_promoted = 0
 """Objects :func:`_gc_paused` has moved to the oldest generation since the last full collection it ran."""
 _gc_heap = 1_000_000
 """Tracked objects after that collection (at least a million): the next one runs once as many have been moved."""
+_gc_lock = threading.Lock()
+_gc_depth = 0
+"""Stages inside :func:`_gc_paused` now (threads of different tenants' pipelines)."""
+_gc_was_enabled = False
+"""Whether the collector was on when the first of them entered."""
 _FROZEN_RECHECK_S = 10.0
 """Seconds :func:`_others_froze` trusts that it saw another party's frozen objects before counting them again."""
 _frozen_seen_at: float | None = None
@@ -180,26 +194,37 @@ def _gc_paused() -> Iterator[None]:
     nothing of ours to rescan. Nothing is exempt from collection: once the moved objects outnumber the heap left
     by the previous full collection, a full ``gc.collect()`` runs (so uncollected cyclic garbage, which these loops
     do not make, stays below the live heap); memory freed by reference counting is unaffected.
+
+    Stages of different tenants' pipelines run at the same time in different threads (``Taskflow`` state per
+    tenant), and the collector is one per process: the first stage to enter pauses it, the last to leave does the
+    hand-over and turns it back on if it was on when the first entered (so no stage re-enables it under another
+    that is still running, and it is never left off).
     """
-    global _gc_promoted, _gc_heap
-    was_enabled = gc.isenabled()
-    gc.disable()
+    global _gc_promoted, _gc_heap, _gc_depth, _gc_was_enabled
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_depth += 1
     try:
         yield
     finally:
-        if not _others_froze():  # a process that froze objects itself (a server's loaded models, pages shared
-            # before a fork) keeps them frozen: then this stage's objects are left to the collector as usual
-            _gc_promoted += max(0, gc.get_count()[0])
-            gc.freeze()
-            gc.unfreeze()
-            if _gc_promoted > _gc_heap:
-                gc.collect()
-                gc.freeze()
-                _gc_heap = max(1_000_000, gc.get_freeze_count())
-                gc.unfreeze()
-                _gc_promoted = 0
-        if was_enabled:
-            gc.enable()
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0:
+                if not _others_froze():  # a process that froze objects itself (a server's loaded models, pages
+                    # shared before a fork) keeps them frozen: then the objects are left to the collector as usual
+                    _gc_promoted += max(0, gc.get_count()[0])
+                    gc.freeze()
+                    gc.unfreeze()
+                    if _gc_promoted > _gc_heap:
+                        gc.collect()
+                        gc.freeze()
+                        _gc_heap = max(1_000_000, gc.get_freeze_count())
+                        gc.unfreeze()
+                        _gc_promoted = 0
+                if _gc_was_enabled:
+                    gc.enable()
 
 
 def _duplicate_note(txn: Transaction, first: Transaction) -> Reason:
@@ -271,6 +296,9 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self.model_str = opts.get("model_str", False)
         if not isinstance(self.model_str, bool):
             raise ConfigError(f"model_str={self.model_str!r}: give True or False.")
+        self.on_duplicate = opts.get("on_duplicate", "skip")
+        if self.on_duplicate not in ("skip", "refuse"):
+            raise ConfigError(f"on_duplicate={self.on_duplicate!r}: give 'skip' or 'refuse'.")
         use_model = opts.get("model", True)
         if not isinstance(use_model, bool):
             raise ConfigError(f"model={use_model!r}: give True or False.")
@@ -329,10 +357,26 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 f"{self._home} sums; pass Taskflow('aml', fx_rates={{'as_of': 'YYYY-MM-DD', '{currency}/{self._home}': "
                 f"'RATE'}}) or a CSV path (as_of,base,quote,rate). ({exc})", details=exc.details) from exc
 
+    def spawn(self) -> AMLPipeline:
+        """Another tenant's pipeline (``Taskflow`` state per tenant): it shares this one's model (the scorer's
+        predictor pool, threshold and bundle), rules, exempt accounts, thresholds and the report engine's
+        configuration (FX tables, customers, customer types, calendar: every option file stays read once, by
+        :meth:`load`), and has its own empty window, report aggregates and report ids, alert cooldowns and scorer
+        feature state and open cases. Reads only configuration, so calls may run on this pipeline meanwhile."""
+        other = copy.copy(self)  # the settings, shared; the state is replaced below
+        other.reports_engine = self.reports_engine.spawn()
+        other.scorer = self.scorer.spawn() if self.scorer is not None else None
+        other.window = TransactionWindow(self.lookback_days, rate=other._rate, dormancy_days=self._dormancy)
+        other._model_alerted = {}
+        other.case_book = self.case_book.spawn()
+        other.__dict__.pop("_clock_edge", None)
+        return other
+
     def reset_state(self) -> None:
         """Forget the window, the scorer's per-account state, report aggregates, alert cooldowns and open cases."""
         self.window.reset()
         self._model_alerted.clear()
+        self._clock_edge = None
         self.reports_engine.reset()
         self.case_book.reset()
         if self.scorer is not None:
@@ -363,6 +407,37 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self._model_alerted = previous._model_alerted
         self.case_book = previous.case_book
 
+    def state_dict(self) -> dict[str, Any]:
+        """The pipeline's whole state as JSON values: a header (format, version, task, model, window length,
+        features, jurisdiction), the shared transaction table and each stateful part's own ``state_dict``
+        (:func:`sectorflow_aml.pipeline_state.pipeline_state_dict`). ``load_state_dict`` of a fresh pipeline with
+        the same options then continues exactly (later results are byte-identical)."""
+        with _gc_paused():  # tens of thousands of small lists: no collector passes over the window meanwhile
+            return pipeline_state_dict(self)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace the pipeline's state by ``state`` (from :meth:`state_dict`).
+
+        Raises:
+            ConfigError: another format or version, task, window length, model features (model on / off, another
+                bundle) or jurisdiction, or a damaged state; the pipeline is then left empty (``reset_state``).
+        """
+        with _gc_paused():
+            load_pipeline_state(self, state)
+
+    def journal_rows(self, items: Sequence[Transaction]) -> list[Any]:
+        """Each transaction as its JSON row (:func:`~sectorflow_aml.state.transaction_row`: 12 values, no pydantic
+        dump), for the state store's journal."""
+        return [transaction_row(txn) for txn in items]
+
+    def journal_items(self, rows: list[Any]) -> list[Transaction]:
+        """The transactions of journal rows (validated when they first arrived, so built without re-validation).
+
+        Raises:
+            ConfigError: a damaged row.
+        """
+        return decode_transactions(rows)
+
     # --- the three stages ----------------------------------------------------------------------------------------
 
     def preprocess(self, items: Sequence[Transaction]) -> list[_Item]:
@@ -381,6 +456,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                                        details={**(exc.details if isinstance(exc.details, dict) else {}),
                                                 "transaction_id": first.transaction_id, "date": day}) from exc
         self.reports_engine.check_rates(items)  # and the report totals' rates, on each transaction's local day
+        if self.on_duplicate == "refuse":
+            refuse_duplicates(items, window.ids, self.lookback_days)
         out: list[_Item] = []
         append = out.append
         ids = window.ids

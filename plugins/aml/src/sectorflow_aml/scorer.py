@@ -11,6 +11,7 @@ The bundle (``sectorflow_aml/bundle/``, made by ``plugins/aml/scripts/train_scor
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -183,6 +184,28 @@ class RiskScorer:
                         f"{days}天内付款账户向{so}个账户付款、收到{si}个账户转入，收款账户收到{ri}个账户转入、向{ro}个账户付款"))
         return out[:limit]
 
+    def spawn(self) -> RiskScorer:
+        """A scorer of another transaction stream (another tenant's): the same bundle, threshold and predictor pool
+        (thread-safe, shared), with its own empty feature state."""
+        other = copy.copy(self)
+        other._extractor = FeatureExtractor(self.lookback_days * 86_400.0)
+        return other
+
     def reset(self) -> None:
         """Forget the feature state kept across transactions (call with the window's ``reset``)."""
         self._extractor.reset()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The feature extractor's state (:meth:`FeatureExtractor.state_dict`) with the feature names."""
+        return {"feature_names": list(self.feature_names), "extractor": self._extractor.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Put back what :meth:`state_dict` wrote.
+
+        Raises:
+            ConfigError: the state was made for other model features (another bundle), or is damaged.
+        """
+        if tuple(state.get("feature_names") or ()) != tuple(self.feature_names):
+            raise ConfigError("The state's feature history was made for other model features (another model "
+                              "bundle): run with the bundle the state was made with, or reset the state.")
+        self._extractor.load_state_dict(state["extractor"])

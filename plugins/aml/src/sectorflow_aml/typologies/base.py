@@ -66,6 +66,16 @@ class Rule:
         """Alerts completed by ``edge`` (usually none)."""
         raise NotImplementedError
 
+    def state_dict(self) -> dict[str, Any]:
+        """State the rule keeps across transactions itself, as JSON values (see :mod:`sectorflow_aml.state`).
+        Default: ``{}`` (the shipped rules keep theirs in the window: edges and ``cooldown`` keys; their own
+        attributes are caches derived from the parameters). A rule that keeps more overrides this and
+        :meth:`load_state_dict`."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Put back what :meth:`state_dict` wrote. Default: nothing (``state`` is ``{}``)."""
+
     def describe(self) -> dict[str, Any]:
         """The rule's name, source and parameter values (JSON-ready), for audit and docs."""
         return {"typology": self.name, "source": self.source, "module": self.module,
