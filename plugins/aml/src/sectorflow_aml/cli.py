@@ -440,4 +440,7 @@ def explain_command(
 
 def register(app: Any) -> None:
     """Add the ``aml`` command group to the ``sectorflow`` typer app."""
+    from .learn_cli import register as register_learning
+
+    register_learning(aml_app)
     app.add_typer(aml_app, name="aml")

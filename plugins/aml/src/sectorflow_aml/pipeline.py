@@ -231,7 +231,8 @@ def _late_note(ts: float, now: float, ahead: Transaction | None = None) -> Reaso
 class _Item:
     """What :meth:`AMLPipeline.preprocess` hands on for one transaction."""
 
-    __slots__ = ("alerts", "duplicate", "edge", "notes", "reports", "row", "score", "txns")
+    __slots__ = ("account_rows", "account_scores", "alerts", "duplicate", "edge", "notes", "reports", "row", "score",
+                 "txns")
 
     def __init__(self, row: list[float] | None, alerts: list[Alert], reports: list[ReportDraft], edge: Any,
                  txns: dict[str, Transaction] | None = None, notes: list[Reason] | None = None) -> None:
@@ -243,6 +244,8 @@ class _Item:
         self.reports = reports
         self.edge = edge
         self.txns = txns  # transactions of the alerts that will get an STR draft, read while still in the window
+        self.account_rows: list[tuple[str, list[float]]] | None = None  # account model rows (sender, receiver)
+        self.account_scores: dict[str, float] = {}
 
 
 class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
@@ -267,19 +270,34 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         if not isinstance(use_model, bool):
             raise ConfigError(f"model={use_model!r}: give True or False.")
         self.scorer = None
+        self.account_scorer = None
         lookback = opts.get("lookback_days")
         if lookback is not None and (isinstance(lookback, bool) or not isinstance(lookback, (int, float))
                                      or not 0 < lookback <= 3660):
             raise ConfigError(f"lookback_days={lookback!r}: give a number of days above 0 and at most 3660.")
         if self.bundle is not None and use_model:
-            from .scorer import RiskScorer  # imports Paddle only when a model is used
+            from .account_scorer import AccountScorer, has_account_model
 
-            self.scorer = RiskScorer(self.bundle, self.predictor_pool())
-            if lookback is not None and float(lookback) != self.scorer.lookback_days:
+            trained = None
+            if self.bundle.format != "lightgbm":  # a lightgbm bundle holds the account model alone
+                from .scorer import RiskScorer  # imports Paddle only when a model is used
+
+                self.scorer = RiskScorer(self.bundle, self.predictor_pool())
+                trained = self.scorer.lookback_days
+            if has_account_model(self.bundle):
+                self.account_scorer = AccountScorer(self.bundle)
+                if trained is not None and trained != self.account_scorer.lookback_days:
+                    raise ConfigError(f"Bundle {self.bundle.name}: its transaction and account models were trained "
+                                      "with different lookbacks.")
+                trained = self.account_scorer.lookback_days
+            if trained is None:
+                raise ConfigError(f"Bundle {self.bundle.path} ({self.bundle.format}) holds no aml model.")
+            if lookback is not None and float(lookback) != trained:
                 raise ConfigError(f"lookback_days={lookback!r}, but the model bundle {self.bundle.name} was trained "
-                                  f"with {self.scorer.lookback_days:g} days; drop the option or pass model=False.")
-            lookback = self.scorer.lookback_days
-        self.model_source = f"{self.bundle.name}@{self.bundle.version}" if self.scorer else None
+                                  f"with {trained:g} days; drop the option or pass model=False.")
+            lookback = trained
+        self.model_source = (f"{self.bundle.name}@{self.bundle.version}"
+                             if self.scorer or self.account_scorer else None)
         self.lookback_days = float(lookback if lookback is not None else DEFAULT_LOOKBACK_DAYS)
         rules_opt = opts.get("rules")
         if rules_opt is not None and not isinstance(rules_opt, dict):
@@ -327,6 +345,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self.reports_engine.reset()
         if self.scorer is not None:
             self.scorer.reset()
+        if self.account_scorer is not None:
+            self.account_scorer.reset()
 
     def adopt_state(self, previous: Pipeline) -> None:
         """Keep the history across a model reload (``Taskflow.reload``): the transaction window, report aggregates,
@@ -348,6 +368,12 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 raise ConfigError("The running pipeline kept no feature history for this model (it ran without the "
                                   "learned scorer, or with other features); reload, then call reset_state().")
             self.scorer._extractor = previous.scorer._extractor
+        if self.account_scorer is not None:
+            if previous.account_scorer is None or previous.account_scorer.feature_names != \
+                    self.account_scorer.feature_names:
+                raise ConfigError("The running pipeline kept no account feature history for this model (it ran "
+                                  "without an account model); reload, then call reset_state().")
+            self.account_scorer.extractor = previous.account_scorer.extractor
         self.window = previous.window
         self.reports_engine = previous.reports_engine
         self._model_alerted = previous._model_alerted
@@ -359,6 +385,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         window = self.window
         checks = [_exempting(rule.check, rule.name, self.exempt_accounts) for rule in self.rules]
         feature_row = self.scorer._extractor.row if self.scorer is not None else None
+        account_rows = self.account_scorer.extractor.rows if self.account_scorer is not None else None
         observe = self.reports_engine.observe
         for currency in {txn.currency for txn in items}:  # a missing FX rate fails the call before any state changes
             try:
@@ -407,7 +434,10 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 # An STR draft lists its transactions: read them now, before later transactions of this call move
                 # the window on (postprocess runs after the whole call's preprocess).
                 txns = self._alert_transactions(alerts) if alerts else None
-                append(_Item(row, alerts, observe(txn), edge, txns, notes))
+                item = _Item(row, alerts, observe(txn), edge, txns, notes)
+                if account_rows is not None:
+                    item.account_rows = account_rows(edge, window)
+                append(item)
         if duplicates:
             log.warning("%d transaction(s) repeat an id already in the %g-day window: not counted again (see the "
                         "reason 'input.duplicate_id' on their results).", duplicates, self.lookback_days)
@@ -431,6 +461,12 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 scored = batch
             for item, score in zip(scored, self.scorer.score_rows(rows).tolist()):
                 item.score = score
+        if self.account_scorer is not None:
+            rows = [row for item in batch if item.account_rows for _, row in item.account_rows]
+            scores = iter(self.account_scorer.score_rows(rows).tolist())
+            for item in batch:
+                if item.account_rows:
+                    item.account_scores = {account: round(next(scores), 6) for account, _ in item.account_rows}
         return list(batch)
 
     def postprocess(self, items: Sequence[Transaction], raw: Sequence[Any]) -> list[TransactionAssessment]:
@@ -459,7 +495,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 setattr_(out, "__dict__", {
                     "meta": None, "transaction_id": txn.transaction_id, "risk_score": round(model_risk, 6),
                     "model_score": None if model_score is None else round(model_score, 6), "alert": False,
-                    "typologies": [], "reasons": [], "alerts": [], "reports": item.reports})
+                    "typologies": [], "reasons": [], "alerts": [], "reports": item.reports,
+                    "account_scores": item.account_scores})
                 setattr_(out, "__pydantic_fields_set__", set(fields_set))
                 setattr_(out, "__pydantic_extra__", None)
                 setattr_(out, "__pydantic_private__", None)
@@ -468,7 +505,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             if item.duplicate:
                 results.append(construct(  # a repeated id: not scored, not counted, only the note
                     meta=None, transaction_id=txn.transaction_id, risk_score=0.0, model_score=None, alert=False,
-                    typologies=[], reasons=list(item.notes), alerts=[], reports=[]))
+                    typologies=[], reasons=list(item.notes), alerts=[], reports=[], account_scores={}))
                 continue
             rule_keep = 1.0
             for alert in alerts:
@@ -496,7 +533,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 meta=None, transaction_id=txn.transaction_id, risk_score=round(risk, 6),
                 model_score=None if model_score is None else round(model_score, 6), alert=flagged,
                 typologies=list(dict.fromkeys(x.typology for x in alerts)), reasons=reasons, alerts=alerts,
-                reports=reports))
+                reports=reports, account_scores=item.account_scores))
         return results
 
     # --- helpers -------------------------------------------------------------------------------------------------
