@@ -16,7 +16,8 @@ an event before the window. The only look-back past an in-window event is the in
 **Scale-free.** Amounts enter only as differences of log amounts (the account's amounts relative to its own other
 amounts or to the window's transfer amounts of all accounts), standard deviations of log amounts, shares and ratios:
 multiplying every amount by one factor (another currency unit, another bank's customers) leaves every feature
-unchanged.
+unchanged, except the two near-equal shares, which count amounts falling in the same 5 % log-amount bin (scaling
+moves the bin edges, so a pair near an edge can change bins; a test bounds how often).
 
 Events: ``tin`` / ``tout`` are transfers between two accounts received / sent; ``cin`` / ``cout`` are cash
 deposits / withdrawals (``cash_*`` channels) and self-transfers. Counterparties are accounts of transfers.
@@ -60,6 +61,11 @@ FORWARD_SECONDS = DAY
 BIN = 0.05
 """Width of the log-amount bins whose concentration gives the near-equal-amount shares (about 5 %)."""
 RATIO_CAP = 10.0
+LOG_UNIT = float(1 << 24)
+"""Log amounts are summed as integers in units of 2^-24 (exact sums: see ``_Account``)."""
+BIN_UNITS = BIN * LOG_UNIT
+EQUAL_UNITS = round(0.1 * LOG_UNIT)
+"""An outgoing transfer within 10 % (in log amount) of an incoming one of the previous day counts as forwarded."""
 
 # event kinds
 TIN, TOUT, CIN, COUT = 0, 1, 2, 3
@@ -76,9 +82,9 @@ class _Account:
         self.events: deque[tuple] = deque()   # (ts, kind, amount, logamount, counterparty, day, bin, extra)
         self.transfers: deque[float] = deque()  # times of transfers (span)
         self.n = [0, 0, 0, 0]
-        self.sum = [0.0, 0.0, 0.0, 0.0]
-        self.sumlog = [0.0, 0.0, 0.0, 0.0]
-        self.sq = [0.0, 0.0, 0.0, 0.0]
+        self.sum = [0, 0, 0, 0]     # integer sums (amounts in 1e-4 units, log amounts in 2^-24 units): exact, so the
+        self.sumlog = [0, 0, 0, 0]  # state after evictions does not depend on what was added before (window-exact)
+        self.sq = [0, 0, 0, 0]
         self.senders: dict[str, int] = {}
         self.receivers: dict[str, int] = {}
         self.ones_in = 0
@@ -123,7 +129,7 @@ class AccountFeatureExtractor:
         """Forget every account's state."""
         self._acc: dict[str, _Account] = {}
         self._peer: deque[tuple[float, float]] = deque()  # (ts, logamount) of every transfer in the window
-        self._peer_sum = 0.0
+        self._peer_sum = 0
 
     # --- state ---------------------------------------------------------------------------------------------------
 
@@ -166,16 +172,12 @@ class AccountFeatureExtractor:
                         a.fast -= 1
                     if extra & 2:
                         a.equal -= 1
-        if not events:
-            a.sum = [0.0, 0.0, 0.0, 0.0]
-            a.sumlog = [0.0, 0.0, 0.0, 0.0]
-            a.sq = [0.0, 0.0, 0.0, 0.0]
         last_in = a.last_in
         while last_in and last_in[0][0] < horizon:
             last_in.popleft()
 
-    def _add(self, a: _Account, ts: float, kind: int, amount: float, lg: float, cp: str | None, day: int) -> None:
-        b = int(math.floor(lg / BIN))
+    def _add(self, a: _Account, ts: float, kind: int, amount: int, lg: int, cp: str | None, day: int) -> None:
+        b = int(math.floor(lg / BIN_UNITS))
         extra = 0
         if kind <= TOUT:
             a.transfers.append(ts)
@@ -216,7 +218,7 @@ class AccountFeatureExtractor:
                 if last_in:
                     extra |= 1
                     a.fast += 1
-                    if any(abs(lg - last_in[-i][1]) < 0.1 for i in range(1, min(16, len(last_in)) + 1)):
+                    if any(abs(lg - last_in[-i][1]) < EQUAL_UNITS for i in range(1, min(16, len(last_in)) + 1)):
                         extra |= 2
                         a.equal += 1
         a.n[kind] += 1
@@ -240,8 +242,8 @@ class AccountFeatureExtractor:
         """Add ``edge`` (the window's latest) to its accounts' state; returns ``(src, state, dst, state)``."""
         horizon = window.now - self.lookback
         ts = edge.ts
-        amount = edge.amount
-        lg = math.log(amount) if amount > 0 else 0.0
+        amount = round(edge.amount * 1e4)
+        lg = round(math.log(edge.amount) * LOG_UNIT) if edge.amount > 0 else 0
         day = int(ts // DAY)
         src, dst = edge.src, edge.dst
         s = self._get(src, horizon)
@@ -275,15 +277,15 @@ class AccountFeatureExtractor:
         n_tin, n_tout, n_cin, n_cout = n
         deg_in, deg_out = len(a.senders), len(a.receivers)
         deg = deg_in + deg_out
-        mean = [sl[k] / n[k] if n[k] else 0.0 for k in range(4)]
+        mean = [sl[k] / n[k] / LOG_UNIT if n[k] else 0.0 for k in range(4)]
         peer = self._peer
-        peer_mean = self._peer_sum / len(peer) if peer else 0.0
+        peer_mean = self._peer_sum / len(peer) / LOG_UNIT if peer else 0.0
         t_in, t_out, c_in, c_out = s
         inflow = t_in + c_in
         outflow = t_out + c_out
         span = (a.transfers[-1] - a.transfers[0]) / DAY if a.transfers else 0.0
-        std_in = math.sqrt(max(0.0, sq[TIN] / n_tin - mean[TIN] ** 2)) if n_tin > 1 else 0.0
-        std_out = math.sqrt(max(0.0, sq[TOUT] / n_tout - mean[TOUT] ** 2)) if n_tout > 1 else 0.0
+        std_in = math.sqrt(max(0, sq[TIN] * n_tin - sl[TIN] ** 2)) / n_tin / LOG_UNIT if n_tin > 1 else 0.0
+        std_out = math.sqrt(max(0, sq[TOUT] * n_tout - sl[TOUT] ** 2)) / n_tout / LOG_UNIT if n_tout > 1 else 0.0
         if cp is not None:
             cp_in, cp_out = len(cp.senders), len(cp.receivers)
             cp_inflow = cp.sum[TIN] + cp.sum[CIN]

@@ -5,7 +5,7 @@ Formats read by :func:`read_labels` (``.gz`` allowed; the format is told by the 
 - an account-level CSV ``account_id,label[,typology]``: ``label`` is 1 (laundering / a case confirmed suspicious)
   or 0 (legitimate); ``typology`` optional (several joined with ``;``), used for recall per typology;
 - AMLGentex ``accounts.csv.gz`` (``ACCOUNT_ID,...,IS_SAR,...[,sar_typologies]``; ``IS_SAR`` is ``True``/``False``);
-- AMLSim ``nodes.csv.gz`` (``nodeId,isFraud``).
+- AMLSim ``nodes.csv.gz`` (``nodeid,isFraud``).
 
 Labels are for accounts, not transactions: a laundering account is positive on every day it is scored.
 """
@@ -23,7 +23,7 @@ _FALSE = {"0", "false", "f", "no", "n", "0.0"}
 _LAYOUTS = (
     ("account_id", "label", "typology"),
     ("ACCOUNT_ID", "IS_SAR", "sar_typologies"),
-    ("nodeId", "isFraud", None),
+    ("nodeid", "isFraud", None),
 )
 
 
