@@ -7,6 +7,7 @@
 2. The same with only 25 labelled laundering accounts for training (the other laundering accounts unlabelled).
 3. Baseline: plain LightGBM on 30 whole-period per-account aggregates (counts, sums, means, extremes, degrees).
 4. AMLSim: train on two sample runs, evaluate on the third (F1 at the validation threshold of best F1).
+5. ``--only mlp``: the model choice, a Paddle MLP on the same rows and split (validation account AP only).
 
 Data: ``../shared/data/amlgentex_dev`` (AMLGentex, arXiv:2506.13989) and ``../shared/data/amlsim_sample``.
 """
@@ -128,15 +129,61 @@ def run_baseline(train_sets, test_set) -> dict:
                            np.asarray([labels.label[a] for a in accounts]))
 
 
+def run_mlp(reps, labels, seed: int = SEED, epochs: int = 6) -> dict:
+    """The model choice: a Paddle MLP on the same rows and split as the GBDT, scored by validation account AP."""
+    from sectorflow import import_paddle
+    from sectorflow_aml.account_training import _stack, labels_of, split_accounts
+    from sectorflow_aml.metrics import average_precision
+
+    paddle = import_paddle()
+    paddle.seed(seed)
+    ys = [labels_of(r, lab) for r, lab in zip(reps, labels)]
+    vals = [split_accounts(y, 0.25, seed + i) for i, y in enumerate(ys)]
+    xt, yt, xv, av, _, yv_acc = _stack(reps, ys, vals, 0.2)
+
+    def t(x):
+        return np.sign(x) * np.log1p(np.abs(x))
+
+    mu, sd = t(xt).mean(0), t(xt).std(0) + 1e-6
+    xt_n = ((t(xt) - mu) / sd).astype(np.float32)
+    xv_n = ((t(xv) - mu) / sd).astype(np.float32)
+    net = paddle.nn.Sequential(paddle.nn.Linear(xt.shape[1], 64), paddle.nn.ReLU(), paddle.nn.Linear(64, 32),
+                               paddle.nn.ReLU(), paddle.nn.Linear(32, 1))
+    opt = paddle.optimizer.Adam(learning_rate=1e-3, parameters=net.parameters())
+    pos_w = float((yt.size - yt.sum()) / yt.sum())
+    rng = np.random.default_rng(seed)
+    vmask = yv_acc >= 0
+    history = []
+    for epoch in range(epochs):
+        order = rng.permutation(yt.size)
+        net.train()
+        for i in range(0, yt.size, 1024):
+            idx = order[i:i + 1024]
+            x = paddle.to_tensor(xt_n[idx])
+            y = paddle.to_tensor(yt[idx].astype(np.float32)).reshape([-1, 1])
+            w = paddle.where(y > 0, paddle.full_like(y, pos_w), paddle.ones_like(y))
+            loss = paddle.nn.functional.binary_cross_entropy_with_logits(net(x), y, weight=w)
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+        net.eval()
+        with paddle.no_grad():
+            raw = np.concatenate([net(paddle.to_tensor(xv_n[i:i + 8192])).numpy().reshape(-1)
+                                  for i in range(0, xv_n.shape[0], 8192)])
+        ap = average_precision(account_max(raw, av, yv_acc.size)[vmask], yv_acc[vmask])
+        history.append(round(ap, 4))
+    return {"validation_ap_by_epoch": history, "best_validation_ap": max(history)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--only", choices=["amlgentex", "few", "amlsim", "baseline"], action="append")
+    ap.add_argument("--only", choices=["amlgentex", "few", "amlsim", "baseline", "mlp"], action="append")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     todo = set(args.only or ["amlgentex", "few", "baseline", "amlsim"])
     out: dict = {}
     t0 = time.perf_counter()
-    if todo & {"amlgentex", "few", "baseline"}:
+    if todo & {"amlgentex", "few", "baseline", "mlp"}:
         data = {n: gentex(n) for n in ("dev_s101", "dev_s202", "dev_s303")}
         reps = {n: replay(data[n][0], name=n) for n in data}
         print(f"replayed AMLGentex: {', '.join(f'{n} {r.x.shape[0]:,} rows {r.seconds:.1f} s' for n, r in reps.items())}")
@@ -161,6 +208,11 @@ def main() -> None:
             out["few_25"] = {"runs": runs, "ap_mean": round(float(np.mean(aps)), 4)}
             print(f"AMLGentex with 25 labelled laundering accounts (3 draws): test AP {aps} (mean "
                   f"{np.mean(aps):.4f}), precision at K {[r['precision_at_k'] for r in runs]}")
+        if "mlp" in todo:
+            mlp = run_mlp([reps["dev_s101"], reps["dev_s202"]], [data["dev_s101"][1], data["dev_s202"][1]])
+            out["mlp"] = mlp
+            print(f"model choice: Paddle MLP 64-32 on the same rows, validation account AP by epoch "
+                  f"{mlp['validation_ap_by_epoch']} (GBDT: see 'validation AP' above)")
         if "baseline" in todo:
             b = run_baseline([data["dev_s101"], data["dev_s202"]], data["dev_s303"])
             out["baseline"] = b

@@ -214,3 +214,30 @@ def test_train_and_evaluate_cli(bundle, gentex_slice, tmp_path, cli_main):
     assert code == 0
     printed = json.loads(buf.getvalue())
     assert printed["average_precision"] == metrics["average_precision"]
+
+
+@needs_data
+def test_reload_keeps_account_state_and_refuses_other_features(bundle, gentex_slice, tmp_path):
+    txns, _ = load_transactions(gentex_slice, format="amlgentex")
+    txns = txns[:3000]
+    whole = Taskflow("aml", task_path=str(bundle))(txns)
+    flow = Taskflow("aml", task_path=str(bundle))
+    first = flow(txns[:1700])
+    flow.reload(str(bundle))  # hot reload: the new pipeline adopts the window and the account features' state
+    rest = flow(txns[1700:])
+    assert [r.account_scores for r in first + rest] == [r.account_scores for r in whole]
+    # a bundle trained on other features is refused with a BundleError naming both lists
+    import shutil
+
+    from sectorflow import BundleError, load_bundle, write_manifest
+    from sectorflow_aml.account_scorer import AccountScorer
+    other = tmp_path / "other"
+    shutil.copytree(bundle, other)
+    config = json.loads((other / "account_model.json").read_text())
+    config["feature_names"] = config["feature_names"][:-1] + ["unknown"]
+    (other / "account_model.json").write_text(json.dumps(config))
+    manifest = json.loads((other / "manifest.json").read_text())
+    manifest.pop("files")
+    write_manifest(other, **manifest)
+    with pytest.raises(BundleError, match="retrain it with `sectorflow aml train`"):
+        AccountScorer(load_bundle(other))

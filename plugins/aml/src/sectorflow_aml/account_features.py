@@ -33,6 +33,8 @@ import math
 from collections import deque
 from typing import TYPE_CHECKING
 
+from .schema import Channel
+
 if TYPE_CHECKING:  # pragma: no cover
     from .window import Edge, TransactionWindow
 
@@ -69,6 +71,8 @@ EQUAL_UNITS = round(0.1 * LOG_UNIT)
 
 # event kinds
 TIN, TOUT, CIN, COUT = 0, 1, 2, 3
+_DEPOSIT = Channel.cash_deposit
+_WITHDRAWAL = Channel.cash_withdrawal
 
 
 class _Account:
@@ -247,10 +251,10 @@ class AccountFeatureExtractor:
         day = int(ts // DAY)
         src, dst = edge.src, edge.dst
         s = self._get(src, horizon)
-        if src == dst or edge.txn.channel.is_cash:
+        channel = edge.txn.channel
+        if src == dst or channel is _DEPOSIT or channel is _WITHDRAWAL:
             # cash, or a self-transfer: an event of the account itself (withdrawal when the sender books it)
-            cash_in = edge.txn.channel.value == "cash_deposit" or (src == dst and edge.txn.channel.value
-                                                                   != "cash_withdrawal")
+            cash_in = channel is _DEPOSIT or (src == dst and channel is not _WITHDRAWAL)
             if src == dst:
                 self._add(s, ts, CIN if cash_in else COUT, amount, lg, None, day)
                 return src, s, dst, s
@@ -272,49 +276,60 @@ class AccountFeatureExtractor:
 
     # --- rows ----------------------------------------------------------------------------------------------------
 
-    def _row(self, a: _Account, cp: _Account | None, now: float, today: int) -> list[float]:
-        n, s, sl, sq = a.n, a.sum, a.sumlog, a.sq
-        n_tin, n_tout, n_cin, n_cout = n
-        deg_in, deg_out = len(a.senders), len(a.receivers)
+    def _row(self, a: _Account, cp: _Account | None, today: int) -> list[float]:
+        n_tin, n_tout, n_cin, n_cout = a.n
+        t_in, t_out, c_in, c_out = a.sum
+        l_tin, l_tout, l_cin, l_cout = a.sumlog
+        deg_in = len(a.senders)
+        deg_out = len(a.receivers)
         deg = deg_in + deg_out
-        mean = [sl[k] / n[k] / LOG_UNIT if n[k] else 0.0 for k in range(4)]
-        peer = self._peer
-        peer_mean = self._peer_sum / len(peer) / LOG_UNIT if peer else 0.0
-        t_in, t_out, c_in, c_out = s
+        unit = LOG_UNIT
+        m_tin = l_tin / n_tin / unit if n_tin else 0.0
+        m_tout = l_tout / n_tout / unit if n_tout else 0.0
+        m_cout = l_cout / n_cout / unit if n_cout else 0.0
+        peer_n = len(self._peer)
+        peer_mean = self._peer_sum / peer_n / unit if peer_n else 0.0
         inflow = t_in + c_in
         outflow = t_out + c_out
-        span = (a.transfers[-1] - a.transfers[0]) / DAY if a.transfers else 0.0
-        std_in = math.sqrt(max(0, sq[TIN] * n_tin - sl[TIN] ** 2)) / n_tin / LOG_UNIT if n_tin > 1 else 0.0
-        std_out = math.sqrt(max(0, sq[TOUT] * n_tout - sl[TOUT] ** 2)) / n_tout / LOG_UNIT if n_tout > 1 else 0.0
-        if cp is not None:
-            cp_in, cp_out = len(cp.senders), len(cp.receivers)
-            cp_inflow = cp.sum[TIN] + cp.sum[CIN]
-            cp_pt = min(RATIO_CAP, (cp.sum[TOUT]) / cp_inflow) if cp_inflow > 0 else RATIO_CAP
+        transfers = a.transfers
+        tdays = a.tdays
+        if n_tin:
+            f_in = (deg_in / n_tin, a.ones_in / deg_in, a.sq_in / (n_tin * n_tin),
+                    math.sqrt(max(0, a.sq[TIN] * n_tin - l_tin * l_tin)) / n_tin / unit if n_tin > 1 else 0.0)
         else:
-            cp_in = cp_out = 0
-            cp_pt = 0.0
+            f_in = (0.0, 0.0, 0.0, 0.0)
+        if n_tout:
+            f_out = (deg_out / n_tout, a.ones_out / deg_out, a.sq_out / (n_tout * n_tout),
+                     math.sqrt(max(0, a.sq[TOUT] * n_tout - l_tout * l_tout)) / n_tout / unit if n_tout > 1 else 0.0,
+                     a.fast / n_tout, a.equal / n_tout)
+        else:
+            f_out = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        if cp is not None:
+            cp_inflow = cp.sum[TIN] + cp.sum[CIN]
+            cp_row = (len(cp.senders), len(cp.receivers),
+                      min(RATIO_CAP, cp.sum[TOUT] / cp_inflow) if cp_inflow > 0 else RATIO_CAP)
+        else:
+            cp_row = (0, 0, 0.0)
+        on_day = a.day == today
         return [
-            n_tin, n_tout, n_cin, n_cout, deg_in, deg_out,
-            deg_in / n_tin if n_tin else 0.0, deg_out / n_tout if n_tout else 0.0,
-            a.ones_in / deg_in if deg_in else 0.0, a.ones_out / deg_out if deg_out else 0.0,
+            n_tin, n_tout, n_cin, n_cout, deg_in, deg_out, f_in[0], f_out[0], f_in[1], f_out[1],
             a.recip / deg if deg else 0.0,
-            mean[TIN] - mean[COUT] if n_tin and n_cout else 0.0,
-            mean[TOUT] - mean[TIN] if n_tout and n_tin else 0.0,
-            mean[TOUT] - mean[COUT] if n_tout and n_cout else 0.0,
-            mean[CIN] - mean[TIN] if n_cin and n_tin else 0.0,
-            mean[TIN] - peer_mean if n_tin and peer else 0.0,
-            mean[TOUT] - peer_mean if n_tout and peer else 0.0,
-            std_in, std_out,
-            a.sq_in / (n_tin * n_tin) if n_tin else 0.0, a.sq_out / (n_tout * n_tout) if n_tout else 0.0,
+            m_tin - m_cout if n_tin and n_cout else 0.0,
+            m_tout - m_tin if n_tout and n_tin else 0.0,
+            m_tout - m_cout if n_tout and n_cout else 0.0,
+            l_cin / n_cin / unit - m_tin if n_cin and n_tin else 0.0,
+            m_tin - peer_mean if n_tin and peer_n else 0.0,
+            m_tout - peer_mean if n_tout and peer_n else 0.0,
+            f_in[3], f_out[3], f_in[2], f_out[2],
             min(RATIO_CAP, t_out / inflow) if inflow > 0 else (RATIO_CAP if t_out > 0 else 0.0),
             t_out / outflow if outflow > 0 else 0.0,
             t_in / inflow if inflow > 0 else 0.0,
             (inflow - outflow) / (inflow + outflow) if inflow + outflow > 0 else 0.0,
             n_tout / (n_tout + n_cout) if n_tout + n_cout else 0.0,
-            len(a.days), len(a.tdays), span, max(a.tdays.values()) if a.tdays else 0, a.days.get(today, 0),
-            a.day_out if a.day == today else 0, a.day_in if a.day == today else 0,
-            a.fast / n_tout if n_tout else 0.0, a.equal / n_tout if n_tout else 0.0,
-            cp_in, cp_out, cp_pt,
+            len(a.days), len(tdays), (transfers[-1] - transfers[0]) / DAY if transfers else 0.0,
+            max(tdays.values()) if tdays else 0, a.days.get(today, 0),
+            a.day_out if on_day else 0, a.day_in if on_day else 0,
+            f_out[4], f_out[5], cp_row[0], cp_row[1], cp_row[2],
         ]
 
     def rows(self, edge: Edge, window: TransactionWindow) -> list[tuple[str, list[float]]]:
@@ -326,10 +341,10 @@ class AccountFeatureExtractor:
             raise ConfigError(f"The window's lookback ({window.lookback} s) differs from the account model's "
                               f"({self.lookback} s); use the lookback the bundle was trained with.")
         src, s, dst, d = self.observe(edge, window)
-        now = window.now
         today = int(edge.ts // DAY)
         if s is d:
-            return [(src, self._row(s, None, now, today))]
-        transfer = not edge.txn.channel.is_cash
-        return [(src, self._row(s, d if transfer else None, now, today)),
-                (dst, self._row(d, s if transfer else None, now, today))]
+            return [(src, self._row(s, None, today))]
+        channel = edge.txn.channel
+        if channel is _DEPOSIT or channel is _WITHDRAWAL:
+            return [(src, self._row(s, None, today)), (dst, self._row(d, None, today))]
+        return [(src, self._row(s, d, today)), (dst, self._row(d, s, today))]

@@ -12,6 +12,11 @@ For each transaction, in arrival order (:meth:`AMLPipeline.preprocess`):
    would look like a hub, so a score would be an extrapolation. The rules and the report engine cover cash
    (``model_score`` is ``None``);
 4. ``ReportEngine.observe(txn)`` for large-value / currency transaction report drafts (:mod:`sectorflow_aml.reports`).
+5. the account model's rows (:mod:`sectorflow_aml.account_features`), when the bundle holds an account model: the
+   sender's and the receiver's window features after the transaction (cash and self-transfers included: they are
+   the account's own events). :meth:`forward` scores them in one batch (:mod:`sectorflow_aml.account_scorer`) and
+   the result's ``account_scores`` maps each of the two accounts to its calibrated risk; a ``lightgbm`` bundle (from
+   ``sectorflow aml train``) holds the account model alone, and then ``model_score`` is ``None``.
 
 :meth:`forward` scores a batch of feature rows with the Paddle predictor; :meth:`postprocess` combines rule alerts
 and the model score into ``risk_score``, the alert flag, typologies, reasons (en and zh, from both), alerts (a model
