@@ -241,3 +241,30 @@ def test_reload_keeps_account_state_and_refuses_other_features(bundle, gentex_sl
     write_manifest(other, **manifest)
     with pytest.raises(BundleError, match="retrain it with `sectorflow aml train`"):
         AccountScorer(load_bundle(other))
+
+
+def test_evaluate_scores_budget_and_typologies():
+    from sectorflow_aml.evaluation import account_scores_of, evaluate_scores
+    from sectorflow_aml.labels import Labels
+
+    results = [  # month 0: 150 accounts active, month 1: 100; positives P1 (month 0 top) and P2 (month 1, 2nd)
+        *({"transaction_id": f"a{i}", "account_scores": {f"N{i}": i / 1000}} for i in range(148)),
+        {"transaction_id": "p1", "account_scores": {"P1": 0.9, "N0": 0.2}, "alert": True,
+         "alerts": [{"accounts": ["P1", "X"]}]},
+        *({"transaction_id": f"b{i}", "account_scores": {f"N{i}": 0.5 + i / 1000}} for i in range(99)),
+        {"transaction_id": "p2", "account_scores": {"P2": 0.55}},
+    ]
+    months = {r["transaction_id"]: (0 if r["transaction_id"][0] in "ap" and r["transaction_id"] != "p2" else 1)
+              for r in results}
+    best, period, alerted = account_scores_of(results, months)
+    labels = Labels(label={**{f"N{i}": 0 for i in range(148)}, "P1": 1, "P2": 1},
+                    typologies={"P1": ("fan_in",), "P2": ("cycle", "fan_in")})
+    m = evaluate_scores(best, period, alerted, labels, budget_share=0.01)
+    assert m["budget"]["periods"] == 2
+    # month 0: 149 active accounts -> top 2 (P1, N147); month 1: 100 active -> top 1 (N98, 0.598 > P2's 0.55)
+    assert m["budget"]["flagged_account_periods"] == 3 and m["budget"]["precision"] == pytest.approx(1 / 3, abs=1e-4)
+    assert m["budget"]["recall"] == 0.5
+    assert m["alert_rate"] == round(2 / 150, 4)  # P1 and N0 (the flagged result's accounts; X is not active)
+    assert m["precision_at_k"] == 0.5 and m["k"] == 2  # P1 first; N98 (0.598) and N147 ... above P2
+    assert m["recall_by_typology"] == {"cycle": {"recall_at_k": 0.0, "accounts": 1},
+                                       "fan_in": {"recall_at_k": 0.5, "accounts": 2}}
