@@ -268,3 +268,16 @@ def test_evaluate_scores_budget_and_typologies():
     assert m["precision_at_k"] == 0.5 and m["k"] == 2  # P1 first; N98 (0.598) and N147 ... above P2
     assert m["recall_by_typology"] == {"cycle": {"recall_at_k": 0.0, "accounts": 1},
                                        "fan_in": {"recall_at_k": 0.5, "accounts": 2}}
+
+
+def test_account_model_option():
+    from sectorflow import ConfigError
+    from sectorflow_aml.plugin import EXAMPLES
+
+    on = Taskflow("aml")(list(EXAMPLES))
+    off = Taskflow("aml", account_model=False)(list(EXAMPLES))
+    assert all(set(r.account_scores) for r in on) and all(r.account_scores == {} for r in off)
+    assert set(on[2].account_scores) == {"A100", "B200"}
+    assert [r.model_score for r in on] == [r.model_score for r in off]  # the transaction scorer is unaffected
+    with pytest.raises(ConfigError, match="account_model"):
+        Taskflow("aml", account_model="yes")(list(EXAMPLES))
