@@ -1,6 +1,7 @@
 """Figures of the account risk model (docs/aml.md, "Account risk model"): train on labelled data, evaluate elsewhere.
 
-    .venv/bin/python benchmarks/aml_learning.py [--only amlgentex|few|amlsim|baseline] [--json OUT]
+    .venv/bin/python benchmarks/aml_learning.py [--only amlgentex|few|amlsim|baseline|mlp] [--json OUT]
+        [--max-rows N]
 
 1. AMLGentex: train on dev_s101 + dev_s202 (validation split inside them for every choice), evaluate on dev_s303
    (account score = max over its rows, as ``sectorflow aml evaluate`` computes from results).
@@ -36,9 +37,23 @@ AMLSIM = ROOT.parent / "shared" / "data" / "amlsim_sample"
 SEED = 20211
 
 
+MAX_ROWS: int | None = None
+"""``--max-rows``: read only the first rows of each file (a smoke run; the figures need whole files)."""
+
+
+def _load(path: Path, fmt: str):
+    if MAX_ROWS is None:
+        return load_transactions(path, format=fmt)[0]
+    from itertools import islice
+
+    from sectorflow_aml.loaders import READERS
+    from sectorflow_aml.schema import Transaction
+
+    return [t for _, t in islice(READERS[fmt](path), MAX_ROWS) if isinstance(t, Transaction)]
+
+
 def gentex(name: str):
-    txns, _ = load_transactions(GENTEX / name / "transactions.csv.gz", format="amlgentex")
-    return txns, read_labels(GENTEX / name / "accounts.csv.gz")
+    return _load(GENTEX / name / "transactions.csv.gz", "amlgentex"), read_labels(GENTEX / name / "accounts.csv.gz")
 
 
 def few_labels(labels: Labels, n_pos: int, rng: np.random.Generator) -> Labels:
@@ -179,7 +194,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=["amlgentex", "few", "amlsim", "baseline", "mlp"], action="append")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--max-rows", type=int, help="read only the first rows of each file (smoke run)")
     args = ap.parse_args()
+    global MAX_ROWS
+    MAX_ROWS = args.max_rows
     todo = set(args.only or ["amlgentex", "few", "baseline", "amlsim"])
     out: dict = {}
     t0 = time.perf_counter()
@@ -222,7 +240,7 @@ def main() -> None:
         runs = ("20K_cycle200", "20K_fanin200", "20K_fanin200cycle200")
         reps, labs = {}, {}
         for r in runs:
-            txns, _ = load_transactions(AMLSIM / r / "transactions.csv.gz", format="amlsim")
+            txns = _load(AMLSIM / r / "transactions.csv.gz", "amlsim")
             reps[r] = replay(txns, name=r)
             labs[r] = read_labels(AMLSIM / r / "nodes.csv.gz")
         out["amlsim"] = {}
