@@ -508,4 +508,7 @@ def register(app: Any) -> None:
 
     if not any(group.name == "state" for group in aml_app.registered_groups):
         aml_app.add_typer(state_app, name="state")
+    from .learn_cli import register as register_learning
+
+    register_learning(aml_app)
     app.add_typer(aml_app, name="aml")

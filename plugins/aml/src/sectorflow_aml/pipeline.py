@@ -12,6 +12,11 @@ For each transaction, in arrival order (:meth:`AMLPipeline.preprocess`):
    would look like a hub, so a score would be an extrapolation. The rules and the report engine cover cash
    (``model_score`` is ``None``);
 4. ``ReportEngine.observe(txn)`` for large-value / currency transaction report drafts (:mod:`sectorflow_aml.reports`).
+5. the account model's rows (:mod:`sectorflow_aml.account_features`), when the bundle holds an account model: the
+   sender's and the receiver's window features after the transaction (cash and self-transfers included: they are
+   the account's own events). :meth:`forward` scores them in one batch (:mod:`sectorflow_aml.account_scorer`) and
+   the result's ``account_scores`` maps each of the two accounts to its calibrated risk; a ``lightgbm`` bundle (from
+   ``sectorflow aml train``) holds the account model alone, and then ``model_score`` is ``None``.
 
 :meth:`forward` scores a batch of feature rows with the Paddle predictor; :meth:`postprocess` combines rule alerts
 and the model score into ``risk_score``, the alert flag, typologies, reasons (en and zh, from both), alerts (a model
@@ -72,6 +77,8 @@ OPTIONS: dict[str, str] = {
                      "value other than the bundle's needs model=False",
     "rules": "typology settings: {name: False | True | {param: value}}, names: " + ", ".join(RULES),
     "model": "use the learned risk scorer (default True when a bundle is loaded)",
+    "account_model": "compute account_scores with the bundle's account model (default True when the bundle has one; "
+                     "False saves its cost, about half of a batch call's time, when no case book needs them)",
     "alert_threshold": "risk score at or above which a transaction is flagged (default 0.5)",
     "str_threshold": "alert score at or above which a suspicious transaction report draft is made (default 0.75)",
     "model_str": "let a model_risk alert alone draft a suspicious transaction report (default False: the shipped "
@@ -264,7 +271,8 @@ def _late_note(ts: float, now: float, ahead: Transaction | None = None) -> Reaso
 class _Item:
     """What :meth:`AMLPipeline.preprocess` hands on for one transaction."""
 
-    __slots__ = ("alerts", "duplicate", "edge", "notes", "reports", "row", "score", "txns")
+    __slots__ = ("account_rows", "account_scores", "alerts", "duplicate", "edge", "notes", "reports", "row", "score",
+                 "txns")
 
     def __init__(self, row: list[float] | None, alerts: list[Alert], reports: list[ReportDraft], edge: Any,
                  txns: dict[str, Transaction] | None = None, notes: list[Reason] | None = None) -> None:
@@ -276,6 +284,8 @@ class _Item:
         self.reports = reports
         self.edge = edge
         self.txns = txns  # transactions of the alerts that will get an STR draft, read while still in the window
+        self.account_rows: list[tuple[str, list[float]]] | None = None  # account model rows (sender, receiver)
+        self.account_scores: dict[str, float] = {}
 
 
 class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
@@ -303,19 +313,37 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         if not isinstance(use_model, bool):
             raise ConfigError(f"model={use_model!r}: give True or False.")
         self.scorer = None
+        self.account_scorer = None
         lookback = opts.get("lookback_days")
         if lookback is not None and (isinstance(lookback, bool) or not isinstance(lookback, (int, float))
                                      or not 0 < lookback <= 3660):
             raise ConfigError(f"lookback_days={lookback!r}: give a number of days above 0 and at most 3660.")
         if self.bundle is not None and use_model:
-            from .scorer import RiskScorer  # imports Paddle only when a model is used
+            from .account_scorer import AccountScorer, has_account_model
 
-            self.scorer = RiskScorer(self.bundle, self.predictor_pool())
-            if lookback is not None and float(lookback) != self.scorer.lookback_days:
+            trained = None
+            if self.bundle.format != "lightgbm":  # a lightgbm bundle holds the account model alone
+                from .scorer import RiskScorer  # imports Paddle only when a model is used
+
+                self.scorer = RiskScorer(self.bundle, self.predictor_pool())
+                trained = self.scorer.lookback_days
+            use_accounts = opts.get("account_model", True)
+            if not isinstance(use_accounts, bool):
+                raise ConfigError(f"account_model={use_accounts!r}: give True or False.")
+            if use_accounts and has_account_model(self.bundle):
+                self.account_scorer = AccountScorer(self.bundle)
+                if trained is not None and trained != self.account_scorer.lookback_days:
+                    raise ConfigError(f"Bundle {self.bundle.name}: its transaction and account models were trained "
+                                      "with different lookbacks.")
+                trained = self.account_scorer.lookback_days
+            if trained is None and use_accounts:
+                raise ConfigError(f"Bundle {self.bundle.path} ({self.bundle.format}) holds no aml model.")
+            if trained is not None and lookback is not None and float(lookback) != trained:
                 raise ConfigError(f"lookback_days={lookback!r}, but the model bundle {self.bundle.name} was trained "
-                                  f"with {self.scorer.lookback_days:g} days; drop the option or pass model=False.")
-            lookback = self.scorer.lookback_days
-        self.model_source = f"{self.bundle.name}@{self.bundle.version}" if self.scorer else None
+                                  f"with {trained:g} days; drop the option or pass model=False.")
+            lookback = trained if trained is not None else lookback
+        self.model_source = (f"{self.bundle.name}@{self.bundle.version}"
+                             if self.scorer or self.account_scorer else None)
         self.lookback_days = float(lookback if lookback is not None else DEFAULT_LOOKBACK_DAYS)
         rules_opt = opts.get("rules")
         if rules_opt is not None and not isinstance(rules_opt, dict):
@@ -362,10 +390,11 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         predictor pool, threshold and bundle), rules, exempt accounts, thresholds and the report engine's
         configuration (FX tables, customers, customer types, calendar: every option file stays read once, by
         :meth:`load`), and has its own empty window, report aggregates and report ids, alert cooldowns and scorer
-        feature state and open cases. Reads only configuration, so calls may run on this pipeline meanwhile."""
+        feature state (the per-transaction scorer's and the account model's) and open cases. Reads only configuration, so calls may run on this pipeline meanwhile."""
         other = copy.copy(self)  # the settings, shared; the state is replaced below
         other.reports_engine = self.reports_engine.spawn()
         other.scorer = self.scorer.spawn() if self.scorer is not None else None
+        other.account_scorer = self.account_scorer.spawn() if self.account_scorer is not None else None
         other.window = TransactionWindow(self.lookback_days, rate=other._rate, dormancy_days=self._dormancy)
         other._model_alerted = {}
         other.case_book = self.case_book.spawn()
@@ -381,6 +410,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self.case_book.reset()
         if self.scorer is not None:
             self.scorer.reset()
+        if self.account_scorer is not None:
+            self.account_scorer.reset()
 
     def adopt_state(self, previous: Pipeline) -> None:
         """Keep the history across a model reload (``Taskflow.reload``): the transaction window, report aggregates,
@@ -402,6 +433,12 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 raise ConfigError("The running pipeline kept no feature history for this model (it ran without the "
                                   "learned scorer, or with other features); reload, then call reset_state().")
             self.scorer._extractor = previous.scorer._extractor
+        if self.account_scorer is not None:
+            if previous.account_scorer is None or previous.account_scorer.feature_names != \
+                    self.account_scorer.feature_names:
+                raise ConfigError("The running pipeline kept no account feature history for this model (it ran "
+                                  "without an account model); reload, then call reset_state().")
+            self.account_scorer.extractor = previous.account_scorer.extractor
         self.window = previous.window
         self.reports_engine = previous.reports_engine
         self._model_alerted = previous._model_alerted
@@ -445,6 +482,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         window = self.window
         checks = [_exempting(rule.check, rule.name, self.exempt_accounts) for rule in self.rules]
         feature_row = self.scorer._extractor.row if self.scorer is not None else None
+        account_rows = self.account_scorer.extractor.rows if self.account_scorer is not None else None
         observe = self.reports_engine.observe
         for currency in {txn.currency for txn in items}:  # a missing FX rate fails the call before any state changes
             try:
@@ -495,7 +533,10 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 # An STR draft lists its transactions: read them now, before later transactions of this call move
                 # the window on (postprocess runs after the whole call's preprocess).
                 txns = self._alert_transactions(alerts) if alerts else None
-                append(_Item(row, alerts, observe(txn), edge, txns, notes))
+                item = _Item(row, alerts, observe(txn), edge, txns, notes)
+                if account_rows is not None:
+                    item.account_rows = account_rows(edge, window)
+                append(item)
         if duplicates:
             log.warning("%d transaction(s) repeat an id already in the %g-day window: not counted again (see the "
                         "reason 'input.duplicate_id' on their results).", duplicates, self.lookback_days)
@@ -519,6 +560,12 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 scored = batch
             for item, score in zip(scored, self.scorer.score_rows(rows).tolist()):
                 item.score = score
+        if self.account_scorer is not None:
+            rows = [row for item in batch if item.account_rows for _, row in item.account_rows]
+            scores = iter(self.account_scorer.score_rows(rows).tolist())
+            for item in batch:
+                if item.account_rows:
+                    item.account_scores = {account: round(next(scores), 6) for account, _ in item.account_rows}
         return list(batch)
 
     def postprocess(self, items: Sequence[Transaction], raw: Sequence[Any]) -> list[TransactionAssessment]:
@@ -548,7 +595,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 setattr_(out, "__dict__", {
                     "meta": None, "transaction_id": txn.transaction_id, "risk_score": round(model_risk, 6),
                     "model_score": None if model_score is None else round(model_score, 6), "alert": False,
-                    "typologies": [], "reasons": [], "alerts": [], "reports": item.reports, "cases": []})
+                    "typologies": [], "reasons": [], "alerts": [], "reports": item.reports,
+                    "account_scores": item.account_scores, "cases": []})
                 setattr_(out, "__pydantic_fields_set__", set(fields_set))
                 setattr_(out, "__pydantic_extra__", None)
                 setattr_(out, "__pydantic_private__", None)
@@ -561,7 +609,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             if item.duplicate:
                 results.append(construct(  # a repeated id: not scored, not counted, only the note
                     meta=None, transaction_id=txn.transaction_id, risk_score=0.0, model_score=None, alert=False,
-                    typologies=[], reasons=list(item.notes), alerts=[], reports=[], cases=[]))
+                    typologies=[], reasons=list(item.notes), alerts=[], reports=[], account_scores={}, cases=[]))
                 continue
             rule_keep = 1.0
             for alert in alerts:
@@ -589,8 +637,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 meta=None, transaction_id=txn.transaction_id, risk_score=round(risk, 6),
                 model_score=None if model_score is None else round(model_score, 6), alert=flagged,
                 typologies=list(dict.fromkeys(x.typology for x in alerts)), reasons=reasons, alerts=alerts,
-                reports=reports, cases=[])
-            out.__dict__["cases"] = update_cases(txn, item.edge.amount, alerts, out.__dict__.get("account_scores"))
+                reports=reports, account_scores=item.account_scores, cases=[])
+            out.__dict__["cases"] = update_cases(txn, item.edge.amount, alerts, item.account_scores)
             results.append(out)
         return results
 

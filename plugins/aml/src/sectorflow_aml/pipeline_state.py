@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from sectorflow import ConfigError, InvalidInputError
 
 from .schema import Transaction
+from .account_state import extractor_state_dict, load_extractor_state
 from .state import TransactionTable, check_header, decode_transactions, state_header
 from .typologies.flow_sums import load_memo_state, memo_state_dict
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def pipeline_state_dict(pipeline: AMLPipeline) -> dict[str, Any]:
     """``AMLPipeline.state_dict``: the header, then the window, its accounts' flow-sum memos, the report engine,
-    the scorer's features, each rule's own state, the model-alert pairs (insertion order), the edge of the last
+    the scorer's features, the account model's features (:mod:`sectorflow_aml.account_state`), each rule's own state, the model-alert pairs (insertion order), the edge of the last
     clock scan (an index into the window's edges), the case book (:meth:`sectorflow_aml.cases.CaseBook.state_dict`)
     and the transaction table they all refer to."""
     txns = TransactionTable()
@@ -31,6 +32,8 @@ def pipeline_state_dict(pipeline: AMLPipeline) -> dict[str, Any]:
         "memos": memo_state_dict(window),
         "reports": pipeline.reports_engine.state_dict(txns),
         "scorer": pipeline.scorer.state_dict() if pipeline.scorer is not None else None,
+        "accounts": (extractor_state_dict(pipeline.account_scorer.extractor)
+                     if pipeline.account_scorer is not None else None),
         "rules": {rule.name: rule.state_dict() for rule in pipeline.rules},
         "model_alerted": [[src, dst, ts] for (src, dst), ts in pipeline._model_alerted.items()],
         "clock_edge": edge_index.get(id(clock)) if clock is not None else None,
@@ -50,6 +53,8 @@ def load_pipeline_state(pipeline: AMLPipeline, state: dict[str, Any]) -> None:
         pipeline.reports_engine.load_state_dict(state["reports"], txns)
         if pipeline.scorer is not None:
             pipeline.scorer.load_state_dict(state["scorer"])
+        if pipeline.account_scorer is not None:
+            load_extractor_state(pipeline.account_scorer.extractor, state["accounts"])
         rules = state["rules"]
         for rule in pipeline.rules:
             rule.load_state_dict(rules.get(rule.name, {}))

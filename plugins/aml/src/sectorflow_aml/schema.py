@@ -312,5 +312,10 @@ class TransactionAssessment(TaskResult):
     reasons: list[Reason] = Field(default_factory=list)
     alerts: list[Alert] = Field(default_factory=list, description="Alerts completed by this transaction.")
     reports: list[ReportDraft] = Field(default_factory=list, description="Report drafts triggered by it.")
+    account_scores: dict[str, float] = Field(
+        default_factory=dict, description="Calibrated account risk in [0, 1] of the sender and the receiver after this "
+                                          "transaction (account id -> score; one entry when both are the same "
+                                          "account), from the bundle's account model; empty without one. A case's "
+                                          "model score is the max of its account's scores over the review period.")
     cases: list[CaseUpdate] = Field(default_factory=list, description="Cases this transaction updated (its sender's, "
                                     "receiver's, and its alerts' subjects'): sectorflow_aml.cases.")

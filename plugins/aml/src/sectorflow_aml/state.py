@@ -166,6 +166,8 @@ def state_header(pipeline: Any) -> dict[str, Any]:
             "bundle_sha256": pipeline.bundle.sha256 if scorer is not None and pipeline.bundle is not None else None,
             "lookback_days": pipeline.lookback_days,
             "features": list(scorer.feature_names) if scorer is not None else None,
+            "account_features": (list(pipeline.account_scorer.feature_names)
+                                 if getattr(pipeline, "account_scorer", None) is not None else None),
             "jurisdiction": pipeline.jurisdiction}
 
 
@@ -195,6 +197,12 @@ def check_header(pipeline: Any, state: Any) -> None:
             f"with the model {state.get('model')}"
         now = "without the model" if mine["features"] is None else f"with the model {mine['model']}"
         raise ConfigError(f"The state was made {made}; this pipeline runs {now}: the model's feature history "
+                          "would be missing or different." + fix)
+    if state.get("account_features") != mine["account_features"]:
+        made = "without an account model" if state.get("account_features") is None else \
+            f"with the account model of {state.get('model')}"
+        now = "without one" if mine["account_features"] is None else f"with the account model of {mine['model']}"
+        raise ConfigError(f"The state was made {made}; this pipeline runs {now}: the account feature history "
                           "would be missing or different." + fix)
     if state.get("jurisdiction") != mine["jurisdiction"]:
         raise ConfigError(f"The state was made for jurisdiction {state.get('jurisdiction')!r}, this pipeline "
