@@ -61,6 +61,9 @@ def test_model_resumes_exactly_from_a_json_state_on_amlsim(amlsim):
     txns = amlsim[:8_000]
     full, resumed, _ = _cut_runs(txns, [3_001, 4_100, 6_500])
     assert any('"model_risk"' in line for line in full)
+    # the account model's features (account_scores) and the case book are in the state too
+    assert sum('"account_scores":{"' in line for line in full) == len(txns)
+    assert any('"cases":[{' in line for line in full)
     for lines in resumed:
         assert lines == full
 
