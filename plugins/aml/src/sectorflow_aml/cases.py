@@ -224,6 +224,22 @@ def subjects(alert: Alert) -> list[str]:
     return list(dict.fromkeys(alert.accounts[i] for i in where if alert.accounts))
 
 
+_UPDATE_FIELDS = frozenset(CaseUpdate.model_fields)
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _case_update(values: dict[str, Any]) -> CaseUpdate:
+    """A :class:`CaseUpdate` of ``values`` (every field, already of its type), built as ``model_construct`` builds it
+    without its per-call cost (about a fifth of a transaction's time when every transaction updates two cases)."""
+    out = _new(CaseUpdate)
+    _set(out, "__dict__", values)
+    _set(out, "__pydantic_fields_set__", set(_UPDATE_FIELDS))
+    _set(out, "__pydantic_extra__", None)
+    _set(out, "__pydantic_private__", None)
+    return out
+
+
 class _Open:
     """A case of an open period (the book's own state)."""
 
@@ -423,15 +439,15 @@ class CaseBook:
             rank = self._rescore(case)
             ev = evidence_score(case.strongest)
             n_active = len(active)
-            out.append(CaseUpdate.model_construct(
-                case_id=case.case_id, account=account, period=period, score=round(case.score, 6),
-                model_score=None if case.model is None else round(case.model, 6), evidence_score=round(ev, 6),
-                typologies=list(case.strongest), mandatory=case.mandatory, rank=rank, active_accounts=n_active,
-                budget=self.budget.label(), within_budget=self.budget.within(rank, case.score, n_active,
-                                                                           case.mandatory),
-                transactions=case.transactions, amount_in=round(case.amount_in, 4),
-                amount_out=round(case.amount_out, 4), transaction_ids=added_t, alert_ids=added_a,
-                counterparties=added_c, updated_at=txn.timestamp))
+            out.append(_case_update({
+                "case_id": case.case_id, "account": account, "period": period, "score": round(case.score, 6),
+                "model_score": None if case.model is None else round(case.model, 6), "evidence_score": round(ev, 6),
+                "typologies": list(case.strongest), "mandatory": case.mandatory, "rank": rank,
+                "active_accounts": n_active, "budget": self.budget.label(),
+                "within_budget": self.budget.within(rank, case.score, n_active, case.mandatory),
+                "transactions": case.transactions, "amount_in": round(case.amount_in, 4),
+                "amount_out": round(case.amount_out, 4), "transaction_ids": added_t, "alert_ids": added_a,
+                "counterparties": added_c, "updated_at": txn.timestamp}))
         return out
 
     @staticmethod
@@ -441,14 +457,19 @@ class CaseBook:
             added.append(value)
 
     def _rescore(self, case: _Open) -> int:
-        """Recompute ``case.score``, move it in its period's ranking; returns its rank (1 = first)."""
+        """Recompute ``case.score``, move it in its period's ranking; returns its rank (1 = first). A case whose
+        ranking key is unchanged (most updates: no new evidence, no higher model score) stays where it is, and its
+        rank is looked up (the same rank the move would give)."""
         ranks = self._ranks[case.period]
+        case.score = case_score(case.model, evidence_score(case.strongest))
+        key = (-round(case.score, 6), case.account)
+        if key == case.key:
+            return bisect.bisect_left(ranks, key) + 1
         if case.key is not None:
             del ranks[bisect.bisect_left(ranks, case.key)]
-        case.score = case_score(case.model, evidence_score(case.strongest))
-        case.key = (-round(case.score, 6), case.account)
-        i = bisect.bisect_left(ranks, case.key)
-        ranks.insert(i, case.key)
+        case.key = key
+        i = bisect.bisect_left(ranks, key)
+        ranks.insert(i, key)
         return i + 1
 
     # --- reading -----------------------------------------------------------------------------------------------
