@@ -154,10 +154,11 @@ def test_model_scores_open_cases_and_the_case_keeps_the_highest_in_its_period() 
     a2, b = book.update(_txn(3, "A", "B", T0 + timedelta(hours=2)), 100.0, [_alert("fan_in", ["B"], "t3", 0.6)],
                         {"A": 0.4, "B": 0.1})
     assert a2.model_score == 0.5  # the highest of the period, not the latest
-    assert b.account == "B" and b.score == pytest.approx(case_score(0.1, 0.6)) == pytest.approx(0.64)
-    assert (a2.rank, b.rank) == (1, 1)  # each update's rank when it was made: A's came first
-    assert [(c.account, c.rank, c.within_budget) for c in book.cases(everything=True)] == [("B", 1, True),
-                                                                                         ("A", 2, False)]
+    # with a model score the case's score is that calibrated score; the fan-in hit is evidence, not rank
+    assert b.account == "B" and b.score == case_score(0.1, 0.6) == 0.1 and b.evidence_score == pytest.approx(0.6)
+    assert (a2.rank, b.rank) == (1, 2)  # each update's rank when it was made
+    assert [(c.account, c.rank, c.within_budget) for c in book.cases(everything=True)] == [("A", 1, True),
+                                                                                         ("B", 2, False)]
 
 
 def test_closed_periods_are_pruned_and_late_transactions_of_them_update_nothing() -> None:
