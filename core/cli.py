@@ -108,6 +108,7 @@ def run_command(
                                      "task formats that support it."),
     default: list[str] = typer.Option([], "--default", help="Value of FIELD where the file has no such column or "
                                       "the cell is empty: FIELD=VALUE (text, as a CSV cell), repeatable."),
+    encoding: Optional[str] = typer.Option(None, "--encoding", help="Text encoding of the input files: gbk, gb18030, utf-16, utf-8, ... (default auto: detected per file, and said if not UTF-8)."),
     history: list[Path] = typer.Option([], "--history", help="Stateful tasks (aml): an earlier input file fed "
                                        "first, to rebuild the state a continuous run would have (sliding window, "
                                        "same-day totals, alert cooldowns); its results are not written. Read like "
@@ -143,10 +144,11 @@ def run_command(
     # The validation context the options make (aml: input_timezone), as Taskflow builds it, for the reader factories
     # that take it (core/io.py reader_for): the reader then knows how its rows will be read.
     context = _input_context(spec, options)
-    reader = reader_for(spec, fmt, source, mapping=mapping, defaults=defaults, context=context)
+    reader = reader_for(spec, fmt, source, mapping=mapping, defaults=defaults, context=context, encoding=encoding)
     if history:
         _check_history(spec, history, source, output)
-    earlier = [(str(path), reader_for(spec, fmt, path, mapping=mapping, defaults=defaults, context=context))
+    earlier = [(str(path), reader_for(spec, fmt, path, mapping=mapping, defaults=defaults, context=context,
+                                      encoding=encoding))
                for path in history]
     tf = Taskflow(task, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
                   task_path=Path(task_path) if task_path is not None else None, **options)

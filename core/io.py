@@ -36,7 +36,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any
 
-from .errors import ConfigError, InvalidInputError
+from .encodings import INPUT_ENCODING, SAMPLE_BYTES, decode_problem, resolve
+from .encodings import check as check_encoding
+from .errors import ConfigError, InvalidInputError, SectorflowError
 from .spec import Reader, ReaderFactory, TaskSpec
 
 log = logging.getLogger("sectorflow")
@@ -56,23 +58,30 @@ def gzip_on_stdin() -> InvalidInputError:
 
 
 @contextmanager
-def open_text(source: str | Path) -> Iterator[IO[str]]:
-    """Open a path (``.gz`` transparently) or ``-`` (standard input) as UTF-8 text.
+def open_text(source: str | Path, encoding: str | None = None) -> Iterator[IO[str]]:
+    """Open a path (``.gz`` transparently) or ``-`` (standard input) as text, in ``encoding``.
 
-    A leading byte-order mark (Excel's "CSV UTF-8" writes one) is dropped: the encoding is ``utf-8-sig``.
+    ``encoding``: a Python codec name (``gbk``, ``gb18030``, ``utf-16``, ...); ``None`` or ``"auto"``: the one set
+    for this run (``sectorflow run --encoding``, :data:`sectorflow.encodings.INPUT_ENCODING`), else detected from
+    the first 64 KiB (UTF-8, a UTF-8 or UTF-16 byte-order mark, else charset-normalizer's guess, GB18030 for
+    Chinese text; :func:`sectorflow.encodings.resolve`, which says a non-UTF-8 choice once per file). UTF-8 is read
+    as ``utf-8-sig``: a leading byte-order mark (Excel's "CSV UTF-8" writes one) is dropped. A byte that does not
+    decode raises ``UnicodeDecodeError`` while reading; :func:`sectorflow.encodings.decode_problem` words it with
+    the file's line (readers made by :func:`reader_for` do so).
 
     Raises:
         ConfigError: ``source`` is a directory, does not exist, or is not a regular file (a named pipe such as
             bash's ``<(...)``, a device): ``sectorflow run`` reads a file twice (check, then run), which a pipe
-            cannot give; standard input (``-``) is kept in a temporary file for that.
+            cannot give; standard input (``-``) is kept in a temporary file for that. An unknown ``encoding``.
         InvalidInputError: standard input begins with gzip's magic bytes (``1f 8b``, RFC 1952): it is read as text,
             not decompressed (:func:`gzip_on_stdin`).
     """
     if str(source) == "-":
         peek = getattr(sys.stdin.buffer, "peek", None)  # a BufferedReader shows its next bytes without taking them
-        if peek is not None and peek(2)[:2] == GZIP_MAGIC:
+        head = peek(SAMPLE_BYTES) if peek is not None else b""
+        if head[:2] == GZIP_MAGIC:
             raise gzip_on_stdin()
-        yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig")
+        yield io.TextIOWrapper(sys.stdin.buffer, encoding=resolve(source, encoding, sample=head))
         return
     path = Path(source)
     if path.is_dir():
@@ -84,8 +93,26 @@ def open_text(source: str | Path) -> Iterator[IO[str]]:
                               "TASK - --format jsonl).", details={"source": str(source)})
         raise ConfigError(f"Input file {source} does not exist.")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # type: ignore[operator]
+    with opener(path, "rt", encoding=resolve(path, encoding), newline="") as handle:  # type: ignore[operator]
         yield handle
+
+
+def read_text(source: str | Path, what: str = "Input file", *, encoding: str | None = None,
+              error: type[SectorflowError] = InvalidInputError) -> str:
+    """The whole text of ``source``, opened by :func:`open_text` (``.gz``, ``-``, ``encoding`` or detection), for a
+    file read at once (an FX rate table, an account list, a contract). ``what`` names the file in errors ("FX rate
+    file").
+
+    Raises:
+        SectorflowError: ``error`` (default :class:`InvalidInputError`; :class:`ConfigError` for a file that a task
+            option names) for a byte the encoding cannot decode, naming the file's line and the byte
+            (:func:`sectorflow.encodings.decode_problem`); :class:`ConfigError` from :func:`open_text`.
+    """
+    try:
+        with open_text(source, encoding) as handle:
+            return handle.read()
+    except UnicodeDecodeError as exc:
+        raise decode_problem(source, exc, what, error=error) from exc
 
 
 def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
@@ -455,7 +482,8 @@ def takes_context(factory: Any) -> bool:
 
 
 def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: Mapping[str, str] | None = None,
-               defaults: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None) -> Reader:
+               defaults: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+               encoding: str | None = None) -> Reader:
     """The reader for ``fmt`` (task-specific formats first), or the guess from the file name: the task's own format
     whose name is the file's suffix (``.gz`` ignored), else ``csv`` for ``*.csv``, else ``jsonl`` for a name ending in
     one of :data:`JSON_LINES_SUFFIXES` or without a suffix (``-``, standard input). Another suffix (``notes.txt`` for a
@@ -473,11 +501,15 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
     :attr:`TaskSpec.readers` is then not used: it cannot be told the context). ``None`` (the default): no factory is
     told anything, as before the parameter existed.
 
+    ``encoding`` (``sectorflow run --encoding``): the text encoding the reader opens its file in (a Python codec
+    name, e.g. ``gbk``, ``gb18030``, ``utf-16``); ``None`` or ``"auto"``: detected per file (:func:`open_text`).
+
     Raises:
-        ConfigError: an unknown format (the message lists the ones this task reads); ``mapping`` or ``defaults``
+        ConfigError: an unknown ``encoding``; an unknown format (the message lists the ones this task reads); ``mapping`` or ``defaults``
             naming a field the task's input model lacks (the message lists its fields); ``mapping`` or
             ``defaults`` for a format without a factory (the message lists the formats that take them).
     """
+    encoding = check_encoding(encoding)
     readers = {**BUILTIN_READERS, **spec.readers}
     factories = {**{name: make for name, make in BUILTIN_READER_FACTORIES.items() if name not in spec.readers},
                  **spec.reader_factories}
@@ -507,10 +539,10 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
     if not mapping and not defaults:
         if told:
             made = factories[fmt](**extra)
-            return checked_reader(known_fields_only(made, spec) if builtin else made)
+            return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
         if fmt in spec.readers or fmt not in spec.reader_factories:
-            return checked_reader(known_fields_only(readers[fmt], spec) if builtin else readers[fmt])
-        return checked_reader(spec.reader_factories[fmt]())
+            return checked_reader(known_fields_only(readers[fmt], spec) if builtin else readers[fmt], encoding)
+        return checked_reader(spec.reader_factories[fmt](), encoding)
     fields = list(spec.input_model.model_fields)
     unknown = sorted((set(mapping or {}) | set(defaults or {})) - set(fields))
     if unknown:
@@ -525,7 +557,7 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
                           f"Formats that do: {takes}.")
     made = factories[fmt](mapping=dict(mapping) if mapping else None, defaults=dict(defaults) if defaults else None,
                           **extra)
-    return checked_reader(known_fields_only(made, spec) if builtin else made)
+    return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
 
 
 def known_fields_only(reader: Reader, spec: TaskSpec) -> Reader:
@@ -560,26 +592,37 @@ def known_fields_only(reader: Reader, spec: TaskSpec) -> Reader:
     return read  # type: ignore[return-value]
 
 
-def checked_reader(reader: Reader) -> Reader:
-    """Wrap ``reader`` so that a file that cannot be decoded raises :class:`InvalidInputError`, not a traceback.
+def checked_reader(reader: Reader, encoding: str | None = None) -> Reader:
+    """Wrap ``reader`` so that a file that cannot be decoded raises :class:`InvalidInputError`, not a traceback, and
+    so that it reads its file in ``encoding`` (``None``: detect; see :func:`open_text`).
 
-    Translated: ``UnicodeDecodeError`` (not UTF-8 text, e.g. a binary or UTF-16 file), ``gzip.BadGzipFile`` and
-    ``zlib.error`` (a ``.gz`` name on a file that is not gzip, or corrupt data), ``EOFError`` (a truncated gzip
+    Translated: ``UnicodeDecodeError`` (a byte the file's encoding cannot decode: the message names the file's line
+    and the byte and points to ``--encoding``, :func:`sectorflow.encodings.decode_problem`), ``gzip.BadGzipFile``
+    and ``zlib.error`` (a ``.gz`` name on a file that is not gzip, or corrupt data), ``EOFError`` (a truncated gzip
     file), ``csv.Error`` (a CSV the ``csv`` module cannot parse), any other ``OSError`` while reading (pyarrow
-    reports a Parquet file with corrupt compressed pages as one; a disk read error; a file without read access). The message names the file (``name``, if given, else ``source``) and the last row read before the
-    failure. Applies to every reader,
-    built in or a plugin's, because it wraps the iteration itself.
+    reports a Parquet file with corrupt compressed pages as one; a disk read error; a file without read access). The
+    message names the file (``name``, if given, else ``source``) and the last row read before the failure. Applies
+    to every reader, built in or a plugin's, because it wraps the iteration itself; ``encoding`` likewise reaches
+    every reader that opens its file with :func:`open_text` (:data:`~sectorflow.encodings.INPUT_ENCODING` is set
+    around each step of the iteration, and only then).
     """
 
     @functools.wraps(reader)
     def read(source: Any, *, name: str | None = None) -> Iterator[tuple[int, Any]]:
         row, shown = 0, name or source
         try:
-            for row, record in reader(source):
+            rows = iter(reader(source))
+            while True:
+                token = INPUT_ENCODING.set(encoding)
+                try:
+                    row, record = next(rows)
+                except StopIteration:
+                    return
+                finally:
+                    INPUT_ENCODING.reset(token)
                 yield row, record
         except UnicodeDecodeError as exc:
-            raise _unreadable(shown, row, "is not UTF-8 text (save it as UTF-8, e.g. Excel's 'CSV UTF-8')",
-                              f"{exc.encoding} cannot decode byte {exc.object[exc.start:exc.start + 1]!r}") from exc
+            raise decode_problem(source, exc, name=shown) from exc
         except (gzip.BadGzipFile, zlib.error) as exc:
             raise _unreadable(shown, row, "is not a valid gzip file", str(exc)) from exc
         except EOFError as exc:

@@ -116,8 +116,10 @@ def test_json_arrays_gzip_and_bad_json_rows(tmp_path):
     with pytest.raises(ConfigError, match="line 1 lacks a question or an answer .*got question=5"):
         read_faq(rows)
     gbk = tmp_path / "gbk.csv"
-    gbk.write_bytes("question,answer\n怎么改密码,在ATM修改\n".encode("gbk"))
-    with pytest.raises(ConfigError, match="is not UTF-8 .* save it as UTF-8"):
+    gbk.write_bytes("question,answer\n怎么改密码,在ATM修改\n".encode("gbk"))  # detected: read as GB18030
+    assert [(e.question, e.answer) for e in read_faq(gbk)] == [("怎么改密码", "在ATM修改")]
+    gbk.write_bytes("question,answer\n怎么改密码,在ATM修改\n怎么挂失,打电话\n".encode("utf-8")[:-12] + b"\xff\n")
+    with pytest.raises(ConfigError, match="FAQ file .* is not UTF-8 text: .* on line 3 .* save it as UTF-8"):
         read_faq(gbk)
     with pytest.raises(ConfigError, match="is a folder"):
         read_faq(tmp_path)
