@@ -127,7 +127,8 @@ def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
     (see the module docstring).
 
     Raises (while iterating):
-        InvalidInputError: the first line opens a JSON array (``[``): the file is one JSON array (a ``.json`` export,
+        InvalidInputError: the first non-blank line is not JSON and reads as a CSV header (two or more cells): every
+            row would fail as "not JSON", so the file is refused whole, naming ``--format csv``. The first line opens a JSON array (``[``): the file is one JSON array (a ``.json`` export,
             pretty-printed or on one line), not JSON lines; read line by line, some of its objects would pass and
             the rest fail, so the file is refused whole, with the way to convert it.
     """
@@ -142,12 +143,21 @@ def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
                     f"Input file {source} holds one JSON array (line {row} begins with '['), not JSON lines: write "
                     "one JSON object per line, e.g. jq -c '.[]' FILE.json > FILE.jsonl.",
                     details={"source": str(source), "line": row})
-            first = False
             try:
                 record = parse_json_line(line, source, row)
             except InvalidInputError as problem:  # a bad row, not a bad file: --on-error skip goes on
+                if first and not line.lstrip().startswith("{") and "," in line:
+                    header = next(csv.reader([line]), [])
+                    if len(header) >= 2:  # every row would be "not JSON": the fix is the format, not --on-error skip
+                        raise InvalidInputError(
+                            f"Input file {source} looks like CSV, not JSON lines: line {row} reads as a CSV header "
+                            f"({line.strip()[:60]!r}). Read it with --format csv, or the task's own format for "
+                            "this export (sectorflow tasks lists them).",
+                            details={"source": str(source), "line": row, "format": "csv"}) from None
+                first = False
                 yield row, problem
                 continue
+            first = False
             yield row, remap(record, mapping, defaults)
 
 

@@ -184,3 +184,16 @@ def test_parse_json_line_is_the_public_guard_both_wordings():
             parse_json_line(line, "f.jsonl", 4, fix="FIX")
         assert str(long.value) == f"f.jsonl: {fixed}." and long.value.details == [
             {"row": 4, "field": None, "reason": fixed}]
+
+
+def test_a_csv_read_as_json_lines_is_refused_whole_naming_format_csv(tmp_path):
+    """Every row failed as "not JSON" and the advice was --on-error skip, which skips them all."""
+    source = tmp_path / "export.jsonl"
+    source.write_text("text,ticket\nhello,1\n")
+    with pytest.raises(InvalidInputError) as info:
+        list(read_jsonl(source))
+    assert str(info.value).startswith(f"Input file {source} looks like CSV, not JSON lines: line 1 reads as a CSV "
+                                      "header ('text,ticket'). Read it with --format csv")
+    source.write_text('{"text": "a"}\nnot json, but later\n')  # a bad line after good ones stays a bad row
+    rows = list(read_jsonl(source))
+    assert rows[0] == (1, {"text": "a"}) and isinstance(rows[1][1], InvalidInputError)

@@ -210,7 +210,9 @@ def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, 
     def read_csv(source: Any) -> Iterator[tuple[int, Record | InvalidInputError]]:
         with open_text(source) as handle:
             records = csv_file_records(source, handle)
-            header, _ = _header(source, records)
+            header, first = _header(source, records)
+            if not first:  # an empty file: no rows, as an empty JSON-lines file
+                return
             if mapping is None and (header[:4] == AMLSIM_HEADER or header == AMLWORLD_HEADER):
                 fmt = "amlsim" if header[:4] == AMLSIM_HEADER else "amlworld"
                 raise ConfigError(f"{source} is an {'AMLSim' if fmt == 'amlsim' else 'AMLworld'} file, not a CSV "
@@ -306,6 +308,7 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
     _check_mapping(mapping, defaults)
 
     def read_jsonl(source: Any) -> Iterator[tuple[int, Record | InvalidInputError]]:
+        first = True
         with open_text(source) as handle:
             for row, line in enumerate(handle, start=1):
                 line = line.removeprefix("\ufeff")  # files joined with cat carry a byte-order mark where each began
@@ -314,8 +317,12 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
                 try:  # decimal text kept exact; guards: too deep, too long a number, not an object
                     record = parse_json_line(line, source, row, fix=_ONE_OBJECT, parse_float=_JsonFloat)
                 except InvalidInputError as problem:  # a bad row, not a bad file: --on-error skip goes on
+                    if first:
+                        _refuse_csv_header(source, row, line)
+                    first = False
                     yield row, problem
                     continue
+                first = False
                 out = _remap(record, mapping, defaults)
                 problem = _id_problem(source, row, out)  # an id written 1003.0 or 1e3 is a float, not text
                 if problem is not None:
@@ -327,6 +334,27 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
                 yield row, out
 
     return lambda source: _noting_naive_times(source, read_jsonl(source), context)
+
+
+def _refuse_csv_header(source: Any, row: int, line: str) -> None:
+    """Refuse a file read as JSON lines whose first line is a CSV header (``--format jsonl`` on an AMLSim export):
+    every row would fail as "not JSON", and the fix is the format, not ``--on-error skip``.
+
+    Raises:
+        InvalidInputError: ``line`` is not JSON and parses as two or more CSV cells; the message names the format
+            to give (``amlsim``, ``amlworld`` for their headers, else ``csv``).
+    """
+    if line.lstrip().startswith(("{", "[")):
+        return
+    _, cells = next(csv_records([line], source), (0, []))
+    if not isinstance(cells, list) or len(cells) < 2:
+        return
+    header = tuple(cell.strip() for cell in cells)
+    fmt = "amlsim" if header[:4] == AMLSIM_HEADER else "amlworld" if header == AMLWORLD_HEADER else "csv"
+    kind = {"amlsim": "AMLSim's header", "amlworld": "AMLworld's header"}.get(fmt, "a CSV header")
+    raise InvalidInputError(f"Input file {source} is CSV, not JSON lines: line {row} is {kind} "
+                            f"({line.strip()[:60]!r}). Read it with --format {fmt} (format={fmt!r}).",
+                            details={"source": str(source), "line": row, "format": fmt})
 
 
 def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None,
