@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
@@ -35,6 +36,39 @@ err = Console(stderr=True, soft_wrap=True)
 register_models_commands(app)  # sectorflow models quantize|export|list (core/models_cli.py)
 
 
+def _versions(value: bool) -> None:
+    """``sectorflow --version``: this package's version, then each installed distribution that registers entry points
+    in the ``sectorflow`` group (the plugins) and Paddle's, read from package metadata (nothing is imported)."""
+    if not value:
+        return
+    from importlib import metadata
+
+    from . import __version__
+
+    lines = [f"sectorflow {__version__}"]
+    seen: set[str] = set()
+    for point in metadata.entry_points(group="sectorflow"):
+        dist = getattr(point, "dist", None)
+        name = dist.metadata["Name"] if dist is not None else None
+        if name and name != "sectorflow" and name not in seen:
+            seen.add(name)
+            lines.append(f"{name} {dist.version}")
+    for name in ("paddlepaddle", "paddlepaddle-gpu"):
+        try:
+            lines.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pass
+    typer.echo("\n".join([lines[0], *sorted(lines[1:])]))
+    raise typer.Exit()
+
+
+@app.callback()
+def _main_options(version: bool = typer.Option(False, "--version", is_eager=True, callback=_versions,
+                                               help="Print the versions of sectorflow, its plugins and Paddle, "
+                                                    "and exit.")) -> None:
+    """sectorflow: offline, auditable ML pipelines on PaddlePaddle."""
+
+
 class OnError(str, Enum):
     skip = "skip"
     reject = "reject"
@@ -49,11 +83,16 @@ def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print JSON
         return
     # Descriptions go in a list under the table: as a seventh column they were squeezed to one word per line in
     # an 80-column terminal.
-    table = Table("task", "plugin", "version", "languages", "devices", "precisions")
-    for column in table.columns:
-        column.min_width = len(str(column.header))  # whole headers, also at 80 columns
+    # A light box (no vertical rules) and whole names: with a full grid at 80 columns the names were folded
+    # ("customer_ser" / "vice"); device and precision lists wrap between words instead.
+    table = Table("task", "plugin", "version", "languages", "devices", "precisions", box=box.SIMPLE_HEAD,
+                  padding=(0, 1), collapse_padding=True, pad_edge=False)
+    for index, column in enumerate(table.columns):
+        key = ("task", "plugin", "version")[index] if index < 3 else None
+        longest = max((len(str(row[key])) for row in rows), default=0) if key else 0
+        column.min_width = max(len(str(column.header)), longest)  # whole headers and names, also at 80 columns
         column.overflow = "fold"
-    table.columns[2].no_wrap = True  # the version on one line
+        column.no_wrap = key is not None  # task, plugin and version on one line
     for row in rows:
         table.add_row(row["task"], row["plugin"], row["version"], ", ".join(row["languages"]),
                       ", ".join(row["devices"]), ", ".join(row["precisions"]))
@@ -341,12 +380,30 @@ def _load_plugin_commands() -> None:
         _commands_loaded = True
 
 
+def _literal_help(command: Any) -> None:
+    """Escape Rich markup in the help texts of ``command`` and every sub-command (plugins' included), so that they
+    print as written: typer renders help as Rich markup, which swallowed ``[[keys]]`` in ``serve-key``'s help
+    ("the [] entry"). ``gpu[:N]`` and the like are not markup and stay as they are."""
+    if getattr(command, "rich_markup_mode", None) == "rich":
+        for attribute in ("help", "short_help", "epilog"):
+            text = getattr(command, attribute, None)
+            if text:
+                setattr(command, attribute, escape(text))
+        for param in getattr(command, "params", []):
+            if getattr(param, "help", None):
+                param.help = escape(param.help)
+    for sub in getattr(command, "commands", {}).values():
+        _literal_help(sub)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sectorflow`` script. A ``SectorflowError`` prints its message and exits with 2."""
     try:
         _load_plugin_commands()
         # With standalone_mode=False, click returns a command's typer.Exit(code) as the return value.
-        returned = app(args=argv, standalone_mode=False)
+        command = typer.main.get_command(app)
+        _literal_help(command)
+        returned = command(args=argv, prog_name="sectorflow", standalone_mode=False)
     except SectorflowError as exc:
         err.print(f"[red]error[/]: {escape(str(exc))}")
         if isinstance(exc, InvalidInputError) and isinstance(exc.details, list):
