@@ -44,8 +44,44 @@ class ResultMeta(BaseModel):
     precision: str = "fp32"
 
 
-class TaskResult(BaseModel):
-    """Base class of every task's output model. ``meta`` is filled in by the runtime."""
+class FieldAccess:
+    """Read-only mapping access to a pydantic model's fields, as PaddleNLP and Hugging Face pipeline users type it:
+    ``r["intent"]`` is ``r.intent``; ``"intent" in r``, ``r.get("intent", default)`` and ``r.keys()`` (the field
+    names, then any extra keys). Iteration stays pydantic's (``(name, value)`` pairs), and ``dict(r)`` is the same
+    ``{name: value}`` either way.
+
+    Raises:
+        KeyError: ``r[name]`` for a name that is not a field; the message lists the fields.
+        TypeError: ``r[name] = value`` or ``del r[name]``: results are read-only (``r.model_copy(update=...)`` makes
+            a changed copy).
+    """
+
+    def keys(self) -> list[str]:
+        fields = list(type(self).model_fields)  # type: ignore[attr-defined]
+        return fields + [key for key in (getattr(self, "model_extra", None) or {}) if key not in fields]
+
+    def __getitem__(self, name: str) -> Any:
+        if isinstance(name, str) and name in self.keys():
+            return getattr(self, name)
+        raise KeyError(f"{name!r} is not a field of {type(self).__name__}; its fields: {', '.join(self.keys())}")
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self.keys()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        raise TypeError(f"{type(self).__name__} results are read-only: r[{name!r}] cannot be assigned; make a changed "
+                        f"copy with r.model_copy(update={{{name!r}: ...}}).")
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError(f"{type(self).__name__} results are read-only: r[{name!r}] cannot be deleted.")
+
+
+class TaskResult(FieldAccess, BaseModel):
+    """Base class of every task's output model. ``meta`` is filled in by the runtime. Fields read as attributes
+    (``r.intent``) or, read-only, by name (``r["intent"]``: :class:`FieldAccess`)."""
 
     meta: ResultMeta | None = Field(default=None, description="Which task, plugin and model bundle answered.")
 
