@@ -26,6 +26,7 @@ SCRIPTS = [
     ("aml_busy_accounts.py", ["nomodel", "shop,reactivated", "200"], "alerted"),
     ("aml_report_hub.py", ["us", "1"], "ids_carried"),
     ("aml_equality.py", ["--rev", "HEAD", "--runs", "20K_cycle200", "--n", "400", "--chunk", "150"], "all equal"),
+    ("faq_search.py", ["--sizes", "500", "--dims", "16", "--queries", "70", "--repeats", "1"], "ms/query"),
 ]
 
 
