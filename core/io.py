@@ -1,7 +1,9 @@
 """Input files for ``sectorflow run``: JSON lines and CSV built in, task-specific formats from the task spec.
 
-Every reader yields ``(row_number, record)`` pairs, rows counted from 1 (a CSV header is not a row), so that bad
-rows can be reported by number. A row that cannot even be parsed into a record (a line that is not JSON, ...) is
+Every reader yields ``(row_number, record)`` pairs, a row numbered by the file line it begins on (a CSV's header is
+line 1, so its first row is row 2; a JSON-lines row is its line), as an editor or a spreadsheet shows it, so that
+bad rows can be reported by a number the user finds in the file (before 1 Dec 2026 CSV rows were counted from 1
+after the header). A row that cannot even be parsed into a record (a line that is not JSON, ...) is
 yielded as ``(row_number, problem)`` where ``problem`` is an :class:`InvalidInputError` whose ``details`` name the
 row: ``sectorflow run --on-error skip`` then reports and skips that row, ``--on-error reject`` raises it. (This
 extends the ``Reader`` type in ``spec.py``, which names only the dict case.) Readers should not raise for one bad
@@ -271,7 +273,8 @@ def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
                               "column of the file (column names are case- and space-sensitive).",
                               details={"missing": [c for c in (mapping or {}).values() if c not in header],
                                        "header": list(header)})
-        for row, (line, cells) in enumerate(records, start=1):
+        for line, cells in records:
+            row = line  # numbered by the file line the row begins on, as an editor or a spreadsheet shows it
             if isinstance(cells, InvalidInputError):
                 problem = cells.details[0]
                 yield row, InvalidInputError(f"{source}: row {row}: {problem['reason']}.",

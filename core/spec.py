@@ -87,9 +87,11 @@ class TaskResult(FieldAccess, BaseModel):
 
 
 # A reader turns a file (path or open binary stream) into (row_number, raw_record) pairs; the runtime validates each
-# raw record against the task's input model. Row numbers are 1-based data rows (the header is not counted). A row that
-# cannot even be parsed is yielded as (row_number, InvalidInputError) instead of raising, so that
-# `sectorflow run --on-error skip` can report it and go on (see core/io.py).
+# raw record against the task's input model. Row numbers are the file's line numbers where it has lines (CSV: the line
+# a row begins on, the header being line 1; JSON lines: the line), else 1-based positions (Parquet; AMLSim and AMLworld
+# number rows after the header, and their ids are made from that number). A row that cannot even be parsed is yielded
+# as (row_number, InvalidInputError) instead of raising, so that `sectorflow run --on-error skip` can report it and go
+# on (see core/io.py).
 Reader = Callable[[Any], Iterator[tuple[int, "dict[str, Any] | InvalidInputError"]]]
 
 # A reader factory makes a reader that renames columns: ``factory(mapping=..., defaults=...) -> Reader``, with

@@ -21,7 +21,8 @@ ROWS = ["text,amount", "招商银行 转账 张三,1000.50", "工资 代发 李�
 
 
 def expected() -> list[tuple[int, dict[str, str]]]:
-    return [(n, dict(zip(["text", "amount"], line.split(",")))) for n, line in enumerate(ROWS[1:], start=1)]
+    # rows are numbered by their file line (the header is line 1)
+    return [(n, dict(zip(["text", "amount"], line.split(",")))) for n, line in enumerate(ROWS[1:], start=2)]
 
 
 @pytest.mark.parametrize("encoding, bom", [("gbk", b""), ("gb18030", b""), ("utf-16-le", codecs.BOM_UTF16_LE),
@@ -70,7 +71,7 @@ def test_an_explicit_encoding_is_used_and_does_not_outlive_the_reader(echo_regis
     source = tmp_path / "export.csv"
     source.write_bytes("\n".join(["text", "中文 内容"]).encode("gbk"))
     spec = plugins.get_task("echo")
-    assert list(reader_for(spec, None, source, encoding="GBK")(source)) == [(1, {"text": "中文 内容"})]
+    assert list(reader_for(spec, None, source, encoding="GBK")(source)) == [(2, {"text": "中文 内容"})]
     assert INPUT_ENCODING.get() is None
     with pytest.raises(InvalidInputError) as info:  # the wrong one: the line of the first byte it cannot read
         list(reader_for(spec, None, source, encoding="utf-8")(source))

@@ -63,5 +63,5 @@ def test_a_csv_amount_with_a_thousands_separator_is_a_bad_row_naming_it(tmp_path
     assert main(["run", "aml", str(source), "--on-error", "skip", "-O", "model=false"]) == 0
     captured = capsys.readouterr()
     assert len(captured.out.splitlines()) == 1
-    assert "skipped row 1: amount: '1,000.50' has a thousands separator (','): write 1000.50" in \
+    assert "skipped row 2: amount: '1,000.50' has a thousands separator (','): write 1000.50" in \
         " ".join(captured.err.split())

@@ -1,7 +1,8 @@
 """Transaction readers: CSV, JSON lines and Parquet with a column mapping, plus AMLSim and AMLworld adapters.
 
-Every reader has the core reader signature ``reader(source) -> Iterator[(row_number, record)]``: rows are counted
-from 1 (a header is not a row) and each record is a raw dict with :class:`~sectorflow_aml.schema.Transaction` field
+Every reader has the core reader signature ``reader(source) -> Iterator[(row_number, record)]``: a CSV or JSON-lines
+row is numbered by the file line it begins on (the header is line 1; Parquet rows and AMLSim/AMLworld rows, whose ids
+are made from it, are counted from 1 after the header) and each record is a raw dict with :class:`~sectorflow_aml.schema.Transaction` field
 names. Readers never judge values: a negative amount, an unknown currency or an unparsable time is passed on as
 found, so that validation against ``Transaction`` (by ``sectorflow run`` or :func:`load_transactions`) reports it
 with its row number and skips or rejects it as the caller chose. A row that cannot be read at all (broken CSV
@@ -217,7 +218,8 @@ def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, 
                                   f"with Transaction columns: read it with --format {fmt} (format={fmt!r}).")
             _check_header(source, header, mapping, defaults)
             width = len(header)
-            for row, (line, cells) in enumerate(records, start=1):
+            for line, cells in records:
+                row = line  # numbered by the file line the row begins on, as an editor or a spreadsheet shows it
                 if isinstance(cells, InvalidInputError):
                     yield row, _broken(source, row, cells)
                     continue
