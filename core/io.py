@@ -118,9 +118,10 @@ def read_text(source: str | Path, what: str = "Input file", *, encoding: str | N
 
 
 def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
-               defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
-    """One JSON object per line; blank lines are skipped but counted. ``mapping`` and ``defaults`` as for
-    :func:`remap` (a mapped key absent from a line is simply absent: JSON lines have no header to check). A
+               defaults: Mapping[str, Any] | None = None, encoding: str | None = None
+               ) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
+    """One JSON object per line; blank lines are skipped but counted. ``encoding`` as for :func:`open_text`.
+    ``mapping`` and ``defaults`` as for :func:`remap` (a mapped key absent from a line is simply absent: JSON lines have no header to check). A
     byte-order mark at the start of any line is dropped, as at the start of the file: files concatenated with
     ``cat`` carry one where each began.
 
@@ -135,7 +136,7 @@ def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
             the rest fail, so the file is refused whole, with the way to convert it.
     """
     first = True
-    with open_text(source) as handle:
+    with open_text(source, encoding) as handle:
         for row, line in enumerate(handle, start=1):
             line = line.removeprefix("\ufeff")
             if not line.strip():
@@ -233,10 +234,12 @@ def _excerpt(line: str, column: int, width: int = 30) -> str:
 
 
 def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
-             defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
+             defaults: Mapping[str, Any] | None = None, encoding: str | None = None
+             ) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
     """CSV with a header row; empty cells are left out of the record (so model defaults apply, then ``defaults``).
     ``mapping`` and ``defaults`` as for :func:`remap`. Parsed by :func:`csv_file_records` (Python's :mod:`csv`, strict):
-    blank lines are skipped and not counted.
+    blank lines are skipped; a row is numbered by the file line it begins on (the header is line 1). ``encoding``:
+    as for :func:`open_text` (``None``: the run's, else detected).
 
     Bad rows, yielded as ``(row, InvalidInputError)`` (see the module docstring): broken quoting (a quoted cell
     that is never closed, text after a closing quote; :func:`csv_records`), and more cells than the header has
@@ -249,8 +252,8 @@ def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
     """
     if csv.field_size_limit() < CSV_FIELD_LIMIT:  # the default, 131,072 characters, is a contract or a long report
         csv.field_size_limit(CSV_FIELD_LIMIT)
-    with open_text(source) as handle:
-        records = csv_file_records(source, handle)
+    with open_text(source, encoding) as handle:
+        records = csv_file_records(source, handle, encoding)
         header: list[str] = []
         for line, first in records:
             if isinstance(first, InvalidInputError):
@@ -364,13 +367,15 @@ def csv_records(handle: Iterable[str], source: Any) -> Iterator[tuple[int, list[
             start += len(lines.kept)
 
 
-def csv_file_records(source: Any, handle: Iterator[str]) -> Iterator[tuple[int, list[str] | InvalidInputError]]:
+def csv_file_records(source: Any, handle: Iterator[str], encoding: str | None = None
+                     ) -> Iterator[tuple[int, list[str] | InvalidInputError]]:
     """The records of the CSV file ``source`` read through ``handle`` (opened by :func:`open_text` on ``source``),
     exactly as :func:`csv_records` yields them, at the speed of Python's :mod:`csv` module: a file without broken
     quoting is parsed by ``csv.reader(strict=True)`` on ``handle`` directly (:func:`csv_records` keeps each record's
     lines for a re-read, which cost a typed reader about a sixth of its time); at the first ``csv.Error`` the file is
     opened again and :func:`csv_records` goes on from the record that failed (the records before it are the same
     strict parse). Standard input (``-``), which cannot be read twice, goes to :func:`csv_records` from the start.
+    ``encoding``: the one ``handle`` was opened in, for the second opening (``None``: as :func:`open_text` chooses).
 
     Raises (while iterating): :class:`ConfigError` from :func:`open_text` if the file is gone when it is reopened.
     """
@@ -387,7 +392,7 @@ def csv_file_records(source: Any, handle: Iterator[str]) -> Iterator[tuple[int, 
         return
     except csv.Error:
         pass
-    with open_text(source) as again:  # the record that begins on line done + 1 is broken: csv_records reports it
+    with open_text(source, encoding) as again:  # the record that begins on line done + 1 is broken: csv_records reports it
         for line, cells in csv_records(again, source):
             if line > done:
                 yield line, cells

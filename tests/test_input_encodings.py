@@ -108,3 +108,13 @@ def test_detection_tells_big5_from_gb18030():
     """Big5 (Traditional Chinese, Taiwan and Hong Kong) bytes decode as GB18030 too, into the wrong characters."""
     assert detect("營業 銀行 轉帳 張三 客戶 資料 合約".encode("big5"), complete=True) == "big5"
     assert detect("招商银行 转账 张三 客户 资料 合约".encode("gbk"), complete=True) == "gb18030"
+
+
+def test_the_readers_take_an_encoding_argument(tmp_path):
+    source = tmp_path / "big5.csv"
+    source.write_bytes('text\n"營業 銀行, 轉帳"\n"broken\n'.encode("big5"))  # a broken quote: the file is read twice
+    rows = list(read_csv(source, encoding="big5"))
+    assert rows[0] == (2, {"text": "營業 銀行, 轉帳"}) and isinstance(rows[1][1], InvalidInputError)
+    lines = tmp_path / "big5.jsonl"
+    lines.write_bytes('{"text": "營業 銀行"}\n'.encode("big5"))
+    assert list(read_jsonl(lines, encoding="big5")) == [(1, {"text": "營業 銀行"})]
