@@ -5,7 +5,9 @@ Usage (from the repository root)::
     .venv/bin/python benchmarks/legal_eval.py [--split test] [--json out.json]
 
 Runs ``Taskflow("legal_extraction")`` on every CUAD contract of the split (``test``: the 20 % of contracts never
-used to write the rules or to train/tune the classifier; ``train``/``validation`` for development) and compares
+used to write the rules or to train/tune the classifier; ``train``/``validation`` for development; ``more``: the 207
+contracts of ``contracts_more/``, a development pool added later, never test; ``dev``: train + validation + more)
+and compares
 with master_clauses.csv's normalised ``-Answer`` columns:
 
 - governing law: exact match (case-insensitive) of the normalised place, over contracts with an answer;
@@ -117,7 +119,9 @@ def gold_duration(answer: str) -> tuple[str, bool] | None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", default="test", choices=["train", "validation", "test"])
+    parser.add_argument("--split", default="test", choices=["train", "validation", "test", "more", "dev"],
+                        help="more: the 207 contracts of contracts_more/ (development pool); dev: train + validation "
+                             "+ more")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--show", type=int, default=0, help="print up to N misses per field")
@@ -128,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     from sectorflow import Taskflow
     from sectorflow_legal_extraction import cuad
 
-    contracts = [c for c in cuad.load(args.data) if c.split == args.split]
+    wanted = {"train", "validation", "more"} if args.split == "dev" else {args.split}
+    contracts = [c for c in cuad.load(args.data, more=True) if c.split in wanted]
     tf = Taskflow("legal_extraction", schema=["Parties", "Agreement Date", "Governing Law", "Renewal Term",
                                               "Notice Period"])
     counts = {k: [0, 0] for k in ("governing_law", "governing_law_places", "agreement_date", "renewal",

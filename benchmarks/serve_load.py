@@ -25,6 +25,17 @@ server's app (p50/p99, from the ASGI call to the last byte handed to uvicorn, wa
 stalls (a 1 ms ticker's lateness over 5 ms), the garbage collector's full (generation-2) pauses and the time in its
 younger collections, and the load generator's own loop lag (p99); and, per task request, how many model calls
 finished while it was in the app (p50/p99/mean: how many batches it waited for, which machine load does not move). The load generator runs on uvloop when installed. PaddleNLP's SimpleServing is compared in ``serve_paddlenlp.py`` (same generator).
+
+``--protocol grpc`` sends the same item over the Open Inference Protocol's gRPC ``ModelInfer`` (``[server]
+grpc_listen``; an FP32 ``x`` tensor [1, 256] in raw contents, one channel per client, the request serialised once);
+``--protocol both`` measures the native REST route and gRPC on the same server, back to back per point, and prints
+the gRPC/REST ratios of throughput and p99. The in-app probe times HTTP requests only (gRPC points show nan there).
+
+Throughput counts the requests answered in the measured part over the time up to the last of them: when the
+``--max-requests`` cap stops the clients before ``--seconds`` are over, the clock stops with the last answer (it
+used to run on to the end of ``--seconds``, which understated throughput), and the point says ``cap bound``.
+
+    .venv/bin/python benchmarks/serve_load.py --protocol both --clients 1 16 64 --seconds 4
 """
 
 from __future__ import annotations
@@ -72,7 +83,8 @@ def make_bundle(folder: Path) -> Path:
     return folder
 
 
-def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float, shared_port: bool = False) -> None:
+def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float, shared_port: bool = False,
+          grpc_port: int = 0) -> None:
     import numpy as np
     from pydantic import BaseModel, Field
     from sectorflow import Pipeline, TaskResult, TaskSpec, hookimpl, plugins
@@ -115,7 +127,8 @@ def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float
     knobs = {"max_batch_size": 64, "max_queue_delay_ms": delay_ms} if batching else {"max_batch_size": 1,
                                                                                      "max_queue_delay_ms": 0}
     config = load_config(data={
-        "server": {"threads": threads, "load_in_background": False},
+        "server": {"threads": threads, "load_in_background": False,
+                   **({"grpc_listen": f"127.0.0.1:{grpc_port}"} if grpc_port else {})},
         "tasks": {"mlp": {**knobs, "instances": threads, "num_threads": 1, "batch_size": 64,
                           "interactive": {"max_queue_items": 100000, "queue_timeout_ms": 60000}}},
         "keys": [{"id": "bench", "sha256": hash_key(SECRET), "scopes": ["task:*", "metrics"]}],
@@ -273,27 +286,69 @@ class _Connection:
             self.writer.close()
 
 
+ITEM_X = [((i * 37) % 101) / 101 for i in range(IN_FEATURES)]
+
+
 async def _load(port: int, clients: int, seconds: float, max_requests: int, warmup: float) -> dict[str, Any]:
-    body = json.dumps({"inputs": [{"x": [((i * 37) % 101) / 101 for i in range(IN_FEATURES)]}]}).encode()
+    body = json.dumps({"inputs": [{"x": ITEM_X}]}).encode()
     request = (f"POST /v1/tasks/mlp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {SECRET}\r\n"
                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
     return await load(port, request, clients, seconds, max_requests, warmup)
 
 
+class _GrpcClient:
+    """One gRPC channel (its own HTTP/2 connection) calling ``ModelInfer`` with a request serialised once."""
+
+    def __init__(self, port: int, request: bytes) -> None:
+        import grpc
+
+        self.grpc = grpc
+        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        self.call = self.channel.unary_unary("/inference.GRPCInferenceService/ModelInfer")  # bytes in, bytes out
+        self.request = request
+        self.metadata = (("authorization", f"Bearer {SECRET}"),)
+
+    async def post(self) -> int:
+        try:
+            await self.call(self.request, metadata=self.metadata)
+        except self.grpc.aio.AioRpcError as exc:
+            return 503 if exc.code() == self.grpc.StatusCode.UNAVAILABLE else 400
+        return 200
+
+    def close(self) -> None:
+        asyncio.get_running_loop().create_task(self.channel.close())
+
+
+async def _load_grpc(port: int, clients: int, seconds: float, max_requests: int, warmup: float) -> dict[str, Any]:
+    import struct
+
+    from sectorflow.serving.grpc_v2 import MESSAGES
+
+    request = MESSAGES["ModelInferRequest"](model_name="mlp", raw_input_contents=[struct.pack(
+        f"<{IN_FEATURES}f", *ITEM_X)])
+    request.inputs.add(name="x", datatype="FP32", shape=[1, IN_FEATURES])
+    return await load(port, request.SerializeToString(), clients, seconds, max_requests, warmup, _GrpcClient)
+
+
 async def load(port: int, request: bytes, clients: int, seconds: float, max_requests: int,
-               warmup: float) -> dict[str, Any]:
-    """``clients`` closed-loop keep-alive clients sending ``request`` (a whole HTTP/1.1 request) back to back for
-    ``warmup`` + ``seconds`` (or until ``max_requests`` counted answers); latencies of the measured part."""
+               warmup: float, client: Any = None) -> dict[str, Any]:
+    """``clients`` closed-loop keep-alive clients (``client(port, request)``, default an HTTP/1.1 connection
+    sending ``request`` as a whole HTTP request) back to back for ``warmup`` + ``seconds`` or until ``max_requests``
+    counted answers; latencies of the measured part. Throughput is over the time up to the last counted answer, so
+    a cap that stops the clients early does not leave the clock running; ``capped`` says whether the cap bound."""
     latencies: list[float] = []
     errors = 0
     answered = 0
     start = time.perf_counter()
     measure_from = start + warmup
     stop_at = measure_from + seconds
+    last = {"t": measure_from}
+    done = asyncio.Event()
+    client = client or _Connection
 
     async def worker() -> None:
         nonlocal errors, answered
-        connection = _Connection(port, request)
+        connection = client(port, request)
         try:
             while time.perf_counter() < stop_at and len(latencies) < max_requests:
                 t0 = time.perf_counter()
@@ -301,6 +356,7 @@ async def load(port: int, request: bytes, clients: int, seconds: float, max_requ
                 t1 = time.perf_counter()
                 answered += 1
                 if t0 >= measure_from:
+                    last["t"] = max(last["t"], t1)
                     if status == 200:
                         latencies.append(t1 - t0)
                     else:
@@ -311,18 +367,23 @@ async def load(port: int, request: bytes, clients: int, seconds: float, max_requ
     lags: list[float] = []
 
     async def ticker() -> None:  # the load generator's own event loop lateness (its scheduling delays)
-        while time.perf_counter() < stop_at:
+        while time.perf_counter() < stop_at and not done.is_set():
             t = time.perf_counter()
             await asyncio.sleep(0.001)
             lags.append(time.perf_counter() - t - 0.001)
 
-    await asyncio.gather(ticker(), *(worker() for _ in range(clients)))
+    async def workers() -> None:
+        await asyncio.gather(*(worker() for _ in range(clients)))
+        done.set()
+
+    await asyncio.gather(ticker(), workers())
     lags.sort()
-    elapsed = time.perf_counter() - measure_from  # counted requests all finished within this span
+    capped = len(latencies) >= max_requests
+    elapsed = max(1e-9, last["t"] - measure_from)  # every counted answer came within this span
     latencies.sort()
     pick = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] * 1000  # noqa: E731
     return {"clients": clients, "requests": len(latencies), "answered": answered, "errors": errors,
-            "rps": len(latencies) / elapsed,
+            "rps": len(latencies) / elapsed, "measured_s": elapsed, "capped": capped,
             "p50_ms": pick(0.50) if latencies else float("nan"), "p99_ms": pick(0.99) if latencies else float("nan"),
             "mean_ms": statistics.fmean(latencies) * 1000 if latencies else float("nan"),
             "client_lag_p99_ms": lags[int(0.99 * len(lags))] * 1000 if lags else float("nan")}
@@ -374,17 +435,19 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(batching: bool, args: argparse.Namespace, bundle: Path) -> tuple[list[subprocess.Popen], int]:
-    """Start one benchmark server (``--processes N``: N on one port) and wait until its models are loaded."""
+def start_server(batching: bool, args: argparse.Namespace, bundle: Path) -> tuple[list[subprocess.Popen], int, int]:
+    """Start one benchmark server (``--processes N``: N on one port) and wait until its models are loaded; its
+    process(es), HTTP port and gRPC port (0 without ``--protocol grpc|both``)."""
     import httpx
 
     port = _free_port()
+    grpc_port = _free_port() if args.protocol != "rest" else 0
     env = {**os.environ, "SECTORFLOW_AUDIT": "off"}
     if args.src:  # a directory holding a ``sectorflow`` package (an older core/): it shadows the installed one
         env["PYTHONPATH"] = os.pathsep.join([str(args.src.resolve()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     procs = [subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--bundle", str(bundle),
                                "--threads", str(args.threads), "--hidden", str(args.hidden),
-                               "--delay-ms", str(args.delay_ms)]
+                               "--delay-ms", str(args.delay_ms), "--grpc-port", str(grpc_port)]
                               + (["--batching"] if batching else [])
                               + (["--shared-port"] if args.processes > 1 else []), env=env)
              for _ in range(args.processes)]
@@ -399,7 +462,7 @@ def start_server(batching: bool, args: argparse.Namespace, bundle: Path) -> tupl
             if r.status_code == 200:
                 ready.add(r.headers.get("x-bench-pid", "?"))
                 if len(ready) >= args.processes:
-                    return procs, port
+                    return procs, port, grpc_port
         except httpx.TransportError:
             if any(proc.poll() is not None for proc in procs):
                 raise SystemExit("benchmark server exited") from None
@@ -426,8 +489,9 @@ def _quantile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] * 1000 if values else float("nan")
 
 
-def measure(pids: list[int], port: int, batching: bool, clients: int, args: argparse.Namespace) -> dict[str, Any]:
-    """One point: ``clients`` closed-loop clients against the server(s) on ``port``."""
+def measure(pids: list[int], port: int, batching: bool, clients: int, args: argparse.Namespace,
+            protocol: str = "rest", grpc_port: int = 0) -> dict[str, Any]:
+    """One point: ``clients`` closed-loop clients against the server(s) on ``port`` (REST) or ``grpc_port``."""
     url = f"http://127.0.0.1:{port}"
     n = len(pids)
     before = _batch_stats(url, n)
@@ -441,7 +505,11 @@ def measure(pids: list[int], port: int, batching: bool, clients: int, args: argp
 
     server_cpu, client_cpu, waited = cpu(), time.process_time(), delay()
     started = time.perf_counter()
-    row = run_loop(_load(port, clients, args.seconds, args.max_requests, args.warmup))
+    if protocol == "grpc":
+        row = run_loop(_load_grpc(grpc_port, clients, args.seconds, args.max_requests, args.warmup))
+    else:
+        row = run_loop(_load(port, clients, args.seconds, args.max_requests, args.warmup))
+    row["protocol"] = protocol
     server_cpu, client_cpu = cpu() - server_cpu, time.process_time() - client_cpu
     row["server_cpu_wait"] = (delay() - waited) / (time.perf_counter() - started)
     after = _batch_stats(url, n)
@@ -464,11 +532,12 @@ def measure(pids: list[int], port: int, batching: bool, clients: int, args: argp
     answered = row["answered"] or 1  # every answer of the point, warm-up included: what the CPU time paid for
     row["server_cpu_ms"] = server_cpu / answered * 1000
     row["client_cpu_ms"] = client_cpu / answered * 1000
-    print(f"batching {row['batching']:>3}  clients {clients:>3}  {row['rps']:8.1f} req/s  "
+    print(f"{protocol:>4}  batching {row['batching']:>3}  clients {clients:>3}  {row['rps']:8.1f} req/s  "
           f"p50 {row['p50_ms']:7.1f} ms  p99 {row['p99_ms']:7.1f} ms  mean {row['mean_ms']:6.1f} ms  "
           f"mean batch {row['mean_batch']:5.1f}  "
           f"CPU/request server {row['server_cpu_ms']:.2f} ms, load generator {row['client_cpu_ms']:.2f} ms  "
-          f"({row['requests']} requests, {row['errors']} errors)", flush=True)
+          f"({row['requests']} requests in {row['measured_s']:.2f} s, {row['errors']} errors"
+          f"{'; cap bound: --max-requests stopped the clients first' if row['capped'] else ''})", flush=True)
     print(f"    server waited for a CPU {row['server_cpu_wait']:.2f} s per second of the point (other jobs); "
           f"in the server's app: p50 {row['server_p50_ms']:.1f} ms  p99 {row['server_p99_ms']:.1f} ms, model calls "
           f"finished meanwhile p50 {row['calls_p50']:g}  p99 {row['calls_p99']:g}  mean {row['calls_mean']:.2f}; "
@@ -508,16 +577,25 @@ def run_all(args: argparse.Namespace, bundle: Path) -> list[dict[str, Any]]:
         for repeat in range(args.repeat):
             if args.repeat > 1:
                 print(f"--- run {repeat + 1} of {args.repeat}, load average {os.getloadavg()[0]:.1f}", flush=True)
+            protocols = {"rest": ("rest",), "grpc": ("grpc",), "both": ("rest", "grpc")}[args.protocol]
             for clients in args.clients:
-                pair = [measure([p.pid for p in servers[b][0]], servers[b][1], b, clients, args) for b in modes]
-                for row in pair:
+                point = {(b, proto): measure([p.pid for p in servers[b][0]], servers[b][1], b, clients, args, proto,
+                                             servers[b][2]) for b in modes for proto in protocols}
+                for row in point.values():
                     row["run"] = repeat + 1
-                rows += pair
-                if len(pair) == 2:
-                    print(f"clients {clients:>3}: batching speed-up {pair[1]['rps'] / pair[0]['rps']:.2f}x",
-                          flush=True)
+                rows += point.values()
+                for proto in protocols:
+                    if len(modes) == 2:
+                        print(f"{proto:>4}  clients {clients:>3}: batching speed-up "
+                              f"{point[(True, proto)]['rps'] / point[(False, proto)]['rps']:.2f}x", flush=True)
+                if len(protocols) == 2:
+                    for b in modes:
+                        rest, grpc_row = point[(b, "rest")], point[(b, "grpc")]
+                        print(f"batching {'on' if b else 'off':>3}  clients {clients:>3}: gRPC / REST throughput "
+                              f"{grpc_row['rps'] / rest['rps']:.2f}x, p99 {grpc_row['p99_ms'] / rest['p99_ms']:.2f}x",
+                              flush=True)
     finally:
-        for procs, _ in servers.values():
+        for procs, _, _ in servers.values():
             for proc in procs:
                 proc.send_signal(signal.SIGINT)  # uvicorn stops cleanly on SIGINT; Paddle prints a trace on SIGTERM
             for proc in procs:
@@ -530,15 +608,15 @@ def run_all(args: argparse.Namespace, bundle: Path) -> list[dict[str, Any]]:
 def summarise(rows: list[dict[str, Any]]) -> None:
     """Median and range over the runs of each (batching, clients) point."""
     print("--- summary: median [min - max] over the runs")
-    points = sorted({(r["batching"], r["clients"]) for r in rows}, key=lambda p: (p[0], p[1]))
-    for mode, clients in points:
-        runs = [r for r in rows if (r["batching"], r["clients"]) == (mode, clients)]
+    points = sorted({(r["batching"], r["protocol"], r["clients"]) for r in rows})
+    for mode, protocol, clients in points:
+        runs = [r for r in rows if (r["batching"], r["protocol"], r["clients"]) == (mode, protocol, clients)]
 
         def stat(key: str, fmt: str, runs: list[dict[str, Any]] = runs) -> str:
             values = sorted(r[key] for r in runs)
             return f"{statistics.median(values):{fmt}} [{values[0]:{fmt}} - {values[-1]:{fmt}}]"
 
-        print(f"batching {mode:>3}  clients {clients:>3}  req/s {stat('rps', '.0f')}  p50 ms {stat('p50_ms', '.0f')}  "
+        print(f"{protocol:>4}  batching {mode:>3}  clients {clients:>3}  req/s {stat('rps', '.0f')}  p50 ms {stat('p50_ms', '.0f')}  "
               f"p99 ms {stat('p99_ms', '.0f')}  mean ms {stat('mean_ms', '.0f')}  "
               f"mean batch {stat('mean_batch', '.1f')}  server CPU ms/request {stat('server_cpu_ms', '.2f')}  "
               f"load generator CPU ms/request {stat('client_cpu_ms', '.2f')}", flush=True)
@@ -567,14 +645,17 @@ def main() -> None:
                         help="Run N server processes on one port (SO_REUSEPORT), each with its own model, queues, "
                              "limits and metrics: what several workers or a model process per core could give. Not "
                              "a mode of sectorflow serve (see docs/serving.md).")
+    parser.add_argument("--protocol", choices=("rest", "grpc", "both"), default="rest",
+                        help="The native REST route, the Open Inference Protocol's gRPC ModelInfer, or both.")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--grpc-port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--shared-port", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bundle", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--batching", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     HIDDEN = args.hidden
     if args.serve:
-        serve(args.serve, args.bundle, args.batching, args.threads, args.delay_ms, args.shared_port)
+        serve(args.serve, args.bundle, args.batching, args.threads, args.delay_ms, args.shared_port, args.grpc_port)
         return
     import uvicorn
 

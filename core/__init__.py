@@ -33,6 +33,9 @@ from .paths import writable_file
 from .pipeline import Pipeline
 from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec, ValidationSet
 from .taskflow import Taskflow
+from .state_admin import export_state, reset_stored_state, state_summary
+from .state_keeper import StateKeeper
+from .state_store import StateStore, default_state_path, open_state_store
 from .trainable import Trainable, TrainableSpec
 
 __version__ = "0.1.0"
@@ -60,4 +63,6 @@ __all__ = [
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs", "read_text",
     "BertConfig", "BertEncoder", "BertLayer", "mean_pool", "convert_bert_weights", "load_bert_weights",
     "quantize_state_int8", "dequantize_state_int8", "BERT_WEIGHT_SOURCES",
+    "StateStore", "StateKeeper", "open_state_store", "default_state_path", "state_summary", "export_state",
+    "reset_stored_state",
 ]

@@ -153,6 +153,17 @@ def run_command(
                                        "same-day totals, alert cooldowns); its results are not written. Read like "
                                        "SOURCE (same --format, --column, --default, options); repeatable, oldest "
                                        "first."),
+    state: Optional[str] = typer.Option(None, "--state", help="Stateful tasks (aml): a state store (SQLite file, "
+                                        "created if missing, or a postgresql:// URL) to load the state from and save "
+                                        "it to at the end, so day 2 continues day 1 exactly; a run killed part-way "
+                                        "resumes when the same command is run again."),
+    tenant: str = typer.Option("default", "--tenant", help="With --state: whose state in the store."),
+    checkpoint_rows: int = typer.Option(8192, "--checkpoint-rows", min=1, help="With --state: items per checkpoint "
+                                        "(results fsync'd, then one store commit; a killed run redoes at most this "
+                                        "many). Give the same value when resuming."),
+    discard_unfinished: bool = typer.Option(False, "--discard-unfinished", help="With --state: drop an unfinished "
+                                            "run's changes (the state goes back to where it started) and start "
+                                            "this one."),
 ) -> None:
     """Run TASK over an input file and write one JSON line per result; a progress bar goes to stderr.
 
@@ -161,7 +172,9 @@ def run_command(
 
     A stateful task (aml) starts each run with empty state: give the earlier files that a continuous run would
     have seen with --history (e.g. the last 30 days for aml's 30-day window), so that patterns and same-day totals
-    that began before SOURCE are found, and a report that fired in an earlier run is updated, not drafted again."""
+    that began before SOURCE are found, and a report that fired in an earlier run is updated, not drafted again.
+    With --state STATE the state is kept in a store instead: running day 1 then day 2 with the same --state gives
+    the results of one run over both days, byte for byte."""
     options: dict[str, Any] = {}
     for item in option:
         key, sep, value = item.partition("=")
@@ -186,6 +199,10 @@ def run_command(
     reader = reader_for(spec, fmt, source, mapping=mapping, defaults=defaults, context=context, encoding=encoding)
     if history:
         _check_history(spec, history, source, output)
+    if state is not None:
+        _check_state(spec, state, history)
+    elif tenant != "default" or discard_unfinished:
+        raise ConfigError("--tenant and --discard-unfinished apply to a run with --state STATE; add it or drop them.")
     earlier = [(str(path), reader_for(spec, fmt, path, mapping=mapping, defaults=defaults, context=context,
                                       encoding=encoding))
                for path in history]
@@ -209,7 +226,11 @@ def run_command(
                 _check_rows(tf, read, path, "standard input" if path == spool else path)
         for path, read in earlier:
             _replay(tf, read, path, batch_size, on_error)
-        _run_file(tf, reader, source, output, batch_size, on_error, name=name, checked=True)
+        if state is not None:
+            _run_file_with_state(tf, reader, source, output, checkpoint_rows, on_error, name, state, tenant,
+                                 discard_unfinished)
+        else:
+            _run_file(tf, reader, source, output, batch_size, on_error, name=name, checked=True)
     finally:
         if spool:
             os.unlink(spool)
@@ -351,6 +372,46 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
     if count == 0 and skipped:
         err.print(f"[red]error[/]: every row of {escape(str(name))} was skipped; nothing was processed.")
         raise typer.Exit(code=1)
+
+
+def _check_state(spec: Any, state: str, history: list[Path]) -> None:
+    """Refuse ``--state`` for a stateless task, a blank value, or together with ``--history``.
+
+    Raises:
+        ConfigError: naming the fix.
+    """
+    if not spec.stateful:
+        raise ConfigError(f"--state: task {spec.name!r} keeps no state between items; drop --state.")
+    if not state.strip():
+        raise ConfigError("--state is empty: give a file path (a SQLite state store, created if missing) or a "
+                          "postgresql:// URL.")
+    if history:
+        raise ConfigError("--history and --state together: the state already holds what earlier runs saw. To seed a "
+                          "state from earlier files, run each of them first with the same --state (--output "
+                          "/dev/null), oldest first.")
+
+
+def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optional[Path], checkpoint_rows: int,
+                         on_error: OnError, name: str, state: str, tenant: str, discard_unfinished: bool) -> None:
+    """:func:`_run_file` with the state kept in a store, checkpointed after each chunk (:mod:`sectorflow.cli_state`)."""
+    from .cli_state import prepare, run_with_state
+
+    keeper, run, _ = prepare(tf, state, tenant, source, name, output, discard_unfinished)
+    if run is not None:
+        err.print(f"resuming the unfinished run of {escape(name)} from row {run.rows_done + 1} (last commit "
+                  f"{run.time}); {run.items} item(s) already done.")
+    skipped: list[dict[str, Any]] = []
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+        bar = progress.add_task(f"{tf.spec.name}", total=None)
+        count = run_with_state(
+            keeper, run, reader(source, name=name),
+            lambda rows: _validated(tf.spec, rows, on_error, skipped, tf.input_context), output,
+            checkpoint_rows, cli_context(), _utf8_stdout, lambda n: progress.update(bar, completed=n))
+    for problem in skipped:
+        err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(_problem_text(problem))}")
+    err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped; state saved to "
+              f"{escape(keeper.store.url)} (tenant {escape(tenant)}).")
 
 
 def _utf8_stdout() -> Any:

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from .bundle import Bundle, PredictorPool, load_bundle, make_predictor_config
 from .device import Device
+from .errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .spec import TaskSpec
@@ -122,6 +123,56 @@ class Pipeline(Generic[In, Out]):
 
     def reset_state(self) -> None:
         """Forget state kept across calls (stateful tasks such as a transaction window). Default: nothing."""
+
+    def state_dict(self) -> dict[str, Any]:
+        """The state kept across calls, exactly, as JSON values: ``str``, ``int``, ``float`` (finite; JSON's repr
+        round-trips it), ``bool``, ``None``, lists and dicts with ``str`` keys (no pickle: a state file is a user
+        file). It carries a format version and the task / bundle identity, so that :meth:`load_state_dict` can
+        refuse a state it cannot continue. A stateless task (``spec.stateful`` false) returns ``{}``.
+
+        Raises:
+            ConfigError: a stateful task whose pipeline does not implement it (its state cannot be saved: keep the
+                process running, or feed the history again).
+        """
+        if not self.spec.stateful:
+            return {}
+        raise ConfigError(f"Task {self.spec.name!r} keeps state across calls but its pipeline "
+                          f"({type(self).__name__}) does not implement state_dict(): its state cannot be saved or "
+                          "restored (no --state, no state store).")
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace the state kept across calls by ``state`` (from :meth:`state_dict` of a pipeline of the same task
+        and options), so that the next call's results equal those of the pipeline that wrote it. Default: accept
+        ``{}`` for a stateless task.
+
+        Raises:
+            ConfigError: a state this pipeline cannot continue (another format version, task, window length or
+                model features) or, as :meth:`state_dict`, a stateful pipeline that does not implement it.
+        """
+        if not self.spec.stateful and not state:
+            return
+        raise ConfigError(f"Task {self.spec.name!r}'s pipeline ({type(self).__name__}) does not implement "
+                          "load_state_dict(): its state cannot be restored.")
+
+    def journal_rows(self, items: Sequence[In]) -> list[Any]:
+        """The validated input items of one call as JSON values, for a state store's journal
+        (:mod:`sectorflow.state_store`). Default: ``model_dump(mode="json")`` of each item; a task with a cheaper exact
+        encoding overrides this and :meth:`journal_items`."""
+        return [item.model_dump(mode="json") for item in items]
+
+    def journal_items(self, rows: list[Any]) -> list[In]:
+        """The input items of :meth:`journal_rows`' values, for replay. Default: validated against the input model.
+
+        Raises:
+            ConfigError: a row that no longer validates (a damaged journal, or an input model that changed).
+        """
+        from pydantic import ValidationError
+
+        try:
+            return [self.spec.input_model.model_validate(row) for row in rows]  # type: ignore[misc]
+        except ValidationError as exc:
+            raise ConfigError(f"A journalled {self.spec.name} item no longer validates ({exc.error_count()} "
+                              "error(s)): the journal is damaged or the input model changed; reset the state.") from exc
 
     def adopt_state(self, previous: Pipeline) -> None:
         """Take over the state of the pipeline this one replaces (``Taskflow.reload`` of a stateful task).

@@ -244,7 +244,7 @@ class CallContext:
     tenant: str | None = None
     source: str = "local"
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    channel: Literal["python", "cli", "http", "federated"] = "python"
+    channel: Literal["python", "cli", "http", "grpc", "federated"] = "python"
 
 
 EventKind = Literal[
@@ -261,6 +261,8 @@ EventKind = Literal[
     "training_round",
     "training_run_finished",
     "training_run_failed",
+    "state_shown",
+    "state_exported",
 ]
 
 

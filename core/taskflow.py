@@ -22,6 +22,8 @@ from .errors import BundleError, ConfigError, InvalidInputError, SectorflowError
 from .int8_store import resolve_int8_bundle
 from .pipeline import Pipeline
 from .spec import PRECISIONS, CallContext, ResultMeta, TaskEvent, TaskSpec
+from .state_keeper import StateKeeper, store_tenant
+from .state_store import StateStore
 from .tenants import TenantPipelines
 
 log = logging.getLogger("sectorflow.taskflow")
@@ -245,6 +247,11 @@ class Taskflow:
             or 1).
         task_path: a user's model bundle folder (str or path, not empty) instead of the task's default bundle.
         device_probe: what hardware exists (a :class:`~sectorflow.DeviceProbe`; tests inject a fake one).
+        state_store: stateful tasks: a :class:`~sectorflow.state_store.StateStore`, a SQLite path or a
+            ``postgresql://`` URL where every tenant's state is kept: a tenant's state is restored when its pipeline
+            is made (the default tenant's here; snapshot, then the journal replayed), and every call's validated
+            inputs are journalled (one store transaction) before the call returns, so a restarted process continues
+            exactly (:mod:`sectorflow.state_keeper`); ``reset_state(tenant)`` forgets it there too.
         **options: task-specific options (the task spec's ``options`` lists them).
 
     Raises:
@@ -265,7 +272,8 @@ class Taskflow:
 
     def __init__(self, task: str, *, device: str = "cpu", precision: str = "fp32", batch_size: int = 32,
                  num_threads: int | None = None, task_path: str | Path | None = None,
-                 device_probe: DeviceProbe | None = None, **options: Any) -> None:
+                 device_probe: DeviceProbe | None = None, state_store: StateStore | str | Path | None = None,
+                 **options: Any) -> None:
         self.spec: TaskSpec = plugins.get_task(task)
         if isinstance(precision, str) and precision.strip().lower() in PRECISIONS:
             precision = precision.strip().lower()  # "FP16" as "fp16", like device="GPU:0"
@@ -300,6 +308,17 @@ class Taskflow:
         self._tenants: TenantPipelines | None = (
             TenantPipelines(*self._current, make=self._spawn_tenant) if self.spec.stateful else None)
         """Stateful tasks: one pipeline and one lock per tenant (see :mod:`sectorflow.tenants`)."""
+        self.state_store: StateStore | None = None
+        """With ``state_store=``: where every tenant's state is kept (:mod:`sectorflow.state_keeper`)."""
+        self._keepers: dict[str | None, StateKeeper] = {}
+        self._keepers_lock = threading.Lock()
+        if state_store is not None:
+            if not self.spec.stateful:
+                raise ConfigError(f"state_store: task {self.spec.name!r} keeps no state between calls; drop it.")
+            from .state_store import open_state_store
+
+            self.state_store = state_store if isinstance(state_store, StateStore) else open_state_store(state_store)
+            self._keeper(None).restore(self._current[0])  # the default tenant; others when they first call
 
     # --- construction and hot reload ---------------------------------------------------------------------------
 
@@ -388,7 +407,36 @@ class Taskflow:
         """The pipeline of ``tenant``'s first call (or first call after :meth:`reset_state`), made from the loaded
         one with its lock held: ``loaded.spawn()``, same model and settings, empty state. The one place a tenant's
         pipeline is made, so a store of tenants' state restores a tenant's state here."""
-        return loaded.spawn()
+        pipeline = loaded.spawn()
+        if self.state_store is not None:
+            self._keeper(tenant).restore(pipeline)
+        return pipeline
+
+    def _keeper(self, tenant: str | None) -> StateKeeper:
+        """The :class:`StateKeeper` of ``tenant``'s stored state (``state_store=`` only), made on first use."""
+        keeper = self._keepers.get(tenant)
+        if keeper is None:
+            assert self.state_store is not None
+            with self._keepers_lock:
+                keeper = self._keepers.get(tenant)
+                if keeper is None:
+                    keeper = self._keepers[tenant] = StateKeeper(self, self.state_store, store_tenant(tenant))
+        return keeper
+
+    def save_state(self, tenant: str | None = None) -> None:
+        """Write ``tenant``'s full state to the store now (a snapshot; ``state_store=`` only), e.g. before a
+        planned shutdown so that the next start replays no journal. Waits for the tenant's running call.
+
+        Raises:
+            ConfigError: no ``state_store`` was given.
+        """
+        if self.state_store is None or self._tenants is None:
+            raise ConfigError("save_state() needs Taskflow(..., state_store=...) of a stateful task.")
+        slot = self._tenants.enter(tenant)
+        try:
+            self._keeper(tenant).snapshot(slot.pipeline)  # type: ignore[arg-type]
+        finally:
+            slot.lock.release()
 
     def _tenant_pipeline(self, tenant: str | None) -> tuple[Pipeline, threading.Lock]:
         """``tenant``'s pipeline (made on first use, see :meth:`_spawn_tenant`) and the lock that serialises its
@@ -445,6 +493,9 @@ class Taskflow:
                     first, slot.used = not slot.used, True
                     try:
                         outputs = self._execute(pipeline, validated)
+                        if self.state_store is not None:  # durable before the caller sees the results
+                            self._keeper(context.tenant).record(pipeline, validated,
+                                                                seconds=time.perf_counter() - start)
                     except BaseException:
                         if first:
                             slot.used = False
@@ -539,7 +590,11 @@ class Taskflow:
         if self._tenants is None:
             self._current[0].reset_state()
             return False
-        had = self._tenants.reset(tenant)
+        if self.state_store is not None:  # the stored state too, with the tenant's lock held
+            keeper = self._keeper(tenant)
+            had = self._tenants.reset(tenant, also=lambda pipeline: keeper.reset(pipeline))
+        else:
+            had = self._tenants.reset(tenant)
         plugins.emit(TaskEvent("state_reset", self.spec.name, context, self.meta,
                                details={"tenant": tenant, "had_state": had}))
         return had

@@ -94,11 +94,14 @@ class TenantPipelines:
         if not slot.used and slot is not self._slots.get(None):
             slot.pipeline = None
 
-    def reset(self, tenant: str | None) -> bool:
+    def reset(self, tenant: str | None, also: Callable[[Pipeline | None], bool] | None = None) -> bool:
         """Forget ``tenant``'s state (waits for its running call); other tenants are untouched. The default
         tenant's pipeline is reset in place (``Pipeline.reset_state``); another tenant's is dropped, and its next call
-        starts from a new one. Returns whether the tenant had run a call since it was made or last reset."""
-        slot = self._slots.get(tenant)
+        starts from a new one. ``also(pipeline)``, with the tenant's lock still held, forgets what else holds the
+        tenant's state (the stored state: ``pipeline`` is the default tenant's reset one, else ``None``) and says
+        whether there was any. Returns whether the tenant had run a call since it was made or last reset (or
+        ``also`` found state)."""
+        slot = self._slots.get(tenant) if also is None else self.slot(tenant)
         if slot is None:
             return False
         with slot.lock:
@@ -109,6 +112,8 @@ class TenantPipelines:
                 slot.pipeline.reset_state()
             else:
                 slot.pipeline = None
+            if also is not None:
+                had = also(slot.pipeline) or had
         return had
 
     def tenants(self) -> list[str | None]:

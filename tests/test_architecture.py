@@ -17,12 +17,17 @@ CORE = REPO_ROOT / "core"
 CORE_THIRD_PARTY = {"numpy", "pydantic", "pluggy", "typer", "rich", "paddle", "charset_normalizer"}
 # The HTTP server may also use its web stack (starlette is FastAPI's own base and is re-exported by it).
 SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "fastapi_offline", "starlette", "uvicorn", "prometheus_client",
-                                          "limits", "httpx"}
+                                          "limits", "httpx",
+                                          "grpc", "google"}  # grpcio, protobuf (google.protobuf): the gRPC service
 # INT8 and export (core/export.py, quantize.py, onnx_runtime.py, weight_only.py) use the ONNX stack, imported only when
 # they run.
 ONNX_MODULES = {"sectorflow.export", "sectorflow.quantize", "sectorflow.onnx_runtime", "sectorflow.weight_only",
                 "sectorflow.onnx_compact"}
 ONNX_THIRD_PARTY = CORE_THIRD_PARTY | {"onnx", "onnxruntime", "paddle2onnx"}
+# The PostgreSQL state store (core/state_store_pg.py) uses psycopg (the compliance extra), imported only for a
+# postgresql:// store.
+POSTGRES_MODULES = {"sectorflow.state_store_pg"}
+POSTGRES_THIRD_PARTY = CORE_THIRD_PARTY | {"psycopg"}
 # sectorflow subpackages that are public API for plugins (they ship as documented parts of the distribution).
 PUBLIC_SUBPACKAGES = {"federated", "compliance", "serving"}
 # Subpackages of the `sectorflow` distribution that live outside core/: core must not import them.
@@ -65,7 +70,8 @@ def test_core_imports_only_stdlib_its_own_modules_and_its_declared_dependencies(
     for path in core_files():
         module = module_name(path, CORE, "sectorflow")
         allowed = (SERVING_THIRD_PARTY if module.startswith("sectorflow.serving")
-                   else ONNX_THIRD_PARTY if module in ONNX_MODULES else CORE_THIRD_PARTY)
+                   else ONNX_THIRD_PARTY if module in ONNX_MODULES
+                   else POSTGRES_THIRD_PARTY if module in POSTGRES_MODULES else CORE_THIRD_PARTY)
         for line, target, names in imports(path, module):
             top = target.split(".")[0]
             where = f"{path.relative_to(REPO_ROOT)}:{line} imports {target}"

@@ -25,6 +25,9 @@ SCRIPTS = [
     ("aml_frozen_gc.py", ["--frozen", "1000", "--calls", "60"], "median"),
     ("aml_busy_accounts.py", ["nomodel", "shop,reactivated", "200"], "alerted"),
     ("aml_report_hub.py", ["us", "1"], "ids_carried"),
+    ("aml_state.py", ["--n", "2000", "--stream-after", "500", "--n-stream", "150", "--no-model"],
+     "bytes per windowed transaction"),
+    ("aml_learning.py", ["--only", "amlgentex", "--max-rows", "30000"], "recall at 1% fpr"),
     ("aml_equality.py", ["--rev", "HEAD", "--runs", "20K_cycle200", "--n", "400", "--chunk", "150"], "all equal"),
     ("faq_search.py", ["--sizes", "500", "--dims", "16", "--queries", "70", "--repeats", "1"], "ms/query"),
 ]

@@ -49,6 +49,7 @@ class AccessDecision:
     request_id: str
     route: str
     roles: tuple[str, ...] = ()
+    channel: str = "http"
 
 
 def record_access_decision(decision: AccessDecision) -> None:
@@ -63,7 +64,7 @@ def record_access_decision(decision: AccessDecision) -> None:
     plugins.get_plugin_manager().hook.sectorflow_access_decision(
         actor=decision.actor or "anonymous", tenant=decision.tenant, resource=resource, action=decision.route,
         allowed=decision.allowed, reason=decision.reason, source=decision.source, request_id=decision.request_id,
-        roles=list(decision.roles), channel="http")
+        roles=list(decision.roles), channel=decision.channel)
 
 
 BLOCKING = "sectorflow_blocking"

@@ -11,6 +11,7 @@ import asyncio
 import difflib
 import logging
 import os
+import socket
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -33,6 +34,7 @@ from .metrics import CONTENT_TYPE, ServerMetrics
 from .ratelimit import RateLimits
 from .reload import admin_router
 from .routes_tasks import ERRORS, task_router
+from .routes_v2 import V2_OPEN_PATHS, v2_router
 from .state import ServerState
 
 log = logging.getLogger("sectorflow.serving")
@@ -89,8 +91,10 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
         raise ConfigError(f"[tasks.*] configures tasks that are not served: {unknown}; served: {sorted(specs)}.")
     _check_task_scopes(config, specs)
     metrics = ServerMetrics()
+    metrics.replica.labels(config.server.replica or socket.gethostname()).set(1)
     state = ServerState(
-        config=config, specs=specs, keys=KeyStore(config.keys), limits=RateLimits(config.tenants), metrics=metrics,
+        config=config, specs=specs, keys=KeyStore(config.keys),
+        limits=RateLimits(config.tenants, config.server.rate_limit_storage), metrics=metrics,
         executor=ThreadPoolExecutor(config.server.threads, thread_name_prefix="sectorflow-infer"),
         reload_executor=ThreadPoolExecutor(1, thread_name_prefix="sectorflow-load"),
         observer_executor=ThreadPoolExecutor(1, thread_name_prefix="sectorflow-observers"))
@@ -99,12 +103,19 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        grpc_server = None
+        if config.server.grpc_listen:
+            from .grpc_v2 import start_grpc  # grpcio only where gRPC is configured
+
+            grpc_server = await start_grpc(state, config.server.grpc_listen)
         loader = asyncio.create_task(state.load_all())
         if not config.server.load_in_background:
             await loader
         try:
             yield
         finally:
+            if grpc_server is not None:
+                await grpc_server.stop(grace=5)
             loader.cancel()
             await asyncio.gather(loader, return_exceptions=True)
             await state.shutdown()
@@ -140,6 +151,7 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     app.include_router(task_router(app, specs, config.server.max_items_per_request, fast))
     app.include_router(admin_router())
     app.include_router(state_router())
+    app.include_router(v2_router(specs, config.server.max_items_per_request))
     _declare_security(app)
     return app
 
@@ -154,7 +166,7 @@ def _declare_security(app: FastAPI) -> None:
             schema = build()
             schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
             for path, operations in schema.get("paths", {}).items():
-                if path not in OPEN_PATHS:
+                if path not in OPEN_PATHS + V2_OPEN_PATHS:
                     for operation in operations.values():
                         operation["security"] = [{name: []} for name in SECURITY_SCHEMES]
             app.openapi_schema = schema

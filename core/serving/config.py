@@ -8,6 +8,13 @@ File format (TOML; JSON with the same structure also works)::
     threads = 2                       # inference thread pool (runs off the event loop)
     allowed_bundle_roots = ["/srv/models"]   # reload may only load bundles below these (empty: anywhere)
     freeze_gc = true                  # gc.freeze() and a larger gen-0 threshold once the models are loaded (serving.gcfreeze)
+    state_store = "/srv/sectorflow/state.sqlite"  # stateful tasks (aml): their state, restored at start and each
+                                      # call journalled before its answer (SQLite file or postgresql:// URL; omitted:
+                                      # the state lives in memory only; sectorflow.state_store)
+    grpc_listen = "0.0.0.0:8081"      # also serve the Open Inference Protocol over gRPC there (unset: no gRPC)
+    rate_limit_storage = "redis://redis:6379/0"   # where rate-limit windows live (default memory://: this process);
+                                      # replicas behind one address share limits through one Redis
+    replica = "pod-a"                 # label of sectorflow_replica_info (unset: the host name)
 
     [defaults]                        # applied to every served task unless [tasks.NAME] says otherwise
     max_batch_size = 32               # items merged into one model call (Triton/Ray Serve knob)
@@ -122,6 +129,10 @@ class ServerConfig(_Strict):
     allowed_bundle_roots: list[str] = Field(default_factory=list)
     load_in_background: bool = True
     freeze_gc: bool = True
+    state_store: str | None = None
+    grpc_listen: str | None = Field(None, pattern=r"^\S+:\d{1,5}$")
+    rate_limit_storage: str = Field("memory://", pattern=r"^(memory|redis|rediss|redis\+unix)://")
+    replica: str | None = Field(None, min_length=1, max_length=128)
 
 
 class ServeConfig(_Strict):

@@ -26,6 +26,7 @@ from ..spec import CallContext, TaskEvent
 from .access import AccessDenied, off_the_loop, require
 from .batching import Overloaded
 from .metrics import MODEL_CALL, request_outcome
+from .oip import v2_task_routes
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 TASKS_PREFIX = "/v1/tasks/"
@@ -299,6 +300,8 @@ class ServingMiddleware:
                 response = exception_response(exc)
                 assert response is not None
                 return response
+        if scope.get("path", "").startswith("/v2/"):  # the Open Inference Protocol's error body
+            return JSONResponse({"error": f"RequestTooLarge: {message}"}, status_code=413)
         return error_response(413, "RequestTooLarge", message)
 
     def _count_task(self, route: str, state: dict[str, Any], status: int) -> None:
@@ -307,6 +310,7 @@ class ServingMiddleware:
         serving now (empty while loading)."""
         if self._tasks is None:
             self._tasks = {f"{TASKS_PREFIX}{alias}": name for alias, name in self.state.aliases.items()}
+            self._tasks.update(v2_task_routes(self.state.aliases))  # POST /v2/models/NAME/infer
         task = self._tasks.get(route)
         if task is None:
             return

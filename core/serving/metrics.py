@@ -16,6 +16,10 @@ Exported names (the Grafana dashboard in ``docs/grafana-dashboard.json`` is buil
     sectorflow_model_info{task, model_name, model_version, bundle_sha256}   1 for the bundle serving now
     sectorflow_model_reloads_total{task, outcome}             hot reloads; outcome = success | failure
     sectorflow_http_requests_total{method, route, status}     every HTTP response
+    sectorflow_grpc_requests_total{method, code}              every gRPC call (Open Inference Protocol), by
+                                                              status code name (OK, INVALID_ARGUMENT, ...)
+    sectorflow_replica_info{replica}                          1; the replica's name ([server] replica, else the
+                                                              host name: the pod's name on Kubernetes)
 """
 
 from __future__ import annotations
@@ -73,6 +77,10 @@ class ServerMetrics:
                                registry=r)
         self.http = Counter("sectorflow_http_requests", "HTTP responses.", ["method", "route", "status"],
                             registry=r)
+        self.grpc = Counter("sectorflow_grpc_requests", "gRPC calls, by method and status code.", ["method", "code"],
+                            registry=r)
+        self.replica = Gauge("sectorflow_replica_info", "1, labelled with this server process's replica name.",
+                             ["replica"], registry=r)
         self._info_labels: dict[str, tuple[str, str, str, str]] = {}
         self._requests: dict[tuple[str, str, str, int], Any] = {}
 

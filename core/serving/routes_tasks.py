@@ -46,8 +46,25 @@ async def task_answer(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequ
     task headers (``X-Sectorflow-Call-ID``, ``X-Sectorflow-Batch-Items``) of a 200 answer.
 
     Shared by the FastAPI route and the ASGI fast path, so both answer alike. ``note``: the request's ASGI
-    ``scope["state"]``, where the batcher notes the model call (``TaskBatcher.submit``). Raises AccessDenied
-    (403, lane), Overloaded (503), RateLimited (429/413) or the task's SectorflowError.
+    ``scope["state"]``, where the batcher notes the model call (``TaskBatcher.submit``). Raises as
+    :func:`submit_items`.
+    """
+    answer = await submit_items(state, name, key, items, lane, source, rid, note)
+    # Serialised here, once: returning the model would make FastAPI validate the outputs a second time.
+    result = Resp(outputs=answer.outputs, call_id=answer.call_id)
+    return (result.__pydantic_serializer__.to_json(result),
+            {"X-Sectorflow-Call-ID": answer.call_id, "X-Sectorflow-Batch-Items": str(answer.batch_items)})
+
+
+async def submit_items(state: Any, name: str, key: ApiKey, items: Sequence[Any], lane: str | None, source: str,
+                       rid: str, note: dict[str, Any] | None = None, channel: str = "http") -> Any:
+    """Check the lane and the key's and tenant's rate limits, then run validated ``items`` of task ``name`` through
+    its batcher (as the key's tenant); the batcher's :class:`~.batching.Answer`. Every protocol (the native route,
+    its fast path, the Open Inference Protocol over REST and gRPC) calls this, so limits, batching, tenant state and
+    task events are the same whichever a client uses.
+
+    Raises AccessDenied (403, lane), Overloaded (503: not loaded, queue full or too slow, rate-limit storage
+    unreachable), RateLimited (429/413) or the task's SectorflowError.
     """
     chosen = lane or key.lane
     if key.lane == "batch" and chosen == "interactive":
@@ -67,12 +84,9 @@ async def task_answer(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequ
                               "the window allows, or ask the operator to raise the key's rate_limit.", 0, too_large=True)
         raise RateLimited(f"API key {key.id!r} is over its limit {verdict.limit!r}; retry after "
                           f"{verdict.retry_after_s} s.", verdict.retry_after_s)
-    context = CallContext(actor=key.id, tenant=key.tenant, source=source, request_id=rid, channel="http")
-    answer = await batcher.submit(items, context, chosen, note)
-    # Serialised here, once: returning the model would make FastAPI validate the outputs a second time.
-    result = Resp(outputs=answer.outputs, call_id=answer.call_id)
-    return (result.__pydantic_serializer__.to_json(result),
-            {"X-Sectorflow-Call-ID": answer.call_id, "X-Sectorflow-Batch-Items": str(answer.batch_items)})
+    context = CallContext(actor=key.id, tenant=key.tenant, source=source, request_id=rid,
+                          channel=channel)  # type: ignore[arg-type]
+    return await batcher.submit(items, context, chosen, note)
 
 
 def _task_route(spec: TaskSpec, max_items: int) -> Any:

@@ -42,6 +42,8 @@ class ServerState:
     failed: dict[str, str] = field(default_factory=dict)
     loaded_at: float | None = None
     frozen: bool = False
+    grpc_port: int | None = None
+    """The port the gRPC service (Open Inference Protocol) listens on; ``None``: no gRPC."""
     aliases: dict[str, str] = field(default_factory=dict)
     """Every name a task answers to (its name and aliases) -> the task name."""
 
@@ -71,9 +73,10 @@ class ServerState:
             task_config = self.config.task(name)
             start = time.perf_counter()
             try:
-                taskflow = await loop.run_in_executor(self.reload_executor, lambda c=task_config, n=name: Taskflow(
+                durable = self.config.server.state_store if self.specs[name].stateful else None
+                taskflow = await loop.run_in_executor(self.reload_executor, lambda c=task_config, n=name, d=durable: Taskflow(
                     n, device=c.device, precision=c.precision, batch_size=c.batch_size, num_threads=c.num_threads,
-                    task_path=c.task_path, **c.options))
+                    task_path=c.task_path, state_store=d, **c.options))
             except SectorflowError as exc:
                 self.failed[name] = f"{type(exc).__name__}: {exc}"
                 log.error("task %s failed to load: %s", name, exc)

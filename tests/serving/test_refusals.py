@@ -115,9 +115,13 @@ def test_wrong_method_and_unknown_path_say_what_to_use(server):
     r = server.client.get("/v1/tasks/echo", headers=auth("alice"))
     assert r.status_code == 405
     assert r.json()["message"] == "Method GET is not allowed on /v1/tasks/echo; use POST (see /docs)."
-    r = server.client.get("/v2/tasks", headers=auth("alice"))
+    r = server.client.get("/v9/tasks", headers=auth("alice"))
     assert r.status_code == 404
-    assert r.json()["message"].startswith("No route /v2/tasks: tasks are at POST /v1/tasks/NAME")
+    assert r.json()["message"].startswith("No route /v9/tasks: tasks are at POST /v1/tasks/NAME")
+    # under /v2, the Open Inference Protocol's namespace, the protocol's error body names its routes
+    r = server.client.get("/v2/tasks", headers=auth("alice"))
+    assert r.status_code == 404 and list(r.json()) == ["error"]
+    assert r.json()["error"].startswith("No route GET /v2/tasks: the protocol's routes are GET /v2, ")
 
 
 @pytest.mark.parametrize("query", ["", "?trace=1"])  # the fast path, and the FastAPI route

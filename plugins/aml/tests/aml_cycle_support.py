@@ -38,10 +38,10 @@ class Graph:
         for src, dst in edges:
             self.add(src, dst)
 
-    def add(self, src: str, dst: str, channel: str = "transfer"):
+    def add(self, src: str, dst: str, channel: str = "transfer", amount: float = 1000):
         self.n += 1
         txn = Transaction(transaction_id=f"t{self.n}", timestamp=T0 + self.step * self.n, sender_account=src,
-                          receiver_account=dst, amount=Decimal(1000), channel=channel)
+                          receiver_account=dst, amount=Decimal(str(amount)), channel=channel)
         return self.window.add(txn)
 
     def count_receivers(self, accounts: list[str]) -> list[Counted]:
@@ -65,3 +65,10 @@ def counting(rule: CycleRule, method: str) -> list[tuple]:
 
     setattr(rule, method, wrapper)
     return calls
+
+
+def Loops(**params) -> CycleRule:  # noqa: N802 (reads as the rule it builds)
+    """The cycle rule with the closed-loop semantics these cost tests pin (any time order, any amounts): its account
+    search is the first stage of the default rule too, which then looks for a time-ordered chain with conserved amounts
+    only where this stage found a loop (``CycleRule._chain``; its cost is pinned in test_cycle_search_cost)."""
+    return CycleRule(**{"ordered": False, "amount_ratio": None, **params})

@@ -11,8 +11,7 @@ import random
 from datetime import timedelta
 
 import pytest
-from aml_cycle_support import Counted, Graph, counting
-from sectorflow_aml.typologies import CycleRule
+from aml_cycle_support import Counted, Graph, Loops, counting
 
 
 def HubGraph(edges: list[tuple[str, str]] = ()) -> Graph:
@@ -46,7 +45,7 @@ def hub(n: int) -> Graph:
 def work(g: Graph, transfers: list[tuple[str, str]]) -> tuple[list, int, int]:
     """Alerts of ``transfers`` fed to the cycle rule, with the account states looked up and the hub's receivers
     walked entry by entry while the rule checks them (window bookkeeping not counted)."""
-    rule = CycleRule()
+    rule = Loops()
     alerts, looked_up, walked = [], 0, 0
     for src, dst in transfers:
         edge = g.add(src, dst)
@@ -107,7 +106,7 @@ def test_of_several_loops_the_first_in_the_hubs_order_of_receivers_is_reported()
             g.add("HUB", f"C{i}")
         for src, dst in [("C10", "W1"), ("W1", "C2"), ("C40", "W2"), ("W2", "C2")]:
             g.add(src, dst)
-        rule = CycleRule()
+        rule = Loops()
         taken = counting(rule, "_from_targets")
         out = rule.check(g.window, g.add("C2", "HUB"))
         w = "W1" if first == "C10" else "W2"
@@ -122,8 +121,8 @@ def test_the_search_answers_as_the_counted_search_around_busy_hubs():
     rng = random.Random(5)
     accounts = [f"c{i}" for i in range(300)]
     hubs = ["H0", "H1"]
-    rules = [CycleRule(), CycleRule(min_length=2), CycleRule(max_length=4), CycleRule(min_length=5),
-             CycleRule(min_length=4), CycleRule(max_degree=3), CycleRule(max_length=3)]
+    rules = [Loops(), Loops(min_length=2), Loops(max_length=4), Loops(min_length=5),
+             Loops(min_length=4), Loops(max_degree=3), Loops(max_length=3)]
     g = HubGraph()
     started = [counting(rule, "_from_targets") for rule in rules]
     searched = found = 0

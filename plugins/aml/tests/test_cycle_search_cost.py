@@ -7,9 +7,11 @@ checked against an entry-by-entry walk too."""
 from __future__ import annotations
 
 import random
+from collections import deque
+from datetime import timedelta
 
 import pytest
-from aml_cycle_support import Graph, counting
+from aml_cycle_support import Graph, Loops, counting
 from sectorflow_aml import features
 from sectorflow_aml.features import find_cycle
 from sectorflow_aml.typologies import CycleRule
@@ -33,7 +35,7 @@ def star(u: str, v: str, n_back: int, n_fwd: int) -> list[tuple[str, str]]:
 def test_a_search_that_meets_nothing_walks_no_forward_map_and_builds_no_two_hop_map():
     g = Graph(star("U", "V", n_back=3, n_fwd=3))
     second_hop = g.count_receivers(["A1", "A2", "A3"])
-    rule = CycleRule()
+    rule = Loops()
     built = counting(rule, "_back2")
     assert rule.check(g.window, g.add("U", "V")) == []
     assert [m.walked for m in second_hop] == [0, 0, 0]  # each A's receivers passed with one set test
@@ -41,7 +43,7 @@ def test_a_search_that_meets_nothing_walks_no_forward_map_and_builds_no_two_hop_
     # the same graph with B2b -> X3: the five-account loop U -> V -> A2 -> B2b -> X3 -> U
     g = Graph(star("U", "V", n_back=3, n_fwd=3) + [("B2b", "X3")])
     second_hop = g.count_receivers(["A1", "A2", "A3"])
-    rule = CycleRule()
+    rule = Loops()
     built = counting(rule, "_back2")
     out = rule.check(g.window, g.add("U", "V"))
     assert len(out) == 1 and out[0].accounts == ["U", "V", "A2", "B2b", "X3"]
@@ -53,12 +55,12 @@ def test_a_hub_search_works_out_two_hop_entries_only_for_accounts_that_pay_a_sen
     """Above the eager-map limit (8 senders of u), the two-hop entry of each forward account b is worked out on
     demand (``_via``); a b whose receivers miss u's senders is answered by one set test instead."""
     g = Graph(star("HUB", "V", n_back=10, n_fwd=3))
-    rule = CycleRule()
+    rule = Loops()
     looked_up = counting(rule, "_via")
     assert rule.check(g.window, g.add("HUB", "V")) == []
     assert looked_up == []  # six forward accounts B, none pays a sender of HUB
     g = Graph(star("HUB", "V", n_back=10, n_fwd=3) + [("B3a", "X7")])
-    rule = CycleRule()
+    rule = Loops()
     looked_up = counting(rule, "_via")
     out = rule.check(g.window, g.add("HUB", "V"))
     assert len(out) == 1 and out[0].accounts == ["HUB", "V", "A3", "B3a", "X7"]
@@ -69,7 +71,7 @@ def test_searches_run_only_where_a_loop_can_close():
     """No search for a receiver without outgoing transfers, a sender without incoming ones, a self-transfer or a cash
     transaction; the chain A -> B -> C -> D is no cycle and D -> A closes one, found by the one search it runs."""
     g = Graph()
-    rule = CycleRule()
+    rule = Loops()
     searched = counting(rule, "_find_short_any")
     alerts = []
     for src, dst, channel in [("A", "B", "transfer"), ("B", "C", "transfer"), ("C", "D", "transfer"),
@@ -86,7 +88,7 @@ def test_searches_run_only_where_a_loop_can_close():
 def test_a_closed_loop_is_found_and_the_chain_short_of_it_is_not(size):
     names = [f"L{i}" for i in range(size)]
     g = Graph()
-    rule = CycleRule()
+    rule = Loops()
     chain = [rule.check(g.window, g.add(names[i], names[i + 1])) for i in range(size - 1)]
     chain.append(rule.check(g.window, g.add(names[-1], "OUT")))  # the chain goes on: still no loop
     assert chain == [[]] * size
@@ -102,8 +104,8 @@ def test_the_search_answers_as_the_counted_search_on_a_sparse_graph_with_hubs():
     rng = random.Random(11)
     accounts = [f"s{i}" for i in range(250)]
     hubs = accounts[:4]
-    rules = [CycleRule(), CycleRule(min_length=2), CycleRule(max_length=4), CycleRule(min_length=5),
-             CycleRule(min_length=4), CycleRule(max_degree=3)]
+    rules = [Loops(), Loops(min_length=2), Loops(max_length=4), Loops(min_length=5),
+             Loops(min_length=4), Loops(max_degree=3)]
     g = Graph()
     searched = found = 0
     for _ in range(4000):
@@ -184,3 +186,38 @@ def test_find_cycle_answers_as_the_entry_by_entry_walk(monkeypatch, budget):
             assert got == _find_cycle_walk(g.window, s, d, budget), (g.n, s, d)
             outcomes.add(None if got is None else len(got))
     assert outcomes == {None, 2, 3, 4}
+
+
+# --- the time-ordered chain search (the default rule's second stage) ------------------------------------------------
+
+class CountedDeque(deque):
+    """An incoming deque that counts the transfers read from it newest first (``reversed``)."""
+
+    read = 0
+
+    def __reversed__(self):
+        for e in deque.__reversed__(self):
+            CountedDeque.read += 1
+            yield e
+
+
+def test_the_chain_search_reads_at_most_max_visits_transfers_around_a_busy_hub():
+    """``HUB`` got 3,000 transfers of unrelated amounts from 1,500 accounts that HUB's receiver ``V`` pays back
+    (3,000 closed loops ``HUB -> V -> Ci -> HUB``, none a time-ordered chain that keeps one sum): the chain search
+    reads at most ``max_visits`` of them; one chain that passes the amount on is found within the budget."""
+    g = Graph(step=timedelta(minutes=1))
+    for i in range(1500):
+        g.add("V", f"C{i}")
+    for i in range(3000):
+        g.add(f"C{i % 1500}", "HUB", amount=200 + i)  # amounts 200..3199, after V paid them
+    rule = CycleRule(max_visits=500)
+    g.window.accounts["HUB"].incoming = CountedDeque(g.window.accounts["HUB"].incoming)
+    CountedDeque.read = 0
+    assert rule.check(g.window, g.add("HUB", "V", amount=50_000)) == []  # nothing passes 50,000 on
+    assert 0 < CountedDeque.read <= 500
+    g.add("V", "M", amount=60_000)
+    g.add("M", "HUB", amount=57_000)
+    CountedDeque.read = 0
+    out = rule.check(g.window, g.add("HUB", "V", amount=55_000))
+    assert CountedDeque.read <= 500
+    assert [a.accounts for a in out] == [["HUB", "V", "M"]]

@@ -139,9 +139,10 @@ def test_per_person_cash_aggregation_through_the_main_job():
 
 
 def test_chain_is_not_a_cycle_until_it_closes(aml: Taskflow):
-    chain = aml([rec(1, "A", "B", "1000", days=0), rec(2, "B", "C", "990", days=1), rec(3, "C", "D", "980", days=2)])
+    chain = aml([rec(1, "A", "B", "10000", days=0), rec(2, "B", "C", "9900", days=1),
+                 rec(3, "C", "D", "9800", days=2)])
     assert not any("cycle" in r.typologies for r in chain)
-    closing = aml(rec(4, "D", "A", "970", days=3))
+    closing = aml(rec(4, "D", "A", "9700", days=3))  # time-ordered, each hop 99 %: a cycle (issue 21)
     assert "cycle" in closing.typologies and closing.alert
     cycle = next(a for a in closing.alerts if a.typology == "cycle")
     assert set(cycle.transaction_ids) == {"p1", "p2", "p3", "p4"}

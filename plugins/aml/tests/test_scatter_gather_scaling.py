@@ -11,7 +11,8 @@ from sectorflow_aml.typologies import scatter_gather
 
 
 def _payroll_then_hub(customers: int, payments: int) -> list[dict]:
-    """An employer pays ``customers`` salaries on 1 Nov; on 2 Nov each customer in turn pays a hub 60 % of it."""
+    """An employer pays ``customers`` salaries on 1 Nov; on 2 Nov each customer in turn pays a hub 90 % of it (60 %
+    before issue 21 raised scatter-gather's least share passed on to 80 %)."""
     out = []
     for i in range(customers):
         out.append({"transaction_id": f"w{i}", "timestamp": f"2026-11-01T08:{i // 60:02d}:{i % 60:02d}Z",
@@ -20,7 +21,7 @@ def _payroll_then_hub(customers: int, payments: int) -> list[dict]:
     for j in range(payments):
         i = j % customers
         out.append({"transaction_id": f"s{j}", "timestamp": f"2026-11-02T09:{j // 60:02d}:{j % 60:02d}Z",
-                    "sender_account": f"CU{i}", "receiver_account": "HUB", "amount": "3000", "currency": "CNY",
+                    "sender_account": f"CU{i}", "receiver_account": "HUB", "amount": "4500", "currency": "CNY",
                     "channel": "transfer"})
     return out
 

@@ -57,7 +57,12 @@ def test_shipped_bundle_loads_and_records_its_training(scorer: RiskScorer) -> No
     manifest = scorer.bundle.manifest
     assert manifest["task"] == "aml" and manifest["format"] == "paddle-inference"
     assert manifest["cpu_onednn"] is False  # batch-1 runs are several times faster without oneDNN (docs/aml.md)
-    assert set(manifest["files"]) == {"model.json", "model.pdiparams", "model.pdparams", "scorer.json"}
+    assert set(manifest["files"]) == {"model.json", "model.pdiparams", "model.pdparams", "scorer.json",
+                                      "account_model.txt", "account_model.json"}  # the account model beside it
+    account = manifest["account_model"]  # its own section: data, roles, metrics on a set never trained on
+    roles = {d["name"]: d["role"] for d in account["provenance"]["datasets"]}
+    assert roles["amlgentex_dev/dev_s303"].startswith("test") and roles["amlgentex_dev/dev_s101"].startswith("train")
+    assert account["metrics"]["test_amlgentex_dev_s303"]["average_precision"] >= 0.70
     prov = manifest["provenance"]
     assert prov["licence"] == "Apache-2.0" and "Suzumura" in prov["citation"]
     roles = {d["name"].split("/")[1]: d["role"] for d in prov["datasets"]}

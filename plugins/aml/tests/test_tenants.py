@@ -80,6 +80,10 @@ def test_a_tenants_model_scores_ignore_other_tenants_history():
     seen_by_1 = tf({**probe, "transaction_id": "p1"}, context=bank("bank-1"))
     assert seen_by_2.model_score == fresh.model_score and seen_by_2.alerts == fresh.alerts
     assert seen_by_1.model_score != fresh.model_score
+    # the account model's features too: bank 2's account scores and cases are a fresh stream's
+    assert seen_by_2.account_scores == fresh.account_scores and seen_by_2.account_scores
+    assert [c.model_dump() for c in seen_by_2.cases] == [c.model_dump() for c in fresh.cases]
+    assert seen_by_1.account_scores["HUB"] != fresh.account_scores["HUB"]
 
 
 def test_reset_and_reload_keep_each_banks_same_day_aggregate():

@@ -46,3 +46,13 @@ def test_split_is_by_contract_and_stable():
     assert counts == {"train": 180, "validation": 58, "test": 64}
     assert len({c.filename for c in contracts}) == 302  # one split per contract
     assert cuad.split_of(contracts[0].filename) == contracts[0].split
+
+
+@pytest.mark.skipif(not (DATA / "contracts_more").is_dir(), reason=f"CUAD contracts_more not found at {DATA}")
+def test_the_development_pool_joins_without_moving_the_test_split():
+    before = {c.filename: c.split for c in cuad.load(DATA)}
+    contracts = cuad.load(DATA, more=True)
+    counts = Counter(c.split for c in contracts)
+    assert counts == {"train": 180, "validation": 58, "test": 64, cuad.MORE: 207}
+    assert {c.filename: c.split for c in contracts if c.split != cuad.MORE} == before  # the 64 test contracts stay
+    assert all(c.path.parent.name == "contracts_more" for c in contracts if c.split == cuad.MORE)

@@ -24,18 +24,30 @@ def test_uie_style_relations(taskflow_factory):
     assert b.relations["email"][0].value == "li@example.cn"
     with pytest.raises(ConfigError, match="party fields only"):
         Taskflow("legal_extraction", schema=[{"合同金额": ["地址"]}])
-    with pytest.raises(ConfigError, match="联系人"):
-        Taskflow("legal_extraction", schema=[{"甲方": ["血型"]}])
+    # a relation the party rules do not know is read as a "<name>：<value>" line of the party's own block
+    tf = taskflow_factory([{"甲方": ["开户名称", "血型"]}])
+    (a,) = tf("甲方：上海明远置业有限公司\n开户名称：上海明远置业有限公司徐汇分部\n\n乙方：李华\n血型：A\n").fields["甲方"]
+    assert {k: [r.value for r in v] for k, v in a.relations.items()} == {
+        "开户名称": ["上海明远置业有限公司徐汇分部"], "血型": []}  # 乙方's line is not 甲方's
 
 
-def test_unknown_names_raise_a_config_error_listing_the_supported_ones():
-    with pytest.raises(ConfigError) as err:
-        Taskflow("legal_extraction", schema=["甲方", "丁方", "Favourite colour"])
-    assert "丁方" in str(err.value) and "Favourite colour" in str(err.value)
-    assert "甲方" in str(err.value) and "Governing Law" in str(err.value) and "违约金" in str(err.value)
-    assert err.value.details["unknown"] == ["丁方", "Favourite colour"]
+def test_names_the_rules_do_not_know_are_open_fields():
+    resolved = resolve_schema(["甲方", "丁方", "Favourite colour", "租金", "Penalty Rate", "保修期", "交付日期"])
+    assert [(f.open, f.type) for _, f, _ in resolved] == [
+        (False, "text"), (True, "party"), (True, "text"), (True, "amount"), (True, "percentage"),
+        (True, "duration"), (True, "date")]
+    (_, rent, _), = resolve_schema({"租金": {"type": "amount", "aliases": ["月租金"]}})
+    assert rent.names == ("租金", "月租金") and rent.key == "open:租金"
+    with pytest.raises(ConfigError, match="type"):
+        resolve_schema({"租金": {"type": "money"}})
+    with pytest.raises(ConfigError, match="known field of type 'date'"):
+        resolve_schema({"签订日期": {"type": "amount"}})
+    with pytest.raises(ConfigError, match="party fields only"):
+        resolve_schema([{"租金": ["地址"]}])
     with pytest.raises(ConfigError):
         Taskflow("legal_extraction", schema=[])
+    with pytest.raises(ConfigError):
+        Taskflow("legal_extraction", schema=["  "])
     with pytest.raises(ConfigError):
         Taskflow("legal_extraction", language="fr")
 

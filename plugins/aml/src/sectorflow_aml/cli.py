@@ -3,6 +3,7 @@
 The flow (alerts live in the results that ``sectorflow run`` writes, amounts in the input file)::
 
     sectorflow run aml samples/aml/transactions.csv.gz --format amlsim --output results.jsonl
+    sectorflow aml cases --results results.jsonl          # ranked cases within the alert budget
     sectorflow aml alerts --results results.jsonl
     sectorflow aml reports --results results.jsonl --kind large_value
     sectorflow aml explain ALERT_ID --results results.jsonl --input samples/aml/transactions.csv.gz \\
@@ -27,7 +28,8 @@ from pydantic import ValidationError
 
 from sectorflow import ConfigError, InvalidInputError, field_pairs, open_text, writable_file
 
-from .explain import draw_alert
+from .cases import find_case, read_cases
+from .explain import case_alert, draw_alert
 from .loaders import READER_FACTORIES, READERS, guess_format
 from .schema import Alert, ReportDraft, Transaction, input_context, transactions_digest
 
@@ -186,6 +188,36 @@ def explain_alert(alert_id: str, results: str | Path, source: str | Path, png: s
     if note:
         log.warning("%s", note)
     return draw_alert(alert, transactions, png, note=note, timezone=timezone or input_timezone)
+
+
+def explain_case(case_id: str, results: str | Path, source: str | Path, png: str | Path, fmt: str | None = None,
+                 mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None,
+                 input_timezone: str | None = None, history: Sequence[str | Path] = (),
+                 timezone: str | None = None) -> Path:
+    """Draw the case ``case_id`` of ``results`` (:func:`sectorflow_aml.cases.find_case`): its transactions read from
+    ``history`` and ``source`` as the run read them, the case's account in red, its alerts' reasons in the title. Each
+    of the case's alerts is checked against the input as :func:`checked_alert` checks one.
+
+    Raises:
+        ConfigError: no such case. InvalidInputError: ``source`` is not the input of ``results``.
+    """
+    case = find_case(results, case_id)
+    alerts = []
+    for alert_id in case.alert_ids:
+        alert, _, note = checked_alert(alert_id, results, source, fmt, mapping=mapping, defaults=defaults,
+                                       input_timezone=input_timezone, history=history)
+        alerts.append(alert)
+    ids = set(case.transaction_ids)
+    found: dict[str, Transaction] = {}
+    for path in [*history, source]:
+        for txn in load_alert_transactions(path, fmt, ids, mapping=mapping, defaults=defaults,
+                                           input_timezone=input_timezone):
+            found.setdefault(txn.transaction_id, txn)
+    if not found:
+        raise InvalidInputError(f"None of case {case_id}'s {len(ids)} transactions is in {source}: pass the input "
+                                f"(and --format, --history) that `sectorflow run aml` read.")
+    note = None if not case.alert_ids else f"{len(case.alert_ids)} alert(s) of the case checked against the input."
+    return draw_alert(case_alert(case, alerts), found.values(), png, note=note, timezone=timezone or input_timezone)
 
 
 def checked_alert(alert_id: str, results: str | Path, source: str | Path, fmt: str | None = None, *,
@@ -355,6 +387,28 @@ def alerts_command(results: Path = typer.Option(..., "--results", "-r", help="JS
                        f"\t{accounts}")
 
 
+@aml_app.command("cases")
+def cases_command(results: Path = typer.Option(..., "--results", "-r", help="JSON lines from `sectorflow run aml`."),
+                  as_json: bool = typer.Option(False, "--json", help="One JSON case per line."),
+                  period: Optional[str] = typer.Option(None, "--period", "-p", help="Only this review period, e.g. "
+                                                       "2023-01 (month), 2023-W05 (week), 2023-01-15 (day)."),
+                  everything: bool = typer.Option(False, "--all", help="Every case, not only those within the alert "
+                                                  "budget."),
+                  budget: Optional[str] = typer.Option(None, "--budget", help="Re-rank under another alert budget: "
+                                                       "25 (cases per period), 0.01 or 1% (share of active "
+                                                       "accounts), score>=0.7.")) -> None:
+    """List the cases (one per account and review period) within the alert budget, by period then rank: case id,
+    period, rank, score, account, typologies, transactions, budget (sectorflow_aml.cases)."""
+    for case in read_cases(results, period=period, everything=everything, alert_budget=budget):
+        if as_json:
+            typer.echo(case.model_dump_json())
+        else:
+            flag = "" if case.within_budget else "\toutside budget"
+            typer.echo(f"{case.case_id}\t{case.period}\t#{case.rank}/{case.cases_in_period}\t{case.score:.3f}\t"
+                       f"{case.account}\t{','.join(case.typologies) or '-'}\t{case.transactions} tx\t"
+                       f"{case.budget}{' mandatory' if case.mandatory else ''}{flag}")
+
+
 @aml_app.command("reports")
 def reports_command(results: Path = typer.Option(..., "--results", "-r", help="JSON lines from `sectorflow run aml`."),
                     kind: Optional[str] = typer.Option(None, help="Only large_value, ctr or suspicious."),
@@ -408,7 +462,8 @@ def _due_text(draft: ReportDraft) -> str:
 
 @aml_app.command("explain")
 def explain_command(
-    alert_id: str = typer.Argument(..., help="Alert id, as listed by `sectorflow aml alerts`."),
+    alert_id: str = typer.Argument(..., help="Alert id, as listed by `sectorflow aml alerts`, or case id (case-...), "
+                                   "as listed by `sectorflow aml cases`."),
     results: Path = typer.Option(..., "--results", "-r", help="JSON lines from `sectorflow run aml`."),
     source: str = typer.Option(..., "--input", "-i", help="The transaction file the results came from."),
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format: amlsim, amlworld, csv, jsonl, "
@@ -426,10 +481,18 @@ def explain_command(
     timezone: Optional[str] = typer.Option(None, "--timezone", help="Time zone of the times drawn, e.g. Asia/Shanghai "
                                            "(default: --input-timezone when given, else UTC)."),
 ) -> None:
-    """Draw ALERT_ID's fund flow (accounts as nodes, transfers as arrows with amount and time) as a PNG.
+    """Draw ALERT_ID's fund flow (accounts as nodes, transfers as arrows with amount and time) as a PNG; for a case id,
+    the case's transactions with its account in red.
 
     Read the input as the run did: the same --format, --column, --default, input time zone and --history files."""
     writable_file(png, what="PNG file", setting="--png")  # before the read: a bad path is a typed error
+    if alert_id.startswith("case-"):
+        typer.echo(str(explain_case(alert_id, results, source, png, fmt,
+                                    mapping=field_pairs("--column", "COLUMN", column),
+                                    defaults=field_pairs("--default", "VALUE", default),
+                                    input_timezone=input_timezone, history=[str(h) for h in history],
+                                    timezone=timezone)))
+        return
     alert, transactions, note = checked_alert(alert_id, results, source, fmt,
                                               mapping=field_pairs("--column", "COLUMN", column),
                                               defaults=field_pairs("--default", "VALUE", default),
@@ -441,4 +504,11 @@ def explain_command(
 
 def register(app: Any) -> None:
     """Add the ``aml`` command group to the ``sectorflow`` typer app."""
+    from .cli_state import state_app
+
+    if not any(group.name == "state" for group in aml_app.registered_groups):
+        aml_app.add_typer(state_app, name="state")
+    from .learn_cli import register as register_learning
+
+    register_learning(aml_app)
     app.add_typer(aml_app, name="aml")

@@ -1,6 +1,6 @@
 """Draw an alert's fund flow: accounts as nodes, transfers as arrows labelled with amount and time.
 
-:func:`draw_alert` is the Python entry point; ``sectorflow aml explain`` (:mod:`sectorflow_aml.cli`) finds the alert
+:func:`draw_alert` is the Python entry point (:func:`case_alert` makes a case drawable); ``sectorflow aml explain`` (:mod:`sectorflow_aml.cli`) finds the alert
 in a results file and the transactions in the input file, then calls it. Parallel transfers between the same two
 accounts share one arrow whose label lists them (earliest first, at most ``max_lines`` lines). The alert's own
 accounts are drawn in red, counterparties in grey. Layout: a ring for cycles; columns from left to right (senders,
@@ -19,7 +19,8 @@ from typing import Any
 
 from sectorflow import ConfigError, InvalidInputError
 
-from .schema import Alert, Transaction, parse_zone
+from .cases import Case
+from .schema import Alert, Reason, Transaction, parse_zone
 
 ALERT_COLOUR = "#d62728"
 OTHER_COLOUR = "#bbbbbb"
@@ -219,3 +220,21 @@ def draw_alert(alert: Alert, transactions: Iterable[Transaction], path: str | Pa
     fig.savefig(path, dpi=dpi)
     plt.close(fig)
     return path
+
+
+def case_alert(case: Case, alerts: Iterable[Alert] = ()) -> Alert:
+    """An :class:`Alert` that stands for ``case`` in :func:`~sectorflow_aml.explain.draw_alert`: typology ``case``,
+    the account first (drawn in red), the case's transactions, its score and a reason naming its typologies, rank and
+    budget; ``alerts`` (the case's own, if read) add their reasons."""
+    reasons = [Reason(code="case", source="sectorflow_aml.cases",
+                      en=f"{case.account} in {case.period}: rank {case.rank} of {case.cases_in_period} "
+                         f"({'within' if case.within_budget else 'outside'} budget {case.budget}); typologies "
+                         f"{', '.join(case.typologies) or 'none'}; model score "
+                         f"{'-' if case.model_score is None else f'{case.model_score:.3f}'}",
+                      zh=f"{case.account}（{case.period}）：本期排名 {case.rank}/{case.cases_in_period}"
+                         f"（{'在' if case.within_budget else '不在'}预警额度 {case.budget} 内）；类型 "
+                         f"{', '.join(case.typologies) or '无'}")]
+    for alert in alerts:
+        reasons.extend(alert.reasons)
+    return Alert(alert_id=case.case_id, typology="case", accounts=[case.account], transaction_ids=case.transaction_ids,
+                 score=case.score, reasons=reasons, fired_by="sectorflow_aml.cases", time=case.updated_at)

@@ -49,11 +49,13 @@ round-tripping); FinCEN FIN-2014-A005 (funnel accounts, fan-in); AMLSim typologi
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sectorflow import ConfigError
+
+from .state import enc_float
 
 if TYPE_CHECKING:  # pragma: no cover
     from .schema import Transaction
@@ -251,6 +253,28 @@ class FeatureExtractor:
             closed, 1.0 if ss[_CYCLE_T] >= horizon else 0.0, 1.0 if sr[_CYCLE_T] >= horizon else 0.0,
             (t - ws.first_seen) / DAY, (t - wr.first_seen) / DAY, ws.lifetime_count, wr.lifetime_count,
         ]
+
+    def state_dict(self) -> dict[str, Any]:
+        """The per-account state as JSON values: ``{"lookback": seconds, "accounts": [[account, last time,
+        decayed velocity, last incoming amount, its time, last cycle time], ...]}`` in insertion order ("never" is
+        ``"-inf"``, :func:`~sectorflow_aml.state.enc_float`)."""
+        return {"lookback": self.lookback,
+                "accounts": [[a, *(enc_float(v) for v in st)] for a, st in self._acc.items()]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace the per-account state by ``state`` (from :meth:`state_dict`).
+
+        Raises:
+            ConfigError: a state of another lookback, or a damaged one.
+        """
+        if state.get("lookback") != self.lookback:
+            raise ConfigError(f"The feature state was made with a {state.get('lookback')} s lookback, this scorer "
+                              f"uses {self.lookback} s: run with the window the state was made with, or reset it.")
+        try:
+            self._acc = {row[0]: [float(v) for v in row[1:6]] for row in state["accounts"]}
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            self.reset()
+            raise ConfigError(f"The feature state is damaged ({exc}): reset the state.") from exc
 
     def vector(self, txn: Transaction, window: TransactionWindow) -> np.ndarray:
         """:meth:`row` as a float32 array of shape ``[N_FEATURES]``."""

@@ -7,6 +7,9 @@
 - ``amlworld``: IBM "Transactions for Anti Money Laundering" (Altman et al., NeurIPS 2023) ``*_Trans.csv``, whose
   header has two columns named ``Account``; they are read by position. The paid side (``Amount Paid``, ``Payment
   Currency``) is the transaction amount. Ids are ``amlworld-<row>``.
+- ``amlgentex``: AMLGentex ``transactions.csv.gz`` (AI Sweden et al., arXiv:2506.13989), read by column name; see
+  :func:`amlgentex_reader` for what its external source and sink, its opening balances and its steps become. Its
+  label columns (``isSAR``, ``patternID``, ``modelType``, ``typology``) are never read.
 
 Both readers number rows by line after the header (a blank line keeps its number), so ids do not move. Every name
 here is also importable from :mod:`sectorflow_aml.loaders`, which registers these readers (``READERS``) and
@@ -25,7 +28,8 @@ from pydantic import ValidationError
 
 from sectorflow import ConfigError, InvalidInputError, csv_file_records, open_text
 
-from .schema import EARLIEST, LATEST, Transaction, id_is_printable, trusted_transaction
+from .fx import is_iso4217
+from .schema import EARLIEST, LATEST, Channel, Transaction, id_is_printable, trusted_transaction
 
 Record = dict[str, Any]
 Reader = Callable[[Any], Iterator[tuple[int, Any]]]
@@ -200,3 +204,92 @@ def amlworld_reader(currencies: Mapping[str, str] | None = None, channels: Mappi
                             "sender_bank": c[1] or None, "receiver_bank": c[3] or None}
 
     return read_amlworld
+
+
+AMLGENTEX_COLUMNS = ("tx_id", "step", "type", "amount", "nameOrig", "nameDest")
+"""The AMLGentex transaction columns the reader uses (the others, labels included, are never read)."""
+AMLGENTEX_BASE_DATE = date(2023, 1, 1)
+"""The date of AMLGentex step 0 (its ``scripts/generate.py`` runs steps of one day from 2023-01-01 here)."""
+AMLGENTEX_SOURCE = "-2"
+AMLGENTEX_SINK = "-1"
+
+
+def amlgentex_reader(base_date: date = AMLGENTEX_BASE_DATE, currency: str = "CNY",
+                     id_prefix: str = "amlgentex-") -> Reader:
+    """A reader for AMLGentex ``transactions.csv(.gz)`` (``tx_id,step,type,amount,nameOrig,nameDest,...``).
+
+    - Time: ``step`` is the day (``base_date + step``); within a day the row's position in the file gives the time
+      (the k-th row of a step at ``k`` microseconds past midnight UTC), so time order is the file order and the
+      step stays the resolution (every row of a day lies within its first second while a day has < 10^6 rows).
+    - External ends: a row from the external source ``-2`` (salaries) is a ``cash_deposit`` booked on the receiving
+      account alone (sender = receiver = ``nameDest``); a row to the external sink ``-1`` (spending, type ``CASH``
+      or ``TRANSFER``) is a ``cash_withdrawal`` booked on the paying account alone. So the source and the sink do
+      not become two hub accounts that every customer pays or is paid by.
+    - ``INITALBALANCE`` rows (sic; the opening balance of every account at step 0) are **skipped**: they are the
+      state the simulation starts from, not money moving in the period (as cash deposits they would be 4,000
+      same-day large cash deposits on day 0).
+    - Ids are ``<id_prefix><tx_id>``; amounts are read in ``currency``, by default CNY as the AMLSim reader does, so
+      that a run needs no exchange-rate table (the generator's ``data.yaml`` works in SEK: pass ``currency="SEK"``
+      and an ``fx_rates`` table to convert; the account model is scale-free, the rules' thresholds are not).
+      Rows with amount 0 (the generator writes a few) fail validation and are reported as bad rows.
+    - The label columns (``isSAR``, ``patternID``, ``modelType``, ``typology``) and the generator's balances and KYC
+      columns are not read.
+
+    Yields :class:`Transaction` objects for well-formed rows and raw records (reported by validation) otherwise.
+
+    Raises (while iterating):
+        ConfigError: the header lacks one of :data:`AMLGENTEX_COLUMNS`.
+    """
+    start = datetime(base_date.year, base_date.month, base_date.day, tzinfo=timezone.utc)
+    deposit, withdrawal, transfer = Channel.cash_deposit, Channel.cash_withdrawal, Channel.transfer
+    code = currency.strip().upper()
+    if not is_iso4217(code):
+        raise ConfigError(f"currency={currency!r} is not an ISO 4217 code (e.g. SEK, EUR).")
+    amount_text = _AMOUNT.fullmatch
+    printable = id_is_printable
+
+    def read_amlgentex(source: Any) -> Iterator[tuple[int, Record | Transaction | InvalidInputError]]:
+        seen: dict[str, int] = {}  # rows so far per step: the microsecond within the day
+        with open_text(source) as handle:
+            records = csv_file_records(source, handle)
+            header, first = _header(source, records, "AMLGentex")
+            missing = [c for c in AMLGENTEX_COLUMNS if c not in header]
+            if missing:
+                raise ConfigError(f"{source} is not an AMLGentex transaction file: it lacks column(s) "
+                                  f"{', '.join(missing)} (header {','.join(header)!r}).")
+            at = [header.index(c) for c in AMLGENTEX_COLUMNS]
+            width = max(at) + 1
+            for line, cells in records:
+                row = line - first
+                if isinstance(cells, InvalidInputError):
+                    yield row, _broken(source, row, cells)
+                    continue
+                if len(cells) < width:
+                    cells = cells + [""] * (width - len(cells))
+                tx_id, step, kind, amount, sender, receiver = (cells[i].strip() for i in at)
+                if kind == "INITALBALANCE":
+                    continue
+                k = seen.get(step, 0)
+                seen[step] = k + 1
+                channel = transfer
+                if sender == AMLGENTEX_SOURCE:
+                    sender, channel = receiver, deposit
+                elif receiver == AMLGENTEX_SINK:
+                    receiver, channel = sender, withdrawal
+                tid = f"{id_prefix}{tx_id or row}"
+                try:
+                    when: Any = start + timedelta(days=int(step), microseconds=k)
+                    ok = EARLIEST <= when < LATEST
+                except (ValueError, OverflowError):
+                    when, ok = step, False
+                if ok and sender and receiver and amount_text(amount) and printable(sender) \
+                        and printable(receiver) and printable(tid):
+                    value = Decimal(amount)
+                    if value:
+                        yield row, trusted_transaction(tid, when, sender, receiver, value, code, channel)
+                        continue
+                yield row, {"transaction_id": tid, "timestamp": when if isinstance(when, str) else when.isoformat(),
+                            "sender_account": sender, "receiver_account": receiver, "amount": amount,
+                            "currency": code, "channel": channel.value}
+
+    return read_amlgentex

@@ -12,7 +12,8 @@ InvalidInputError)``, the core's reader convention, to be skipped or rejected th
 Formats (``READERS`` keys, also ``sectorflow run aml FILE --format NAME``):
 
 - ``csv`` / ``jsonl`` / ``parquet``: columns named like ``Transaction`` fields, or renamed with ``mapping``.
-- ``amlsim`` / ``amlworld``: the fixed-column CSV files of IBM AMLSim and AMLworld; their readers live in
+- ``amlsim`` / ``amlworld`` / ``amlgentex``: the fixed-column CSV files of IBM AMLSim, AMLworld and AMLGentex; their
+  readers live in
   :mod:`sectorflow_aml.formats` (importable from here as well).
 """
 
@@ -35,10 +36,12 @@ from .formats import (  # noqa: F401 (names of sectorflow_aml.loaders before the
     AMLWORLD_CHANNELS,
     AMLWORLD_CURRENCIES,
     AMLWORLD_HEADER,
+    AMLGENTEX_COLUMNS,
     Reader,
     Record,
     _broken,
     _header,
+    amlgentex_reader,
     amlsim_reader,
     amlworld_reader,
 )
@@ -414,6 +417,7 @@ def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[s
 READERS: dict[str, Reader] = {
     "amlsim": amlsim_reader(typed=True),
     "amlworld": amlworld_reader(),
+    "amlgentex": amlgentex_reader(),
     "csv": csv_reader(),
     "jsonl": jsonl_reader(),
     "parquet": parquet_reader(),
@@ -427,7 +431,7 @@ renames: ``factory(mapping=..., defaults=..., context=...)`` (the core's ``TaskS
 hands ``context``, the run's input context, to every read of these formats, so they are read by the factory also
 without ``--column``)."""
 
-Format = Literal["amlsim", "amlworld", "csv", "jsonl", "parquet"]
+Format = Literal["amlsim", "amlworld", "amlgentex", "csv", "jsonl", "parquet"]
 
 
 def guess_format(path: str | Path) -> str:
@@ -444,6 +448,8 @@ def guess_format(path: str | Path) -> str:
         return "amlsim"
     if header == AMLWORLD_HEADER:
         return "amlworld"
+    if set(AMLGENTEX_COLUMNS) <= set(header) and "nameOrig" in header:
+        return "amlgentex"
     return "csv"
 
 
@@ -476,11 +482,11 @@ def load_transactions(path: str | Path, format: str | None = None, mapping: Mapp
     fmt = format or guess_format(path)
     factories: dict[str, Callable[..., Reader]] = {"csv": csv_reader, "jsonl": jsonl_reader,
                                                    "parquet": parquet_reader, "amlsim": amlsim_reader,
-                                                   "amlworld": amlworld_reader}
+                                                   "amlworld": amlworld_reader, "amlgentex": amlgentex_reader}
     if fmt not in factories:
         raise ConfigError(f"Unknown transaction format {fmt!r}; use one of {', '.join(sorted(factories))}.")
     if mapping is not None:
-        if fmt in ("amlsim", "amlworld"):
+        if fmt in ("amlsim", "amlworld", "amlgentex"):
             raise ConfigError(f"The {fmt} format has fixed columns; a column mapping applies to csv, jsonl, parquet.")
         reader_options["mapping"] = mapping
     if fmt == "amlsim":

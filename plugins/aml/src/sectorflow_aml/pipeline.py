@@ -12,21 +12,31 @@ For each transaction, in arrival order (:meth:`AMLPipeline.preprocess`):
    would look like a hub, so a score would be an extrapolation. The rules and the report engine cover cash
    (``model_score`` is ``None``);
 4. ``ReportEngine.observe(txn)`` for large-value / currency transaction report drafts (:mod:`sectorflow_aml.reports`).
+5. the account model's rows (:mod:`sectorflow_aml.account_features`), when the bundle holds an account model: the
+   sender's and the receiver's window features after the transaction (cash and self-transfers included: they are
+   the account's own events). :meth:`forward` scores them in one batch (:mod:`sectorflow_aml.account_scorer`) and
+   the result's ``account_scores`` maps each of the two accounts to its calibrated risk; a ``lightgbm`` bundle (from
+   ``sectorflow aml train``) holds the account model alone, and then ``model_score`` is ``None``.
 
 :meth:`forward` scores a batch of feature rows with the Paddle predictor; :meth:`postprocess` combines rule alerts
 and the model score into ``risk_score``, the alert flag, typologies, reasons (en and zh, from both), alerts (a model
 alert when the model alone crosses its threshold) and report drafts (suspicious transaction report drafts for
 alerts scoring at least ``str_threshold``; a ``model_risk`` alert alone drafts none unless ``model_str=True``).
 
+Then, still in arrival order, the case book (:mod:`sectorflow_aml.cases`, ``self.case_book``) takes each
+transaction with its alerts (and the account model's ``account_scores`` when a result carries them): one case per
+account and review period with one score and its rank under the alert budget; the result's ``cases`` lists the
+updates it made (options ``case_period``, ``alert_budget``, ``case_min_model_score``, ``case_mandatory``).
+
 Risk: ``rule_risk = 1 - prod(1 - alert.score)`` over the rule alerts completed by the transaction; the model score
 ``m`` is rescaled piecewise-linearly so that the bundle's decision threshold ``t`` lands on ``alert_threshold``
 (``m < t``: ``m / t * a``; else ``a + (m - t) / (1 - t) * (1 - a)``); ``risk = 1 - (1 - rule_risk)(1 - model_risk)``.
 The alert flag is ``risk >= alert_threshold``.
 
-State (window, scorer features, report aggregates, alert cooldowns) is kept across calls, so feeding transactions
-one at a time, in chunks or in one batch gives the same results; :meth:`reset_state` forgets it. The runtime keeps
-it per tenant (``TaskSpec.stateful``): each tenant's pipeline is a :meth:`AMLPipeline.spawn` of the loaded one
-(shared model, rules and report configuration, its own state), and one tenant's calls run one at a time.
+State (window, scorer features, report aggregates, alert cooldowns, open cases) is kept across calls, so feeding
+transactions one at a time, in chunks or in one batch gives the same results; :meth:`reset_state` forgets it. The
+runtime keeps it per tenant (``TaskSpec.stateful``): each tenant's pipeline is a :meth:`AMLPipeline.spawn` of the
+loaded one (shared model, rules and report configuration, its own state), and one tenant's calls run one at a time.
 """
 
 from __future__ import annotations
@@ -44,10 +54,14 @@ from typing import Any
 
 from sectorflow import ConfigError, Pipeline
 
+from .cases import OPTIONS as CASE_OPTIONS
+from .cases import CaseBook
 from .fx import MissingRateError
 from .reports import ReportEngine, read_account_file
 from .schema import (INPUT_TIMEZONE_HELP, Alert, Reason, ReportDraft, Transaction, TransactionAssessment,
                      transactions_digest)
+from .pipeline_state import load_pipeline_state, pipeline_state_dict, refuse_duplicates
+from .state import decode_transactions, transaction_row
 from .suspicious import suspicious_report
 from .typologies import RULES, build_rules
 from .typologies.base import alert_id
@@ -63,6 +77,8 @@ OPTIONS: dict[str, str] = {
                      "value other than the bundle's needs model=False",
     "rules": "typology settings: {name: False | True | {param: value}}, names: " + ", ".join(RULES),
     "model": "use the learned risk scorer (default True when a bundle is loaded)",
+    "account_model": "compute account_scores with the bundle's account model (default True when the bundle has one; "
+                     "False saves its cost, about half of a batch call's time, when no case book needs them)",
     "alert_threshold": "risk score at or above which a transaction is flagged (default 0.5)",
     "str_threshold": "alert score at or above which a suspicious transaction report draft is made (default 0.75)",
     "model_str": "let a model_risk alert alone draft a suspicious transaction report (default False: the shipped "
@@ -73,7 +89,12 @@ OPTIONS: dict[str, str] = {
                        "typologies (fan_in, fan_out, gather_scatter, rapid_pass_through, and scatter_gather at either "
                        "end) raise no alert on them; report drafts, the other typologies and the model are unaffected",
     "input_timezone": INPUT_TIMEZONE_HELP,
+    "on_duplicate": "a transaction whose id is already in the window (a client's retry after a timeout): 'skip' "
+                    "(default: its result carries the reason input.duplicate_id and nothing is counted) or 'refuse' "
+                    "(the whole call fails with an InvalidInputError naming the ids, before any state changes); ids "
+                    "are remembered while their transaction is in the window (lookback_days of transaction time)",
     **ReportEngine.OPTIONS,
+    **CASE_OPTIONS,
 }
 """The options ``Taskflow("aml", **options)`` accepts."""
 
@@ -250,7 +271,8 @@ def _late_note(ts: float, now: float, ahead: Transaction | None = None) -> Reaso
 class _Item:
     """What :meth:`AMLPipeline.preprocess` hands on for one transaction."""
 
-    __slots__ = ("alerts", "duplicate", "edge", "notes", "reports", "row", "score", "txns")
+    __slots__ = ("account_rows", "account_scores", "alerts", "duplicate", "edge", "notes", "reports", "row", "score",
+                 "txns")
 
     def __init__(self, row: list[float] | None, alerts: list[Alert], reports: list[ReportDraft], edge: Any,
                  txns: dict[str, Transaction] | None = None, notes: list[Reason] | None = None) -> None:
@@ -262,6 +284,8 @@ class _Item:
         self.reports = reports
         self.edge = edge
         self.txns = txns  # transactions of the alerts that will get an STR draft, read while still in the window
+        self.account_rows: list[tuple[str, list[float]]] | None = None  # account model rows (sender, receiver)
+        self.account_scores: dict[str, float] = {}
 
 
 class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
@@ -282,23 +306,44 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self.model_str = opts.get("model_str", False)
         if not isinstance(self.model_str, bool):
             raise ConfigError(f"model_str={self.model_str!r}: give True or False.")
+        self.on_duplicate = opts.get("on_duplicate", "skip")
+        if self.on_duplicate not in ("skip", "refuse"):
+            raise ConfigError(f"on_duplicate={self.on_duplicate!r}: give 'skip' or 'refuse'.")
         use_model = opts.get("model", True)
         if not isinstance(use_model, bool):
             raise ConfigError(f"model={use_model!r}: give True or False.")
         self.scorer = None
+        self.account_scorer = None
         lookback = opts.get("lookback_days")
         if lookback is not None and (isinstance(lookback, bool) or not isinstance(lookback, (int, float))
                                      or not 0 < lookback <= 3660):
             raise ConfigError(f"lookback_days={lookback!r}: give a number of days above 0 and at most 3660.")
         if self.bundle is not None and use_model:
-            from .scorer import RiskScorer  # imports Paddle only when a model is used
+            from .account_scorer import AccountScorer, has_account_model
 
-            self.scorer = RiskScorer(self.bundle, self.predictor_pool())
-            if lookback is not None and float(lookback) != self.scorer.lookback_days:
+            trained = None
+            if self.bundle.format != "lightgbm":  # a lightgbm bundle holds the account model alone
+                from .scorer import RiskScorer  # imports Paddle only when a model is used
+
+                self.scorer = RiskScorer(self.bundle, self.predictor_pool())
+                trained = self.scorer.lookback_days
+            use_accounts = opts.get("account_model", True)
+            if not isinstance(use_accounts, bool):
+                raise ConfigError(f"account_model={use_accounts!r}: give True or False.")
+            if use_accounts and has_account_model(self.bundle):
+                self.account_scorer = AccountScorer(self.bundle)
+                if trained is not None and trained != self.account_scorer.lookback_days:
+                    raise ConfigError(f"Bundle {self.bundle.name}: its transaction and account models were trained "
+                                      "with different lookbacks.")
+                trained = self.account_scorer.lookback_days
+            if trained is None and use_accounts:
+                raise ConfigError(f"Bundle {self.bundle.path} ({self.bundle.format}) holds no aml model.")
+            if trained is not None and lookback is not None and float(lookback) != trained:
                 raise ConfigError(f"lookback_days={lookback!r}, but the model bundle {self.bundle.name} was trained "
-                                  f"with {self.scorer.lookback_days:g} days; drop the option or pass model=False.")
-            lookback = self.scorer.lookback_days
-        self.model_source = f"{self.bundle.name}@{self.bundle.version}" if self.scorer else None
+                                  f"with {trained:g} days; drop the option or pass model=False.")
+            lookback = trained if trained is not None else lookback
+        self.model_source = (f"{self.bundle.name}@{self.bundle.version}"
+                             if self.scorer or self.account_scorer else None)
         self.lookback_days = float(lookback if lookback is not None else DEFAULT_LOOKBACK_DAYS)
         rules_opt = opts.get("rules")
         if rules_opt is not None and not isinstance(rules_opt, dict):
@@ -310,6 +355,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self._home = {"CN": "CNY", "US": "USD"}[self.jurisdiction]
         self.window = TransactionWindow(self.lookback_days, rate=self._rate, dormancy_days=self._dormancy)
         self._model_alerted: dict[tuple[str, str], float] = {}
+        self.case_book = CaseBook.from_options(opts, self.reports_engine.timezone)
 
     def _rule_defaults(self) -> dict[str, dict[str, Any]]:
         """Structuring's thresholds, day and customers from the report engine (single source of truth): the
@@ -344,26 +390,32 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         predictor pool, threshold and bundle), rules, exempt accounts, thresholds and the report engine's
         configuration (FX tables, customers, customer types, calendar: every option file stays read once, by
         :meth:`load`), and has its own empty window, report aggregates and report ids, alert cooldowns and scorer
-        feature state. Reads only configuration, so calls may run on this pipeline meanwhile."""
+        feature state (the per-transaction scorer's and the account model's) and open cases. Reads only configuration, so calls may run on this pipeline meanwhile."""
         other = copy.copy(self)  # the settings, shared; the state is replaced below
         other.reports_engine = self.reports_engine.spawn()
         other.scorer = self.scorer.spawn() if self.scorer is not None else None
+        other.account_scorer = self.account_scorer.spawn() if self.account_scorer is not None else None
         other.window = TransactionWindow(self.lookback_days, rate=other._rate, dormancy_days=self._dormancy)
         other._model_alerted = {}
+        other.case_book = self.case_book.spawn()
         other.__dict__.pop("_clock_edge", None)
         return other
 
     def reset_state(self) -> None:
-        """Forget the window, the scorer's per-account state, report aggregates and alert cooldowns."""
+        """Forget the window, the scorer's per-account state, report aggregates, alert cooldowns and open cases."""
         self.window.reset()
         self._model_alerted.clear()
+        self._clock_edge = None
         self.reports_engine.reset()
+        self.case_book.reset()
         if self.scorer is not None:
             self.scorer.reset()
+        if self.account_scorer is not None:
+            self.account_scorer.reset()
 
     def adopt_state(self, previous: Pipeline) -> None:
         """Keep the history across a model reload (``Taskflow.reload``): the transaction window, report aggregates,
-        alert cooldowns and, when both pipelines use the learned scorer, its per-account feature state. Results after
+        alert cooldowns, open cases and, when both pipelines use the learned scorer, its per-account feature state. Results after
         the reload then equal an uninterrupted run with the new model.
 
         Raises:
@@ -381,9 +433,47 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 raise ConfigError("The running pipeline kept no feature history for this model (it ran without the "
                                   "learned scorer, or with other features); reload, then call reset_state().")
             self.scorer._extractor = previous.scorer._extractor
+        if self.account_scorer is not None:
+            if previous.account_scorer is None or previous.account_scorer.feature_names != \
+                    self.account_scorer.feature_names:
+                raise ConfigError("The running pipeline kept no account feature history for this model (it ran "
+                                  "without an account model); reload, then call reset_state().")
+            self.account_scorer.extractor = previous.account_scorer.extractor
         self.window = previous.window
         self.reports_engine = previous.reports_engine
         self._model_alerted = previous._model_alerted
+        self.case_book = previous.case_book
+
+    def state_dict(self) -> dict[str, Any]:
+        """The pipeline's whole state as JSON values: a header (format, version, task, model, window length,
+        features, jurisdiction), the shared transaction table and each stateful part's own ``state_dict``
+        (:func:`sectorflow_aml.pipeline_state.pipeline_state_dict`). ``load_state_dict`` of a fresh pipeline with
+        the same options then continues exactly (later results are byte-identical)."""
+        with _gc_paused():  # tens of thousands of small lists: no collector passes over the window meanwhile
+            return pipeline_state_dict(self)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Replace the pipeline's state by ``state`` (from :meth:`state_dict`).
+
+        Raises:
+            ConfigError: another format or version, task, window length, model features (model on / off, another
+                bundle) or jurisdiction, or a damaged state; the pipeline is then left empty (``reset_state``).
+        """
+        with _gc_paused():
+            load_pipeline_state(self, state)
+
+    def journal_rows(self, items: Sequence[Transaction]) -> list[Any]:
+        """Each transaction as its JSON row (:func:`~sectorflow_aml.state.transaction_row`: 12 values, no pydantic
+        dump), for the state store's journal."""
+        return [transaction_row(txn) for txn in items]
+
+    def journal_items(self, rows: list[Any]) -> list[Transaction]:
+        """The transactions of journal rows (validated when they first arrived, so built without re-validation).
+
+        Raises:
+            ConfigError: a damaged row.
+        """
+        return decode_transactions(rows)
 
     # --- the three stages ----------------------------------------------------------------------------------------
 
@@ -392,6 +482,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         window = self.window
         checks = [_exempting(rule.check, rule.name, self.exempt_accounts) for rule in self.rules]
         feature_row = self.scorer._extractor.row if self.scorer is not None else None
+        account_rows = self.account_scorer.extractor.rows if self.account_scorer is not None else None
         observe = self.reports_engine.observe
         for currency in {txn.currency for txn in items}:  # a missing FX rate fails the call before any state changes
             try:
@@ -403,6 +494,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                                        details={**(exc.details if isinstance(exc.details, dict) else {}),
                                                 "transaction_id": first.transaction_id, "date": day}) from exc
         self.reports_engine.check_rates(items)  # and the report totals' rates, on each transaction's local day
+        if self.on_duplicate == "refuse":
+            refuse_duplicates(items, window.ids, self.lookback_days)
         out: list[_Item] = []
         append = out.append
         ids = window.ids
@@ -440,7 +533,10 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 # An STR draft lists its transactions: read them now, before later transactions of this call move
                 # the window on (postprocess runs after the whole call's preprocess).
                 txns = self._alert_transactions(alerts) if alerts else None
-                append(_Item(row, alerts, observe(txn), edge, txns, notes))
+                item = _Item(row, alerts, observe(txn), edge, txns, notes)
+                if account_rows is not None:
+                    item.account_rows = account_rows(edge, window)
+                append(item)
         if duplicates:
             log.warning("%d transaction(s) repeat an id already in the %g-day window: not counted again (see the "
                         "reason 'input.duplicate_id' on their results).", duplicates, self.lookback_days)
@@ -464,6 +560,12 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 scored = batch
             for item, score in zip(scored, self.scorer.score_rows(rows).tolist()):
                 item.score = score
+        if self.account_scorer is not None:
+            rows = [row for item in batch if item.account_rows for _, row in item.account_rows]
+            scores = iter(self.account_scorer.score_rows(rows).tolist())
+            for item in batch:
+                if item.account_rows:
+                    item.account_scores = {account: round(next(scores), 6) for account, _ in item.account_rows}
         return list(batch)
 
     def postprocess(self, items: Sequence[Transaction], raw: Sequence[Any]) -> list[TransactionAssessment]:
@@ -478,6 +580,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         construct = TransactionAssessment.model_construct
         new, setattr_, assessment, fields_set = _new, _set, TransactionAssessment, _FIELDS_SET
         append = results.append
+        update_cases = self.case_book.update
         for txn, item in zip(items, raw):
             model_score = item.score
             model_risk = 0.0
@@ -492,16 +595,21 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 setattr_(out, "__dict__", {
                     "meta": None, "transaction_id": txn.transaction_id, "risk_score": round(model_risk, 6),
                     "model_score": None if model_score is None else round(model_score, 6), "alert": False,
-                    "typologies": [], "reasons": [], "alerts": [], "reports": item.reports})
+                    "typologies": [], "reasons": [], "alerts": [], "reports": item.reports,
+                    "account_scores": item.account_scores, "cases": []})
                 setattr_(out, "__pydantic_fields_set__", set(fields_set))
                 setattr_(out, "__pydantic_extra__", None)
                 setattr_(out, "__pydantic_private__", None)
+                scores = out.__dict__.get("account_scores")
+                cases = update_cases(txn, item.edge.amount, _NO_ALERTS, scores)
+                if cases:
+                    out.__dict__["cases"] = cases
                 append(out)
                 continue
             if item.duplicate:
                 results.append(construct(  # a repeated id: not scored, not counted, only the note
                     meta=None, transaction_id=txn.transaction_id, risk_score=0.0, model_score=None, alert=False,
-                    typologies=[], reasons=list(item.notes), alerts=[], reports=[]))
+                    typologies=[], reasons=list(item.notes), alerts=[], reports=[], account_scores={}, cases=[]))
                 continue
             rule_keep = 1.0
             for alert in alerts:
@@ -525,11 +633,13 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 reports = list(reports) + [self._str(alert, item) for alert in strs]
             if alerts is _NO_ALERTS:
                 alerts = []
-            results.append(construct(
+            out = construct(
                 meta=None, transaction_id=txn.transaction_id, risk_score=round(risk, 6),
                 model_score=None if model_score is None else round(model_score, 6), alert=flagged,
                 typologies=list(dict.fromkeys(x.typology for x in alerts)), reasons=reasons, alerts=alerts,
-                reports=reports))
+                reports=reports, account_scores=item.account_scores, cases=[])
+            out.__dict__["cases"] = update_cases(txn, item.edge.amount, alerts, item.account_scores)
+            results.append(out)
         return results
 
     # --- helpers -------------------------------------------------------------------------------------------------

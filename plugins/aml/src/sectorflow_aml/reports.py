@@ -39,7 +39,6 @@ import copy
 import hashlib
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import date, datetime
 from datetime import time as dt_time
 from decimal import Decimal
@@ -53,7 +52,9 @@ from sectorflow import ConfigError
 from .accounts import account_map, parse_report_zone, read_account_file  # noqa: F401 (re-exported)
 from .calendars import BusinessDays, business_day, calendar_for, large_value_due
 from .fx import FxRates, FxTable, MissingRateError, ensure_rates, to_minor_unit
+from .report_state import _Open, load_report_state, report_state_dict
 from .schema import Channel, ReportDraft, Transaction
+from .state import TransactionTable
 from .thresholds import HOME_CURRENCY, Threshold, thresholds_for
 
 log = logging.getLogger("sectorflow_aml")
@@ -65,21 +66,6 @@ Direction = Literal["in", "out"]
 CUSTOMER_TYPES = ("individual", "corporate")
 _RATE_CACHE_MAX = 4096
 """Most (currency, total currency, local day) rates :meth:`ReportEngine._convert` keeps before starting over."""
-
-
-@dataclass(slots=True)
-class _Open:
-    """State of one (customer, direction, rule, currency class, business day) aggregate."""
-
-    threshold: Threshold
-    customer: str
-    direction: Direction
-    business_date: date
-    total: Decimal = Decimal(0)
-    rows: list[tuple[Transaction, str, Decimal]] = field(default_factory=list)  # (transaction, account, amount)
-    fired: bool = False
-    seq: int = 0  # the engine's count of aggregates opened, this one included (open_reports' order)
-    first_day: date | None = None  # local day of the earliest transaction, as the last draft or reference saw it
 
 
 _Entry = tuple[Threshold, int, "str | None", Decimal, bool, bool]
@@ -262,6 +248,24 @@ class ReportEngine:
         self._latest = None
         self._at = None
         self._dropped_warned.clear()
+
+    def state_dict(self, txns: TransactionTable) -> dict[str, Any]:
+        """The engine's state as JSON values (see :mod:`sectorflow_aml.state`): the slots in index order, the
+        latest business day, the aggregate counter, each retained business day's aggregates per slot in insertion
+        order (a one-row aggregate as ``["row", txn, account, amount, seq, threshold]``, an open one as ``["open",
+        threshold, customer, direction, business day, total, [[txn, account, amount], ...], fired, seq, first
+        day]``; transactions as rows of ``txns``, thresholds as indices of :attr:`thresholds`, amounts as Decimal
+        text), the unshown aggregates in order and the days already warned about. Caches (plans, rates, the last
+        instant's days) are rebuilt on use."""
+        return report_state_dict(self, txns)
+
+    def load_state_dict(self, state: dict[str, Any], txns: list[Transaction]) -> None:
+        """Replace the engine's state by ``state`` (from :meth:`state_dict`; ``txns`` the decoded table).
+
+        Raises:
+            ConfigError: the state was made with another jurisdiction or other thresholds, or is damaged.
+        """
+        load_report_state(self, state, txns)
 
     def observe(self, txn: Transaction) -> list[ReportDraft]:
         """Add one transaction; return the drafts it triggers or updates (usually none): the draft of an aggregate

@@ -296,6 +296,32 @@ class ReportDraft(BaseModel):
     due_by: str | None = Field(default=None, description="ISO date the report is due.")
 
 
+class CaseUpdate(BaseModel):
+    """One case as a transaction left it (an entry of ``TransactionAssessment.cases``). Scalars are the case's state
+    after the transaction; ``transaction_ids``, ``alert_ids`` and ``counterparties`` hold only what this update added
+    (:func:`read_cases` joins them)."""
+
+    case_id: str = Field(description="'case-<period>-<12 hex of SHA-256 of account|period>'.")
+    account: str
+    period: str = Field(description="'2023-01' (month), '2023-W05' (ISO week) or '2023-01-15' (day), bank time.")
+    score: float = Field(ge=0, le=1, description="case_score(model_score, evidence_score).")
+    model_score: float | None = Field(default=None, description="Highest account-model score in the period.")
+    evidence_score: float = Field(ge=0, le=1)
+    typologies: list[str] = Field(default_factory=list, description="Every typology of the case so far.")
+    mandatory: bool = False
+    rank: int = Field(ge=1, description="Rank in the period when this update was made (1 = highest).")
+    active_accounts: int = Field(description="Accounts active in the period so far.")
+    budget: str = Field(description="AlertBudget.label(), e.g. 'share:0.01'.")
+    within_budget: bool
+    transactions: int = Field(description="Transactions of the case so far.")
+    amount_in: float = Field(description="Received in the period since the case opened (base currency).")
+    amount_out: float = Field(description="Paid in the period since the case opened (base currency).")
+    transaction_ids: list[str] = Field(default_factory=list, description="Added by this update.")
+    alert_ids: list[str] = Field(default_factory=list, description="Added by this update.")
+    counterparties: list[str] = Field(default_factory=list, description="Added by this update.")
+    updated_at: datetime
+
+
 class TransactionAssessment(TaskResult):
     """The result for one transaction."""
 
@@ -307,3 +333,10 @@ class TransactionAssessment(TaskResult):
     reasons: list[Reason] = Field(default_factory=list)
     alerts: list[Alert] = Field(default_factory=list, description="Alerts completed by this transaction.")
     reports: list[ReportDraft] = Field(default_factory=list, description="Report drafts triggered by it.")
+    account_scores: dict[str, float] = Field(
+        default_factory=dict, description="Calibrated account risk in [0, 1] of the sender and the receiver after this "
+                                          "transaction (account id -> score; one entry when both are the same "
+                                          "account), from the bundle's account model; empty without one. A case's "
+                                          "model score is the max of its account's scores over the review period.")
+    cases: list[CaseUpdate] = Field(default_factory=list, description="Cases this transaction updated (its sender's, "
+                                    "receiver's, and its alerts' subjects'): sectorflow_aml.cases.")

@@ -194,3 +194,18 @@ class RiskScorer:
     def reset(self) -> None:
         """Forget the feature state kept across transactions (call with the window's ``reset``)."""
         self._extractor.reset()
+
+    def state_dict(self) -> dict[str, Any]:
+        """The feature extractor's state (:meth:`FeatureExtractor.state_dict`) with the feature names."""
+        return {"feature_names": list(self.feature_names), "extractor": self._extractor.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Put back what :meth:`state_dict` wrote.
+
+        Raises:
+            ConfigError: the state was made for other model features (another bundle), or is damaged.
+        """
+        if tuple(state.get("feature_names") or ()) != tuple(self.feature_names):
+            raise ConfigError("The state's feature history was made for other model features (another model "
+                              "bundle): run with the bundle the state was made with, or reset the state.")
+        self._extractor.load_state_dict(state["extractor"])

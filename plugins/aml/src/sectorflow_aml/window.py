@@ -21,6 +21,7 @@ API (other modules — typology rules, the feature extractor — read the window
     a.resumed_at, a.idle_seconds   # start and preceding idle time of the latest reactivation: the first transaction
                              #   after at least `dormancy_days` without any (None / 0.0 if never dormant)
     w.edges                  # deque[Edge]: every edge in the window, in arrival order
+    w.active                 # int: accounts with at least one edge in the window (the peers of the hub rules)
     w.ids                    # dict[transaction_id, Edge]: the latest edge of each id in the window
     w.cooldown(key, ts, seconds) -> bool   # True (and arms the key) if `key` has not fired within `seconds`
     w.cooling(key, ts, seconds) -> bool    # True while `key` fired within `seconds` (peek, arms nothing)
@@ -47,9 +48,11 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sectorflow import ConfigError
+
+from .state import TransactionTable, dec_key, enc_float, enc_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from .schema import Transaction
@@ -169,6 +172,7 @@ class TransactionWindow:
         self._prune_at = 1024
         self._stamp: object = None
         self._stamp_ts = 0.0
+        self.active = 0
 
     def __len__(self) -> int:
         return len(self.edges)
@@ -217,8 +221,10 @@ class TransactionWindow:
                 s.self_sum -= e.amount
             if not s.outgoing and not s.incoming:
                 s.in_sum = s.out_sum = s.self_sum = 0.0  # drop accumulated float error
-            if not d.outgoing and not d.incoming:
+                self.active -= 1
+            if d is not s and not d.outgoing and not d.incoming:
                 d.in_sum = d.out_sum = d.self_sum = 0.0
+                self.active -= 1
 
     def add(self, txn: Transaction) -> Edge:
         """Evict expired edges, then insert ``txn`` as an edge and update both accounts.
@@ -254,6 +260,10 @@ class TransactionWindow:
         d = accounts.get(dst)
         if d is None:
             d = accounts[dst] = AccountState(dst, ts)
+        if not s.outgoing and not s.incoming:
+            self.active += 1
+        if d is not s and not d.outgoing and not d.incoming:
+            self.active += 1
         s.outgoing.append(edge)
         s.out_sum += amount
         s.receivers[dst] = s.receivers.get(dst, 0) + 1
@@ -309,3 +319,68 @@ class TransactionWindow:
                 del fired[old]
             self._prune_at = max(1024, 2 * len(fired))
         return True
+
+    # --- state export / import (sectorflow_aml.state) ----------------------------------------------------------------
+
+    def state_dict(self, txns: TransactionTable) -> dict[str, Any]:
+        """The window's state as JSON values (see :mod:`sectorflow_aml.state`): edges in arrival order (sequence
+        number, time, base-currency amount, transaction row in ``txns``), ``ids`` as edge indices in dict order,
+        every account (times, counts, float sums as they are, counterparty dicts in insertion order), the cooldowns
+        in insertion order with their pruning counters, and the clock. The accounts' deques are not written: they
+        are exactly the window's edges of that account, in arrival order (``add`` appends to both and ``_evict``
+        pops both), and are rebuilt from ``edges``. ``AccountState.memo`` is written by its owner
+        (:func:`sectorflow_aml.typologies.flow_sums.memo_state_dict`)."""
+        index = {id(e): i for i, e in enumerate(self.edges)}
+        accounts = []
+        for a in self.accounts.values():
+            accounts.append([a.account, a.first_seen, a.last_active, a.prev_active, a.lifetime_count, a.resumed_at,
+                             a.idle_seconds, a.in_sum, a.out_sum, a.self_sum, list(a.senders),
+                             list(a.senders.values()), list(a.receivers), list(a.receivers.values())])
+        return {
+            "lookback": self.lookback, "dormancy": self.dormancy, "now": enc_float(self.now), "seq": self._seq,
+            "edges": [[e.seq, e.ts, e.amount, txns.index(e.txn)] for e in self.edges],
+            "ids": [index[id(e)] for e in self.ids.values()],
+            "accounts": accounts,
+            "fired": [[enc_key(k), t] for k, t in self._fired.items()],
+            "max_cooldown": self._max_cooldown, "prune_at": self._prune_at,
+        }
+
+    def load_state_dict(self, state: dict[str, Any], txns: list[Transaction]) -> None:
+        """Replace this window's state by ``state`` (from :meth:`state_dict`; ``txns`` the decoded table).
+
+        Raises:
+            ConfigError: another lookback or dormancy period, or a damaged state.
+        """
+        if state.get("lookback") != self.lookback or state.get("dormancy") != self.dormancy:
+            raise ConfigError(f"The state's window keeps {state.get('lookback', 0) / DAY:g} days (dormancy "
+                              f"{state.get('dormancy', 0) / DAY:g}), this one {self.lookback / DAY:g} days (dormancy "
+                              f"{self.dormancy / DAY:g}): run with the options the state was made with, or reset it.")
+        try:
+            self.reset()
+            self.now = float(state["now"])
+            self._seq = state["seq"]
+            edges = self.edges
+            for seq, ts, amount, t in state["edges"]:
+                txn = txns[t]
+                edges.append(Edge(seq, ts, txn.sender_account, txn.receiver_account, amount, txn))
+            accounts = self.accounts
+            for (account, first_seen, last_active, prev_active, lifetime, resumed, idle, in_sum, out_sum, self_sum,
+                 senders, sender_counts, receivers, receiver_counts) in state["accounts"]:
+                a = accounts[account] = AccountState(account, first_seen)
+                a.last_active, a.prev_active, a.lifetime_count = last_active, prev_active, lifetime
+                a.resumed_at, a.idle_seconds = resumed, idle
+                a.in_sum, a.out_sum, a.self_sum = in_sum, out_sum, self_sum
+                a.senders = dict(zip(senders, sender_counts))
+                a.receivers = dict(zip(receivers, receiver_counts))
+            for e in edges:
+                accounts[e.src].outgoing.append(e)
+                accounts[e.dst].incoming.append(e)
+            self.active = sum(1 for a in accounts.values() if a.incoming or a.outgoing)
+            self.ids = {edges[i].txn.transaction_id: edges[i] for i in state["ids"]}
+            self._fired = {dec_key(k): t for k, t in state["fired"]}
+            self._max_cooldown = state["max_cooldown"]
+            self._prune_at = state["prune_at"]
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            self.reset()
+            raise ConfigError(f"The window state is damaged ({type(exc).__name__}: {exc}): export it again or reset "
+                              "the state (sectorflow aml state reset).") from exc

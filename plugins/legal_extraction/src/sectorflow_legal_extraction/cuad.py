@@ -61,20 +61,29 @@ def categories(folder: Path) -> list[str]:
     return [c for c in header[1:] if not re.search(r"-\s*Answer$", c)]
 
 
-def load(folder: Path, seed: str = SPLIT_SEED) -> list[CuadContract]:
+MORE = "more"
+"""The split of the contracts of ``contracts_more/`` (the other 207 CUAD texts, added later): a development pool,
+never test. The train/validation/test split of ``contracts/`` is unchanged by them."""
+
+
+def load(folder: Path, seed: str = SPLIT_SEED, more: bool = False) -> list[CuadContract]:
     """Every master_clauses.csv row whose contract text is in ``folder/contracts`` (302 of the 303 files here;
-    file names are matched after lower-casing and dropping everything but letters and digits)."""
+    file names are matched after lower-casing and dropping everything but letters and digits); with ``more``, also
+    those of ``folder/contracts_more`` (split :data:`MORE`)."""
     csv.field_size_limit(1 << 30)
     files = {_key(p.name): p for p in (folder / "contracts").glob("*.txt")}
+    extra = {_key(p.name): p for p in (folder / "contracts_more").glob("*.txt")} if more else {}
     cats = categories(folder)
     out = []
     with open(folder / "master_clauses.csv", encoding="utf-8", newline="") as handle:
         for row in csv.DictReader(handle):
             path = files.get(_key(row["Filename"]))
+            split = split_of(row["Filename"], seed) if path is not None else MORE
+            path = path or extra.get(_key(row["Filename"]))
             if path is None:
                 continue
             clauses = {c: [str(x) for x in ast.literal_eval(row[c] or "[]")] for c in cats}
             answers = {c: next((row[k] for k in row if k and re.fullmatch(re.escape(c) + r"-\s*Answer", k)), "")
                        .strip() for c in cats}
-            out.append(CuadContract(row["Filename"], path, clauses, answers, split_of(row["Filename"], seed)))
+            out.append(CuadContract(row["Filename"], path, clauses, answers, split))
     return out

@@ -265,9 +265,10 @@ EN_DATE_RE = re.compile(
     rf"|(?<![\w.\-])\d{{1,2}}-\d{{1,2}}-(?:19|20)\d{{2}}(?![\w\-])"
     rf"|(?:_{{2,}}|\[\s*[*·_\s]*\])(?:\s*day\s+of\s+_{{2,}})?\s*,?\s*(?:19|20)\d{{2}}\b"
     rf"|(?<=\bday\sof)\s+,\s*(?:19|20)\d{{2}}\b|(?<=\bas\sof)\s+,\s*(?:19|20)\d{{2}}\b"
-    rf"|_{{2,}}\s*day\s+of\s+(?:{_MONTHS})\.?,?\s+(?:19|20)\d{{2}}\b", re.IGNORECASE)
+    rf"|_{{2,}}\s*day\s+of\s+(?:{_MONTHS})\.?,?\s+(?:19|20)\d{{2}}\b"
+    rf"|(?<![\d\w])\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTHS})\s+day\s+of\s+(?:19|20)\d{{2}}\b", re.IGNORECASE)
 """English dates: '15th july 2018', '16 day of August. 2012', 'Sept 1st, 2005', 'June __, 2005', '1/5/2010',
-'01.03.2024', '15-07-2018' (numeric ones: day and month in the order :func:`parse_date` is given)."""
+'01.03.2024', '15-07-2018', '20 March day of 1998' (numeric ones: day and month in the order :func:`parse_date` is given)."""
 
 DATE_ORDERS = ("auto", "DMY", "MDY")
 """Values of the ``date_order`` option (dateparser's ``DATE_ORDER`` names): how a numeric date whose first two

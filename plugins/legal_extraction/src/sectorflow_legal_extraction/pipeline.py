@@ -8,6 +8,7 @@ classifier's best segment when it clears the category's validation-tuned thresho
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -17,7 +18,8 @@ import numpy as np
 from sectorflow import ConfigError, Pipeline
 
 from . import normalize as nz
-from . import rules_en, rules_zh
+from . import open_fields, rules_en, rules_zh
+from .amounts import find_amounts
 from .clauses import batch_arrays
 from .markup import html_text, looks_like_html, source_span
 from .schema import ClauseLabel, Contract, ContractExtraction, Extraction, resolve_schema
@@ -26,8 +28,12 @@ from .text import detect_language, segments
 SEGMENTS_PER_RUN = 256
 
 OPTIONS = {
-    "schema": "field names to extract, zh or en (UIE-style list, e.g. ['甲方', '乙方', '合同金额', '签订日期']); "
-              "default: the standard schema",
+    "schema": "field names to extract, zh or en (UIE-style list, e.g. ['甲方', '乙方', '合同金额', '租金']); any "
+              "name the rules do not know is an open field, typed from its name or as declared "
+              "({'租金': {'type': 'amount', 'aliases': ['月租金']}}); default: the standard schema",
+    "encoder": "a sentence encoder for the clause similarity of open fields: an object with encode(texts) -> float32 "
+               "[n, d] rows of unit norm, or such a callable (e.g. sectorflow_customer_service.e5.E5Encoder(), the "
+               "multilingual-e5-small the project ships); default: none, character n-gram similarity only",
     "language": "'zh', 'en' or 'auto' (default: detected per contract; an item's own 'language' wins)",
     "date_order": "how a numeric date such as 01/03/2024 is read: 'DMY' (day first: 1 March, British and European "
                   "contracts), 'MDY' (month first: 3 January, US contracts) or 'auto' (default: day first when the "
@@ -79,6 +85,10 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
             raise ConfigError(f"language={language!r}: give 'zh', 'en' or 'auto'.")
         self.language = language
         self.date_order = nz.check_date_order(self.options.get("date_order", "auto"))
+        self.encoder = self.options.get("encoder")
+        if self.encoder is not None and not (callable(self.encoder) or callable(getattr(self.encoder, "encode", None))):
+            raise ConfigError(f"encoder={self.encoder!r}: give an object with encode(texts) -> float32 [n, d] (unit "
+                              f"rows) or such a callable, e.g. sectorflow_customer_service.e5.E5Encoder().")
         self.pool = None
         if self.bundle is not None:
             config = self.bundle.read_json("classifier.json")
@@ -123,6 +133,7 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
         rules = _rules(language, order["order"] if order else self.date_order)
         parties: list[Extraction] | None = None
         fields: dict[str, list[Extraction]] = {}
+        date_order = order["order"] if order else self.date_order
         for name, field, relations in self.schema:
             if field.key == "parties" or field.role:
                 if parties is None:
@@ -130,13 +141,21 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
                 chosen = (list(parties) if field.key == "parties" else
                           [p for p in parties if field.role in p.value.get("roles", [p.value["role"]])])
                 if relations is not None:  # UIE-style {"甲方": ["地址"]}: those relations, under the names asked
-                    chosen = [p.model_copy(update={"relations": {asked: p.relations.get(key, [])
-                                                                 for asked, key in relations.items()}})
-                              for p in chosen]
+                    chosen = [_with_relations(p, relations, text, parties) for p in chosen]
                 fields[name] = chosen
+                continue
+            if field.open:
+                found = open_fields.extract(field, text, spans, self.encoder, date_order)
+                if relations is not None:  # an open party's relations: "<name>：<value>" lines after its name
+                    asked = {name: f"open:{name}" for name in relations}
+                    found = [_with_relations(p, asked, text, found) for p in found]
+                fields[name] = found
                 continue
             found = self._classified(field.key, text, spans, scores) if scores is not None else []
             fields[name] = found or rules[field.key](text, spans) if field.key in rules else found
+            if not fields[name] and field.aliases:  # the user's own labels for a known field
+                labels = dataclasses.replace(field, names=(*field.aliases, *field.names))
+                fields[name] = [hit for hit, _ in open_fields.label_value(labels, text, spans, date_order)][:1]
             if order is not None and field.key in DATE_FIELDS:
                 fields[name] = [_warn_ambiguous(e, order) for e in fields[name]]
         clauses = []
@@ -151,7 +170,7 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
             clauses.sort(key=lambda c: (c.start, -c.score))
         warnings = [w for found in fields.values() for x in found for w in x.warnings]
         return ContractExtraction(language=language, fields=fields, absent=[n for n, v in fields.items() if not v],
-                                  clauses=clauses, warnings=list(dict.fromkeys(warnings)))
+                                  clauses=clauses, amounts=find_amounts(text), warnings=list(dict.fromkeys(warnings)))
 
     def _classified(self, key: str, text: str, spans: list[tuple[int, int]], scores: np.ndarray) -> list[Extraction]:
         category = CLASSIFIED_FIELDS.get(key)
@@ -171,6 +190,34 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
             value["duration"] = duration["iso"]
         return [Extraction(text=text[s:e], start=s, end=e, value=value or None,
                            confidence=round(float(column[row]), 4), source=f"classifier:{category}")]
+
+
+_OPEN_RELATION_WINDOW = 600
+"""How far after a party's name (characters) a relation the rules do not know is looked for, at most."""
+
+
+def _open_relation(text: str, party: Extraction, label: str, others: Sequence[Extraction]) -> list[Extraction]:
+    """A relation the party rules do not know (``{"甲方": ["开户名称"]}``): the first ``<label>：<value>`` after the
+    party's name, before the next party's and within :data:`_OPEN_RELATION_WINDOW` characters; ``[]`` if none."""
+    limit = min([o.start for o in others if o.start > party.start] + [party.end + _OPEN_RELATION_WINDOW, len(text)])
+    pattern = open_fields._label_pattern(label)
+    for match in pattern.finditer(text, party.end, limit):
+        value = re.match(r"[ \t　]*[：:][ \t　]*([^\n，,；;。]*)", text[match.end():limit])
+        if value and value.group(1).strip():
+            b = match.end() + value.start(1)
+            raw = value.group(1).rstrip()
+            return [Extraction(text=raw, start=b, end=b + len(raw), value=raw.strip(), confidence=0.8,
+                               source="rule:label_value")]
+    return []
+
+
+def _with_relations(party: Extraction, relations: dict[str, str], text: str,
+                    others: Sequence[Extraction]) -> Extraction:
+    """``party`` carrying only the relations asked for, under the names asked (known ones from the party rules,
+    open ones (key ``open:<name>``) by :func:`_open_relation`)."""
+    return party.model_copy(update={"relations": {
+        asked: party.relations.get(key, []) if not key.startswith("open:") else
+        _open_relation(text, party, key[5:], others) for asked, key in relations.items()}})
 
 
 def _warn_ambiguous(extraction: Extraction, order: dict[str, Any]) -> Extraction:

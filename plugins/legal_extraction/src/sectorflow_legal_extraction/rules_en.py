@@ -16,12 +16,13 @@ from .rules_en_parties import PREAMBLE_CHARS, _clean_name, looks_like_party, par
 from .schema import Extraction
 
 
-_STRONG_CUE = re.compile(r"(?:\bdated|\bmade|\bentered\s+into|\bexecuted|\bas\s+of|\beffective|\bsigned)\W+"
+_STRONG_CUE = re.compile(r"(?:\bdated|\bmade|\bentered\s+(?:into|on|upon)|\bexecuted|\bas\s+of|\beffective|\bsigned)\W+"
                          r"(?:\w+\W+){0,6}$", re.I)
 _WEAK_CUE = re.compile(r"(?:\bon|\bthis)\W+(?:\w+\W+){0,6}$", re.I)
 _OTHER_AGREEMENT = re.compile(r"(?:\bto|\bof|\bunder|\bin|\bthat|\band)\s+(?:the|that|a|certain)\s+[^.()]{0,80}?"
                               r"(?:agreement|contract|lease)\b[^.;]{0,120}?\b(?:dated|entered\s+into\s+(?:on|as\s+of))\s+(?:as\s+of\s+)?$|"
-                              r"WHEREAS\b[^;]{0,400}$|(?:before|after|prior\s+to|until|through|later\s+than|\bby|ending|"
+                              r"WHEREAS\b[^;]{0,400}$|\b(?:letter|notice|memorandum|e-?mail|fax|proposal|offer)\s+"
+                              r"(?:dated|of)\s+$|(?:before|after|prior\s+to|until|through|later\s+than|\bby|ending|"
                               r"amended)\s+(?:the\s+)?$|(?:commenc|begin|start|end|expir|terminat)\w*\s+(?:on|as\s+of)\s+"
                               r"(?:the\s+)?$", re.I)
 
@@ -38,12 +39,26 @@ def _event_date(head: str, at: int) -> bool:
     return bool(_EVENT.search(sentence))
 
 
+_SHORT_HYPHEN_DATE = re.compile(r"(?<![\w./\-])\d{1,2}-\d{1,2}-\d{2}(?![\w\-])")
+"""``3-31-16``: a signature block's date with a two-digit year and hyphens (read only in signature blocks)."""
+
+
+def _short_hyphen_dates(text: str, offset: int, date_order: str) -> list[tuple[int, int, str, str]]:
+    out = []
+    for match in _SHORT_HYPHEN_DATE.finditer(text):
+        iso = nz.parse_date(match.group(), date_order)
+        if iso:
+            out.append((offset + match.start(), offset + match.end(), match.group(), iso))
+    return out
+
+
 def _signature_dates(text: str, date_order: str = "MDY") -> list[tuple[int, int, str, str]]:
     """Dates of the signature blocks: after a ``Date:`` label anywhere, and every full date after the last
-    "IN WITNESS WHEREOF" (or in the last 3,000 characters when there is none)."""
+    "IN WITNESS WHEREOF" (or in the last 3,000 characters when there is none); there, also ``3-31-16``."""
     out = []
     for match in re.finditer(r"\b(?:Dated?|DATED?)\s*:?\s*", text):
-        found = nz.dates_in(text[match.end():match.end() + 40], date_order)
+        found = nz.dates_in(text[match.end():match.end() + 40], date_order) or _short_hyphen_dates(
+            text[match.end():match.end() + 12], 0, date_order)  # "Date: 3-14-18"
         if found and found[0][0] == 0 and (":" in match.group() or re.match(r"\d", found[0][2])):
             s, e, raw, iso = found[0]
             out.append((match.end() + s, match.end() + e, raw, iso))
@@ -51,8 +66,36 @@ def _signature_dates(text: str, date_order: str = "MDY") -> list[tuple[int, int,
     tail = witness[-1] if witness else max(0, len(text) - 3000)
     out += [(tail + s, tail + e, raw, iso) for s, e, raw, iso in nz.dates_in(text[tail:tail + 6000], date_order)
             if len(iso) >= 7 and not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b",
-                                                text[text.rfind("\n", 0, tail + s) + 1:tail + s])]
-    return out
+                                                text[max(text.rfind("\n", 0, tail + s) + 1, tail + s - 60):tail + s])]
+    out += [d for d in _short_hyphen_dates(text[tail:tail + 6000], tail, date_order)
+            if re.search(r"\b(?:Dated?|DATED?)\b", text[max(0, d[0] - 120):d[0]])]
+    return sorted(set(out))
+
+
+_SALUTATION = re.compile(r"\b(?:Ladies\s+and\s+Gentlemen|Dear\s+(?:Sirs?|Madam|Mr|Ms|Mrs|[A-Z][a-z]+))\b")
+_LINE_DATE = re.compile(r"(?:^|\n|\s{3,}|AGREEMENT\s+)[ \t]*([A-Z][a-z]{2,8}\.?\s+\d{1,2},?\s+(?:19|20)\d{2}|,\s*(?:19|20)\d{2})"
+                        r"[ \t]*(?=\n|\s{3,}|$)")
+
+
+def _letter_date(head: str, date_order: str) -> tuple[int, int, str, str] | None:
+    """The date of a letter agreement: a date standing on its own line (or after the title: "AGENCY AGREEMENT
+    , 2009") above the salutation ("Ladies and Gentlemen:", "Dear Sirs"); ``None`` when there is none."""
+    salutation = _SALUTATION.search(head[:3000])
+    if not salutation:
+        return None
+    for match in reversed(list(_LINE_DATE.finditer(head, 0, salutation.start()))):
+        raw = match.group(1)
+        year = re.fullmatch(r",\s*((?:19|20)\d{2})", raw)
+        iso = year.group(1) if year else nz.parse_date(raw, date_order)
+        if iso:
+            return match.start(1), match.end(1), raw, iso
+    for chunk in reversed(list(re.finditer(r"[^\n]+?(?=\n|\s{3,}|$)", head[:salutation.start()]))):
+        raw = chunk.group().strip()  # a line that is a date and nothing else: "____________, 1996", "November ___, 2006"
+        found = nz.dates_in(raw, date_order) if raw else []
+        if found and found[0][0] == 0 and found[0][1] == len(raw):
+            at = chunk.start() + chunk.group().find(raw)
+            return at, at + len(raw), raw, found[0][3]
+    return None
 
 
 def _days_after(iso: str, days: int) -> str:
@@ -71,8 +114,9 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     to sign dates the agreement). Partly blank dates keep only what is given ("[___], 2020" -> ``2020``); numeric
     ones are read in ``date_order`` (``"MDY"``: 01/03/2024 is 3 January; ``"DMY"``: 1 March)."""
     head = text[:PREAMBLE_CHARS]
-    dates = [d for d in nz.dates_in(head, date_order)
-             if not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b", head[head.rfind("\n", 0, d[0]) + 1:d[0]])
+    dates = [d for d in nz.dates_in(head, date_order)  # not a filing's "Source: X, 8-K, 1/1/2020" (the 60 characters
+             if not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b",  # before, on the line: a one-line text)
+                              head[max(head.rfind("\n", 0, d[0]) + 1, d[0] - 60):d[0]])
              and not re.match(r"\s*(?:WHEREAS|Whereas)\b", head[head.rfind("\n\n", 0, d[0]) + 1:d[0]])]  # recitals
     chosen, confidence = None, 0.0
     letter = re.search(r"^[ \t]*(?i:date)[ \t]*:[ \t]*", head[:1000], re.M)  # a letter's or confirmation's "Date:" line
@@ -80,6 +124,10 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     if found and found[0][0] == 0 and len(found[0][3]) == 10:
         s, e, raw, iso = found[0]
         chosen, confidence = (letter.end() + s, letter.end() + e, raw, iso), 0.85
+    if chosen is None:
+        dated_letter = _letter_date(head, date_order)  # "AGENCY AGREEMENT / May 14, 2014 / ... / Ladies and Gentlemen:"
+        if dated_letter:
+            chosen, confidence = dated_letter, 0.8
     for cue, score in ((_STRONG_CUE, 0.85), (_WEAK_CUE, 0.75)):
         for n, date in enumerate(dates):
             before = re.sub(r"\s+", " ", head[max(0, date[0] - 400):date[0]])  # spacing and line breaks vary
@@ -132,7 +180,11 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
         signed = [d for d in _signature_dates(text, date_order) if not _event_date(text, d[0])]
         signed = [d for d in signed if len(d[3]) == 10] or signed  # a partly blank "April ____, 2003" last
         # dates labelled "Date:" / "Dated:" before any other date of the tail (a rate table's dates are no signature)
-        signed = [d for d in signed if re.search(r"\b(?:Dated?|DATED?)\s*:?\s*$", text[max(0, d[0] - 12):d[0]])] or signed
+        labelled = [d for d in signed if re.search(r"\b(?:Dated?|DATED?)\s*:?\s*$", text[max(0, d[0] - 12):d[0]])]
+        # "Date:   Date:\n3-29-2016   3-31-16": a date right after a labelled one, blanks between, is the next signer's
+        labelled += [d for d in signed if d not in labelled and any(0 < d[0] - x[1] <= 12 and not text[x[1]:d[0]].strip()
+                                                                     for x in labelled)]
+        signed = labelled or signed
         if signed:
             chosen, confidence = max(signed, key=lambda d: d[3]), 0.45
     if chosen is None and dates and dates[0][0] < 1500 and not _event_date(head, dates[0][0]):

@@ -54,7 +54,7 @@ _NOT_PLACES = {"any", "such", "its", "this", "the", "that", "each", "said", "whi
 def known_place(place: str) -> str | None:
     """The canonical jurisdiction ``place`` starts with (a US state, a Canadian province, a country), or None."""
     lower = re.sub(r"\s+", " ", place).replace("’", "'").lower().strip()
-    lower = re.sub(r"^(?:the\s+)?(?:state|commonwealth|province)\s+of\s*", "", lower)
+    lower = re.sub(r"^(?:the\s+)?(?:s\w?ate|commonwealth|province)\s+of\s*", "", lower)  # "Siate of Texas" (OCR)
     lower = re.sub(r"^the\s+", "", lower)
     for state in sorted(US_STATES, key=len, reverse=True):
         if re.match(re.escape(state.lower()) + r"\b(?!\s+(?:city|county))", lower):
@@ -142,7 +142,9 @@ def _value(values: list[str], sentence: str) -> str | None:
 
 
 def _law_sentences(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str], source: str,
-                   confidence: float) -> list[Extraction]:
+                   confidence: float, every: bool = False) -> list[Extraction]:
+    """The first sentence's law (or, with ``every``, the first law of every sentence that names one)."""
+    out: list[Extraction] = []
     for start, end in spans:
         sentence = text[start:end]
         if not cue.search(sentence) or re.search(r"\bnot\s+be\s+governed|conflicts?\s+of\s+laws?\s+of\s+$",
@@ -161,9 +163,33 @@ def _law_sentences(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str]
                     r"\s*(?:the\s+)?(?:Republic|State|Commonwealth|Kingdom|Province)\s+of\b", sentence[match.end():]))):
                 continue  # "the rules and regulations of MICOA" is no governing law
             b = start + match.start()
-            return [Extraction(text=text[b:start + raw_end], start=b, end=start + raw_end, value=value,
-                               confidence=confidence, source=source)]
-    return []
+            out.append(Extraction(text=text[b:start + raw_end], start=b, end=start + raw_end, value=value,
+                                  confidence=confidence, source=source))
+            if not every:
+                return out
+            break
+    return out
+
+
+_OWN_LAW = re.compile(r"\b(?:this|the)\s+(?:[\w-]+\s+){0,4}?(?:agreement|amendment|contract|lease|licen[cs]e|guarant\w*|"
+                      r"note|plan|manual|terms|addendum)\b(?:(?!\.\s).){0,250}?\b(?:govern(?:ed|s)|construed|interpreted)"
+                      r"|governing\s+law\b|\bgoverned\s+by\b", re.I | re.S)
+_OTHER_LAW = re.compile(r"\bcompl(?:y|ies|iance)\b|\bexport|securities\s+laws|\btax(?:es|ation)?\b|\bantitrust|"
+                        r"\bpatents?\b", re.I)
+
+
+def _own_law(text: str, found: list[Extraction]) -> Extraction:
+    """Of the laws several sentences name, the one the contract is governed by: a sentence that says "this
+    Agreement ... governed / construed" (or "governing law") before another, one that is about compliance, export,
+    securities law, tax or patents after the rest, and a US state before "the United States" (federal law named
+    beside the state's, or in a patent clause); the first in the contract among equals."""
+
+    def score(e: Extraction) -> float:
+        sentence = text[max(0, e.start - 250):e.end]
+        return (2.0 * bool(_OWN_LAW.search(sentence)) - 1.5 * bool(_OTHER_LAW.search(sentence))
+                - 1.0 * e.value.lower().startswith("united states"))
+
+    return max(found, key=lambda e: (score(e), -e.start))
 
 
 _WEAK_CUE = re.compile(r"\b(?:controlled|subject|pursuant|according)\s+(?:to|by)\s+(?:the\s+)?(?:\w+\s+){0,4}?"
@@ -266,9 +292,9 @@ def governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
 
 
 def _governing_law(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
-    found = _law_sentences(text, spans, GOV_CUE, "rule:en_governing_law", 0.9)
+    found = _law_sentences(text, spans, GOV_CUE, "rule:en_governing_law", 0.9, every=True)
     if found:
-        return found
+        return [_own_law(text, found)]
     for start, end in spans:
         match = _ADJECTIVE.search(text, start, end)
         if match:

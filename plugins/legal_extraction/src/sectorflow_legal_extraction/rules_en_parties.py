@@ -77,7 +77,9 @@ def _clean_name(raw: str) -> str:
                     r"is\s+a|"
                     r"of\s+(?=\[|\d)|in\s+person|"
                     r"\(hereinafter)\b|,\s*(?:a|an)\s+\w+|\s*,\s*(?:a|an)\s*$|\s+\(\s*$|,\s*$", raw, maxsplit=1, flags=re.IGNORECASE)[0]
+    name = re.sub(r"\s*\((?:registered|registration|company|incorporated|reg\.)\b[^()]*\)", "", name, flags=re.I)
     name = re.sub(r"\s+", " ", name).strip(" ,.;:\"“”'‘’\n\t-")
+    name = re.sub(r"\s+of$", "", name)  # "NIGEL CROCKETT of (the Employee)": the address left blank
     for _ in range(2):
         name = re.sub(r"^(?:\(\w{1,3}\)\s*|\w\)\s*|\d+\.\s*PARTIES:?\s*|(?i:party)\s+[A-C]\s*[:：]\s*|(?:by\s+and\s+)?(?:between|among)\s+|"
                       r"the\s+following\s+parties:?\s*|and\s*:?\s+(?:the\s+)?|in\s+addition,\s*|"
@@ -117,20 +119,29 @@ COMPANY", "AT ITS PRINCIPAL OFFICE"."""
 
 def looks_like_party(name: str) -> bool:
     """A company or person name: a legal-form word, or a few words that are mostly capitalised, and no verb."""
-    if not name or len(name) > 120 or _PLACE_LIKE.search(name) or (_known_place(name) or "").lower() == name.strip(" .").lower() or \
+    form_last = bool(re.search(rf"\b(?:{_LEGAL_FORM})\.?$", name.strip()))
+    place_like = _PLACE_LIKE.search(name)
+    if place_like and form_last and re.fullmatch(r"\d{4}", place_like.group()) and not re.search(r"\d{5,}|\b[A-Z]{2}\s+\d", name):
+        place_like = None  # "WPP 2005 LIMITED": a year in a company's name, not a post code
+    if not name or len(name) > 120 or place_like or (_known_place(name) or "").lower() == name.strip(" .").lower() or \
             re.match(r"(?i:whereas|recitals?|witnesseth|now,?\s+therefore|background)\b", name) or \
             re.search(r"\bagreement\b", name, re.I) or \
             re.search(r"\b(?i:address|tel|phone|fax|e-?mail|attn)\s*:|\[\s*[•·*_\s]*\]", name):
         return False  # an address line or a blank to fill in ("Party B: [•]") is no name
     words = re.findall(r"[A-Za-z][\w'’&.\-]*", name)
-    if not words or len(words) > 12 or not re.match(r"[A-Z0-9(]|[a-z]+[A-Z.]", name) or name.lower() == "and":
+    if not words or len(words) > 12 or not (re.match(r"[A-Z0-9(]|[a-z]+[A-Z.]", name) or form_last and re.match(
+            r"[a-z][a-z]*[\-.\d][\w\-.]*,?\s+[A-Z]", name)) or name.lower() == "and":  # "e-centives, Inc." starts lower case
         return False
     if re.search(r"\b(?:is|are|may|shall|will|under|laws|website|referred|organized|formed|pursuant)\b", name):
         return False
     city = re.fullmatch(r"[A-Za-z][\w.'\-]*(?:\s+[A-Za-z][\w.'\-]*)?,\s*([A-Za-z][\w .'\-]*)", name.strip(" ."))
     if city and _known_place(city.group(1)) and not re.search(rf"\b(?:{_LEGAL_FORM})\b", name):
         return False  # "DUBLIN, IRELAND": a place ("TOWN OF VINTON, VIRGINIA" is a party)
-    if _NOT_A_NAME.search(name) or _LEADING_PHRASE.match(name) or (
+    leading = _LEADING_PHRASE.match(name)
+    if leading and form_last and re.match(r"(?:At|In|With)\s+(?!(?:Its|The|A|An|His|Her|Their|Such|Any|All|This)\b)[A-Z][a-z]",
+                                          name):
+        leading = None  # "At Home Corporation", "In Touch Media Ltd": a name (not "AT ITS PRINCIPAL OFFICE")
+    if _NOT_A_NAME.search(name) or leading or (
             _LEADING_WORD.match(name) and not re.search(rf"\b(?:{_LEGAL_FORM})\b", name)):
         return False  # the same checks in capitals: "COLLECTIVELY AS THE", "IN CONNECTION", "WITH"
     if re.search(rf"\b(?:{_LEGAL_FORM})\b", name):
@@ -271,6 +282,11 @@ def parties(text: str) -> list[Extraction]:
         found += [p for p in _between_parties(text, head, found[0].start)[:2] if _party_key(p.value["name"]) not in key
                   and key not in _party_key(p.value["name"]) and p.start > found[0].start][:1]
     _attach_addresses(text, head, found)
+    addressee = _letter_addressee(text)
+    if addressee is not None and not any(_party_key(addressee.value["name"]) in _party_key(p.value["name"]) or
+                                         _party_key(p.value["name"]) in _party_key(addressee.value["name"])
+                                         for p in found):
+        found.append(addressee)
     if len(found) < 2 or re.search(r"joint\s+filing|schedule\s+13[dg]|\b13[dg]\b", text[:1500], re.I):  # the signature blocks name the rest
         keys = [_party_key(p.value["name"]) for p in found]
         added: set[str] = set()
@@ -280,6 +296,39 @@ def parties(text: str) -> list[Extraction]:
                 found.append(party)
                 added.add(key)
     return [_with_abbreviation_dot(text, p) for p in found]
+
+
+_SALUTATION = re.compile(r"\b(?:Ladies\s+and\s+Gentlemen|Dear\s+(?:Sirs?\b|Madam\b|(?:Mr|Ms|Mrs|Dr)\.?\s+[A-Z][\w\-]+|"
+                         r"(?P<first>[A-Z][a-z]+))\s*[:,])")
+_ADDRESSEE = re.compile(rf"[A-Z][\w'’.&\-]*(?:,?\s+(?:&\s+)?[A-Z][\w'’.&\-]*){{0,7}}?,?\s+(?:{_LEGAL_FORM})\b\.?")
+
+
+def _letter_addressee(text: str) -> Extraction | None:
+    """The addressee of a letter agreement: the first company name (one with a legal form) between the letter's
+    date and its salutation ("May 14, 2014 / Keefe, Bruyette & Woods, Inc. / 10 South Wacker Drive ... / Ladies
+    and Gentlemen:"), or the person a "Dear Gianluca:" letter is addressed to (the line that starts with that first
+    name); ``None`` when the text is no letter."""
+    from . import normalize as nz
+
+    salutation = _SALUTATION.search(text, 0, 3000)
+    if salutation is None:
+        return None
+    dates = [d for d in nz.dates_in(text[max(0, salutation.start() - 600):salutation.start()])]
+    begin = max(0, salutation.start() - 600) + dates[-1][1] if dates else max(0, salutation.start() - 400)
+    block = text[begin:salutation.start()]
+    first = salutation.group("first")
+    match = (re.search(rf"(?m)^[ \t]*({re.escape(first)}(?:\s+[A-Z][\w'’\-]+){{1,3}})[ \t]*$", block) if first
+             else _ADDRESSEE.search(block))
+    if match is None:
+        return None
+    raw = match.group(1) if first else match.group()
+    name = _clean_name(raw)
+    if not looks_like_party(name):
+        return None
+    b = begin + (match.start(1) if first else match.start()) + max(raw.find(name[:12]), 0)
+    return Extraction(text=text[b:b + len(name)], start=b, end=b + len(name),
+                      value={"name": name, "role": "addressee", "defined_term": None}, confidence=0.6,
+                      source="rule:en_letter_addressee")
 
 
 _ABBREVIATED_FORM = re.compile(r"\b(?:Inc|Corp|Co|Ltd|Bhd|Pte|Pty|Ltda|L\.P|N\.A|S\.A|B\.V|N\.V|S\.p\.A|S\.r\.l|"

@@ -48,11 +48,27 @@ _ATTR_INLINE = re.compile(_INLINE_ATTR_RE, re.M)
 """An attribute on the party's own line: "甲方：A科技有限公司，地址：北京市海淀区1号，联系人：张三"."""
 
 
+_LABEL_AHEAD = (rf"(?=(?:{_ROLE_ALT}|" + "|".join(p for _, p in _ATTRS) +
+                rf")(?:名称|全称)?[ \t　]*(?:[（(][^)）\n]{{0,20}}[)）])?[ \t　]*[：:])")
+_RUN_TOGETHER = re.compile(rf"[。；;](?![ \t　]*\n)|[ \t　]*[，,][ \t　]*{_LABEL_AHEAD}|[ \t　]+{_LABEL_AHEAD}|"
+                           r"[ \t　]+(?=第[一二三四五六七八九十百零〇\d]+[条章])")
+"""Where text taken out of a PDF runs lines together: a sentence end inside a line, or a comma or spaces before a
+party or attribute label (``甲方：A公司。乙方：B公司。本合同……`` / ``甲方：A公司 乙方：B公司``)."""
+
+
+def line_view(text: str) -> str:
+    """``text`` with the places :data:`_RUN_TOGETHER` finds turned into line breaks (one character for each: the
+    offsets are those of ``text``), so that each party and attribute stands on a line of its own."""
+    return _RUN_TOGETHER.sub(lambda m: "\n" * len(m.group()), text)
+
+
 def parties(text: str) -> list[Extraction]:
     """Every ``<role>[（<alias>）]：<name>`` line, each with the attribute lines under it (地址, 联系人, 电话,
     邮箱 ...) up to the next party line or the first blank line that the body or nothing follows (a blank line
     followed by a 地址：… line is inside the block: :func:`text.party_block_end`): a party's address is never taken
-    from another party's block."""
+    from another party's block. Lines run together by PDF text extraction are read split at their labels
+    (:func:`line_view`)."""
+    original, text = text, line_view(text)
     lines = list(PARTY_LINE.finditer(text))
     found: list[Extraction] = []
     seen_roles: set[str] = set()
@@ -61,6 +77,9 @@ def parties(text: str) -> list[Extraction]:
         inline = _INLINE_CUT.search(name)  # "甲方：A科技有限公司，地址：北京市…，联系人：张三": the name ends at 地址
         if inline:
             name = name[:inline.start()].strip()
+        comma = re.search(r"[，,]", name)  # "乙方：B公司，双方经协商一致": a party's name holds no comma
+        if comma and comma.start() >= 2:
+            name = name[:comma.start()].strip()
         if re.fullmatch(r"[_\s＿]*|（?签(?:字|章)）?.*|.*(?:盖章|签字|签章).*", name):
             continue  # a signature line at the end: 甲方（盖章）：
         role = _ROLES[match.group("role")]
@@ -69,7 +88,7 @@ def parties(text: str) -> list[Extraction]:
             continue
         seen_roles.update(roles)
         start = match.start("name")
-        party = Extraction(text=text[start:start + len(name)], start=start, end=start + len(name),
+        party = Extraction(text=original[start:start + len(name)], start=start, end=start + len(name),
                            value={"name": name, "role": roles[0], "roles": roles, "label": match.group("role")},
                            confidence=0.95, source="rule:zh_party_line")
         block_end = party_block_end(text, match.end(), lines[n + 1].start() if n + 1 < len(lines) else len(text),
@@ -83,7 +102,7 @@ def parties(text: str) -> list[Extraction]:
             key = next(k for k, p in _ATTRS if re.fullmatch(p, attr.group("label")))
             b = attr.start("value")
             party.relations.setdefault(key, []).append(Extraction(
-                text=value, start=b, end=b + len(value), value=value.strip(), confidence=0.95,
+                text=original[b:b + len(value)], start=b, end=b + len(value), value=value.strip(), confidence=0.95,
                 source=f"rule:zh_party_{key}"))
         found.append(party)
     return found

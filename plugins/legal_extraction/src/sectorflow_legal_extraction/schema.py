@@ -2,8 +2,9 @@
 
 A schema is a list of names such as ``["甲方", "乙方", "合同金额", "签订日期"]`` or ``["Party A", "Governing Law"]``.
 Each name resolves, case- and spacing-insensitively, to one canonical field of :data:`FIELDS`; the result is keyed
-by the names exactly as the user wrote them (as PaddleNLP's UIE does). Unknown names raise ``ConfigError`` listing
-every supported name.
+by the names exactly as the user wrote them (as PaddleNLP's UIE does). Any other name is an *open* field (as UIE
+takes any schema): its type (:data:`FIELD_TYPES`) is given (``{"租金": {"type": "amount", "aliases": ["月租金"]}}``)
+or inferred from the name (:func:`infer_type`), and :mod:`open_fields` finds it.
 """
 
 from __future__ import annotations
@@ -29,6 +30,40 @@ class FieldDef:
     meaning: str
     role: str | None = None
     """For party fields: the canonical role the field selects (``party_a``, ``lessor`` ...); ``None`` otherwise."""
+    type: str = "text"
+    """The value's type (:data:`FIELD_TYPES`); for an open field, what :mod:`open_fields` looks for."""
+    open: bool = False
+    """A field the rules do not know (named by the user); ``names`` then holds its name and aliases."""
+    aliases: tuple[str, ...] = ()
+    """Extra labels the user gave for a known field: read as label-value pairs when its rule finds nothing."""
+
+
+FIELD_TYPES = ("amount", "date", "duration", "percentage", "party", "place", "text")
+"""Types of an open field's value: amount ``{"amount", "currency", ...}``, date (ISO 8601), duration
+``{"iso", "business_days"}``, percentage ``{"rate", "per"}``, party (the name), place and text (as written)."""
+
+_TYPE_CUES = (  # the first that matches the name wins: 保证金比例 is a percentage, 租赁期限 a duration, 付款日 a date
+    ("text", r"账户|账号|户名|开户|account|iban|swift"),
+    ("percentage", r"率|比例|百分比|rate\b|percent|percentage|interest\b"),
+    ("date", r"日期|时间$|[日号]$|截止日|到期日|date\b|day\b|deadline"),
+    ("duration", r"期限|期间|周期|时长|[期限]$|period|term\b|duration|notice|warranty|guarantee\s+period|lock-?up"),
+    ("place", r"地点|地址|所在地|场所|住所|place|address|location|venue|site|premises"),
+    ("amount", r"金|费|款|价|租|酬|资|薪|额|罚|息|money|amount|fee|price|rent|deposit|payment|cost|salary|compensation|penalty|"
+               r"fine\b|sum\b|capital|consideration|bonus|royalt|retainer|charge|premium|wage|stipend|allowance|"
+               r"installment|instalment|principal|\bcap\b|liability\s+limit"),
+    ("party", r"[方人者商]$|party|guarantor|broker|agent|surety|beneficiary|employee|employer|landlord|tenant|"
+              r"vendor|contractor|supplier|purchaser|lender|borrower|manufacturer|distributor|licensor|licensee"),
+)
+
+
+def infer_type(name: str) -> str:
+    """The type of an open field from its name (:data:`FIELD_TYPES`): ``租金``/``Security Deposit`` -> amount,
+    ``违约金比例``/``Penalty Rate`` -> percentage, ``保修期``/``Notice Period`` -> duration, ``交付日期`` -> date,
+    ``履行地点`` -> place, ``担保人``/``Guarantor`` -> party, ``收款账户`` and any other -> text."""
+    for kind, cue in _TYPE_CUES:
+        if re.search(cue, name.strip(), re.I):
+            return kind
+    return "text"
 
 
 FIELDS: tuple[FieldDef, ...] = (
@@ -89,7 +124,7 @@ _BY_NAME: dict[str, FieldDef] = {_fold(n): f for f in FIELDS for n in (f.key, *f
 
 
 def supported_names() -> list[str]:
-    """Every name a schema may use (each field's zh and en names)."""
+    """Every name of a known field (each field's zh and en names); any other name is an open field."""
     return [n for f in FIELDS for n in f.names]
 
 
@@ -106,54 +141,92 @@ RELATIONS: dict[str, str] = {
 
 _RELATION_BY_NAME = {_fold(k): v for k, v in RELATIONS.items()}
 
+KNOWN_TYPES = {"contract_amount": "amount", "signing_date": "date", "effective_date": "date", "renewal": "duration",
+               "notice_period": "duration", "governing_law": "place", "parties": "party"}
+"""The value type of known fields that have one (party fields: ``party``); a declared type must agree."""
+
+
+def _options(entry: Any, name: str, wanted: Any) -> tuple[str | None, tuple[str, ...], Any]:
+    """``(type or None, aliases, relations)`` of a schema entry's value: relations as a name or a list, or a dict
+    ``{"type": ..., "aliases": [...], "relations": [...]}``."""
+    if not isinstance(wanted, dict):
+        return None, (), wanted
+    unknown = sorted(set(wanted) - {"type", "aliases", "relations"})
+    kind, aliases = wanted.get("type"), wanted.get("aliases", ())
+    if unknown or kind is not None and kind not in FIELD_TYPES or isinstance(aliases, str) or not isinstance(
+            aliases, (list, tuple)) or not all(isinstance(a, str) and a.strip() for a in aliases):
+        raise ConfigError(f"schema entry {entry!r}: give the relations as a name or a list of names, e.g. "
+                          f"{{{name!r}: ['地址', '联系人']}}, or the field's options as {{{name!r}: {{'type': one of "
+                          f"{', '.join(FIELD_TYPES)}, 'aliases': [names], 'relations': [names]}}}}"
+                          + (f"; unknown key(s) {unknown}" if unknown else ""),
+                          details={"entry": str(entry), "types": list(FIELD_TYPES),
+                                   "supported_relations": list(RELATIONS)})
+    return kind, tuple(a.strip() for a in aliases), wanted.get("relations")
+
 
 def resolve_schema(schema: Any) -> list[tuple[str, FieldDef, dict[str, str] | None]]:
     """Turn a user's schema into ``[(name as written, field, relations or None)]``.
 
     Accepts ``None`` (the standard schema), one name or several in one string separated by commas (``"甲方,乙方"``,
-    as ``-O schema=甲方,乙方`` gives them), or a list of names; as in UIE, a party field may be a one-key
-    dict naming the relations to return, ``{"甲方": ["地址", "联系人"]}`` (``relations`` then maps each relation
-    name as written to its key: address, contact, phone, email, id_number, bank_account).
+    as ``-O schema=甲方,乙方`` gives them), a list of names, or a dict. Any name is accepted: a known one (any name
+    of :data:`FIELDS`) keeps its rules, another is an open field of the type inferred from its name
+    (:func:`infer_type`). As in UIE, an entry may be a one-key dict: ``{"甲方": ["地址", "联系人"]}`` names the
+    relations of a party field (known relation names map to address, contact, phone, email, id_number,
+    bank_account; any other is read as a ``<name>：<value>`` line of the party's block, key ``open:<name>``);
+    ``{"租金": {"type": "amount", "aliases": ["月租金"], "relations": [...]}}`` declares an open field's type and
+    aliases (a known field takes aliases only, read when its rule finds nothing). A dict schema is read as a list
+    of its items.
 
     Raises:
-        ConfigError: not a list of names, empty, a name or relation that is not supported (the message lists the
-            supported ones), or relations on a field that is not a party.
+        ConfigError: not a list of names, empty, a blank name, an unknown type, relations that are not names, or
+            relations on a field that is not a party.
     """
     if schema is None:
         schema = list(STANDARD_SCHEMA)
     if isinstance(schema, str):  # "甲方,乙方,合同金额" (the command line's -O schema=...): one name per comma
         schema = [n.strip() for n in re.split(r"[,，、;；]", schema) if n.strip()]
     if isinstance(schema, dict):
-        schema = [schema]
+        schema = [{k: v} for k, v in schema.items()]
     if not isinstance(schema, (list, tuple)) or not schema or not all(
-            isinstance(n, str) or (isinstance(n, dict) and len(n) == 1) for n in schema):
+            isinstance(n, str) and n.strip() or (isinstance(n, dict) and len(n) == 1) for n in schema):
         raise ConfigError(f"schema={schema!r}: give a non-empty list of field names, e.g. ['甲方', '乙方', "
-                          f"'合同金额', '签订日期'] or [{{'甲方': ['地址', '联系人']}}]; supported: "
-                          f"{', '.join(supported_names())}.")
-    out, unknown = [], []
+                          f"'合同金额', '租金'] or [{{'甲方': ['地址', '联系人']}}, {{'租金': {{'type': 'amount'}}}}]; "
+                          f"known fields: {', '.join(supported_names())}; any other name is an open field.")
+    out = []
     for entry in schema:
         name, wanted = (entry, None) if isinstance(entry, str) else next(iter(entry.items()))
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"schema entry {entry!r}: a field name must be a non-blank string.",
+                              details={"entry": str(entry)})
+        kind, aliases, wanted = _options(entry, name, wanted)
         field = _BY_NAME.get(_fold(str(name)))
         if field is None:
-            unknown.append(name)
-            continue
+            field = FieldDef(f"open:{name.strip()}", (name.strip(), *aliases), "a field named by the user",
+                             type=kind or infer_type(name), open=True)
+        else:
+            known = "party" if field.role else KNOWN_TYPES.get(field.key, "text")
+            if kind is not None and kind != known:
+                raise ConfigError(f"schema entry {entry!r}: {name!r} is a known field of type {known!r}, not "
+                                  f"{kind!r}; drop 'type' or name another field.",
+                                  details={"entry": str(entry), "type": known})
+            if aliases:
+                field = FieldDef(field.key, field.names, field.meaning, role=field.role, type=known, aliases=aliases)
         relations = None
         if wanted is not None:
             if not isinstance(wanted, (str, list, tuple)):
                 raise ConfigError(f"schema entry {entry!r}: give the relations as a name or a list of names, e.g. "
-                                  f"{{{str(name)!r}: ['地址', '联系人']}}; supported: {', '.join(RELATIONS)}.",
+                                  f"{{{str(name)!r}: ['地址', '联系人']}}; known: {', '.join(RELATIONS)}.",
                                   details={"entry": str(entry), "supported_relations": list(RELATIONS)})
             wanted = [wanted] if isinstance(wanted, str) else list(wanted)
-            bad = [r for r in wanted if not isinstance(r, str) or _fold(r) not in _RELATION_BY_NAME]
-            if field.role is None and field.key != "parties" or bad:
-                raise ConfigError(f"schema entry {entry!r}: relations are read for party fields only, from "
+            bad = [r for r in wanted if not isinstance(r, str) or not r.strip()]
+            is_party = field.role is not None or field.key == "parties" or field.open and field.type == "party"
+            if not is_party or bad:
+                raise ConfigError(f"schema entry {entry!r}: relations are read for party fields only (甲方, "
+                                  f"Licensor, an open field of type 'party' ...), as names such as "
                                   f"{', '.join(RELATIONS)}; not {bad or wanted}.",
                                   details={"entry": str(entry), "supported_relations": list(RELATIONS)})
-            relations = {r: _RELATION_BY_NAME[_fold(r)] for r in wanted}
+            relations = {r: _RELATION_BY_NAME.get(_fold(r), f"open:{r.strip()}") for r in wanted}
         out.append((str(name), field, relations))
-    if unknown:
-        raise ConfigError(f"Unknown schema name(s) {unknown}. Supported names: {', '.join(supported_names())}.",
-                          details={"unknown": unknown, "supported": supported_names()})
     return out
 
 
@@ -203,12 +276,15 @@ class ContractExtraction(TaskResult):
     """The result for one contract.
 
     ``fields`` maps every schema name (as written) to its extractions; ``absent`` lists the names nothing was found
-    for (their lists are empty: nothing is guessed). ``warnings`` collects every extraction's warnings, e.g. an
-    amount whose figures and words disagree.
+    for (their lists are empty: nothing is guessed). ``amounts`` lists every monetary amount of the text wherever it
+    stands (ranges and approximations flagged; :mod:`amounts`). ``warnings`` collects every extraction's warnings,
+    e.g. an amount whose figures and words disagree.
     """
 
     language: str
     fields: dict[str, list[Extraction]]
     absent: list[str]
     clauses: list[ClauseLabel] = Field(default_factory=list)
+    amounts: list[Extraction] = Field(
+        default_factory=list, description="Every monetary amount of the contract, in order (amounts.find_amounts).")
     warnings: list[str] = Field(default_factory=list)

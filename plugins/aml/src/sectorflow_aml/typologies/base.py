@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any, ClassVar
@@ -64,6 +65,16 @@ class Rule:
     def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:  # pragma: no cover - abstract
         """Alerts completed by ``edge`` (usually none)."""
         raise NotImplementedError
+
+    def state_dict(self) -> dict[str, Any]:
+        """State the rule keeps across transactions itself, as JSON values (see :mod:`sectorflow_aml.state`).
+        Default: ``{}`` (the shipped rules keep theirs in the window: edges and ``cooldown`` keys; their own
+        attributes are caches derived from the parameters). A rule that keeps more overrides this and
+        :meth:`load_state_dict`."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Put back what :meth:`state_dict` wrote. Default: nothing (``state`` is ``{}``)."""
 
     def describe(self) -> dict[str, Any]:
         """The rule's name, source and parameter values (JSON-ready), for audit and docs."""
@@ -180,13 +191,90 @@ def enough_counterparties(edges: Iterable[Edge], horizon: float, until: float, i
     return False
 
 
+def peer_mean(window: TransactionWindow, period: float) -> float:
+    """The peers' level: transfers one account receives (or sends: the same mean) in ``period`` seconds, on average
+    over the window's active accounts (:attr:`~sectorflow_aml.window.TransactionWindow.active`): ``len(edges) /
+    active``, scaled to ``period`` over the time the window covers (the lookback, or less at the start of the data).
+    A hub rule's counterparty count is judged against it: among a few hundred people paying each other at random,
+    ten distinct senders in a week is what the busiest tenth get, not a funnel."""
+    edges = window.edges
+    if not edges or window.active <= 0:
+        return 0.0
+    span = max(period, min(window.lookback, window.now - edges[0].ts))
+    return len(edges) / window.active * (period / span)
+
+
+PEER_MIN_ACCOUNTS = 50
+"""Fewer active accounts than this in the window are no peer group: the peer test is skipped (a test window of a
+dozen accounts, a bank's first hour)."""
+
+
+def poisson_tail(k: int, mean: float) -> float:
+    """``P(X >= k)`` for ``X`` Poisson with ``mean``: how often an account with the peers' rate gets ``k`` or more."""
+    if k <= 0:
+        return 1.0
+    if mean <= 0:
+        return 0.0
+    if k > mean + 40.0 * math.sqrt(mean) + 40.0:
+        return 0.0  # far beyond double precision's reach of the sum below
+    term = math.exp(-mean)
+    below = term
+    for i in range(1, k):
+        term *= mean / i
+        below += term
+    return max(0.0, 1.0 - below)
+
+
+def new_share(state_counts: Mapping[str, int], groups: Mapping[str, list[Edge]]) -> float:
+    """The account's own history: the share of ``groups``' counterparties (counterparty -> its transfers with the
+    account within the period) that had no transfer with it earlier in the window (their window count,
+    ``state_counts``, is the period's). A customer's usual payers or payees recur; a funnel's or a mule's are new."""
+    if not groups:
+        return 0.0
+    new = sum(1 for k, group in groups.items() if state_counts.get(k, 0) <= len(group))
+    return new / len(groups)
+
+
+def hub_judged(window: TransactionWindow, state_counts: Mapping[str, int], counted: Mapping[str, list[Edge]],
+               period: float, peer_alpha: float, min_new_share: float) -> bool:
+    """Whether ``counted`` counterparties (of one hub side, within ``period``) stand out from the peers and from the
+    hub's own history.
+
+    Peers: an account receiving (or paying) at the peers' rate (:func:`peer_mean`) would reach as many distinct
+    counterparties with probability at most ``peer_alpha`` (:func:`poisson_tail`; skipped below
+    :data:`PEER_MIN_ACCOUNTS` active accounts, or with ``peer_alpha`` 1). Own history: at least ``min_new_share`` of
+    them are new (:func:`new_share`)."""
+    if peer_alpha < 1 and window.active >= PEER_MIN_ACCOUNTS and \
+            poisson_tail(len(counted), peer_mean(window, period)) > peer_alpha:
+        return False
+    return min_new_share <= 0 or new_share(state_counts, counted) >= min_new_share
+
+
+RECHECK_SECONDS = 3600.0
+"""A busy hub (at least :data:`RECHECK_BUSY` transfers on the judged side in the window) that failed
+:func:`hub_judged` is judged again after this long at the earliest, not on its next transfer: every payment into a
+spending sink that thousands of customers pay (their counterparties recur, so it never passes) rescanned its week
+of transfers (AMLGentex's external sink: quadratic). Its alert, if the pattern comes to hold, comes up to an hour
+later. The same in any cut of the stream (the window keeps the hold, as it keeps cooldowns)."""
+
+RECHECK_BUSY = 128
+
+
+def judged_busy(window: TransactionWindow, key: object, side_len: int, ts: float, passed: bool) -> None:
+    """After :func:`hub_judged` said ``passed`` for a hub whose judged side holds ``side_len`` transfers: hold a
+    failed busy hub for :data:`RECHECK_SECONDS` (``key`` names the rule and hub)."""
+    if not passed and side_len >= RECHECK_BUSY:
+        window.cooldown(key, ts, RECHECK_SECONDS)
+
+
 def rule_period(window: TransactionWindow, days: float | None) -> float:
     """A rule's look-back in seconds: ``days`` capped at the window's lookback (the whole lookback when ``None``)."""
     return window.lookback if days is None else min(days * DAY, window.lookback)
 
 
 def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, incoming: bool, days: float | None,
-                       per: int, need: int, min_total: float
+                       per: int, need: int, min_total: float, peer_alpha: float = 1.0,
+                       min_new_share: float = 0.0,
                        ) -> tuple[list[Edge], dict[str, list[Edge]], float, float] | None:
     """The shared test of fan-in (``incoming=True``: the receiver's distinct senders) and fan-out (the sender's
     distinct receivers), evaluated when ``edge`` arrives.
@@ -205,6 +293,9 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
     Returns:
         ``(edges, counted, total, period)``: the counted transfers (oldest first), counterparty -> its transfers,
         their total amount and the period in seconds; ``None`` when the pattern does not hold or is cooling down.
+
+    And the counted counterparties must stand out from the peers and the hub's own history (:func:`hub_judged`:
+    ``peer_alpha``, ``min_new_share``).
     """
     if hub_is_cash_side(edge, incoming):
         return None
@@ -213,7 +304,8 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
     if state is None or len(state.senders if incoming else state.receivers) < need:
         return None
     period = rule_period(window, days)
-    if window.cooling((typology, hub), edge.ts, period):
+    if window.cooling((typology, hub), edge.ts, period) or window.cooling((typology, hub, "judged"), edge.ts,
+                                                                           RECHECK_SECONDS):
         return None
     side = state.incoming if incoming else state.outgoing
     if not enough_counterparties(side, edge.ts - period, edge.ts, incoming, per, need, hub):
@@ -224,6 +316,10 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
         return None
     counted = {k: v for k, v in groups.items() if len(v) >= per and k != hub}
     if len(counted) < need:
+        return None
+    if not hub_judged(window, state.senders if incoming else state.receivers, counted, period, peer_alpha,
+                      min_new_share):
+        judged_busy(window, (typology, hub, "judged"), len(side), edge.ts, False)
         return None
     edges = sorted((e for group in counted.values() for e in group), key=lambda e: e.seq)
     total = sum(e.amount for e in edges)
@@ -261,7 +357,8 @@ class FanRule(Rule):
         """An alert when ``edge`` completes the fan-in of its receiver (fan-out of its sender)."""
         p = self.params
         found = fan_counterparties(window, edge, typology=self.name, incoming=self.incoming, days=p.days,
-                                   per=self._per, need=self._need, min_total=p.min_total)
+                                   per=self._per, need=self._need, min_total=p.min_total,
+                                   peer_alpha=p.peer_alpha, min_new_share=p.min_new_share)
         if found is None:
             return []
         edges, counted, total, period = found

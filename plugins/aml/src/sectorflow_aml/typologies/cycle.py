@@ -3,8 +3,21 @@
 Source: FFIEC BSA/AML Manual App. F ("funds ... sent from bank A to bank B and back to A", round-tripping); IBM
 AMLSim's ``cycle`` alert pattern (Suzumura and Kanezashi, 2021) plants such loops of 3 to 10 accounts.
 
-Only a real closed loop counts: ``A -> B -> C -> D`` without an edge ``D -> A`` in the window is a chain, not a cycle.
-The alert fires on the edge that closes the loop (every other edge of the loop is still in the window).
+A cycle is a **time-ordered chain of transfers that returns to its first account**: ``v -> a -> ... -> u -> v``,
+each hop made after the one before it (later in time, or at the same time and later in arrival order), each hop
+passing on between ``amount_ratio`` and ``max_gain`` times the amount of the hop before it (fees and a launderer's
+skim allowed, unrelated amounts not), the money coming back (the closing transfer ``u -> v``) at least
+``min_amount``, all within ``days`` (default: the window). A closed loop in the window's graph is not enough: on a
+benign background of small random transfers among a few hundred people over a month, every account lay on such a
+loop (loops of unrelated amounts, days apart, in any time order), and the rule alerted on all of them (issue 21).
+The alert fires on the transfer that closes the chain and lists the chain's transfers, one per hop.
+
+Real round-tripping moves one sum around (FFIEC App. F: funds "sent from bank A to bank B and back to A"), so time
+order follows from causality and the amount is kept less fees. The simulators each miss one half: AMLSim's planted
+cycles keep the amount exactly but their hops are not time-ordered; AMLGentex's are time-ordered but each hop's amount
+is drawn anew (hops of 961, 546, 871, 943 SEK in one pattern). With the defaults the rule finds neither (measured in
+docs/aml-rules.md); ``ordered=False`` gives AMLSim's semantics back, ``amount_ratio=None`` AMLGentex's, and both off
+the old closed-loop test.
 
 Cash deposits and withdrawals are no hops of a loop: one side of a cash transaction is the customer's own account, a
 walk-in id or the bank's till (a shared ``CASH`` account in many exports), not an account the money went through, so
@@ -16,10 +29,14 @@ report draft, in 3,775 transactions: a fresh-user check).
 Parameters:
     min_length, max_length: accounts in the loop (``min_length=2`` also reports two-account round trips ``A -> B ->
         A``, which ordinary repayments produce; the default 3 leaves them out).
-    ordered: require the loop's transfers to happen in order (each hop no earlier than the previous, ending with
-        the closing edge). AMLSim's planted cycles are not time-ordered, so the default is ``False``.
-    amount_ratio: if set (0 < r <= 1), every hop's amount must lie within ``[r, 1/r]`` times the closing amount
-        (money that goes round keeps roughly its size).
+    ordered: each hop after the one before it, the closing transfer last (default ``True``).
+    amount_ratio: least share of the previous hop's amount each hop passes on (default 0.85: a fee or skim of up to
+        15 % a hop, the project's choice; FFIEC App. F gives no number); ``None``: any amounts.
+    max_gain: most each hop may exceed the previous one (default 1.02: rounding, an exchange rate); with
+        ``amount_ratio`` only.
+    min_amount: least amount of the closing transfer, in the window's base currency (default 1,000: the project's
+        choice, below the smallest sum worth an analyst's round-tripping case; 0 checks nothing).
+    days: the chain's span, first hop to closing transfer, in days (default ``None``: the window's lookback).
     max_visits: search budget per transaction (accounts reached on each side); a denser window may miss loops.
     max_degree: accounts with more distinct counterparties than this in the window (merchants, payroll hubs) are not
         passed through (they can still close or open a loop); bounds the cost per transaction.
@@ -28,7 +45,14 @@ Parameters:
         sends several equal transfers on one day; it also prunes the search.
     score: the alert's score.
 
-The search is a bidirectional breadth-first search through the window: backwards from the closing edge's sender,
+Search: first the closed-loop search below over the window's account graph (cheap, and it rules out most
+transfers, which close no loop at all); where it finds a loop and ``ordered`` or ``amount_ratio`` is set, a
+depth-first search backwards from ``u`` over transfers (not accounts): each step takes an incoming transfer of the
+current account that is earlier than the step after it and within the amount band of it, so the band and the time
+order prune at every step; at most ``max_visits`` transfers are examined per closing transfer, and accounts with more
+than ``max_degree`` senders are not passed through. The first chain found is reported.
+
+The closed-loop search is a bidirectional breadth-first search through the window: backwards from the closing edge's sender,
 forwards from its receiver, level by level over distinct counterparties; it reports the first simple loop through
 the new edge that it meets (a shortest one in most cases). Cost: about ``d ** ((max_length - 1) / 2)`` per side for
 window degree ``d``; the default ``max_length=5`` covers AMLSim's planted loops (mostly five accounts). With the
@@ -43,6 +67,7 @@ One alert per set of accounts per lookback.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import islice
 
 from ..schema import Alert, Channel
 from ..window import Edge, TransactionWindow
@@ -55,8 +80,11 @@ class CycleParams:
 
     min_length: int = 3
     max_length: int = 5
-    ordered: bool = False
-    amount_ratio: float | None = None
+    ordered: bool = True
+    amount_ratio: float | None = 0.85
+    max_gain: float = 1.02
+    min_amount: float = 1000.0
+    days: float | None = None
     max_visits: int = 2000
     max_degree: int = 50
     min_txns_per_hop: int = 1
@@ -70,6 +98,12 @@ class CycleParams:
         if self.amount_ratio is not None:
             fraction("amount_ratio", self.amount_ratio)
             positive("amount_ratio", self.amount_ratio)
+        positive("max_gain", self.max_gain)
+        if self.max_gain < 1:
+            raise ValueError(f"max_gain={self.max_gain!r} must be at least 1")
+        positive("min_amount", self.min_amount, allow_zero=True)
+        if self.days is not None:
+            positive("days", self.days)
         positive("max_visits", self.max_visits)
         positive("max_degree", self.max_degree)
         positive("min_txns_per_hop", self.min_txns_per_hop)
@@ -111,7 +145,7 @@ class CycleRule(Rule):
         if not sv.receivers or u == v or edge.txn.channel in _CASH:
             return []
         p = self.params
-        if su.receivers[v] < p.min_txns_per_hop:
+        if su.receivers[v] < p.min_txns_per_hop or edge.amount < p.min_amount:
             return []
         if p.max_length > 5:
             path = self._find(accounts, u, v)
@@ -121,7 +155,13 @@ class CycleRule(Rule):
             path = self._find_short_counted(accounts, u, v)
         if path is None:
             return []
-        hops = self._edges(window, path, edge)
+        if p.ordered or p.amount_ratio is not None:
+            hops = self._chain(window, edge)
+            if hops is None:
+                return []
+            path = [u, *(e.src for e in hops[:-1])]  # [u, v, ...]: the closing sender first, as before
+        else:
+            hops = self._edges(window, path, edge)
         if hops is None:
             return []
         if not window.cooldown(("cycle", frozenset(path)), edge.ts, window.lookback):
@@ -130,9 +170,61 @@ class CycleRule(Rule):
         total = sum(e.amount for e in hops)
         return [self.alert(hops, p.score,
                            f"closed loop of {len(path)} accounts: {loop} ({len(hops)} transfers, "
-                           f"{fmt_amount(total)} in total)",
+                           f"{fmt_amount(total)} in total"
+                           + (f"; {fmt_amount(hops[0].amount)} out, {fmt_amount(edge.amount)} back, in time order"
+                              if p.ordered and p.amount_ratio is not None else "") + ")",
                            f"资金闭环（{len(path)} 个账户）：{loop}（{len(hops)} 笔，合计 {fmt_amount(total)}）",
                            accounts=path, trigger=edge)]
+
+    def _chain(self, window: TransactionWindow, closing: Edge) -> list[Edge] | None:
+        """The transfers of a chain ``v -> ... -> u`` that ``closing`` (``u -> v``) closes, oldest first and ending
+        with ``closing``, meeting ``ordered``, ``amount_ratio`` / ``max_gain`` and ``days`` (see the module docstring);
+        ``None`` when none is found within ``max_visits`` examined transfers."""
+        p = self.params
+        accounts = window.accounts
+        u, v = closing.src, closing.dst
+        lookback = window.lookback if p.days is None else min(window.lookback, p.days * 86_400.0)
+        horizon = closing.ts - lookback
+        lo, hi = p.min_length - 1, p.max_length - 1  # transfers from v to u
+        ratio, gain, ordered, max_degree = p.amount_ratio, p.max_gain, p.ordered, p.max_degree
+        budget = p.max_visits
+        on_path = {u}
+
+        def back(node: str, after: Edge, depth: int) -> list[Edge] | None:
+            """Transfers ``v -> ... -> node`` (oldest first) that come before ``after`` (``node``'s next hop)."""
+            nonlocal budget
+            for e in islice(reversed(accounts[node].incoming), budget):  # reads at most what the budget has left
+                budget -= 1
+                if e.ts < horizon:
+                    break
+                if ordered and (e.ts > after.ts or e.ts == after.ts and e.seq >= after.seq):
+                    continue  # not before its next hop (in time, then in arrival order)
+                if ratio is not None and not ratio * e.amount <= after.amount <= gain * e.amount:
+                    continue
+                s = e.src
+                if s == node or e.txn.channel in _CASH:
+                    continue
+                if s == v:
+                    if depth >= lo:
+                        return [e]
+                    continue
+                if s in on_path or depth >= hi or len(accounts[s].senders) > max_degree:
+                    continue
+                on_path.add(s)
+                found = back(s, e, depth + 1)
+                on_path.discard(s)
+                if found is not None:
+                    found.append(e)
+                    return found
+                if budget <= 0:
+                    return None
+            return None
+
+        chain = back(u, closing, 1)
+        if chain is None:
+            return None
+        chain.append(closing)
+        return chain
 
     def _find_short(self, accounts: dict, u: str, v: str) -> list[str] | None:
         """:meth:`_find` specialised to loops of at most 5 accounts (the default): the same two hops back from

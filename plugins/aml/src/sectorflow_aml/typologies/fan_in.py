@@ -11,6 +11,17 @@ Parameters:
         rule looks for senders that split their payment, as in AMLSim's planted fan-ins, where every member sends
         several near-equal transfers on one day.
     min_total: the least total amount (base currency) received from the counted senders.
+    peer_alpha: the counted senders must be a count that an account at the peers' rate (the window's transfers
+        per active account, over ``days``: :func:`.base.peer_mean`) reaches with probability at most this (Poisson
+        tail, :func:`.base.poisson_tail`). 1e-4 is the project's choice: among 300 people paying each other at random
+        (about 4.7 transfers in a week each) it needs about 14 distinct senders a week; 1e-6 (about 18) cost AMLGentex
+        dev_s101's fan-in subjects most of their recall (14 at precision 0.93 against 35 at 0.91), because one external
+        spending sink raises the window's mean. 1 turns it off. The
+        test is skipped with fewer than 50 active accounts in the window (:data:`.base.PEER_MIN_ACCOUNTS`).
+    min_new_share: at least this share of the counted senders had no transfer with the account earlier in the
+        window (the account's own history: a merchant's, a payroll's or a landlord's counterparties recur; a
+        funnel's or a mule's are new). 0.5 is the project's choice; 0 turns it off. FinCEN and FFIEC give no
+        numbers for either.
     score: the alert's score.
 
 The alert fires on the transfer that brings the count to ``min_senders`` (or above), at most once per receiving
@@ -50,6 +61,8 @@ class FanInParams:
     min_senders: int = 10
     min_txns_per_sender: int = 1
     min_total: float = 0.0
+    peer_alpha: float = 1e-4
+    min_new_share: float = 0.5
     score: float = 0.6
 
     def __post_init__(self) -> None:
@@ -58,6 +71,8 @@ class FanInParams:
         positive("min_senders", self.min_senders)
         positive("min_txns_per_sender", self.min_txns_per_sender)
         positive("min_total", self.min_total, allow_zero=True)
+        fraction("peer_alpha", self.peer_alpha)
+        fraction("min_new_share", self.min_new_share)
         fraction("score", self.score)
 
 

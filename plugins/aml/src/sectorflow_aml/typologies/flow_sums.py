@@ -33,7 +33,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 
-from ..window import AccountState, Edge
+from sectorflow import ConfigError
+
+from ..window import AccountState, Edge, TransactionWindow
 from .base import CASH_SIDE_IN, CASH_SIDE_OUT
 
 BUSY = 128
@@ -192,3 +194,41 @@ def pass_through_ruled_out(state: AccountState, horizon: float, until: float, am
     return (high_out < min_ratio * low_in - slack            # passes on too little
             or low_out > max_ratio * high_in + slack         # pays out more than came in (older funds)
             or low_out - amount > min_ratio * high_in + slack)  # had passed it on before this payment
+
+
+def memo_state_dict(window: TransactionWindow) -> dict[str, dict[str, list]]:
+    """The prefix sums every account keeps (``AccountState.memo``) as JSON values: ``{account: {"in" | "out":
+    [seqs, ts, counted as a "0"/"1" string, cum, base, unsorted]}}``, accounts in the window's order. They are
+    written, not rebuilt, because ``cum`` depends on when the memo was last rebuilt (``_COMPACT``)."""
+    out: dict[str, dict[str, list]] = {}
+    for account, state in window.accounts.items():
+        memo = state.memo
+        if not memo:
+            continue
+        out[account] = {("in" if incoming else "out"): [s.seqs, s.ts, s.counted.decode("ascii", "replace")
+                                                         .translate(_TO_TEXT), s.cum, s.base, s.unsorted]
+                        for incoming, s in memo.items()}
+    return out
+
+
+def load_memo_state(window: TransactionWindow, state: dict[str, dict[str, list]]) -> None:
+    """Put back what :func:`memo_state_dict` wrote (after the window's own ``load_state_dict``).
+
+    Raises:
+        ConfigError: an account the window does not hold, or a damaged entry.
+    """
+    try:
+        for account, sides in state.items():
+            memo: dict = {}
+            for side, (seqs, ts, counted, cum, base, unsorted) in sides.items():
+                s = FlowSums()
+                s.seqs, s.ts, s.cum, s.base, s.unsorted = list(seqs), list(ts), list(cum), base, unsorted
+                s.counted = bytearray(counted.translate(_FROM_TEXT).encode("ascii"))
+                memo[side == "in"] = s
+            window.accounts[account].memo = memo
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"The flow-sum state is damaged ({type(exc).__name__}: {exc}): reset the state.") from exc
+
+
+_TO_TEXT = {0: "0", 1: "1"}
+_FROM_TEXT = {ord("0"): "\x00", ord("1"): "\x01"}

@@ -9,7 +9,14 @@ Parameters:
     min_senders: distinct senders into the hub within the period, before the trigger.
     min_receivers: distinct receivers paid by the hub within the period, counting only payments made after the
         first counted incoming transfer.
-    min_flow_ratio: paid-out amount over collected amount (0 disables the check).
+    min_flow_ratio: paid-out amount over collected amount, at least (the residual balance: a hub that keeps more
+        than a fifth is collecting, not passing on; 0 disables the check). 0.8 is the project's choice (AMLSim's and
+        AMLGentex's planted hubs pass on what they got less a margin of about a tenth).
+    max_flow_ratio: paid-out amount over collected amount, at most (above it the hub pays out other money: a
+        salaried account paying bills; ``None`` disables the check). 1.2, the project's choice.
+    peer_alpha, min_new_share: as in :mod:`.fan_in`, for the senders and for the receivers: each side's count must
+        be a Poisson tail of at most ``peer_alpha`` at the peers' rate, and at least ``min_new_share`` of each side
+        new to the hub in the window (:func:`.base.hub_judged`).
     score: the alert's score.
 
 The alert fires on the payment that brings the receivers to ``min_receivers``, at most once per hub per period.
@@ -33,6 +40,9 @@ from .base import (
     fmt_amount,
     fraction,
     hub_is_cash_side,
+    RECHECK_SECONDS,
+    hub_judged,
+    judged_busy,
     non_cash_counterparties,
     positive,
     recent_by_counterparty,
@@ -48,7 +58,10 @@ class GatherScatterParams:
     days: float | None = 7.0
     min_senders: int = 5
     min_receivers: int = 5
-    min_flow_ratio: float = 0.5
+    min_flow_ratio: float = 0.8
+    max_flow_ratio: float | None = 1.2
+    peer_alpha: float = 1e-4
+    min_new_share: float = 0.5
     score: float = 0.7
 
     def __post_init__(self) -> None:
@@ -57,6 +70,12 @@ class GatherScatterParams:
         positive("min_senders", self.min_senders)
         positive("min_receivers", self.min_receivers)
         positive("min_flow_ratio", self.min_flow_ratio, allow_zero=True)
+        if self.max_flow_ratio is not None:
+            positive("max_flow_ratio", self.max_flow_ratio)
+            if self.max_flow_ratio < self.min_flow_ratio:
+                raise ValueError("max_flow_ratio must not be below min_flow_ratio")
+        fraction("peer_alpha", self.peer_alpha)
+        fraction("min_new_share", self.min_new_share)
         fraction("score", self.score)
 
 
@@ -76,7 +95,8 @@ class GatherScatterRule(Rule):
         if len(hub.senders) < p.min_senders or len(hub.receivers) < p.min_receivers:
             return []
         period = rule_period(window, p.days)
-        if window.cooling(("gather_scatter", edge.src), edge.ts, period):
+        if window.cooling(("gather_scatter", edge.src), edge.ts, period) or window.cooling(
+                ("gather_scatter", edge.src, "judged"), edge.ts, RECHECK_SECONDS):
             return []
         horizon = edge.ts - period
         if (p.min_flow_ratio > 0 and (len(hub.incoming) >= BUSY or len(hub.outgoing) >= BUSY)
@@ -96,7 +116,13 @@ class GatherScatterRule(Rule):
             return []
         in_total = sum(e.amount for g in ins.values() for e in g)
         out_total = sum(e.amount for g in outs.values() for e in g)
-        if in_total <= 0 or out_total < p.min_flow_ratio * in_total:
+        if in_total <= 0 or out_total < p.min_flow_ratio * in_total or (
+                p.max_flow_ratio is not None and out_total > p.max_flow_ratio * in_total):
+            return []
+        if not (hub_judged(window, hub.senders, ins, period, p.peer_alpha, p.min_new_share)
+                and hub_judged(window, hub.receivers, outs, period, p.peer_alpha, p.min_new_share)):
+            judged_busy(window, ("gather_scatter", edge.src, "judged"), max(len(hub.incoming), len(hub.outgoing)),
+                        edge.ts, False)
             return []
         if not window.cooldown(("gather_scatter", edge.src), edge.ts, period):
             return []

@@ -1,0 +1,270 @@
+"""Figures of the account risk model (docs/aml.md, "Account risk model"): train on labelled data, evaluate elsewhere.
+
+    .venv/bin/python benchmarks/aml_learning.py [--only amlgentex|few|amlsim|baseline|mlp] [--json OUT]
+        [--max-rows N]
+
+1. AMLGentex: train on dev_s101 + dev_s202 (validation split inside them for every choice), evaluate on dev_s303
+   (account score = max over its rows, as ``sectorflow aml evaluate`` computes from results).
+2. The same with only 25 labelled laundering accounts for training (the other laundering accounts unlabelled).
+3. Baseline: plain LightGBM on 30 whole-period per-account aggregates (counts, sums, means, extremes, degrees).
+4. AMLSim: train on two sample runs, evaluate on the third (F1 at the validation threshold of best F1).
+5. ``--only mlp``: the model choice, a Paddle MLP on the same rows and split (validation account AP only).
+
+Data: ``../shared/data/amlgentex_dev`` (AMLGentex, arXiv:2506.13989) and ``../shared/data/amlsim_sample``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "plugins" / "aml" / "src"))
+
+from sectorflow_aml.account_training import (PARAMS, account_max, evaluate_replay, ranking_metrics,  # noqa: E402
+                                             replay, score_replay, train)
+from sectorflow_aml.labels import Labels, read_labels  # noqa: E402
+from sectorflow_aml.loaders import load_transactions  # noqa: E402
+from sectorflow_aml.metrics import f1_at  # noqa: E402
+
+GENTEX = ROOT.parent / "shared" / "data" / "amlgentex_dev"
+AMLSIM = ROOT.parent / "shared" / "data" / "amlsim_sample"
+SEED = 20211
+
+
+MAX_ROWS: int | None = None
+"""``--max-rows``: read only the first rows of each file (a smoke run; the figures need whole files)."""
+
+
+def _load(path: Path, fmt: str):
+    if MAX_ROWS is None:
+        return load_transactions(path, format=fmt)[0]
+    from itertools import islice
+
+    from sectorflow_aml.loaders import READERS
+    from sectorflow_aml.schema import Transaction
+
+    return [t for _, t in islice(READERS[fmt](path), MAX_ROWS) if isinstance(t, Transaction)]
+
+
+def gentex(name: str):
+    return _load(GENTEX / name / "transactions.csv.gz", "amlgentex"), read_labels(GENTEX / name / "accounts.csv.gz")
+
+
+def few_labels(labels: Labels, n_pos: int, rng: np.random.Generator) -> Labels:
+    """``labels`` with only ``n_pos`` laundering accounts kept (the others left unlabelled)."""
+    pos = sorted(a for a, v in labels.label.items() if v)
+    keep = set(rng.choice(pos, size=min(n_pos, len(pos)), replace=False).tolist())
+    out = Labels(source=labels.source + f" ({n_pos} positives)")
+    for a, v in labels.label.items():
+        if not v or a in keep:
+            out.label[a] = v
+            out.typologies[a] = labels.typologies.get(a, ())
+    return out
+
+
+def baseline_features(txns) -> tuple[list[str], np.ndarray]:
+    """30 whole-period aggregates per account (the 'plain GBDT' baseline; not window-exact, not served)."""
+    acc: dict[str, int] = {}
+    rows: list[list[float]] = []
+
+    def get(a: str) -> list[float]:
+        k = acc.get(a)
+        if k is None:
+            k = acc[a] = len(rows)
+            rows.append([0.0] * 12 + [np.inf, 0.0, np.inf, 0.0] + [np.inf, -np.inf] + [0.0] * 2)
+        return rows[k]
+
+    partners: dict[str, tuple[set, set]] = {}
+    days: dict[str, set] = {}
+    for t in txns:
+        amt = float(t.amount)
+        day = t.timestamp.toordinal()
+        s, r = t.sender_account, t.receiver_account
+        if s == r:
+            row = get(s)
+            i = 0 if t.channel.value == "cash_deposit" else 2
+            row[i] += 1
+            row[i + 1] += amt
+            days.setdefault(s, set()).add(day)
+            continue
+        rs, rr = get(s), get(r)
+        rs[4] += 1; rs[5] += amt; rs[6] += amt * amt; rs[14] = min(rs[14], amt); rs[15] = max(rs[15], amt)  # noqa
+        rr[8] += 1; rr[9] += amt; rr[10] += amt * amt; rr[12] = min(rr[12], amt); rr[13] = max(rr[13], amt)  # noqa
+        for a in (s, r):
+            row = rows[acc[a]]
+            row[16] = min(row[16], day)
+            row[17] = max(row[17], day)
+            days.setdefault(a, set()).add(day)
+        partners.setdefault(s, (set(), set()))[1].add(r)
+        partners.setdefault(r, (set(), set()))[0].add(s)
+    names = ["n_cash_in", "sum_cash_in", "n_cash_out", "sum_cash_out", "n_out", "sum_out", "sq_out", "_", "n_in",
+             "sum_in", "sq_in", "_", "min_in", "max_in", "min_out", "max_out", "first_day", "last_day",
+             "_", "_"]
+    out = []
+    for a, k in acc.items():
+        r = rows[k]
+        ins, outs = partners.get(a, (set(), set()))
+        mean_in = r[9] / r[8] if r[8] else 0.0
+        mean_out = r[5] / r[4] if r[4] else 0.0
+        std_in = np.sqrt(max(0.0, r[10] / r[8] - mean_in ** 2)) if r[8] else 0.0
+        std_out = np.sqrt(max(0.0, r[6] / r[4] - mean_out ** 2)) if r[4] else 0.0
+        span = r[17] - r[16] if np.isfinite(r[16]) else 0.0
+        out.append([r[0], r[1], r[2], r[3], r[4], r[5], r[8], r[9], mean_in, mean_out, std_in, std_out,
+                    r[12] if np.isfinite(r[12]) else 0.0, r[13], r[14] if np.isfinite(r[14]) else 0.0, r[15],
+                    len(ins), len(outs), len(ins & outs), span, len(days.get(a, ())),
+                    r[5] / r[9] if r[9] else 0.0, (r[9] - r[5]), r[4] / max(1.0, r[4] + r[2]),
+                    r[8] / max(1.0, r[8] + r[0]), r[1] / max(1.0, r[1] + r[9]), r[3] / max(1.0, r[3] + r[5]),
+                    len(ins) / max(1.0, r[8]), len(outs) / max(1.0, r[4]), (r[4] + r[8]) / max(1.0, span)])
+    return list(acc), np.asarray(out, dtype=np.float64)
+
+
+def run_baseline(train_sets, test_set) -> dict:
+    import lightgbm as lgb
+
+    xs, ys = [], []
+    for txns, labels in train_sets:
+        ids, x = baseline_features(txns)
+        y = np.asarray([labels.label.get(a, -1) for a in ids])
+        xs.append(x[y >= 0])
+        ys.append(y[y >= 0])
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    booster = lgb.train({"objective": "binary", "verbose": -1, "num_threads": 2, "seed": SEED,
+                         "deterministic": True}, lgb.Dataset(x, y), num_boost_round=200)
+    txns, labels = test_set
+    ids, xt = baseline_features(txns)
+    s = dict(zip(ids, booster.predict(xt)))
+    accounts = sorted(labels.label)
+    return ranking_metrics(np.asarray([s.get(a, 0.0) for a in accounts]),
+                           np.asarray([labels.label[a] for a in accounts]))
+
+
+def run_mlp(reps, labels, seed: int = SEED, epochs: int = 6) -> dict:
+    """The model choice: a Paddle MLP on the same rows and split as the GBDT, scored by validation account AP."""
+    from sectorflow import import_paddle
+    from sectorflow_aml.account_training import _stack, labels_of, split_accounts
+    from sectorflow_aml.metrics import average_precision
+
+    paddle = import_paddle()
+    paddle.seed(seed)
+    ys = [labels_of(r, lab) for r, lab in zip(reps, labels)]
+    vals = [split_accounts(y, 0.25, seed + i) for i, y in enumerate(ys)]
+    xt, yt, xv, av, _, yv_acc = _stack(reps, ys, vals, 0.2)
+
+    def t(x):
+        return np.sign(x) * np.log1p(np.abs(x))
+
+    mu, sd = t(xt).mean(0), t(xt).std(0) + 1e-6
+    xt_n = ((t(xt) - mu) / sd).astype(np.float32)
+    xv_n = ((t(xv) - mu) / sd).astype(np.float32)
+    net = paddle.nn.Sequential(paddle.nn.Linear(xt.shape[1], 64), paddle.nn.ReLU(), paddle.nn.Linear(64, 32),
+                               paddle.nn.ReLU(), paddle.nn.Linear(32, 1))
+    opt = paddle.optimizer.Adam(learning_rate=1e-3, parameters=net.parameters())
+    pos_w = float((yt.size - yt.sum()) / yt.sum())
+    rng = np.random.default_rng(seed)
+    vmask = yv_acc >= 0
+    history = []
+    for epoch in range(epochs):
+        order = rng.permutation(yt.size)
+        net.train()
+        for i in range(0, yt.size, 1024):
+            idx = order[i:i + 1024]
+            x = paddle.to_tensor(xt_n[idx])
+            y = paddle.to_tensor(yt[idx].astype(np.float32)).reshape([-1, 1])
+            w = paddle.where(y > 0, paddle.full_like(y, pos_w), paddle.ones_like(y))
+            loss = paddle.nn.functional.binary_cross_entropy_with_logits(net(x), y, weight=w)
+            loss.backward()
+            opt.step()
+            opt.clear_grad()
+        net.eval()
+        with paddle.no_grad():
+            raw = np.concatenate([net(paddle.to_tensor(xv_n[i:i + 8192])).numpy().reshape(-1)
+                                  for i in range(0, xv_n.shape[0], 8192)])
+        ap = average_precision(account_max(raw, av, yv_acc.size)[vmask], yv_acc[vmask])
+        history.append(round(ap, 4))
+    return {"validation_ap_by_epoch": history, "best_validation_ap": max(history)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--only", choices=["amlgentex", "few", "amlsim", "baseline", "mlp"], action="append")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--max-rows", type=int, help="read only the first rows of each file (smoke run)")
+    args = ap.parse_args()
+    global MAX_ROWS
+    MAX_ROWS = args.max_rows
+    todo = set(args.only or ["amlgentex", "few", "baseline", "amlsim"])
+    out: dict = {}
+    t0 = time.perf_counter()
+    if todo & {"amlgentex", "few", "baseline", "mlp"}:
+        data = {n: gentex(n) for n in ("dev_s101", "dev_s202", "dev_s303")}
+        reps = {n: replay(data[n][0], name=n) for n in data}
+        print(f"replayed AMLGentex: {', '.join(f'{n} {r.x.shape[0]:,} rows {r.seconds:.1f} s' for n, r in reps.items())}")
+        if "amlgentex" in todo:
+            start = time.perf_counter()
+            m = train([reps["dev_s101"], reps["dev_s202"]], [data["dev_s101"][1], data["dev_s202"][1]], seed=SEED)
+            test = evaluate_replay(m.model_text, m.platt, reps["dev_s303"], data["dev_s303"][1])
+            out["amlgentex"] = {"validation": {k: v for k, v in m.metrics.items() if k != "history"},
+                                "test_dev_s303": test, "train_seconds": round(time.perf_counter() - start, 1)}
+            print(f"AMLGentex train dev_s101+dev_s202 -> test dev_s303: AP {test['average_precision']}, precision "
+                  f"at K {test['precision_at_k']} (K={test['k']}), recall at 1% FPR {test['recall_at_1pct_fpr']}, "
+                  f"best F1 {test['best_f1']} (base rate {test['base_rate']}); validation AP "
+                  f"{m.metrics['average_precision']}")
+        if "few" in todo:
+            rng = np.random.default_rng(SEED)
+            runs = []
+            for rep_seed in range(3):
+                few = [few_labels(data[n][1], 13 if n == "dev_s101" else 12, rng) for n in ("dev_s101", "dev_s202")]
+                m = train([reps["dev_s101"], reps["dev_s202"]], few, seed=SEED + rep_seed)
+                runs.append(evaluate_replay(m.model_text, m.platt, reps["dev_s303"], data["dev_s303"][1]))
+            aps = [r["average_precision"] for r in runs]
+            out["few_25"] = {"runs": runs, "ap_mean": round(float(np.mean(aps)), 4)}
+            print(f"AMLGentex with 25 labelled laundering accounts (3 draws): test AP {aps} (mean "
+                  f"{np.mean(aps):.4f}), precision at K {[r['precision_at_k'] for r in runs]}")
+        if "mlp" in todo:
+            mlp = run_mlp([reps["dev_s101"], reps["dev_s202"]], [data["dev_s101"][1], data["dev_s202"][1]])
+            out["mlp"] = mlp
+            print(f"model choice: Paddle MLP 64-32 on the same rows, validation account AP by epoch "
+                  f"{mlp['validation_ap_by_epoch']} (GBDT: see 'validation AP' above)")
+        if "baseline" in todo:
+            b = run_baseline([data["dev_s101"], data["dev_s202"]], data["dev_s303"])
+            out["baseline"] = b
+            print(f"baseline GBDT on 30 whole-period account aggregates -> dev_s303: AP {b['average_precision']}, "
+                  f"precision at K {b['precision_at_k']}, recall at 1% FPR {b['recall_at_1pct_fpr']}")
+    if "amlsim" in todo:
+        runs = ("20K_cycle200", "20K_fanin200", "20K_fanin200cycle200")
+        reps, labs = {}, {}
+        for r in runs:
+            txns = _load(AMLSIM / r / "transactions.csv.gz", "amlsim")
+            reps[r] = replay(txns, name=r)
+            labs[r] = read_labels(AMLSIM / r / "nodes.csv.gz")
+        out["amlsim"] = {}
+        for test in runs:
+            tr = [r for r in runs if r != test]
+            m = train([reps[r] for r in tr], [labs[r] for r in tr], seed=SEED)
+            s = account_max(score_replay(m.model_text, m.platt, reps[test]), reps[test].account,
+                            len(reps[test].accounts))
+            index = {a: i for i, a in enumerate(reps[test].accounts)}
+            accounts = sorted(labs[test].label)
+            sc = np.asarray([s[index[a]] if a in index else 0.0 for a in accounts])
+            y = np.asarray([labs[test].label[a] for a in accounts])
+            f1 = f1_at(sc, y, m.metrics["threshold_best_f1"])
+            rank = ranking_metrics(sc, y)
+            out["amlsim"][test] = {"f1_at_validation_threshold": round(f1["f1"], 4), **f1, **rank}
+            print(f"AMLSim train {'+'.join(tr)} -> test {test}: F1 {f1['f1']:.4f} (precision {f1['precision']:.4f}, "
+                  f"recall {f1['recall']:.4f} at validation threshold {m.metrics['threshold_best_f1']}), AP "
+                  f"{rank['average_precision']}")
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    out["params"] = {k: v for k, v in PARAMS.items()}
+    print(f"total {out['seconds']} s")
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

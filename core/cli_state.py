@@ -1,0 +1,164 @@
+"""``sectorflow run TASK FILE --state STATE``: a stateful task's run that loads its state from a store, saves it at
+the end, and survives being killed.
+
+The run reads the file in chunks of ``--checkpoint-rows`` items (default 8,192). After each chunk its results are written to
+``.<output>.partial-state`` (a fixed name next to ``--output``), flushed and fsync'd, and then ONE store transaction
+journals the chunk's validated inputs together with the run's progress (rows consumed, output byte offset; see
+:mod:`sectorflow.state_store`). Killed at any point (``kill -9``, power loss), the same command resumes: the state
+is restored to the last commit (snapshot + journal), the partial output is cut back to the recorded offset and the
+consumed rows are skipped, so the results file ends byte-identical to an uninterrupted run's: nothing lost,
+nothing counted twice. No snapshot is taken while the run is unfinished, so ``--discard-unfinished`` can put the
+state back to where the run started. At the end the output is renamed into place, the run's progress forgotten,
+and a snapshot taken if the journal has grown past the store's bound (:mod:`sectorflow.state_store`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, BinaryIO, Optional
+
+from .errors import ConfigError
+from .state_keeper import StateKeeper, context_tenant
+from .state_store import RunProgress, open_state_store
+from .taskflow import Taskflow
+
+PARTIAL_SUFFIX = ".partial-state"
+"""The partial output of a ``--state`` run is ``.<name>.partial-state`` next to ``--output``."""
+
+
+def file_sha256(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class _TextBytes:
+    """A text stream as the binary one :func:`run_with_state` writes (UTF-8)."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, data: bytes) -> None:
+        self.stream.write(data.decode("utf-8"))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.flush()
+
+
+def _partial_path(output: Path) -> Path:
+    target = output.resolve()
+    return target.with_name(f".{target.name}{PARTIAL_SUFFIX}")
+
+
+def prepare(tf: Taskflow, state: str, tenant: str, source: str, name: str, output: Optional[Path],
+            discard_unfinished: bool) -> tuple[StateKeeper, RunProgress | None, str]:
+    """Open the store, settle an unfinished run, restore the state. Returns ``(keeper, run to resume or None,
+    input SHA-256)``.
+
+    Raises:
+        ConfigError: an unfinished run of another input or output (the message says how to finish or discard it),
+            or a stored state the pipeline cannot continue.
+    """
+    keeper = StateKeeper(tf, open_state_store(state), tenant)
+    keeper.snapshots_paused = True
+    pipeline = tf._tenant_pipeline(context_tenant(tenant))[0]  # the tenant's, as the run's calls will use it
+    store, task = keeper.store, keeper.task
+    digest = file_sha256(source)
+    run = store.run(task, tenant)
+    target = str(output.resolve()) if output is not None else None
+    if run is not None and discard_unfinished:
+        with store.transaction():
+            store.discard_run(task, tenant)
+        if run.output:
+            Path(run.output).with_name(f".{Path(run.output).name}{PARTIAL_SUFFIX}").unlink(missing_ok=True)
+        run = None
+    if run is not None and (run.input_sha256 != digest or run.output != target):
+        what = "another input" if run.input_sha256 != digest else f"another output ({run.output or 'stdout'})"
+        raise ConfigError(
+            f"The state {store.url} (tenant {tenant!r}) has an unfinished run of {what}: {run.input} (SHA-256 "
+            f"{run.input_sha256[:16]}..., {run.rows_done} row(s) done, last commit {run.time}). Finish it by running "
+            f"the same command again (same input, same --output), or add --discard-unfinished to put the state back "
+            f"to where that run started; then run {name}.",
+            details={"input": run.input, "input_sha256": run.input_sha256, "rows_done": run.rows_done})
+    keeper.restore(pipeline)
+    if run is None:
+        with store.transaction():
+            store.begin_run(task, tenant, digest, name, target)
+    return keeper, run, digest
+
+
+def _open_output(output: Optional[Path], run: RunProgress | None, stdout: Callable[[], Any]) -> tuple[BinaryIO, int]:
+    """The partial output file (cut back to the run's last committed offset) or stdout's bytes, and the offset."""
+    if output is None:  # standard output cannot be cut back: a resumed run writes the rest of the results only
+        return _TextBytes(stdout()), (run.output_offset if run else 0)
+    partial = _partial_path(output)
+    target = output.resolve()
+    if run is None or (run.output_offset == 0 and not partial.exists()):  # killed before its first write
+        return open(partial, "wb"), 0
+    if not partial.exists() and target.exists() and target.stat().st_size == run.output_offset:
+        os.replace(target, partial)  # killed between the rename and the final commit: take the output back
+    if not partial.exists() or partial.stat().st_size < run.output_offset:
+        raise ConfigError(f"The unfinished run's partial output {partial} is missing or shorter than its last "
+                          f"checkpoint ({run.output_offset} bytes): add --discard-unfinished to start the run again "
+                          "from the state before it.")
+    handle = open(partial, "r+b")
+    handle.truncate(run.output_offset)
+    handle.seek(run.output_offset)
+    return handle, run.output_offset
+
+
+def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[tuple[int, Any]],
+                   validated: Callable[[Iterator[tuple[int, Any]]], Iterator[Any]], output: Optional[Path],
+                   chunk_size: int, context: Any, stdout: Callable[[], Any],
+                   progress: Callable[[int], None] = lambda n: None) -> int:
+    """Process the rows not yet consumed, chunk by chunk, committing after each; finish the run. Returns the number
+    of items processed by this process."""
+    done = run.rows_done if run else 0
+    last = [done]
+
+    def fresh() -> Iterator[tuple[int, Any]]:
+        for row, record in rows:
+            if row <= done:
+                continue
+            last[0] = row
+            yield row, record
+
+    out, offset = _open_output(output, run, stdout)
+    tf = keeper.taskflow
+    tenant = context_tenant(keeper.tenant)
+    context = replace(context, tenant=tenant)  # the audit records name the tenant; the calls run on its pipeline
+    pipeline = tf._tenant_pipeline(tenant)[0]
+    count = 0
+    try:
+        items = validated(fresh())
+        while chunk := list(itertools.islice(items, chunk_size)):
+            start = time.perf_counter()
+            data = "".join(result.model_dump_json() + "\n" for result in tf.run(chunk, context=context)).encode()
+            seconds = time.perf_counter() - start
+            out.write(data)
+            out.flush()
+            if output is not None:
+                os.fsync(out.fileno())
+            offset += len(data)
+            keeper.record(pipeline, chunk, seconds=seconds, rows_done=last[0], output_offset=offset)
+            count += len(chunk)
+            progress(count)
+    finally:
+        if output is not None:
+            out.close()
+    if output is not None:
+        os.replace(_partial_path(output), output.resolve())
+    keeper.finish_run(pipeline)
+    return count

@@ -1,0 +1,350 @@
+"""Account-level features for the account risk model: what the sliding window holds about one account at time t.
+
+:class:`AccountFeatureExtractor` keeps, per account, the account's own events of the last ``lookback`` seconds (a
+deque evicted lazily, when the account is next touched, against the window's clock ``window.now - lookback``: the
+same horizon as :class:`~sectorflow_aml.window.TransactionWindow`) and running aggregates over them, so that every
+update is O(1) amortised. :meth:`AccountFeatureExtractor.rows` gives, right after ``window.add(txn)``, one float row of
+``len(ACCOUNT_FEATURES)`` values for the transaction's sender and one for its receiver (one when they are the same
+account: a cash deposit or withdrawal booked on the account alone).
+
+**Window-exact.** No feature reads more history than the window: no account age, no lifetime count, no time since
+an event before the window. The only look-back past an in-window event is the in-to-out delay, at most
+:data:`FORWARD_SECONDS` (one day) before an outgoing transfer, so a run given ``lookback + 1 day`` of history
+(``sectorflow run aml --history``) computes exactly the features, and the scores, of a run that saw the whole past
+(a test checks this).
+
+**Scale-free.** Amounts enter only as differences of log amounts (the account's amounts relative to its own other
+amounts or to the window's transfer amounts of all accounts), standard deviations of log amounts, shares and ratios:
+multiplying every amount by one factor (another currency unit, another bank's customers) leaves every feature
+unchanged, except the two near-equal shares, which count amounts falling in the same 5 % log-amount bin (scaling
+moves the bin edges, so a pair near an edge can change bins; a test bounds how often).
+
+Events: ``tin`` / ``tout`` are transfers between two accounts received / sent; ``cin`` / ``cout`` are cash
+deposits / withdrawals (``cash_*`` channels) and self-transfers. Counterparties are accounts of transfers.
+
+Sources of the features' ideas: FATF "Money Laundering and Terrorist Financing Indicators" (rapid movement, funnel
+accounts, pass-through); FinCEN FIN-2014-A005 (funnel accounts); the AMLGentex paper's account features (Östman et
+al. 2025, arXiv:2506.13989: in/out degree, sums, counts, spans per window).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import TYPE_CHECKING
+
+from .schema import Channel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .window import Edge, TransactionWindow
+
+ACCOUNT_FEATURES: tuple[str, ...] = (
+    # counts and distinct counterparties per direction
+    "n_tin", "n_tout", "n_cin", "n_cout", "deg_in", "deg_out",
+    "deg_in_per_tin", "deg_out_per_tout", "one_off_in_share", "one_off_out_share", "reciprocal_share",
+    # amounts (scale-free)
+    "log_tin_vs_cout", "log_tout_vs_tin", "log_tout_vs_cout", "log_cin_vs_tin", "log_tin_vs_peers",
+    "log_tout_vs_peers", "std_log_tin", "std_log_tout", "near_equal_in", "near_equal_out",
+    # flows
+    "pass_through", "transfer_out_share", "transfer_in_share", "residual_share", "tout_count_share",
+    # time
+    "active_days", "transfer_days", "transfer_span_days", "burst_max_day", "burst_today", "tout_today",
+    "tin_today", "fast_forward_share", "equal_forward_share",
+    # the counterparty of the latest transaction (two hops)
+    "cp_deg_in", "cp_deg_out", "cp_pass_through",
+)
+"""Names of the account feature row's entries, in order (the bundle records them; a mismatch is refused)."""
+
+N_ACCOUNT_FEATURES = len(ACCOUNT_FEATURES)
+
+DAY = 86_400.0
+FORWARD_SECONDS = DAY
+"""How far before an outgoing transfer an incoming one counts as forwarded (the in-to-out delay feature)."""
+BIN = 0.05
+"""Width of the log-amount bins whose concentration gives the near-equal-amount shares (about 5 %)."""
+RATIO_CAP = 10.0
+LOG_UNIT = float(1 << 24)
+"""Log amounts are summed as integers in units of 2^-24 (exact sums: see ``_Account``)."""
+BIN_UNITS = BIN * LOG_UNIT
+EQUAL_UNITS = round(0.1 * LOG_UNIT)
+"""An outgoing transfer within 10 % (in log amount) of an incoming one of the previous day counts as forwarded."""
+
+# event kinds
+TIN, TOUT, CIN, COUT = 0, 1, 2, 3
+_DEPOSIT = Channel.cash_deposit
+_WITHDRAWAL = Channel.cash_withdrawal
+
+
+class _Account:
+    """Windowed aggregates of one account (see the module docstring)."""
+
+    __slots__ = ("bins_in", "bins_out", "day", "day_in", "day_out", "days", "equal", "events", "fast", "last_in",
+                 "n", "ones_in", "ones_out", "receivers", "recip", "senders", "sq", "sq_in", "sq_out", "sum",
+                 "sumlog", "tdays", "transfers")
+
+    def __init__(self) -> None:
+        self.events: deque[tuple] = deque()   # (ts, kind, amount, logamount, counterparty, day, bin, extra)
+        self.transfers: deque[float] = deque()  # times of transfers (span)
+        self.n = [0, 0, 0, 0]
+        self.sum = [0, 0, 0, 0]     # integer sums (amounts in 1e-4 units, log amounts in 2^-24 units): exact, so the
+        self.sumlog = [0, 0, 0, 0]  # state after evictions does not depend on what was added before (window-exact)
+        self.sq = [0, 0, 0, 0]
+        self.senders: dict[str, int] = {}
+        self.receivers: dict[str, int] = {}
+        self.ones_in = 0
+        self.ones_out = 0
+        self.recip = 0
+        self.bins_in: dict[int, int] = {}
+        self.bins_out: dict[int, int] = {}
+        self.sq_in = 0  # sum of squared bin counts
+        self.sq_out = 0
+        self.days: dict[int, int] = {}
+        self.tdays: dict[int, int] = {}
+        self.day = -1  # the day of day_in / day_out: transfers in and out on the account's latest day
+        self.day_in = 0
+        self.day_out = 0
+        self.last_in: deque[tuple[float, float]] = deque()  # recent incoming transfers (ts, logamount), <= 1 day
+        self.fast = 0
+        self.equal = 0
+
+
+def _dec(d: dict, key: object) -> int:
+    """Decrement ``d[key]`` (deleting at 0); returns the new count."""
+    n = d[key] - 1
+    if n:
+        d[key] = n
+    else:
+        del d[key]
+    return n
+
+
+class AccountFeatureExtractor:
+    """Incremental account features, one call per transaction in arrival order, after ``window.add(txn)``.
+
+    Args:
+        lookback_seconds: the window's lookback (must equal ``window.lookback``; checked on every call).
+    """
+
+    def __init__(self, lookback_seconds: float) -> None:
+        self.lookback = float(lookback_seconds)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every account's state."""
+        self._acc: dict[str, _Account] = {}
+        self._peer: deque[tuple[float, float]] = deque()  # (ts, logamount) of every transfer in the window
+        self._peer_sum = 0
+
+    # --- state ---------------------------------------------------------------------------------------------------
+
+    def _evict(self, a: _Account, horizon: float) -> None:
+        events = a.events
+        n, s, sl, sq = a.n, a.sum, a.sumlog, a.sq
+        while events and events[0][0] < horizon:
+            ts, kind, amount, lg, cp, day, b, extra = events.popleft()
+            n[kind] -= 1
+            s[kind] -= amount
+            sl[kind] -= lg
+            sq[kind] -= lg * lg
+            _dec(a.days, day)
+            if kind <= TOUT:
+                a.transfers.popleft()
+                _dec(a.tdays, day)
+                if kind == TIN:
+                    left = _dec(a.senders, cp)
+                    if left == 1:
+                        a.ones_in += 1
+                    elif left == 0:
+                        a.ones_in -= 1
+                        if cp in a.receivers:
+                            a.recip -= 1
+                    c = a.bins_in[b]
+                    a.sq_in -= 2 * c - 1
+                    _dec(a.bins_in, b)
+                else:
+                    left = _dec(a.receivers, cp)
+                    if left == 1:
+                        a.ones_out += 1
+                    elif left == 0:
+                        a.ones_out -= 1
+                        if cp in a.senders:
+                            a.recip -= 1
+                    c = a.bins_out[b]
+                    a.sq_out -= 2 * c - 1
+                    _dec(a.bins_out, b)
+                    if extra & 1:
+                        a.fast -= 1
+                    if extra & 2:
+                        a.equal -= 1
+        last_in = a.last_in
+        while last_in and last_in[0][0] < horizon:
+            last_in.popleft()
+
+    def _add(self, a: _Account, ts: float, kind: int, amount: int, lg: int, cp: str | None, day: int) -> None:
+        b = int(math.floor(lg / BIN_UNITS))
+        extra = 0
+        if kind <= TOUT:
+            a.transfers.append(ts)
+            a.tdays[day] = a.tdays.get(day, 0) + 1
+            if day != a.day:
+                a.day, a.day_in, a.day_out = day, 0, 0
+            if kind == TIN:
+                c = a.senders.get(cp, 0)
+                a.senders[cp] = c + 1
+                if c == 0:
+                    a.ones_in += 1
+                    if cp in a.receivers:
+                        a.recip += 1
+                elif c == 1:
+                    a.ones_in -= 1
+                c = a.bins_in.get(b, 0)
+                a.bins_in[b] = c + 1
+                a.sq_in += 2 * c + 1
+                a.last_in.append((ts, lg))
+                a.day_in += 1
+            else:
+                c = a.receivers.get(cp, 0)
+                a.receivers[cp] = c + 1
+                if c == 0:
+                    a.ones_out += 1
+                    if cp in a.senders:
+                        a.recip += 1
+                elif c == 1:
+                    a.ones_out -= 1
+                c = a.bins_out.get(b, 0)
+                a.bins_out[b] = c + 1
+                a.sq_out += 2 * c + 1
+                a.day_out += 1
+                last_in = a.last_in
+                since = ts - FORWARD_SECONDS
+                while last_in and last_in[0][0] < since:
+                    last_in.popleft()
+                if last_in:
+                    extra |= 1
+                    a.fast += 1
+                    if any(abs(lg - last_in[-i][1]) < EQUAL_UNITS for i in range(1, min(16, len(last_in)) + 1)):
+                        extra |= 2
+                        a.equal += 1
+        a.n[kind] += 1
+        a.sum[kind] += amount
+        a.sumlog[kind] += lg
+        a.sq[kind] += lg * lg
+        a.days[day] = a.days.get(day, 0) + 1
+        a.events.append((ts, kind, amount, lg, cp, day, b, extra))
+
+    def _get(self, account: str, horizon: float) -> _Account:
+        a = self._acc.get(account)
+        if a is None:
+            a = self._acc[account] = _Account()
+        elif a.events and a.events[0][0] < horizon:
+            self._evict(a, horizon)
+        elif a.last_in and a.last_in[0][0] < horizon:
+            self._evict(a, horizon)
+        return a
+
+    def observe(self, edge: Edge, window: TransactionWindow) -> tuple[str, _Account, str, _Account]:
+        """Add ``edge`` (the window's latest) to its accounts' state; returns ``(src, state, dst, state)``."""
+        horizon = window.now - self.lookback
+        ts = edge.ts
+        amount = round(edge.amount * 1e4)
+        lg = round(math.log(edge.amount) * LOG_UNIT) if edge.amount > 0 else 0
+        day = int(ts // DAY)
+        src, dst = edge.src, edge.dst
+        s = self._get(src, horizon)
+        channel = edge.txn.channel
+        if src == dst or channel is _DEPOSIT or channel is _WITHDRAWAL:
+            # cash, or a self-transfer: an event of the account itself (withdrawal when the sender books it)
+            cash_in = channel is _DEPOSIT or (src == dst and channel is not _WITHDRAWAL)
+            if src == dst:
+                self._add(s, ts, CIN if cash_in else COUT, amount, lg, None, day)
+                return src, s, dst, s
+            d = self._get(dst, horizon)
+            if cash_in:  # a deposit from a walk-in or cash account: the receiver's cash in
+                self._add(d, ts, CIN, amount, lg, None, day)
+            else:
+                self._add(s, ts, COUT, amount, lg, None, day)
+            return src, s, dst, d
+        d = self._get(dst, horizon)
+        self._add(s, ts, TOUT, amount, lg, dst, day)
+        self._add(d, ts, TIN, amount, lg, src, day)
+        peer = self._peer
+        peer.append((ts, lg))
+        self._peer_sum += lg
+        while peer[0][0] < horizon:
+            self._peer_sum -= peer.popleft()[1]
+        return src, s, dst, d
+
+    # --- rows ----------------------------------------------------------------------------------------------------
+
+    def _row(self, a: _Account, cp: _Account | None, today: int) -> list[float]:
+        n_tin, n_tout, n_cin, n_cout = a.n
+        t_in, t_out, c_in, c_out = a.sum
+        l_tin, l_tout, l_cin, l_cout = a.sumlog
+        deg_in = len(a.senders)
+        deg_out = len(a.receivers)
+        deg = deg_in + deg_out
+        unit = LOG_UNIT
+        m_tin = l_tin / n_tin / unit if n_tin else 0.0
+        m_tout = l_tout / n_tout / unit if n_tout else 0.0
+        m_cout = l_cout / n_cout / unit if n_cout else 0.0
+        peer_n = len(self._peer)
+        peer_mean = self._peer_sum / peer_n / unit if peer_n else 0.0
+        inflow = t_in + c_in
+        outflow = t_out + c_out
+        transfers = a.transfers
+        tdays = a.tdays
+        if n_tin:
+            f_in = (deg_in / n_tin, a.ones_in / deg_in, a.sq_in / (n_tin * n_tin),
+                    math.sqrt(max(0, a.sq[TIN] * n_tin - l_tin * l_tin)) / n_tin / unit if n_tin > 1 else 0.0)
+        else:
+            f_in = (0.0, 0.0, 0.0, 0.0)
+        if n_tout:
+            f_out = (deg_out / n_tout, a.ones_out / deg_out, a.sq_out / (n_tout * n_tout),
+                     math.sqrt(max(0, a.sq[TOUT] * n_tout - l_tout * l_tout)) / n_tout / unit if n_tout > 1 else 0.0,
+                     a.fast / n_tout, a.equal / n_tout)
+        else:
+            f_out = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        if cp is not None:
+            cp_inflow = cp.sum[TIN] + cp.sum[CIN]
+            cp_row = (len(cp.senders), len(cp.receivers),
+                      min(RATIO_CAP, cp.sum[TOUT] / cp_inflow) if cp_inflow > 0 else RATIO_CAP)
+        else:
+            cp_row = (0, 0, 0.0)
+        on_day = a.day == today
+        return [
+            n_tin, n_tout, n_cin, n_cout, deg_in, deg_out, f_in[0], f_out[0], f_in[1], f_out[1],
+            a.recip / deg if deg else 0.0,
+            m_tin - m_cout if n_tin and n_cout else 0.0,
+            m_tout - m_tin if n_tout and n_tin else 0.0,
+            m_tout - m_cout if n_tout and n_cout else 0.0,
+            l_cin / n_cin / unit - m_tin if n_cin and n_tin else 0.0,
+            m_tin - peer_mean if n_tin and peer_n else 0.0,
+            m_tout - peer_mean if n_tout and peer_n else 0.0,
+            f_in[3], f_out[3], f_in[2], f_out[2],
+            min(RATIO_CAP, t_out / inflow) if inflow > 0 else (RATIO_CAP if t_out > 0 else 0.0),
+            t_out / outflow if outflow > 0 else 0.0,
+            t_in / inflow if inflow > 0 else 0.0,
+            (inflow - outflow) / (inflow + outflow) if inflow + outflow > 0 else 0.0,
+            n_tout / (n_tout + n_cout) if n_tout + n_cout else 0.0,
+            len(a.days), len(tdays), (transfers[-1] - transfers[0]) / DAY if transfers else 0.0,
+            max(tdays.values()) if tdays else 0, a.days.get(today, 0),
+            a.day_out if on_day else 0, a.day_in if on_day else 0,
+            f_out[4], f_out[5], cp_row[0], cp_row[1], cp_row[2],
+        ]
+
+    def rows(self, edge: Edge, window: TransactionWindow) -> list[tuple[str, list[float]]]:
+        """Update the state with ``edge`` (call right after ``window.add``) and return ``[(account, row)]``: the
+        sender's and the receiver's features after it (one entry when they are the same account)."""
+        if window.lookback != self.lookback:
+            from sectorflow import ConfigError
+
+            raise ConfigError(f"The window's lookback ({window.lookback} s) differs from the account model's "
+                              f"({self.lookback} s); use the lookback the bundle was trained with.")
+        src, s, dst, d = self.observe(edge, window)
+        today = int(edge.ts // DAY)
+        if s is d:
+            return [(src, self._row(s, None, today))]
+        channel = edge.txn.channel
+        if channel is _DEPOSIT or channel is _WITHDRAWAL:
+            return [(src, self._row(s, None, today)), (dst, self._row(d, None, today))]
+        return [(src, self._row(s, d, today)), (dst, self._row(d, s, today))]

@@ -1,0 +1,96 @@
+"""The account risk model at serving time: account feature rows -> LightGBM margin -> calibrated risk in [0, 1].
+
+A bundle carries the account model as two files (written by ``sectorflow aml train`` or
+``plugins/aml/scripts/train_account_model.py``):
+
+- ``account_model.txt``: the LightGBM text model (never pickled);
+- ``account_model.json``: ``{"feature_names": [...], "lookback_days": 30.0, "calibration": {"method": "platt", "a":
+  ..., "b": ...}, "model_file": "account_model.txt", ...}``. The calibrated score is
+  ``1 / (1 + exp(-(a * margin + b)))``, the probability that an account-month whose highest score it is is
+  laundering (Platt scaling fitted on the validation accounts' monthly maxima).
+
+A bundle whose ``format`` is ``lightgbm`` holds only the account model; the shipped bundle holds it beside the
+per-transaction Paddle scorer (:mod:`sectorflow_aml.scorer`).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from sectorflow import Bundle, BundleError
+
+from .account_features import ACCOUNT_FEATURES, N_ACCOUNT_FEATURES, AccountFeatureExtractor
+
+ACCOUNT_CONFIG = "account_model.json"
+
+
+def has_account_model(bundle: Bundle | None) -> bool:
+    """Whether ``bundle`` lists an account model (``account_model.json``)."""
+    return bundle is not None and ACCOUNT_CONFIG in bundle.manifest.get("files", {})
+
+
+class AccountScorer:
+    """Calibrated account risk from account feature rows.
+
+    Args:
+        bundle: a verified bundle with ``account_model.json`` and its LightGBM text model.
+
+    Attributes:
+        lookback_days: the window the model was trained with (the pipeline's window gets the same).
+        feature_names: :data:`~sectorflow_aml.account_features.ACCOUNT_FEATURES`.
+        threshold: the calibrated score of best F1 on the validation accounts (``None`` if not recorded).
+
+    Raises:
+        BundleError: no ``account_model.json``, another feature list than this code computes (train/serve skew), or
+            a model file that LightGBM cannot read.
+    """
+
+    def __init__(self, bundle: Bundle) -> None:
+        import lightgbm as lgb
+
+        if not has_account_model(bundle):
+            raise BundleError(f"Bundle {bundle.path} has no {ACCOUNT_CONFIG}: it holds no account model.")
+        config: dict[str, Any] = bundle.read_json(ACCOUNT_CONFIG)
+        names = tuple(config.get("feature_names") or ())
+        if names != ACCOUNT_FEATURES:
+            raise BundleError(f"Bundle {bundle.path} was trained on account features {list(names)}, but this version "
+                              f"of sectorflow_aml computes {list(ACCOUNT_FEATURES)}: retrain it with `sectorflow aml "
+                              "train` or install the matching plugin version.")
+        calibration = config.get("calibration") or {}
+        if calibration.get("method") != "platt":
+            raise BundleError(f"Bundle {bundle.path}: unknown calibration {calibration!r} (expected method 'platt').")
+        self.a = float(calibration["a"])
+        self.b = float(calibration["b"])
+        self.lookback_days = float(config["lookback_days"])
+        self.threshold = config.get("threshold")
+        self.feature_names = ACCOUNT_FEATURES
+        path = bundle.file(config.get("model_file", "account_model.txt"))
+        try:
+            self.booster = lgb.Booster(model_str=path.read_text(encoding="utf-8"))
+        except lgb.basic.LightGBMError as exc:
+            raise BundleError(f"Bundle {bundle.path}: {path.name} is not a LightGBM text model: {exc}") from exc
+        if self.booster.num_feature() != N_ACCOUNT_FEATURES:
+            raise BundleError(f"Bundle {bundle.path}: {path.name} has {self.booster.num_feature()} features, not "
+                              f"{N_ACCOUNT_FEATURES}.")
+        self.extractor = AccountFeatureExtractor(self.lookback_days * 86_400.0)
+
+    def score_rows(self, rows: list[list[float]]) -> np.ndarray:
+        """Calibrated risk of feature rows: float64 ``[n]`` in [0, 1] (each row scored alone: equal in any batch)."""
+        if not rows:
+            return np.zeros(0)
+        x = np.asarray(rows, dtype=np.float32)  # as in training (rows are stored as float32 there)
+        margin = self.booster.predict(x, raw_score=True, num_threads=1)
+        return 1.0 / (1.0 + np.exp(-np.clip(self.a * margin + self.b, -35.0, 35.0)))
+
+    def spawn(self) -> AccountScorer:
+        """Another tenant's scorer: the same booster and calibration (shared, read-only), an empty feature state."""
+        other = copy.copy(self)
+        other.extractor = AccountFeatureExtractor(self.lookback_days * 86_400.0)
+        return other
+
+    def reset(self) -> None:
+        """Forget the account feature state."""
+        self.extractor.reset()

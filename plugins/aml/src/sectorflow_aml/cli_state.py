@@ -1,0 +1,106 @@
+"""``sectorflow aml state show|export|reset``: an operator's view of the AML state kept by ``sectorflow run aml
+--state STATE`` and ``sectorflow serve`` (one state per tenant), each action an audited task event
+(``state_shown``, ``state_exported``, ``state_reset``; :mod:`sectorflow.state_admin`).
+
+::
+
+    sectorflow aml state show [--tenant T] [--state STATE]
+    sectorflow aml state export --tenant T [--state STATE] [-O model=false ...] > state.json
+    sectorflow aml state reset --tenant T [--state STATE] --yes
+
+``--state`` defaults to ``$SECTORFLOW_HOME/state.sqlite`` (a ``postgresql://`` URL is accepted).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+import typer
+
+from sectorflow import Taskflow, export_state, open_state_store, reset_stored_state, state_summary
+
+state_app = typer.Typer(help="The AML state kept across runs and server restarts: show, export, reset.",
+                        no_args_is_help=True)
+STATE_HELP = "The state store: a SQLite file or a postgresql:// URL (default $SECTORFLOW_HOME/state.sqlite)."
+
+
+def _options(option: list[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for item in option:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"--option {item!r}: write KEY=VALUE.")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
+
+
+def _window_summary(snapshot: dict[str, Any] | None) -> dict[str, Any]:
+    """Counts and span of the window in a snapshot (the journal after it is counted by the store)."""
+    if snapshot is None:
+        return {"window_transactions": 0, "accounts": 0, "window_from": None, "window_to": None}
+    window = snapshot["window"]
+    edges = window["edges"]
+
+    def iso(ts: float) -> str:
+        return datetime.fromtimestamp(ts, timezone.utc).isoformat()
+
+    return {"window_transactions": len(edges), "accounts": len(window["accounts"]),
+            "window_from": iso(min(e[1] for e in edges)) if edges else None,
+            "window_to": iso(float(window["now"])) if edges else None,
+            "report_days": len(snapshot["reports"]["days"]), "model": snapshot.get("model"),
+            "lookback_days": snapshot.get("lookback_days")}
+
+
+@state_app.command("show")
+def show_command(tenant: Optional[str] = typer.Option(None, "--tenant", help="One tenant (default: every one)."),
+                 state: Optional[str] = typer.Option(None, "--state", help=STATE_HELP),
+                 as_json: bool = typer.Option(False, "--json", help="One JSON object per tenant.")) -> None:
+    """Tenants with AML state: snapshot and journal sizes, last commit, an unfinished run's progress."""
+    store = open_state_store(state)
+    rows = state_summary(store, "aml", tenant)
+    for row in rows:
+        row.update(_window_summary(store.load("aml", row["tenant"])[0]))
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps(row, ensure_ascii=False))
+        return
+    if not rows:
+        typer.echo(f"no AML state in {store.url}")
+    for row in rows:
+        run = row["run"]
+        typer.echo(f"{row['tenant']}: at the last snapshot {row['window_transactions']:,} transaction(s) of "
+                   f"{row['accounts']:,} account(s) in the window ({row['window_from']} .. {row['window_to']}); "
+                   f"{row['bytes']:,} bytes (snapshot {row['snapshot_bytes']:,} of "
+                   f"{row['snapshot_time'] or 'never'}; journal {row['journal_calls']} call(s), "
+                   f"{row['journal_items']} item(s)); last commit {row['last_commit'] or 'none'}"
+                   + (f"; UNFINISHED run of {run['input']}: {run['rows_done']} row(s) done" if run else ""))
+
+
+@state_app.command("export")
+def export_command(tenant: str = typer.Option("default", "--tenant", help="Whose state."),
+                   state: Optional[str] = typer.Option(None, "--state", help=STATE_HELP),
+                   option: list[str] = typer.Option([], "--option", "-O", help="The task options the state was made "
+                                                    "with (KEY=VALUE, e.g. model=false), repeatable.")) -> None:
+    """Print the tenant's state as JSON (AMLPipeline.state_dict: window, report aggregates, feature state, ...):
+    window span and counts are in it; it loads with AMLPipeline.load_state_dict."""
+    store = open_state_store(state)
+    tf = Taskflow("aml", **_options(option))
+    typer.echo(json.dumps(export_state(tf, store, tenant), ensure_ascii=False, allow_nan=False))
+
+
+@state_app.command("reset")
+def reset_command(tenant: str = typer.Option(..., "--tenant", help="Whose state to forget."),
+                  state: Optional[str] = typer.Option(None, "--state", help=STATE_HELP),
+                  yes: bool = typer.Option(False, "--yes", help="Confirm: the window, report aggregates and "
+                                           "cooldowns of this tenant are forgotten.")) -> None:
+    """Forget one tenant's AML state (its next run or call starts with an empty window)."""
+    if not yes:
+        raise typer.BadParameter("reset forgets the tenant's 30-day window and open report aggregates: add --yes.")
+    store = open_state_store(state)
+    had = reset_stored_state(store, "aml", tenant)
+    typer.echo(f"tenant {tenant}: {'state forgotten' if had else 'had no state'} in {store.url}")

@@ -1,0 +1,173 @@
+"""``sectorflow aml train`` and ``sectorflow aml evaluate``: the account risk model from the bank's own labels.
+
+- :func:`train_bundle`: replay labelled transaction files through the serving window and account features
+  (:mod:`sectorflow_aml.account_training`), train, calibrate, and write a ``lightgbm`` bundle (``account_model.txt``,
+  ``account_model.json``, ``manifest.json`` with the feature list, validation metrics, the sha256 of the training
+  data as read, the command and the versions). ``Taskflow("aml", task_path=BUNDLE)`` and ``sectorflow run aml
+  --task-path BUNDLE`` use it; results then carry ``account_scores``.
+- :func:`~sectorflow_aml.evaluation.evaluate_results`: account-level metrics of a run's results.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from sectorflow import ConfigError, __version__ as core_version, write_manifest
+
+from . import __version__
+from .account_features import ACCOUNT_FEATURES
+from .account_scorer import ACCOUNT_CONFIG
+from .account_training import Replay, Trained, replay, train
+from .labels import read_labels
+from .loaders import guess_format, load_transactions
+
+MODEL_FILE = "account_model.txt"
+
+
+def write_account_bundle(out: str | Path, trained: Trained, *, lookback_days: float, datasets: list[dict[str, Any]],
+                         command: str, name: str = "aml-account-gbdt", version: str = "1.0.0",
+                         extra: dict[str, Any] | None = None) -> Path:
+    """Write a ``lightgbm`` bundle holding the account model; returns the manifest path.
+
+    Raises:
+        ConfigError: ``out`` exists and is not an empty folder or an account bundle (never overwrites other files).
+    """
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not (out / ACCOUNT_CONFIG).is_file():
+        raise ConfigError(f"--out {out} exists and is not an account model bundle: give a new or empty folder.")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MODEL_FILE).write_text(trained.model_text, encoding="utf-8")
+    config = {"feature_names": list(ACCOUNT_FEATURES), "lookback_days": float(lookback_days),
+              "model_file": MODEL_FILE, "calibration": {"method": "platt", "a": trained.platt[0], "b": trained.platt[1],
+                                                        "fitted_on": "validation account-month maxima"},
+              "threshold": trained.metrics.get("threshold_best_f1"), "num_trees": trained.num_trees}
+    (out / ACCOUNT_CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    try:
+        import lightgbm
+
+        lgb_version = lightgbm.__version__
+    except ImportError:  # pragma: no cover
+        lgb_version = None
+    return write_manifest(
+        out, task="aml", name=name, version=version, format="lightgbm", labels=["laundering_risk"],
+        metrics={"account_level": {"validation": trained.metrics}},
+        features=list(ACCOUNT_FEATURES),
+        provenance={"command": command, "datasets": datasets, "lookback_days": float(lookback_days),
+                    "params": {k: v for k, v in trained.params.items() if k != "verbose"},
+                    "training_rows": "one snapshot per account per UTC day it is active (its row after its last "
+                                     "transaction that day), labelled with the account label",
+                    "versions": {"sectorflow": core_version, "sectorflow_aml": __version__, "lightgbm": lgb_version,
+                                 "python": platform.python_version()},
+                    "trained_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
+                    **(extra or {})})
+
+
+def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], out: str | Path, *,
+                 fmt: str | None = None, lookback_days: float = 30.0, seed: int = 20211, val_share: float = 0.25,
+                 command: str | None = None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Train an account model on labelled transaction files and write its bundle; returns the manifest.
+
+    ``labels``: one file for all ``sources`` (one bank's files), or one per source (separate runs whose account ids
+    may repeat).
+
+    Raises:
+        ConfigError: neither one labels file nor one per source.
+        LabelsError: a bad labels file.
+        InvalidInputError: a split without both classes.
+    """
+    if len(labels) not in (1, len(sources)):
+        raise ConfigError(f"Give one --labels file for all transaction files or one per file ({len(sources)}); got "
+                          f"{len(labels)}.")
+    read = [read_labels(p) for p in labels]
+    if len(read) == 1 and len(sources) > 1:  # one bank's files: one replay of all of them, in the order given
+        txns = []
+        for source in sources:
+            txns.extend(load_transactions(source, format=fmt or guess_format(source))[0])
+        groups = [("+".join(str(s) for s in sources), txns, read[0])]
+    else:
+        groups = [(str(source), load_transactions(source, format=fmt or guess_format(source))[0], lab)
+                  for source, lab in zip(sources, read)]
+    reps: list[Replay] = []
+    pairs = []
+    for name, txns, lab in groups:
+        rep = replay(txns, lookback_days, name=name)
+        if log:
+            log(f"{name}: {rep.n_transactions:,} transactions, {len(rep.accounts):,} accounts, "
+                f"{rep.x.shape[0]:,} account rows ({rep.seconds:.1f} s)")
+        reps.append(rep)
+        pairs.append((name, lab))
+    trained = train(reps, [lab for _, lab in pairs], seed=seed, val_share=val_share, log=log)
+    datasets = [{"file": str(source), "sha256_as_read": rep.digest, "transactions": rep.n_transactions,
+                 "labelled_accounts": len(lab), "laundering_accounts": lab.positives,
+                 "labels": lab.source} for (source, lab), rep in zip(pairs, reps)]
+    manifest_path = write_account_bundle(out, trained, lookback_days=lookback_days, datasets=datasets,
+                                         command=command or " ".join(["sectorflow", "aml", "train", *map(str, sources)]))
+    return json.loads(manifest_path.read_text(encoding="utf-8"))
+
+
+def train_command(
+        transactions: list[Path] = typer.Argument(..., help="Transaction files (read as `sectorflow run aml` does)."),
+        labels: list[Path] = typer.Option(..., "--labels", "-l", help="Account labels: account_id,label[,typology] "
+                                          "(or AMLGentex accounts.csv.gz / AMLSim nodes.csv.gz); one for all files "
+                                          "or one per file, repeatable."),
+        out: Path = typer.Option(..., "--out", "-o", help="Folder of the bundle to write."),
+        fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format (default: guessed)."),
+        lookback_days: float = typer.Option(30.0, "--lookback-days", help="Window the features see (days)."),
+        seed: int = typer.Option(20211, "--seed", help="Seed of the validation split and the trees."),
+) -> None:
+    """Train the account risk model on labelled transactions and write a bundle (use it with --task-path)."""
+    manifest = train_bundle(transactions, labels, out, fmt=fmt, lookback_days=lookback_days, seed=seed,
+                            command=" ".join(["sectorflow aml train", *sys.argv[3:]]) if len(sys.argv) > 3 else None,
+                            log=lambda m: typer.echo(m, err=True))
+    v = manifest["metrics"]["account_level"]["validation"]
+    typer.echo(f"wrote {out}: validation account AP {v['average_precision']}, precision at K {v['precision_at_k']} "
+               f"(K={v['k']}), recall at 1% FPR {v['recall_at_1pct_fpr']} (base rate {v['base_rate']})")
+
+
+def _months_of(path: Path, fmt: str | None) -> dict[str, int]:
+    txns, _ = load_transactions(path, format=fmt or guess_format(path))
+    return {t.transaction_id: t.timestamp.year * 12 + t.timestamp.month - 1 for t in txns}
+
+
+def evaluate_command(
+        results: Path = typer.Option(..., "--results", "-r", help="JSON lines from `sectorflow run aml`."),
+        labels: Path = typer.Option(..., "--labels", "-l", help="Account labels (as for `aml train`)."),
+        transactions: Optional[Path] = typer.Option(None, "--transactions", "-t", help="The run's input, for the "
+                                                    "monthly alert budget (without it the run is one period)."),
+        fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Format of --transactions."),
+        budget: float = typer.Option(0.01, "--budget", help="Share of active accounts flagged per month."),
+        as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
+) -> None:
+    """Account-level average precision, precision at K, recall at 1% FPR, budget precision, alert rate."""
+    from .evaluation import evaluate_results
+
+    if not 0 < budget <= 1:
+        raise ConfigError(f"--budget {budget}: give a share above 0 and at most 1.")
+    months = _months_of(transactions, fmt) if transactions is not None else None
+    metrics = evaluate_results(results, read_labels(labels), months, budget)
+    if as_json:
+        typer.echo(json.dumps(metrics, indent=2))
+        return
+    b = metrics["budget"]
+    typer.echo(f"accounts: {metrics['labelled_accounts']:,} labelled, {metrics['laundering_accounts']:,} laundering "
+               f"(base rate {metrics['base_rate']})")
+    typer.echo(f"average precision {metrics['average_precision']}, precision at K={metrics['k']} "
+               f"{metrics['precision_at_k']}, recall at 1% FPR {metrics['recall_at_1pct_fpr']}")
+    typer.echo(f"budget {b['share']:.0%} of active accounts per period ({b['periods']} periods): precision "
+               f"{b['precision']}, recall {b['recall']}; alert rate {metrics['alert_rate']}")
+    for t, v in metrics["recall_by_typology"].items():
+        typer.echo(f"  {t}: recall at K {v['recall_at_k']} ({v['accounts']} accounts)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``train`` and ``evaluate`` to the ``aml`` command group."""
+    app.command("train")(train_command)
+    app.command("evaluate")(evaluate_command)
