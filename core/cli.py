@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
@@ -35,6 +36,39 @@ err = Console(stderr=True, soft_wrap=True)
 register_models_commands(app)  # sectorflow models quantize|export|list (core/models_cli.py)
 
 
+def _versions(value: bool) -> None:
+    """``sectorflow --version``: this package's version, then each installed distribution that registers entry points
+    in the ``sectorflow`` group (the plugins) and Paddle's, read from package metadata (nothing is imported)."""
+    if not value:
+        return
+    from importlib import metadata
+
+    from . import __version__
+
+    lines = [f"sectorflow {__version__}"]
+    seen: set[str] = set()
+    for point in metadata.entry_points(group="sectorflow"):
+        dist = getattr(point, "dist", None)
+        name = dist.metadata["Name"] if dist is not None else None
+        if name and name != "sectorflow" and name not in seen:
+            seen.add(name)
+            lines.append(f"{name} {dist.version}")
+    for name in ("paddlepaddle", "paddlepaddle-gpu"):
+        try:
+            lines.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            pass
+    typer.echo("\n".join([lines[0], *sorted(lines[1:])]))
+    raise typer.Exit()
+
+
+@app.callback()
+def _main_options(version: bool = typer.Option(False, "--version", is_eager=True, callback=_versions,
+                                               help="Print the versions of sectorflow, its plugins and Paddle, "
+                                                    "and exit.")) -> None:
+    """sectorflow: offline, auditable ML pipelines on PaddlePaddle."""
+
+
 class OnError(str, Enum):
     skip = "skip"
     reject = "reject"
@@ -49,11 +83,16 @@ def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print JSON
         return
     # Descriptions go in a list under the table: as a seventh column they were squeezed to one word per line in
     # an 80-column terminal.
-    table = Table("task", "plugin", "version", "languages", "devices", "precisions")
-    for column in table.columns:
-        column.min_width = len(str(column.header))  # whole headers, also at 80 columns
+    # A light box (no vertical rules) and whole names: with a full grid at 80 columns the names were folded
+    # ("customer_ser" / "vice"); device and precision lists wrap between words instead.
+    table = Table("task", "plugin", "version", "languages", "devices", "precisions", box=box.SIMPLE_HEAD,
+                  padding=(0, 1), collapse_padding=True, pad_edge=False)
+    for index, column in enumerate(table.columns):
+        key = ("task", "plugin", "version")[index] if index < 3 else None
+        longest = max((len(str(row[key])) for row in rows), default=0) if key else 0
+        column.min_width = max(len(str(column.header)), longest)  # whole headers and names, also at 80 columns
         column.overflow = "fold"
-    table.columns[2].no_wrap = True  # the version on one line
+        column.no_wrap = key is not None  # task, plugin and version on one line
     for row in rows:
         table.add_row(row["task"], row["plugin"], row["version"], ", ".join(row["languages"]),
                       ", ".join(row["devices"]), ", ".join(row["precisions"]))
@@ -108,6 +147,7 @@ def run_command(
                                      "task formats that support it."),
     default: list[str] = typer.Option([], "--default", help="Value of FIELD where the file has no such column or "
                                       "the cell is empty: FIELD=VALUE (text, as a CSV cell), repeatable."),
+    encoding: Optional[str] = typer.Option(None, "--encoding", help="Text encoding of the input files: gbk, gb18030, utf-16, utf-8, ... (default auto: detected per file, and said if not UTF-8)."),
     history: list[Path] = typer.Option([], "--history", help="Stateful tasks (aml): an earlier input file fed "
                                        "first, to rebuild the state a continuous run would have (sliding window, "
                                        "same-day totals, alert cooldowns); its results are not written. Read like "
@@ -156,14 +196,15 @@ def run_command(
     # The validation context the options make (aml: input_timezone), as Taskflow builds it, for the reader factories
     # that take it (core/io.py reader_for): the reader then knows how its rows will be read.
     context = _input_context(spec, options)
-    reader = reader_for(spec, fmt, source, mapping=mapping, defaults=defaults, context=context)
+    reader = reader_for(spec, fmt, source, mapping=mapping, defaults=defaults, context=context, encoding=encoding)
     if history:
         _check_history(spec, history, source, output)
     if state is not None:
         _check_state(spec, state, history)
     elif tenant != "default" or discard_unfinished:
         raise ConfigError("--tenant and --discard-unfinished apply to a run with --state STATE; add it or drop them.")
-    earlier = [(str(path), reader_for(spec, fmt, path, mapping=mapping, defaults=defaults, context=context))
+    earlier = [(str(path), reader_for(spec, fmt, path, mapping=mapping, defaults=defaults, context=context,
+                                      encoding=encoding))
                for path in history]
     tf = Taskflow(task, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
                   task_path=Path(task_path) if task_path is not None else None, **options)
@@ -400,12 +441,30 @@ def _load_plugin_commands() -> None:
         _commands_loaded = True
 
 
+def _literal_help(command: Any) -> None:
+    """Escape Rich markup in the help texts of ``command`` and every sub-command (plugins' included), so that they
+    print as written: typer renders help as Rich markup, which swallowed ``[[keys]]`` in ``serve-key``'s help
+    ("the [] entry"). ``gpu[:N]`` and the like are not markup and stay as they are."""
+    if getattr(command, "rich_markup_mode", None) == "rich":
+        for attribute in ("help", "short_help", "epilog"):
+            text = getattr(command, attribute, None)
+            if text:
+                setattr(command, attribute, escape(text))
+        for param in getattr(command, "params", []):
+            if getattr(param, "help", None):
+                param.help = escape(param.help)
+    for sub in getattr(command, "commands", {}).values():
+        _literal_help(sub)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sectorflow`` script. A ``SectorflowError`` prints its message and exits with 2."""
     try:
         _load_plugin_commands()
         # With standalone_mode=False, click returns a command's typer.Exit(code) as the return value.
-        returned = app(args=argv, standalone_mode=False)
+        command = typer.main.get_command(app)
+        _literal_help(command)
+        returned = command(args=argv, prog_name="sectorflow", standalone_mode=False)
     except SectorflowError as exc:
         err.print(f"[red]error[/]: {escape(str(exc))}")
         if isinstance(exc, InvalidInputError) and isinstance(exc.details, list):

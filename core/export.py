@@ -14,7 +14,9 @@ Inference, FastDeploy or Paddle Lite's ``paddle_lite_opt``) with the bundle's ma
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -33,6 +35,8 @@ from .device import Device
 from .errors import BundleError, ConfigError, ExportMismatchError
 from .onnx_runtime import DEFAULT_ONNX_FILE, OnnxSessionPool
 from .spec import TaskSpec
+
+log = logging.getLogger("sectorflow")
 
 OPSET = 17
 DEFAULT_TOLERANCE = 1e-4
@@ -75,26 +79,48 @@ def source_bundle(spec: TaskSpec, task_path: str | Path | None, action: str) -> 
 _fd_lock = threading.Lock()
 
 
-@contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """Send what native code writes to file descriptor 1 to descriptor 2 for the block.
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+"""Terminal colour and cursor codes (onnxruntime's C++ logger colours its warnings)."""
 
-    paddle2onnx's C++ side prints its progress ("[Paddle2ONNX] Start parsing ...") to the process's stdout even with
-    ``verbose=False``, which broke ``sectorflow models quantize --json | jq`` and any program reading our stdout.
+
+@contextmanager
+def quiet_native(what: str) -> Iterator[None]:
+    """Keep what third-party code writes to file descriptors 1 and 2 during the block off the terminal: paddle2onnx's
+    C++ side prints its banner ("[Paddle2ONNX] Start parsing ...") on the process's stdout even with
+    ``verbose=False`` (which broke ``sectorflow models quantize --json | jq``), and onnxruntime's C++ logger writes
+    colour-coded warnings to stderr. The output goes to a temporary file: on success it is logged at debug level
+    on the ``sectorflow`` logger; if the block raises, its last 20 lines (colour codes removed) are logged as a
+    warning naming ``what`` ("paddle2onnx"), so a failure keeps its cause.
+
     Descriptors are process-wide: one block at a time (a lock), Python's own buffers flushed on both sides.
     """
-    with _fd_lock:
+    with _fd_lock, tempfile.TemporaryFile() as sink:
         sys.stdout.flush()
-        saved = os.dup(1)
+        sys.stderr.flush()
+        saved = os.dup(1), os.dup(2)
+        failed = False
         try:
-            os.dup2(2, 1)
+            os.dup2(sink.fileno(), 1)
+            os.dup2(sink.fileno(), 2)
             try:
                 yield
+            except BaseException:
+                failed = True
+                raise
             finally:
                 sys.stdout.flush()
-                os.dup2(saved, 1)
+                sys.stderr.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+                sink.seek(0)
+                text = _ANSI.sub("", sink.read().decode("utf-8", "replace")).strip()
+                if text and failed:
+                    log.warning("%s said (last lines):\n%s", what, "\n".join(text.splitlines()[-20:]))
+                elif text:
+                    log.debug("%s said:\n%s", what, text)
         finally:
-            os.close(saved)
+            os.close(saved[0])
+            os.close(saved[1])
 
 
 def paddle_to_onnx(bundle: Bundle, out_file: Path, opset: int = OPSET) -> Path:
@@ -115,7 +141,7 @@ def paddle_to_onnx(bundle: Bundle, out_file: Path, opset: int = OPSET) -> Path:
     except ImportError as exc:  # pragma: no cover - the shared environment has both
         raise BundleError("ONNX export needs paddle2onnx and onnx: pip install 'sectorflow[int8]'.") from exc
     try:
-        with _stdout_to_stderr():
+        with quiet_native("paddle2onnx"):
             data = paddle2onnx.export(str(model_json), str(params), None, opset_version=opset,
                                       auto_upgrade_opset=False, enable_onnx_checker=True, verbose=False)
     except Exception as exc:  # paddle2onnx logs and re-raises assorted errors (or UnboundLocalError after a failure)

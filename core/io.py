@@ -1,7 +1,9 @@
 """Input files for ``sectorflow run``: JSON lines and CSV built in, task-specific formats from the task spec.
 
-Every reader yields ``(row_number, record)`` pairs, rows counted from 1 (a CSV header is not a row), so that bad
-rows can be reported by number. A row that cannot even be parsed into a record (a line that is not JSON, ...) is
+Every reader yields ``(row_number, record)`` pairs, a row numbered by the file line it begins on (a CSV's header is
+line 1, so its first row is row 2; a JSON-lines row is its line), as an editor or a spreadsheet shows it, so that
+bad rows can be reported by a number the user finds in the file (before 1 Dec 2026 CSV rows were counted from 1
+after the header). A row that cannot even be parsed into a record (a line that is not JSON, ...) is
 yielded as ``(row_number, problem)`` where ``problem`` is an :class:`InvalidInputError` whose ``details`` name the
 row: ``sectorflow run --on-error skip`` then reports and skips that row, ``--on-error reject`` raises it. (This
 extends the ``Reader`` type in ``spec.py``, which names only the dict case.) Readers should not raise for one bad
@@ -25,18 +27,20 @@ import functools
 import gzip
 import inspect
 import io
-import json
 import logging
 import sys
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any
 
-from .errors import ConfigError, InvalidInputError
+from .encodings import INPUT_ENCODING, SAMPLE_BYTES, decode_problem, resolve
+from .encodings import check as check_encoding
+from .errors import ConfigError, InvalidInputError, SectorflowError
+from .jsonlines import parse_json_line
 from .spec import Reader, ReaderFactory, TaskSpec
 
 log = logging.getLogger("sectorflow")
@@ -56,23 +60,30 @@ def gzip_on_stdin() -> InvalidInputError:
 
 
 @contextmanager
-def open_text(source: str | Path) -> Iterator[IO[str]]:
-    """Open a path (``.gz`` transparently) or ``-`` (standard input) as UTF-8 text.
+def open_text(source: str | Path, encoding: str | None = None) -> Iterator[IO[str]]:
+    """Open a path (``.gz`` transparently) or ``-`` (standard input) as text, in ``encoding``.
 
-    A leading byte-order mark (Excel's "CSV UTF-8" writes one) is dropped: the encoding is ``utf-8-sig``.
+    ``encoding``: a Python codec name (``gbk``, ``gb18030``, ``utf-16``, ...); ``None`` or ``"auto"``: the one set
+    for this run (``sectorflow run --encoding``, :data:`sectorflow.encodings.INPUT_ENCODING`), else detected from
+    the first 64 KiB (UTF-8, a UTF-8 or UTF-16 byte-order mark, else charset-normalizer's guess, GB18030 for
+    Chinese text; :func:`sectorflow.encodings.resolve`, which says a non-UTF-8 choice once per file). UTF-8 is read
+    as ``utf-8-sig``: a leading byte-order mark (Excel's "CSV UTF-8" writes one) is dropped. A byte that does not
+    decode raises ``UnicodeDecodeError`` while reading; :func:`sectorflow.encodings.decode_problem` words it with
+    the file's line (readers made by :func:`reader_for` do so).
 
     Raises:
         ConfigError: ``source`` is a directory, does not exist, or is not a regular file (a named pipe such as
             bash's ``<(...)``, a device): ``sectorflow run`` reads a file twice (check, then run), which a pipe
-            cannot give; standard input (``-``) is kept in a temporary file for that.
+            cannot give; standard input (``-``) is kept in a temporary file for that. An unknown ``encoding``.
         InvalidInputError: standard input begins with gzip's magic bytes (``1f 8b``, RFC 1952): it is read as text,
             not decompressed (:func:`gzip_on_stdin`).
     """
     if str(source) == "-":
         peek = getattr(sys.stdin.buffer, "peek", None)  # a BufferedReader shows its next bytes without taking them
-        if peek is not None and peek(2)[:2] == GZIP_MAGIC:
+        head = peek(SAMPLE_BYTES) if peek is not None else b""
+        if head[:2] == GZIP_MAGIC:
             raise gzip_on_stdin()
-        yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig")
+        yield io.TextIOWrapper(sys.stdin.buffer, encoding=resolve(source, encoding, sample=head))
         return
     path = Path(source)
     if path.is_dir():
@@ -84,14 +95,33 @@ def open_text(source: str | Path) -> Iterator[IO[str]]:
                               "TASK - --format jsonl).", details={"source": str(source)})
         raise ConfigError(f"Input file {source} does not exist.")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8-sig", newline="") as handle:  # type: ignore[operator]
+    with opener(path, "rt", encoding=resolve(path, encoding), newline="") as handle:  # type: ignore[operator]
         yield handle
 
 
+def read_text(source: str | Path, what: str = "Input file", *, encoding: str | None = None,
+              error: type[SectorflowError] = InvalidInputError) -> str:
+    """The whole text of ``source``, opened by :func:`open_text` (``.gz``, ``-``, ``encoding`` or detection), for a
+    file read at once (an FX rate table, an account list, a contract). ``what`` names the file in errors ("FX rate
+    file").
+
+    Raises:
+        SectorflowError: ``error`` (default :class:`InvalidInputError`; :class:`ConfigError` for a file that a task
+            option names) for a byte the encoding cannot decode, naming the file's line and the byte
+            (:func:`sectorflow.encodings.decode_problem`); :class:`ConfigError` from :func:`open_text`.
+    """
+    try:
+        with open_text(source, encoding) as handle:
+            return handle.read()
+    except UnicodeDecodeError as exc:
+        raise decode_problem(source, exc, what, error=error) from exc
+
+
 def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
-               defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
-    """One JSON object per line; blank lines are skipped but counted. ``mapping`` and ``defaults`` as for
-    :func:`remap` (a mapped key absent from a line is simply absent: JSON lines have no header to check). A
+               defaults: Mapping[str, Any] | None = None, encoding: str | None = None
+               ) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
+    """One JSON object per line; blank lines are skipped but counted. ``encoding`` as for :func:`open_text`.
+    ``mapping`` and ``defaults`` as for :func:`remap` (a mapped key absent from a line is simply absent: JSON lines have no header to check). A
     byte-order mark at the start of any line is dropped, as at the start of the file: files concatenated with
     ``cat`` carry one where each began.
 
@@ -100,12 +130,13 @@ def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
     (see the module docstring).
 
     Raises (while iterating):
-        InvalidInputError: the first line opens a JSON array (``[``): the file is one JSON array (a ``.json`` export,
+        InvalidInputError: the first non-blank line is not JSON and reads as a CSV header (two or more cells): every
+            row would fail as "not JSON", so the file is refused whole, naming ``--format csv``. The first line opens a JSON array (``[``): the file is one JSON array (a ``.json`` export,
             pretty-printed or on one line), not JSON lines; read line by line, some of its objects would pass and
             the rest fail, so the file is refused whole, with the way to convert it.
     """
     first = True
-    with open_text(source) as handle:
+    with open_text(source, encoding) as handle:
         for row, line in enumerate(handle, start=1):
             line = line.removeprefix("\ufeff")
             if not line.strip():
@@ -115,89 +146,31 @@ def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
                     f"Input file {source} holds one JSON array (line {row} begins with '['), not JSON lines: write "
                     "one JSON object per line, e.g. jq -c '.[]' FILE.json > FILE.jsonl.",
                     details={"source": str(source), "line": row})
-            first = False
             try:
                 record = parse_json_line(line, source, row)
             except InvalidInputError as problem:  # a bad row, not a bad file: --on-error skip goes on
+                if first and not line.lstrip().startswith("{") and "," in line:
+                    header = next(csv.reader([line]), [])
+                    if len(header) >= 2:  # every row would be "not JSON": the fix is the format, not --on-error skip
+                        raise InvalidInputError(
+                            f"Input file {source} looks like CSV, not JSON lines: line {row} reads as a CSV header "
+                            f"({line.strip()[:60]!r}). Read it with --format csv, or the task's own format for "
+                            "this export (sectorflow tasks lists them).",
+                            details={"source": str(source), "line": row, "format": "csv"}) from None
+                first = False
                 yield row, problem
                 continue
+            first = False
             yield row, remap(record, mapping, defaults)
 
 
-def parse_json_line(line: str, source: Any, row: int, *, fix: str | None = None,
-                    parse_float: Callable[[str], Any] | None = None) -> dict[str, Any]:
-    """One line of a JSON-lines file (line number ``row`` of ``source``, which only words errors) as a dict, with
-    the guards a reader needs so that one bad line is one bad row, not a traceback that stops the run: a byte-order
-    mark at the start of the line is dropped (files joined with ``cat`` carry one where each began). The caller
-    skips blank lines. ``parse_float`` as for :func:`json.loads` (``str`` keeps decimal text exact).
-
-    ``fix``: what each line must hold, e.g. ``'each line must hold one JSON object, e.g. {"text": "..."}; fix the
-    line or delete it'``. ``None`` (``sectorflow run``'s built-in ``jsonl``): short reasons (``not JSON: Expecting
-    value``), under ``Row N ...`` messages; given (a plugin's reader): reasons that name the line, the column and an
-    excerpt and end with ``fix``, under ``SOURCE: ...`` messages.
-
-    Raises:
-        InvalidInputError: the line is not valid JSON; its values nest too deeply for Python's parser (thousands of
-            ``[`` or ``{``, a ``RecursionError``); it holds an integer of more than 4,300 digits (Python's limit,
-            ``sys.get_int_max_str_digits``: a plain ``ValueError``); or it holds an array, a single value or
-            ``null``, not an object. ``details`` is one ``{"row": row, "field": None, "reason": ...}``, so a reader
-            yields it as ``(row, error)`` (see the module docstring).
-    """
-    line = line.removeprefix("\ufeff")
-    try:
-        record = json.loads(line, parse_float=parse_float)
-    except json.JSONDecodeError as exc:
-        if fix is None:
-            raise _json_row(source, row, f"not JSON: {exc.msg}", fix,
-                            f"Row {row} is not valid JSON: {exc.msg}.") from None
-        raise _json_row(source, row, f"line {row} is not valid JSON ({exc.msg} at column {exc.colno}: "
-                                     f"{_excerpt(line, exc.colno)}); {fix}", fix) from None
-    except (RecursionError, ValueError) as exc:
-        # json's C parser recurses once per nested [ or {; Python refuses to read an integer of more than 4,300
-        # digits (sys.get_int_max_str_digits) with a plain ValueError
-        text = str(exc)
-        if isinstance(exc, RecursionError):
-            reason = ("values nested too deeply to read (thousands of [ or {): flatten the line's values" if fix is None
-                      else f"line {row} nests its values too deeply to read (thousands of [ or {{): {fix}")
-        elif "integer string conversion" in text:
-            reason = (f"a number too long to read ({text.split(':')[0]}): write it as a string" if fix is None else
-                      f"line {row} holds a number too long to read ({text.split(':')[0]}): write it as a string, or "
-                      "fix the line")
-        else:
-            reason = (f"not readable as JSON: {text}" if fix is None
-                      else f"line {row} is not readable as JSON ({text}); {fix}")
-        raise _json_row(source, row, reason, fix) from None
-    if not isinstance(record, dict):
-        if fix is None:
-            kind = type(record).__name__
-            raise _json_row(source, row, f"a JSON {kind}, not an object", fix,
-                            f"Row {row} is a JSON {kind}, not an object.")
-        kind = "an array" if isinstance(record, list) else "null" if record is None else "a single value"
-        raise _json_row(source, row, f"line {row} holds {kind} ({_excerpt(line, 1)}), not a JSON object; {fix}",
-                        fix)
-    return record
-
-
-def _json_row(source: Any, row: int, reason: str, fix: str | None, message: str | None = None) -> InvalidInputError:
-    """The bad-row error of :func:`parse_json_line`: ``message``, by default ``Row N: reason.`` (no ``fix``) or
-    ``SOURCE: reason.``"""
-    message = message or (f"Row {row}: {reason}." if fix is None else f"{source}: {reason}.")
-    return InvalidInputError(message, details=[{"row": row, "field": None, "reason": reason}])
-
-
-def _excerpt(line: str, column: int, width: int = 30) -> str:
-    """Up to ``width`` characters of ``line`` around 1-based ``column``, quoted, for an error message."""
-    text = line.rstrip("\r\n")
-    start = max(0, column - 1 - width // 2)
-    piece = text[start:start + width]
-    return ("..." if start else "") + repr(piece) + ("..." if start + width < len(text) else "")
-
-
 def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
-             defaults: Mapping[str, Any] | None = None) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
+             defaults: Mapping[str, Any] | None = None, encoding: str | None = None
+             ) -> Iterator[tuple[int, dict[str, Any] | InvalidInputError]]:
     """CSV with a header row; empty cells are left out of the record (so model defaults apply, then ``defaults``).
     ``mapping`` and ``defaults`` as for :func:`remap`. Parsed by :func:`csv_file_records` (Python's :mod:`csv`, strict):
-    blank lines are skipped and not counted.
+    blank lines are skipped; a row is numbered by the file line it begins on (the header is line 1). ``encoding``:
+    as for :func:`open_text` (``None``: the run's, else detected).
 
     Bad rows, yielded as ``(row, InvalidInputError)`` (see the module docstring): broken quoting (a quoted cell
     that is never closed, text after a closing quote; :func:`csv_records`), and more cells than the header has
@@ -210,8 +183,8 @@ def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
     """
     if csv.field_size_limit() < CSV_FIELD_LIMIT:  # the default, 131,072 characters, is a contract or a long report
         csv.field_size_limit(CSV_FIELD_LIMIT)
-    with open_text(source) as handle:
-        records = csv_file_records(source, handle)
+    with open_text(source, encoding) as handle:
+        records = csv_file_records(source, handle, encoding)
         header: list[str] = []
         for line, first in records:
             if isinstance(first, InvalidInputError):
@@ -234,7 +207,8 @@ def read_csv(source: str | Path, *, mapping: Mapping[str, str] | None = None,
                               "column of the file (column names are case- and space-sensitive).",
                               details={"missing": [c for c in (mapping or {}).values() if c not in header],
                                        "header": list(header)})
-        for row, (line, cells) in enumerate(records, start=1):
+        for line, cells in records:
+            row = line  # numbered by the file line the row begins on, as an editor or a spreadsheet shows it
             if isinstance(cells, InvalidInputError):
                 problem = cells.details[0]
                 yield row, InvalidInputError(f"{source}: row {row}: {problem['reason']}.",
@@ -324,13 +298,15 @@ def csv_records(handle: Iterable[str], source: Any) -> Iterator[tuple[int, list[
             start += len(lines.kept)
 
 
-def csv_file_records(source: Any, handle: Iterator[str]) -> Iterator[tuple[int, list[str] | InvalidInputError]]:
+def csv_file_records(source: Any, handle: Iterator[str], encoding: str | None = None
+                     ) -> Iterator[tuple[int, list[str] | InvalidInputError]]:
     """The records of the CSV file ``source`` read through ``handle`` (opened by :func:`open_text` on ``source``),
     exactly as :func:`csv_records` yields them, at the speed of Python's :mod:`csv` module: a file without broken
     quoting is parsed by ``csv.reader(strict=True)`` on ``handle`` directly (:func:`csv_records` keeps each record's
     lines for a re-read, which cost a typed reader about a sixth of its time); at the first ``csv.Error`` the file is
     opened again and :func:`csv_records` goes on from the record that failed (the records before it are the same
     strict parse). Standard input (``-``), which cannot be read twice, goes to :func:`csv_records` from the start.
+    ``encoding``: the one ``handle`` was opened in, for the second opening (``None``: as :func:`open_text` chooses).
 
     Raises (while iterating): :class:`ConfigError` from :func:`open_text` if the file is gone when it is reopened.
     """
@@ -347,7 +323,7 @@ def csv_file_records(source: Any, handle: Iterator[str]) -> Iterator[tuple[int, 
         return
     except csv.Error:
         pass
-    with open_text(source) as again:  # the record that begins on line done + 1 is broken: csv_records reports it
+    with open_text(source, encoding) as again:  # the record that begins on line done + 1 is broken: csv_records reports it
         for line, cells in csv_records(again, source):
             if line > done:
                 yield line, cells
@@ -455,7 +431,8 @@ def takes_context(factory: Any) -> bool:
 
 
 def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: Mapping[str, str] | None = None,
-               defaults: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None) -> Reader:
+               defaults: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
+               encoding: str | None = None) -> Reader:
     """The reader for ``fmt`` (task-specific formats first), or the guess from the file name: the task's own format
     whose name is the file's suffix (``.gz`` ignored), else ``csv`` for ``*.csv``, else ``jsonl`` for a name ending in
     one of :data:`JSON_LINES_SUFFIXES` or without a suffix (``-``, standard input). Another suffix (``notes.txt`` for a
@@ -473,11 +450,15 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
     :attr:`TaskSpec.readers` is then not used: it cannot be told the context). ``None`` (the default): no factory is
     told anything, as before the parameter existed.
 
+    ``encoding`` (``sectorflow run --encoding``): the text encoding the reader opens its file in (a Python codec
+    name, e.g. ``gbk``, ``gb18030``, ``utf-16``); ``None`` or ``"auto"``: detected per file (:func:`open_text`).
+
     Raises:
-        ConfigError: an unknown format (the message lists the ones this task reads); ``mapping`` or ``defaults``
+        ConfigError: an unknown ``encoding``; an unknown format (the message lists the ones this task reads); ``mapping`` or ``defaults``
             naming a field the task's input model lacks (the message lists its fields); ``mapping`` or
             ``defaults`` for a format without a factory (the message lists the formats that take them).
     """
+    encoding = check_encoding(encoding)
     readers = {**BUILTIN_READERS, **spec.readers}
     factories = {**{name: make for name, make in BUILTIN_READER_FACTORIES.items() if name not in spec.readers},
                  **spec.reader_factories}
@@ -507,10 +488,10 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
     if not mapping and not defaults:
         if told:
             made = factories[fmt](**extra)
-            return checked_reader(known_fields_only(made, spec) if builtin else made)
+            return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
         if fmt in spec.readers or fmt not in spec.reader_factories:
-            return checked_reader(known_fields_only(readers[fmt], spec) if builtin else readers[fmt])
-        return checked_reader(spec.reader_factories[fmt]())
+            return checked_reader(known_fields_only(readers[fmt], spec) if builtin else readers[fmt], encoding)
+        return checked_reader(spec.reader_factories[fmt](), encoding)
     fields = list(spec.input_model.model_fields)
     unknown = sorted((set(mapping or {}) | set(defaults or {})) - set(fields))
     if unknown:
@@ -525,7 +506,7 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
                           f"Formats that do: {takes}.")
     made = factories[fmt](mapping=dict(mapping) if mapping else None, defaults=dict(defaults) if defaults else None,
                           **extra)
-    return checked_reader(known_fields_only(made, spec) if builtin else made)
+    return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
 
 
 def known_fields_only(reader: Reader, spec: TaskSpec) -> Reader:
@@ -560,26 +541,37 @@ def known_fields_only(reader: Reader, spec: TaskSpec) -> Reader:
     return read  # type: ignore[return-value]
 
 
-def checked_reader(reader: Reader) -> Reader:
-    """Wrap ``reader`` so that a file that cannot be decoded raises :class:`InvalidInputError`, not a traceback.
+def checked_reader(reader: Reader, encoding: str | None = None) -> Reader:
+    """Wrap ``reader`` so that a file that cannot be decoded raises :class:`InvalidInputError`, not a traceback, and
+    so that it reads its file in ``encoding`` (``None``: detect; see :func:`open_text`).
 
-    Translated: ``UnicodeDecodeError`` (not UTF-8 text, e.g. a binary or UTF-16 file), ``gzip.BadGzipFile`` and
-    ``zlib.error`` (a ``.gz`` name on a file that is not gzip, or corrupt data), ``EOFError`` (a truncated gzip
+    Translated: ``UnicodeDecodeError`` (a byte the file's encoding cannot decode: the message names the file's line
+    and the byte and points to ``--encoding``, :func:`sectorflow.encodings.decode_problem`), ``gzip.BadGzipFile``
+    and ``zlib.error`` (a ``.gz`` name on a file that is not gzip, or corrupt data), ``EOFError`` (a truncated gzip
     file), ``csv.Error`` (a CSV the ``csv`` module cannot parse), any other ``OSError`` while reading (pyarrow
-    reports a Parquet file with corrupt compressed pages as one; a disk read error; a file without read access). The message names the file (``name``, if given, else ``source``) and the last row read before the
-    failure. Applies to every reader,
-    built in or a plugin's, because it wraps the iteration itself.
+    reports a Parquet file with corrupt compressed pages as one; a disk read error; a file without read access). The
+    message names the file (``name``, if given, else ``source``) and the last row read before the failure. Applies
+    to every reader, built in or a plugin's, because it wraps the iteration itself; ``encoding`` likewise reaches
+    every reader that opens its file with :func:`open_text` (:data:`~sectorflow.encodings.INPUT_ENCODING` is set
+    around each step of the iteration, and only then).
     """
 
     @functools.wraps(reader)
     def read(source: Any, *, name: str | None = None) -> Iterator[tuple[int, Any]]:
         row, shown = 0, name or source
         try:
-            for row, record in reader(source):
+            rows = iter(reader(source))
+            while True:
+                token = INPUT_ENCODING.set(encoding)
+                try:
+                    row, record = next(rows)
+                except StopIteration:
+                    return
+                finally:
+                    INPUT_ENCODING.reset(token)
                 yield row, record
         except UnicodeDecodeError as exc:
-            raise _unreadable(shown, row, "is not UTF-8 text (save it as UTF-8, e.g. Excel's 'CSV UTF-8')",
-                              f"{exc.encoding} cannot decode byte {exc.object[exc.start:exc.start + 1]!r}") from exc
+            raise decode_problem(source, exc, name=shown) from exc
         except (gzip.BadGzipFile, zlib.error) as exc:
             raise _unreadable(shown, row, "is not a valid gzip file", str(exc)) from exc
         except EOFError as exc:

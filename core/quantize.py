@@ -39,6 +39,7 @@ from .export import (
     max_abs_diff,
     paddle_files,
     paddle_to_onnx,
+    quiet_native,
     replace_folder,
     run_batches,
     source_bundle,
@@ -107,16 +108,19 @@ def quantize_onnx(fp32_file: Path, out_file: Path, op_types: tuple[str, ...] = D
         os.chdir(scratch)
         try:
             try:
-                quant_pre_process(str(source), str(prepared))
+                with quiet_native("onnxruntime quant_pre_process"):
+                    quant_pre_process(str(source), str(prepared))
             except Exception:  # "Incomplete symbolic shape inference" on some graphs: ONNX's own inference suffices
-                quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
+                with quiet_native("onnxruntime quant_pre_process"):
+                    quant_pre_process(str(source), str(prepared), skip_symbolic_shape=True)
         finally:
             os.chdir(previous)
     dynamic = [op for op in op_types if op not in WEIGHT_ONLY_OPS]
     try:
         if dynamic:
-            quantize_dynamic(str(prepared), str(out_file), weight_type=QuantType.QInt8, per_channel=True,
-                             op_types_to_quantize=dynamic)
+            with quiet_native("onnxruntime quantize_dynamic"):
+                quantize_dynamic(str(prepared), str(out_file), weight_type=QuantType.QInt8, per_channel=True,
+                                 op_types_to_quantize=dynamic)
         else:
             shutil.copyfile(prepared, out_file)
     except Exception as exc:

@@ -44,16 +44,54 @@ class ResultMeta(BaseModel):
     precision: str = "fp32"
 
 
-class TaskResult(BaseModel):
-    """Base class of every task's output model. ``meta`` is filled in by the runtime."""
+class FieldAccess:
+    """Read-only mapping access to a pydantic model's fields, as PaddleNLP and Hugging Face pipeline users type it:
+    ``r["intent"]`` is ``r.intent``; ``"intent" in r``, ``r.get("intent", default)`` and ``r.keys()`` (the field
+    names, then any extra keys). Iteration stays pydantic's (``(name, value)`` pairs), and ``dict(r)`` is the same
+    ``{name: value}`` either way.
+
+    Raises:
+        KeyError: ``r[name]`` for a name that is not a field; the message lists the fields.
+        TypeError: ``r[name] = value`` or ``del r[name]``: results are read-only (``r.model_copy(update=...)`` makes
+            a changed copy).
+    """
+
+    def keys(self) -> list[str]:
+        fields = list(type(self).model_fields)  # type: ignore[attr-defined]
+        return fields + [key for key in (getattr(self, "model_extra", None) or {}) if key not in fields]
+
+    def __getitem__(self, name: str) -> Any:
+        if isinstance(name, str) and name in self.keys():
+            return getattr(self, name)
+        raise KeyError(f"{name!r} is not a field of {type(self).__name__}; its fields: {', '.join(self.keys())}")
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name in self.keys()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        raise TypeError(f"{type(self).__name__} results are read-only: r[{name!r}] cannot be assigned; make a changed "
+                        f"copy with r.model_copy(update={{{name!r}: ...}}).")
+
+    def __delitem__(self, name: str) -> None:
+        raise TypeError(f"{type(self).__name__} results are read-only: r[{name!r}] cannot be deleted.")
+
+
+class TaskResult(FieldAccess, BaseModel):
+    """Base class of every task's output model. ``meta`` is filled in by the runtime. Fields read as attributes
+    (``r.intent``) or, read-only, by name (``r["intent"]``: :class:`FieldAccess`)."""
 
     meta: ResultMeta | None = Field(default=None, description="Which task, plugin and model bundle answered.")
 
 
 # A reader turns a file (path or open binary stream) into (row_number, raw_record) pairs; the runtime validates each
-# raw record against the task's input model. Row numbers are 1-based data rows (the header is not counted). A row that
-# cannot even be parsed is yielded as (row_number, InvalidInputError) instead of raising, so that
-# `sectorflow run --on-error skip` can report it and go on (see core/io.py).
+# raw record against the task's input model. Row numbers are the file's line numbers where it has lines (CSV: the line
+# a row begins on, the header being line 1; JSON lines: the line), else 1-based positions (Parquet; AMLSim and AMLworld
+# number rows after the header, and their ids are made from that number). A row that cannot even be parsed is yielded
+# as (row_number, InvalidInputError) instead of raising, so that `sectorflow run --on-error skip` can report it and go
+# on (see core/io.py).
 Reader = Callable[[Any], Iterator[tuple[int, "dict[str, Any] | InvalidInputError"]]]
 
 # A reader factory makes a reader that renames columns: ``factory(mapping=..., defaults=...) -> Reader``, with

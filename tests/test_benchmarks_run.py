@@ -29,6 +29,7 @@ SCRIPTS = [
      "bytes per windowed transaction"),
     ("aml_learning.py", ["--only", "amlgentex", "--max-rows", "30000"], "recall at 1% fpr"),
     ("aml_equality.py", ["--rev", "HEAD", "--runs", "20K_cycle200", "--n", "400", "--chunk", "150"], "all equal"),
+    ("faq_search.py", ["--sizes", "500", "--dims", "16", "--queries", "70", "--repeats", "1"], "ms/query"),
 ]
 
 

@@ -45,7 +45,7 @@ def test_csv_columns_are_renamed_and_defaults_fill_empty_cells(cli, tmp_path):
     assert "3 item(s) processed, 0 row(s) skipped." in err
     # without the default, the empty cell is a bad row (the mapping alone does not invent a value)
     code, _, err = cli("run", "echo", str(source), "--column", "text=Body Text", "--on-error", "skip")
-    assert code == 0 and "skipped row 2: text: missing or empty" in err
+    assert code == 0 and "skipped row 3: text: missing or empty" in err  # the file's line 3
 
 
 def test_jsonl_keys_are_renamed(cli, tmp_path):
@@ -123,8 +123,8 @@ def test_columns_that_are_no_input_fields_are_ignored_with_one_warning(echo_regi
     csv_file.write_text("ticket,message,agent\n7,hello world,ann\n8,UPPER lower,bob\n", encoding="utf-8")
     read = reader_for(spec, None, csv_file, mapping={"text": "message"})
     with caplog.at_level("WARNING", logger="sectorflow"):
-        assert list(read(csv_file)) == [(1, {"text": "hello world"}), (2, {"text": "UPPER lower"})]
-        assert list(read(csv_file)) == [(1, {"text": "hello world"}), (2, {"text": "UPPER lower"})]  # read again
+        assert list(read(csv_file)) == [(2, {"text": "hello world"}), (3, {"text": "UPPER lower"})]
+        assert list(read(csv_file)) == [(2, {"text": "hello world"}), (3, {"text": "UPPER lower"})]  # read again
     warnings = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
     assert warnings == [f"{csv_file}: 'ticket', 'agent' are not input fields of task 'echo': ignored (its input "
                         "fields: text). To read one as a field: --column FIELD=COLUMN."]
@@ -149,7 +149,7 @@ def test_a_task_whose_model_keeps_extra_keys_gets_every_column(echo_registry, tm
     spec = dataclasses.replace(plugins.get_task("echo"), input_model=Loose)
     source = tmp_path / "in.csv"
     source.write_text("text,more\nhi,there\n", encoding="utf-8")
-    assert list(reader_for(spec, None, source)(source)) == [(1, {"text": "hi", "more": "there"})]
+    assert list(reader_for(spec, None, source)(source)) == [(2, {"text": "hi", "more": "there"})]
 
 
 # --- reader factories that take the task's input context (core/io.py takes_context) -------------------------------

@@ -46,10 +46,10 @@ def test_an_unclosed_quote_is_a_bad_row_naming_file_row_and_line_and_the_rest_is
     rows = rows_of(source)
     reason = ("line 3 ('\"abc,2') opens a quoted cell that is never closed, so the rest of the file would be read "
               'as that one cell; add the closing quote, and write a quote that is part of the text as two quotes ("")')
-    assert rows == [(1, {"text": "first", "id": "1"}),
-                    (2, ("error", f"{source}: row 2: {reason}.", [{"row": 2, "line": 3, "field": None,
+    assert rows == [(2, {"text": "first", "id": "1"}),  # rows are numbered by their file line
+                    (3, ("error", f"{source}: row 3: {reason}.", [{"row": 3, "line": 3, "field": None,
                                                                    "reason": reason}])),
-                    (3, {"text": "third", "id": "3"}), (4, {"text": "fourth", "id": "4"})]
+                    (4, {"text": "third", "id": "3"}), (5, {"text": "fourth", "id": "4"})]
 
 
 def test_an_unclosed_quote_is_refused_by_run_and_skipped_with_on_error_skip(cli, tmp_path):
@@ -57,12 +57,12 @@ def test_an_unclosed_quote_is_refused_by_run_and_skipped_with_on_error_skip(cli,
     source.write_text(UNCLOSED)
     code, out, err = cli("run", "echo", str(source), "-o", str(target))
     assert code == 2 and out == "" and not target.exists()
-    assert f"1 bad row(s) in {source} (first: row 2); nothing was written." in err
-    assert "row 2: line 3 ('\"abc,2') opens a quoted cell that is never closed" in err
+    assert f"1 bad row(s) in {source} (first: row 3); nothing was written." in err
+    assert "row 3: line 3 ('\"abc,2') opens a quoted cell that is never closed" in err
     code, _, err = cli("run", "echo", str(source), "-o", str(target), "--on-error", "skip")
     assert code == 0, err
     assert [json.loads(line)["text"] for line in target.read_text().splitlines()] == ["first", "third", "fourth"]
-    assert "skipped row 2: line 3 ('\"abc,2') opens a quoted cell that is never closed" in err
+    assert "skipped row 3: line 3 ('\"abc,2') opens a quoted cell that is never closed" in err
     assert "3 item(s) processed, 1 row(s) skipped." in err
     code, out, err = cli("run", "echo", "-", "--format", "csv", "--on-error", "skip", stdin=UNCLOSED)
     assert code == 0 and [json.loads(line)["text"] for line in out.splitlines()] == ["first", "third", "fourth"]
@@ -83,8 +83,8 @@ def test_text_after_a_closing_quote_is_a_bad_row_and_reading_goes_on_at_the_next
     source = tmp_path / "in.csv"
     source.write_text(content)
     (row, first), *rest = rows_of(source)
-    assert row == 1 and first[0] == "error" and first[2][0]["line"] == 2 and f"row 1: {fragment}" in first[1]
-    assert rest == list(enumerate(after, start=2))
+    assert row == 2 and first[0] == "error" and first[2][0]["line"] == 2 and f"row 2: {fragment}" in first[1]
+    assert rest == list(enumerate(after, start=3))
 
 
 def test_a_broken_quote_in_the_header_is_one_error_naming_the_file_and_line(tmp_path):
@@ -101,10 +101,10 @@ def test_surplus_cells_are_a_bad_row_not_silently_dropped(tmp_path):
     source.write_text("id,text\n1,hello, world\n2,trailing comma,\n3,\"quoted, comma\"\n")
     rows = rows_of(source)
     reason = "line 2: 3 cells but the header has 2 columns (surplus: ' world'); quote a cell that holds a comma (\"a, b\")"
-    assert rows == [(1, ("error", f"{source}: row 1: {reason}.", [{"row": 1, "line": 2, "field": None,
+    assert rows == [(2, ("error", f"{source}: row 2: {reason}.", [{"row": 2, "line": 2, "field": None,
                                                                    "reason": reason}])),
-                    (2, {"id": "2", "text": "trailing comma"}),  # an empty surplus cell (a trailing comma) is harmless
-                    (3, {"id": "3", "text": "quoted, comma"})]
+                    (3, {"id": "2", "text": "trailing comma"}),  # an empty surplus cell (a trailing comma) is harmless
+                    (4, {"id": "3", "text": "quoted, comma"})]
 
 
 def test_line_numbers_count_quoted_line_breaks_crlf_and_blank_lines():

@@ -25,7 +25,7 @@ def test_excel_unnamed_trailing_columns_are_not_refused_as_repeated(tmp_path):
     """Excel writes ``text,,`` for a sheet with two empty formatted columns: refused as "names '' more than once"."""
     source = tmp_path / "excel.csv"
     source.write_text("text,,\r\nhello,,\r\nworld,,\r\n")
-    assert list(read_csv(source)) == [(1, {"text": "hello"}), (2, {"text": "world"})]
+    assert list(read_csv(source)) == [(2, {"text": "hello"}), (3, {"text": "world"})]  # rows by file line
     source.write_text("text,text,,\nhello,again,,\n")  # a named column twice is still refused
     with pytest.raises(ConfigError, match=r"names 'text' more than once"):
         list(read_csv(source))
@@ -38,7 +38,7 @@ def test_a_value_under_an_unnamed_column_is_named_in_the_ignored_columns_warning
     source = tmp_path / "excel.csv"
     source.write_text("text,,\nhello,,stray\n")
     rows = list(reader_for(plugins.get_task("echo"), None, source)(source))
-    assert rows == [(1, {"text": "hello"})]
+    assert rows == [(2, {"text": "hello"})]
     assert "'' is not an input field of task 'echo': ignored" in caplog.text
 
 
@@ -184,3 +184,16 @@ def test_parse_json_line_is_the_public_guard_both_wordings():
             parse_json_line(line, "f.jsonl", 4, fix="FIX")
         assert str(long.value) == f"f.jsonl: {fixed}." and long.value.details == [
             {"row": 4, "field": None, "reason": fixed}]
+
+
+def test_a_csv_read_as_json_lines_is_refused_whole_naming_format_csv(tmp_path):
+    """Every row failed as "not JSON" and the advice was --on-error skip, which skips them all."""
+    source = tmp_path / "export.jsonl"
+    source.write_text("text,ticket\nhello,1\n")
+    with pytest.raises(InvalidInputError) as info:
+        list(read_jsonl(source))
+    assert str(info.value).startswith(f"Input file {source} looks like CSV, not JSON lines: line 1 reads as a CSV "
+                                      "header ('text,ticket'). Read it with --format csv")
+    source.write_text('{"text": "a"}\nnot json, but later\n')  # a bad line after good ones stays a bad row
+    rows = list(read_jsonl(source))
+    assert rows[0] == (1, {"text": "a"}) and isinstance(rows[1][1], InvalidInputError)

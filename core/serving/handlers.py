@@ -286,7 +286,9 @@ class ServingMiddleware:
         key gets 413 with its allowed access decision and a ``call_failed`` event naming the key and the task
         (``RequestTooLarge``, no items), so that the refusal reaches the audit log; a record the audit log cannot
         write (``access`` or the task regulated) answers its error instead (503). Any other path is 413 at once."""
-        message = f"The request body exceeds {self.max_body_bytes} bytes; send fewer items per request."
+        message = (f"The request body exceeds {self.max_body_bytes} bytes (the server's [server] max_body_bytes): split "
+                   "the inputs into several requests (e.g. a few hundred items each), or ask the operator to raise "
+                   "max_body_bytes.")
         route = self.fast.route(scope) if self.fast is not None else None
         if route is not None and "app" in scope:
             scope["route"] = route  # labels the metrics and the access decision's action with the task's route

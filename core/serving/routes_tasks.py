@@ -80,7 +80,8 @@ async def submit_items(state: Any, name: str, key: ApiKey, items: Sequence[Any],
         state.metrics.rejections.labels(name, "rate_limited").inc()
         if verdict.too_large:
             raise RateLimited(f"{len(items)} items exceed the whole rate window {verdict.limit!r} of key "
-                              f"{key.id!r}; send fewer items per request.", 0, too_large=True)
+                              f"{key.id!r}: split the inputs into requests of at most that many items and send them as "
+                              "the window allows, or ask the operator to raise the key's rate_limit.", 0, too_large=True)
         raise RateLimited(f"API key {key.id!r} is over its limit {verdict.limit!r}; retry after "
                           f"{verdict.retry_after_s} s.", verdict.retry_after_s)
     context = CallContext(actor=key.id, tenant=key.tenant, source=source, request_id=rid,

@@ -160,8 +160,9 @@ def test_an_oversized_body_leaves_its_refusal_in_the_audit_log(audited):
     assert seen == [("big-1", "access.decision", "alice", "success", "echo", 0, None),
                     ("big-1", "task.call_failed", "alice", "failure", "echo", 0, None),
                     ("big-2", "access.decision", "anonymous", "denied", "echo", 0, None)]
-    assert records[1]["reason"] == ("RequestTooLarge: The request body exceeds 1048576 bytes; send fewer items per "
-                                    "request.")
+    assert records[1]["reason"] == ("RequestTooLarge: The request body exceeds 1048576 bytes (the server's [server] "
+                                    "max_body_bytes): split the inputs into several requests (e.g. a few hundred "
+                                    "items each), or ask the operator to raise max_body_bytes.")
     assert (records[1]["tenant"], records[1]["channel"], records[1]["source"]) == ("bank-1", "http", "127.0.0.1")
     assert records[2]["reason"] == "no API key"
 

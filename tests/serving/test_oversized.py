@@ -76,13 +76,17 @@ def test_a_declared_oversized_body_is_answered_without_being_read_after_the_key_
     assert code == status, body
     assert body["error"] == {401: "Unauthorized", 403: "Forbidden", 413: "RequestTooLarge"}[status]
     if status == 413:
-        assert body["message"] == f"The request body exceeds {LIMIT} bytes; send fewer items per request."
+        assert body["message"] == (f"The request body exceeds {LIMIT} bytes (the server's [server] max_body_bytes): split "
+                                   "the inputs into several requests (e.g. a few hundred items each), or ask the "
+                                   "operator to raise max_body_bytes.")
     rid = got["x-request-id"]
     assert decisions.seen == [(actor, allowed, "score", "POST /v1/tasks/score", rid)]
     failed = [(e.kind, e.task, e.context.actor, e.context.request_id, e.n_items, e.error)
               for e in tasks.events[before:]]
     assert failed == ([("call_failed", "score", "alice", rid, 0,
-                        f"RequestTooLarge: The request body exceeds {LIMIT} bytes; send fewer items per request.")]
+                        f"RequestTooLarge: The request body exceeds {LIMIT} bytes (the server's [server] "
+                        "max_body_bytes): split the inputs into several requests (e.g. a few hundred items each), "
+                        "or ask the operator to raise max_body_bytes.")]
                       if status == 413 else [])
 
 

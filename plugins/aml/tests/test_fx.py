@@ -101,3 +101,13 @@ def test_the_pipeline_without_rates_names_the_foreign_transaction_and_its_day_no
         Taskflow("aml", jurisdiction="US", model=False)([txn])
     assert date.today().isoformat() not in str(raised.value)
     assert raised.value.details["transaction_id"] == "e1" and raised.value.details["date"] == "2026-11-06"
+
+
+def test_an_fx_rate_file_saved_as_utf16_or_gbk_is_read(tmp_path):
+    """Excel's "Unicode text" (UTF-16) and a Chinese Windows export (GBK): refused as not UTF-8 before."""
+    text = "as_of,base,quote,rate,备注\r\n2026-01-02,USD,CNY,7.1234,中国银行 中间价 外汇\r\n"
+    for encoding in ("utf-16", "gbk"):
+        path = tmp_path / f"{encoding}.csv"
+        path.write_bytes(text.encode(encoding))
+        rates = FxRates.from_csv(path)
+        assert [(t.as_of, dict(t.rates)) for t in rates.tables] == [(date(2026, 1, 2), {("USD", "CNY"): Decimal("7.1234")})]

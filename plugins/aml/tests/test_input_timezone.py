@@ -129,7 +129,7 @@ def test_a_given_zone_silences_the_read_as_utc_warning_in_run_load_and_explain(
         assert cli_main(["run", "aml", str(local), "--format", "csv", "--output", str(results), "-O", "model=false",
                          "-O", "input_timezone=Asia/Shanghai"]) == 0
     assert "UTC offset" not in capsys.readouterr().err
-    assert _offset_lines(caplog) == [("INFO", f"{local}: 2 of 2 timestamps carry no UTC offset (e.g. row 1: "
+    assert _offset_lines(caplog) == [("INFO", f"{local}: 2 of 2 timestamps carry no UTC offset (e.g. row 2: "
                                               "'2026-11-03 09:10:00'): read as local times in Asia/Shanghai "
                                               "(input_timezone).")]
     caplog.clear()
@@ -137,8 +137,9 @@ def test_a_given_zone_silences_the_read_as_utc_warning_in_run_load_and_explain(
         assert cli_main(["run", "aml", str(plain), "--format", "csv", "--output", str(tmp_path / "utc.jsonl"),
                          "-O", "model=false"]) == 0
     ((level, message),) = _offset_lines(caplog)
-    assert level == "WARNING" and "read as UTC, since input_timezone was not given" in message
-    assert "-O input_timezone=ZONE" in message
+    assert level == "WARNING" and message == (f"{plain}: 2 of 2 timestamps carry no UTC offset (e.g. row 2: "
+                                              "'2026-11-03 09:10:00'): read as UTC; if local, give -O "
+                                              "input_timezone=ZONE (e.g. Asia/Shanghai).")
     capsys.readouterr()
     caplog.clear()
     # aml explain with the run's zone (a new file identity: the message is once per file)
@@ -179,14 +180,15 @@ def test_the_reader_words_its_note_from_the_context_it_is_given_not_from_validat
     lines = _offset_lines(caplog)
     assert [level for level, _ in lines] == ["INFO", "WARNING", "WARNING"]
     assert lines[0][1].endswith("read as local times in Asia/Shanghai (input_timezone).")
-    assert "read as UTC, since input_timezone was not given" in lines[1][1]
-    assert "they are read in the zone the option input_timezone names, UTC when it is not given" in lines[2][1]
+    assert lines[1][1].endswith("read as UTC; if local, give -O input_timezone=ZONE (e.g. Asia/Shanghai).")
+    assert lines[2][1].endswith("read in the zone input_timezone names, else UTC; if local, give input_timezone=ZONE "
+                                "(e.g. Asia/Shanghai).")
     caplog.clear()
     with caplog.at_level("INFO", logger="sectorflow_aml"):
         assert cli_main(["run", "aml", str(files["today"]), "--history", str(files["earlier"]), "--output",
                          str(tmp_path / "out.jsonl"), "-O", "model=false", "-O", "input_timezone=+08:00"]) == 0
     assert _offset_lines(caplog) == [
-        ("INFO", (f"{files[name]}: 1 of 1 timestamps carry no UTC offset (e.g. row 1: '2026-11-03 09:10:00'): "
+        ("INFO", (f"{files[name]}: 1 of 1 timestamps carry no UTC offset (e.g. row 2: '2026-11-03 09:10:00'): "
                   "read as local times in UTC+08:00 (input_timezone).")) for name in ("earlier", "today")]
     capsys.readouterr()
     jsonl = tmp_path / "naive.jsonl"

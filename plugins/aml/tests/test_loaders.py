@@ -255,7 +255,7 @@ def test_a_csv_row_with_more_cells_than_the_header_is_a_bad_row(tmp_path: Path) 
                     "t1,2024-01-01,A,B,100,extra\nt2,2024-01-01,A,B,100\n")
     rows = list(csv_reader()(path))
     assert isinstance(rows[0][1], InvalidInputError) and "surplus: 'extra'" in str(rows[0][1])
-    assert rows[1] == (2, {"transaction_id": "t2", "timestamp": "2024-01-01", "sender_account": "A",
+    assert rows[1] == (3, {"transaction_id": "t2", "timestamp": "2024-01-01", "sender_account": "A",
                            "receiver_account": "B", "amount": "100"})
 
 
@@ -296,7 +296,7 @@ def test_timestamps_without_an_offset_are_named_once_per_file(tmp_path, caplog):
         rows = list(READERS["csv"](path))
     assert len(rows) == 3
     (message,) = [r.getMessage() for r in caplog.records if "UTC offset" in r.getMessage()]
-    assert "2 of 3 timestamps carry no UTC offset (e.g. row 1: '2026-11-03T09:00:00')" in message
+    assert "2 of 3 timestamps carry no UTC offset (e.g. row 2: '2026-11-03T09:00:00')" in message
     caplog.clear()
     path.write_text("transaction_id,timestamp,sender_account,receiver_account,amount,currency,channel\n"
                     "a,2026-11-03T09:00:00Z,C,C,30000,CNY,cash_deposit\n")

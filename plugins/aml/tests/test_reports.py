@@ -237,6 +237,9 @@ def test_customers_and_customer_types_can_be_files_of_account_lines(tmp_path) ->
     kinds = tmp_path / "types.csv"
     kinds.write_text("CO,corporate\n", encoding="utf-8")
     assert ReportEngine.from_options({"customer_types": kinds}).customer_types == {"CO": "corporate"}
+    chinese = tmp_path / "customers-gbk.csv"  # a Chinese Windows export: GBK, read as GB18030 (detected)
+    chinese.write_bytes("account,customer_id\n# 王家 账户 客户 对应表\nACC1,王伟\nACC2,王伟\n".encode("gbk"))
+    assert ReportEngine.from_options({"customers": str(chinese)}).customers == {"ACC1": "王伟", "ACC2": "王伟"}
     tf = Taskflow("aml", model=False, jurisdiction="US", customers=str(people))
     results = tf([{"transaction_id": f"d{i}", "timestamp": f"2026-11-03T1{i}:00:00-05:00", "sender_account": acc,
                    "receiver_account": acc, "amount": "9500", "currency": "USD", "channel": "cash_deposit"}

@@ -34,8 +34,8 @@ def test_a_us_file_of_dates_only_is_warned_about_and_its_ctr_found_with_the_zone
     assert [r["reports"] for r in rows] == [[], []]
     ((level, message),) = _offset_lines(caplog)
     assert level == "WARNING"
-    assert message.startswith(f"{source}: 2 of 2 timestamps carry no UTC offset (e.g. row 1: '2026-11-07'): "
-                              "read as UTC, since input_timezone was not given.")
+    assert message.startswith(f"{source}: 2 of 2 timestamps carry no UTC offset (e.g. row 2: '2026-11-07'): "
+                              "read as UTC; if local, give -O input_timezone=ZONE (e.g. Asia/Shanghai).")
     caplog.clear()
     source = tmp_path / "dates_ny.csv"  # another file: the note is said once per file
     source.write_text(_HEADER + _DATES, encoding="utf-8")
@@ -68,7 +68,7 @@ def test_the_note_names_the_first_row_without_an_offset_not_an_unparsable_one(
     with caplog.at_level("INFO", logger="sectorflow_aml"):
         txns, problems = load_transactions(source, "csv")
     assert [t.transaction_id for t in txns] == ["t1", "t2", "t3", "t4", "t5", "t7"]
-    assert [(p["row"], p["field"]) for p in problems] == [(6, "timestamp")]
+    assert [(p["row"], p["field"]) for p in problems] == [(7, "timestamp")]  # the file's line 7
     ((level, message),) = _offset_lines(caplog)
     assert level == "WARNING"
-    assert message.startswith(f"{source}: 1 of 7 timestamps carry no UTC offset (e.g. row 7: '2026-11-07')")
+    assert message.startswith(f"{source}: 1 of 7 timestamps carry no UTC offset (e.g. row 8: '2026-11-07')")

@@ -33,25 +33,40 @@ def write_jsonl(path, questions):
                             for i, q in enumerate(questions)), encoding="utf-8")
 
 
-def test_exact_and_hnsw_agree_and_cache_follows_the_file(tmp_path):
+def test_exact_search_ranks_like_a_full_sort_and_cache_follows_the_file(tmp_path):
     faq_file = tmp_path / "faq.jsonl"
     write_jsonl(faq_file, QUESTIONS)
     enc = CountingEncoder()
     exact = FaqIndex(faq_file, {"zh": enc, "en": enc})
     assert exact.kind == {"zh": "exact"} and exact.built == {"zh": "encoded"} and enc.calls == 10
-    hnsw = FaqIndex(faq_file, {"zh": enc, "en": enc}, hnsw_threshold=5)
-    assert hnsw.kind == {"zh": "hnsw"} and hnsw.built == {"zh": "cache"} and enc.calls == 10  # vectors reused
+    again = FaqIndex(faq_file, {"zh": enc, "en": enc}, hnsw_threshold=5)  # accepted, no effect (hnswlib is gone)
+    assert again.kind == {"zh": "exact"} and again.built == {"zh": "cache"} and enc.calls == 10  # vectors reused
     queries = enc.encode(["我的银行卡被冻结了", "卡丢了要挂失", "转账没收到"])
-    for a, b in zip(exact.search("zh", queries, k=2), hnsw.search("zh", queries, k=2)):
-        assert [e.id for e, _ in a] == [e.id for e, _ in b]
-        np.testing.assert_allclose([s for _, s in a], [s for _, s in b], atol=1e-5)
+    vectors = enc.encode(QUESTIONS)
+    for k in (1, 2, 10, 50):  # k beyond the entries: every entry, ranked
+        for query, found in zip(queries, exact.search("zh", queries, k=k)):
+            sims = [float(np.dot(query, v)) for v in vectors]
+            ranked = sorted(range(len(sims)), key=lambda j: (-sims[j], j))[:k]
+            assert [e.id for e, _ in found] == [f"q{j}" for j in ranked]
+            np.testing.assert_allclose([s for _, s in found], [sims[j] for j in ranked], atol=1e-5)
     top = exact.search("zh", queries, k=1)
     assert [row[0][0].id for row in top] == ["q0", "q1", "q4"]
-    assert list((tmp_path / ".faq.jsonl.faqcache").glob("zh-*.hnsw"))
     write_jsonl(faq_file, QUESTIONS[:9])  # the file changes: its vectors are rebuilt
     again = FaqIndex(faq_file, {"zh": enc, "en": enc})
-    assert again.built == {"zh": "encoded"} and enc.calls == 10 + 3 + 9
+    assert again.built == {"zh": "encoded"} and enc.calls == 10 + 3 + 10 + 9
     assert len(list((tmp_path / ".faq.jsonl.faqcache").glob("zh-*.npy"))) == 1  # the stale one is gone
+
+
+def test_more_queries_than_a_block_are_all_answered(tmp_path):
+    from sectorflow_customer_service.faq import QUERY_BLOCK
+
+    faq_file = tmp_path / "faq.jsonl"
+    write_jsonl(faq_file, QUESTIONS)
+    enc = CountingEncoder()
+    index = FaqIndex(faq_file, {"zh": enc, "en": enc}, cache=False)
+    queries = enc.encode([QUESTIONS[i % len(QUESTIONS)] for i in range(QUERY_BLOCK * 2 + 5)])
+    found = index.search("zh", queries, k=1)
+    assert [row[0][0].id for row in found] == [f"q{i % len(QUESTIONS)}" for i in range(QUERY_BLOCK * 2 + 5)]
 
 
 def test_csv_with_language_column_and_min_score(tmp_path):
@@ -116,8 +131,10 @@ def test_json_arrays_gzip_and_bad_json_rows(tmp_path):
     with pytest.raises(ConfigError, match="line 1 lacks a question or an answer .*got question=5"):
         read_faq(rows)
     gbk = tmp_path / "gbk.csv"
-    gbk.write_bytes("question,answer\n怎么改密码,在ATM修改\n".encode("gbk"))
-    with pytest.raises(ConfigError, match="is not UTF-8 .* save it as UTF-8"):
+    gbk.write_bytes("question,answer\n怎么改密码,在ATM修改\n".encode("gbk"))  # detected: read as GB18030
+    assert [(e.question, e.answer) for e in read_faq(gbk)] == [("怎么改密码", "在ATM修改")]
+    gbk.write_bytes("question,answer\n怎么改密码,在ATM修改\n怎么挂失,打电话\n".encode("utf-8")[:-12] + b"\xff\n")
+    with pytest.raises(ConfigError, match="FAQ file .* is not UTF-8 text: .* on line 3 .* save it as UTF-8"):
         read_faq(gbk)
     with pytest.raises(ConfigError, match="is a folder"):
         read_faq(tmp_path)
@@ -127,13 +144,11 @@ def test_a_damaged_cache_is_rebuilt_and_the_cache_follows_the_questions(tmp_path
     faq_file = tmp_path / "faq.jsonl"
     write_jsonl(faq_file, QUESTIONS)
     enc = CountingEncoder()
-    FaqIndex(faq_file, {"zh": enc, "en": enc}, hnsw_threshold=5)
+    FaqIndex(faq_file, {"zh": enc, "en": enc})
     cache = tmp_path / ".faq.jsonl.faqcache"
     (vectors,) = cache.glob("zh-*.npy")
-    (graph,) = cache.glob("zh-*.hnsw")
     vectors.write_bytes(vectors.read_bytes()[:100])  # a crash or a full disk cut them short
-    graph.write_bytes(b"\0" * 10)
-    again = FaqIndex(faq_file, {"zh": enc, "en": enc}, hnsw_threshold=5)
+    again = FaqIndex(faq_file, {"zh": enc, "en": enc})
     assert again.built == {"zh": "encoded"} and enc.calls == 20
     queries = enc.encode(["我的银行卡被冻结了"])
     assert again.search("zh", queries, k=1)[0][0][0].id == "q0"

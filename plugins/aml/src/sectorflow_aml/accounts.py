@@ -9,13 +9,13 @@ from datetime import tzinfo
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from sectorflow import ConfigError
+from sectorflow import ConfigError, read_text
 
 
 def read_account_file(path: str | Path, name: str, default: str | None = None) -> dict[str, str]:
     """``{account: value}`` from a text file of ``account,value`` lines, as the options ``customers``,
     ``customer_types`` and ``exempt_accounts`` take it (a bank's mapping of thousands of accounts does not fit on a
-    command line): UTF-8 (a byte-order mark ignored), blank and ``#`` comment lines ignored, a first line
+    command line): UTF-8 (a byte-order mark ignored) or GBK/GB18030/UTF-16 (detected), blank and ``#`` comment lines ignored, a first line
     ``account,...`` (or ``account_id``, ``acct``) taken as a header. ``default``: the value of a line with an account
     alone (``None``: such a line is an error).
 
@@ -29,7 +29,7 @@ def read_account_file(path: str | Path, name: str, default: str | None = None) -
                           f"option's value itself: see the option's help).")
     out: dict[str, str] = {}
     bad: list[int] = []
-    for line_no, line in enumerate(source.read_text(encoding="utf-8-sig").splitlines(), start=1):
+    for line_no, line in enumerate(read_text(source, f"{name} file", error=ConfigError).splitlines(), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue

@@ -65,10 +65,11 @@ cash paid in to the receiving account (``cash_deposit``). Override with ``amlwor
 
 def _header(source: Any, records: Iterator[tuple[int, list[str] | InvalidInputError]],
             what: str = "CSV") -> tuple[tuple[str, ...], int]:
-    """The first record of ``records`` (:func:`sectorflow.csv_records`) as a header, names stripped, and its line.
+    """The first record of ``records`` (:func:`sectorflow.csv_records`) as a header, names stripped, and its line;
+    ``((), 0)`` for a file without one (0 bytes or blank lines only): it has no rows, exactly as an empty JSON-lines
+    file (the caller yields nothing; ``sectorflow run`` warns that the file has no rows).
 
     Raises:
-        ConfigError: the file is empty (no header row; a 0-byte export, a truncated copy).
         InvalidInputError: the header line has broken quoting (naming the file and line).
     """
     for line, first in records:
@@ -77,9 +78,7 @@ def _header(source: Any, records: Iterator[tuple[int, list[str] | InvalidInputEr
             raise InvalidInputError(f"The {what} header of {source} cannot be read: {reason}.",
                                     details={"source": str(source), "line": line})
         return tuple(h.strip() for h in first), line
-    raise ConfigError(f"Input file {source} is empty (not even a header row): a {what} file starts with its "
-                      "header row, then one row per transaction; export it again if it should hold transactions.",
-                      details={"source": str(source)})
+    return (), 0
 
 
 def _broken(source: Any, row: int, problem: InvalidInputError) -> InvalidInputError:
@@ -125,6 +124,8 @@ def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", cha
         with open_text(source) as handle:
             records = csv_file_records(source, handle)
             header, first = _header(source, records, "AMLSim")
+            if not first:  # an empty file: no rows, as an empty JSON-lines file
+                return
             if header[:4] != AMLSIM_HEADER:
                 raise ConfigError(f"{source} is not an AMLSim transaction file: header {','.join(header)!r}, "
                                   f"expected {','.join(AMLSIM_HEADER)!r}.")
@@ -180,6 +181,8 @@ def amlworld_reader(currencies: Mapping[str, str] | None = None, channels: Mappi
         with open_text(source) as handle:
             records = csv_file_records(source, handle)
             header, first = _header(source, records, "AMLworld")
+            if not first:  # an empty file: no rows, as an empty JSON-lines file
+                return
             if header != AMLWORLD_HEADER:
                 raise ConfigError(f"{source} is not an AMLworld transaction file: header {','.join(header)!r}, "
                                   f"expected {','.join(AMLWORLD_HEADER)!r}.")

@@ -12,6 +12,7 @@ found (see ``/work/shared/notes/domain-facts.md`` section 1); supply the rate yo
 from __future__ import annotations
 
 import csv
+import io
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pycountry
 
-from sectorflow import ConfigError
+from sectorflow import ConfigError, read_text
 
 ISO_4217: frozenset[str] = frozenset(c.alpha_3 for c in pycountry.currencies)
 """Alphabetic ISO 4217 codes (the list carried by ``pycountry``, from Debian's iso-codes)."""
@@ -164,7 +165,8 @@ class FxRates:
     @classmethod
     def from_csv(cls, path: str | Path, source: str | None = None) -> FxRates:
         """Read a CSV with the header ``as_of,base,quote,rate`` (ISO dates; one row per pair and date). UTF-8, with or
-        without the byte-order mark spreadsheet programs write; header names are matched without surrounding spaces
+        without the byte-order mark spreadsheet programs write, or GBK/GB18030/UTF-16 (detected,
+        :func:`sectorflow.read_text`); header names are matched without surrounding spaces
         or case.
 
         Raises:
@@ -176,25 +178,25 @@ class FxRates:
             raise ConfigError(f"FX rate file {path} does not exist.")
         by_date: dict[date, dict[tuple[str, str], Decimal]] = {}
         seen: dict[tuple[date, tuple[str, str]], int] = {}
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            if reader.fieldnames:
-                reader.fieldnames = [name.strip().lower() for name in reader.fieldnames]
-            missing = {"as_of", "base", "quote", "rate"} - set(reader.fieldnames or [])
-            if missing:
-                raise ConfigError(f"FX rate file {path} lacks the column(s) {', '.join(sorted(missing))} (header "
-                                  f"as_of,base,quote,rate; found {', '.join(reader.fieldnames or []) or 'none'}).")
-            for line, row in enumerate(reader, start=2):
-                try:
-                    day = date.fromisoformat((row["as_of"] or "").strip())
-                except ValueError as exc:
-                    raise ConfigError(f"{path}, line {line}: as_of {row['as_of']!r} is not an ISO date.") from exc
-                pair = ((row["base"] or "").strip().upper(), (row["quote"] or "").strip().upper())
-                first = seen.setdefault((day, pair), line)
-                if first != line:
-                    raise ConfigError(f"{path}, lines {first} and {line}: two {pair[0]}/{pair[1]} rates for "
-                                      f"{day.isoformat()}; keep one.")
-                by_date.setdefault(day, {})[pair] = _decimal(row["rate"], f"{path}, line {line}")
+        text = read_text(path, "FX rate file", error=ConfigError)  # UTF-8, GBK/GB18030, UTF-16: detected
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        if reader.fieldnames:
+            reader.fieldnames = [name.strip().lower() for name in reader.fieldnames]
+        missing = {"as_of", "base", "quote", "rate"} - set(reader.fieldnames or [])
+        if missing:
+            raise ConfigError(f"FX rate file {path} lacks the column(s) {', '.join(sorted(missing))} (header "
+                              f"as_of,base,quote,rate; found {', '.join(reader.fieldnames or []) or 'none'}).")
+        for line, row in enumerate(reader, start=2):
+            try:
+                day = date.fromisoformat((row["as_of"] or "").strip())
+            except ValueError as exc:
+                raise ConfigError(f"{path}, line {line}: as_of {row['as_of']!r} is not an ISO date.") from exc
+            pair = ((row["base"] or "").strip().upper(), (row["quote"] or "").strip().upper())
+            first = seen.setdefault((day, pair), line)
+            if first != line:
+                raise ConfigError(f"{path}, lines {first} and {line}: two {pair[0]}/{pair[1]} rates for "
+                                  f"{day.isoformat()}; keep one.")
+            by_date.setdefault(day, {})[pair] = _decimal(row["rate"], f"{path}, line {line}")
         return cls([FxTable(day, pairs, source or str(path)) for day, pairs in by_date.items()])
 
 

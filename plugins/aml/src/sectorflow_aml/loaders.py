@@ -1,7 +1,8 @@
 """Transaction readers: CSV, JSON lines and Parquet with a column mapping, plus AMLSim and AMLworld adapters.
 
-Every reader has the core reader signature ``reader(source) -> Iterator[(row_number, record)]``: rows are counted
-from 1 (a header is not a row) and each record is a raw dict with :class:`~sectorflow_aml.schema.Transaction` field
+Every reader has the core reader signature ``reader(source) -> Iterator[(row_number, record)]``: a CSV or JSON-lines
+row is numbered by the file line it begins on (the header is line 1; Parquet rows and AMLSim/AMLworld rows, whose ids
+are made from it, are counted from 1 after the header) and each record is a raw dict with :class:`~sectorflow_aml.schema.Transaction` field
 names. Readers never judge values: a negative amount, an unknown currency or an unparsable time is passed on as
 found, so that validation against ``Transaction`` (by ``sectorflow run`` or :func:`load_transactions`) reports it
 with its row number and skips or rejects it as the caller chose. A row that cannot be read at all (broken CSV
@@ -168,17 +169,15 @@ def _noting_naive_times(source: Any, rows: Iterator[tuple[int, Any]],
         return
     _warned_naive.add(key)
     head = f"{source}: {naive} of {total} timestamps carry no UTC offset (e.g. row {first[0]}: {str(first[1])!r})"
-    fix = ("name their zone (sectorflow run aml -O input_timezone=ZONE, e.g. Asia/Shanghai or America/New_York; "
-           "Taskflow('aml', input_timezone=ZONE); load_transactions(..., input_timezone=ZONE); aml explain "
-           "--input-timezone ZONE), or same-day totals and business days shift.")
     zone = context.get("input_timezone") if context is not None else None
+    # One line each (it was 400 characters naming every API): the fix is the option; docs/aml.md names the rest.
     if zone is not None:
         log.info("%s: read as local times in %s (input_timezone).", head, zone)
     elif context is not None:
-        log.warning("%s: read as UTC, since input_timezone was not given. If they are local times, %s", head, fix)
+        log.warning("%s: read as UTC; if local, give -O input_timezone=ZONE (e.g. Asia/Shanghai).", head)
     else:
-        log.warning("%s: they are read in the zone the option input_timezone names, UTC when it is not given. If "
-                    "they are local times and you have not given it, %s", head, fix)
+        log.warning("%s: read in the zone input_timezone names, else UTC; if local, give input_timezone=ZONE (e.g. "
+                    "Asia/Shanghai).", head)
 
 
 def _check_mapping(mapping: Mapping[str, str] | None, defaults: Mapping[str, Any] | None = None) -> None:
@@ -213,14 +212,17 @@ def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, 
     def read_csv(source: Any) -> Iterator[tuple[int, Record | InvalidInputError]]:
         with open_text(source) as handle:
             records = csv_file_records(source, handle)
-            header, _ = _header(source, records)
+            header, first = _header(source, records)
+            if not first:  # an empty file: no rows, as an empty JSON-lines file
+                return
             if mapping is None and (header[:4] == AMLSIM_HEADER or header == AMLWORLD_HEADER):
                 fmt = "amlsim" if header[:4] == AMLSIM_HEADER else "amlworld"
                 raise ConfigError(f"{source} is an {'AMLSim' if fmt == 'amlsim' else 'AMLworld'} file, not a CSV "
                                   f"with Transaction columns: read it with --format {fmt} (format={fmt!r}).")
             _check_header(source, header, mapping, defaults)
             width = len(header)
-            for row, (line, cells) in enumerate(records, start=1):
+            for line, cells in records:
+                row = line  # numbered by the file line the row begins on, as an editor or a spreadsheet shows it
                 if isinstance(cells, InvalidInputError):
                     yield row, _broken(source, row, cells)
                     continue
@@ -309,6 +311,7 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
     _check_mapping(mapping, defaults)
 
     def read_jsonl(source: Any) -> Iterator[tuple[int, Record | InvalidInputError]]:
+        first = True
         with open_text(source) as handle:
             for row, line in enumerate(handle, start=1):
                 line = line.removeprefix("\ufeff")  # files joined with cat carry a byte-order mark where each began
@@ -317,8 +320,12 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
                 try:  # decimal text kept exact; guards: too deep, too long a number, not an object
                     record = parse_json_line(line, source, row, fix=_ONE_OBJECT, parse_float=_JsonFloat)
                 except InvalidInputError as problem:  # a bad row, not a bad file: --on-error skip goes on
+                    if first:
+                        _refuse_csv_header(source, row, line)
+                    first = False
                     yield row, problem
                     continue
+                first = False
                 out = _remap(record, mapping, defaults)
                 problem = _id_problem(source, row, out)  # an id written 1003.0 or 1e3 is a float, not text
                 if problem is not None:
@@ -330,6 +337,27 @@ def jsonl_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str
                 yield row, out
 
     return lambda source: _noting_naive_times(source, read_jsonl(source), context)
+
+
+def _refuse_csv_header(source: Any, row: int, line: str) -> None:
+    """Refuse a file read as JSON lines whose first line is a CSV header (``--format jsonl`` on an AMLSim export):
+    every row would fail as "not JSON", and the fix is the format, not ``--on-error skip``.
+
+    Raises:
+        InvalidInputError: ``line`` is not JSON and parses as two or more CSV cells; the message names the format
+            to give (``amlsim``, ``amlworld`` for their headers, else ``csv``).
+    """
+    if line.lstrip().startswith(("{", "[")):
+        return
+    _, cells = next(csv_records([line], source), (0, []))
+    if not isinstance(cells, list) or len(cells) < 2:
+        return
+    header = tuple(cell.strip() for cell in cells)
+    fmt = "amlsim" if header[:4] == AMLSIM_HEADER else "amlworld" if header == AMLWORLD_HEADER else "csv"
+    kind = {"amlsim": "AMLSim's header", "amlworld": "AMLworld's header"}.get(fmt, "a CSV header")
+    raise InvalidInputError(f"Input file {source} is CSV, not JSON lines: line {row} is {kind} "
+                            f"({line.strip()[:60]!r}). Read it with --format {fmt} (format={fmt!r}).",
+                            details={"source": str(source), "line": row, "format": fmt})
 
 
 def parquet_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None,

@@ -183,8 +183,29 @@ class Transaction(BaseModel):
     @classmethod
     def _iso4217(cls, value: str) -> str:
         if not is_iso4217(value):
-            raise ValueError(f"{value!r} is not an ISO 4217 currency code")
+            usual = _USUAL_NAMES.get(value)
+            hint = (f": {usual[1]} is {usual[0]} in ISO 4217; write {usual[0]} (e.g. sed 's/,{value},/,{usual[0]},/' "
+                    "or fix the export)" if usual else "")
+            raise ValueError(f"{value!r} is not an ISO 4217 currency code{hint}")
         return value
+
+    @field_validator("amount", mode="before")
+    @classmethod
+    def _amount_text(cls, value: object) -> object:
+        """A spreadsheet's formatted number (``1,000.50``) gets a message naming the thousands separator, not
+        "Input should be a valid decimal"."""
+        if isinstance(value, str) and _GROUPED.fullmatch(value.strip()):
+            plain = value.strip().replace(",", "")
+            raise ValueError(f"{value.strip()!r} has a thousands separator (','): write {plain} (export the column "
+                             "as a plain number, without digit grouping)")
+        return value
+
+
+_USUAL_NAMES = {"RMB": ("CNY", "renminbi (RMB)"), "NTD": ("TWD", "the New Taiwan dollar (NTD)"),
+                "YEN": ("JPY", "the yen"), "STG": ("GBP", "sterling (STG)"), "UKL": ("GBP", "sterling (UKL)")}
+"""Three-letter names in use that are not ISO 4217 codes, with the code (``RMB`` is the renminbi, ``CNY``)."""
+_GROUPED = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d+)?")
+"""A number with comma thousands separators (``1,000.50``, ``12,345,678``)."""
 
 
 _TRUSTED_FIELDS = ("transaction_id", "timestamp", "sender_account", "receiver_account", "amount", "currency",

@@ -4,9 +4,12 @@ File formats (:mod:`.tables`: CSV/TSV with a header, JSON lines or a JSON array;
 (required), ``lang`` (``zh``/``en``, also ``zh-CN``, ``zh-TW``, ``en-US`` ...; optional: guessed from the question
 otherwise), ``id`` (optional: the entry's number otherwise; ids must be unique).
 
-Each language's entries are encoded by that language's encoder. Up to ``hnsw_threshold`` entries per language are
-searched exactly (one matrix product); above it an HNSW graph (Malkov and Yashunin 2018, the ``hnswlib`` library,
-inner-product space) answers. Embeddings and graphs are cached in a folder beside the FAQ file
+Each language's entries are encoded by that language's encoder and searched exactly: one matrix product of the
+queries with every entry's vector, then the best ``k`` by ``numpy.argpartition``, in blocks of
+:data:`QUERY_BLOCK` queries so that memory stays bounded. An FAQ's sizes need nothing approximate: 100,000 entries
+of 384 dimensions answer a query in a few milliseconds on one core (``benchmarks/faq_search.py``); until 1 Dec 2026
+an HNSW graph (``hnswlib``) answered above 2,000 entries, but hnswlib ships no wheels, so installing it needed a C++
+compiler. Embeddings are cached in a folder beside the FAQ file
 (``.<name>.faqcache/``, or under ``$SECTORFLOW_HOME`` when that folder is not writable) under a digest of the
 questions and the encoder's name; a changed question or encoder rebuilds them, and so does a damaged cache file.
 Cache files are written to a temporary name and renamed, so processes sharing the folder never read half a file.
@@ -101,28 +104,39 @@ def _atomic(target: Path, write: Callable[[Path], object]) -> None:
         tmp.unlink(missing_ok=True)
 
 
+QUERY_BLOCK = 64
+"""Queries scored at once: a block's similarity matrix is ``QUERY_BLOCK x entries`` float32 (25.6 MB at 100,000)."""
+
+
 class _Partition:
-    def __init__(self, entries: list[FaqEntry], vectors: np.ndarray, index=None) -> None:
-        self.entries, self.vectors, self.index = entries, vectors, index
+    def __init__(self, entries: list[FaqEntry], vectors: np.ndarray) -> None:
+        self.entries, self.vectors = entries, vectors
 
     def search(self, queries: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """The best ``k`` entries per query by inner product (cosine: vectors are normalised), best first, ties by
+        entry order."""
         k = min(k, len(self.entries))
-        if self.index is not None:
-            labels, distances = self.index.knn_query(queries, k=k)
-            return [[(int(j), float(1.0 - d)) for j, d in zip(lab, dist)] for lab, dist in zip(labels, distances)]
-        sims = queries @ self.vectors.T
-        top = np.argsort(-sims, axis=1)[:, :k]
-        return [[(int(j), float(sims[r, j])) for j in row] for r, row in enumerate(top)]
+        out: list[list[tuple[int, float]]] = []
+        for start in range(0, len(queries), QUERY_BLOCK):
+            sims = np.asarray(queries[start:start + QUERY_BLOCK], dtype=np.float32) @ self.vectors.T
+            top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < sims.shape[1] else \
+                np.broadcast_to(np.arange(sims.shape[1]), sims.shape)
+            for r, row in enumerate(top):
+                scores = sims[r, row]
+                order = np.lexsort((row, -scores))
+                out.append([(int(row[j]), float(scores[j])) for j in order])
+        return out
 
 
 class FaqIndex:
     """Search an FAQ file. ``encoders`` maps ``zh``/``en`` to :class:`~.encoders.Encoder` objects.
 
     ``built`` records per language whether the vectors came from the cache (``"cache"``) or were computed
-    (``"encoded"``), and ``kind`` whether the search is ``"exact"`` or ``"hnsw"``.
+    (``"encoded"``), and ``kind`` the search (``"exact"``, at every size). ``hnsw_threshold`` is accepted and
+    has no effect (an HNSW graph answered above it until 1 Dec 2026).
     """
 
-    def __init__(self, path: str | Path, encoders: Mapping[str, Encoder], hnsw_threshold: int = 2000,
+    def __init__(self, path: str | Path, encoders: Mapping[str, Encoder], hnsw_threshold: int | None = None,
                  cache: bool = True) -> None:
         self.path = Path(path)
         self.entries = read_faq(self.path)
@@ -153,30 +167,8 @@ class FaqIndex:
                     for old in folder.glob(f"{lang}-*"):
                         old.unlink(missing_ok=True)
                     _atomic(vec_file, lambda tmp, v=vectors: np.save(tmp, v, allow_pickle=False))
-            index = None
-            if len(items) > hnsw_threshold:
-                index = self._hnsw(vectors, folder / f"{lang}-{key}.hnsw" if cacheable else None)
-            self.kind[lang] = "hnsw" if index is not None else "exact"
-            self.partitions[lang] = _Partition(items, vectors, index)
-
-    @staticmethod
-    def _hnsw(vectors: np.ndarray, file: Path | None):
-        import hnswlib
-
-        index = hnswlib.Index(space="ip", dim=vectors.shape[1])
-        if file is not None and file.is_file():
-            try:
-                index.load_index(str(file), max_elements=len(vectors))
-            except (RuntimeError, OSError, ValueError):  # cut short or damaged: build it again
-                index = hnswlib.Index(space="ip", dim=vectors.shape[1])
-                file.unlink(missing_ok=True)
-        if file is None or not file.is_file():
-            index.init_index(max_elements=len(vectors), ef_construction=200, M=16, random_seed=0)
-            index.add_items(vectors, np.arange(len(vectors)))
-            if file is not None:
-                _atomic(file, lambda tmp: index.save_index(str(tmp)))
-        index.set_ef(max(64, 2 * 10))
-        return index
+            self.kind[lang] = "exact"
+            self.partitions[lang] = _Partition(items, vectors)
 
     def search(self, lang: str, queries: np.ndarray, k: int = 3, min_score: float = 0.0
                ) -> list[list[tuple[FaqEntry, float]]]:

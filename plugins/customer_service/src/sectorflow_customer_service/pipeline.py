@@ -44,7 +44,8 @@ OPTIONS = {
                      "an intent set calibrated by distance (clinc150) then uses this instead of the distance.",
     "zh_min_similarity": "Override the Chinese out-of-scope threshold (best example similarity, -1..1).",
     "escalation_terms": "Extra escalation phrases: {reason: [phrase, ...]} (reasons: " + ", ".join(REASONS) + ").",
-    "hnsw_threshold": "FAQ entries per language above which an HNSW index replaces exact search (default 2000).",
+    "hnsw_threshold": "No effect since 1 Dec 2026 (FAQ search is exact at every size); accepted so that "
+                      "configurations that set it still load.",
     "english_ensemble": "True (default): English intents from the ensemble of the MiniLM and e5 heads (bundle "
                         "0.3.0: banking77 test 93.60); False: the MiniLM head alone, about 3.5 times faster "
                         "(banking77 test 91.95, bundle 0.2.1's figure; the out-of-scope rules read MiniLM either "
@@ -73,7 +74,7 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
         self.top_k = self._int("top_k", 3, 1, 50)
         self.faq_top_k = self._int("faq_top_k", 3, 1, 50)
         # every option is checked here, before any model loads, not at the first message that reads it
-        hnsw_threshold = self._int("hnsw_threshold", 2000, 1, 10**9)
+        self._int("hnsw_threshold", 2000, 1, 10**9)  # no effect (exact FAQ search); still checked
         for key, low in (("oos_threshold", 0.0), ("zh_min_similarity", -1.0), ("faq_min_score", -1.0)):
             if key in o:
                 self._float(key, 0.0, low, 1.0)
@@ -141,7 +142,7 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
             raise ConfigError(f"intent_set={self.intent_set!r} is not in this bundle (it has {self.heads}); "
                               f"a backbone bundle ({CHECKPOINT_FORMAT}) needs intent_examples=PATH with English "
                               f"examples.")
-        self.faq = FaqIndex(o["faq"], self.encoders, hnsw_threshold=hnsw_threshold) if o.get("faq") else None
+        self.faq = FaqIndex(o["faq"], self.encoders) if o.get("faq") else None
 
     # --- helpers -----------------------------------------------------------------------------------------------
     def _ensure_zh(self) -> None:

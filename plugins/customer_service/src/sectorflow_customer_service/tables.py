@@ -2,7 +2,7 @@
 
 CSV: comma, semicolon or tab between fields (the header's most frequent of the three; ``.tsv``: tab), quoted cells
 may hold line breaks (Excel writes them). JSON: one object a line (``.jsonl``, ``.ndjson``, ``.json``) or one array
-of objects (``.json``). UTF-8 with or without a byte-order mark; ``.gz`` read transparently (``sectorflow.open_text``).
+of objects (``.json``). UTF-8 with or without a byte-order mark, or GBK/GB18030/UTF-16 (detected, ``sectorflow.read_text``); ``.gz`` read transparently (``sectorflow.open_text``).
 Every error is a :class:`~sectorflow.ConfigError` that names the file, the line and what to do.
 """
 
@@ -14,7 +14,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from sectorflow import ConfigError, open_text
+from sectorflow import ConfigError, read_text
 
 LANGS = {"zh": "zh", "en": "en", "chinese": "zh", "english": "en", "中文": "zh", "英文": "en", "cn": "zh"}
 """``lang`` values of a row and the language they mean; BCP 47 tags with a region or script (``zh-CN``,
@@ -72,11 +72,9 @@ def read_rows(path: str | Path, what: str, required: Sequence[str]) -> list[tupl
     if not path.is_file():
         raise ConfigError(f"{what} {path} not found (give the path of a .csv or .jsonl file with {need}).")
     try:
-        with open_text(path) as handle:
-            text = handle.read()
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{what} {path} is not UTF-8 (byte {exc.start}: {exc.reason}); save it as UTF-8 (Excel: "
-                          f"CSV UTF-8; GBK/GB18030 exports: iconv -f GB18030 -t UTF-8).") from exc
+        text = read_text(path, what, error=ConfigError)  # UTF-8, GBK/GB18030, UTF-16: detected
+    except ConfigError:
+        raise
     except Exception as exc:  # open_text raises typed errors; re-word them for the option
         raise ConfigError(f"{what} {path} cannot be read: {exc}") from exc
     suffix = Path(path.name.lower().removesuffix(".gz")).suffix
