@@ -56,3 +56,14 @@ def sectorflow_register_commands(app: typer.Typer) -> None:
     from .cli import audit_app
 
     app.add_typer(audit_app, name="audit")
+
+
+@hookimpl
+def sectorflow_register_metrics(registry: Any) -> None:
+    """Report the audit log's replica on the server's ``/metrics``: ``sectorflow_audit_replica_lag_records``
+    (records the replica is behind), ``sectorflow_audit_replica_up`` (0 while it cannot be written) and
+    ``sectorflow_audit_replica_last_sync_timestamp_seconds``; nothing while the log is not open or has no replica."""
+    from .metrics import ReplicaCollector
+
+    registry.register(ReplicaCollector(runtime.opened_log))
+

@@ -107,6 +107,12 @@ def get_log() -> AuditLog | None:
         return _log
 
 
+def opened_log() -> AuditLog | None:
+    """The process-wide log if it is open already (``None`` otherwise); never opens one (a metrics scrape must not
+    create an audit store)."""
+    return _log
+
+
 def _set_config(cfg: AuditConfig) -> AuditConfig:
     global _config
     _config = cfg

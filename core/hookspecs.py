@@ -13,7 +13,7 @@ exact signature (``tests/test_hooks_documented.py`` checks this).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -90,3 +90,15 @@ def sectorflow_register_commands(app: typer.Typer) -> None:
     ``app.add_typer(sub_app, name="aml")`` or a command with ``app.command()``. Names must not clash with the
     built-in commands (``tasks``, ``run``, ``schema``, ``models``). Returns nothing.
     """
+
+
+@hookspec
+def sectorflow_register_metrics(registry: Any) -> None:
+    """Add metric collectors to the server's Prometheus registry.
+
+    Called once per server (``sectorflow serve``, :func:`sectorflow.serving.create_app`), after the server's own
+    metric families exist, with its ``prometheus_client.CollectorRegistry``: call ``registry.register(collector)``
+    with a collector whose ``collect()`` yields metric families, read at every scrape of ``/metrics`` (the audit log
+    reports its replica's lag this way). Returns nothing. A collector that raises fails the scrape, not a task call.
+    """
+

@@ -92,6 +92,7 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     _check_task_scopes(config, specs)
     metrics = ServerMetrics()
     metrics.replica.labels(config.server.replica or socket.gethostname()).set(1)
+    plugins.get_plugin_manager().hook.sectorflow_register_metrics(registry=metrics.registry)
     state = ServerState(
         config=config, specs=specs, keys=KeyStore(config.keys),
         limits=RateLimits(config.tenants, config.server.rate_limit_storage), metrics=metrics,
