@@ -276,14 +276,29 @@ class SQLiteStateStore(StateStore):
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
+        """One write transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on an exception).
+
+        Raises:
+            ConfigError: the file cannot be written (read-only file, folder or filesystem, a full disk): names the
+                store and the fix, instead of SQLite's bare ``OperationalError``.
+        """
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield
-            except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                except BaseException:
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+            except sqlite3.OperationalError as exc:
+                text = str(exc).lower()
+                if "readonly" in text or "read-only" in text or "disk" in text or "unable to open" in text:
+                    raise ConfigError(f"Cannot write the state store {self.path}: {exc}. Make the file and its "
+                                      "folder writable (the store keeps -wal and -shm files beside it), free disk "
+                                      "space, or give another --state file (or [server] state_store).") from exc
                 raise
-            self._conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:

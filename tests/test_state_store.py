@@ -87,3 +87,20 @@ def test_a_stateful_pipeline_without_state_dict_says_its_state_cannot_be_saved()
     stateless = Pipeline(SimpleNamespace(name="echo", stateful=False), None, None, "fp32", 1, 1, {})
     assert stateless.state_dict() == {}
     stateless.load_state_dict({})
+
+
+def test_a_store_that_cannot_be_written_is_a_config_error_naming_it(tmp_path):
+    """A read-only store (here: a read-only SQLite connection to the file, as a read-only mount or file gives) is a
+    ConfigError naming the store and the fix, not a bare sqlite3.OperationalError traceback."""
+    import sqlite3
+
+    from sectorflow import ConfigError
+    from sectorflow.state_store import SQLiteStateStore
+
+    store = SQLiteStateStore(tmp_path / "state.sqlite")
+    store._conn.close()
+    store._conn = sqlite3.connect(f"file:{tmp_path / 'state.sqlite'}?mode=ro", uri=True, isolation_level=None,
+                                  check_same_thread=False)
+    with pytest.raises(ConfigError, match=r"Cannot write the state store .*state\.sqlite.*writable"):
+        with store.transaction():
+            store._conn.execute("CREATE TABLE probe (x)")

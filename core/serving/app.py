@@ -72,6 +72,22 @@ def _check_task_scopes(config: ServeConfig, specs: dict[str, Any]) -> None:
                                   f"Tasks: {', '.join(sorted(registered))}.")
 
 
+def shared_state_keys(config: ServeConfig, specs: dict[str, Any]) -> dict[str, list[str]]:
+    """Stateful served tasks that two or more keys without a ``tenant`` may call: ``{task: [key ids]}``. Such keys
+    share the default tenant's state (docs/serving.md, "State of stateful tasks"): if they belong to different banks,
+    one bank's transactions reach the other's results. Keys of one tenant sharing state is what ``tenant`` says."""
+    shared: dict[str, list[str]] = {}
+    for name, spec in specs.items():
+        if not spec.stateful:
+            continue
+        ids = [key.id for key in config.keys if key.tenant is None
+               and (f"task:{name}" in key.scopes or "task:*" in key.scopes
+                    or any(f"task:{alias}" in key.scopes for alias in spec.aliases))]
+        if len(ids) >= 2:
+            shared[name] = ids
+    return shared
+
+
 def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     """A FastAPI app serving every task of ``config.serve`` (default: every registered task).
 
@@ -101,6 +117,10 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
         observer_executor=ThreadPoolExecutor(1, thread_name_prefix="sectorflow-observers"))
     if not len(state.keys):
         log.warning("no API keys configured: every route but /healthz and /readyz will answer 401")
+    for task, ids in shared_state_keys(config, specs).items():
+        log.warning("stateful task %s: keys %s have no tenant, so they share one state (windows, same-day totals, "
+                    "cases); if they are different institutions, give each key its tenant ([[keys]] tenant = ..., "
+                    "`sectorflow serve-key ID --tenant T`)", task, ", ".join(ids))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

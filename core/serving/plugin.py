@@ -5,6 +5,8 @@ FastAPI and uvicorn are imported only when the command runs, so the CLI works wi
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -50,6 +52,10 @@ def sectorflow_register_commands(app: typer.Typer) -> None:
     def serve_key(
         key_id: str = typer.Argument(..., help="Key id (the actor in audit records)."),
         scope: list[str] = typer.Option(["task:*"], "--scope", "-s", help="Scope, repeatable."),
+        tenant: Optional[str] = typer.Option(None, "--tenant", "-t",
+                                   help="The institution the key belongs to: keys of one tenant share a stateful "
+                                        "task's state (AML windows, same-day totals, cases), keys of different "
+                                        "tenants never do. Give every bank its own."),
     ) -> None:
         """Print a new API key (give it to the client) and the [[keys]] entry to put in the server config."""
         from .auth import generate_key, hash_key
@@ -57,4 +63,11 @@ def sectorflow_register_commands(app: typer.Typer) -> None:
         secret = generate_key()
         typer.echo(f"# API key for {key_id} (shown once; only its SHA-256 goes into the config):\n# {secret}")
         scopes = ", ".join(f'"{s}"' for s in scope)
-        typer.echo(f'[[keys]]\nid = "{key_id}"\nsha256 = "{hash_key(secret)}"\nscopes = [{scopes}]')
+        lines = [f'id = "{key_id}"', f'sha256 = "{hash_key(secret)}"']
+        if tenant is not None:
+            lines.append(f"tenant = {json.dumps(tenant)}")
+        lines.append(f"scopes = [{scopes}]")
+        typer.echo("[[keys]]\n" + "\n".join(lines))
+        if tenant is None:
+            typer.echo("# no --tenant: this key shares stateful tasks' state with every other key without one",
+                       err=True)

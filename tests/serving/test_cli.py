@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import httpx
@@ -143,3 +145,32 @@ def _start_serve(env: dict[str, str], *args: str, wait_s: float) -> tuple[subpro
         proc.kill()
         proc.wait(30)
         raise
+
+
+def test_serve_key_names_the_tenant_and_warns_without_one() -> None:
+    env = {**os.environ, "SECTORFLOW_LOAD_PLUGINS": "serve"}
+    with_tenant = subprocess.run([*CLI, "serve-key", "bank1-app", "--scope", "task:aml", "--tenant", "bank-1"],
+                                 env=env, capture_output=True, text=True, timeout=60, check=True)
+    entry = tomllib.loads("\n".join(line for line in with_tenant.stdout.splitlines() if not line.startswith("#")))
+    (key,) = entry["keys"]
+    assert (key["id"], key["tenant"], key["scopes"]) == ("bank1-app", "bank-1", ["task:aml"])
+    assert "no --tenant" not in with_tenant.stderr
+    without = subprocess.run([*CLI, "serve-key", "app", "--scope", "task:aml"], env=env, capture_output=True,
+                             text=True, timeout=60, check=True)
+    assert "tenant" not in without.stdout and "shares stateful tasks' state" in without.stderr
+
+
+def test_tenantless_keys_of_a_stateful_task_are_named_at_start() -> None:
+    from sectorflow import plugins
+    from sectorflow.serving import load_config
+    from sectorflow.serving.app import shared_state_keys
+
+    def key(name: str, tenant: str | None, scopes: list[str]) -> dict:
+        return {"id": name, "sha256": hashlib.sha256(name.encode()).hexdigest(), "tenant": tenant, "scopes": scopes}
+
+    specs = {"aml": plugins.get_task("aml")}
+    keys = [key("a", None, ["task:aml"]), key("b", None, ["task:*"]), key("c", "bank-3", ["task:aml"]),
+            key("d", None, ["metrics"])]
+    assert shared_state_keys(load_config(data={"keys": keys}, environ={}), specs) == {"aml": ["a", "b"]}
+    keys[1]["tenant"] = "bank-2"
+    assert shared_state_keys(load_config(data={"keys": keys}, environ={}), specs) == {}

@@ -94,6 +94,20 @@ def _gentex_file(path: Path, sar: str = "0") -> Path:
     return path
 
 
+def test_amlgentex_log_cut_into_files_keeps_every_time(tmp_path):
+    """A bank's daily exports of one log (cut mid-day too) read as the whole log reads: the same transactions at
+    the same times, so `sectorflow run --state` over the pieces sees no row out of time order."""
+    whole, _ = load_transactions(_gentex_file(tmp_path / "t.csv.gz"), format="amlgentex")
+    text = gzip.open(tmp_path / "t.csv.gz", "rt").read().splitlines()
+    header, rows = text[0], text[1:]
+    pieces = []
+    for i, part in enumerate((rows[:3], rows[3:])):  # cut inside step 0
+        path = tmp_path / f"part{i}.csv"
+        path.write_text("\n".join([header, *part]) + "\n")
+        pieces.extend(load_transactions(path, format="amlgentex")[0])
+    assert pieces == whole
+
+
 def test_amlgentex_reader(tmp_path):
     path = _gentex_file(tmp_path / "t.csv.gz")
     assert guess_format(path) == "amlgentex"
@@ -103,9 +117,10 @@ def test_amlgentex_reader(tmp_path):
     assert [(t.sender_account, t.receiver_account, t.channel) for t in txns] == [
         ("7", "7", Channel.cash_deposit), ("7", "8", Channel.transfer), ("8", "8", Channel.cash_withdrawal),
         ("8", "8", Channel.cash_withdrawal)]
+    # tx_id microseconds past the step's midnight: the time of a row comes from the row, not its place in the file
     assert [t.timestamp.isoformat() for t in txns] == [
-        "2023-01-01T00:00:00+00:00", "2023-01-01T00:00:00.000001+00:00", "2023-01-01T00:00:00.000002+00:00",
-        "2023-01-03T00:00:00+00:00"]
+        "2023-01-01T00:00:00.000001+00:00", "2023-01-01T00:00:00.000002+00:00", "2023-01-01T00:00:00.000003+00:00",
+        "2023-01-03T00:00:00.000004+00:00"]
     assert str(txns[1].amount) == "20.50"
     other, _ = load_transactions(_gentex_file(tmp_path / "u.csv.gz", sar="1"), format="amlgentex")
     assert other == txns  # the label columns are not read
@@ -281,3 +296,18 @@ def test_account_model_option():
     assert [r.model_score for r in on] == [r.model_score for r in off]  # the transaction scorer is unaffected
     with pytest.raises(ConfigError, match="account_model"):
         Taskflow("aml", account_model="yes")(list(EXAMPLES))
+
+
+def test_labels_of_another_dataset_are_refused_or_warned(caplog):
+    from sectorflow_aml.labels import Labels, LabelsError, check_overlap
+
+    labels = Labels(label={f"n{i}": int(i < 2) for i in range(10)}, source="nodes.csv.gz")
+    with pytest.raises(LabelsError, match="None of the 10 accounts of nodes.csv.gz appears in run.jsonl"):
+        check_overlap(labels, {"a", "b"}, "run.jsonl")
+    with caplog.at_level("WARNING", logger="sectorflow_aml"):
+        assert check_overlap(labels, {"n1", "n2", "x"}, "run.jsonl") == 2
+    assert "only 2 of the 10 labelled accounts" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="sectorflow_aml"):
+        assert check_overlap(labels, {f"n{i}" for i in range(6)}, "run.jsonl") == 6
+    assert caplog.text == ""

@@ -84,14 +84,16 @@ def test_cli_explain_from_a_results_file(tmp_path: Path) -> None:
     register(app)
     runner = CliRunner()
     listed = runner.invoke(app, ["aml", "alerts", "--results", str(results)])
-    assert listed.exit_code == 0 and listed.output.startswith("cycle-sample\tcycle\t0.80")
+    assert listed.exit_code == 0 and listed.stdout.startswith("cycle-sample\tcycle\t0.80")
+    assert listed.stderr == "1 alert(s) in 2 results\n"  # every listing ends with its count
     png = tmp_path / "alert.png"
     done = runner.invoke(app, ["aml", "explain", "cycle-sample", "--results", str(results), "--input", str(SAMPLE),
                                "--format", "amlsim", "--png", str(png)])
     assert done.exit_code == 0, done.output
     assert png.read_bytes()[:4] == b"\x89PNG"
     drafts = runner.invoke(app, ["aml", "reports", "--results", str(results)])
-    assert drafts.exit_code == 0 and drafts.output == ""  # these results carry no report drafts
+    assert drafts.exit_code == 0 and drafts.stdout == ""  # these results carry no report drafts
+    assert drafts.stderr == "0 report draft(s) in 2 results\n"
     with pytest.raises(ConfigError, match="No alert 'nope'.*cycle-sample"):
         explain_alert("nope", results, SAMPLE, tmp_path / "n.png", "amlsim")
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .account_features import ACCOUNT_FEATURES, AccountFeatureExtractor
-from .labels import Labels
+from .labels import Labels, check_overlap
 from .metrics import average_precision, best_f1, precision_at_k, recall_at_fpr
 from .schema import Transaction
 from .window import TransactionWindow
@@ -253,6 +253,8 @@ def train(reps: Sequence[Replay], labels: Sequence[Labels], *, seed: int = 20211
     from sectorflow import InvalidInputError
 
     ys = [labels_of(r, lab) for r, lab in zip(reps, labels)]
+    for i, (rep, lab) in enumerate(zip(reps, labels)):
+        check_overlap(lab, set(rep.accounts), f"training file {i + 1}")
     vals = [split_accounts(y, val_share, seed + i) for i, y in enumerate(ys)]
     xt, yt, xv, av, mv, yv_acc = _stack(reps, ys, vals, time_holdout)
     if yt.sum() == 0 or yt.sum() == yt.size:

@@ -35,8 +35,42 @@ from .schema import Alert, ReportDraft, Transaction, input_context, transactions
 
 log = logging.getLogger("sectorflow_aml")
 
-aml_app = typer.Typer(help="Anti-money-laundering tools: list alerts, draw an alert's fund flow.",
-                      no_args_is_help=True)
+aml_app = typer.Typer(help="Anti-money-laundering tools: ranked cases, evaluation against labels, training on "
+                           "the bank's own labels, alerts, report drafts, a case's or alert's fund flow, the stored "
+                           "state.", no_args_is_help=True)
+
+
+def require_aml_results(results: str | Path) -> int:
+    """Check that ``results`` is a ``sectorflow run aml`` results file before it is listed; returns its number of
+    results (non-empty lines).
+
+    Raises:
+        ConfigError: the file is missing. InvalidInputError: it is empty (nothing was run, or the run failed), or its
+            first result is not an AML result (another task's results, or not results at all): the message says
+            what it found and which command writes AML results.
+    """
+    count = 0
+    with open_text(results) as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            if count == 0:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise InvalidInputError(f"{results}, line {line_no}: not JSON ({exc}); give the JSON lines "
+                                            "that `sectorflow run aml FILE --output RESULTS` wrote.") from exc
+                task = (record.get("meta") or {}).get("task") if isinstance(record, dict) else None
+                if not isinstance(record, dict) or "risk_score" not in record or task not in (None, "aml"):
+                    found = f"results of task {task!r}" if task else "not an AML result"
+                    raise InvalidInputError(f"{results}, line {line_no}: {found}; give the JSON lines that "
+                                            "`sectorflow run aml FILE --output RESULTS` wrote.",
+                                            details=[{"row": line_no, "field": None, "reason": found}])
+            count += 1
+    if not count:
+        raise InvalidInputError(f"{results} holds no results: run `sectorflow run aml FILE --output {results}` "
+                                "first (an empty file is what a run that read no rows, or failed, leaves).")
+    return count
 
 
 def _alert_lines(results: str | Path) -> Iterator[tuple[dict[str, Any], list[Alert]]]:
@@ -378,13 +412,15 @@ def check_input_matches(alert: Alert, transactions: list[Transaction], source: s
 def alerts_command(results: Path = typer.Option(..., "--results", "-r", help="JSON lines from `sectorflow run aml`."),
                    as_json: bool = typer.Option(False, "--json", help="One JSON alert per line.")) -> None:
     """List the alerts in a results file (id, typology, score, accounts, number of transactions)."""
-    for alert in iter_alerts(results):
+    total, n = require_aml_results(results), 0
+    for n, alert in enumerate(iter_alerts(results), start=1):
         if as_json:
             typer.echo(alert.model_dump_json())
         else:
             accounts = ",".join(alert.accounts[:6]) + ("..." if len(alert.accounts) > 6 else "")
             typer.echo(f"{alert.alert_id}\t{alert.typology}\t{alert.score:.2f}\t{len(alert.transaction_ids)} tx"
                        f"\t{accounts}")
+    typer.echo(f"{n:,} alert(s) in {total:,} results", err=True)
 
 
 @aml_app.command("cases")
@@ -399,7 +435,8 @@ def cases_command(results: Path = typer.Option(..., "--results", "-r", help="JSO
                                                        "accounts), score>=0.7.")) -> None:
     """List the cases (one per account and review period) within the alert budget, by period then rank: case id,
     period, rank, score, account, typologies, transactions, budget (sectorflow_aml.cases)."""
-    for case in read_cases(results, period=period, everything=everything, alert_budget=budget):
+    total, n = require_aml_results(results), 0
+    for n, case in enumerate(read_cases(results, period=period, everything=everything, alert_budget=budget), start=1):
         if as_json:
             typer.echo(case.model_dump_json())
         else:
@@ -407,6 +444,7 @@ def cases_command(results: Path = typer.Option(..., "--results", "-r", help="JSO
             typer.echo(f"{case.case_id}\t{case.period}\t#{case.rank}/{case.cases_in_period}\t{case.score:.3f}\t"
                        f"{case.account}\t{','.join(case.typologies) or '-'}\t{case.transactions} tx\t"
                        f"{case.budget}{' mandatory' if case.mandatory else ''}{flag}")
+    typer.echo(f"{n:,} case(s){'' if everything else ' within the alert budget'} in {total:,} results", err=True)
 
 
 @aml_app.command("reports")
@@ -421,6 +459,7 @@ def reports_command(results: Path = typer.Option(..., "--results", "-r", help="J
     kinds = ("large_value", "ctr", "suspicious")
     if kind is not None and kind not in kinds:
         raise typer.BadParameter(f"--kind {kind!r}: use one of {', '.join(kinds)}.")
+    total = require_aml_results(results)
     latest: dict[str, ReportDraft] = {}
     for draft in iter_reports(results):
         if draft.elements.get("snapshot") == "reference" and draft.report_id in latest:
@@ -435,6 +474,8 @@ def reports_command(results: Path = typer.Option(..., "--results", "-r", help="J
         else:
             typer.echo(f"{draft.report_id}\t{draft.kind}\t{draft.regulation}\t{draft.customer_account}\t"
                        f"{draft.total_amount} {draft.currency}\t{draft.business_date}\tdue {_due_text(draft)}")
+    shown = sum(1 for d in latest.values() if not kind or d.kind == kind)
+    typer.echo(f"{shown:,} report draft(s) in {total:,} results", err=True)
 
 
 def _joined(snapshot: ReportDraft, reference: ReportDraft) -> ReportDraft:

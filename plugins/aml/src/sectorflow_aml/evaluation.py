@@ -24,7 +24,7 @@ import numpy as np
 
 from sectorflow import InvalidInputError
 
-from .labels import Labels
+from .labels import Labels, check_overlap
 from .metrics import average_precision, precision_at_k, recall_at_fpr
 
 
@@ -132,4 +132,5 @@ def evaluate_results(results: str | Path, labels: Labels, months: Mapping[str, i
     if not best:
         raise InvalidInputError(f"{results} holds no account_scores: run `sectorflow run aml` with a bundle that has an "
                                 "account model (the shipped one, or one from `sectorflow aml train`).")
+    check_overlap(labels, best, str(results))
     return evaluate_scores(best, period, alerted, labels, budget_share)

@@ -218,9 +218,12 @@ def amlgentex_reader(base_date: date = AMLGENTEX_BASE_DATE, currency: str = "CNY
                      id_prefix: str = "amlgentex-") -> Reader:
     """A reader for AMLGentex ``transactions.csv(.gz)`` (``tx_id,step,type,amount,nameOrig,nameDest,...``).
 
-    - Time: ``step`` is the day (``base_date + step``); within a day the row's position in the file gives the time
-      (the k-th row of a step at ``k`` microseconds past midnight UTC), so time order is the file order and the
-      step stays the resolution (every row of a day lies within its first second while a day has < 10^6 rows).
+    - Time: ``step`` is the day (``base_date + step``); within a day the row's ``tx_id`` (the generator log's running
+      number, increasing in its order) gives the time, ``tx_id`` microseconds past midnight UTC, so time order is
+      the log's order and the step stays the resolution (a log of under 86 billion rows stays within its day).
+      Because the time comes from the row itself, not from its place in the file, a log cut into several files
+      (one per day, as a bank's daily exports, then ``sectorflow run --state``) gives each transaction the same time
+      as the whole log does. A ``tx_id`` that is not a whole number falls back to the row's position in its step.
     - External ends: a row from the external source ``-2`` (salaries) is a ``cash_deposit`` booked on the receiving
       account alone (sender = receiver = ``nameDest``); a row to the external sink ``-1`` (spending, type ``CASH``
       or ``TRANSFER``) is a ``cash_withdrawal`` booked on the paying account alone. So the source and the sink do
@@ -249,7 +252,7 @@ def amlgentex_reader(base_date: date = AMLGENTEX_BASE_DATE, currency: str = "CNY
     printable = id_is_printable
 
     def read_amlgentex(source: Any) -> Iterator[tuple[int, Record | Transaction | InvalidInputError]]:
-        seen: dict[str, int] = {}  # rows so far per step: the microsecond within the day
+        seen: dict[str, int] = {}  # rows so far per step: the microsecond within the day when tx_id is no number
         with open_text(source) as handle:
             records = csv_file_records(source, handle)
             header, first = _header(source, records, "AMLGentex")
@@ -269,8 +272,11 @@ def amlgentex_reader(base_date: date = AMLGENTEX_BASE_DATE, currency: str = "CNY
                 tx_id, step, kind, amount, sender, receiver = (cells[i].strip() for i in at)
                 if kind == "INITALBALANCE":
                     continue
-                k = seen.get(step, 0)
-                seen[step] = k + 1
+                if tx_id.isdigit() and len(tx_id) < 12:
+                    k = int(tx_id)
+                else:
+                    k = seen.get(step, 0)
+                    seen[step] = k + 1
                 channel = transfer
                 if sender == AMLGENTEX_SOURCE:
                     sender, channel = receiver, deposit

@@ -12,6 +12,8 @@ Labels are for accounts, not transactions: a laundering account is positive on e
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,3 +107,31 @@ def read_labels(path: str | Path) -> Labels:
     if not out.label:
         raise LabelsError(f"Labels file {path} labels no account.", details={"source": str(path)})
     return out
+
+
+MIN_LABEL_OVERLAP = 0.5
+"""Below this share of labelled accounts found in the data, :func:`check_overlap` warns (labels of another set?)."""
+
+
+def check_overlap(labels: Labels, accounts: Collection[str], data: str) -> int:
+    """How many of ``labels``' accounts are among ``accounts`` (those that transact in ``data``, named in messages).
+
+    Labels of another dataset (AMLSim's 20,000 nodes against an AMLGentex bank of 4,000) used to give a figure or a
+    bundle without a word. Warns (logger ``sectorflow_aml``) when fewer than :data:`MIN_LABEL_OVERLAP` of the
+    labelled accounts appear.
+
+    Raises:
+        LabelsError: no labelled account appears at all.
+    """
+    found = sum(1 for account in labels.label if account in accounts)
+    if not found:
+        raise LabelsError(f"None of the {len(labels):,} accounts of {labels.source or 'the labels'} appears in "
+                          f"{data}: are these the labels of another dataset?",
+                          details={"labelled": len(labels), "found": 0})
+    if found < MIN_LABEL_OVERLAP * len(labels):
+        logging.getLogger("sectorflow_aml").warning(
+            "only %d of the %d labelled accounts of %s (%.0f %%) appear in %s: are these the labels of another "
+            "dataset? Accounts that do not appear count as scored 0.", found, len(labels),
+            labels.source or "the labels", 100.0 * found / len(labels), data)
+    return found
+
