@@ -160,7 +160,7 @@ def test_serve_key_names_the_tenant_and_warns_without_one() -> None:
     assert "tenant" not in without.stdout and "shares stateful tasks' state" in without.stderr
 
 
-def test_tenantless_keys_of_a_stateful_task_are_named_at_start() -> None:
+def test_tenantless_keys_of_a_stateful_task_are_named_at_start(tasks) -> None:
     from sectorflow import plugins
     from sectorflow.serving import load_config
     from sectorflow.serving.app import shared_state_keys
@@ -168,9 +168,10 @@ def test_tenantless_keys_of_a_stateful_task_are_named_at_start() -> None:
     def key(name: str, tenant: str | None, scopes: list[str]) -> dict:
         return {"id": name, "sha256": hashlib.sha256(name.encode()).hexdigest(), "tenant": tenant, "scopes": scopes}
 
-    specs = {"aml": plugins.get_task("aml")}
-    keys = [key("a", None, ["task:aml"]), key("b", None, ["task:*"]), key("c", "bank-3", ["task:aml"]),
-            key("d", None, ["metrics"])]
-    assert shared_state_keys(load_config(data={"keys": keys}, environ={}), specs) == {"aml": ["a", "b"]}
+    specs = {name: plugins.get_task(name) for name in ("ledger", "echo")}  # the test tasks: ledger is stateful
+    assert specs["ledger"].stateful and not specs["echo"].stateful
+    keys = [key("a", None, ["task:ledger"]), key("b", None, ["task:*"]), key("c", "bank-3", ["task:ledger"]),
+            key("d", None, ["metrics"]), key("e", None, ["task:echo"])]
+    assert shared_state_keys(load_config(data={"keys": keys}, environ={}), specs) == {"ledger": ["a", "b"]}
     keys[1]["tenant"] = "bank-2"
     assert shared_state_keys(load_config(data={"keys": keys}, environ={}), specs) == {}

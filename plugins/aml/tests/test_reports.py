@@ -324,11 +324,12 @@ def test_cli_lists_report_drafts_from_results(tmp_path) -> None:
     register(app)
     out = CliRunner().invoke(app, ["aml", "reports", "--results", str(path), "--kind", "large_value"])
     assert out.exit_code == 0, out.output
-    (row,) = out.output.splitlines()  # the latest snapshot of the one report: all three deposits
+    (row,) = out.stdout.splitlines()  # the latest snapshot of the one report: all three deposits
+    assert out.stderr == f"1 report draft(s) in {len(lines)} results\n"
     assert row.split("\t")[1:] == ["large_value", "PBOC Order 2016 No. 3, Art. 5(1)", "acct-A", "149650.00 CNY",
                                    "2024-03-05", "due 2024-03-12"]
     assert sum('"kind":"large_value"' in line for line in lines) == 2  # in the results: first and updated draft
-    assert CliRunner().invoke(app, ["aml", "reports", "--results", str(path), "--kind", "ctr"]).output == ""
+    assert CliRunner().invoke(app, ["aml", "reports", "--results", str(path), "--kind", "ctr"]).stdout == ""
 
 
 def test_a_busy_corporate_transfer_aggregate_does_not_repeat_its_draft_but_closes_it_on_the_next_day() -> None:

@@ -83,7 +83,9 @@ def test_the_reproduction_gives_neither_bank_a_large_value_report(server):
     (first,), text1 = call(server, "b1", deposit("B1-DEP-0001", "30000.00", "2026-11-02T02:00:00Z"))
     (second,), text2 = call(server, "b2", deposit("B2-DEP-0001", "30000.00", "2026-11-02T02:05:00Z"))
     assert first["reports"] == [] and second["reports"] == []  # each bank has one 30,000 deposit: under 50,000
-    assert "B1-DEP" not in text2 and "B2-DEP" not in text1 and "60000" not in text2
+    # the answers' outputs (not the raw body: its call id is random hex, which may hold any digits)
+    assert "B1-DEP" not in json.dumps(second) and "B2-DEP" not in json.dumps(first)
+    assert "B1-DEP" not in text2 and "B2-DEP" not in text1 and "60000.0" not in json.dumps(second)
     # another key of bank 1: bank 1's window, where its second deposit of the day makes the 60,000 report
     (third,), text3 = call(server, "b1b", deposit("B1-DEP-0002", "30000.00", "2026-11-02T03:00:00Z"))
     (report,) = third["reports"]

@@ -40,6 +40,10 @@ aml_app = typer.Typer(help="Anti-money-laundering tools: ranked cases, evaluatio
                            "state.", no_args_is_help=True)
 
 
+_AML_FIELDS = frozenset({"risk_score", "alerts", "reports", "cases", "account_scores"})
+"""Fields of which an AML result (``TransactionAssessment``) holds at least one, beside its ``transaction_id``."""
+
+
 def require_aml_results(results: str | Path) -> int:
     """Check that ``results`` is a ``sectorflow run aml`` results file before it is listed; returns its number of
     results (non-empty lines).
@@ -61,7 +65,8 @@ def require_aml_results(results: str | Path) -> int:
                     raise InvalidInputError(f"{results}, line {line_no}: not JSON ({exc}); give the JSON lines "
                                             "that `sectorflow run aml FILE --output RESULTS` wrote.") from exc
                 task = (record.get("meta") or {}).get("task") if isinstance(record, dict) else None
-                if not isinstance(record, dict) or "risk_score" not in record or task not in (None, "aml"):
+                if not isinstance(record, dict) or "transaction_id" not in record or task not in (None, "aml") \
+                        or not _AML_FIELDS.intersection(record):
                     found = f"results of task {task!r}" if task else "not an AML result"
                     raise InvalidInputError(f"{results}, line {line_no}: {found}; give the JSON lines that "
                                             "`sectorflow run aml FILE --output RESULTS` wrote.",
