@@ -27,7 +27,8 @@ from .errors import (
     UnsupportedPrecisionError,
 )
 from .hookspecs import hookimpl
-from .io import csv_file_records, csv_records, field_pairs, open_text, parse_json_line, read_text, whole_file_reader
+from .io import (csv_file_records, csv_records, field_pairs, open_text, option_values, parse_json_line, read_text,
+                 whole_file_reader)
 from .items import TextItem
 from .paths import writable_file
 from .pipeline import Pipeline
@@ -60,7 +61,8 @@ __all__ = [
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",
     "DeviceUnavailableError", "UnsupportedPrecisionError", "BundleError", "BundleIntegrityError", "UnsafePickleError",
     "ConfigError", "PathNotWritableError", "writable_file", "import_paddle", "open_text", "csv_records", "csv_file_records", "parse_json_line", "__version__",
-    "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs", "read_text",
+    "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
+    "option_values", "read_text",
     "BertConfig", "BertEncoder", "BertLayer", "mean_pool", "convert_bert_weights", "load_bert_weights",
     "quantize_state_int8", "dequantize_state_int8", "BERT_WEIGHT_SOURCES",
     "StateStore", "StateKeeper", "open_state_store", "default_state_path", "state_summary", "export_state",

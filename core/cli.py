@@ -25,7 +25,7 @@ from rich.table import Table
 
 from . import plugins
 from .errors import ConfigError, InvalidInputError, SectorflowError
-from .io import GZIP_MAGIC, field_pairs, gzip_on_stdin, reader_for
+from .io import GZIP_MAGIC, field_pairs, gzip_on_stdin, option_values, reader_for
 from .models_cli import register as register_models_commands
 from .spec import CallContext
 from .taskflow import Taskflow, validate_items
@@ -175,15 +175,7 @@ def run_command(
     that began before SOURCE are found, and a report that fired in an earlier run is updated, not drafted again.
     With --state STATE the state is kept in a store instead: running day 1 then day 2 with the same --state gives
     the results of one run over both days, byte for byte."""
-    options: dict[str, Any] = {}
-    for item in option:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"--option {item!r}: write KEY=VALUE.")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
+    options = option_values(option)
     _check_output(source, output)
     if task_path is not None and not task_path.strip():
         # typer would make Path("") of it, the current folder, reported as ". is not a model bundle"

@@ -27,6 +27,7 @@ import functools
 import gzip
 import inspect
 import io
+import json
 import logging
 import sys
 import zlib
@@ -405,6 +406,26 @@ def field_pairs(flag: str, what: str, items: list[str] | tuple[str, ...]) -> dic
             raise ConfigError(f"{flag} gives {key!r} twice ({pairs[key]!r} and {value!r}); keep one.")
         pairs[key] = value
     return pairs
+
+
+def option_values(items: list[str] | tuple[str, ...], flag: str = "--option") -> dict[str, Any]:
+    """``{KEY: value}`` from repeated ``-O KEY=VALUE`` command-line options (task options, as ``sectorflow run``
+    takes them): each item split at its first ``=``; the value is read as JSON when it is JSON (``true``, ``25``,
+    ``["a", "b"]``, ``{"fan_in": false}``), else kept as text (``Asia/Shanghai``). A later KEY replaces an earlier one.
+
+    Raises:
+        ConfigError: an item without ``=`` (names ``flag`` and the item).
+    """
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"{flag} {item!r}: write KEY=VALUE.")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return options
 
 
 JSON_LINES_SUFFIXES = frozenset({"jsonl", "json", "ndjson", "jl"})

@@ -19,24 +19,11 @@ from typing import Any, Optional
 
 import typer
 
-from sectorflow import Taskflow, export_state, open_state_store, reset_stored_state, state_summary
+from sectorflow import Taskflow, export_state, open_state_store, option_values, reset_stored_state, state_summary
 
 state_app = typer.Typer(help="The AML state kept across runs and server restarts: show, export, reset.",
                         no_args_is_help=True)
 STATE_HELP = "The state store: a SQLite file or a postgresql:// URL (default $SECTORFLOW_HOME/state.sqlite)."
-
-
-def _options(option: list[str]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for item in option:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise typer.BadParameter(f"--option {item!r}: write KEY=VALUE.")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
-    return options
 
 
 def _window_summary(snapshot: dict[str, Any] | None) -> dict[str, Any]:
@@ -89,7 +76,7 @@ def export_command(tenant: str = typer.Option("default", "--tenant", help="Whose
     """Print the tenant's state as JSON (AMLPipeline.state_dict: window, report aggregates, feature state, ...):
     window span and counts are in it; it loads with AMLPipeline.load_state_dict."""
     store = open_state_store(state)
-    tf = Taskflow("aml", **_options(option))
+    tf = Taskflow("aml", **option_values(option))
     typer.echo(json.dumps(export_state(tf, store, tenant), ensure_ascii=False, allow_nan=False))
 
 
