@@ -7,6 +7,13 @@ Public API (plugins import only these names)::
 
 from __future__ import annotations
 
+from pkgutil import extend_path
+
+# `sectorflow.compliance` and `sectorflow.federated` are distributions of their own (compliance/, federated/) whose
+# packages are portions of this one: installed from wheels they sit in this folder, installed editable in
+# <folder>/src/sectorflow/ on sys.path, which this adds to the package's search path.
+__path__ = extend_path(__path__, __name__)
+
 from ._paddle import import_paddle
 from .bundle import Bundle, PredictorPool, load_bundle, load_pdparams, sha256_file, write_manifest
 from .device import Device, DeviceProbe, resolve_device, set_default_probe
