@@ -1,4 +1,4 @@
-"""Helpers of the audit-log tests (imported by conftest.py and the tests; tests/compliance is put on sys.path)."""
+"""Helpers of the audit-log tests (imported by conftest.py and the tests; compliance/tests is put on sys.path)."""
 
 from __future__ import annotations
 

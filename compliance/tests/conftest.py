@@ -25,7 +25,7 @@ from sectorflow.compliance import AuditConfig, runtime  # noqa: E402
 
 if importlib.util.find_spec("cryptography") is None:  # the compliance extra is missing
     if os.environ.get("CI", "").lower() == "true":
-        raise ImportError("tests/compliance need the compliance extra (cryptography, psycopg): scripts/install.sh "
+        raise ImportError("compliance/tests need the compliance extra (cryptography, psycopg): scripts/install.sh "
                           "must install '.[test,compliance]'.")
     collect_ignore_glob = ["test_*.py"]  # outside CI: nothing to test without the extra
 

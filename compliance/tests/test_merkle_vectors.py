@@ -1,4 +1,4 @@
-"""RFC 9162 hashing and proofs against the transparency-dev/merkle test vectors (tests/compliance/vectors)."""
+"""RFC 9162 hashing and proofs against the transparency-dev/merkle test vectors (compliance/tests/vectors)."""
 
 from __future__ import annotations
 

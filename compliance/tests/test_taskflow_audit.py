@@ -157,7 +157,7 @@ def test_federated_access_and_config_records(audited: Any) -> None:
 
 
 def test_log_off_only_when_turned_off(audited: Any, tmp_path: Any, caplog: pytest.LogCaptureFixture) -> None:
-    """Issue 23: the log is on by default (embedded store under SECTORFLOW_HOME, tests/compliance/test_embedded.py);
+    """Issue 23: the log is on by default (embedded store under SECTORFLOW_HOME, compliance/tests/test_embedded.py);
     SECTORFLOW_AUDIT=off turns it off, silently, and writes nothing."""
     with caplog.at_level("WARNING", logger="sectorflow.audit"):
         assert audited(SECTORFLOW_AUDIT_DB=None, SECTORFLOW_AUDIT_KEY=None, SECTORFLOW_AUDIT="off") is None

@@ -54,7 +54,7 @@ def test_landlord_and_tenant_lines_each_with_their_own_block(taskflow_factory):
 
 
 def test_one_role_line_alone_is_no_party_list():
-    from sectorflow_legal_extraction.rules_en_parties import _party_lines
+    from sectorflow_legal_extraction.rules_en.party_rules import _party_lines
 
     assert _party_lines("Licensor: ACME ENTERTAINMENT Licensee BETA FILM CORPORATION\n") == []
 

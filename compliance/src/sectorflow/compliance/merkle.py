@@ -4,7 +4,7 @@ Source: RFC 9162 "Certificate Transparency Version 2.0", section 2.1.1 (hashing:
 leaf ``SHA-256(0x00 || d)``, node ``SHA-256(0x01 || left || right)``, split at the largest power of two ``k < n``),
 2.1.3 (inclusion proofs ``PATH(m, D[n])`` and their verification) and 2.1.4 (consistency proofs
 ``PROOF(m, D[n])`` and their verification). Checked against the transparency-dev/merkle test vectors
-(``tests/compliance/vectors``).
+(``compliance/tests/vectors``).
 
 Why not pymerkle: pymerkle 7.0.0 hashes with the same 0x00/0x01 prefixes, but its proofs carry its own
 ``rule``/``subset`` layout and the leaf itself rather than RFC 9162 audit paths, so they cannot be checked by an

@@ -1,6 +1,6 @@
 """Validation data of the customer-service intent model, for ``sectorflow models quantize customer_service``.
 
-The banking77 validation slice (10% of each intent's train rows, seed 13: :func:`~.data.banking77`, the split of
+The banking77 validation slice (10% of each intent's train rows, seed 13: :func:`~.datasets.banking77`, the split of
 ``scripts/train_intents.py``; banking77: CC BY 4.0, Casanueva et al. 2020, read in place from
 ``../shared/data/banking77``), tokenized as the pipeline tokenizes (the shipped bundle's WordPiece vocabulary, at most
 64 pieces), batches of 32 sorted by length; metric: accuracy of the ``banking77`` head. Never the test split.
@@ -45,7 +45,7 @@ def validation(bundle: Any, *, data: Path | None = None, limit: int | None = Non
         QuantizationError: banking77 is not there, or ``bundle`` has no ``banking77`` output (not the bundle the
             pipeline builds from a shipped intent bundle).
     """
-    from .data import banking77, banking77_labels
+    from .datasets import banking77, banking77_labels
     from .runtime import tokenizer_of
 
     outputs = list(bundle.manifest.get("outputs") or [])

@@ -1,5 +1,5 @@
 """Rules for English contracts: dates, term, renewal, notice, dispute resolution, amounts and clause fields; parties
-(``rules_en_parties``) and governing law (``rules_en_law``) live in their own modules and are re-exported here.
+(``rules_en.party_rules``) and governing law (``rules_en.law``) live in their own modules and are re-exported here.
 
 Each function returns ``list[Extraction]`` (empty when nothing is found: nothing is guessed). Developed on CUAD
 train and validation contracts only; ``benchmarks/legal_eval.py`` measures them on the test contracts.
@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from . import normalize as nz
-from .rules_en_law import governing_law, jurisdiction  # noqa: F401  (the task's governing-law rule)
-from .rules_en_parties import PREAMBLE_CHARS, _clean_name, looks_like_party, parties  # noqa: F401  (re-exported)
-from .schema import Extraction
+from .. import normalize as nz
+from .law import governing_law, jurisdiction  # noqa: F401  (the task's governing-law rule)
+from .party_rules import PREAMBLE_CHARS, _clean_name, looks_like_party, parties  # noqa: F401  (re-exported)
+from ..schema import Extraction
 
 
 _STRONG_CUE = re.compile(r"(?:\bdated|\bmade|\bentered\s+(?:into|on|upon)|\bexecuted|\bas\s+of|\beffective|\bsigned)\W+"

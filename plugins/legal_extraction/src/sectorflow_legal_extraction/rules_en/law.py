@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from .schema import Extraction
+from ..schema import Extraction
 
 GOV_CUE = re.compile(r"\b(?:govern(?:ed|s|ing)?|construed|interpreted|determined\s+in\s+accordance|applicable\s+law\s+"
                      r"(?:is|shall\s+be))\b", re.I)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from .schema import Extraction
-from .text import party_block_end
+from ..schema import Extraction
+from ..text import party_block_end
 
 ROLE_WORDS = {"landlord": "lessor", "lessor": "lessor", "tenant": "lessee", "lessee": "lessee",
               "licensor": "licensor", "licensee": "licensee", "seller": "seller", "supplier": "seller",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from .rules_en_law import known_place
-from .schema import Extraction
+from .law import known_place
+from ..schema import Extraction
 
 _FORM = (r"(?:Inc|Incorporated|Corp|Corporation|Company|Co|LLC|L\.L\.C|Ltd|Limited|LP|L\.P|LLP|L\.L\.P|PLC|GmbH|AG|"
          r"S\.A|SA|N\.V|B\.V|S\.[AÀ]\.?\s*R\.L|S\.a\s*r\.l|KGaA|Trust|Fund|Bank|N\.A)\.?")

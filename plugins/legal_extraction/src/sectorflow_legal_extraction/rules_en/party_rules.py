@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 
-from .rules_en_law import known_place as _known_place
-from .rules_en_lines import ROLE_LINE, ROLE_WORDS, attach_line_attributes
-from .rules_en_signatures import signature_parties
-from .schema import Extraction
+from .law import known_place as _known_place
+from .lines import ROLE_LINE, ROLE_WORDS, attach_line_attributes
+from .signatures import signature_parties
+from ..schema import Extraction
 
 PREAMBLE_CHARS = 4000
 
@@ -308,7 +308,7 @@ def _letter_addressee(text: str) -> Extraction | None:
     date and its salutation ("May 14, 2014 / Keefe, Bruyette & Woods, Inc. / 10 South Wacker Drive ... / Ladies
     and Gentlemen:"), or the person a "Dear Gianluca:" letter is addressed to (the line that starts with that first
     name); ``None`` when the text is no letter."""
-    from . import normalize as nz
+    from .. import normalize as nz
 
     salutation = _SALUTATION.search(text, 0, 3000)
     if salutation is None:
@@ -439,7 +439,7 @@ def _party_lines(head: str) -> list[Extraction]:
     """``Party A: X Address: ...`` / ``Party B (Shipper): Y Legal Representative: ...`` lines, several to a line, and
     ``Landlord: X`` / ``Tenant: Y`` / ``Licensor: X`` ... lines (a role word alone at a line's start); each party
     with the ``Address:`` / ``Contact:`` / ``Tel:`` / ``Email:`` lines of its own block
-    (:func:`rules_en_lines.attach_line_attributes`)."""
+    (:func:`lines.attach_line_attributes`)."""
     found: list[Extraction] = []
     for line in re.finditer(r"(?:^|(?<=\s\s)|(?<=[a-z.;] ))\s*(?i:Party)\s+(?P<r>[A-Ca-c])\s*(?:\([^()\n]{1,30}\))?\s*"
                             r"[:：]\s*(?P<n>[^\n]{3,120}?)(?=\s+(?:[A-Z][a-z]+\s+)?(?:Address|address|Legal\s+"
