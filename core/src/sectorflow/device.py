@@ -68,10 +68,6 @@ def set_default_probe(probe: DeviceProbe) -> DeviceProbe:
     return previous
 
 
-def default_probe() -> DeviceProbe:
-    return _default_probe
-
-
 @dataclass(frozen=True)
 class Device:
     """A resolved device: ``kind`` is ``cpu``, ``gpu``, ``xpu`` or a custom device type; ``index`` its ordinal."""

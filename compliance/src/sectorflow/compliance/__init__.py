@@ -4,7 +4,7 @@ checkpoints. See ``docs/compliance.md``.
 
 Public API::
 
-    from sectorflow.compliance import record_federated, record_access, record_config_change, get_log
+    from sectorflow.compliance import record_access, get_log
     from sectorflow.compliance import record_case_disposition, record_report_draft   # retention 5 years
 
 On by default: with nothing configured, the first audited event creates an embedded SQLite store and key file under
@@ -24,16 +24,16 @@ from typing import Any
 from .config import AuditConfig, load_config
 from .errors import (AuditAccessDenied, AuditArchiveError, AuditConfigError, AuditKeyError, AuditRestoreError,
                      AuditWriteError, ProofError)
-from .runtime import (get_log, record_access, record_case_disposition, record_config_change, record_federated,
-                      record_report_draft, record_task_event, reset)
+from .runtime import get_log, record_access, record_case_disposition, record_report_draft, record_task_event, reset
 
 _LAZY = {"AuditAdmin": "admin", "generate_key_file": "keys", "load_key_file": "keys", "AuditLog": "log",
          "open_store": "store", "VerifyReport": "verify", "verify_log": "verify",
          "verify_proof_document": "verify"}
 
 __all__ = [
-    "AuditConfig", "load_config", "get_log", "reset", "record_task_event", "record_federated", "record_access",
-    "record_config_change", "record_case_disposition", "record_report_draft", "AuditAccessDenied", "AuditArchiveError", "AuditConfigError", "AuditKeyError",
+    "AuditConfig", "load_config", "get_log", "reset", "record_task_event", "record_access",
+    "record_case_disposition", "record_report_draft", "AuditAccessDenied", "AuditArchiveError", "AuditConfigError",
+    "AuditKeyError",
     "AuditWriteError", "AuditRestoreError", "ProofError", *_LAZY,
 ]
 

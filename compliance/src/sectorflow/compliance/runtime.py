@@ -312,40 +312,6 @@ def record_task_event(event: TaskEvent) -> int | None:
     return write(regulated, append)
 
 
-FEDERATED_EVENTS = ("run_started", "run_finished", "run_failed", "round_started", "round_finished",
-                    "round_failed", "node_joined", "node_left", "model_aggregated")
-
-
-def record_federated(event: str, *, run_id: str, round: int | None = None, node: str | None = None,
-                     actor: str = "federated", tenant: str | None = None, model_name: str | None = None,
-                     model_version: str | None = None, weights_sha256: str | None = None,
-                     dataset_id: str | None = None, outcome: str = "success", reason: str | None = None,
-                     details: dict[str, Any] | None = None) -> int | None:
-    """Record a federated-learning run or round (for ``sectorflow.federated``).
-
-    Args:
-        event: one of :data:`FEDERATED_EVENTS` (recorded as ``federated.<event>``).
-        run_id: the run's id; round: 1-based round number; node: institution / node id (recorded as ``source``).
-        weights_sha256: SHA-256 hex of the aggregated or local weights; dataset_id: the partition's id.
-        outcome: ``success`` or ``failure`` (with ``reason``).
-
-    Returns the record's sequence number, or ``None`` when the log is off (or the write was lost and the
-    ``federated`` pseudo-task is not regulated).
-
-    Raises:
-        ValueError: unknown event. AuditWriteError / AuditConfigError: write failed and ``federated`` is regulated
-        (``SECTORFLOW_AUDIT_REGULATED`` contains ``federated`` or ``*``).
-    """
-    if event not in FEDERATED_EVENTS:
-        raise ValueError(f"federated event {event!r} is not one of {FEDERATED_EVENTS}")
-    obj = make_object(task="federated", model_name=model_name, model_version=model_version,
-                      weights_sha256=weights_sha256, dataset_id=dataset_id)
-    det = {"run_id": run_id, "round": round, **(details or {})}
-    return write(config().is_regulated("federated"), lambda lg: lg.append(
-        f"federated.{event}", actor=actor, tenant=tenant, source=node, channel="federated", obj=obj,
-        outcome=outcome, reason=reason, request_id=run_id, details=det))
-
-
 def record_access(*, actor: str, resource: str, action: str, allowed: bool, reason: str | None = None,
                   tenant: str | None = None, source: str | None = None, request_id: str | None = None,
                   roles: list[str] | None = None, channel: str = "http") -> int | None:
@@ -358,17 +324,6 @@ def record_access(*, actor: str, resource: str, action: str, allowed: bool, reas
         "access.decision", actor=actor, tenant=tenant, source=source, channel=channel,
         obj=make_object(task=resource), outcome="success" if allowed else "denied", reason=reason,
         request_id=request_id, details={"action": action, "roles": sorted(roles or [])}))
-
-
-def record_config_change(*, actor: str, changes: dict[str, Any], source: str | None = None,
-                         task: str | None = None, request_id: str | None = None) -> int | None:
-    """Record a configuration change. Values are stored as HMAC digests (they may be secrets); keys in clear."""
-    def append(lg: AuditLog) -> int:
-        digested = {k: lg.keys.digest(repr(v).encode("utf-8")) for k, v in sorted(changes.items())}
-        return lg.append("config.changed", actor=actor, source=source, obj=make_object(task=task),
-                         request_id=request_id, details={"changed": digested})
-
-    return write(config().is_regulated(task), append)
 
 
 CASE_DISPOSITIONS = ("escalated", "reported", "closed_no_action", "closed_false_positive", "reopened")
