@@ -251,7 +251,7 @@ def restore(source: str = typer.Option(..., "--from", help="The replica: SQLite 
 
 
 def _write_displaced(rows: list[Any], out: Path) -> None:
-    from sectorflow.paths import writable_file
+    from sectorflow import writable_file
 
     from .records import b64
 

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from sectorflow.paths import sectorflow_home
+from sectorflow.host import sectorflow_home
 
 from .errors import AuditConfigError
 

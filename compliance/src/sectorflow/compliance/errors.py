@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sectorflow.errors import ConfigError, SectorflowError
+from sectorflow import ConfigError, SectorflowError
 
 from .merkle import ProofError
 

@@ -21,8 +21,7 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from sectorflow.errors import PathNotWritableError
-from sectorflow.paths import writable_file
+from sectorflow import PathNotWritableError, writable_file
 
 from .errors import AuditKeyError
 from .records import b64, unb64

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
-from sectorflow.errors import SectorflowError
+from sectorflow import SectorflowError
 
 HASH_SIZE = 32
 _sha256 = hashlib.sha256

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sectorflow.spec import TaskEvent
+from sectorflow import TaskEvent
 
 from .config import AuditConfig, load_config
 from .errors import AuditConfigError, AuditKeyError, AuditWriteError
@@ -233,13 +233,13 @@ def write(regulated: bool, append: Callable[[AuditLog], int]) -> int | None:
 
 
 def _record_plugins(audit_log: AuditLog) -> None:
-    from sectorflow import plugins  # the core's plugin manager: which plugins this process loaded
+    from sectorflow import host  # the core's plugin manager: which plugins this process loaded
 
-    pm = plugins.get_plugin_manager()
+    pm = host.get_plugin_manager()
     versions = {pm.get_name(p): f"{d.project_name}=={d.version}" for p, d in pm.list_plugin_distinfo()}
     # The core loads entry points itself (pluggy's distinfo is then empty: every plugin.loaded record said
     # "distribution": null); the distribution is the entry point's.
-    for ep in importlib.metadata.entry_points(group=getattr(plugins, "ENTRY_POINT_GROUP", "sectorflow")):
+    for ep in importlib.metadata.entry_points(group=host.ENTRY_POINT_GROUP):
         if ep.dist is not None:
             versions.setdefault(ep.name, f"{ep.dist.name}=={ep.dist.version}")
     for name, _plugin in sorted(pm.list_name_plugin(), key=lambda x: str(x[0])):

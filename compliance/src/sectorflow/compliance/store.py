@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sectorflow.errors import PathNotWritableError
-from sectorflow.paths import writable_file
+from sectorflow import PathNotWritableError, writable_file
 
 from .errors import AuditConfigError, AuditWriteError
 from .records import b64, unb64

@@ -16,7 +16,7 @@ from typing import Any
 
 from fastapi import Request
 
-from .. import plugins
+from .. import host
 from .auth import CONFLICTING, ApiKey, presented_secret
 
 log = logging.getLogger("sectorflow.serving.access")
@@ -61,7 +61,7 @@ def record_access_decision(decision: AccessDecision) -> None:
             "allow" if decision.allowed else "deny", decision.actor, decision.scope, decision.source,
             decision.request_id, decision.reason)
     resource = decision.scope[5:] if decision.scope.startswith("task:") else decision.scope
-    plugins.get_plugin_manager().hook.sectorflow_access_decision(
+    host.get_plugin_manager().hook.sectorflow_access_decision(
         actor=decision.actor or "anonymous", tenant=decision.tenant, resource=resource, action=decision.route,
         allowed=decision.allowed, reason=decision.reason, source=decision.source, request_id=decision.request_id,
         roles=list(decision.roles), channel=decision.channel)
@@ -75,7 +75,7 @@ runs that hook in its observer thread and awaits it, instead of running it on th
 
 def observers_block(hook_name: str) -> bool:
     """Whether an implementation of hook ``hook_name`` declares that it may block (see :data:`BLOCKING`)."""
-    for impl in getattr(plugins.get_plugin_manager().hook, hook_name).get_hookimpls():
+    for impl in getattr(host.get_plugin_manager().hook, hook_name).get_hookimpls():
         flag = getattr(impl.function, BLOCKING, False)
         if flag() if callable(flag) else flag:
             return True

@@ -14,8 +14,7 @@ import asyncio
 
 from fastapi import APIRouter, Depends, Request
 
-from ..errors import ConfigError, InvalidInputError, UnknownTaskError
-from ..spec import CallContext
+from .. import CallContext, ConfigError, InvalidInputError, UnknownTaskError
 from .access import AccessDecision, AccessDenied, client_address, record_access_decision_async, request_id, require
 from .auth import SCOPE_ADMIN, ApiKey
 from .routes_tasks import ERRORS

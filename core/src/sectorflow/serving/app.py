@@ -22,8 +22,7 @@ from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 
-from .. import __version__, plugins
-from ..errors import ConfigError
+from .. import ConfigError, __version__, host
 from .access import OPEN_PATHS, SECURITY_SCHEMES, require
 from .admin_state import state_router
 from .auth import SCOPE_METRICS, ApiKey, KeyStore
@@ -42,12 +41,12 @@ CONFIG_ENV = "SECTORFLOW_SERVE_CONFIG"
 
 
 def _served_specs(config: ServeConfig) -> dict[str, Any]:
-    registered = plugins.registered_tasks()
+    registered = host.registered_tasks()
     if not config.serve:
         return dict(sorted(registered.items()))
     specs = {}
     for name in config.serve:
-        spec = plugins.get_task(name)  # UnknownTaskError lists the known tasks
+        spec = host.get_task(name)  # UnknownTaskError lists the known tasks
         specs[spec.name] = spec
     return specs
 
@@ -60,7 +59,7 @@ def _check_task_scopes(config: ServeConfig, specs: dict[str, Any]) -> None:
     Raises:
         ConfigError: naming the key, the scope, the closest task and the registered tasks.
     """
-    registered = {**plugins.registered_tasks(), **specs}
+    registered = {**host.registered_tasks(), **specs}
     names = {alias: name for name, spec in registered.items() for alias in (name, *spec.aliases)}
     for key in config.keys:
         for scope in key.scopes:
@@ -108,7 +107,7 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     _check_task_scopes(config, specs)
     metrics = ServerMetrics()
     metrics.replica.labels(config.server.replica or socket.gethostname()).set(1)
-    plugins.get_plugin_manager().hook.sectorflow_register_metrics(registry=metrics.registry)
+    host.get_plugin_manager().hook.sectorflow_register_metrics(registry=metrics.registry)
     state = ServerState(
         config=config, specs=specs, keys=KeyStore(config.keys),
         limits=RateLimits(config.tenants, config.server.rate_limit_storage), metrics=metrics,

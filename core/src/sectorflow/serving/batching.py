@@ -41,8 +41,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..spec import CallContext
-from ..taskflow import Taskflow
+from .. import CallContext, Taskflow
 from .config import LANES, Lane, TaskConfig
 from .metrics import MODEL_CALL, ServerMetrics
 

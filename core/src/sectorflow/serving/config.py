@@ -46,7 +46,7 @@ from typing import Any, Literal
 import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import ConfigError
+from .. import ConfigError
 
 KEYS_ENV = "SECTORFLOW_SERVE_KEYS"
 Lane = Literal["interactive", "batch"]

@@ -24,7 +24,7 @@ from typing import Any
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-from ..errors import ConfigError, SectorflowError
+from .. import ConfigError, SectorflowError
 from . import oip
 from .access import AccessDecision, AccessDenied, record_access_decision_async
 from .auth import CONFLICTING, ApiKey, presented_secret

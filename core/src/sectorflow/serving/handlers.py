@@ -20,9 +20,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .. import plugins
-from ..errors import SectorflowError
-from ..spec import CallContext, TaskEvent
+from .. import CallContext, SectorflowError, TaskEvent, host
 from .access import AccessDenied, off_the_loop, require
 from .batching import Overloaded
 from .metrics import MODEL_CALL, request_outcome
@@ -58,7 +56,7 @@ async def record_refused_call(request: Request, error: str, body: Any) -> None:
                           request_id=request.state.request_id, channel="http")
     event = TaskEvent("call_failed", name, context, taskflow.meta if taskflow else None,
                       n_items=len(inputs) if isinstance(inputs, list) else 0, error=error)
-    await off_the_loop(state.observer_executor, "sectorflow_task_event", lambda: plugins.emit(event))
+    await off_the_loop(state.observer_executor, "sectorflow_task_event", lambda: host.emit(event))
 
 
 def error_response(status: int, error: str, message: str, details: Any = None,

@@ -30,9 +30,7 @@ from typing import Any, get_args, get_origin
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from .. import __version__
-from ..errors import InvalidInputError, SectorflowError
-from ..spec import TaskSpec
+from .. import InvalidInputError, SectorflowError, TaskSpec, __version__
 
 ITEMS = "items"
 RESULTS = "results"

@@ -10,9 +10,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from .._paddle import import_paddle
-from ..errors import ConfigError
-from ..hookspecs import hookimpl
+from .. import ConfigError, hookimpl, import_paddle
 
 if TYPE_CHECKING:  # pragma: no cover
     import typer

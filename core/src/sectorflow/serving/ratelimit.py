@@ -23,7 +23,7 @@ from limits.errors import ConfigurationError
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
-from ..errors import ConfigError
+from .. import ConfigError
 from .batching import Overloaded
 
 

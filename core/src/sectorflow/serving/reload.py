@@ -14,8 +14,7 @@ from pathlib import Path
 
 from fastapi import APIRouter, Depends, Request
 
-from ..errors import BundleError, ConfigError, SectorflowError, UnknownTaskError
-from ..spec import CallContext
+from .. import BundleError, CallContext, ConfigError, SectorflowError, UnknownTaskError
 from . import gcfreeze
 from .access import AccessDenied, client_address, request_id, require
 from .auth import SCOPE_ADMIN, ApiKey

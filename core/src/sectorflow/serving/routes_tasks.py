@@ -10,8 +10,7 @@ from typing import Any, Literal, Optional
 
 from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Response
 
-from ..errors import UnknownTaskError
-from ..spec import CallContext, TaskSpec
+from .. import CallContext, TaskSpec, UnknownTaskError
 from .access import AccessDenied, client_address, request_id, require
 from .auth import ApiKey
 from .batching import Overloaded

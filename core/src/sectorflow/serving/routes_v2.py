@@ -20,9 +20,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from .. import plugins
-from ..errors import SectorflowError
-from ..spec import CallContext, TaskEvent, TaskSpec
+from .. import CallContext, SectorflowError, TaskEvent, TaskSpec, host
 from . import oip
 from .access import AccessDenied, client_address, off_the_loop, request_id, require
 from .auth import ApiKey
@@ -60,7 +58,7 @@ async def record_refused(state: Any, name: str, key: ApiKey, source: str, rid: s
                           channel=channel)  # type: ignore[arg-type]
     event = TaskEvent("call_failed", name, context, taskflow.meta if taskflow else None, n_items=0,
                       error=f"{type(error).__name__}: {error}")
-    await off_the_loop(state.observer_executor, "sectorflow_task_event", lambda: plugins.emit(event))
+    await off_the_loop(state.observer_executor, "sectorflow_task_event", lambda: host.emit(event))
 
 
 def parse_infer_body(body: bytes, json_length: str | None) -> tuple[dict[str, Any], list[oip.Tensor]]:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
-from ..spec import ResultMeta, TaskSpec
+from .. import ResultMeta, TaskSpec
 
 
 class Problem(BaseModel):

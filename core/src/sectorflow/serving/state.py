@@ -9,9 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ..errors import SectorflowError
-from ..spec import TaskSpec
-from ..taskflow import Taskflow
+from .. import SectorflowError, TaskSpec, Taskflow
 from . import gcfreeze
 from .auth import KeyStore
 from .batching import TaskBatcher

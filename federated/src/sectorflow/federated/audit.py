@@ -27,12 +27,12 @@ def emit_training(kind: str, *, task: str, run_id: str, model_name: str, plugin:
     """
     if kind not in TRAINING_EVENT_KINDS:
         raise ValueError(f"training event kind {kind!r} is not one of {TRAINING_EVENT_KINDS}")
-    from sectorflow import plugins
+    from sectorflow import host
 
     context = CallContext(actor=actor, source="superlink", request_id=run_id, channel="federated")
     meta = ResultMeta(task=task, plugin=plugin, model_name=model_name, bundle_sha256=model_sha256)
     details = {"run_id": run_id, **details}
     if model_sha256:
         details["model_sha256"] = model_sha256
-    plugins.emit(TaskEvent(kind=kind, task=task, context=context, meta=meta,  # type: ignore[arg-type]
+    host.emit(TaskEvent(kind=kind, task=task, context=context, meta=meta,  # type: ignore[arg-type]
                            n_items=n_items, duration_ms=duration_ms, error=error, details=details))

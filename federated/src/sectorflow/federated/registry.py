@@ -11,9 +11,9 @@ def find_trainable(task: str, name: str = "") -> TrainableSpec:
     Raises:
         ConfigError: no plugin offers one (lists what is offered), or several do and ``name`` is empty.
     """
-    from sectorflow import plugins  # the core registry (this layer ships in the sectorflow distribution)
+    from sectorflow import host  # the core registry
 
-    offered = plugins.registered_trainables()
+    offered = host.registered_trainables()
     matches = [s for s in offered if s.task == task and (not name or s.name == name)]
     if len(matches) == 1:
         return matches[0]
