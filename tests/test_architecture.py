@@ -6,6 +6,7 @@ imports count too."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import tomllib
 from collections.abc import Iterator
@@ -197,6 +198,33 @@ def test_the_plugin_scan_catches_violations(tmp_path, source):
     (other / "__init__.py").write_text("")
     (problem,) = plugin_violations([tmp_path / "src"])
     assert problem.startswith(f"{package / '__init__.py'}:1 imports ")
+
+
+def documented_modules(text: str) -> dict[str, set[str]]:
+    """The module tables of docs/architecture.md's "Modules" section: folder (as the line before its table writes it,
+    e.g. ``core/src/sectorflow/``) -> the ``.py`` paths of its rows, relative to that folder."""
+    section = text.split("\n## Modules\n", 1)[1].split("\n## ", 1)[0]
+    found: dict[str, set[str]] = {}
+    folder = None
+    for line in section.splitlines():
+        if heading := re.match(r"^`([^`]+/)`", line):
+            folder = heading.group(1)
+            found[folder] = set()
+        elif (row := re.match(r"^\| `([^`]+\.py)` \|", line)) and folder is not None:
+            found[folder].add(row.group(1))
+    return found
+
+
+def test_docs_architecture_names_every_module_of_the_package():
+    """docs/architecture.md lists every module of the sectorflow package (core, compliance and federated portions),
+    each in its folder's table, and lists no module that does not exist."""
+    documented = documented_modules((REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
+    folders = {"core/src/sectorflow/": CORE, **{f"{shown(f)}/": f for name, f in LAYERS.items() if name != "serving"}}
+    assert set(documented) == set(folders)
+    for shown_folder, folder in folders.items():
+        actual = {str(p.relative_to(folder)) for p in folder.rglob("*.py")}
+        assert actual - documented[shown_folder] == set(), f"modules of {shown_folder} missing in docs/architecture.md"
+        assert documented[shown_folder] - actual == set(), f"docs/architecture.md lists modules {shown_folder} lacks"
 
 
 def test_the_core_scan_resolves_relative_imports(tmp_path):
