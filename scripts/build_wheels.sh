@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build a wheel of every distribution here (sectorflow, sectorflow-compliance, sectorflow-federated, each plugin and
-# the text-encoder library under plugins/, the echo test plugin under tests/plugins/) into dist/ (or $DIST), then check each one: its metadata says License-Expression: Apache-2.0 and
-# Requires-Python: >=3.11, it carries the LICENSE file, and `pip install --no-deps --dry-run` accepts the set.
+# the text-encoder library under plugins/, the echo test plugin under tests/plugins/) into dist/ (or $DIST), then
+# check each one: its metadata says License-Expression: Apache-2.0 and Requires-Python: >=3.11, it carries the
+# LICENSE file, and `pip install --no-deps --dry-run` accepts the set.
 # Nothing is installed. Builds without isolation, with the setuptools and wheel of .venv (scripts/install.sh puts
 # them there): about 30 s on 2 cores.
 #

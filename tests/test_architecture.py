@@ -23,12 +23,12 @@ CORE_THIRD_PARTY = {"numpy", "pydantic", "pluggy", "typer", "rich", "paddle", "c
 SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "fastapi_offline", "starlette", "uvicorn", "prometheus_client",
                                           "limits", "httpx",
                                           "grpc", "google"}  # grpcio, protobuf (google.protobuf): the gRPC service
-# INT8 and export (core/src/sectorflow/models/export.py, quantize.py, weight_only.py, onnx_compact.py; core/onnx_runtime.py) use the
+# INT8 and export (sectorflow.models.export, .quantize, .weight_only, .onnx_compact; sectorflow.onnx_runtime) use the
 # ONNX stack, imported only when they run.
 ONNX_MODULES = {"sectorflow.models.export", "sectorflow.models.quantize", "sectorflow.onnx_runtime",
                 "sectorflow.models.weight_only", "sectorflow.models.onnx_compact"}
 ONNX_THIRD_PARTY = CORE_THIRD_PARTY | {"onnx", "onnxruntime", "paddle2onnx"}
-# The PostgreSQL state store (core/state_store_pg.py) uses psycopg (the compliance extra), imported only for a
+# The PostgreSQL state store (sectorflow.state_store_pg) uses psycopg (the compliance extra), imported only for a
 # postgresql:// store.
 POSTGRES_MODULES = {"sectorflow.state_store_pg"}
 POSTGRES_THIRD_PARTY = CORE_THIRD_PARTY | {"psycopg"}
