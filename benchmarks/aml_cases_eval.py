@@ -8,15 +8,20 @@ Data (development sets only; AMLGentex ``dev_s303`` is kept for final figures an
   accounts ``EXT-SOURCE`` / ``EXT-SINK``, which are not in the account table and so count in no figure; ``CASH`` rows
   are cash withdrawals; amounts are SEK, read as the window's base currency; labels ``IS_SAR`` of
   ``accounts.csv.gz``);
-- AMLSim ``20K_fanin200cycle200`` (``../shared/data/amlsim_sample``; labels ``isFraud``).
+- AMLSim ``20K_fanin200cycle200`` (``../shared/data/amlsim_sample``; labels ``isFraud``);
+- generated everyday banks ``everyday7``, ``everyday8`` (:func:`sectorflow_aml.everyday.everyday_bank` with that
+  seed: no laundering, every alert a false alarm; precision and recall print as 0).
 
 Configurations: ``before`` = the rules as they were before issue 21 (cycle: any closed loop; hub rules: fixed
-counts; scatter-gather legs 50-200 %; gather-scatter paying out >= 50 %), ``after`` = the shipped defaults. The
+counts; scatter-gather legs 50-200 %; gather-scatter paying out >= 50 %), ``peers only`` = issue 21's first pass
+(peers' Poisson tail and new counterparties, none of the own-history and money-path tests of
+``typologies/history.py``), ``after`` = the shipped defaults. The
 rules run over a :class:`~sectorflow_aml.window.TransactionWindow` as the pipeline runs them; the alerts go to a
 :class:`~sectorflow_aml.cases.CaseBook` (monthly cases in UTC, budget 1 % of the month's active accounts), as the
 pipeline's ``postprocess`` does. An account is *named* by a typology when it is among the ``accounts`` of one of its
 alerts, a *subject* when it is one whose case gets the alert (``sectorflow_aml.cases.subjects``); precision =
-labelled share of them. Alerts whose subject is the external source or sink are dropped, as
+labelled share of them; on AMLGentex also how many planted patterns of the typology have their main account
+(``alert_members.csv``, ``isMain``) among the subjects. Alerts whose subject is the external source or sink are dropped, as
 ``exempt_accounts=["EXT-SOURCE", "EXT-SINK"]`` would (the bank's settlement accounts).
 
 Usage::
@@ -39,6 +44,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from sectorflow_aml.cases import CaseBook, subjects
+from sectorflow_aml.everyday import everyday_bank
 from sectorflow_aml.loaders import READERS
 from sectorflow_aml.schema import Channel, Transaction, trusted_transaction
 from sectorflow_aml.typologies import build_rules
@@ -51,18 +57,30 @@ AMLSIM = SHARED / "amlsim_sample" / "20K_fanin200cycle200"
 T0 = datetime(2023, 1, 1, tzinfo=timezone.utc)
 EXTERNAL = {"-1": "EXT-SINK", "-2": "EXT-SOURCE"}
 
+HISTORY_OFF = {"burst_ratio": 0.0, "min_through_share": 0.0}  # the tests of typologies/history.py, off
 BEFORE = {
     "cycle": {"ordered": False, "amount_ratio": None, "min_amount": 0.0},
-    "fan_in": {"peer_alpha": 1.0, "min_new_share": 0.0},
-    "fan_out": {"peer_alpha": 1.0, "min_new_share": 0.0},
-    "gather_scatter": {"min_flow_ratio": 0.5, "max_flow_ratio": None, "peer_alpha": 1.0, "min_new_share": 0.0},
+    "fan_in": {"peer_alpha": 1.0, "min_new_share": 0.0, **HISTORY_OFF},
+    "fan_out": {"peer_alpha": 1.0, "min_new_share": 0.0, **HISTORY_OFF},
+    "gather_scatter": {"min_flow_ratio": 0.5, "max_flow_ratio": None, "peer_alpha": 1.0, "min_new_share": 0.0,
+                       "burst_ratio": 0.0},
     "scatter_gather": {"min_flow_ratio": 0.5, "max_flow_ratio": 2.0},
+    "rapid_pass_through": {"min_new_share": 0.0, "burst_ratio": 0.0},
 }
-CONFIGS = {"before": BEFORE, "after": {}}
+PEERS_ONLY = {  # issue 21's first pass (1 Dec 2026, 16:15 UTC): peers and new counterparties, no own-history tests
+    "fan_in": dict(HISTORY_OFF), "fan_out": dict(HISTORY_OFF), "gather_scatter": {"burst_ratio": 0.0},
+    "rapid_pass_through": {"min_new_share": 0.0, "burst_ratio": 0.0},
+}
+CONFIGS = {"before": BEFORE, "peers only": PEERS_ONLY, "after": {}}
 VARIANTS = {  # the cycle rule with one of its new tests off, to show which one each simulator's cycles fail
     "cycle ordered, any amounts": {"cycle": {"amount_ratio": None, "min_amount": 0.0}},
     "cycle conserved, any order": {"cycle": {"ordered": False, "min_amount": 0.0}},
 }
+
+
+MAINS: dict[str, dict[str, set[str]]] = collections.defaultdict(dict)
+"""Per AMLGentex set, the main account of each planted pattern by pattern type (``alert_members.csv``, ``isMain``):
+the hub a fan-in, fan-out or gather-scatter rule should name as its subject, the originator of a scatter-gather."""
 
 
 def gentex(name: str) -> tuple[list[Transaction], set[str], set[str]]:
@@ -83,6 +101,10 @@ def gentex(name: str) -> tuple[list[Transaction], set[str], set[str]]:
             dst = EXTERNAL.get(row["nameDest"], row["nameDest"])
             txns.append(trusted_transaction(f"g{row['tx_id']}", when, src, dst, Decimal(row["amount"]), "CNY",
                                             channel))
+    with open(folder / "alert_members.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            if row["isMain"] == "True":
+                MAINS[name].setdefault(row["type"], set()).add(row["accountID"])
     with gzip.open(folder / "accounts.csv.gz", "rt", newline="") as handle:
         rows = list(csv.DictReader(handle))
     return txns, {r["ACCOUNT_ID"] for r in rows if r["IS_SAR"].strip().lower() in ("1", "true")}, \
@@ -95,6 +117,12 @@ def amlsim() -> tuple[list[Transaction], set[str], set[str]]:
     with gzip.open(AMLSIM / "nodes.csv.gz", "rt", newline="") as handle:
         rows = list(csv.DictReader(handle))
     return txns, {r["nodeid"] for r in rows if r["isFraud"].strip() == "1"}, {r["nodeid"] for r in rows}
+
+
+def everyday(name: str) -> tuple[list[Transaction], set[str], set[str]]:
+    """A generated everyday bank (``everyday7``: seed 7): no laundering, so every alert is a false alarm."""
+    txns = everyday_bank(int(name.removeprefix("everyday") or 7))
+    return txns, set(), {a for t in txns for a in (t.sender_account, t.receiver_account)}
 
 
 def replay(txns: list[Transaction], config: dict) -> tuple[dict[str, set[str]], CaseBook, list, float]:
@@ -156,7 +184,9 @@ def report(name: str, txns: list[Transaction], sar: set[str], accounts: set[str]
             acc, sub = alerted[typology] & accounts, subject[typology] & accounts
             every |= acc
             every_subject |= sub
-            print(f"   {typology:22s} {_figures(acc, sar)}  |  subjects {_figures(sub, sar)}")
+            mains = MAINS.get(name, {}).get(typology)
+            planted = f"  |  planted {typology} hubs {len(sub & mains)}/{len(mains)}" if mains else ""
+            print(f"   {typology:22s} {_figures(acc, sar)}  |  subjects {_figures(sub, sar)}{planted}")
         print(f"   {'any typology':22s} {_figures(every, sar)}  |  subjects {_figures(every_subject, sar)}")
         periods = final_cases(updates)
         within, aps, n_cases = set(), [], 0
@@ -196,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
           f"python {sys.version.split()[0]}")
     for i, name in enumerate(args.sets):
-        txns, sar, accounts = amlsim() if name == "amlsim" else gentex(name)
+        txns, sar, accounts = amlsim() if name == "amlsim" else everyday(name) if name.startswith("everyday") \
+            else gentex(name)
         report(name, txns, sar, accounts, {**CONFIGS, **(VARIANTS if args.variants and i == 0 else {})})
     return 0
 

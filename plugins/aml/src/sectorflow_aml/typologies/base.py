@@ -20,6 +20,7 @@ from sectorflow import ConfigError
 
 from ..schema import Alert, Channel, Reason, transactions_digest
 from ..window import DAY, Edge, TransactionWindow
+from .history import amount_similarity, fifo_flows, first_edge_ts, is_burst, own_baseline, through_share
 
 
 def alert_id(typology: str, transaction_ids: Iterable[str]) -> str:
@@ -83,7 +84,7 @@ class Rule:
                            for k, v in dataclasses.asdict(self.params).items()}}
 
     def alert(self, edges: Iterable[Edge], score: float, en: str, zh: str, *, accounts: Iterable[str] | None = None,
-              trigger: Edge, variant: str | None = None) -> Alert:
+              trigger: Edge, variant: str | None = None, evidence: Mapping[str, float] | None = None) -> Alert:
         """Build the :class:`Alert` for ``edges`` (the transactions involved), raised by ``trigger``.
 
         ``accounts`` start with the alert's subject (the customer a suspicious report names: see
@@ -104,7 +105,7 @@ class Rule:
             first.setdefault(e.txn.transaction_id, e.txn)
         return Alert(alert_id=alert_id(self.name, ids), typology=self.name, accounts=list(accounts),
                      transaction_ids=ids, score=round(min(1.0, max(0.0, score)), 4), reasons=[reason],
-                     fired_by=self.module, variant=variant,
+                     fired_by=self.module, variant=variant, evidence=dict(evidence or {}),
                      time=datetime.fromtimestamp(trigger.ts, tz=timezone.utc),
                      transactions_sha256=transactions_digest(first[tid] for tid in ids))
 
@@ -272,10 +273,46 @@ def rule_period(window: TransactionWindow, days: float | None) -> float:
     return window.lookback if days is None else min(days * DAY, window.lookback)
 
 
+@dataclasses.dataclass(frozen=True)
+class HubTests:
+    """The own-history and money-path tests of a hub rule (:mod:`.history`): ``burst_ratio`` (counted
+    counterparties over the account's own earlier maximum per period; 0 off), ``min_through_share`` (share of the
+    counted sum that went through, first in first out over the window (:func:`.history.fifo_flows`): a fan-in's
+    collected money paid on by now, a fan-out's payments made of money that came in at most ``dwell_days`` before
+    each; 0 off), ``similar_ratio`` (the factor around the median within which an amount is similar)."""
+
+    burst_ratio: float = 0.0
+    min_through_share: float = 0.0
+    dwell_days: float = 0.0
+    similar_ratio: float = 1.25
+
+
+def judge_history(window: TransactionWindow, state: Any, hub: str, incoming: bool, counted: Mapping[str, list[Edge]],
+                  edges: list[Edge], total: float, period: float, tests: HubTests, now: float,
+                  ) -> dict[str, float] | None:
+    """The :class:`HubTests` of a hub whose counted counterparties already passed :func:`hub_judged`: ``None`` when
+    one fails, else the evidence (``through_share``, ``own_baseline`` (-1: no history in the window), ``similar_share``,
+    ``amount_cv``). Through-flow is tested first (it scans the period only), the burst second (the window)."""
+    spent, fresh = fifo_flows(state.incoming, state.outgoing, hub, now, tests.dwell_days * DAY)
+    flows = spent if incoming else fresh
+    through = through_share(total, sum(flows.get(e.seq, 0.0) for group in counted.values() for e in group))
+    if tests.min_through_share > 0 and through < tests.min_through_share:
+        return None
+    baseline = None
+    if tests.burst_ratio > 0:
+        baseline = own_baseline(state.incoming if incoming else state.outgoing, hub, incoming, now, period,
+                                window.lookback, first_edge_ts(state.incoming, state.outgoing))
+        if not is_burst(len(counted), baseline, tests.burst_ratio):
+            return None
+    share, cv = amount_similarity([e.amount for group in counted.values() for e in group], tests.similar_ratio)
+    return {"through_share": round(through, 4), "own_baseline": -1 if baseline is None else baseline,
+            "similar_share": round(share, 4), "amount_cv": round(cv, 4)}
+
+
 def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, incoming: bool, days: float | None,
                        per: int, need: int, min_total: float, peer_alpha: float = 1.0,
-                       min_new_share: float = 0.0,
-                       ) -> tuple[list[Edge], dict[str, list[Edge]], float, float] | None:
+                       min_new_share: float = 0.0, tests: HubTests | None = None, hub: str | None = None,
+                       ) -> tuple[list[Edge], dict[str, list[Edge]], float, float, dict[str, float]] | None:
     """The shared test of fan-in (``incoming=True``: the receiver's distinct senders) and fan-out (the sender's
     distinct receivers), evaluated when ``edge`` arrives.
 
@@ -291,15 +328,25 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
     :mod:`.fan_in`).
 
     Returns:
-        ``(edges, counted, total, period)``: the counted transfers (oldest first), counterparty -> its transfers,
-        their total amount and the period in seconds; ``None`` when the pattern does not hold or is cooling down.
+        ``(edges, counted, total, period, evidence)``: the counted transfers (oldest first), counterparty -> its
+        transfers, their total amount, the period in seconds and :func:`judge_history`'s evidence (``{}`` without
+        ``tests``); ``None`` when the pattern does not hold or is cooling down.
 
     And the counted counterparties must stand out from the peers and the hub's own history (:func:`hub_judged`:
-    ``peer_alpha``, ``min_new_share``).
+    ``peer_alpha``, ``min_new_share``; :func:`judge_history`: ``tests``).
+
+    ``hub`` given: ``edge`` is the hub's transfer on the *other* side (a fan-in hub's payment out), which completes
+    the through-flow of counterparties counted earlier; it need not be one of them.
     """
-    if hub_is_cash_side(edge, incoming):
-        return None
-    hub, other = (edge.dst, edge.src) if incoming else (edge.src, edge.dst)
+    forward = hub is not None
+    if forward:
+        if hub_is_cash_side(edge, not incoming):
+            return None
+        other = None
+    else:
+        if hub_is_cash_side(edge, incoming):
+            return None
+        hub, other = (edge.dst, edge.src) if incoming else (edge.src, edge.dst)
     state = window.get(hub)
     if state is None or len(state.senders if incoming else state.receivers) < need:
         return None
@@ -311,9 +358,10 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
     if not enough_counterparties(side, edge.ts - period, edge.ts, incoming, per, need, hub):
         return None
     groups = recent_by_counterparty(side, edge.ts - period, edge.ts, incoming=incoming)
-    mine = groups.get(other)
-    if mine is None or len(mine) < per:
-        return None
+    if not forward:
+        mine = groups.get(other)
+        if mine is None or len(mine) < per:
+            return None
     counted = {k: v for k, v in groups.items() if len(v) >= per and k != hub}
     if len(counted) < need:
         return None
@@ -325,9 +373,18 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
     total = sum(e.amount for e in edges)
     if total < min_total:
         return None
+    if forward:
+        edges.append(edge)  # the payment out that completed the through-flow, last (it is the newest)
+    evidence: dict[str, float] = {}
+    if tests is not None:
+        found = judge_history(window, state, hub, incoming, counted, edges, total, period, tests, edge.ts)
+        if found is None:
+            judged_busy(window, (typology, hub, "judged"), len(side), edge.ts, False)
+            return None
+        evidence = found
     if not window.cooldown((typology, hub), edge.ts, period):
         return None
-    return edges, counted, total, period
+    return edges, counted, total, period, evidence
 
 
 class FanRule(Rule):
@@ -342,6 +399,9 @@ class FanRule(Rule):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self._per, self._need = self.thresholds()  # once: check runs on every transaction
+        p = self.params
+        self._tests = HubTests(p.burst_ratio, p.min_through_share, p.dwell_days, p.similar_ratio) if (
+            p.burst_ratio > 0 or p.min_through_share > 0) else None
 
     def thresholds(self) -> tuple[int, int]:  # pragma: no cover - abstract
         """``(per, need)``: transfers each counted counterparty needs, and counterparties needed."""
@@ -356,14 +416,44 @@ class FanRule(Rule):
     def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
         """An alert when ``edge`` completes the fan-in of its receiver (fan-out of its sender)."""
         p = self.params
-        found = fan_counterparties(window, edge, typology=self.name, incoming=self.incoming, days=p.days,
-                                   per=self._per, need=self._need, min_total=p.min_total,
-                                   peer_alpha=p.peer_alpha, min_new_share=p.min_new_share)
+        kw = dict(typology=self.name, incoming=self.incoming, days=p.days, per=self._per, need=self._need,
+                  min_total=p.min_total, peer_alpha=p.peer_alpha, min_new_share=p.min_new_share, tests=self._tests)
+        hub = edge.dst if self.incoming else edge.src
+        found = fan_counterparties(window, edge, **kw)
+        if found is None and self.incoming and p.min_through_share > 0 and edge.src != edge.dst:
+            hub = edge.src  # the hub's payment out may complete the through-flow of a fan-in counted before
+            found = fan_counterparties(window, edge, hub=hub, **kw)
         if found is None:
             return []
-        edges, counted, total, period = found
+        edges, counted, total, period, evidence = found
         parties = non_cash_counterparties(counted)
-        hub = edge.dst if self.incoming else edge.src
         en, zh = self.reason_texts(hub, len(counted), len(counted) - len(parties), len(edges), fmt_amount(total),
                                    period / DAY)
-        return [self.alert(edges, p.score, en, zh, accounts=[hub, *parties], trigger=edge)]
+        score = p.score
+        if evidence:
+            en_more, zh_more = history_reason(evidence, self.incoming, period / DAY, p.similar_ratio)
+            en, zh = en + en_more, zh + zh_more
+            if evidence["similar_share"] >= p.similar_share:
+                score = max(score, p.similar_score)
+        return [self.alert(edges, score, en, zh, accounts=[hub, *parties], trigger=edge, evidence=evidence)]
+
+
+def history_reason(evidence: Mapping[str, float], incoming: bool, days: float, ratio: float) -> tuple[str, str]:
+    """The reason's addition in English and Chinese for :func:`judge_history`'s ``evidence``."""
+    through = 100 * evidence["through_share"]
+    base = int(evidence["own_baseline"])
+    similar = 100 * evidence["similar_share"]
+    if incoming:
+        en = f"; {through:.0f} % of it paid on within the period"
+        zh = f"；其中 {through:.0f}% 在期内转出"
+    else:
+        en = f"; {through:.0f} % of it received shortly before or during the period"
+        zh = f"；其中 {through:.0f}% 为此前不久或期内转入的资金"
+    if base < 0:
+        en += "; no earlier history in the window"
+        zh += "；窗口内无更早的往来记录"
+    else:
+        en += f"; at most {base} distinct counterparties in any earlier {days:g} days of the window"
+        zh += f"；窗口内此前任一 {days:g} 天最多 {base} 个不同对手方"
+    return en + f"; {similar:.0f} % of the amounts within a factor {ratio:g} of their median", \
+        zh + f"；{similar:.0f}% 的金额在中位数的 {ratio:g} 倍范围内"
