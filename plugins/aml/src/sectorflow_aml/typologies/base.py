@@ -276,7 +276,7 @@ def rule_period(window: TransactionWindow, days: float | None) -> float:
 @dataclasses.dataclass(frozen=True)
 class HubTests:
     """The own-history and money-path tests of a hub rule (:mod:`.history`): ``burst_ratio`` (counted
-    counterparties over the account's own earlier maximum per period; 0 off), ``min_through_share`` (share of the
+    counterparties over the account's own mean per earlier period of the window; 0 off), ``min_through_share`` (share of the
     counted sum that went through, first in first out over the window (:func:`.history.fifo_flows`): a fan-in's
     collected money paid on by now, a fan-out's payments made of money that came in at most ``dwell_days`` before
     each; 0 off), ``similar_ratio`` (the factor around the median within which an amount is similar)."""
@@ -291,21 +291,27 @@ def judge_history(window: TransactionWindow, state: Any, hub: str, incoming: boo
                   edges: list[Edge], total: float, period: float, tests: HubTests, now: float,
                   ) -> dict[str, float] | None:
     """The :class:`HubTests` of a hub whose counted counterparties already passed :func:`hub_judged`: ``None`` when
-    one fails, else the evidence (``through_share``, ``own_baseline`` (-1: no history in the window), ``similar_share``,
-    ``amount_cv``). Through-flow is tested first (it scans the period only), the burst second (the window)."""
-    spent, fresh = fifo_flows(state.incoming, state.outgoing, hub, now, tests.dwell_days * DAY)
-    flows = spent if incoming else fresh
-    through = through_share(total, sum(flows.get(e.seq, 0.0) for group in counted.values() for e in group))
-    if tests.min_through_share > 0 and through < tests.min_through_share:
-        return None
+    one fails, else the evidence (``through_share``, ``own_baseline`` (-1: no history in the window),
+    ``similar_share``, ``amount_cv``).
+
+    History decides where there is one, the money's path where there is none: with an own level on the counted side
+    (:func:`.history.own_baseline` above 0) the count must be a burst against it (``burst_ratio``); without one (an
+    account new in the window, or one that never had counterparties on that side before: a monthly payroll whose
+    last run left a 30-day window) the counted sum must have gone through (``min_through_share``). A new account and
+    a funnel look alike until the money moves; a payroll pays out of a month of income."""
     baseline = None
     if tests.burst_ratio > 0:
         baseline = own_baseline(state.incoming if incoming else state.outgoing, hub, incoming, now, period,
                                 window.lookback, first_edge_ts(state.incoming, state.outgoing))
-        if not is_burst(len(counted), baseline, tests.burst_ratio):
+        if baseline and not is_burst(len(counted), baseline, tests.burst_ratio):
             return None
+    spent, fresh = fifo_flows(state.incoming, state.outgoing, hub, now, tests.dwell_days * DAY)
+    flows = spent if incoming else fresh
+    through = through_share(total, sum(flows.get(e.seq, 0.0) for group in counted.values() for e in group))
+    if not baseline and tests.min_through_share > 0 and through < tests.min_through_share:
+        return None
     share, cv = amount_similarity([e.amount for group in counted.values() for e in group], tests.similar_ratio)
-    return {"through_share": round(through, 4), "own_baseline": -1 if baseline is None else baseline,
+    return {"through_share": round(through, 4), "own_baseline": -1.0 if baseline is None else round(baseline, 2),
             "similar_share": round(share, 4), "amount_cv": round(cv, 4)}
 
 
@@ -441,7 +447,7 @@ class FanRule(Rule):
 def history_reason(evidence: Mapping[str, float], incoming: bool, days: float, ratio: float) -> tuple[str, str]:
     """The reason's addition in English and Chinese for :func:`judge_history`'s ``evidence``."""
     through = 100 * evidence["through_share"]
-    base = int(evidence["own_baseline"])
+    base = evidence["own_baseline"]
     similar = 100 * evidence["similar_share"]
     if incoming:
         en = f"; {through:.0f} % of it paid on within the period"
@@ -453,7 +459,7 @@ def history_reason(evidence: Mapping[str, float], incoming: bool, days: float, r
         en += "; no earlier history in the window"
         zh += "；窗口内无更早的往来记录"
     else:
-        en += f"; at most {base} distinct counterparties in any earlier {days:g} days of the window"
-        zh += f"；窗口内此前任一 {days:g} 天最多 {base} 个不同对手方"
+        en += f"; {base:.1f} distinct counterparties per earlier {days:g} days of the window on average"
+        zh += f"；窗口内此前平均每 {days:g} 天 {base:.1f} 个不同对手方"
     return en + f"; {similar:.0f} % of the amounts within a factor {ratio:g} of their median", \
         zh + f"；{similar:.0f}% 的金额在中位数的 {ratio:g} 倍范围内"

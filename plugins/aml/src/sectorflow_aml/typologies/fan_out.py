@@ -20,11 +20,12 @@ Parameters:
         window (the account's own history: a merchant's, a payroll's or a landlord's counterparties recur; a
         funnel's or a mule's are new). 0.5 is the project's choice; 0 turns it off. FinCEN and FFIEC give no
         numbers for either.
-    burst_ratio: the counted receivers must be at least this multiple of the account's own level: the most distinct
-        receivers it had in any earlier slice of ``days`` inside the window (:func:`.history.own_baseline`; a shop that
-        had 60 distinct customers every earlier week is no funnel with 60 this week, a payroll that paid 200 people a
-        month ago none when it pays them again). No earlier slice in the window (an account new there): the test
-        passes. 2.0 is the project's choice (docs/aml-rules.md measures it); 0 turns it off. Wolfsberg's Statement
+    burst_ratio: the counted receivers must be at least this multiple of the account's own level: its mean number of
+        distinct receivers per earlier slice of ``days`` inside the window (:func:`.history.own_baseline`; a shop that
+        had 60 distinct customers every earlier week is no funnel with 60 this week). No earlier slice in the window
+        (an account new there): the test passes. A monthly payer's earlier weeks average a quarter of its pay run,
+        so its own history shows in the new-counterparty test (``min_new_share``: last month's payees recur when
+        the window holds last month) rather than here. 2.0 is the project's choice (docs/aml-rules.md measures it); 0 turns it off. Wolfsberg's Statement
         on Effective Monitoring for Suspicious Activity (2024) asks monitoring to weigh "customer behaviour and
         customer attributes" with the transactions; it gives no numbers.
     min_through_share: at least this share of the counted payments must have gone through the account, first in

@@ -17,8 +17,8 @@ Parameters:
     peer_alpha, min_new_share: as in :mod:`.fan_in`, for the senders and for the receivers: each side's count must
         be a Poisson tail of at most ``peer_alpha`` at the peers' rate, and at least ``min_new_share`` of each side
         new to the hub in the window (:func:`.base.hub_judged`).
-    burst_ratio: each side's count must be at least this multiple of the hub's own level on that side, the most
-        distinct senders (receivers) it had in any earlier slice of ``days`` in the window (:func:`.history.own_baseline`;
+    burst_ratio: each side's count must be at least this multiple of the hub's own level on that side, its mean
+        number of distinct senders (receivers) per earlier slice of ``days`` in the window (:func:`.history.own_baseline`;
         no earlier slice: passes), as in :mod:`.fan_in`. 2.0 is the project's choice; 0 turns it off. The alert's
         ``evidence`` holds ``through_share`` (paid out over collected), ``own_baseline_in`` and ``own_baseline_out``.
     score: the alert's score.
@@ -140,7 +140,7 @@ class GatherScatterRule(Rule):
                     judged_busy(window, ("gather_scatter", edge.src, "judged"),
                                 max(len(hub.incoming), len(hub.outgoing)), edge.ts, False)
                     return []  # as many counterparties as in its own earlier weeks: its habit, no burst
-                baselines.append(-1 if baseline is None else baseline)
+                baselines.append(-1.0 if baseline is None else round(baseline, 2))
         if not window.cooldown(("gather_scatter", edge.src), edge.ts, period):
             return []
         edges = sorted((e for d in (ins, outs) for g in d.values() for e in g), key=lambda e: e.seq)
@@ -157,9 +157,9 @@ class GatherScatterRule(Rule):
         evidence = {"through_share": round(out_total / in_total, 4)}
         if baselines:
             evidence.update(own_baseline_in=baselines[0], own_baseline_out=baselines[1])
-            en += (f"; at most {baselines[0]} senders and {baselines[1]} receivers in any earlier {days:g} days of the "
-                   "window" if min(baselines) >= 0 else "; no earlier history in the window")
-            zh += (f"；窗口内此前任一 {days:g} 天最多 {baselines[0]} 个付款方、{baselines[1]} 个收款方"
+            en += (f"; on average {baselines[0]:.1f} senders and {baselines[1]:.1f} receivers per earlier {days:g} "
+                   "days of the window" if min(baselines) >= 0 else "; no earlier history in the window")
+            zh += (f"；窗口内此前平均每 {days:g} 天 {baselines[0]:.1f} 个付款方、{baselines[1]:.1f} 个收款方"
                    if min(baselines) >= 0 else "；窗口内无更早的往来记录")
         return [self.alert(edges, p.score, en, zh, accounts=[edge.src, *senders, *receivers], trigger=edge,
                            evidence=evidence)]

@@ -49,11 +49,14 @@ def slice_count(lookback: float, period: float) -> int:
 
 
 def own_baseline(side: Iterable[Edge], hub: str, incoming: bool, now: float, period: float, lookback: float,
-                 first_ts: float) -> int | None:
-    """The account's own level: the most distinct counterparties (other than itself, cash sides left out) it had on
-    one side in any earlier slice of the window (:func:`slice_count`) that ends at or after the account's first edge in
-    the window (``first_ts``); ``None`` when there is no such slice (the account is new in the window, or the period is
-    the whole window).
+                 first_ts: float) -> float | None:
+    """The account's own level: the mean number of distinct counterparties (other than itself, cash sides left out)
+    it had on one side per earlier slice of the window (:func:`slice_count`), over the slices that end at or after
+    the account's first edge in the window (``first_ts``; the last one, cut at the window's start, counts as a
+    slice); ``None`` when there is no such slice (the account is new in the window, or the period is the whole
+    window). The mean, not the most: on AMLGentex dev_s101 the most per slice kept 12 of the 61 alerts on planted
+    laundering accounts that the peer test leaves (against 40 with the mean, both at ``ratio`` 2), and on the
+    everyday bank of seed 101 40 against 46 of 398 alerts on shops.
 
     ``side`` is the account's incoming (``incoming``) or outgoing deque, oldest first; the scan stops at the window's
     start. Cost: the deque's edges before the period.
@@ -77,13 +80,15 @@ def own_baseline(side: Iterable[Edge], hub: str, incoming: bool, now: float, per
         other = e.src if incoming else e.dst
         if other != hub:
             seen.setdefault(k, set()).add(other)
-    return max((len(seen.get(k, ())) for k in usable), default=0)
+    return sum(len(seen.get(k, ())) for k in usable) / len(usable)
 
 
 def own_flow_baseline(side: Iterable[Edge], hub: str, incoming: bool, now: float, period: float, lookback: float,
                       first_ts: float) -> float | None:
-    """As :func:`own_baseline`, for amounts: the largest sum the account received (``incoming``) or paid in any
-    earlier period-long slice of the window that ends after its first edge there; ``None`` without such a slice.
+    """As :func:`own_baseline`, for amounts, and the largest slice, not the mean: the most the account received
+    (``incoming``) or paid in any earlier period-long slice of the window that ends at or after its first edge there;
+    ``None`` without such a slice (rapid pass-through compares one day's inflow with the account's biggest earlier
+    day).
     Counted as :func:`flow_sum` counts (no transfers with itself, no cash side)."""
     slices = slice_count(lookback, period)
     if slices < 1:
@@ -104,7 +109,7 @@ def own_flow_baseline(side: Iterable[Edge], hub: str, incoming: bool, now: float
     return max((sums.get(k, 0.0) for k in usable), default=0.0)
 
 
-def is_burst(count: int, baseline: int | None, ratio: float) -> bool:
+def is_burst(count: int, baseline: float | None, ratio: float) -> bool:
     """Whether ``count`` counterparties stand out from the account's own ``baseline`` (:func:`own_baseline`):
     ``count >= ratio * baseline``; always when there is no baseline (``None``) or ``ratio`` is 0."""
     return ratio <= 0 or baseline is None or count >= ratio * baseline
