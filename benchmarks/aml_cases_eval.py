@@ -212,12 +212,16 @@ def report(name: str, txns: list[Transaction], sar: set[str], accounts: set[str]
         print("   case precision by score band: " + ", ".join(
             f"[{b}, {float(b) + 0.1:.1f}{']' if b == '0.9' else ')'} {n} cases {k / n:.2f}"
             for b, (n, k) in sorted(bands.items())))
+        shares = [len(r) / max(1, max(u.active_accounts for u in r)) for r in periods.values()]
+        print(f"   cases opened a month: {n_cases / max(1, len(periods)):.1f} on average, "
+              f"{100 * sum(shares) / max(1, len(shares)):.2f} % of the month's active accounts (most: "
+              f"{100 * max(shares, default=0):.2f} %)")
         in_budget = [(a, p) for a, p in within if a in accounts]
         good = sum(a in sar for a, _ in in_budget)
         covered = {a for a, _ in in_budget} & sar
         print(f"   cases: {n_cases:,} in {len(periods)} months; within the 1 % budget {len(in_budget):,}, precision "
               f"{good / len(in_budget) if in_budget else 0:.3f}, labelled accounts reached {len(covered):,} "
-              f"({len(covered) / len(sar):.3f}); mean average precision of the monthly ranking "
+              f"({len(covered) / len(sar) if sar else 0:.3f}); mean average precision of the monthly ranking "
               f"{sum(aps) / len(aps) if aps else 0:.3f}")
 
 

@@ -44,6 +44,12 @@ Parameters:
         planted fan-ins, like its legitimate ones' 0.17-0.53). The project's choices.
     score: the alert's score.
 
+History decides where there is one, the money's path where there is none (:func:`.base.judge_history`): with an own
+level on the counted side (``own_baseline`` above 0) only ``burst_ratio`` applies, without one only
+``min_through_share``. The alert's ``evidence`` holds ``through_share``, ``own_baseline`` (-1: no earlier slice in the
+window), ``similar_share`` and ``amount_cv``; its reason states them. docs/aml-rules.md ("Own history and the money's
+path") measures each choice.
+
 The alert fires on the transfer that brings the count to ``min_senders`` (or above), at most once per receiving
 account per ``days`` (the whole lookback when ``days`` is ``None``).
 

@@ -89,7 +89,7 @@ def own_flow_baseline(side: Iterable[Edge], hub: str, incoming: bool, now: float
     (``incoming``) or paid in any earlier period-long slice of the window that ends at or after its first edge there;
     ``None`` without such a slice (rapid pass-through compares one day's inflow with the account's biggest earlier
     day).
-    Counted as :func:`flow_sum` counts (no transfers with itself, no cash side)."""
+    Transfers with itself and cash sides left out."""
     slices = slice_count(lookback, period)
     if slices < 1:
         return None
@@ -132,26 +132,12 @@ def first_edge_ts(incoming: Iterable[Edge], outgoing: Iterable[Edge]) -> float:
     return first
 
 
-def flow_sum(side: Iterable[Edge], hub: str, incoming: bool, since: float, until: float) -> float:
-    """The amount the account received (``incoming``) or paid in ``[since, until]``: transfers with itself and edges
-    whose account end is their cash side left out (as the flow rules count them: :mod:`.flow_sums`). ``side`` is the
-    deque, oldest first; scanned newest first down to ``since``."""
-    skip = CASH_SIDE_IN if incoming else CASH_SIDE_OUT
-    total = 0.0
-    for e in reversed(side):  # type: ignore[call-overload]
-        if e.ts < since:
-            break
-        if e.ts <= until and e.txn.channel != skip and (e.src if incoming else e.dst) != hub:
-            total += e.amount
-    return total
-
-
 def fifo_flows(incoming: Iterable[Edge], outgoing: Iterable[Edge], hub: str, until: float, dwell: float,
                ) -> tuple[dict[int, float], dict[int, float]]:
     """First in, first out over the account's window: each payment out (time order, then arrival order) spends the
     oldest inflow left. Returns ``(spent, fresh)``: ``spent[seq]``, how much of inflow ``seq`` was paid on by
     ``until``; ``fresh[seq]``, how much of payment out ``seq`` was money that had come in at most ``dwell`` seconds
-    before it. Inflows and payments as :func:`flow_sum` counts them (no transfers with itself, no cash side); the
+    before it. Transfers with itself and edges whose account end is their cash side are left out (as :mod:`.flow_sums` counts); the
     balance the account had before the window is unknown and taken as none, so this never reads past the window."""
     ins = sorted((e for e in incoming if e.ts <= until and e.src != hub and e.txn.channel != CASH_SIDE_IN),
                  key=lambda e: (e.ts, e.seq))
