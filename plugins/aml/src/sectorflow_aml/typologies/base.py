@@ -279,12 +279,15 @@ class HubTests:
     counterparties over the account's own mean per earlier period of the window; 0 off), ``min_through_share`` (share of the
     counted sum that went through, first in first out over the window (:func:`.history.fifo_flows`): a fan-in's
     collected money paid on by now, a fan-out's payments made of money that came in at most ``dwell_days`` before
-    each; 0 off), ``similar_ratio`` (the factor around the median within which an amount is similar)."""
+    each; 0 off), ``max_stale_share`` (fan-out: the most of the counted payments that may be money the account had
+    held longer than ``dwell_days``; 1 off), ``similar_ratio`` (the factor around the median within which an amount
+    is similar)."""
 
     burst_ratio: float = 0.0
     min_through_share: float = 0.0
     dwell_days: float = 0.0
     similar_ratio: float = 1.25
+    max_stale_share: float = 1.0
 
 
 def judge_history(window: TransactionWindow, state: Any, hub: str, incoming: bool, counted: Mapping[str, list[Edge]],
@@ -292,27 +295,34 @@ def judge_history(window: TransactionWindow, state: Any, hub: str, incoming: boo
                   ) -> dict[str, float] | None:
     """The :class:`HubTests` of a hub whose counted counterparties already passed :func:`hub_judged`: ``None`` when
     one fails, else the evidence (``through_share``, ``own_baseline`` (-1: no history in the window),
-    ``similar_share``, ``amount_cv``).
+    ``similar_share``, ``amount_cv``; a fan-out also ``stale_share``).
 
     History decides where there is one, the money's path where there is none: with an own level on the counted side
     (:func:`.history.own_baseline` above 0) the count must be a burst against it (``burst_ratio``); without one (an
     account new in the window, or one that never had counterparties on that side before: a monthly payroll whose
-    last run left a 30-day window) the counted sum must have gone through (``min_through_share``). A new account and
-    a funnel look alike until the money moves; a payroll pays out of a month of income."""
+    last run left a 30-day window) the money's path decides: a fan-out whose payments were mostly money it had held
+    longer than ``dwell_days`` (first in first out: a payroll paid out of a month of client income) is none
+    (``max_stale_share``); a fan-in must have paid on ``min_through_share`` of what it collected (off by default:
+    see :mod:`.fan_in`). Money whose source the window does not show (before the window began) decides nothing."""
     baseline = None
     if tests.burst_ratio > 0:
         baseline = own_baseline(state.incoming if incoming else state.outgoing, hub, incoming, now, period,
                                 window.lookback, first_edge_ts(state.incoming, state.outgoing))
         if baseline and not is_burst(len(counted), baseline, tests.burst_ratio):
             return None
-    spent, fresh = fifo_flows(state.incoming, state.outgoing, hub, now, tests.dwell_days * DAY)
-    flows = spent if incoming else fresh
-    through = through_share(total, sum(flows.get(e.seq, 0.0) for group in counted.values() for e in group))
-    if not baseline and tests.min_through_share > 0 and through < tests.min_through_share:
+    spent, fresh, stale = fifo_flows(state.incoming, state.outgoing, hub, now, tests.dwell_days * DAY)
+    mine = [e.seq for group in counted.values() for e in group]
+    through = through_share(total, sum((spent if incoming else fresh).get(seq, 0.0) for seq in mine))
+    stale_share = 0.0 if incoming else through_share(total, sum(stale.get(seq, 0.0) for seq in mine))
+    if not baseline and (through < tests.min_through_share or (
+            not incoming and tests.max_stale_share < 1 and stale_share >= tests.max_stale_share)):
         return None
     share, cv = amount_similarity([e.amount for group in counted.values() for e in group], tests.similar_ratio)
-    return {"through_share": round(through, 4), "own_baseline": -1.0 if baseline is None else round(baseline, 2),
-            "similar_share": round(share, 4), "amount_cv": round(cv, 4)}
+    evidence = {"through_share": round(through, 4), "own_baseline": -1.0 if baseline is None else round(baseline, 2),
+                "similar_share": round(share, 4), "amount_cv": round(cv, 4)}
+    if not incoming:
+        evidence["stale_share"] = round(stale_share, 4)
+    return evidence
 
 
 def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, incoming: bool, days: float | None,
@@ -406,8 +416,9 @@ class FanRule(Rule):
         super().__init__(**params)
         self._per, self._need = self.thresholds()  # once: check runs on every transaction
         p = self.params
-        self._tests = HubTests(p.burst_ratio, p.min_through_share, p.dwell_days, p.similar_ratio) if (
-            p.burst_ratio > 0 or p.min_through_share > 0) else None
+        stale = getattr(p, "max_stale_share", 1.0)
+        self._tests = HubTests(p.burst_ratio, p.min_through_share, p.dwell_days, p.similar_ratio, stale) if (
+            p.burst_ratio > 0 or p.min_through_share > 0 or stale < 1) else None
 
     def thresholds(self) -> tuple[int, int]:  # pragma: no cover - abstract
         """``(per, need)``: transfers each counted counterparty needs, and counterparties needed."""
@@ -439,8 +450,8 @@ class FanRule(Rule):
         if evidence:
             en_more, zh_more = history_reason(evidence, self.incoming, period / DAY, p.similar_ratio)
             en, zh = en + en_more, zh + zh_more
-            if evidence["similar_share"] >= p.similar_share:
-                score = max(score, p.similar_score)
+            if p.similar_score is not None and evidence["similar_share"] >= p.similar_share:
+                score = p.similar_score
         return [self.alert(edges, score, en, zh, accounts=[hub, *parties], trigger=edge, evidence=evidence)]
 
 
@@ -450,11 +461,12 @@ def history_reason(evidence: Mapping[str, float], incoming: bool, days: float, r
     base = evidence["own_baseline"]
     similar = 100 * evidence["similar_share"]
     if incoming:
-        en = f"; {through:.0f} % of it paid on within the period"
-        zh = f"；其中 {through:.0f}% 在期内转出"
+        en = f"; {through:.0f} % of it paid on so far"
+        zh = f"；其中 {through:.0f}% 已转出"
     else:
-        en = f"; {through:.0f} % of it received shortly before or during the period"
-        zh = f"；其中 {through:.0f}% 为此前不久或期内转入的资金"
+        stale = 100 * evidence.get("stale_share", 0.0)
+        en = f"; {through:.0f} % of it money received shortly before, {stale:.0f} % money held longer"
+        zh = f"；其中 {through:.0f}% 为此前不久转入的资金，{stale:.0f}% 为留存更久的资金"
     if base < 0:
         en += "; no earlier history in the window"
         zh += "；窗口内无更早的往来记录"

@@ -36,12 +36,14 @@ Parameters:
         secondary sources; the advisory itself was not read: unverified), FFIEC App. F funds "received and quickly
         sent out". 0.5 is the project's choice; 0 turns it off.
     dwell_days: not used by fan-in (its through-flow runs to the alert).
-    similar_ratio, similar_share, similar_score: when at least ``similar_share`` (0.8) of the counted transfers are
-        within a factor ``similar_ratio`` (1.25) of their median, the alert's score is ``similar_score`` (0.7)
-        instead of ``score``: split or structured amounts look alike (31 CFR 1010.100(xx); FinCEN's funnel
-        deposits "often in amounts below the cash reporting threshold"), card purchases do not. A score, not a
-        test: AMLGentex draws each planted transfer's amount anew (coefficient of variation 0.15-0.49 in dev_s101's
-        planted fan-ins, like its legitimate ones' 0.17-0.53). The project's choices.
+    similar_ratio, similar_share, similar_score: the share of the counted transfers within a factor
+        ``similar_ratio`` (1.25) of their median, and their coefficient of variation, go into the alert's evidence
+        and reason; with ``similar_score`` set, an alert whose share is at least ``similar_share`` (0.8) scores
+        that instead of ``score``: split or structured amounts look alike (31 CFR 1010.100(xx); FinCEN's funnel
+        deposits "often in amounts below the cash reporting threshold"), card purchases do not. Evidence, not a
+        test, and no score change by default: AMLGentex draws each planted transfer's amount anew (coefficient of
+        variation 0.15-0.49 in dev_s101's planted fan-ins, like its legitimate ones' 0.17-0.53), so nothing here
+        measured a gain. The project's choices.
     score: the alert's score.
 
 History decides where there is one, the money's path where there is none (:func:`.base.judge_history`): with an own
@@ -90,12 +92,12 @@ class FanInParams:
     peer_alpha: float = 1e-4
     min_new_share: float = 0.5
     burst_ratio: float = 2.0
-    min_through_share: float = 0.5
+    min_through_share: float = 0.0
     dwell_days: float = 3.0
     similar_ratio: float = 1.25
     similar_share: float = 0.8
     score: float = 0.6
-    similar_score: float = 0.7
+    similar_score: float | None = None
 
     def __post_init__(self) -> None:
         if self.days is not None:
@@ -113,7 +115,8 @@ class FanInParams:
             raise ValueError(f"similar_ratio={self.similar_ratio!r} must be at least 1")
         fraction("similar_share", self.similar_share)
         fraction("score", self.score)
-        fraction("similar_score", self.similar_score)
+        if self.similar_score is not None:
+            fraction("similar_score", self.similar_score)
 
 
 class FanInRule(FanRule):

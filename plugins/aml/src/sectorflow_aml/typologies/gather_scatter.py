@@ -157,9 +157,9 @@ class GatherScatterRule(Rule):
         evidence = {"through_share": round(out_total / in_total, 4)}
         if baselines:
             evidence.update(own_baseline_in=baselines[0], own_baseline_out=baselines[1])
-            en += (f"; on average {baselines[0]:.1f} senders and {baselines[1]:.1f} receivers per earlier {days:g} "
-                   "days of the window" if min(baselines) >= 0 else "; no earlier history in the window")
-            zh += (f"；窗口内此前平均每 {days:g} 天 {baselines[0]:.1f} 个付款方、{baselines[1]:.1f} 个收款方"
-                   if min(baselines) >= 0 else "；窗口内无更早的往来记录")
+            if min(baselines) >= 0:
+                en += (f"; on average {baselines[0]:.1f} senders and {baselines[1]:.1f} receivers per earlier "
+                       f"{days:g} days of the window")
+                zh += f"；窗口内此前平均每 {days:g} 天 {baselines[0]:.1f} 个付款方、{baselines[1]:.1f} 个收款方"
         return [self.alert(edges, p.score, en, zh, accounts=[edge.src, *senders, *receivers], trigger=edge,
                            evidence=evidence)]
