@@ -61,14 +61,14 @@ HISTORY_OFF = {"burst_ratio": 0.0, "min_through_share": 0.0}  # the tests of typ
 BEFORE = {
     "cycle": {"ordered": False, "amount_ratio": None, "min_amount": 0.0},
     "fan_in": {"peer_alpha": 1.0, "min_new_share": 0.0, **HISTORY_OFF},
-    "fan_out": {"peer_alpha": 1.0, "min_new_share": 0.0, **HISTORY_OFF},
+    "fan_out": {"peer_alpha": 1.0, "min_new_share": 0.0, "max_stale_share": 1.0, **HISTORY_OFF},
     "gather_scatter": {"min_flow_ratio": 0.5, "max_flow_ratio": None, "peer_alpha": 1.0, "min_new_share": 0.0,
                        "burst_ratio": 0.0},
     "scatter_gather": {"min_flow_ratio": 0.5, "max_flow_ratio": 2.0},
     "rapid_pass_through": {"min_new_share": 0.0, "burst_ratio": 0.0},
 }
 PEERS_ONLY = {  # issue 21's first pass (1 Dec 2026, 16:15 UTC): peers and new counterparties, no own-history tests
-    "fan_in": dict(HISTORY_OFF), "fan_out": dict(HISTORY_OFF), "gather_scatter": {"burst_ratio": 0.0},
+    "fan_in": dict(HISTORY_OFF), "fan_out": {"max_stale_share": 1.0, **HISTORY_OFF}, "gather_scatter": {"burst_ratio": 0.0},
     "rapid_pass_through": {"min_new_share": 0.0, "burst_ratio": 0.0},
 }
 CONFIGS = {"before": BEFORE, "peers only": PEERS_ONLY, "after": {}}
@@ -212,10 +212,12 @@ def report(name: str, txns: list[Transaction], sar: set[str], accounts: set[str]
         print("   case precision by score band: " + ", ".join(
             f"[{b}, {float(b) + 0.1:.1f}{']' if b == '0.9' else ')'} {n} cases {k / n:.2f}"
             for b, (n, k) in sorted(bands.items())))
-        shares = [len(r) / max(1, max(u.active_accounts for u in r)) for r in periods.values()]
+        shares = [len(r) / max(1, max(u.active_accounts for u in r)) for _, r in sorted(periods.items())]
+        later = shares[1:]  # the months after the first: what a run started with a month of --history sees
         print(f"   cases opened a month: {n_cases / max(1, len(periods)):.1f} on average, "
               f"{100 * sum(shares) / max(1, len(shares)):.2f} % of the month's active accounts (most: "
-              f"{100 * max(shares, default=0):.2f} %)")
+              f"{100 * max(shares, default=0):.2f} %; after the first month {100 * sum(later) / max(1, len(later)):.2f}"
+              f" %, most {100 * max(later, default=0):.2f} %)")
         in_budget = [(a, p) for a, p in within if a in accounts]
         good = sum(a in sar for a, _ in in_budget)
         covered = {a for a, _ in in_budget} & sar

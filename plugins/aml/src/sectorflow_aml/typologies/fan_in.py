@@ -34,7 +34,9 @@ Parameters:
         first out over the window (:func:`.history.fifo_flows`): the hub paid it on by now. The rule is also evaluated on the hub's payments out, so the payment that completes the through-flow raises the alert (and is its last transaction); a shop's takings, a landlord's rents or a biller's bills stay. FinCEN FIN-2014-A005's funnel account
         has the funds withdrawn "with little time elapsing between the deposits and withdrawals" (as quoted in
         secondary sources; the advisory itself was not read: unverified), FFIEC App. F funds "received and quickly
-        sent out". 0.5 is the project's choice; 0 turns it off.
+        sent out". 0 (off) by default: when a fan-in completes, its money has usually not moved yet, and as a test
+        at 0.5 it left AMLGentex dev_s101 no fan-in subject (35 at precision 0.914 without it); 0.5 is the funnel
+        reading, opt-in. Only applied where the account has no own level (``burst_ratio``).
     dwell_days: not used by fan-in (its through-flow runs to the alert).
     similar_ratio, similar_share, similar_score: the share of the counted transfers within a factor
         ``similar_ratio`` (1.25) of their median, and their coefficient of variation, go into the alert's evidence
@@ -47,8 +49,8 @@ Parameters:
     score: the alert's score.
 
 History decides where there is one, the money's path where there is none (:func:`.base.judge_history`): with an own
-level on the counted side (``own_baseline`` above 0) only ``burst_ratio`` applies, without one only
-``min_through_share``. The alert's ``evidence`` holds ``through_share``, ``own_baseline`` (-1: no earlier slice in the
+level on the counted side (``own_baseline`` above 0) only ``burst_ratio`` applies, without one only the money
+tests (``min_through_share``). The alert's ``evidence`` holds ``through_share``, ``own_baseline`` (-1: no earlier slice in the
 window), ``similar_share`` and ``amount_cv``; its reason states them. docs/aml-rules.md ("Own history and the money's
 path") measures each choice.
 

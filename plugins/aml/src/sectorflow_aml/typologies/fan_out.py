@@ -32,7 +32,12 @@ Parameters:
         first out over the window (:func:`.history.fifo_flows`): money that came in at most ``dwell_days`` before each payment. A payroll paid out of a month of client income, or a customer paying bills from savings, pays old money; a dispersal account pays on what it just received. FinCEN FIN-2014-A005's funnel account
         has the funds withdrawn "with little time elapsing between the deposits and withdrawals" (as quoted in
         secondary sources; the advisory itself was not read: unverified), FFIEC App. F funds "received and quickly
-        sent out". 0.5 is the project's choice; 0 turns it off.
+        sent out". 0 (off) by default (``max_stale_share`` is the fan-out's money test: it lets funding the
+        window does not show pass); only applied where the account has no own level.
+    max_stale_share: where the account has no own level on the paying side, no fan-out when at least this share of
+        the counted payments was money it had held longer than ``dwell_days``, first in first out (a payroll paid
+        out of a month of client income; :func:`.history.fifo_flows`). 0.5 is the project's choice; 1 turns it
+        off.
     dwell_days: how long money may have stayed before a counted payment and still count as passed through (3 days: FinCEN's funnel "little time elapsing"; the project's choice).
     similar_ratio, similar_share, similar_score: the share of the counted transfers within a factor
         ``similar_ratio`` (1.25) of their median, and their coefficient of variation, go into the alert's evidence
@@ -45,9 +50,9 @@ Parameters:
     score: the alert's score.
 
 History decides where there is one, the money's path where there is none (:func:`.base.judge_history`): with an own
-level on the counted side (``own_baseline`` above 0) only ``burst_ratio`` applies, without one only
-``min_through_share``. The alert's ``evidence`` holds ``through_share``, ``own_baseline`` (-1: no earlier slice in the
-window), ``similar_share`` and ``amount_cv``; its reason states them. docs/aml-rules.md ("Own history and the money's
+level on the counted side (``own_baseline`` above 0) only ``burst_ratio`` applies, without one only the money
+tests (``min_through_share``, ``max_stale_share``). The alert's ``evidence`` holds ``through_share``, ``own_baseline`` (-1: no earlier slice in the
+window), ``similar_share``, ``amount_cv`` and ``stale_share``; its reason states them. docs/aml-rules.md ("Own history and the money's
 path") measures each choice.
 
 The alert fires on the transfer that brings the count to ``min_receivers`` (or above), at most once per sending

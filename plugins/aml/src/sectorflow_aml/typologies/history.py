@@ -9,15 +9,15 @@ dispersal account apart is how the pattern compares with the account's *own* pas
   distinct customers every earlier week is no funnel when it has 60 this week; a quiet account that suddenly has 15
   is. An account with no earlier edge in the window has no history to compare with: the test passes (a new account
   and a funnel look alike until the money moves).
-- **through-flow** (:func:`through_share`): the share of the collected money the hub paid on within the period
-  (fan-in), or of the paid-out money that came in shortly before or during it (fan-out): the residual balance and the
-  time from money in to money out. FinCEN's funnel accounts (FIN-2014-A005, as quoted in secondary sources) have the
+- **through-flow** (:func:`fifo_flows`, :func:`through_share`), first in first out over the window: the share of
+  the collected money the hub paid on (fan-in), or of the paid-out money that came in shortly before (fan-out), and
+  the share that was money held longer (``stale``): the residual balance and the time from money in to money out. FinCEN's funnel accounts (FIN-2014-A005, as quoted in secondary sources) have the
   money "withdrawn ... soon after"; FFIEC's BSA/AML Manual App. F lists funds "received and quickly sent out" (read in
   an unofficial copy). A merchant keeps its takings, a payroll pays salaries out of a month of income.
 - **similar amounts** (:func:`amount_similarity`): the share of the counted transfers within a ratio of their median,
   and their coefficient of variation. Structured deposits and split transfers look alike (31 CFR 1010.100(xx):
   structuring "in any amount"; FinCEN's funnel deposits "often in amounts below the cash reporting threshold"); card
-  purchases at a shop do not. It raises an alert's score; it is not required (AMLGentex's planted fan-ins draw each
+  purchases at a shop do not. Evidence (and a score, where configured); not required (AMLGentex's planted fan-ins draw each
   amount anew: coefficient of variation 0.15 to 0.49 on dev_s101, like its legitimate fan-ins' 0.17 to 0.53).
 - **dwell** (:func:`dwell_seconds`): the amount-weighted time money stayed, first in, first out, for rapid
   pass-through's reason and evidence.
