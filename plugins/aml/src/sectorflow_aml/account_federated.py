@@ -278,7 +278,7 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
     if not rounds:
         raise ConfigError("The federated run evaluated no round (fraction_evaluate = 0?): nothing to calibrate the "
                           "bundle on.")
-    last = rounds[-1]["eval_metrics"]
+    last = {**rounds[-1]["eval_metrics"], **(run.get("counts") or {})}
     ab = platt_from_counts(last)
     net = {k: v for k, v in weights.items() if not k.startswith("input.")}
     mean = np.asarray(weights["input.mean"], np.float32)
