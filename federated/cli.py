@@ -83,8 +83,9 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
     from .registry import find_trainable
     from .runner import Current, RoundProgress, export_bundle, preflight, privacy_utility, stop_on_sigint, without_dp
     from .server import new_report
-    from .simulation import simulate
+    from .simulation import check_simulation_config, simulate
 
+    check_simulation_config(cfg)
     for path in (report, weights):  # made before the run, which may take hours: not a crash after it
         if path is not None:
             writable_file(path, what="run report" if path is report else "weights file",
@@ -110,16 +111,16 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
     current.cfg, current.plugin = cfg, spec.plugin
     command = " ".join(["sectorflow", *sys.argv[1:]]) if len(sys.argv) > 1 else f"sectorflow federate {task}"
     with stop_on_sigint(current, say):
-        result = current.report = new_report(cfg, spec)
+        current.report = new_report(cfg, spec)
         with RoundProgress(cfg) as progress:
-            simulate(cfg, spec, verbose=verbose, report=result, on_round=progress)
+            result = simulate(cfg, spec, verbose=verbose, report=current.report, on_round=progress)
         if cfg.dp.mode != "off" and cfg.dp.compare_without and dp_baseline:
             plain = without_dp(cfg)
             base = new_report(plain, spec)
             current.cfg, current.report = plain, base
             say("measuring what DP costs: the same federation without DP (same seed; --no-dp-baseline skips it) ...")
             with RoundProgress(plain, label=" without DP") as progress:
-                simulate(plain, spec, verbose=verbose, report=base, on_round=progress)
+                base = simulate(plain, spec, verbose=verbose, report=base, on_round=progress)
             result.privacy_utility = privacy_utility(cfg, result, base)
             utility = result.privacy_utility
             if utility["warning"]:

@@ -66,6 +66,17 @@ def check_institutions(cfg: FederationConfig, spec: TrainableSpec, cause: BaseEx
                               ) from (cause or exc)
 
 
+def check_simulation_config(cfg: FederationConfig) -> None:
+    """Raise :class:`ConfigError` when ``cfg`` has no ``[[institutions]]`` or fewer than
+    ``min_available_clients``."""
+    if not cfg.institutions:
+        raise ConfigError("A simulation needs [[institutions]] entries in the federation config (one per "
+                          "institution: the partition its trainable is built on).")
+    if len(cfg.institutions) < cfg.strategy.min_available_clients:
+        raise ConfigError(f"strategy.min_available_clients = {cfg.strategy.min_available_clients} but only "
+                          f"{len(cfg.institutions)} institutions are configured.")
+
+
 def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cpus: int | None = None,
              verbose: bool = False, report: RunReport | None = None,
              on_round: Callable[[RoundRecord], None] | None = None) -> RunReport:
@@ -81,12 +92,7 @@ def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cp
             RuntimeError: the run failed (recorded as ``training_run_failed`` first).
     """
     quiet_flower()
-    if not cfg.institutions:
-        raise ConfigError("A simulation needs [[institutions]] entries in the federation config (one per "
-                          "institution: the partition its trainable is built on).")
-    if len(cfg.institutions) < cfg.strategy.min_available_clients:
-        raise ConfigError(f"strategy.min_available_clients = {cfg.strategy.min_available_clients} but only "
-                          f"{len(cfg.institutions)} institutions are configured.")
+    check_simulation_config(cfg)
     spec = spec or find_trainable(cfg.task, cfg.model)
     from .runner import preflight
 

@@ -17,9 +17,10 @@ simulation; the SuperNode's ``--node-config`` in deployment, dashes read as unde
 
 Training is :mod:`sectorflow_aml.account_mlp`'s: the same rows, split (seeded stratified validation accounts, the
 time hold-out) and loss as ``sectorflow aml train --model mlp``. The standardisation travels with the weights as the
-first and second moments of the transformed training rows (``input.mean``, ``input.sq``): each bank returns its own,
-the weighted average is the pooled moments (exact, also under SecAgg+), and from round 2 on every bank standardises
-with them. :meth:`AccountMLPTrainable.evaluate` returns account-level validation AP and, as ``count.*`` metrics
+first and second moments of the transformed training rows (``input.mean``, ``input.sq``): in round 1 each bank
+returns its own, so the example-weighted average is the pooled moments (exact, also under SecAgg+); from round 2 on
+every bank standardises with the moments it receives and returns them unchanged. Under local DP they are clipped and
+noised like every other weight (the guarantee covers all that a bank sends). :meth:`AccountMLPTrainable.evaluate` returns account-level validation AP and, as ``count.*`` metrics
 (summed, not averaged, by the federated layer), histograms of the validation account-month maximum margins per class,
 from which :func:`export` fits the Platt calibration of the bundle: no account's score leaves its bank.
 """
@@ -172,6 +173,13 @@ class AccountMLPTrainable:
         y = labels_of(rep, labels)
         val = split_accounts(y, val_share, seed)
         self.xt, self.yt, self.xv, self.av, self.mv, self.yv_acc = _stack([rep], [y], [val], time_holdout)
+        if not self.yt.size or self.yt.sum() in (0, self.yt.size) or not np.any(self.yv_acc > 0):
+            from sectorflow import InvalidInputError
+
+            raise InvalidInputError(f"{rep.name}: this institution's training split has {self.yt.size} rows "
+                                    f"({int(self.yt.sum())} of laundering accounts) and its validation split "
+                                    f"{int(np.sum(self.yv_acc > 0))} laundering accounts: it needs labelled "
+                                    "laundering and legitimate accounts that transact (more data or more labels).")
         self.local_mean, self.local_sq = moments(self.xt)
         self.mean, self.sq = self.local_mean.copy(), self.local_sq.copy()
         self.net = make_net(hidden, seed)
@@ -210,8 +218,10 @@ class AccountMLPTrainable:
                             batch_size=int(config.get("batch_size", MLP_PARAMS["batch_size"])),
                             pos_weight=self.pos_weight, rng=np.random.default_rng(seed),
                             proximal=(mu, anchors) if mu > 0 else None)
-        # the moments returned are this bank's own: their example-weighted average is the pooled moments
-        self.mean, self.sq = self.local_mean.copy(), self.local_sq.copy()
+        if int(config.get("server_round", self._round)) <= 1:
+            # round 1 returns this bank's own moments: their example-weighted average is the pooled moments; later
+            # rounds return the moments received unchanged (no update: under DP, clipping spends nothing on them)
+            self.mean, self.sq = self.local_mean.copy(), self.local_sq.copy()
         return int(self.yt.size), {"loss": loss, "data_sha256": self.rep.digest,
                                    "transactions": self.rep.n_transactions}
 

@@ -61,9 +61,10 @@ def moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def std_of(mean: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """Standard deviation from moments, floored at 1e-3 (a constant feature; moments noised by DP stay usable)."""
+    """Standard deviation from moments, floored at about 0.03 (a constant feature, or moments noised by DP, must not
+    blow the input up; the transformed account features of AMLGentex vary by 0.03 to 1)."""
     var = np.asarray(second, np.float64) - np.asarray(mean, np.float64) ** 2
-    return np.sqrt(np.maximum(var, 1e-6)).astype(np.float32)
+    return np.sqrt(np.maximum(var, 1e-3)).astype(np.float32)
 
 
 def layer_names(hidden: Sequence[int] = HIDDEN) -> list[str]:
