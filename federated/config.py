@@ -28,7 +28,8 @@ Example (every key optional except ``task``; defaults shown)::
     enabled = false
     num_shares = 3
     reconstruction_threshold = 2
-    clipping_range = 8.0
+    clipping_range = 8.0         # every value sent is clipped to [-8, 8] before masking
+    max_weight = 1000.0          # an institution weighs min(its examples, max_weight) in the average
 
     [dp]                         # off | client_clipping (central DP, Andrew et al. 2021) | local (LocalDpMod)
     mode = "off"
@@ -81,6 +82,7 @@ class SecAggConfig(BaseModel):
     num_shares: int = Field(3, ge=2)
     reconstruction_threshold: int = Field(2, ge=2)
     clipping_range: float = Field(8.0, gt=0)
+    max_weight: float = Field(1000.0, gt=0)
 
     @model_validator(mode="after")
     def _threshold(self) -> SecAggConfig:

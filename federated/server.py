@@ -64,7 +64,8 @@ def run_workflow(grid: Any, context: Any, cfg: FederationConfig, report: RunRepo
     if cfg.secagg.enabled:
         fit_workflow = SecAggPlusWorkflow(num_shares=cfg.secagg.num_shares,
                                           reconstruction_threshold=cfg.secagg.reconstruction_threshold,
-                                          clipping_range=cfg.secagg.clipping_range)
+                                          clipping_range=cfg.secagg.clipping_range,
+                                          max_weight=cfg.secagg.max_weight)
     try:
         DefaultWorkflow(fit_workflow=fit_workflow)(grid, legacy)
         strategy.flush()

@@ -133,7 +133,9 @@ def base_strategy(cfg: FederationConfig) -> Any:
 
 def _participant(proxy: Any, res: Any) -> dict[str, Any]:
     out = {"node_id": str(proxy.cid), "institution": str(res.metrics.get("institution", "")),
-           "num_examples": int(res.num_examples)}
+           "num_examples": int(res.metrics.get("num_examples", res.num_examples))}
+    if out["num_examples"] != int(res.num_examples):  # SecAgg+: the weight sent is capped at max_weight
+        out["weight"] = int(res.num_examples)
     for key in ("data_sha256", "transactions"):
         if key in res.metrics:
             value = res.metrics[key]

@@ -48,6 +48,9 @@ from .metrics import average_precision
 BINS = np.linspace(-16.0, 16.0, 65)
 """Edges of the calibration histograms (margin clipped to [-16, 16], 64 bins of 0.5)."""
 CENTRES = (BINS[:-1] + BINS[1:]) / 2
+MOMENT_SCALE = np.float32(4.0)
+"""The moments travel as those of ``t / 4`` (SecAgg+ clips every value sent to ``secagg.clipping_range``, 8 by
+default: ``E[t^2]`` of a count near 100 is about 21)."""
 
 
 def _bank_accounts(path: Path, bank: str) -> set[str]:
@@ -161,7 +164,8 @@ def load_view(partition: Mapping[str, Any]) -> tuple[Replay, Labels]:
 class AccountMLPTrainable:
     """One institution's account MLP (implements :class:`sectorflow.Trainable`; see the module docstring).
 
-    Weights: ``l0.weight`` ``[F, 64]`` ... ``l2.bias`` ``[1]`` and ``input.mean`` / ``input.sq`` ``[F]``, float32.
+    Weights: ``l0.weight`` ``[F, 64]`` ... ``l2.bias`` ``[1]`` and ``input.mean`` / ``input.sq`` ``[F]`` (the moments
+    of ``t / 4``, :data:`MOMENT_SCALE`), float32.
     ``fit`` config: ``lr`` (2e-3), ``batch_size``, ``proximal_mu`` (FedProx), ``seed``. ``evaluate`` returns
     ``(validation accounts, weighted BCE of validation rows, {"average_precision", "count.pos.i", "count.neg.i",
     ...})``.
@@ -191,15 +195,17 @@ class AccountMLPTrainable:
         return std_of(self.mean, self.sq)
 
     def get_weights(self) -> dict[str, np.ndarray]:
-        return {**net_weights(self.net), "input.mean": self.mean.copy(), "input.sq": self.sq.copy()}
+        # sent as the moments of t / 4 (E[t] / 4, E[t^2] / 16): within SecAgg+'s clipping range (8) up to |t| = 11
+        return {**net_weights(self.net), "input.mean": self.mean / MOMENT_SCALE,
+                "input.sq": self.sq / MOMENT_SCALE ** 2}
 
     def set_weights(self, weights: Mapping[str, np.ndarray]) -> None:
         own = self.get_weights()
         if set(weights) != set(own):
             raise ValueError(f"weights {sorted(weights)} do not match the model's {sorted(own)}")
         set_net_weights(self.net, weights)
-        self.mean = np.asarray(weights["input.mean"], np.float32).copy()
-        self.sq = np.asarray(weights["input.sq"], np.float32).copy()
+        self.mean = np.asarray(weights["input.mean"], np.float32) * MOMENT_SCALE
+        self.sq = np.asarray(weights["input.sq"], np.float32) * MOMENT_SCALE ** 2
 
     def margin(self) -> MLPMargin:
         return MLPMargin(net_weights(self.net), self.mean, self.std)
@@ -253,6 +259,14 @@ def build(partition: dict[str, Any]) -> AccountMLPTrainable:
                                val_share=float(partition.get("val_share", 0.25)))
 
 
+def global_margin(arrays: list[np.ndarray]) -> MLPMargin:
+    """The NumPy margin of a federated run's global weights (``arrays`` in :func:`names` order)."""
+    w = dict(zip(names(), arrays))
+    mean = np.asarray(w["input.mean"], np.float32) * MOMENT_SCALE
+    return MLPMargin({k: v for k, v in w.items() if not k.startswith("input.")}, mean,
+                     std_of(mean, np.asarray(w["input.sq"], np.float32) * MOMENT_SCALE ** 2))
+
+
 def names() -> list[str]:
     """The trainable's weight names in the order the federated layer sends them (sorted)."""
     return sorted([*(f"l{i}.{p}" for i in range(len(HIDDEN) + 1) for p in ("weight", "bias")),
@@ -291,8 +305,8 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
     last = {**rounds[-1]["eval_metrics"], **(run.get("counts") or {})}
     ab = platt_from_counts(last)
     net = {k: v for k, v in weights.items() if not k.startswith("input.")}
-    mean = np.asarray(weights["input.mean"], np.float32)
-    std = std_of(mean, weights["input.sq"])
+    mean = np.asarray(weights["input.mean"], np.float32) * MOMENT_SCALE
+    std = std_of(mean, np.asarray(weights["input.sq"], np.float32) * MOMENT_SCALE ** 2)
     margins = np.repeat(CENTRES, [int(round(float(last.get(f"count.pos.{i}", 0)))) for i in range(CENTRES.size)])
     validation = {"average_precision": round(float(last.get("average_precision", 0.0)), 4),
                   "average_precision_is": "mean over institutions of each one's validation-account AP, weighted by "
