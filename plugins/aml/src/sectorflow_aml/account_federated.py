@@ -19,8 +19,9 @@ Training is :mod:`sectorflow_aml.account_mlp`'s: the same rows, split (seeded st
 time hold-out) and loss as ``sectorflow aml train --model mlp``. The standardisation travels with the weights as the
 first and second moments of the transformed training rows (``input.mean``, ``input.sq``): in round 1 each bank
 returns its own, so the example-weighted average is the pooled moments (exact, also under SecAgg+); from round 2 on
-every bank standardises with the moments it receives and returns them unchanged. Under local DP they are clipped and
-noised like every other weight (the guarantee covers all that a bank sends). :meth:`AccountMLPTrainable.evaluate` returns account-level validation AP and, as ``count.*`` metrics
+every bank standardises with the pooled moments it received in round 2 and returns them unchanged. Under local DP
+they are clipped and noised like every other weight (the guarantee covers all that a bank sends): the bundle's
+moments then carry one round's noise (it does not add up over rounds, since every round returns the frozen ones). :meth:`AccountMLPTrainable.evaluate` returns account-level validation AP and, as ``count.*`` metrics
 (summed, not averaged, by the federated layer), histograms of the validation account-month maximum margins per class,
 from which :func:`export` fits the Platt calibration of the bundle: no account's score leaves its bank.
 """
@@ -189,6 +190,7 @@ class AccountMLPTrainable:
         self.net = make_net(hidden, seed)
         self.pos_weight = pos_weight_of(self.yt)
         self._round = 0
+        self.frozen: tuple[np.ndarray, np.ndarray] | None = None
 
     @property
     def std(self) -> np.ndarray:
@@ -214,6 +216,11 @@ class AccountMLPTrainable:
         import paddle
 
         self._round += 1
+        server_round = int(config.get("server_round", self._round))
+        if server_round >= 2:
+            if self.frozen is None:  # the first pooled moments: kept for the rest of the run
+                self.frozen = (self.mean.copy(), self.sq.copy())
+            self.mean, self.sq = self.frozen[0].copy(), self.frozen[1].copy()
         seed = int(config.get("seed", self.seed)) + self._round
         paddle.seed(seed)
         mu = float(config.get("proximal_mu", 0.0))
@@ -224,9 +231,10 @@ class AccountMLPTrainable:
                             batch_size=int(config.get("batch_size", MLP_PARAMS["batch_size"])),
                             pos_weight=self.pos_weight, rng=np.random.default_rng(seed),
                             proximal=(mu, anchors) if mu > 0 else None)
-        if int(config.get("server_round", self._round)) <= 1:
+        if server_round <= 1:
             # round 1 returns this bank's own moments: their example-weighted average is the pooled moments; later
-            # rounds return the moments received unchanged (no update: under DP, clipping spends nothing on them)
+            # rounds train with and return the pooled moments of round 1, frozen (under local DP, each round's
+            # noise on them then does not add up over the rounds, and clipping spends almost nothing on them)
             self.mean, self.sq = self.local_mean.copy(), self.local_sq.copy()
         return int(self.yt.size), {"loss": loss, "data_sha256": self.rep.digest,
                                    "transactions": self.rep.n_transactions}
