@@ -17,7 +17,7 @@ institutions can average it (FedAvg, :mod:`sectorflow_aml.account_federated`).
 - Bundle (format ``account-mlp``): ``account_mlp.safetensors`` (the layer weights and the standardisation, float32;
   no pickle), ``account_model.json`` (``model_kind: "mlp"``, features, lookback, calibration, threshold) and
   ``manifest.json``. Serving computes the network in NumPy (:class:`MLPMargin`): no Paddle at serving time, the
-  same float32 arithmetic as training up to summation order.
+  float32 arithmetic of training up to summation order, and batch-invariant (a row scores the same in any batch).
 """
 
 from __future__ import annotations
@@ -88,9 +88,11 @@ class MLPMargin:
         self.std = np.asarray(std, np.float32)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
+        # einsum without BLAS: each row's sums run in one fixed order, so a row scores the same alone, in a chunk
+        # or in any batch (BLAS matrix products change the order with the batch shape: differences near 1e-5)
         h = (transform(x) - self.mean) / self.std
         for i, (w, b) in enumerate(self.layers):
-            h = h @ w + b
+            h = np.einsum("ij,jk->ik", h, w, optimize=False) + b
             if i < len(self.layers) - 1:
                 np.maximum(h, 0, out=h)
         return h[:, 0].astype(np.float64)
