@@ -61,8 +61,9 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--local-epochs", type=int, default=2)
-    ap.add_argument("--dp-epsilon", type=float, default=1000.0, help="local DP epsilon per round of (e)")
-    ap.add_argument("--dp-clip", type=float, default=10.0, help="local DP clipping norm of (e)")
+    ap.add_argument("--dp-epsilon", type=float, default=10000.0, help="local DP epsilon per round of (e)")
+    ap.add_argument("--dp-clip", type=float, default=1.0, help="local DP clipping norm of (e)")
+    ap.add_argument("--dp-without-secagg", action="store_true", help="run (e) without SecAgg+ (to isolate DP)")
     ap.add_argument("--test-seed", type=int, default=24)
     ap.add_argument("--seed", type=int, default=20211)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "sectorflow" / "federated-banks")
@@ -172,7 +173,8 @@ def main() -> None:
     if "d" not in skip:
         federate("d", "FedAvg + SecAgg+", True, None)
     if "e" not in skip:
-        federate("e", f"FedAvg + SecAgg+ + local DP (epsilon {args.dp_epsilon:g}/round, clip {args.dp_clip:g})", True,
+        federate("e", f"FedAvg{'' if args.dp_without_secagg else ' + SecAgg+'} + local DP (epsilon "
+                      f"{args.dp_epsilon:g}/round, clip {args.dp_clip:g})", not args.dp_without_secagg,
                  {"mode": "local", "epsilon": args.dp_epsilon, "clipping_norm": args.dp_clip, "delta": 1e-5})
 
     r = results
