@@ -15,7 +15,7 @@ accounts, scored on the bank's own view (what the bank would serve), as account-
 account's score: the max of its rows' scores). Printed: per-bank AP, the mean over banks, the targets, seconds per
 round of (c) and (d) and their ratio.
 
-Usage: ``.venv/bin/python benchmarks/federated_banks.py [--rounds 10] [--local-epochs 1] [--dp-epsilon 1000]
+Usage: ``.venv/bin/python benchmarks/federated_banks.py [--rounds 20] [--local-epochs 2] [--dp-epsilon 10000]
 [--json out.json]``; the replayed views are cached under ``--cache``.
 """
 
