@@ -322,7 +322,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             from .account_scorer import AccountScorer, has_account_model
 
             trained = None
-            if self.bundle.format != "lightgbm":  # a lightgbm bundle holds the account model alone
+            if self.bundle.format not in ("lightgbm", "account-mlp"):  # these hold the account model alone
                 from .scorer import RiskScorer  # imports Paddle only when a model is used
 
                 self.scorer = RiskScorer(self.bundle, self.predictor_pool())
