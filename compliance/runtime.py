@@ -371,7 +371,8 @@ def record_config_change(*, actor: str, changes: dict[str, Any], source: str | N
     return write(config().is_regulated(task), append)
 
 
-CASE_DISPOSITIONS = ("escalated", "reported", "closed_no_action", "closed_false_positive", "reopened")
+CASE_DISPOSITIONS = ("escalated", "reported", "closed_no_action", "closed_false_positive", "closed_true_positive",
+                     "reopened")
 REPORT_ACTIONS = ("drafted", "edited", "approved", "submitted", "withdrawn")
 
 
