@@ -19,9 +19,8 @@ import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
     import typer
-    from fastapi import FastAPI
 
-    from .serving.web import WebHost
+    from .serving.web import FastAPI, WebHost  # fastapi's app class, through the server (core needs no fastapi)
     from .spec import TaskEvent, TaskSpec
     from .trainable import TrainableSpec
 

@@ -59,6 +59,6 @@ def queue_rows(cases: Sequence[Case], statuses: Mapping[str, CaseStatus], *, per
     key = {"rank": lambda r: -r.case.rank, "amount": lambda r: r.amount,
            "transactions": lambda r: r.case.transactions, "account": lambda r: r.case.account,
            "status": lambda r: r.status.status}.get(sort, lambda r: r.case.score)
-    rows.sort(key=lambda r: -r.case.rank)  # stable: ties keep rank order
+    rows.sort(key=lambda r: r.case.rank)  # stable sorts: ties keep rank order
     rows.sort(key=key, reverse=descending)
     return rows
