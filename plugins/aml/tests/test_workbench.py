@@ -81,6 +81,11 @@ def test_queue_ranks_the_periods_cases_and_filters_them(app, results):
     listed = re.findall(r'data-case="([^"]+)"', page)
     assert listed == [c.case_id for c in sorted(cases, key=lambda c: c.rank)]  # by score = by rank
     assert f"{len(cases)} cases" in page
+    ranked = [c.case_id for c in sorted(cases, key=lambda c: c.rank)]
+    second = client.get("/ui/", params={"period": "2017-02", "per_page": 10, "page": 2}).text
+    assert re.findall(r'data-case="([^"]+)"', second) == ranked[10:20] and "page 2 of 8" in second
+    assert 'id="next" href="/ui/?period=2017-02&amp;sort=score&amp;order=desc&amp;within=all&amp;per_page=10&amp;page=3"' \
+        in second
     typed = [c for c in cases if "model_risk" in c.typologies]
     page = client.get("/ui/", params={"period": "2017-02", "typology": "model_risk", "sort": "amount",
                                       "order": "asc"}).text

@@ -29,6 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from sectorflow.serving import WebHost
 
 PREFIX = "/ui"
+PER_PAGE = 100
+"""Queue rows per page (filter and sort run over every case of the period first)."""
 HERE = Path(__file__).resolve().parent
 _DISPOSITION = {"close_true_positive": "closed_true_positive", "close_false_positive": "closed_false_positive",
                 "escalate": "escalated", "approve": "reported"}
@@ -146,7 +148,8 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
     @r.get("/", response_class=HTMLResponse)
     async def queue(request: Request, period: str | None = None, status: str | None = None,
                     typology: str | None = None, q: str | None = None, sort: str = "score", order: str = "desc",
-                    within: str = "all") -> Response:
+                    within: str = "all", page: int = Query(1, ge=1), per_page: int = Query(PER_PAGE, ge=1, le=1000)
+                    ) -> Response:
         s, refused, data = need(request, "reviewer")
         if refused is not None:
             return refused
@@ -156,9 +159,16 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
                           typology=typology or None, text=q or None, sort=sort, descending=order != "asc",
                           within_only=within == "budget")
         typologies = sorted({t for c in data.cases if c.period == period for t in c.typologies})
-        wb.record(request, s, "/ui/", True, f"queue {period}: {len(rows)} cases")
-        return wb.page(request, "queue.html", s, rows=rows, periods=data.periods, period=period, status=status,
-                       typology=typology, q=q or "", sort=sort, order=order, within=within, typologies=typologies)
+        pages = max(1, -(-len(rows) // per_page))
+        page = min(page, pages)
+        shown = rows[(page - 1) * per_page: page * per_page]
+        wb.record(request, s, "/ui/", True, f"queue {period}: {len(rows)} cases, page {page}")
+        query = {k: v for k, v in {"period": period, "status": status, "typology": typology, "q": q, "sort": sort,
+                                   "order": order, "within": within, "per_page": per_page}.items() if v}
+        return wb.page(request, "queue.html", s, rows=shown, total=len(rows), page=page, pages=pages,
+                       first=(page - 1) * per_page + 1, query=query, periods=data.periods, period=period,
+                       status=status, typology=typology, q=q or "", sort=sort, order=order, within=within,
+                       typologies=typologies)
 
     @r.get("/cases/{case_id}", response_class=HTMLResponse)
     async def case_page(request: Request, case_id: str) -> Response:
