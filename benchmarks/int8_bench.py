@@ -96,9 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     from sectorflow import PredictorPool, load_bundle, plugins
     from sectorflow.bundle import make_predictor_config
     from sectorflow.device import Device
-    from sectorflow.export import paddle_to_onnx
+    from sectorflow.models.export import paddle_to_onnx
     from sectorflow.onnx_runtime import OnnxSessionPool
-    from sectorflow.quantize import quantize_bundle
+    from sectorflow.models.quantize import quantize_bundle
 
     spec = plugins.get_task(args.task)
     source = args.model_bundle or spec.default_bundle

@@ -26,14 +26,14 @@ from rich.table import Table
 from . import plugins
 from .errors import ConfigError, InvalidInputError, SectorflowError
 from .io import GZIP_MAGIC, field_pairs, gzip_on_stdin, option_values, reader_for
-from .models_cli import register as register_models_commands
+from .models.cli import register as register_models_commands
 from .spec import CallContext
 from .taskflow import Taskflow, validate_items
 
 app = typer.Typer(help="sectorflow: offline, auditable ML pipelines on PaddlePaddle.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
 err = Console(stderr=True, soft_wrap=True)
-register_models_commands(app)  # sectorflow models quantize|export|list (core/models_cli.py)
+register_models_commands(app)  # sectorflow models quantize|export|list (core/models/cli.py)
 
 
 def _versions(value: bool) -> None:

@@ -67,14 +67,14 @@ class Pipeline(Generic[In, Out]):
         A ``paddle-inference`` bundle gets a :class:`PredictorPool`; an ``onnx`` bundle (``sectorflow models
         quantize`` or ``export``) an ONNX Runtime pool with the same ``run``, ``input_names`` and ``output_names``.
         At ``precision="int8"`` on CPU, an fp32 ``paddle-inference`` bundle (one a plugin built from its own format)
-        gets the ONNX Runtime pool of its INT8 bundle from the store (:mod:`sectorflow.int8_store`), or an
+        gets the ONNX Runtime pool of its INT8 bundle from the store (:mod:`sectorflow.models.int8_store`), or an
         ``UnsupportedPrecisionError`` giving the ``sectorflow models quantize`` command that builds it.
         """
         assert self.bundle is not None, "predictor_pool() needs a model bundle"
         if self.bundle.format == "onnx" or (
                 self.precision == "int8" and self.device.kind == "cpu" and self.bundle.format == "paddle-inference"
                 and self.bundle.manifest.get("precision", "fp32") != "int8"):
-            from .int8_store import find_int8_bundle
+            from .models.int8_store import find_int8_bundle
             from .onnx_runtime import OnnxSessionPool
 
             bundle = self.bundle

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .int8_store import sectorflow_home
+from .models.int8_store import sectorflow_home
 
 SNAPSHOT_RATIO = 15.0
 """A snapshot is taken once replaying the journal since the last one would take this many times as long as writing

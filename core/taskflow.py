@@ -19,7 +19,7 @@ from . import plugins
 from .bundle import Bundle, load_bundle
 from .device import DeviceProbe, resolve_device
 from .errors import BundleError, ConfigError, InvalidInputError, SectorflowError, UnsupportedPrecisionError
-from .int8_store import resolve_int8_bundle
+from .models.int8_store import resolve_int8_bundle
 from .pipeline import Pipeline
 from .spec import PRECISIONS, CallContext, ResultMeta, TaskEvent, TaskSpec
 from .state_keeper import StateKeeper, store_tenant
@@ -240,7 +240,7 @@ class Taskflow:
             then xpu, then CPU with a warning); any case. Another framework's name (``cuda:0``) is refused with the
             name to write (``gpu:0``).
         precision: ``fp32``, ``fp16``, ``bf16`` or ``int8`` (any case); one the task does not declare is refused. ``int8`` on CPU
-            runs the INT8 ONNX bundle that ``sectorflow models quantize TASK`` built (``sectorflow.int8_store``
+            runs the INT8 ONNX bundle that ``sectorflow models quantize TASK`` built (``sectorflow.models.int8_store``
             says where it is looked for), on a GPU the fp32 bundle through TensorRT INT8.
         batch_size: the most items per model forward pass (an integer from 1 to 65,536; numpy integers too).
         num_threads: CPU threads of the predictor (an integer from 1 to 1,024; default ``SECTORFLOW_NUM_THREADS``

@@ -19,10 +19,10 @@ CORE_THIRD_PARTY = {"numpy", "pydantic", "pluggy", "typer", "rich", "paddle", "c
 SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "fastapi_offline", "starlette", "uvicorn", "prometheus_client",
                                           "limits", "httpx",
                                           "grpc", "google"}  # grpcio, protobuf (google.protobuf): the gRPC service
-# INT8 and export (core/export.py, quantize.py, onnx_runtime.py, weight_only.py) use the ONNX stack, imported only when
-# they run.
-ONNX_MODULES = {"sectorflow.export", "sectorflow.quantize", "sectorflow.onnx_runtime", "sectorflow.weight_only",
-                "sectorflow.onnx_compact"}
+# INT8 and export (core/models/export.py, quantize.py, weight_only.py, onnx_compact.py; core/onnx_runtime.py) use the
+# ONNX stack, imported only when they run.
+ONNX_MODULES = {"sectorflow.models.export", "sectorflow.models.quantize", "sectorflow.onnx_runtime",
+                "sectorflow.models.weight_only", "sectorflow.models.onnx_compact"}
 ONNX_THIRD_PARTY = CORE_THIRD_PARTY | {"onnx", "onnxruntime", "paddle2onnx"}
 # The PostgreSQL state store (core/state_store_pg.py) uses psycopg (the compliance extra), imported only for a
 # postgresql:// store.

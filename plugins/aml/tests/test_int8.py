@@ -40,7 +40,7 @@ def test_validation_without_the_data_is_a_typed_error(tmp_path):
 
 @pytest.mark.skipif(not (DATA / "20K_cycle200").is_dir(), reason="../shared/data/amlsim_sample not present")
 def test_quantized_scorer_agrees_with_fp32(tmp_path, monkeypatch):
-    from sectorflow.quantize import quantize_bundle
+    from sectorflow.models.quantize import quantize_bundle
 
     monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)  # ONNX Runtime's shape inference may leave sym_shape_infer_temp.onnx in the cwd

@@ -32,7 +32,7 @@ def test_validation_without_the_data_is_a_typed_error(tmp_path):
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/cuad not present")
 def test_quantized_classifier_agrees_with_fp32(tmp_path, monkeypatch):
-    from sectorflow.quantize import quantize_bundle
+    from sectorflow.models.quantize import quantize_bundle
 
     monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)  # ONNX Runtime's shape inference may leave sym_shape_infer_temp.onnx in the cwd

@@ -31,11 +31,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from . import paths
-from .bundle import MANIFEST
-from .device import Device
-from .errors import BundleError, UnsupportedPrecisionError
-from .spec import TaskSpec
+from .. import paths
+from ..bundle import MANIFEST
+from ..device import Device
+from ..errors import BundleError, UnsupportedPrecisionError
+from ..spec import TaskSpec
 
 HOME_ENV = "SECTORFLOW_HOME"
 

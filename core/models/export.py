@@ -29,12 +29,12 @@ from typing import Any
 
 import numpy as np
 
-from ._paddle import import_paddle
-from .bundle import MANIFEST, Bundle, PredictorPool, load_bundle, make_predictor_config, write_manifest
-from .device import Device
-from .errors import BundleError, ConfigError, ExportMismatchError
-from .onnx_runtime import DEFAULT_ONNX_FILE, OnnxSessionPool
-from .spec import TaskSpec
+from .._paddle import import_paddle
+from ..bundle import MANIFEST, Bundle, PredictorPool, load_bundle, make_predictor_config, write_manifest
+from ..device import Device
+from ..errors import BundleError, ConfigError, ExportMismatchError
+from ..onnx_runtime import DEFAULT_ONNX_FILE, OnnxSessionPool
+from ..spec import TaskSpec
 
 log = logging.getLogger("sectorflow")
 
@@ -128,7 +128,7 @@ def paddle_to_onnx(bundle: Bundle, out_file: Path, opset: int = OPSET) -> Path:
 
     paddle2onnx is called without a save file, so its optional optimisers (polygraphy, which would pip-install
     packages at conversion time, or onnxoptimizer) do not run; weights may stay ``Constant`` nodes (quantization
-    moves them to initializers first: :mod:`sectorflow.quantize`).
+    moves them to initializers first: :mod:`sectorflow.models.quantize`).
 
     Raises:
         BundleError: paddle2onnx is missing or cannot convert the program.

@@ -1,10 +1,10 @@
 """``sectorflow models ...``: build a task's INT8 bundle and export its model for other runtimes.
 
 Commands:
-    quantize TASK [--margin 0.5] [--out DIR] [--task-path DIR]: the INT8 bundle (:mod:`sectorflow.quantize`),
+    quantize TASK [--margin 0.5] [--out DIR] [--task-path DIR]: the INT8 bundle (:mod:`sectorflow.models.quantize`),
         refused when it loses more than ``--margin`` validation points against fp32.
     export TASK --format onnx|paddle [--out DIR] [--tolerance 1e-4]: an ONNX or Paddle bundle
-        (:mod:`sectorflow.export`), refused when ONNX Runtime differs from the Paddle predictor by more than the
+        (:mod:`sectorflow.models.export`), refused when ONNX Runtime differs from the Paddle predictor by more than the
         tolerance.
     list: every task with a model bundle, its fp32 bundle and whether an INT8 bundle is built.
 
@@ -22,8 +22,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from . import plugins
-from .errors import ConfigError
+from .. import plugins
+from ..errors import ConfigError
 from .int8_store import int8_bundle_dir, is_int8_onnx, manifest_sha256
 
 models_app = typer.Typer(help="Quantize (INT8) and export task models.", no_args_is_help=True)

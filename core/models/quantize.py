@@ -8,15 +8,15 @@ Method (what works on CPU with Paddle 3.3.1; ../shared/notes/stack-facts.md):
 3. ``quantize_dynamic(weight_type=QInt8, per_channel=True, op_types_to_quantize=["MatMul"])``: MatMul weights are
    stored as int8 with one symmetric scale per output channel; activations are quantized per batch at run time
    (dynamic quantization: no calibration data needed). ``Gather`` (embedding tables) likewise, weight-only;
-   ``GRU`` weights, which that quantizer does not cover, are stored int8 by :mod:`sectorflow.weight_only`. Other
-   operators stay fp32. Last, :func:`sectorflow.onnx_compact.compact_graph` drops the graph's shape annotations and
+   ``GRU`` weights, which that quantizer does not cover, are stored int8 by :mod:`sectorflow.models.weight_only`. Other
+   operators stay fp32. Last, :func:`sectorflow.models.onnx_compact.compact_graph` drops the graph's shape annotations and
    shortens internal tensor names (same arithmetic; half of a small model's file was that text).
 
 The task's :attr:`~sectorflow.TaskSpec.validation` batches then run through the fp32 Paddle predictor (the
 reference) and the INT8 ONNX Runtime session. The metric on both, the loss in points (``100 * (fp32 - int8)``),
 the largest absolute output difference and the model sizes go into the INT8 bundle's manifest (``quantization``).
 A model that loses more than ``margin`` points is refused with :class:`~sectorflow.errors.QuantizationError` and
-nothing is written. Where the bundle goes: :mod:`sectorflow.int8_store`.
+nothing is written. Where the bundle goes: :mod:`sectorflow.models.int8_store`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .bundle import Bundle, write_manifest
-from .errors import BundleError, ConfigError, QuantizationError
+from ..bundle import Bundle, write_manifest
+from ..errors import BundleError, ConfigError, QuantizationError
 from .export import (
     OPSET,
     check_out_folder,
@@ -48,8 +48,8 @@ from .export import (
 from .int8_store import int8_bundle_dir
 
 _cwd_lock = threading.Lock()  # os.chdir is process-wide: one quantization at a time changes folder
-from .onnx_runtime import DEFAULT_ONNX_FILE, OnnxSessionPool
-from .spec import TaskSpec, ValidationSet
+from ..onnx_runtime import DEFAULT_ONNX_FILE, OnnxSessionPool
+from ..spec import TaskSpec, ValidationSet
 from .onnx_compact import compact_graph
 from .weight_only import WEIGHT_ONLY_OPS, store_weights_int8
 
@@ -60,14 +60,14 @@ OPS = ("MatMul", "Gather", "GRU", "MatMulWeightOnly")
 """Operators whose weights may be quantized: ``MatMul`` (linear layers; int8 kernels at run time), ``Gather``
 (embedding tables: stored 8-bit, dequantized when read; weight-only storage, for models whose size is mostly an
 embedding table) and ``GRU`` (recurrent weights stored int8 per gate row behind ``DequantizeLinear``; weight-only,
-:mod:`sectorflow.weight_only`, since ONNX Runtime's quantizer has no GRU) and ``MatMulWeightOnly`` (MatMul weights
+:mod:`sectorflow.models.weight_only`, since ONNX Runtime's quantizer has no GRU) and ``MatMulWeightOnly`` (MatMul weights
 stored int8 per output column behind ``DequantizeLinear``, activations and arithmetic float32: no per-batch rounding
 of activations, for small models whose inputs span a wide range; not together with ``MatMul``)."""
 
 
 def method(op_types: tuple[str, ...]) -> str:
     """The manifest's one-line description of the quantization (what ONNX Runtime 1.32 and
-    :mod:`sectorflow.weight_only` store for each operator)."""
+    :mod:`sectorflow.models.weight_only` store for each operator)."""
     parts = []
     if "MatMul" in op_types:
         parts.append("onnxruntime quantize_dynamic of MatMul weights: int8 (QInt8, symmetric, per output channel), "
@@ -165,7 +165,7 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
         spec: the task (its ``validation`` gives the data and metric).
         task_path: an fp32 ``paddle-inference`` bundle instead of the task's default one.
         out: where to write the INT8 bundle; default the store folder ``Taskflow(precision="int8")`` looks in
-            (:func:`sectorflow.int8_store.int8_bundle_dir`).
+            (:func:`sectorflow.models.int8_store.int8_bundle_dir`).
         margin: the most validation points (0-100 scale) the INT8 model may lose (default 0.5).
         num_threads: CPU threads for the two evaluation runs.
         op_types: operators to quantize, from :data:`OPS`; default the task's ``TaskSpec.quantize_ops`` (MatMul
