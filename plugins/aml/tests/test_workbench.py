@@ -49,9 +49,13 @@ def config(results: Path, state: str, bank2_results: Path | None = None) -> Serv
         "web": {"aml": {"state_store": state, "sources": sources}}})
 
 
+def login_token(client: TestClient) -> str:
+    return re.search(r'name="csrf" value="([^"]+)"', client.get("/ui/login").text)[1]
+
+
 def signed_in(app, user: str) -> tuple[TestClient, str]:
     client = TestClient(app)
-    r = client.post("/ui/login", data={"key": f"secret-{user}"}, follow_redirects=False)
+    r = client.post("/ui/login", data={"key": f"secret-{user}", "csrf": login_token(client)}, follow_redirects=False)
     assert r.status_code == 303, r.text
     page = client.get("/ui/")
     m = re.search(r'name="csrf" value="([^"]+)"', page.text)
@@ -66,12 +70,17 @@ def app(results, tmp_path):
 def test_sign_in_sets_a_strict_http_only_cookie_and_an_unknown_key_is_refused(app):
     client = TestClient(app)
     assert client.get("/ui/", follow_redirects=False).headers["location"] == "/ui/login"
-    bad = client.post("/ui/login", data={"key": "sf_wrong"}, follow_redirects=False)
-    assert bad.status_code == 401 and "not known" in bad.text and "set-cookie" not in bad.headers
-    ok = client.post("/ui/login", data={"key": "secret-ana"}, follow_redirects=False)
-    cookie = ok.headers["set-cookie"]
+    bad = client.post("/ui/login", data={"key": "sf_wrong", "csrf": login_token(client)}, follow_redirects=False)
+    assert bad.status_code == 401 and "not known" in bad.text and "sf_workbench=" not in bad.headers["set-cookie"]
+    forged = TestClient(app).post("/ui/login", data={"key": "secret-ana", "csrf": "x"}, follow_redirects=False)
+    assert forged.status_code == 403 and "sf_workbench=" not in forged.headers.get("set-cookie", "")
+    ok = client.post("/ui/login", data={"key": "secret-ana", "csrf": login_token(client)}, follow_redirects=False)
+    cookie = next(c for c in ok.headers.get_list("set-cookie") if c.startswith("sf_workbench="))
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/ui" in cookie
     assert "secret-ana" not in cookie
+    page = client.get("/ui/")
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert page.headers["x-frame-options"] == "DENY" and page.headers["cache-control"] == "no-store"
 
 
 def test_queue_ranks_the_periods_cases_and_filters_them(app, results):

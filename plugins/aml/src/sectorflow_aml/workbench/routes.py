@@ -9,6 +9,8 @@ escape every value (Jinja2 autoescape); the graph's data goes into the page as J
 
 from __future__ import annotations
 
+import hmac
+import secrets
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +31,16 @@ if TYPE_CHECKING:  # pragma: no cover
     from sectorflow.serving import WebHost
 
 PREFIX = "/ui"
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; "
+                               "base-uri 'none'",
+    "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store"}
+"""Headers of every page: scripts only from this server (no inline script runs, whatever a page holds), no
+framing, no caching of case data."""
+PRE_COOKIE = "sf_workbench_login"
+"""The sign-in form's CSRF token (double-submit: cookie and form field must match), before any session exists."""
 PER_PAGE = 100
 """Queue rows per page (filter and sort run over every case of the period first)."""
 HERE = Path(__file__).resolve().parent
@@ -67,7 +79,9 @@ class Workbench:
 
     def page(self, request: Request, name: str, session: Session | None, code: int = 200, **values: Any
              ) -> HTMLResponse:
-        return self.templates.TemplateResponse(request, name, {"session": session, **values}, status_code=code)
+        out = self.templates.TemplateResponse(request, name, {"session": session, **values}, status_code=code)
+        out.headers.update(SECURITY_HEADERS)
+        return out
 
     def refuse(self, request: Request, session: Session | None, status: int, message: str) -> HTMLResponse:
         self.record(request, session, request.url.path, False, message)
@@ -116,27 +130,39 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
                                                      f"([web.aml] sources)."), None
         return s, None, data
 
+    def login_page(request: Request, code: int = 200, message: str | None = None) -> HTMLResponse:
+        token = secrets.token_urlsafe(32)
+        out = wb.page(request, "login.html", None, code=code, message=message, login_csrf=token)
+        out.set_cookie(PRE_COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https",
+                       path=f"{PREFIX}/login", max_age=3600)
+        return out
+
     @r.get("/login", response_class=HTMLResponse)
-    async def login_form(request: Request) -> HTMLResponse:
-        return wb.page(request, "login.html", None)
+    def login_form(request: Request) -> HTMLResponse:
+        return login_page(request)
 
     @r.post("/login")
-    async def login(request: Request, key: str = Form("")) -> Response:
+    def login(request: Request, key: str = Form(""), csrf: str = Form("")) -> Response:
+        pre = request.cookies.get(PRE_COOKIE, "")
+        if not pre or not hmac.compare_digest(pre.encode(), csrf.encode()):
+            wb.record(request, None, "/ui/login", False, "sign-in form without its CSRF token")
+            return login_page(request, 403, "The sign-in form expired: sign in again.")
         user = wb.host.authenticate(key.strip() or None)
         if user is None:
             wb.record(request, None, "/ui/login", False, "unknown API key" if key.strip() else "no API key")
-            return wb.page(request, "login.html", None, code=401, message="That key is not known to this server.")
+            return login_page(request, 401, "That key is not known to this server.")
         roles = roles_of(user.scopes)
         s = Session(user=user.id, tenant=user.tenant or "default", roles=roles, scopes=tuple(sorted(user.scopes)))
         wb.record(request, s, "/ui/login", True, f"signed in; roles {', '.join(roles) or 'none'}")
         sid = wb.sessions.start(s)
         out = RedirectResponse(f"{PREFIX}/", status_code=303)
+        out.delete_cookie(PRE_COOKIE, path=f"{PREFIX}/login")
         out.set_cookie(COOKIE, sid, httponly=True, samesite="strict", secure=request.url.scheme == "https",
                        path=PREFIX, max_age=8 * 3600)
         return out
 
     @r.post("/logout")
-    async def logout(request: Request, csrf: str = Form("")) -> Response:
+    def logout(request: Request, csrf: str = Form("")) -> Response:
         s = wb.session(request)
         if s is not None and s.csrf_ok(csrf):
             wb.sessions.end(request.cookies.get(COOKIE))
@@ -146,7 +172,7 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
         return out
 
     @r.get("/", response_class=HTMLResponse)
-    async def queue(request: Request, period: str | None = None, status: str | None = None,
+    def queue(request: Request, period: str | None = None, status: str | None = None,
                     typology: str | None = None, q: str | None = None, sort: str = "score", order: str = "desc",
                     within: str = "all", page: int = Query(1, ge=1), per_page: int = Query(PER_PAGE, ge=1, le=1000)
                     ) -> Response:
@@ -171,7 +197,7 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
                        typologies=typologies)
 
     @r.get("/cases/{case_id}", response_class=HTMLResponse)
-    async def case_page(request: Request, case_id: str) -> Response:
+    def case_page(request: Request, case_id: str) -> Response:
         s, refused, data = need(request, "reviewer")
         if refused is not None:
             return refused
@@ -187,10 +213,11 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
                        reports=data.case_reports(case), risk=data.risk)
 
     @r.get("/cases/{case_id}/expand")
-    async def expand(request: Request, case_id: str, account: str = Query(..., max_length=256)) -> Response:
+    def expand(request: Request, case_id: str, account: str = Query(..., max_length=256)) -> Response:
         s, refused, data = need(request, "reviewer")
         if refused is not None:
-            return JSONResponse({"error": "refused"}, status_code=refused.status_code)
+            return JSONResponse({"error": "sign in first" if s is None else "refused"},
+                                status_code=401 if s is None else refused.status_code)
         assert s is not None and data is not None
         case = data.by_id.get(case_id)
         if case is None:
@@ -199,7 +226,7 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
         return JSONResponse(data.expand(case, account))
 
     @r.post("/cases/{case_id}/decide")
-    async def decide(request: Request, case_id: str, action: str = Form(...), reason: str = Form(""),
+    def decide(request: Request, case_id: str, action: str = Form(...), reason: str = Form(""),
                      csrf: str = Form("")) -> Response:
         role = "approver" if action == "approve" else "analyst"
         s, refused, data = need(request, role)
@@ -239,7 +266,7 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
         return RedirectResponse(f"{PREFIX}/cases/{case_id}", status_code=303)
 
     @r.get("/reports", response_class=HTMLResponse)
-    async def reports(request: Request) -> Response:
+    def reports(request: Request) -> Response:
         s, refused, data = need(request, "reviewer")
         if refused is not None:
             return refused
@@ -251,7 +278,7 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
         return wb.page(request, "reports.html", s, drafts=data.reports, strs=strs)
 
     @r.get("/audit", response_class=HTMLResponse)
-    async def audit_page(request: Request, case: str | None = Query(None, max_length=64)) -> Response:
+    def audit_page(request: Request, case: str | None = Query(None, max_length=64)) -> Response:
         s, refused, _ = need(request, "audit_admin")
         if refused is not None:
             return refused
