@@ -91,7 +91,15 @@ def main() -> None:
             driver.find_element("id", "key").send_keys(f"secret-{user}")
             if picture:
                 shot(picture)
-            driver.find_element("id", "signin").click()
+            submit("signin")
+
+        def submit(button_id: str) -> None:  # click, then wait for the POST's redirect to land
+            from selenium.webdriver.support import expected_conditions
+            from selenium.webdriver.support.ui import WebDriverWait
+
+            page = driver.find_element("tag name", "html")
+            driver.find_element("id", button_id).click()
+            WebDriverWait(driver, 15).until(expected_conditions.staleness_of(page))
 
         def graph_drawn() -> None:
             for _ in range(100):
@@ -107,14 +115,14 @@ def main() -> None:
         driver.get(f"{base}/ui/cases/{top.case_id}")
         graph_drawn()
         driver.find_element("id", "reason").send_keys("Equal transfers in and out of the account within days; model score 0.99")
-        driver.find_element("id", "do-escalate").click()
+        submit("do-escalate")
         graph_drawn()
         shot("case")
         sign_in("appr")
         driver.get(f"{base}/ui/cases/{top.case_id}")
         graph_drawn()
         shot("case-approver")
-        driver.find_element("id", "do-approve").click()
+        submit("do-approve")
         driver.get(f"{base}/ui/reports")
         shot("reports")
         sign_in("aud")

@@ -88,8 +88,18 @@ def sign_in(driver, base: str, user: str) -> None:
     driver.delete_all_cookies()
     driver.get(f"{base}/ui/login")
     driver.find_element("id", "key").send_keys(f"secret-{user}")
-    driver.find_element("id", "signin").click()
+    submit(driver, "signin")
     assert user in driver.find_element("id", "who").text
+
+
+def submit(driver, button_id: str) -> None:
+    """Click a form's button and wait for the next page (a click returns before the POST's redirect lands)."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = driver.find_element("tag name", "html")
+    driver.find_element("id", button_id).click()
+    WebDriverWait(driver, 15).until(expected_conditions.staleness_of(page))
 
 
 def wait_for(condition, timeout: float = 10.0):
@@ -121,9 +131,15 @@ def test_review_close_escalate_approve_audit_and_export(server, browser):
     assert sorted(drawn) == sorted(graph_accounts)
     assert browser.execute_script("return document.querySelector('#graph canvas') !== null")
     assert len(browser.find_elements("css selector", "#timeline line")) == len(first.transaction_ids[:400])
+    other = next(a for a in drawn if a != first.account)  # expand a counterparty: its other transfers join the graph
+    added = browser.execute_async_script(
+        "const done = arguments[1]; fetch(document.getElementById('graph').dataset.expand + '?account=' + "
+        "encodeURIComponent(arguments[0])).then(r => r.json()).then(p => done(p.edges.map(e => 't:' + e.id)));", other)
+    browser.execute_script("window.wbGraph.getElementById(arguments[0]).emit('dbltap')", other)
+    assert wait_for(lambda: set(added) <= set(browser.execute_script("return window.wbGraph.edges().map(e => e.id())")))
 
     browser.find_element("id", "reason").send_keys("<script>alert('x')</script> regular payroll")
-    browser.find_element("id", "do-fp").click()
+    submit(browser, "do-fp")
     assert browser.find_element("id", "case-status").text == "closed false positive"
     with pytest.raises(NoAlertPresentException):
         browser.switch_to.alert.text  # the reason's <script> did not run
@@ -131,13 +147,13 @@ def test_review_close_escalate_approve_audit_and_export(server, browser):
 
     browser.get(f"{base}/ui/cases/{second.case_id}")
     browser.find_element("id", "reason").send_keys("funds in and out the same day")
-    browser.find_element("id", "do-escalate").click()
+    submit(browser, "do-escalate")
     assert browser.find_element("id", "case-status").text == "escalated"
     assert not browser.find_elements("id", "do-approve")  # the analyst holds no approver role
 
     sign_in(browser, base, "appr")
     browser.get(f"{base}/ui/cases/{second.case_id}")
-    browser.find_element("id", "do-approve").click()
+    submit(browser, "do-approve")
     assert browser.find_element("id", "case-status").text == "str approved"
     browser.get(f"{base}/ui/reports")
     assert f"str-{second.case_id}" in browser.find_element("id", "str-drafts").text
