@@ -118,13 +118,11 @@ def browser_times(base: str, case: str) -> tuple[float, float, int]:
         d.find_element("id", "signin").click()
         d.get(f"{base}/ui/?period=2024-03")
         queue = d.execute_script("const t = performance.timing; return t.loadEventEnd - t.navigationStart;") / 1000
-        t = time.perf_counter()
         d.get(f"{base}/ui/cases/{case}")
         want = d.execute_script("return JSON.parse(document.getElementById('graph-data').textContent).nodes.length")
         while d.execute_script("return window.wbGraph ? window.wbGraph.nodes().length : 0") < want:
             time.sleep(0.01)
         graph = d.execute_script("return performance.now()") / 1000  # since this page's navigation started
-        del t
         return queue, graph, want
     finally:
         d.quit()

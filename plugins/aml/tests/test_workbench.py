@@ -180,9 +180,14 @@ def test_audit_page_is_for_audit_admins_and_shows_the_records(app, results):
 
 def test_the_server_mounts_the_workbench_under_ui_and_keeps_it_out_of_the_api_schema(results, tmp_path):
     cfg = config(results, str(tmp_path / "s.sqlite")).model_copy(update={"serve": ["aml"]})
-    client = TestClient(create_app(cfg))  # no lifespan: models are not loaded, pages need none
+    app = create_app(cfg)
+    client = TestClient(app)  # no lifespan: models are not loaded, pages need none
     assert client.get("/ui/login").status_code == 200
     assert not [p for p in client.get("/openapi.json").json()["paths"] if p.startswith("/ui")]
+    cid = read_cases(results)[0].case_id
+    analyst, csrf = signed_in(app, "ana")  # forms pass the server's middleware (body limit, request ids)
+    done = analyst.post(f"/ui/cases/{cid}/decide", data={"action": "assign", "csrf": csrf})
+    assert done.status_code == 200 and "in review" in done.text and "assignee ana" in done.text
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
