@@ -154,6 +154,21 @@ def test_four_eyes_the_maker_never_approves_their_own_escalation(app, results):
     assert f"str-{cid}" in page and "approved" in page
 
 
+def test_a_decision_whose_audit_record_fails_is_not_stored(app, results, monkeypatch):
+    import sectorflow.compliance
+    from sectorflow.compliance import AuditWriteError
+
+    def broken(**kwargs):
+        raise AuditWriteError("the audit store is read-only")
+
+    monkeypatch.setattr(sectorflow.compliance, "record_case_disposition", broken)
+    cid = read_cases(results)[2].case_id
+    client, csrf = signed_in(app, "ana")
+    r = client.post(f"/ui/cases/{cid}/decide", data={"action": "close_false_positive", "reason": "r", "csrf": csrf})
+    assert r.status_code == 503 and "not recorded" in r.text and "read-only" in r.text
+    assert app.state.aml_workbench.book("bank-1").status(cid).status == "new"
+
+
 def test_one_tenant_never_sees_another_tenants_cases(results, tmp_path):
     other = tmp_path / "bank2.jsonl"
     other.write_text("", encoding="utf-8")  # bank-2 has no cases yet

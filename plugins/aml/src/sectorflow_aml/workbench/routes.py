@@ -263,6 +263,8 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
             return wb.refuse(request, s, 403, str(exc))
         except DecisionError as exc:
             return wb.refuse(request, s, 422, str(exc))
+        except SectorflowError as exc:  # the audit record could not be written: nothing was stored
+            return wb.refuse(request, s, 503, f"The decision was not recorded, so it was not taken: {exc}")
         return RedirectResponse(f"{PREFIX}/cases/{case_id}", status_code=303)
 
     @r.get("/reports", response_class=HTMLResponse)
