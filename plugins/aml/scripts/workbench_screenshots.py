@@ -4,7 +4,7 @@ Runs the committed AMLSim slice (``samples/aml``) through ``sectorflow run aml``
 free port with three users (analyst ``ana``, approver ``appr``, audit admin ``aud`` of tenant ``bank-1``), and drives
 headless Chromium (Debian ``chromium`` and ``chromium-driver``; selenium from the test extra): sign-in, the queue of
 2017-02, the top case (after an analyst escalated it), the approver's view of it, the report drafts and the audit
-page. Everything runs in a temporary folder (its own ``SECTORFLOW_HOME``); only the PNG files are written to
+page (the analyst closed the third case as a false positive and took the second). Everything runs in a temporary folder (its own ``SECTORFLOW_HOME``); only the PNG files are written to
 ``--out``.
 
 Usage::
@@ -108,16 +108,23 @@ def main() -> None:
                 time.sleep(0.1)
             time.sleep(0.3)
 
-        top = min((c for c in read_cases(results, everything=True) if c.period == "2017-02"), key=lambda c: c.rank)
+        ranked = sorted((c for c in read_cases(results, everything=True) if c.period == "2017-02"),
+                        key=lambda c: c.rank)
+        top = ranked[0]
         sign_in("ana", "login")
-        driver.get(f"{base}/ui/?period=2017-02")
-        shot("queue")
+        driver.get(f"{base}/ui/cases/{ranked[2].case_id}")
+        driver.find_element("id", "reason").send_keys("Payments to a known supplier, invoices on file")
+        submit("do-fp")
+        driver.get(f"{base}/ui/cases/{ranked[1].case_id}")
+        submit("do-assign")
         driver.get(f"{base}/ui/cases/{top.case_id}")
         graph_drawn()
         driver.find_element("id", "reason").send_keys("Equal transfers in and out of the account within days; model score 0.99")
         submit("do-escalate")
         graph_drawn()
         shot("case")
+        driver.get(f"{base}/ui/?period=2017-02")
+        shot("queue")
         sign_in("appr")
         driver.get(f"{base}/ui/cases/{top.case_id}")
         graph_drawn()
