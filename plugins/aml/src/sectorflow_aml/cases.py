@@ -39,13 +39,21 @@ accounts pushed them to the top, many tied at 1.0).
 Mandatory scenarios: structuring to evade the currency transaction report is a scenario a bank must report on its
 own: 31 CFR 1010.314 prohibits it and 1010.100(xx) defines it (both V~ in ../shared/notes/domain-facts.md); the duty
 to file a SAR on transactions "designed to evade" BSA requirements is 31 CFR 1020.320(a)(2)(ii) (U: not read here).
-A case with a ``structuring`` alert is ``mandatory``: within the budget whatever its rank (option
-``case_mandatory``). Regulatory report drafts (large-value, CTR, suspicious) stay on the results, unchanged.
+What it evades is a report of *currency* (cash) transactions (31 CFR 1010.311; PBOC Order 2016 No. 3 Art. 5's RMB
+50,000 is for cash; transfers report at other levels), so a case is ``mandatory`` when a ``structuring`` alert (option
+``case_mandatory``) **holds a cash transaction** (channel ``cash_deposit`` or ``cash_withdrawal``; the pipeline
+tells the book which alerts do, :meth:`CaseBook.update` ``cash_alerts``). A structuring alert made of transfers
+alone (the rule's funnel variant counts transfers just under the cash threshold too: client companies paying an
+employer 40,000-50,000 CNY on a generated everyday bank) stays evidence in its case, ranked by the score like any
+other. Mandatory cases rank before all others in their period and are within the budget whatever their rank: they
+take the budget's first places, so a period holds ``max(budget size, mandatory cases)`` cases within it. Regulatory
+report drafts (large-value, CTR, suspicious) stay on the results, unchanged.
 
 Alert budget (option ``alert_budget``; :class:`AlertBudget`): a number of cases per period (``25``), a share of the
-period's active accounts (``0.01``, the default: 1 %; ``"2%"``), or a score threshold (``"score>=0.7"``). Every update
-and case says which budget, its rank in the period (1 = highest score; ties by account id), the budget's size and
-whether it is within. A live update's rank is the rank when that transaction arrived; :func:`read_cases` and
+period's active accounts (``0.01``, the default: 1 %; ``"2%"``; rounded **down**, so never more than the share, but at
+least one case in a period with an active account: under 100 active accounts that one case is more than 1 %), or a
+score threshold (``"score>=0.7"``). Every update and case says which budget, its rank in the period (1 = first:
+mandatory cases, then the highest score; ties by account id), the budget's size and whether it is within. A live update's rank is the rank when that transaction arrived; :func:`read_cases` and
 :meth:`CaseBook.cases` re-rank the final scores with the same key.
 
 Memory: the book keeps the open periods only: the latest period seen and the one before it (late transactions of the
@@ -62,7 +70,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any, Literal
@@ -117,7 +125,8 @@ def evidence_score(strongest: Mapping[str, float]) -> float:
 
 class AlertBudget(BaseModel):
     """How many cases per period an analyst team reviews: ``kind`` ``count`` (``value`` cases), ``share`` (``value``
-    of the period's active accounts, rounded up) or ``score`` (every case scoring at least ``value``)."""
+    of the period's active accounts, rounded down, at least 1 while any account is active) or ``score`` (every case
+    scoring at least ``value``)."""
 
     kind: Literal["count", "share", "score"]
     value: float
@@ -175,8 +184,8 @@ class AlertBudget(BaseModel):
         """Cases within the budget in a period with ``active_accounts`` (``None`` for a score threshold)."""
         if self.kind == "count":
             return int(self.value)
-        if self.kind == "share":
-            return math.ceil(self.value * active_accounts - 1e-9)
+        if self.kind == "share":  # rounded down: 1 % of 691 accounts is 6 cases (0.87 %), not 7 (1.01 %)
+            return max(1, math.floor(self.value * active_accounts + 1e-9)) if active_accounts > 0 else 0
         return None
 
     def within(self, rank: int, score: float, active_accounts: int, mandatory: bool) -> bool:
@@ -197,7 +206,8 @@ class Case(BaseModel):
     score: float = Field(ge=0, le=1)
     model_score: float | None = None
     evidence_score: float = Field(ge=0, le=1)
-    rank: int = Field(ge=1, description="Rank in the period by final score (1 = highest; ties by account id).")
+    rank: int = Field(ge=1, description="Rank in the period: mandatory cases first, then by final score (1 = first; "
+                                        "ties by account id).")
     cases_in_period: int
     active_accounts: int
     budget: str
@@ -260,7 +270,7 @@ class _Open:
         self.amount_in = self.amount_out = 0.0
         self.mandatory = False
         self.score = 0.0
-        self.key: tuple[float, str] | None = None
+        self.key: tuple[bool, float, str] | None = None
         self.updated = 0.0
 
     def state(self) -> dict[str, Any]:
@@ -314,7 +324,7 @@ class CaseBook:
     def reset(self) -> None:
         """Forget every case and period."""
         self._open: dict[tuple[str, str], _Open] = {}
-        self._ranks: dict[str, list[tuple[float, str]]] = {}  # period -> sorted (-score, account)
+        self._ranks: dict[str, list[tuple[bool, float, str]]] = {}  # period -> sorted (not mandatory, -score, account)
         self._active: dict[str, set[str]] = {}
         self._bounds = (math.inf, -math.inf, "")  # the last period looked up: [start, end) POSIX seconds, label
 
@@ -366,7 +376,8 @@ class CaseBook:
     # --- updates ---------------------------------------------------------------------------------------------
 
     def update(self, txn: Any, amount: float, alerts: Iterable[Alert],
-               account_scores: Mapping[str, float] | None = None) -> list[CaseUpdate]:
+               account_scores: Mapping[str, float] | None = None,
+               cash_alerts: Collection[str] | None = None) -> list[CaseUpdate]:
         """Update the cases one transaction touches; returns their :class:`CaseUpdate` entries (empty for most).
 
         Args:
@@ -374,6 +385,8 @@ class CaseBook:
             amount: its amount in the window's base currency.
             alerts: the alerts it completed (typology and model alerts).
             account_scores: the account model's scores after it (``None`` without one).
+            cash_alerts: ids of those alerts holding a cash transaction (what makes a structuring alert mandatory,
+                see the module docstring); ``None``: judged by ``txn``'s own channel (the alert's last transaction).
         """
         period = self.period_of(txn.timestamp)
         if period not in self._active and not self._admit(period):
@@ -430,7 +443,9 @@ class CaseBook:
                 self._add(case.alerts, alert.alert_id, added_a)
                 t = alert.typology
                 case.strongest[t] = max(case.strongest.get(t, 0.0), alert.score)
-                case.mandatory = case.mandatory or t in self.mandatory
+                if t in self.mandatory and not case.mandatory:
+                    case.mandatory = (alert.alert_id in cash_alerts if cash_alerts is not None
+                                      else txn.channel.is_cash)
                 for tid in alert.transaction_ids:
                     self._add(case.tids, tid, added_t, MAX_CASE_TRANSACTIONS)
                 for other in alert.accounts:
@@ -465,7 +480,7 @@ class CaseBook:
         rank is looked up (the same rank the move would give)."""
         ranks = self._ranks[case.period]
         case.score = case_score(case.model, evidence_score(case.strongest))
-        key = (-round(case.score, 6), case.account)
+        key = (not case.mandatory, -round(case.score, 6), case.account)
         if key == case.key:
             return bisect.bisect_left(ranks, key) + 1
         if case.key is not None:
@@ -486,7 +501,7 @@ class CaseBook:
                 continue
             n_active = len(self._active[p])
             ranked = self._ranks[p]
-            for rank, (_, account) in enumerate(ranked, start=1):
+            for rank, (_, _, account) in enumerate(ranked, start=1):
                 c = self._open[(p, account)]
                 case = _case(c.case_id, account, p, c.score, c.model, evidence_score(c.strongest), rank, len(ranked),
                              n_active, self.budget, c.mandatory, list(c.strongest), list(c.alerts),
@@ -595,7 +610,7 @@ def read_cases(results: str | Path, period: str | None = None, everything: bool 
         by_period.setdefault(u.period, []).append(u)
     out: list[Case] = []
     for p in sorted(by_period):
-        ranked = sorted(by_period[p], key=lambda u: (-u.score, u.account))
+        ranked = sorted(by_period[p], key=lambda u: (not u.mandatory, -u.score, u.account))
         for rank, u in enumerate(ranked, start=1):
             budget = AlertBudget.parse(alert_budget if alert_budget is not None else _budget_of(u.budget))
             t, a, c = lists[u.case_id]
