@@ -20,7 +20,11 @@ What a case holds (account ``A``, period ``P``):
 - ``model_score``: the highest account risk the account-level model gave ``A`` within ``P`` (the result field
   ``account_scores``: ``{account: calibrated risk in [0, 1]}`` after each transaction, written by the account model;
   ``None`` while no such model runs);
-- ``score`` = :func:`case_score` ``(model_score, evidence_score)``: the one place the two are combined.
+- ``score`` = :func:`case_score` ``(model_score, evidence_score)``: the one place the two are combined;
+- graph evidence (:mod:`sectorflow_aml.case_graph`): ``counterparty_score`` (the highest account-model score among
+  ``A``'s counterparties in ``P``, floored to a tenth), ``risky_counterparties`` (those scoring at least 0.5) and
+  ``counterparties_in_period``. When a counterparty's period score crosses a tenth, the open cases of its
+  counterparties get an update (no transaction added), so the evidence is exact at every update.
 
 When a case opens: an alert names ``A`` as its subject, or the account model scores ``A`` at least ``min_model_score``
 (option ``case_min_model_score``, default 0.05, the project's choice: accounts below it would rank under every case
@@ -69,16 +73,17 @@ import bisect
 import hashlib
 import json
 import math
-import re
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from sectorflow import ConfigError, InvalidInputError, open_text
 
+from .case_budget import AlertBudget  # re-exported: sectorflow_aml.cases.AlertBudget
+from .case_graph import PeriodGraph
 from .schema import Alert, CaseUpdate, Channel
 
 PERIODS = ("month", "week", "day")
@@ -123,79 +128,6 @@ def evidence_score(strongest: Mapping[str, float]) -> float:
     return 1.0 - keep
 
 
-class AlertBudget(BaseModel):
-    """How many cases per period an analyst team reviews: ``kind`` ``count`` (``value`` cases), ``share`` (``value``
-    of the period's active accounts, rounded down, at least 1 while any account is active) or ``score`` (every case
-    scoring at least ``value``)."""
-
-    kind: Literal["count", "share", "score"]
-    value: float
-
-    @classmethod
-    def parse(cls, raw: Any) -> AlertBudget:
-        """From the option: an int >= 1 (count), a float in (0, 1) or ``"N%"`` (share), ``"score>=X"`` (threshold),
-        an :class:`AlertBudget` or its dict; ``None`` gives the default (1 % of active accounts).
-
-        Raises:
-            ConfigError: anything else.
-        """
-        if raw is None:
-            return cls(kind="share", value=0.01)
-        if isinstance(raw, AlertBudget):
-            return raw
-        if isinstance(raw, Mapping):
-            try:
-                return cls.model_validate(raw)
-            except ValidationError as exc:
-                raise ConfigError(f"alert_budget={raw!r}: {exc}") from None
-        text = raw.strip() if isinstance(raw, str) else raw
-        if isinstance(text, str):
-            m = re.fullmatch(r"score\s*>=\s*([0-9.]+)", text)
-            if m:
-                value = float(m.group(1))
-                if 0 <= value <= 1:
-                    return cls(kind="score", value=value)
-            elif text.endswith("%"):
-                try:
-                    value = float(text[:-1]) / 100
-                except ValueError:
-                    value = -1.0
-                if 0 < value <= 1:
-                    return cls(kind="share", value=value)
-            else:
-                try:
-                    text = json.loads(text)
-                except ValueError:
-                    pass
-        if isinstance(text, int) and not isinstance(text, bool) and text >= 1:
-            return cls(kind="count", value=float(text))
-        if isinstance(text, float) and 0 < text < 1:
-            return cls(kind="share", value=text)
-        raise ConfigError(f"alert_budget={raw!r}: give a number of cases per period (25), a share of active accounts "
-                          f"(0.01 or '1%'), or a score threshold ('score>=0.7').")
-
-    def label(self) -> str:
-        """``"count:25"``, ``"share:0.01"`` or ``"score>=0.7"``: what results and cases name."""
-        if self.kind == "count":
-            return f"count:{int(self.value)}"
-        return f"share:{self.value:g}" if self.kind == "share" else f"score>={self.value:g}"
-
-    def size(self, active_accounts: int) -> int | None:
-        """Cases within the budget in a period with ``active_accounts`` (``None`` for a score threshold)."""
-        if self.kind == "count":
-            return int(self.value)
-        if self.kind == "share":  # rounded down: 1 % of 691 accounts is 6 cases (0.87 %), not 7 (1.01 %)
-            return max(1, math.floor(self.value * active_accounts + 1e-9)) if active_accounts > 0 else 0
-        return None
-
-    def within(self, rank: int, score: float, active_accounts: int, mandatory: bool) -> bool:
-        """Whether the case of ``rank`` (1 = first) and ``score`` is within the budget (mandatory ones always)."""
-        if mandatory:
-            return True
-        size = self.size(active_accounts)
-        return score >= self.value if size is None else rank <= size
-
-
 class Case(BaseModel):
     """A case (see the module docstring): what :func:`read_cases`, :meth:`CaseBook.cases` and ``sectorflow aml cases
     --json`` return."""
@@ -222,6 +154,9 @@ class Case(BaseModel):
     amount_in: float
     amount_out: float
     updated_at: datetime
+    counterparty_score: float | None = None
+    risky_counterparties: int = 0
+    counterparties_in_period: int = 0
 
 
 def case_id(account: str, period: str) -> str:
@@ -326,6 +261,7 @@ class CaseBook:
         self._open: dict[tuple[str, str], _Open] = {}
         self._ranks: dict[str, list[tuple[bool, float, str]]] = {}  # period -> sorted (not mandatory, -score, account)
         self._active: dict[str, set[str]] = {}
+        self._graphs: dict[str, PeriodGraph] = {}
         self._bounds = (math.inf, -math.inf, "")  # the last period looked up: [start, end) POSIX seconds, label
 
     # --- periods ---------------------------------------------------------------------------------------------
@@ -366,9 +302,11 @@ class CaseBook:
             return False
         self._active[period] = set()
         self._ranks[period] = []
+        self._graphs[period] = PeriodGraph()
         for old in sorted(self._active)[:-2]:  # keep the latest two periods
             del self._active[old]
             del self._ranks[old]
+            del self._graphs[old]
             for key in [k for k in self._open if k[0] == old]:
                 del self._open[key]
         return period in self._active
@@ -401,7 +339,14 @@ class CaseBook:
         if payee:
             active.add(dst)
         open_ = self._open
-        if not alerts and not account_scores and (not payer or (period, src) not in open_) \
+        graph = self._graphs[period]
+        touched: list[str] = graph.link(src, dst) if payer and payee and src != dst else []
+        if account_scores:
+            for account, s in account_scores.items():
+                touched += graph.score(account, s)
+        if touched:
+            touched = [a for a in touched if (period, a) in open_]
+        if not alerts and not account_scores and not touched and (not payer or (period, src) not in open_) \
                 and (not payee or (period, dst) not in open_):
             return []  # most transactions: no evidence, no open case of either party
         parties: dict[str, tuple[str, bool]] = {}  # account -> (counterparty, received)
@@ -415,7 +360,7 @@ class CaseBook:
                 by_subject.setdefault(account, []).append(alert)
         out: list[CaseUpdate] = []
         ts = txn.timestamp.timestamp()
-        for account in dict.fromkeys([*parties, *by_subject]):
+        for account in dict.fromkeys([*parties, *by_subject, *touched]):
             case = self._open.get((period, account))
             model = account_scores.get(account) if account_scores else None
             hits = by_subject.get(account, ())
@@ -457,6 +402,7 @@ class CaseBook:
             rank = self._rescore(case)
             ev = evidence_score(case.strongest)
             n_active = len(active)
+            top, risky, n_links = graph.evidence(account)
             out.append(_case_update({
                 "case_id": case.case_id, "account": account, "period": period, "score": round(case.score, 6),
                 "model_score": None if case.model is None else round(case.model, 6), "evidence_score": round(ev, 6),
@@ -465,7 +411,8 @@ class CaseBook:
                 "within_budget": self.budget.within(rank, case.score, n_active, case.mandatory),
                 "transactions": case.transactions, "amount_in": round(case.amount_in, 4),
                 "amount_out": round(case.amount_out, 4), "transaction_ids": added_t, "alert_ids": added_a,
-                "counterparties": added_c, "updated_at": txn.timestamp}))
+                "counterparties": added_c, "updated_at": txn.timestamp, "counterparty_score": top,
+                "risky_counterparties": risky, "counterparties_in_period": n_links}))
         return out
 
     @staticmethod
@@ -506,7 +453,7 @@ class CaseBook:
                 case = _case(c.case_id, account, p, c.score, c.model, evidence_score(c.strongest), rank, len(ranked),
                              n_active, self.budget, c.mandatory, list(c.strongest), list(c.alerts),
                              list(c.counterparties), list(c.tids), c.transactions, c.amount_in, c.amount_out,
-                             datetime.fromtimestamp(c.updated, tz=timezone.utc))
+                             datetime.fromtimestamp(c.updated, tz=timezone.utc), self._graphs[p].evidence(account))
                 if everything or case.within_budget:
                     out.append(case)
         return out
@@ -519,6 +466,7 @@ class CaseBook:
         return {"version": 1, "period": self.period_kind, "budget": self.budget.model_dump(),
                 "min_model_score": self.min_model_score, "mandatory": sorted(self.mandatory),
                 "active": {p: sorted(a) for p, a in self._active.items()},
+                "graphs": {p: g.state() for p, g in self._graphs.items()},
                 "cases": [c.state() for c in self._open.values()]}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -535,9 +483,11 @@ class CaseBook:
             self.min_model_score = float(state["min_model_score"])
             self.mandatory = frozenset(state["mandatory"])
             self.reset()
+            graphs = state.get("graphs", {})  # a state written before the graph evidence has none
             for p, accounts in state["active"].items():
                 self._active[p] = set(accounts)
                 self._ranks[p] = []
+                self._graphs[p] = PeriodGraph.restore(graphs[p]) if p in graphs else PeriodGraph()
             for d in state["cases"]:
                 c = _Open(d["account"], d["period"])
                 c.model, c.strongest = d["model"], dict(d["strongest"])
@@ -556,14 +506,15 @@ class CaseBook:
 def _case(cid: str, account: str, period: str, score: float, model: float | None, evidence: float, rank: int,
           n_cases: int, n_active: int, budget: AlertBudget, mandatory: bool, typologies: list[str],
           alert_ids: list[str], counterparties: list[str], tids: list[str], transactions: int, amount_in: float,
-          amount_out: float, updated: datetime) -> Case:
+          amount_out: float, updated: datetime, graph: tuple[float | None, int, int] = (None, 0, 0)) -> Case:
     return Case(case_id=cid, account=account, period=period, score=round(score, 6),
                 model_score=None if model is None else round(model, 6), evidence_score=round(evidence, 6), rank=rank,
                 cases_in_period=n_cases, active_accounts=n_active, budget=budget.label(),
                 budget_size=budget.size(n_active), within_budget=budget.within(rank, score, n_active, mandatory),
                 mandatory=mandatory, typologies=typologies, alert_ids=alert_ids, counterparties=counterparties,
                 transaction_ids=tids, transactions=transactions, amount_in=round(amount_in, 4),
-                amount_out=round(amount_out, 4), updated_at=updated)
+                amount_out=round(amount_out, 4), updated_at=updated, counterparty_score=graph[0],
+                risky_counterparties=graph[1], counterparties_in_period=graph[2])
 
 
 def _updates(results: str | Path) -> Iterator[CaseUpdate]:
@@ -616,7 +567,8 @@ def read_cases(results: str | Path, period: str | None = None, everything: bool 
             t, a, c = lists[u.case_id]
             case = _case(u.case_id, u.account, p, u.score, u.model_score, u.evidence_score, rank, len(ranked),
                          active[p], budget, u.mandatory, list(u.typologies), list(a), list(c), list(t),
-                         u.transactions, u.amount_in, u.amount_out, u.updated_at)
+                         u.transactions, u.amount_in, u.amount_out, u.updated_at,
+                         (u.counterparty_score, u.risky_counterparties, u.counterparties_in_period))
             if everything or case.within_budget:
                 out.append(case)
     return out
