@@ -15,7 +15,7 @@ from core_support import registry_scope
 from quantize_support import DigitsPlugin, TextPlugin, digits_split, save_bundle, save_tiny_transformer, train_mlp
 from sectorflow import ConfigError, DeviceUnavailableError, ExportMismatchError, Taskflow, load_bundle
 from sectorflow.cli import main
-from sectorflow.export import export_bundle
+from sectorflow.models.export import export_bundle
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -115,7 +115,7 @@ def test_the_cli_exports_with_validation_inputs_when_the_task_has_them(tmp_path,
 
 def test_gather_quantization_stores_the_embedding_table_as_int8(encoder, tmp_path):
     """``--ops MatMul,Gather``: the embedding table too is stored int8 (weight-only), checked like MatMul-only."""
-    from sectorflow.quantize import quantize_bundle
+    from sectorflow.models.quantize import quantize_bundle
 
     plugin = TextPlugin(encoder, with_validation=True)
     # Random weights give 3 nearly equal logits, so INT8 noise flips some argmaxes: the margin is opened here (the
@@ -147,7 +147,7 @@ def test_gather_quantization_stores_the_embedding_table_as_int8(encoder, tmp_pat
 def test_a_task_without_a_bundle_has_nothing_to_export_or_quantize():
     from pydantic import BaseModel
     from sectorflow import BundleError, Pipeline, TaskResult, TaskSpec
-    from sectorflow.export import source_bundle
+    from sectorflow.models.export import source_bundle
 
     class Item(BaseModel):
         x: int

@@ -1,4 +1,4 @@
-"""``sectorflow.onnx_compact.compact_graph``: smaller graph text, bit-identical outputs."""
+"""``sectorflow.models.onnx_compact.compact_graph``: smaller graph text, bit-identical outputs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ ort = pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from sectorflow.onnx_compact import compact_graph  # noqa: E402
+from sectorflow.models.onnx_compact import compact_graph  # noqa: E402
 
 
 def _mlp() -> onnx.ModelProto:

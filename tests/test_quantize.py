@@ -24,8 +24,8 @@ from sectorflow import (
     write_manifest,
 )
 from sectorflow.cli import main
-from sectorflow.int8_store import int8_bundle_dir
-from sectorflow.quantize import quantize_bundle
+from sectorflow.models.int8_store import int8_bundle_dir
+from sectorflow.models.quantize import quantize_bundle
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -231,8 +231,8 @@ def test_quantizing_only_the_embedding_gather_counts_its_uint8_table(tmp_path):
     not 'Quantization changed nothing' (which refused ``--ops Gather`` before)."""
     import onnx
     from quantize_support import save_tiny_transformer
-    from sectorflow.export import paddle_to_onnx
-    from sectorflow.quantize import quantize_onnx
+    from sectorflow.models.export import paddle_to_onnx
+    from sectorflow.models.quantize import quantize_onnx
 
     fp32 = paddle_to_onnx(load_bundle(save_tiny_transformer(tmp_path / "fp32")), tmp_path / "fp32.onnx")
     assert quantize_onnx(fp32, tmp_path / "gather.onnx", ("Gather",)) == 2  # the table and its zero point

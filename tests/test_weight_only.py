@@ -1,4 +1,4 @@
-"""Weight-only int8 storage of GRU, MatMul and Gemm weights in an ONNX model (``sectorflow.weight_only``)."""
+"""Weight-only int8 storage of GRU, MatMul and Gemm weights in an ONNX model (``sectorflow.models.weight_only``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ ort = pytest.importorskip("onnxruntime")
 
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from sectorflow.weight_only import store_weights_int8  # noqa: E402
+from sectorflow.models.weight_only import store_weights_int8  # noqa: E402
 
 
 def _gru_model(hidden: int = 8, inputs: int = 5, directions: int = 2) -> onnx.ModelProto:

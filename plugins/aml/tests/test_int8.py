@@ -15,7 +15,7 @@ from sectorflow import (
 )
 from sectorflow.plugins import get_task
 from sectorflow_aml.loaders import load_transactions
-from sectorflow_aml.validation import DATA, validation
+from sectorflow_aml.calibration import DATA, validation
 
 SAMPLE = Path(__file__).resolve().parents[3] / "samples" / "aml" / "transactions.csv.gz"
 SCORE_TOLERANCE = {"median": 0.01, "p99": 0.03, "max": 0.1}
@@ -40,7 +40,7 @@ def test_validation_without_the_data_is_a_typed_error(tmp_path):
 
 @pytest.mark.skipif(not (DATA / "20K_cycle200").is_dir(), reason="../shared/data/amlsim_sample not present")
 def test_quantized_scorer_agrees_with_fp32(tmp_path, monkeypatch):
-    from sectorflow.quantize import quantize_bundle
+    from sectorflow.models.quantize import quantize_bundle
 
     monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)  # ONNX Runtime's shape inference may leave sym_shape_infer_temp.onnx in the cwd
