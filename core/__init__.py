@@ -27,8 +27,8 @@ from .errors import (
     UnsupportedPrecisionError,
 )
 from .hookspecs import hookimpl
-from .io import (csv_file_records, csv_records, field_pairs, open_text, option_values, parse_json_line, read_text,
-                 whole_file_reader)
+from .cli_args import field_pairs, option_values
+from .input_files import csv_file_records, csv_records, open_text, parse_json_line, read_text, whole_file_reader
 from .items import TextItem
 from .paths import writable_file
 from .pipeline import Pipeline

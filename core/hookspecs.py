@@ -43,7 +43,7 @@ def sectorflow_register_tasks(register: Callable[[TaskSpec], None]) -> None:
     context (the read-only validation context that ``TaskSpec.input_context`` makes of the run's options, ``{}`` for
     a task without one), also when no ``--column``/``--default`` is given, so that the reader knows how its rows will
     be read (aml's ``input_timezone``). Factories without the parameter are called as before
-    (:func:`sectorflow.io.reader_for`).
+    (:func:`sectorflow.input_files.reader_for`).
     """
 
 

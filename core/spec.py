@@ -91,12 +91,12 @@ class TaskResult(FieldAccess, BaseModel):
 # a row begins on, the header being line 1; JSON lines: the line), else 1-based positions (Parquet; AMLSim and AMLworld
 # number rows after the header, and their ids are made from that number). A row that cannot even be parsed is yielded
 # as (row_number, InvalidInputError) instead of raising, so that `sectorflow run --on-error skip` can report it and go
-# on (see core/io.py).
+# on (see core/input_files.py).
 Reader = Callable[[Any], Iterator[tuple[int, "dict[str, Any] | InvalidInputError"]]]
 
 # A reader factory makes a reader that renames columns: ``factory(mapping=..., defaults=...) -> Reader``, with
 # ``mapping`` ``{input_field: source_column}`` (or None) and ``defaults`` ``{input_field: value}`` (or None: values
-# for fields the file lacks or leaves empty). `sectorflow run --column/--default` use it (core/io.py reader_for).
+# for fields the file lacks or leaves empty). `sectorflow run --column/--default` use it (core/input_files.py reader_for).
 ReaderFactory = Callable[..., Reader]
 
 
@@ -163,9 +163,9 @@ class TaskSpec:
             FIELD=VALUE`` use the factory of the chosen format; a format of the task without one refuses these
             options. A format here but not in ``readers`` is read by ``factory()`` when no option is given. The
             built-in ``csv`` and ``jsonl`` have factories unless ``readers`` replaces them. A factory that declares
-            a keyword parameter ``context`` is also handed the run's :attr:`input_context` (read-only, ``{}`` when
+            a keyword parameter ``context`` is also handed the run's :meth:`input_context` (read-only, ``{}`` when
             the task has none) and then reads its format on every run, options or not
-            (:func:`sectorflow.io.reader_for`); factories without it are called as before.
+            (:func:`sectorflow.input_files.reader_for`); factories without it are called as before.
         options: names of the extra keyword options ``Taskflow(task, **options)`` accepts, with one-line help.
         examples: a few valid input items (dicts); used by docs, ``sectorflow schema``, the server's OpenAPI examples
             and the offline test that runs every registered task with sockets blocked.
@@ -182,11 +182,12 @@ class TaskSpec:
             (``MatMul``; ``("MatMul", "Gather")`` also stores embedding tables int8, for a model whose MatMul-only INT8
             loses more than the margin; ``("MatMulWeightOnly",)`` keeps activations float32, for a small model
             whose dynamically quantized activations lose more than the margin).
-        input_context: ``input_context(options) -> dict``: the pydantic validation context for raw input items
-            (dicts, file rows), built once from the ``Taskflow`` options, e.g. ``{"input_timezone": ZoneInfo(...)}``
-            for a task whose option says how to read timestamps without a UTC offset; the input model's validators
-            read it as ``info.context``. Raises :class:`~sectorflow.errors.ConfigError` for a bad option. Items
-            passed as input-model instances are already validated and are taken as they are. ``None``: no context.
+        context_from_options: ``context_from_options(options) -> dict``: the pydantic validation context for raw
+            input items (dicts, file rows), built once from the ``Taskflow`` options (:meth:`input_context`), e.g.
+            ``{"input_timezone": ZoneInfo(...)}`` for a task whose option says how to read timestamps without a UTC
+            offset; the input model's validators read it as ``info.context``. Raises
+            :class:`~sectorflow.errors.ConfigError` for a bad option. Items passed as input-model instances are
+            already validated and are taken as they are. ``None``: no context.
         model_switch: the name of the boolean option that turns the task's model off (``"model"`` for aml,
             ``Taskflow("aml", model=False)``), or ``None``. With that option ``False`` the runtime loads no bundle at
             all: the pipeline gets ``bundle=None``, results name no model, and ``precision="int8"`` needs no INT8
@@ -213,9 +214,28 @@ class TaskSpec:
     validation: Callable[[Bundle], ValidationSet] | None = None
     inference_bundle: Callable[[Bundle], Bundle] | None = None
     quantize_ops: tuple[str, ...] = ("MatMul",)
-    input_context: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    context_from_options: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     model_switch: str | None = None
     plugin: str = ""
+
+    def input_context(self, options: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The validation context of raw input items under ``options`` (the ``Taskflow`` keyword options, or
+        ``sectorflow run -O``): :attr:`context_from_options` of the options the task declares (an undeclared one is
+        left to ``Taskflow``, which names it), as a new dict; ``None`` for a task without one. ``Taskflow`` builds it
+        once per instance (:attr:`Taskflow.input_context`), and ``sectorflow run`` and the server use that one.
+
+        Raises:
+            ConfigError: from :attr:`context_from_options` for a bad option value (aml: an unknown ``input_timezone``).
+        """
+        if self.context_from_options is None:
+            return None
+        return dict(self.context_from_options({key: value for key, value in options.items() if key in self.options}))
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema of the task's input item and output item: ``{"task": name, "input": {...}, "output":
+        {...}}`` (``sectorflow schema TASK``, :meth:`Taskflow.schema`)."""
+        return {"task": self.name, "input": self.input_model.model_json_schema(),
+                "output": self.output_model.model_json_schema()}
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready row for ``Taskflow.tasks()`` and ``sectorflow tasks``."""

@@ -101,7 +101,7 @@ def _warn_ignored(model: type[BaseModel], unknown: dict[str, None]) -> None:
 def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: int = 1,
                    context: dict[str, Any] | None = None) -> list[BaseModel]:
     """Validate raw items (dicts or model instances) against ``model``; ``context`` is the pydantic validation
-    context (:attr:`TaskSpec.input_context`, as :attr:`Taskflow.input_context` holds it). Instances of ``model`` are
+    context (:meth:`TaskSpec.input_context`, as :attr:`Taskflow.input_context` holds it). Instances of ``model`` are
     taken as they are.
 
     A dict key that is no field of a model that ignores unknown keys (pydantic's default) is logged once per model
@@ -235,7 +235,8 @@ class Taskflow:
             ...
 
     Args:
-        task: task name or alias (``Taskflow.tasks()`` lists them).
+        task: task name or alias (``Taskflow.tasks()`` lists them), or the registered :class:`TaskSpec` itself
+            (``sectorflow run`` and the server, which looked it up already).
         device: ``cpu``, ``gpu[:N]``, ``npu[:N]``, ``mlu[:N]``, ``xpu[:N]`` or ``auto`` (GPU, then custom devices,
             then xpu, then CPU with a warning); any case. Another framework's name (``cuda:0``) is refused with the
             name to write (``gpu:0``).
@@ -270,11 +271,11 @@ class Taskflow:
     holding state, :meth:`reload` carries every tenant's own state over to the new model.
     """
 
-    def __init__(self, task: str, *, device: str = "cpu", precision: str = "fp32", batch_size: int = 32,
+    def __init__(self, task: str | TaskSpec, *, device: str = "cpu", precision: str = "fp32", batch_size: int = 32,
                  num_threads: int | None = None, task_path: str | Path | None = None,
                  device_probe: DeviceProbe | None = None, state_store: StateStore | str | Path | None = None,
                  **options: Any) -> None:
-        self.spec: TaskSpec = plugins.get_task(task)
+        self.spec: TaskSpec = task if isinstance(task, TaskSpec) else plugins.get_task(task)
         if isinstance(precision, str) and precision.strip().lower() in PRECISIONS:
             precision = precision.strip().lower()  # "FP16" as "fp16", like device="GPU:0"
         if precision not in PRECISIONS:
@@ -300,9 +301,8 @@ class Taskflow:
         self.batch_size = batch_size
         self.num_threads = num_threads if num_threads is not None else _default_threads()
         self.options = dict(options)
-        self.input_context: dict[str, Any] | None = (
-            dict(self.spec.input_context(self.options)) if self.spec.input_context is not None else None)
-        """The validation context of raw input items, from the options (:attr:`TaskSpec.input_context`)."""
+        self.input_context: dict[str, Any] | None = self.spec.input_context(self.options)
+        """The validation context of raw input items, from the options (:meth:`TaskSpec.input_context`)."""
         self._swap_lock = threading.Lock()
         self._current: tuple[Pipeline, ResultMeta] = self._build(task_path, CallContext())
         self._tenants: TenantPipelines | None = (
@@ -618,8 +618,7 @@ class Taskflow:
 
     def schema(self) -> dict[str, Any]:
         """JSON Schema of the task's input item and output item: ``{"input": {...}, "output": {...}}``."""
-        return {"task": self.spec.name, "input": self.spec.input_model.model_json_schema(),
-                "output": self.spec.output_model.model_json_schema()}
+        return self.spec.schema()
 
     @staticmethod
     def tasks() -> list[dict[str, Any]]:

@@ -39,7 +39,7 @@ def spec() -> TaskSpec:
         default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32", "int8"),
         languages=("zh", "en"), readers=dict(READERS), reader_factories=dict(READER_FACTORIES),
         options=dict(OPTIONS), examples=EXAMPLES, stateful=True,
-        validation=validation, model_switch="model", input_context=input_context,
+        validation=validation, model_switch="model", context_from_options=input_context,
         # weight-only: the scorer's standardised inputs span a wide range, and ONNX Runtime's per-batch uint8
         # rounding of them cost bundle 2.0.0 0.54 F1 points on validation accounts (more than the 0.5 margin)
         quantize_ops=("MatMulWeightOnly",))

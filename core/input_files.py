@@ -27,13 +27,13 @@ import functools
 import gzip
 import inspect
 import io
-import json
 import logging
 import sys
 import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any
@@ -386,48 +386,6 @@ def whole_file_reader(what: str) -> Reader:
     return read_txt  # type: ignore[return-value]
 
 
-def field_pairs(flag: str, what: str, items: list[str] | tuple[str, ...]) -> dict[str, str]:
-    """``{FIELD: text}`` from repeated ``FIELD=text`` command-line options (``--column FIELD=COLUMN``,
-    ``--default FIELD=VALUE``): each item split at its first ``=``, both sides stripped. ``flag`` and ``what`` (e.g.
-    ``"--column"``, ``"COLUMN"``) only word the error. For a plugin command that reads input files the way
-    ``sectorflow run`` does; hand the result to a reader factory as ``mapping`` or ``defaults``.
-
-    Raises:
-        ConfigError: an item without ``=``, an empty side, or a FIELD given twice.
-    """
-    pairs: dict[str, str] = {}
-    for item in items:
-        key, sep, value = (part.strip() for part in item.partition("="))
-        if not sep or not key or not value:
-            example = "transaction_id='Txn Ref'" if what == "COLUMN" else "currency=CNY"
-            raise ConfigError(f"{flag} {item!r}: write FIELD={what}, e.g. {flag} {example} (quote a name or value "
-                              "with spaces).")
-        if key in pairs:
-            raise ConfigError(f"{flag} gives {key!r} twice ({pairs[key]!r} and {value!r}); keep one.")
-        pairs[key] = value
-    return pairs
-
-
-def option_values(items: list[str] | tuple[str, ...], flag: str = "--option") -> dict[str, Any]:
-    """``{KEY: value}`` from repeated ``-O KEY=VALUE`` command-line options (task options, as ``sectorflow run``
-    takes them): each item split at its first ``=``; the value is read as JSON when it is JSON (``true``, ``25``,
-    ``["a", "b"]``, ``{"fan_in": false}``), else kept as text (``Asia/Shanghai``). A later KEY replaces an earlier one.
-
-    Raises:
-        ConfigError: an item without ``=`` (names ``flag`` and the item).
-    """
-    options: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"{flag} {item!r}: write KEY=VALUE.")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
-    return options
-
-
 JSON_LINES_SUFFIXES = frozenset({"jsonl", "json", "ndjson", "jl"})
 """File suffixes read as JSON lines without ``--format``; a file without a suffix (or ``-``) is too. Any other
 suffix that is neither ``csv`` nor one of the task's own formats needs ``--format`` (:func:`reader_for`)."""
@@ -458,14 +416,14 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
     whose name is the file's suffix (``.gz`` ignored), else ``csv`` for ``*.csv``, else ``jsonl`` for a name ending in
     one of :data:`JSON_LINES_SUFFIXES` or without a suffix (``-``, standard input). Another suffix (``notes.txt`` for a
     task without a ``txt`` format) is a ``ConfigError`` asking for ``--format``: read as JSON lines, every row was
-    "not JSON".
+    "not JSON". ``plan_reader(...).make(context)``: the checks first (:func:`plan_reader`), then the reader.
 
     ``mapping`` (``{input_field: source_column}``, ``sectorflow run --column``) and ``defaults`` (``{input_field:
     value}``, ``--default``), when either is non-empty, are handed to the format's reader factory
     (:attr:`TaskSpec.reader_factories`; the built-in ``csv`` and ``jsonl`` have one).
 
     ``context`` is the task's input context (the validation context of raw items that the caller's options make,
-    :attr:`TaskSpec.input_context`; ``{}`` for a task without one; ``sectorflow run`` gives it). When it is given and
+    :meth:`TaskSpec.input_context`; ``{}`` for a task without one; ``sectorflow run`` gives it). When it is given and
     the format's factory takes it (:func:`takes_context`), the factory is called with ``context=`` (a read-only
     copy), also when neither ``mapping`` nor ``defaults`` is given (the format's plain reader in
     :attr:`TaskSpec.readers` is then not used: it cannot be told the context). ``None`` (the default): no factory is
@@ -475,15 +433,65 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
     name, e.g. ``gbk``, ``gb18030``, ``utf-16``); ``None`` or ``"auto"``: detected per file (:func:`open_text`).
 
     Raises:
+        ConfigError: as :func:`plan_reader`; from the format's factory for a mapping it cannot apply.
+    """
+    return plan_reader(spec, fmt, source, mapping=mapping, defaults=defaults, encoding=encoding).make(context)
+
+
+@dataclass(frozen=True)
+class ReaderPlan:
+    """A format chosen and checked for one file (:func:`plan_reader`), whose reader is made once the task's input
+    context is known (:meth:`make`): ``sectorflow run`` plans every file's reader before the model loads, and makes
+    the readers with the context ``Taskflow`` built."""
+
+    spec: TaskSpec
+    fmt: str
+    mapping: Mapping[str, str] | None
+    defaults: Mapping[str, Any] | None
+    encoding: str | None
+
+    def make(self, context: Mapping[str, Any] | None = None) -> Reader:
+        """The reader (see :func:`reader_for` for ``context``).
+
+        Raises:
+            ConfigError: from the format's factory, for a mapping it cannot apply.
+        """
+        spec, fmt, mapping, defaults, encoding = self.spec, self.fmt, self.mapping, self.defaults, self.encoding
+        readers, factories, own = _formats(spec)
+        builtin = fmt in BUILTIN_READERS and fmt not in own
+        told = context is not None and fmt in factories and takes_context(factories[fmt])
+        extra = {"context": MappingProxyType(dict(context or {}))} if told else {}
+        if not mapping and not defaults:
+            if told:
+                made = factories[fmt](**extra)
+                return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
+            if fmt in spec.readers or fmt not in spec.reader_factories:
+                return checked_reader(known_fields_only(readers[fmt], spec) if builtin else readers[fmt], encoding)
+            return checked_reader(spec.reader_factories[fmt](), encoding)
+        made = factories[fmt](mapping=dict(mapping) if mapping else None,
+                              defaults=dict(defaults) if defaults else None, **extra)
+        return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
+
+
+def _formats(spec: TaskSpec) -> tuple[dict[str, Reader], dict[str, ReaderFactory], set[str]]:
+    """The readers and reader factories of ``spec`` with the built-in ones, and the names of the task's own."""
+    readers = {**BUILTIN_READERS, **spec.readers}
+    factories = {**{name: make for name, make in BUILTIN_READER_FACTORIES.items() if name not in spec.readers},
+                 **spec.reader_factories}
+    return readers, factories, set(spec.readers) | set(spec.reader_factories)
+
+
+def plan_reader(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: Mapping[str, str] | None = None,
+                defaults: Mapping[str, Any] | None = None, encoding: str | None = None) -> ReaderPlan:
+    """Choose and check the format of ``source`` for ``spec`` (see :func:`reader_for`), without making the reader.
+
+    Raises:
         ConfigError: an unknown ``encoding``; an unknown format (the message lists the ones this task reads); ``mapping`` or ``defaults``
             naming a field the task's input model lacks (the message lists its fields); ``mapping`` or
             ``defaults`` for a format without a factory (the message lists the formats that take them).
     """
     encoding = check_encoding(encoding)
-    readers = {**BUILTIN_READERS, **spec.readers}
-    factories = {**{name: make for name, make in BUILTIN_READER_FACTORIES.items() if name not in spec.readers},
-                 **spec.reader_factories}
-    own = set(spec.readers) | set(spec.reader_factories)
+    readers, factories, own = _formats(spec)
     if fmt is None:
         # A file named after one of the task's own formats (report.txt for a task with a "txt" reader) is read in
         # that format; otherwise csv or jsonl by name.
@@ -503,31 +511,20 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
         close = difflib.get_close_matches(fmt.lower(), sorted(formats), n=1, cutoff=0.6)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise ConfigError(f"Task {spec.name!r} reads the formats {', '.join(sorted(formats))}; not {fmt!r}.{hint}")
-    builtin = fmt in BUILTIN_READERS and fmt not in own
-    told = context is not None and fmt in factories and takes_context(factories[fmt])
-    extra = {"context": MappingProxyType(dict(context or {}))} if told else {}
-    if not mapping and not defaults:
-        if told:
-            made = factories[fmt](**extra)
-            return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
-        if fmt in spec.readers or fmt not in spec.reader_factories:
-            return checked_reader(known_fields_only(readers[fmt], spec) if builtin else readers[fmt], encoding)
-        return checked_reader(spec.reader_factories[fmt](), encoding)
-    fields = list(spec.input_model.model_fields)
-    unknown = sorted((set(mapping or {}) | set(defaults or {})) - set(fields))
-    if unknown:
-        raise ConfigError(f"--column/--default: {', '.join(map(repr, unknown))} "
-                          f"{'is not an input field' if len(unknown) == 1 else 'are not input fields'} of task "
-                          f"{spec.name!r}; its input fields are: {', '.join(fields)}. Write --column FIELD=COLUMN "
-                          "and --default FIELD=VALUE with FIELD one of these.",
-                          details={"unknown": unknown, "fields": fields})
-    if fmt not in factories:
-        takes = ", ".join(sorted(factories)) or "none"
-        raise ConfigError(f"Format {fmt!r} of task {spec.name!r} has fixed columns: it takes no --column/--default. "
-                          f"Formats that do: {takes}.")
-    made = factories[fmt](mapping=dict(mapping) if mapping else None, defaults=dict(defaults) if defaults else None,
-                          **extra)
-    return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
+    if mapping or defaults:
+        fields = list(spec.input_model.model_fields)
+        unknown = sorted((set(mapping or {}) | set(defaults or {})) - set(fields))
+        if unknown:
+            raise ConfigError(f"--column/--default: {', '.join(map(repr, unknown))} "
+                              f"{'is not an input field' if len(unknown) == 1 else 'are not input fields'} of task "
+                              f"{spec.name!r}; its input fields are: {', '.join(fields)}. Write --column FIELD=COLUMN "
+                              "and --default FIELD=VALUE with FIELD one of these.",
+                              details={"unknown": unknown, "fields": fields})
+        if fmt not in factories:
+            takes = ", ".join(sorted(factories)) or "none"
+            raise ConfigError(f"Format {fmt!r} of task {spec.name!r} has fixed columns: it takes no "
+                              f"--column/--default. Formats that do: {takes}.")
+    return ReaderPlan(spec, fmt, mapping, defaults, encoding)
 
 
 def known_fields_only(reader: Reader, spec: TaskSpec) -> Reader:
