@@ -26,13 +26,13 @@ from .errors import (
     UnsafePickleError,
     UnsupportedPrecisionError,
 )
-from .hookspecs import hookimpl
+from .hookspecs import hookimpl, may_block
 from .cli_args import field_pairs, option_values
 from .input_files import csv_file_records, csv_records, open_text, parse_json_line, read_text, whole_file_reader
 from .items import TextItem
 from .paths import writable_file
 from .pipeline import Pipeline
-from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec, ValidationSet
+from .spec import AccessDecision, CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec, ValidationSet
 from .taskflow import Taskflow
 from .state_admin import export_state, reset_stored_state, state_summary
 from .state_keeper import StateKeeper
@@ -56,6 +56,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "Taskflow", "TaskSpec", "TaskResult", "ResultMeta", "TaskEvent", "CallContext", "Pipeline", "hookimpl",
+    "AccessDecision", "may_block",
     "Bundle", "PredictorPool", "load_bundle", "load_pdparams", "sha256_file", "write_manifest",
     "Device", "DeviceProbe", "resolve_device", "set_default_probe", "Trainable", "TrainableSpec",
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",

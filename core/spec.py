@@ -1,4 +1,4 @@
-"""Task specifications, result metadata and task events: the data that flows through the hooks."""
+"""Task specifications, result metadata, task events and access decisions: the data that flows through the hooks."""
 
 from __future__ import annotations
 
@@ -275,8 +275,6 @@ EventKind = Literal[
     "model_unloaded",
     "model_load_failed",
     "state_reset",
-    "config_changed",
-    "plugin_loaded",
     "training_run_started",
     "training_round",
     "training_run_finished",
@@ -293,6 +291,9 @@ class TaskEvent:
     Attributes:
         kind: what happened (see :data:`EventKind`).
         task: the task name.
+        call_id: on call events, the same id for a call's ``call_started`` and its ``call_finished`` or
+            ``call_failed`` (unique in the process), so that observers pair them (the audit log digests a call's
+            inputs once); ``None`` on other events.
         context: who asked and from where.
         meta: the model bundle involved, if any.
         time: UTC time of the event.
@@ -316,3 +317,35 @@ class TaskEvent:
     outputs: list[Any] | None = None
     error: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    call_id: int | None = None
+
+
+@dataclass(frozen=True)
+class AccessDecision:
+    """One access-control decision (authentication or authorisation, allowed or denied), passed to the
+    ``sectorflow_access_decision`` hook.
+
+    Attributes:
+        actor: the API key id, ``"anonymous"`` when no key was presented (or an unknown one).
+        tenant: the key's tenant, ``None`` for a key without one (or no key).
+        resource: the task name (``task:NAME`` scopes) or the admin resource asked for (``admin``,
+            ``authenticated`` for a route that only needs a key).
+        action: the route, ``"POST /v1/tasks/{name}"``, ``"grpc ModelInfer"``.
+        allowed: the outcome.
+        reason: why (``"ok"``, ``"no API key"``, ``"key lacks scope 'task:aml'"``, ...).
+        source: the client address.
+        request_id: the request's id.
+        roles: the key's scopes.
+        channel: ``"http"`` or ``"grpc"``.
+    """
+
+    actor: str
+    tenant: str | None
+    resource: str
+    action: str
+    allowed: bool
+    reason: str | None
+    source: str | None
+    request_id: str | None
+    roles: tuple[str, ...] = ()
+    channel: str = "http"

@@ -29,6 +29,10 @@ from .tenants import TenantPipelines
 log = logging.getLogger("sectorflow.taskflow")
 
 
+_CALL_IDS = itertools.count(1)
+"""``TaskEvent.call_id`` of each ``Taskflow.run`` (``next`` on a count is atomic under the GIL)."""
+
+
 def _default_threads() -> int:
     raw = os.environ.get("SECTORFLOW_NUM_THREADS", "1")
     try:
@@ -477,14 +481,15 @@ class Taskflow:
         context = _check_context(context)
         pipeline, meta = self._current
         start = time.perf_counter()
+        call_id = next(_CALL_IDS)
         try:
             validated = validate_items(self.spec.input_model, items, first_row=first_row, context=self.input_context)
         except InvalidInputError as exc:
             plugins.emit(TaskEvent("call_failed", self.spec.name, context, meta, n_items=len(items),
-                                   error=f"InvalidInputError: {exc}"))
+                                   error=f"InvalidInputError: {exc}", call_id=call_id))
             raise
         plugins.emit(TaskEvent("call_started", self.spec.name, context, meta, n_items=len(validated),
-                               inputs=validated))
+                               inputs=validated, call_id=call_id))
         try:
             if self._tenants is not None:  # the tenant's own pipeline, one call of the tenant at a time
                 slot = self._tenants.enter(context.tenant)
@@ -508,7 +513,7 @@ class Taskflow:
         except Exception as exc:
             plugins.emit(TaskEvent("call_failed", self.spec.name, context, meta, n_items=len(validated),
                                    inputs=validated, error=f"{type(exc).__name__}: {exc}",
-                                   duration_ms=(time.perf_counter() - start) * 1000))
+                                   duration_ms=(time.perf_counter() - start) * 1000, call_id=call_id))
             raise
         for out in outputs:
             # Set the field directly: pydantic's __setattr__ costs about 5 us a result (a tenth of the AML per-
@@ -516,7 +521,8 @@ class Taskflow:
             out.__dict__["meta"] = meta
             out.__pydantic_fields_set__.add("meta")
         plugins.emit(TaskEvent("call_finished", self.spec.name, context, meta, n_items=len(validated),
-                               inputs=validated, outputs=outputs, duration_ms=(time.perf_counter() - start) * 1000))
+                               inputs=validated, outputs=outputs, duration_ms=(time.perf_counter() - start) * 1000,
+                               call_id=call_id))
         return outputs
 
     def _execute(self, pipeline: Pipeline, items: list[BaseModel]) -> list[Any]:

@@ -11,12 +11,13 @@ import logging
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
 
 from .. import plugins
+from ..hookspecs import hook_may_block
+from ..spec import AccessDecision
 from .auth import CONFLICTING, ApiKey, presented_secret
 
 log = logging.getLogger("sectorflow.serving.access")
@@ -36,20 +37,14 @@ class AccessDenied(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
-class AccessDecision:
-    """One allow/deny decision: who (key id or ``None``), what (scope), from where, and why."""
-
-    actor: str | None
-    tenant: str | None
-    scope: str
-    allowed: bool
-    reason: str
-    source: str
-    request_id: str
-    route: str
-    roles: tuple[str, ...] = ()
-    channel: str = "http"
+def decision(key: ApiKey | None, scope: str, allowed: bool, reason: str, source: str, request_id: str, route: str,
+             channel: str = "http") -> AccessDecision:
+    """The :class:`~sectorflow.AccessDecision` of ``key`` (``None``: no key, or an unknown one) asking for ``scope``
+    (``task:NAME``, ``admin``, ...; the decision's ``resource`` is the task name for ``task:`` scopes) on ``route``."""
+    return AccessDecision(actor=key.id if key else "anonymous", tenant=key.tenant if key else None,
+                          resource=scope[5:] if scope.startswith("task:") else scope, action=route, allowed=allowed,
+                          reason=reason, source=source, request_id=request_id, roles=tuple(key.roles) if key else (),
+                          channel=channel)
 
 
 def record_access_decision(decision: AccessDecision) -> None:
@@ -57,29 +52,15 @@ def record_access_decision(decision: AccessDecision) -> None:
     ``sectorflow_access_decision`` hook (the audit log implements it). Serving does not
     import the audit log (the core's one-way dependency rule); an observer that raises fails the request, as for
     task events."""
-    log.log(logging.DEBUG if decision.allowed else logging.INFO, "access %s actor=%s scope=%s source=%s request=%s %s",
-            "allow" if decision.allowed else "deny", decision.actor, decision.scope, decision.source,
+    log.log(logging.DEBUG if decision.allowed else logging.INFO, "access %s actor=%s resource=%s source=%s request=%s "
+            "%s", "allow" if decision.allowed else "deny", decision.actor, decision.resource, decision.source,
             decision.request_id, decision.reason)
-    resource = decision.scope[5:] if decision.scope.startswith("task:") else decision.scope
-    plugins.get_plugin_manager().hook.sectorflow_access_decision(
-        actor=decision.actor or "anonymous", tenant=decision.tenant, resource=resource, action=decision.route,
-        allowed=decision.allowed, reason=decision.reason, source=decision.source, request_id=decision.request_id,
-        roles=list(decision.roles), channel=decision.channel)
-
-
-BLOCKING = "sectorflow_blocking"
-"""Attribute a hook implementation may carry to say that it may block (disk or network I/O: the audit log's
-fsynced append): ``True``, or a callable answering it now (e.g. only while the audit log is on). The server then
-runs that hook in its observer thread and awaits it, instead of running it on the event loop."""
+    plugins.get_plugin_manager().hook.sectorflow_access_decision(decision=decision)
 
 
 def observers_block(hook_name: str) -> bool:
-    """Whether an implementation of hook ``hook_name`` declares that it may block (see :data:`BLOCKING`)."""
-    for impl in getattr(plugins.get_plugin_manager().hook, hook_name).get_hookimpls():
-        flag = getattr(impl.function, BLOCKING, False)
-        if flag() if callable(flag) else flag:
-            return True
-    return False
+    """Whether an implementation of hook ``hook_name`` declares that it may block (:func:`sectorflow.may_block`)."""
+    return hook_may_block(plugins.get_plugin_manager(), hook_name)
 
 
 async def off_the_loop(executor: Executor | None, hook_name: str, call: Callable[[], Any]) -> Any:
@@ -124,11 +105,9 @@ def require(scope: str):  # noqa: ANN201 - a FastAPI dependency
                   "two different API keys (Authorization and X-API-Key)" if secret == CONFLICTING else
                   "unknown API key" if key is None else f"key lacks scope {scope!r}")
         route = request.scope.get("route")
-        await record_access_decision_async(AccessDecision(
-            actor=key.id if key else None, tenant=key.tenant if key else None, scope=scope or "authenticated",
-            allowed=allowed, reason=reason, source=client_address(request), request_id=request_id(request),
-            route=f"{request.method} {getattr(route, 'path', 'unmatched')}",
-            roles=key.roles if key else ()), state.observer_executor)
+        await record_access_decision_async(decision(
+            key, scope or "authenticated", allowed, reason, client_address(request), request_id(request),
+            f"{request.method} {getattr(route, 'path', 'unmatched')}"), state.observer_executor)
         if key is None:
             how = "one of them" if secret == CONFLICTING else "'Authorization: Bearer <key>' or 'X-API-Key'"
             raise AccessDenied(401, f"{reason[0].upper()}{reason[1:]}: send {how}.")

@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .access import AccessDecision, record_access_decision_async
+from .access import decision, record_access_decision_async
 from .auth import presented_secret
 from .handlers import exception_response
 from .routes_tasks import task_answer
@@ -97,9 +97,8 @@ class TaskFastPath:
         try:
             # Inside the try: an observer of the decision may refuse it (the audit log's AuditWriteError, 503, when
             # "access" is regulated and the record cannot be written), as the FastAPI route's dependency maps it.
-            await record_access_decision_async(AccessDecision(
-                actor=key.id, tenant=key.tenant, scope=route.scope, allowed=True, reason="ok", source=source,
-                request_id=rid, route=route.action, roles=key.roles), state.observer_executor)
+            await record_access_decision_async(decision(key, route.scope, True, "ok", source, rid, route.action),
+                                               state.observer_executor)
             body, task_headers = await task_answer(state, route.task, route.response_model, key,
                                                    request.inputs,  # type: ignore[attr-defined]
                                                    _LANE_QUERIES[query], source, rid, scope.get("state"))

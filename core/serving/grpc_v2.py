@@ -26,7 +26,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from ..errors import ConfigError, SectorflowError
 from . import oip
-from .access import AccessDecision, AccessDenied, record_access_decision_async
+from .access import AccessDenied, decision, record_access_decision_async
 from .auth import CONFLICTING, ApiKey, presented_secret
 from .batching import Overloaded
 from .handlers import _REQUEST_ID, RateLimited, new_request_id
@@ -126,10 +126,9 @@ class InferenceService:
         reason = ("ok" if allowed else "no API key" if not secret else
                   "two different API keys (authorization and x-api-key)" if secret == CONFLICTING else
                   "unknown API key" if key is None else f"key lacks scope {scope!r}")
-        await record_access_decision_async(AccessDecision(
-            actor=key.id if key else None, tenant=key.tenant if key else None, scope=scope or "authenticated",
-            allowed=allowed, reason=reason, source=self.source(context), request_id=rid, route=f"grpc {method}",
-            roles=key.roles if key else (), channel="grpc"), self.state.observer_executor)
+        await record_access_decision_async(decision(
+            key, scope or "authenticated", allowed, reason, self.source(context), rid, f"grpc {method}",
+            channel="grpc"), self.state.observer_executor)
         if key is None:
             raise AccessDenied(401, f"{reason[0].upper()}{reason[1:]}: send metadata 'authorization: Bearer <key>'.")
         if not allowed:

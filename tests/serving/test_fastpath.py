@@ -23,11 +23,9 @@ class Decisions:
         self.seen: list[tuple[str, bool, str, str]] = []
 
     @hookimpl
-    def sectorflow_access_decision(self, actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
-                                   reason: str | None, source: str, request_id: str, roles: list[str],
-                                   channel: str) -> None:
-        if action.startswith("POST /v1/tasks"):  # leave out the test's own /metrics reads
-            self.seen.append((actor, allowed, action, request_id))
+    def sectorflow_access_decision(self, decision) -> None:
+        if decision.action.startswith("POST /v1/tasks"):  # leave out the test's own /metrics reads
+            self.seen.append((decision.actor, decision.allowed, decision.action, decision.request_id))
 
 
 @pytest.fixture(scope="module")
