@@ -10,6 +10,7 @@ from __future__ import annotations
 from ._paddle import import_paddle
 from .bundle import Bundle, PredictorPool, load_bundle, load_pdparams, sha256_file, write_manifest
 from .device import Device, DeviceProbe, resolve_device, set_default_probe
+from .env import Settings, home, settings
 from .errors import (
     BundleError,
     BundleIntegrityError,
@@ -56,7 +57,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "Taskflow", "TaskSpec", "TaskResult", "ResultMeta", "TaskEvent", "CallContext", "Pipeline", "hookimpl",
-    "AccessDecision", "may_block",
+    "AccessDecision", "may_block", "Settings", "settings", "home",
     "Bundle", "PredictorPool", "load_bundle", "load_pdparams", "sha256_file", "write_manifest",
     "Device", "DeviceProbe", "resolve_device", "set_default_probe", "Trainable", "TrainableSpec",
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",

@@ -23,6 +23,7 @@ from .models.int8_store import resolve_int8_bundle
 from .pipeline import Pipeline
 from .spec import PRECISIONS, CallContext, ResultMeta, TaskEvent, TaskSpec
 from .state_keeper import StateKeeper, store_tenant
+from .env import settings
 from .state_store import StateStore
 from .tenants import TenantPipelines
 
@@ -34,7 +35,7 @@ _CALL_IDS = itertools.count(1)
 
 
 def _default_threads() -> int:
-    raw = os.environ.get("SECTORFLOW_NUM_THREADS", "1")
+    raw = settings().num_threads or "1"
     try:
         value = max(1, int(raw))
     except ValueError as exc:
