@@ -33,7 +33,8 @@ from .input_files import csv_file_records, csv_records, open_text, parse_json_li
 from .items import TextItem
 from .paths import writable_file
 from .pipeline import Pipeline
-from .spec import AccessDecision, CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec, ValidationSet
+from .spec import (AccessDecision, CallContext, InputFormat, Int8Spec, ResultMeta, TaskEvent, TaskResult, TaskSpec,
+                   ValidationSet, input_formats)
 from .taskflow import Taskflow
 from .state_admin import export_state, reset_stored_state, state_summary
 from .state_keeper import StateKeeper
@@ -57,7 +58,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "Taskflow", "TaskSpec", "TaskResult", "ResultMeta", "TaskEvent", "CallContext", "Pipeline", "hookimpl",
-    "AccessDecision", "may_block", "Settings", "settings", "home",
+    "AccessDecision", "may_block", "Settings", "settings", "home", "InputFormat", "input_formats", "Int8Spec",
     "Bundle", "PredictorPool", "load_bundle", "load_pdparams", "sha256_file", "write_manifest",
     "Device", "DeviceProbe", "resolve_device", "set_default_probe", "Trainable", "TrainableSpec",
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",

@@ -76,8 +76,8 @@ def sectorflow_register_tasks(register: Callable[[TaskSpec], None]) -> None:
     that another plugin already registered raises :class:`~sectorflow.errors.PluginConflictError` naming both
     plugins. Returns nothing.
 
-    A spec's reader factories (``TaskSpec.reader_factories``, ``factory(mapping=None, defaults=None) -> reader``) may
-    also declare a keyword parameter ``context``: ``sectorflow run`` then calls the factory with the task's input
+    A spec's reader factories (``InputFormat.factory`` in ``TaskSpec.formats``, ``factory(mapping=None,
+    defaults=None) -> reader``) may also declare a keyword parameter ``context``: ``sectorflow run`` then calls the factory with the task's input
     context (the read-only validation context that ``TaskSpec.input_context`` makes of the run's options, ``{}`` for
     a task without one), also when no ``--column``/``--default`` is given, so that the reader knows how its rows will
     be read (aml's ``input_timezone``). Factories without the parameter are called as before

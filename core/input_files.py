@@ -10,7 +10,7 @@ extends the ``Reader`` type in ``spec.py``, which names only the dict case.) Rea
 row, so that the rest of the file can still be processed in skip mode. Files ending in ``.gz`` are decompressed on the fly; ``-`` is standard input.
 
 Column mapping (``sectorflow run --column FIELD=COLUMN --default FIELD=VALUE``): a format with a reader factory
-(``TaskSpec.reader_factories``; the built-in ``csv`` and ``jsonl`` here) makes a reader that renames columns to input
+(``InputFormat.factory`` in ``TaskSpec.formats``; the built-in ``csv`` and ``jsonl`` here) makes a reader that renames columns to input
 fields and fills absent fields; :func:`reader_for` checks the field names against the task's input model first.
 
 Input context: a reader factory that declares a keyword parameter named ``context`` (see :func:`takes_context`) is
@@ -25,7 +25,6 @@ import csv
 import difflib
 import functools
 import gzip
-import inspect
 import io
 import logging
 import sys
@@ -42,7 +41,7 @@ from .encodings import INPUT_ENCODING, SAMPLE_BYTES, decode_problem, resolve
 from .encodings import check as check_encoding
 from .errors import ConfigError, InvalidInputError, SectorflowError
 from .jsonlines import parse_json_line
-from .spec import Reader, ReaderFactory, TaskSpec
+from .spec import InputFormat, Reader, ReaderFactory, TaskSpec, takes_context  # noqa: F401 (takes_context: public here)
 
 log = logging.getLogger("sectorflow")
 
@@ -364,9 +363,10 @@ def _factory(read: Any) -> ReaderFactory:
     return make
 
 
-BUILTIN_READERS: dict[str, Reader] = {"jsonl": read_jsonl, "csv": read_csv}
-BUILTIN_READER_FACTORIES: dict[str, ReaderFactory] = {"jsonl": _factory(read_jsonl), "csv": _factory(read_csv)}
-"""The built-in formats with ``--column``/``--default`` (see :attr:`~sectorflow.spec.TaskSpec.reader_factories`)."""
+BUILTIN_FORMATS: dict[str, InputFormat] = {"jsonl": InputFormat(read_jsonl, _factory(read_jsonl)),
+                                           "csv": InputFormat(read_csv, _factory(read_csv))}
+"""The built-in formats, with ``--column``/``--default`` (see :attr:`~sectorflow.spec.TaskSpec.formats`); a task's
+own format of the same name replaces one whole."""
 
 
 def whole_file_reader(what: str) -> Reader:
@@ -397,18 +397,6 @@ def guess_format(source: str | Path) -> str:
     return "csv" if name.endswith(".csv") else "jsonl"
 
 
-def takes_context(factory: Any) -> bool:
-    """Whether reader factory ``factory`` takes the task's input context: it has a parameter named ``context`` that
-    can be passed by keyword (``def make(mapping=None, defaults=None, *, context=None)``). A ``**kwargs`` catch-all
-    does not count, so a factory written before the context existed is never handed an argument it does not expect;
-    a callable whose signature cannot be read (some built-ins) does not take it either."""
-    try:
-        parameter = inspect.signature(factory).parameters.get("context")
-    except (TypeError, ValueError):
-        return False
-    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
-
-
 def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: Mapping[str, str] | None = None,
                defaults: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
                encoding: str | None = None) -> Reader:
@@ -420,13 +408,13 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
 
     ``mapping`` (``{input_field: source_column}``, ``sectorflow run --column``) and ``defaults`` (``{input_field:
     value}``, ``--default``), when either is non-empty, are handed to the format's reader factory
-    (:attr:`TaskSpec.reader_factories`; the built-in ``csv`` and ``jsonl`` have one).
+    (:attr:`InputFormat.factory` of :attr:`TaskSpec.formats`; the built-in ``csv`` and ``jsonl`` have one).
 
     ``context`` is the task's input context (the validation context of raw items that the caller's options make,
     :meth:`TaskSpec.input_context`; ``{}`` for a task without one; ``sectorflow run`` gives it). When it is given and
     the format's factory takes it (:func:`takes_context`), the factory is called with ``context=`` (a read-only
     copy), also when neither ``mapping`` nor ``defaults`` is given (the format's plain reader in
-    :attr:`TaskSpec.readers` is then not used: it cannot be told the context). ``None`` (the default): no factory is
+    :attr:`InputFormat.read` is then not used: it cannot be told the context). ``None`` (the default): no factory is
     told anything, as before the parameter existed.
 
     ``encoding`` (``sectorflow run --encoding``): the text encoding the reader opens its file in (a Python codec
@@ -456,29 +444,27 @@ class ReaderPlan:
         Raises:
             ConfigError: from the format's factory, for a mapping it cannot apply.
         """
-        spec, fmt, mapping, defaults, encoding = self.spec, self.fmt, self.mapping, self.defaults, self.encoding
-        readers, factories, own = _formats(spec)
-        builtin = fmt in BUILTIN_READERS and fmt not in own
-        told = context is not None and fmt in factories and takes_context(factories[fmt])
+        spec, mapping, defaults, encoding = self.spec, self.mapping, self.defaults, self.encoding
+        fmt = _formats(spec)[self.fmt]
+        builtin = fmt is BUILTIN_FORMATS.get(self.fmt)
+        told = context is not None and fmt.factory is not None and fmt.takes_context
         extra = {"context": MappingProxyType(dict(context or {}))} if told else {}
         if not mapping and not defaults:
             if told:
-                made = factories[fmt](**extra)
-                return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
-            if fmt in spec.readers or fmt not in spec.reader_factories:
-                return checked_reader(known_fields_only(readers[fmt], spec) if builtin else readers[fmt], encoding)
-            return checked_reader(spec.reader_factories[fmt](), encoding)
-        made = factories[fmt](mapping=dict(mapping) if mapping else None,
-                              defaults=dict(defaults) if defaults else None, **extra)
+                made = fmt.factory(**extra)  # type: ignore[misc]
+            elif fmt.read is not None:
+                made = fmt.read
+            else:
+                made = fmt.factory()  # type: ignore[misc]
+        else:
+            made = fmt.factory(mapping=dict(mapping) if mapping else None,  # type: ignore[misc]
+                               defaults=dict(defaults) if defaults else None, **extra)
         return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
 
 
-def _formats(spec: TaskSpec) -> tuple[dict[str, Reader], dict[str, ReaderFactory], set[str]]:
-    """The readers and reader factories of ``spec`` with the built-in ones, and the names of the task's own."""
-    readers = {**BUILTIN_READERS, **spec.readers}
-    factories = {**{name: make for name, make in BUILTIN_READER_FACTORIES.items() if name not in spec.readers},
-                 **spec.reader_factories}
-    return readers, factories, set(spec.readers) | set(spec.reader_factories)
+def _formats(spec: TaskSpec) -> dict[str, InputFormat]:
+    """The formats ``spec`` reads: the built-in ones, then the task's own (which replace a built-in one whole)."""
+    return {**BUILTIN_FORMATS, **spec.formats}
 
 
 def plan_reader(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: Mapping[str, str] | None = None,
@@ -491,20 +477,19 @@ def plan_reader(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping:
             ``defaults`` for a format without a factory (the message lists the formats that take them).
     """
     encoding = check_encoding(encoding)
-    readers, factories, own = _formats(spec)
+    known = _formats(spec)
+    formats = set(known)
     if fmt is None:
         # A file named after one of the task's own formats (report.txt for a task with a "txt" reader) is read in
         # that format; otherwise csv or jsonl by name.
         suffix = Path(str(source).lower().removesuffix(".gz")).suffix.lstrip(".")
-        fmt = suffix if suffix in own else guess_format(source)
+        fmt = suffix if suffix in spec.formats else guess_format(source)
         if fmt == "jsonl" and suffix and suffix not in JSON_LINES_SUFFIXES:
             # a .txt or .tsv read as JSON lines fails on every row with "not JSON": say so once, before any model loads
-            formats = ", ".join(sorted(set(readers) | set(factories)))
             raise ConfigError(f"Cannot tell the format of {source} from its name (.{suffix}): task {spec.name!r} "
-                              f"reads {formats}. Give --format, e.g. --format jsonl for one JSON object per line, "
-                              "or save it as .csv with a header row.",
-                              details={"source": str(source), "formats": sorted(set(readers) | set(factories))})
-    formats = set(readers) | set(factories)
+                              f"reads {', '.join(sorted(formats))}. Give --format, e.g. --format jsonl for one JSON "
+                              "object per line, or save it as .csv with a header row.",
+                              details={"source": str(source), "formats": sorted(formats)})
     if fmt not in formats and fmt.strip().lower() in formats:
         fmt = fmt.strip().lower()  # --format CSV
     if fmt not in formats:
@@ -520,8 +505,8 @@ def plan_reader(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping:
                               f"{spec.name!r}; its input fields are: {', '.join(fields)}. Write --column FIELD=COLUMN "
                               "and --default FIELD=VALUE with FIELD one of these.",
                               details={"unknown": unknown, "fields": fields})
-        if fmt not in factories:
-            takes = ", ".join(sorted(factories)) or "none"
+        if known[fmt].factory is None:
+            takes = ", ".join(sorted(name for name, made in known.items() if made.factory is not None)) or "none"
             raise ConfigError(f"Format {fmt!r} of task {spec.name!r} has fixed columns: it takes no "
                               f"--column/--default. Formats that do: {takes}.")
     return ReaderPlan(spec, fmt, mapping, defaults, encoding)

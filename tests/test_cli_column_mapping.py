@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from core_support import echo_plugin
 
-from sectorflow import ConfigError, Taskflow, hookimpl, plugins
+from sectorflow import ConfigError, InputFormat, Taskflow, hookimpl, plugins
 from sectorflow.cli import main
 from sectorflow.input_files import reader_for, remap
 
@@ -99,7 +99,9 @@ def test_a_plugins_reader_factory_gets_the_options(echo_registry, tmp_path):
 
         return read
 
-    spec = dataclasses.replace(plugins.get_task("echo"), reader_factories={"pipes": factory, "csv": factory})
+    echo = plugins.get_task("echo")
+    spec = dataclasses.replace(echo, formats={**echo.formats, "pipes": InputFormat(factory=factory),
+                                              "csv": InputFormat(factory=factory)})
     source = tmp_path / "in.pipes"
     source.write_text("x")
     assert list(reader_for(spec, None, source)(source)) == [(1, {"text": "None None"})]
@@ -161,7 +163,7 @@ def _context_task(factory, *, readers=None):
     return dataclasses.replace(
         captured[0], options={**captured[0].options, "prefix": "text put before each raw item"},
         context_from_options=lambda options: {} if options.get("prefix") is None else {"prefix": options["prefix"]},
-        readers=readers if readers is not None else captured[0].readers, reader_factories={"pipes": factory})
+        formats={**captured[0].formats, "pipes": InputFormat(readers["pipes"] if readers else None, factory)})
 
 
 def _one_task(spec):

@@ -427,7 +427,7 @@ READERS: dict[str, Reader] = {
 READER_FACTORIES: dict[str, Callable[..., Reader]] = {"csv": csv_reader, "jsonl": jsonl_reader,
                                                       "parquet": parquet_reader}
 """The formats whose columns ``sectorflow run aml FILE --format NAME --column FIELD=COLUMN --default FIELD=VALUE``
-renames: ``factory(mapping=..., defaults=..., context=...)`` (the core's ``TaskSpec.reader_factories``; the core
+renames: ``factory(mapping=..., defaults=..., context=...)`` (the core's ``InputFormat.factory``; the core
 hands ``context``, the run's input context, to every read of these formats, so they are read by the factory also
 without ``--column``)."""
 
