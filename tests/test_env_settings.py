@@ -1,4 +1,4 @@
-"""One settings object owns every environment variable (core/env.py, issue 26): docs/configuration.md shows its
+"""One settings object owns every environment variable (core/src/sectorflow/env.py, issue 26): docs/configuration.md shows its
 table, no other module reads a ``SECTORFLOW_`` variable itself, and ``sectorflow.home()`` is the one home folder."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from core_support import REPO_ROOT
 from sectorflow.env import Settings, markdown_table, raw
 
 DOC = REPO_ROOT / "docs" / "configuration.md"
-SOURCES = [path for folder in ("core", "compliance", "federated") for path in (REPO_ROOT / folder).rglob("*.py")]
-SOURCES += list(REPO_ROOT.glob("plugins/*/src/**/*.py"))
-ENV_MODULE = REPO_ROOT / "core" / "env.py"
+SOURCES = [path for folder in ("core", "compliance", "federated") for path in (REPO_ROOT / folder / "src").rglob("*.py")]
+SOURCES += list(REPO_ROOT.glob("plugins/*/src/**/*.py"))  # the packages (tests set variables of their own)
+ENV_MODULE = REPO_ROOT / "core" / "src" / "sectorflow" / "env.py"
 
 
 def test_the_docs_table_is_the_code():
@@ -31,7 +31,7 @@ def test_every_variable_named_in_the_code_is_a_setting():
         for name in re.findall(r"\bSECTORFLOW_[A-Z][A-Z0-9_]*\b", path.read_text(encoding="utf-8")):
             named.setdefault(name, path)
     unknown = {name: str(path.relative_to(REPO_ROOT)) for name, path in named.items() if name not in declared}
-    assert not unknown, f"declare these variables in core/env.py (Settings): {unknown}"
+    assert not unknown, f"declare these variables in core/src/sectorflow/env.py (Settings): {unknown}"
     assert len(declared) == 20
 
 

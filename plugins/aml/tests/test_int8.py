@@ -15,7 +15,7 @@ from sectorflow import (
 )
 from sectorflow.plugins import get_task
 from sectorflow_aml.loaders import load_transactions
-from sectorflow_aml.validation import DATA, validation
+from sectorflow_aml.calibration import DATA, validation
 
 SAMPLE = Path(__file__).resolve().parents[3] / "samples" / "aml" / "transactions.csv.gz"
 SCORE_TOLERANCE = {"median": 0.01, "p99": 0.03, "max": 0.1}

@@ -63,7 +63,7 @@ def test_finetune_state_has_paddlenlp_names_and_the_bundle_weights(exported, tin
 
 def test_meanpool_program_reproduces_the_bundle_logits(exported, tiny_shipped_bundle):
     from sectorflow import import_paddle
-    from sectorflow_customer_service.tokenize import WordPiece
+    from sectorflow_customer_service.wordpiece import WordPiece
 
     paddle = import_paddle()
 

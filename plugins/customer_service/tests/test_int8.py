@@ -14,7 +14,7 @@ from sectorflow import (
     UnsupportedPrecisionError,
     load_bundle,
 )
-from sectorflow_customer_service.validation import DATA, validation
+from sectorflow_customer_service.calibration import DATA, validation
 
 PROBABILITY_TOLERANCE = 0.1
 """Largest allowed difference of the top intent's probability, INT8 against fp32 (measured: at most 0.06 on these

@@ -16,7 +16,7 @@ def test_minilm_matches_the_sentence_transformers_reference():
     from safetensors.numpy import load_file
 
     from sectorflow_customer_service.minilm import minilm_folder
-    from sectorflow_customer_service.tokenize import WordPiece
+    from sectorflow_customer_service.wordpiece import WordPiece
 
     try:
         folder = minilm_folder()

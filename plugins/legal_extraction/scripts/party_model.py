@@ -232,7 +232,7 @@ def model_parties(text: str, probs: np.ndarray, offsets: np.ndarray, threshold: 
     longest :func:`party_key`, the first on a tie), in order of first mention; the role is the first TERM span
     within 200 characters after the name (before the next name), mapped like the rules' roles (``Licensor`` ->
     ``licensor``)."""
-    from sectorflow_legal_extraction.rules_en_parties import _ROLE_NAMES
+    from sectorflow_legal_extraction.rules_en.party_rules import _ROLE_NAMES
     from sectorflow_legal_extraction.schema import Extraction
 
     strip = " \t\r\n,;:\"“”'‘’([{"

@@ -11,7 +11,7 @@ from . import __version__
 from .loaders import READER_FACTORIES, READERS
 from .pipeline import OPTIONS, AMLPipeline
 from .schema import Transaction, TransactionAssessment, input_context
-from .validation import validation
+from .calibration import validation
 
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
 """The shipped risk-scorer bundle (made by ``plugins/aml/scripts/train_scorer.py``)."""

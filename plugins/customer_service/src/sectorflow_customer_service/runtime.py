@@ -40,8 +40,8 @@ from sectorflow import (
 )
 
 from .intent_model import IntentModel
-from .tokenize import WordPiece
-from .weights import home
+from .wordpiece import WordPiece
+from .cache import home
 
 paddle = import_paddle()
 
