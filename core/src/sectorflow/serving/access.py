@@ -74,6 +74,41 @@ async def record_access_decision_async(decision: AccessDecision, executor: Execu
     await off_the_loop(executor, "sectorflow_access_decision", lambda: record_access_decision(decision))
 
 
+def check_key(keys: Any, secret: str | None, scope: str, names: str = "Authorization and X-API-Key"
+              ) -> tuple[ApiKey | None, bool, str]:
+    """``(key or None, allowed, reason)`` for the presented ``secret`` (:func:`~.auth.presented_secret`) asking for
+    ``scope`` (``""``: only authenticate) in the key store ``keys``; ``names`` words two conflicting keys."""
+    key = keys.authenticate(secret)
+    allowed = key is not None and (not scope or key.allows(scope))
+    reason = ("ok" if allowed else "no API key" if not secret else
+              f"two different API keys ({names})" if secret == CONFLICTING else
+              "unknown API key" if key is None else f"key lacks scope {scope!r}")
+    return key, allowed, reason
+
+
+async def authorize(state: Any, secret: str | None, scope: str, source: str, rid: str, action: str, *,
+                    channel: str = "http", names: str = "Authorization and X-API-Key",
+                    send: str = "'Authorization: Bearer <key>' or 'X-API-Key'") -> ApiKey:
+    """The one access check of every protocol (the FastAPI dependency :func:`require`, the task fast path, gRPC):
+    the key of ``secret`` checked for ``scope``, the decision recorded (:func:`record_access_decision_async`, off
+    the event loop when an observer may block), the key returned.
+
+    Raises:
+        AccessDenied: 401 (no key, an unknown one, two different ones; the message says to ``send`` one), 403 (a
+            key without ``scope``).
+        SectorflowError: from an observer of the decision (the audit log's ``AuditWriteError``, 503).
+    """
+    key, allowed, reason = check_key(state.keys, secret, scope, names)
+    await record_access_decision_async(decision(key, scope or "authenticated", allowed, reason, source, rid, action,
+                                                channel), state.observer_executor)
+    if key is None:
+        how = "one of them" if secret == CONFLICTING and channel == "http" else send
+        raise AccessDenied(401, f"{reason[0].upper()}{reason[1:]}: send {how}.")
+    if not allowed:
+        raise AccessDenied(403, f"API key {key.id!r} lacks the scope {scope!r}.")
+    return key
+
+
 def client_address(request: Request) -> str:
     return request.client.host if request.client else "unknown"
 
@@ -97,20 +132,9 @@ def require(scope: str):  # noqa: ANN201 - a FastAPI dependency
         # resolve per request. The OpenAPI document declares both schemes (see SECURITY_SCHEMES).
         state = request.app.state.sectorflow
         secret = presented_secret(request.headers.get("authorization"), request.headers.get("x-api-key"))
-        key = state.keys.authenticate(secret)
-        allowed = key is not None and (not scope or key.allows(scope))
-        reason = ("ok" if allowed else "no API key" if not secret else
-                  "two different API keys (Authorization and X-API-Key)" if secret == CONFLICTING else
-                  "unknown API key" if key is None else f"key lacks scope {scope!r}")
         route = request.scope.get("route")
-        await record_access_decision_async(decision(
-            key, scope or "authenticated", allowed, reason, client_address(request), request_id(request),
-            f"{request.method} {getattr(route, 'path', 'unmatched')}"), state.observer_executor)
-        if key is None:
-            how = "one of them" if secret == CONFLICTING else "'Authorization: Bearer <key>' or 'X-API-Key'"
-            raise AccessDenied(401, f"{reason[0].upper()}{reason[1:]}: send {how}.")
-        if not allowed:
-            raise AccessDenied(403, f"API key {key.id!r} lacks the scope {scope!r}.")
+        key = await authorize(state, secret, scope, client_address(request), request_id(request),
+                              f"{request.method} {getattr(route, 'path', 'unmatched')}")
         request.state.api_key = key
         return key
 
