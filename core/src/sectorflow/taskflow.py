@@ -35,7 +35,8 @@ _CALL_IDS = itertools.count(1)
 
 
 def _default_threads() -> int:
-    raw = settings().num_threads or "1"
+    raw = settings().num_threads
+    raw = "1" if raw is None else raw  # set but empty is refused, as before
     try:
         value = max(1, int(raw))
     except ValueError as exc:
