@@ -25,6 +25,8 @@ SECURITY_SCHEMES = {
 }
 """The two ways to present a key, as OpenAPI security schemes (either one is enough)."""
 OPEN_PATHS = ("/healthz", "/readyz")
+ANONYMOUS = "anonymous"
+"""The ``actor`` of a decision on a request without a (known) key."""
 
 
 class AccessDenied(Exception):
@@ -39,20 +41,21 @@ def decision(key: ApiKey | None, scope: str, allowed: bool, reason: str, source:
              channel: str = "http") -> AccessDecision:
     """The :class:`~sectorflow.AccessDecision` of ``key`` (``None``: no key, or an unknown one) asking for ``scope``
     (``task:NAME``, ``admin``, ...; the decision's ``resource`` is the task name for ``task:`` scopes) on ``route``."""
-    return AccessDecision(actor=key.id if key else "anonymous", tenant=key.tenant if key else None,
+    return AccessDecision(actor=key.id if key else ANONYMOUS, tenant=key.tenant if key else None,
                           resource=scope[5:] if scope.startswith("task:") else scope, action=route, allowed=allowed,
                           reason=reason, source=source, request_id=request_id, roles=tuple(key.roles) if key else (),
                           channel=channel)
 
 
-def record_access_decision(decision: AccessDecision) -> None:
-    """Record an access decision: to logger ``sectorflow.serving.access``, and to every implementation of the
+def record_access_decision(decision: AccessDecision, scope: str | None = None) -> None:
+    """Record an access decision: to logger ``sectorflow.serving.access`` (``scope``: the scope asked for, as the log
+    line names it; default the decision's resource), and to every implementation of the
     ``sectorflow_access_decision`` hook (the audit log implements it). Serving does not
     import the audit log (the core's one-way dependency rule); an observer that raises fails the request, as for
     task events."""
-    log.log(logging.DEBUG if decision.allowed else logging.INFO, "access %s actor=%s resource=%s source=%s request=%s "
-            "%s", "allow" if decision.allowed else "deny", decision.actor, decision.resource, decision.source,
-            decision.request_id, decision.reason)
+    log.log(logging.DEBUG if decision.allowed else logging.INFO, "access %s actor=%s scope=%s source=%s request=%s %s",
+            "allow" if decision.allowed else "deny", None if decision.actor == ANONYMOUS else decision.actor,
+            decision.resource if scope is None else scope, decision.source, decision.request_id, decision.reason)
     host.get_plugin_manager().hook.sectorflow_access_decision(decision=decision)
 
 
@@ -69,9 +72,10 @@ async def off_the_loop(executor: Executor | None, hook_name: str, call: Callable
     return call()
 
 
-async def record_access_decision_async(decision: AccessDecision, executor: Executor | None) -> None:
+async def record_access_decision_async(decision: AccessDecision, executor: Executor | None,
+                                       scope: str | None = None) -> None:
     """:func:`record_access_decision`, off the event loop when an observer may block (the audit log)."""
-    await off_the_loop(executor, "sectorflow_access_decision", lambda: record_access_decision(decision))
+    await off_the_loop(executor, "sectorflow_access_decision", lambda: record_access_decision(decision, scope))
 
 
 def check_key(keys: Any, secret: str | None, scope: str, names: str = "Authorization and X-API-Key"
@@ -99,8 +103,9 @@ async def authorize(state: Any, secret: str | None, scope: str, source: str, rid
         SectorflowError: from an observer of the decision (the audit log's ``AuditWriteError``, 503).
     """
     key, allowed, reason = check_key(state.keys, secret, scope, names)
-    await record_access_decision_async(decision(key, scope or "authenticated", allowed, reason, source, rid, action,
-                                                channel), state.observer_executor)
+    asked = scope or "authenticated"
+    await record_access_decision_async(decision(key, asked, allowed, reason, source, rid, action, channel),
+                                       state.observer_executor, asked)
     if key is None:
         how = "one of them" if secret == CONFLICTING and channel == "http" else send
         raise AccessDenied(401, f"{reason[0].upper()}{reason[1:]}: send {how}.")

@@ -52,7 +52,7 @@ def state_router() -> APIRouter:
             if named and wanted != key.tenant:
                 await record_access_decision_async(decision(
                     key, SCOPE_ADMIN, False, f"key of tenant {key.tenant!r} may not reset the state of tenant "
-                    f"{wanted!r}", source, rid, f"POST {ROUTE}"), state.observer_executor)
+                    f"{wanted!r}", source, rid, f"POST {ROUTE}"), state.observer_executor, SCOPE_ADMIN)
                 raise AccessDenied(403, f"API key {key.id!r} belongs to tenant {key.tenant!r}: it may reset that "
                                         f"tenant's state only (leave the tenant out, or name {key.tenant!r}).")
             tenant = key.tenant
