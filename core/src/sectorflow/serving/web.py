@@ -12,8 +12,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from .. import ConfigError, __version__, host as core_host
-from .access import AccessDecision, record_access_decision
+from .. import AccessDecision, ConfigError, __version__, host as core_host
+from .access import ANONYMOUS, record_access_decision
 from .auth import KeyStore
 from .config import ServeConfig, load_config
 
@@ -64,9 +64,10 @@ class WebHost:
         """Record an access decision (a sign-in, a page view, a refused action) as the server records its own: to
         logger ``sectorflow.serving.access`` and the ``sectorflow_access_decision`` hook (the audit log). Raises
         what an observer raises (a regulated log that cannot write)."""
-        record_access_decision(AccessDecision(actor=actor, tenant=tenant, scope=resource, allowed=allowed,
-                                              reason=reason, source=source, request_id=request_id, route=action,
-                                              roles=roles, channel="web"))
+        named = resource[5:] if resource.startswith("task:") else resource
+        record_access_decision(AccessDecision(
+            actor=actor or ANONYMOUS, tenant=tenant, resource=named, action=action, allowed=allowed, reason=reason,
+            source=source, request_id=request_id, roles=tuple(roles), channel="web"), resource)
 
 
 def register_web(app: FastAPI, host: WebHost) -> None:
