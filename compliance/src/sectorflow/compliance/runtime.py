@@ -328,7 +328,8 @@ def record_access(*, actor: str, resource: str, action: str, allowed: bool, reas
         request_id=request_id, details={"action": action, "roles": sorted(roles or [])}))
 
 
-CASE_DISPOSITIONS = ("escalated", "reported", "closed_no_action", "closed_false_positive", "reopened")
+CASE_DISPOSITIONS = ("escalated", "reported", "closed_no_action", "closed_false_positive", "closed_true_positive",
+                     "reopened")
 REPORT_ACTIONS = ("drafted", "edited", "approved", "submitted", "withdrawn")
 
 
