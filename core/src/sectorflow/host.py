@@ -23,5 +23,5 @@ from .paths import sectorflow_home
 from .plugins import (BUILTIN_PLUGINS, ENTRY_POINT_GROUP, emit, get_plugin_manager, get_task, registered_tasks,
                       registered_trainables)
 
-__all__ = ["BUILTIN_PLUGINS", "ENTRY_POINT_GROUP", "emit", "get_plugin_manager", "get_task", "registered_tasks", "registered_trainables",
-           "sectorflow_home"]
+__all__ = ["BUILTIN_PLUGINS", "ENTRY_POINT_GROUP", "emit", "get_plugin_manager", "get_task", "registered_tasks",
+           "registered_trainables", "sectorflow_home"]
