@@ -5,7 +5,7 @@ as datasette and llm register theirs; entry points are for plugins of other dist
 audit log of sectorflow-compliance, the federated training of sectorflow-federated, third parties').
 
 Environment:
-    SECTORFLOW_LOAD_PLUGINS: comma-separated entry-point names to load; unset loads every installed plugin, the
+    SECTORFLOW_LOAD_PLUGINS: comma-separated plugin names (built-in or entry-point) to load; unset loads every one, the
         empty string loads none (not even the built-in ones).
     SECTORFLOW_REQUIRED_PLUGINS: comma-separated plugin names that must be loaded (e.g. ``audit`` in a regulated
         deployment): loading fails if one is missing or left out, and every task event fails if one has since been

@@ -13,7 +13,7 @@ from sectorflow import (
     UnsupportedPrecisionError,
     load_bundle,
 )
-from sectorflow.plugins import get_task
+from sectorflow.host import get_task
 from sectorflow_aml.loaders import load_transactions
 from sectorflow_aml.calibration import DATA, validation
 

@@ -70,7 +70,7 @@ def test_quantized_intents_agree_with_fp32(tmp_path, monkeypatch):
 def test_quantize_and_export_start_from_the_built_paddle_bundle_without_task_path(tmp_path, monkeypatch):
     # `sectorflow models quantize customer_service` (no --task-path) used to stop at "format 'sectorflow-cs-int8'"
     from sectorflow.models.export import source_bundle
-    from sectorflow.plugins import get_task
+    from sectorflow.host import get_task
 
     monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))
     spec = get_task("customer_service")

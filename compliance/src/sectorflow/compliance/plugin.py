@@ -1,4 +1,5 @@
-"""Built-in plugin ``audit``: records every task event in the audit log and adds ``sectorflow audit``.
+"""The plugin ``audit`` (entry point of sectorflow-compliance): records every task event in the audit log and adds
+``sectorflow audit``.
 
 It observes the core's ``sectorflow_task_event`` hook, so every task of every plugin is covered without plugin
 code. The observer is a first-run hook wrapper: it writes the record before any ordinary observer runs (so no
