@@ -130,8 +130,10 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
 def train_command(
         transactions: list[Path] = typer.Argument(..., help="Transaction files (read as `sectorflow run aml` does)."),
         labels: list[Path] = typer.Option(..., "--labels", "-l", help="Account labels: account_id,label[,typology] "
-                                          "(or AMLGentex accounts.csv.gz / AMLSim nodes.csv.gz); one for all files "
-                                          "or one per file, repeatable."),
+                                          "(or AMLGentex accounts.csv.gz / AMLSim nodes.csv.gz), or analysts' case "
+                                          "dispositions (CSV case_id,account_id,period,disposition,reason,decided_by,"
+                                          "decided_at or JSON lines with those keys); one for all files or one per "
+                                          "file, repeatable."),
         out: Path = typer.Option(..., "--out", "-o", help="Folder of the bundle to write."),
         fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format (default: guessed)."),
         lookback_days: float = typer.Option(30.0, "--lookback-days", help="Window the features see (days)."),

@@ -69,3 +69,12 @@ def sectorflow_register_trainables(register: Any) -> None:
 
     register(trainable_spec())
     register(account_spec())
+
+
+@hookimpl
+def sectorflow_register_web(app: Any, host: Any) -> None:
+    """Mount the AML analyst workbench under ``/ui/`` when the server configuration has ``[web.aml]``
+    (:mod:`sectorflow_aml.workbench`)."""
+    from .workbench import register_web
+
+    register_web(app, host)
