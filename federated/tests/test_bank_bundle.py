@@ -222,3 +222,12 @@ def test_the_amlsim_trainable_checks_its_folder_before_flower_starts(tmp_path):
     cfg = parse_config({"task": "aml", "institutions": [{"data": str(tmp_path), "bank": 0, "num_banks": 2}]})
     with pytest.raises(ConfigError, match=r"Institution 1 of 1 .* AMLSim run folder\(s\)"):
         preflight(cfg, trainable_spec())
+
+
+def test_dp_cost_of_a_lower_is_better_metric():
+    cfg = parse_config({"task": "toy", "metric": "mse", "dp": {"mode": "local", "utility_margin": 0.1}})
+    worse, plain = _report("dp", [0.5]), _report("plain", [0.2])
+    for report, value in ((worse, 0.5), (plain, 0.2)):
+        report.rounds[0].eval_metrics = {"mse": value}
+    out = privacy_utility(cfg, worse, plain)
+    assert out["cost"] == pytest.approx(0.3) and "costs 0.3000 mse: 0.5000 with it, 0.2000 without" in out["warning"]
