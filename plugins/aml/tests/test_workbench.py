@@ -193,6 +193,15 @@ def test_audit_page_is_for_audit_admins_and_shows_the_records(app, results):
     assert f"GET /ui/cases/{cid}" in page  # the view, with the user as actor
 
 
+def test_a_bad_source_is_a_config_error_at_start(tmp_path):
+    from sectorflow import ConfigError
+
+    cfg = ServeConfig.model_validate({"web": {"aml": {"state_store": str(tmp_path / "s.sqlite"),
+                                                      "sources": [{"tenant": "b", "results": "r.jsonl"}]}}})
+    with pytest.raises(ConfigError, match="transactions"):
+        web_app(cfg)
+
+
 def test_the_server_mounts_the_workbench_under_ui_and_keeps_it_out_of_the_api_schema(results, tmp_path):
     cfg = config(results, str(tmp_path / "s.sqlite")).model_copy(update={"serve": ["aml"]})
     app = create_app(cfg)

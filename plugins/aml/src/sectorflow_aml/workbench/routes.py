@@ -20,7 +20,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from sectorflow import SectorflowError, open_state_store
+from pydantic import ValidationError
+
+from sectorflow import ConfigError, SectorflowError, open_state_store
 
 from .data import Catalogue, Source, TenantData
 from .decisions import DecisionBook, DecisionError, FourEyesError, STATUSES
@@ -54,7 +56,12 @@ class Workbench:
     def __init__(self, host: WebHost) -> None:
         settings = host.settings("aml")
         self.host = host
-        self.catalogue = Catalogue([Source.model_validate(s) for s in settings.get("sources", [])])
+        try:
+            sources = [Source.model_validate(s) for s in settings.get("sources", [])]
+        except ValidationError as exc:
+            raise ConfigError(f"[web.aml] sources: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']} (each source "
+                              f"names tenant, results, transactions and optionally format, input_timezone).") from None
+        self.catalogue = Catalogue(sources)
         self.store = open_state_store(settings.get("state_store") or host.state_store)
         self.books: dict[str, DecisionBook] = {}
         self.sessions = Sessions()
