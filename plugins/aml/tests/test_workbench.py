@@ -259,3 +259,6 @@ def test_decisions_survive_a_restart_and_export_as_labels(store, tmp_path, cli_m
             got = list(csv.DictReader(handle))
         assert [(r["case_id"], r["account_id"], r["period"], r["disposition"]) for r in got] == [
             ("c1", "A1", "2017-02", "false_positive"), ("c2", "A2", "2017-02", "str_approved")]
+        from sectorflow_aml.labels import read_labels  # what `sectorflow aml train --labels` reads
+
+        assert read_labels(out).label == {"A1": 0, "A2": 1}
