@@ -115,6 +115,7 @@ def test_case_page_carries_the_graph_evidence_and_transactions(app, results):
     assert any(e["path"] for e in graph["edges"])  # the typology's transfers are marked
     assert page.count("<tr><td>20") == len(graph["edges"])  # the transactions table
     assert 'lang="zh"' in page and "/ui/static/cytoscape.min.js" in page and "cdn" not in page.lower()
+    assert f"Counterparties in {case.period}: {case.counterparties_in_period};" in page  # case-level graph evidence
     more = client.get(f"/ui/cases/{case.case_id}/expand", params={"account": case.account}).json()
     assert all(case.account in (e["source"], e["target"]) for e in more["edges"])
     assert not {e["id"] for e in more["edges"]} & set(case.transaction_ids)
