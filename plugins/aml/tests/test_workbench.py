@@ -25,7 +25,8 @@ SAMPLE = REPO / "samples" / "aml" / "transactions.csv.gz"
 DSN = os.environ.get("SECTORFLOW_TEST_POSTGRES_DSN")
 KEYS = {"ana": ("bank-1", ["role:analyst"]), "appr": ("bank-1", ["role:approver"]),
         "both": ("bank-1", ["role:analyst", "role:approver"]), "aud": ("bank-1", ["audit"]),
-        "other": ("bank-2", ["role:analyst"]), "nobody": ("bank-1", ["task:aml"])}
+        "other": ("bank-2", ["role:analyst"]), "nobody": ("bank-1", ["task:aml"]),
+        "audop": ("bank-1", ["audit", "admin"])}
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +193,9 @@ def test_audit_page_is_for_audit_admins_and_shows_the_records(app, results):
     assert "Verify: intact" in page and "Last checkpoint" in page
     assert "case.disposed" in page and "closed_true_positive" in page and "<td>ana</td>" in page
     assert f"GET /ui/cases/{cid}" in page  # the view, with the user as actor
+    operator, _ = signed_in(app, "audop")  # separation of duties: an operator (admin) is never the audit admin
+    refused = operator.get("/ui/audit")
+    assert refused.status_code == 403 and "separation of duties" in refused.text
 
 
 def test_a_bad_source_is_a_config_error_at_start(tmp_path):

@@ -296,6 +296,8 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
 
         try:
             summary = audit_summary(s.user, set(s.scopes), s.tenant, case)
+        except PermissionError as exc:  # AuditAccessDenied: an audit admin who is an operator too (admin scope)
+            return wb.refuse(request, s, 403, str(exc))
         except SectorflowError as exc:
             return wb.refuse(request, s, 503, str(exc))
         wb.record(request, s, "/ui/audit", True, "audit page")
