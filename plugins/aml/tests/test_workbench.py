@@ -154,6 +154,12 @@ def test_four_eyes_the_maker_never_approves_their_own_escalation(app, results):
     assert ok.status_code == 200 and "str approved" in ok.text
     page = approver.get("/ui/reports").text
     assert f"str-{cid}" in page and "approved" in page
+    from datetime import datetime, timezone
+
+    from sectorflow_aml.calendars import calendar_for, suspicious_due
+
+    today = datetime.now(timezone.utc).date()
+    assert suspicious_due("CN", calendar_for("CN"), today).isoformat() in page  # 5 working days after approval
 
 
 def test_a_decision_whose_audit_record_fails_is_not_stored(app, results, monkeypatch):

@@ -62,6 +62,10 @@ class Workbench:
             raise ConfigError(f"[web.aml] sources: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']} (each source "
                               f"names tenant, results, transactions and optionally format, input_timezone).") from None
         self.catalogue = Catalogue(sources)
+        self.jurisdiction = settings.get("jurisdiction", "CN")
+        if self.jurisdiction not in ("CN", "US"):
+            raise ConfigError(f"[web.aml] jurisdiction = {self.jurisdiction!r}: give CN or US (the due dates of "
+                              f"suspicious-transaction reports).")
         self.store = open_state_store(settings.get("state_store") or host.state_store)
         self.books: dict[str, DecisionBook] = {}
         self.sessions = Sessions()
@@ -93,6 +97,21 @@ class Workbench:
     def refuse(self, request: Request, session: Session | None, status: int, message: str) -> HTMLResponse:
         self.record(request, session, request.url.path, False, message)
         return self.page(request, "error.html", session, code=status, message=message)
+
+
+def str_due(st: Any, jurisdiction: str) -> str:
+    """The due date of a case's suspicious-transaction report draft: CN, 5 working days after the suspicion is
+    confirmed (the approval is the confirmation; ``sectorflow_aml.calendars.suspicious_due``, UNVERIFIED as there);
+    US, 30 days after detection (the escalation). Before a CN approval: the rule, not a date."""
+    from datetime import date as day_of
+
+    from ..calendars import calendar_for, suspicious_due
+
+    action = "approve" if jurisdiction == "CN" else "escalate"
+    start = next((d.at for d in reversed(st.history) if d.action == action), None)
+    if start is None:
+        return "5 working days after approval"
+    return suspicious_due(jurisdiction, calendar_for(jurisdiction), day_of.fromisoformat(start[:10])).isoformat()
 
 
 def request_id(request: Request) -> str:
@@ -281,7 +300,7 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
             return refused
         assert s is not None and data is not None
         statuses = wb.book(s.tenant).statuses()
-        strs = [(data.by_id[cid], st) for cid, st in statuses.items()
+        strs = [(data.by_id[cid], st, str_due(st, wb.jurisdiction)) for cid, st in statuses.items()
                 if st.status in ("escalated", "str_approved") and cid in data.by_id]
         wb.record(request, s, "/ui/reports", True, f"report drafts: {len(data.reports)} + {len(strs)} STR")
         return wb.page(request, "reports.html", s, drafts=data.reports, strs=strs)
