@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import threading
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,6 +129,8 @@ def _source(request: Request) -> str:
 def mount(app: FastAPI, host: WebHost) -> Workbench:
     """Add the workbench's routes and static files to ``app`` under :data:`PREFIX`; returns its state."""
     wb = Workbench(host)
+    if host.settings("aml").get("preload", True):  # read the tenants' data now, not at the first user's page
+        threading.Thread(target=wb.catalogue.preload, name="aml-workbench-preload", daemon=True).start()
     app.mount(f"{PREFIX}/static", StaticFiles(directory=str(HERE / "static")), name="workbench-static")
     app.include_router(router(wb))
     app.state.aml_workbench = wb
