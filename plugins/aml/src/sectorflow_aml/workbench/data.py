@@ -186,7 +186,7 @@ class Catalogue:
         if len(self.sources) != len(sources):
             raise ConfigError("[web.aml] sources names a tenant twice; give each tenant one results file.")
         self._loaded: dict[str, TenantData] = {}
-        self._lock = threading.Lock()
+        self._locks = {tenant: threading.Lock() for tenant in self.sources}  # one tenant's read never waits on another's
 
     def preload(self) -> None:
         """Load every tenant's data (in a background thread at start); a source that fails is logged and raises
@@ -201,7 +201,7 @@ class Catalogue:
         """The tenant's data, or ``None`` when no source is configured for it."""
         if tenant not in self.sources:
             return None
-        with self._lock:
+        with self._locks[tenant]:
             if tenant not in self._loaded:
                 self._loaded[tenant] = TenantData(self.sources[tenant])
             return self._loaded[tenant]
