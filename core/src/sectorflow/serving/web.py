@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
 
 from .. import AccessDecision, ConfigError, __version__, host as core_host
 from .access import ANONYMOUS, record_access_decision
@@ -91,6 +92,17 @@ def web_app(config: ServeConfig | str | None = None) -> FastAPI:
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
+
+    limit = config.server.max_body_bytes
+
+    @app.middleware("http")
+    async def bounded_bodies(request: Request, call_next: Any) -> Response:
+        """A declared body over ``[server] max_body_bytes`` is refused (413) unread, as ``sectorflow serve`` does."""
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            return JSONResponse({"error": "RequestTooLarge", "message": f"The body has {declared} bytes; the limit "
+                                 f"is {limit} ([server] max_body_bytes)."}, status_code=413)
+        return await call_next(request)
 
     before = len(app.routes)
     register_web(app, WebHost(config))
