@@ -48,19 +48,6 @@ from .trainable import Trainable, TrainableSpec
 
 __version__ = "0.1.0"
 
-_TEXT_ENCODER = frozenset({"BertConfig", "BertEncoder", "BertLayer", "mean_pool", "convert_bert_weights",
-                           "load_bert_weights", "quantize_state_int8", "dequantize_state_int8", "BERT_WEIGHT_SOURCES"})
-"""Names of :mod:`sectorflow.text_encoder` (BERT encoder, weight loading, int8 weight storage), imported on first use:
-that module imports Paddle, and ``import sectorflow`` does not."""
-
-
-def __getattr__(name: str):
-    if name in _TEXT_ENCODER:
-        from . import text_encoder
-
-        return getattr(text_encoder, name)
-    raise AttributeError(f"module 'sectorflow' has no attribute {name!r}")
-
 __all__ = [
     "Taskflow", "TaskSpec", "TaskResult", "ResultMeta", "TaskEvent", "CallContext", "Pipeline", "hookimpl",
     "Bundle", "PredictorPool", "load_bundle", "load_pdparams", "sha256_file", "write_manifest",
@@ -70,8 +57,6 @@ __all__ = [
     "ConfigError", "PathNotWritableError", "writable_file", "import_paddle", "open_text", "csv_records", "csv_file_records", "parse_json_line", "__version__",
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
     "option_values", "read_text",
-    "BertConfig", "BertEncoder", "BertLayer", "mean_pool", "convert_bert_weights", "load_bert_weights",
-    "quantize_state_int8", "dequantize_state_int8", "BERT_WEIGHT_SOURCES",
     "StateStore", "StateKeeper", "open_state_store", "default_state_path", "state_summary", "export_state",
     "reset_stored_state",
 ]

@@ -20,6 +20,7 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover
     import typer
 
+    from .serving.web import FastAPI, WebHost  # fastapi's app class, through the server (core needs no fastapi)
     from .spec import TaskEvent, TaskSpec
     from .trainable import TrainableSpec
 
@@ -102,3 +103,17 @@ def sectorflow_register_metrics(registry: Any) -> None:
     reports its replica's lag this way). Returns nothing. A collector that raises fails the scrape, not a task call.
     """
 
+
+
+@hookspec
+def sectorflow_register_web(app: FastAPI, host: WebHost) -> None:
+    """Add web pages (HTML routes, static files) to the HTTP server.
+
+    Called once per app, by ``sectorflow serve`` (:func:`sectorflow.serving.create_app`, after the task, admin and v2
+    routes exist) and by :func:`sectorflow.serving.web_app` (an app with the web pages alone, e.g. ``sectorflow
+    workbench``), with the ``fastapi.FastAPI`` app and a :class:`~sectorflow.serving.web.WebHost`: the server's
+    key check (``host.authenticate``), its access-decision record (``host.record_access``), the plugin's own
+    section of the server configuration (``host.settings(name)``, ``[web.NAME]``) and its state store URL. Mount
+    routes under a prefix of the plugin's own (``/ui/`` for the AML workbench). Pages do their own sign-in (a key
+    to a session cookie); the server's JSON error handlers still answer exceptions that escape them. Returns nothing.
+    """

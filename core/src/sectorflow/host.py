@@ -6,8 +6,9 @@ core's own modules (``plugins``, ``spec``, ``taskflow``, ``paths``, ...): ``test
 those modules can change behind them. A third-party layer of the same kind (another server, another audit sink) uses
 the same names.
 
-- :func:`get_plugin_manager` -> the ``pluggy.PluginManager`` holding every loaded plugin (entry-point group
-  :data:`ENTRY_POINT_GROUP`); call a hook through its ``.hook``.
+- :func:`get_plugin_manager` -> the ``pluggy.PluginManager`` holding every loaded plugin (the core's own,
+  :data:`BUILTIN_PLUGINS`, registered in code; the others from entry-point group :data:`ENTRY_POINT_GROUP`); call a
+  hook through its ``.hook``.
 - :func:`registered_tasks` -> ``{name: TaskSpec}``; :func:`get_task` (name or alias) -> ``TaskSpec``, raises
   ``UnknownTaskError`` naming the closest task.
 - :func:`registered_trainables` -> ``[TrainableSpec]`` offered through ``sectorflow_register_trainables``.
@@ -19,7 +20,8 @@ the same names.
 from __future__ import annotations
 
 from .paths import sectorflow_home
-from .plugins import ENTRY_POINT_GROUP, emit, get_plugin_manager, get_task, registered_tasks, registered_trainables
+from .plugins import (BUILTIN_PLUGINS, ENTRY_POINT_GROUP, emit, get_plugin_manager, get_task, registered_tasks,
+                      registered_trainables)
 
-__all__ = ["ENTRY_POINT_GROUP", "emit", "get_plugin_manager", "get_task", "registered_tasks", "registered_trainables",
+__all__ = ["BUILTIN_PLUGINS", "ENTRY_POINT_GROUP", "emit", "get_plugin_manager", "get_task", "registered_tasks", "registered_trainables",
            "sectorflow_home"]

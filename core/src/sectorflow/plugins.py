@@ -1,4 +1,8 @@
-"""Plugin discovery (entry-point group ``sectorflow``) and the task registry.
+"""Plugin discovery (the core's own plugins, then the entry-point group ``sectorflow``) and the task registry.
+
+The core's own plugins (:data:`BUILTIN_PLUGINS`: the event logger and ``sectorflow serve``) are registered in code,
+as datasette and llm register theirs; entry points are for plugins of other distributions (the task plugins, the
+audit log of sectorflow-compliance, the federated training of sectorflow-federated, third parties').
 
 Environment:
     SECTORFLOW_LOAD_PLUGINS: comma-separated entry-point names to load; unset loads every installed plugin, the
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
 import importlib.metadata
 import logging
 import os
@@ -29,6 +34,9 @@ from .trainable import TrainableSpec
 
 log = logging.getLogger("sectorflow.plugins")
 ENTRY_POINT_GROUP = "sectorflow"
+BUILTIN_PLUGINS = {"builtin_observers": "sectorflow.builtin", "serve": "sectorflow.serving.plugin"}
+"""The core's own plugins, name -> module, registered in code before the entry-point plugins (selected by
+``SECTORFLOW_LOAD_PLUGINS`` like them). Neither module imports more than the base dependencies when loaded."""
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 _lock = threading.RLock()
@@ -77,6 +85,9 @@ def get_plugin_manager() -> pluggy.PluginManager:
         pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         pm.add_hookspecs(hookspecs)
         selected = _selected_names()
+        for name, module in BUILTIN_PLUGINS.items():
+            if selected is None or name in selected:
+                pm.register(importlib.import_module(module), name=name)
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             if selected is not None and ep.name not in selected:
                 continue

@@ -242,6 +242,8 @@ def _record_plugins(audit_log: AuditLog) -> None:
     for ep in importlib.metadata.entry_points(group=host.ENTRY_POINT_GROUP):
         if ep.dist is not None:
             versions.setdefault(ep.name, f"{ep.dist.name}=={ep.dist.version}")
+    for name in host.BUILTIN_PLUGINS:  # registered in code by the core: its distribution is sectorflow's
+        versions.setdefault(name, f"sectorflow=={importlib.metadata.version('sectorflow')}")
     for name, _plugin in sorted(pm.list_name_plugin(), key=lambda x: str(x[0])):
         if name in _plugins_recorded:
             continue
@@ -326,7 +328,8 @@ def record_access(*, actor: str, resource: str, action: str, allowed: bool, reas
         request_id=request_id, details={"action": action, "roles": sorted(roles or [])}))
 
 
-CASE_DISPOSITIONS = ("escalated", "reported", "closed_no_action", "closed_false_positive", "reopened")
+CASE_DISPOSITIONS = ("escalated", "reported", "closed_no_action", "closed_false_positive", "closed_true_positive",
+                     "reopened")
 REPORT_ACTIONS = ("drafted", "edited", "approved", "submitted", "withdrawn")
 
 

@@ -35,6 +35,7 @@ from .reload import admin_router
 from .routes_tasks import ERRORS, task_router
 from .routes_v2 import V2_OPEN_PATHS, v2_router
 from .state import ServerState
+from .web import WebHost, register_web
 
 log = logging.getLogger("sectorflow.serving")
 CONFIG_ENV = "SECTORFLOW_SERVE_CONFIG"
@@ -172,6 +173,7 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     app.include_router(admin_router())
     app.include_router(state_router())
     app.include_router(v2_router(specs, config.server.max_items_per_request))
+    register_web(app, WebHost(config, state.keys))  # plugins' web pages (the AML workbench under /ui/)
     _declare_security(app)
     return app
 

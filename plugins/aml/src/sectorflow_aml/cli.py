@@ -177,4 +177,7 @@ def register(app: Any) -> None:
     from .learn_cli import register as register_learning
 
     register_learning(aml_app)
+    from .workbench.cli import register as register_workbench
+
+    register_workbench(app, aml_app)
     app.add_typer(aml_app, name="aml")

@@ -324,6 +324,11 @@ class CaseUpdate(BaseModel):
     alert_ids: list[str] = Field(default_factory=list, description="Added by this update.")
     counterparties: list[str] = Field(default_factory=list, description="Added by this update.")
     updated_at: datetime
+    counterparty_score: float | None = Field(
+        default=None, description="Highest account-model score of the account's counterparties in the period, floored "
+                                  "to a tenth (sectorflow_aml.case_graph); None while none has a score.")
+    risky_counterparties: int = Field(default=0, description="Counterparties in the period scoring at least 0.5.")
+    counterparties_in_period: int = Field(default=0, description="Distinct counterparties (transfers) in the period.")
 
 
 class TransactionAssessment(TaskResult):
