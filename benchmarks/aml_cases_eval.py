@@ -68,7 +68,7 @@ BEFORE = {
     "rapid_pass_through": {"min_new_share": 0.0, "burst_ratio": 0.0},
 }
 PEERS_ONLY = {  # issue 21's first pass (1 Dec 2026, 16:15 UTC): peers and new counterparties, no own-history tests
-    "fan_in": dict(HISTORY_OFF), "fan_out": {"max_stale_share": 1.0, **HISTORY_OFF}, "gather_scatter": {"burst_ratio": 0.0},
+    "fan_in": dict(HISTORY_OFF), "fan_out": {"max_stale_share": 1.0, **HISTORY_OFF}, "gather_scatter": {},
     "rapid_pass_through": {"min_new_share": 0.0, "burst_ratio": 0.0},
 }
 CONFIGS = {"before": BEFORE, "peers only": PEERS_ONLY, "after": {}}
