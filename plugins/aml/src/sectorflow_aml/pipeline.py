@@ -4,7 +4,8 @@ For each transaction, in arrival order (:meth:`AMLPipeline.preprocess`):
 
 1. ``window.add(txn)`` (:mod:`sectorflow_aml.window`);
 2. every enabled typology rule's ``check(window, edge)`` (:mod:`sectorflow_aml.typologies`);
-3. the scorer's feature row (:mod:`sectorflow_aml.scorer`), when a model bundle is loaded; cash (``cash_deposit``,
+3. the per-transaction scorer's feature row (:mod:`sectorflow_aml.scorer`), only with ``transaction_model=True``
+   or without an account model (``account_model=False``, a bundle that has none): it is not window-exact; cash (``cash_deposit``,
    ``cash_withdrawal``, whether booked on the customer's account alone or against a cash or walk-in account) and
    self-transfers (sender = receiver) update the features' state but are not scored: the model learned transfers
    between two accounts (AMLSim has no cash and 14 self-transfers in 120,000); on a self-transfer every graph
@@ -12,11 +13,12 @@ For each transaction, in arrival order (:meth:`AMLPipeline.preprocess`):
    would look like a hub, so a score would be an extrapolation. The rules and the report engine cover cash
    (``model_score`` is ``None``);
 4. ``ReportEngine.observe(txn)`` for large-value / currency transaction report drafts (:mod:`sectorflow_aml.reports`).
-5. the account model's rows (:mod:`sectorflow_aml.account_features`), when the bundle holds an account model: the
-   sender's and the receiver's window features after the transaction (cash and self-transfers included: they are
-   the account's own events). :meth:`forward` scores them in one batch (:mod:`sectorflow_aml.account_scorer`) and
-   the result's ``account_scores`` maps each of the two accounts to its calibrated risk; a ``lightgbm`` bundle (from
-   ``sectorflow aml train``) holds the account model alone, and then ``model_score`` is ``None``.
+5. the account model's snapshots (:mod:`sectorflow_aml.account_features`), when the bundle holds an account model:
+   the sender's and the receiver's raw window aggregates after the transaction (cash and self-transfers included:
+   they are the account's own events). :meth:`forward` turns a batch of them into feature rows in numpy
+   (``feature_matrix``) and scores them in one LightGBM call (:mod:`sectorflow_aml.account_scorer`); the result's
+   ``account_scores`` maps each of the two accounts to its calibrated risk, and ``model_score`` is the higher of
+   the two (by default: the account model gives the model part of ``risk_score``, window-exact; docs/aml.md).
 
 :meth:`forward` scores a batch of feature rows with the Paddle predictor; :meth:`postprocess` combines rule alerts
 and the model score into ``risk_score``, the alert flag, typologies, reasons (en and zh, from both), alerts (a model
@@ -30,7 +32,8 @@ updates it made (options ``case_period``, ``alert_budget``, ``case_min_model_sco
 
 Risk: ``rule_risk = 1 - prod(1 - alert.score)`` over the rule alerts completed by the transaction; the model score
 ``m`` is rescaled piecewise-linearly so that the bundle's decision threshold ``t`` lands on ``alert_threshold``
-(``m < t``: ``m / t * a``; else ``a + (m - t) / (1 - t) * (1 - a)``); ``risk = 1 - (1 - rule_risk)(1 - model_risk)``.
+(``t``: the account model's threshold of best validation F1, or the per-transaction scorer's; ``m < t``:
+``m / t * a``; else ``a + (m - t) / (1 - t) * (1 - a)``); ``risk = 1 - (1 - rule_risk)(1 - model_risk)``.
 The alert flag is ``risk >= alert_threshold``.
 
 State (window, scorer features, report aggregates, alert cooldowns, open cases) is kept across calls, so feeding
@@ -283,7 +286,7 @@ class _Item:
         self.notes = notes  # input warnings (duplicate id, out of time order) that go into the result's reasons
         self.duplicate = False  # a repeated transaction id: not in the window, not scored, not counted
         self.score: float | None = None
-        self.row = row
+        self.row = row  # the per-transaction scorer's features; without it, (account, row) of a model-flagged account
         self.alerts = alerts
         self.reports = reports
         self.edge = edge
