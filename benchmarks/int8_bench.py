@@ -13,9 +13,9 @@ For the task's ``paddle-inference`` bundle (or ``--model-bundle``) this script
 3. runs ``--calls`` (default 10,000) batch-1 calls on the INT8 and the fp32 Paddle pools and reports how much the
    process's resident memory (``/proc/self/statm``) grew from call 100 to the last.
 
-Validation data is the task's ``TaskSpec.validation`` (``sectorflow_aml.validation``: account-level F1 on the
-held-out 20% of accounts of two AMLSim runs; ``sectorflow_customer_service.validation``: the banking77 validation
-slice, accuracy of the ``banking77`` head; ``sectorflow_legal_extraction.validation``: segments of the CUAD
+Validation data is the task's ``TaskSpec.validation`` (``sectorflow_aml.calibration``: account-level F1 on the
+held-out 20% of accounts of two AMLSim runs; ``sectorflow_customer_service.calibration``: the banking77 validation
+slice, accuracy of the ``banking77`` head; ``sectorflow_legal_extraction.calibration``: segments of the CUAD
 validation contracts, macro AUPR). Targets (issue 10): INT8 <= 0.3x size, >= 99.5% of fp32 accuracy,
 <= 0.67x latency; memory growth <= 5%.
 
@@ -96,9 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     from sectorflow import PredictorPool, load_bundle, plugins
     from sectorflow.bundle import make_predictor_config
     from sectorflow.device import Device
-    from sectorflow.export import paddle_to_onnx
+    from sectorflow.models.export import paddle_to_onnx
     from sectorflow.onnx_runtime import OnnxSessionPool
-    from sectorflow.quantize import quantize_bundle
+    from sectorflow.models.quantize import quantize_bundle
 
     spec = plugins.get_task(args.task)
     source = args.model_bundle or spec.default_bundle

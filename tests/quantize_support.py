@@ -202,7 +202,7 @@ def agreement_validation(bundle: Any) -> ValidationSet:
     """For the random-weight encoder there is no ground truth: labels are the fp32 predictor's own argmax on 256
     generated texts, so the metric is the INT8 model's agreement with fp32 (fp32 scores 1.0)."""
     from sectorflow import PredictorPool
-    from sectorflow.export import cpu_paddle_pool
+    from sectorflow.models.export import cpu_paddle_pool
 
     rng = np.random.default_rng(3)
     texts = ["".join(chr(int(c)) for c in rng.integers(97, 123, size=rng.integers(3, 12))) for _ in range(256)]

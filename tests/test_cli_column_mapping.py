@@ -152,7 +152,7 @@ def test_a_task_whose_model_keeps_extra_keys_gets_every_column(echo_registry, tm
     assert list(reader_for(spec, None, source)(source)) == [(2, {"text": "hi", "more": "there"})]
 
 
-# --- reader factories that take the task's input context (core/io.py takes_context) -------------------------------
+# --- reader factories that take the task's input context (sectorflow.io takes_context) --------------------------------
 
 def _context_task(factory, *, readers=None):
     """The echo spec with an input context from the option ``prefix`` and ``factory`` as its ``pipes`` format."""

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from sectorflow.export import quiet_native
+from sectorflow.models.export import quiet_native
 
 
 def test_native_output_is_kept_off_the_terminal_and_logged_when_the_block_fails(capfd, caplog):

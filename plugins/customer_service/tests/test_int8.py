@@ -14,7 +14,7 @@ from sectorflow import (
     UnsupportedPrecisionError,
     load_bundle,
 )
-from sectorflow_customer_service.validation import DATA, validation
+from sectorflow_customer_service.calibration import DATA, validation
 
 PROBABILITY_TOLERANCE = 0.1
 """Largest allowed difference of the top intent's probability, INT8 against fp32 (measured: at most 0.06 on these
@@ -45,7 +45,7 @@ def test_quantized_intents_agree_with_fp32(tmp_path, monkeypatch):
     import dataclasses
     import functools
 
-    from sectorflow.quantize import quantize_bundle
+    from sectorflow.models.quantize import quantize_bundle
 
     monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)  # ONNX Runtime's shape inference may leave sym_shape_infer_temp.onnx in the cwd
@@ -69,7 +69,7 @@ def test_quantized_intents_agree_with_fp32(tmp_path, monkeypatch):
 
 def test_quantize_and_export_start_from_the_built_paddle_bundle_without_task_path(tmp_path, monkeypatch):
     # `sectorflow models quantize customer_service` (no --task-path) used to stop at "format 'sectorflow-cs-int8'"
-    from sectorflow.export import source_bundle
+    from sectorflow.models.export import source_bundle
     from sectorflow.plugins import get_task
 
     monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))

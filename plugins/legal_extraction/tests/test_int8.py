@@ -12,7 +12,7 @@ from sectorflow import (
 )
 from sectorflow.plugins import get_task
 from sectorflow_legal_extraction import cuad
-from sectorflow_legal_extraction.validation import DATA, validation
+from sectorflow_legal_extraction.calibration import DATA, validation
 
 SCORE_TOLERANCE = 0.05
 """Largest allowed difference between the INT8 and fp32 probability of a clause label both runs give."""
@@ -32,7 +32,7 @@ def test_validation_without_the_data_is_a_typed_error(tmp_path):
 
 @pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data/cuad not present")
 def test_quantized_classifier_agrees_with_fp32(tmp_path, monkeypatch):
-    from sectorflow.quantize import quantize_bundle
+    from sectorflow.models.quantize import quantize_bundle
 
     monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)  # ONNX Runtime's shape inference may leave sym_shape_infer_temp.onnx in the cwd

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sectorflow_legal_extraction import rules_en
-from sectorflow_legal_extraction.rules_en_law import governing_law
+from sectorflow_legal_extraction.rules_en.law import governing_law
 from sectorflow_legal_extraction.text import segments
 
 
@@ -157,7 +157,7 @@ def test_limited_of_an_address_is_cut():
 
 
 def test_signature_block_keeps_a_funds_number_with_its_name():
-    from sectorflow_legal_extraction.rules_en_signatures import signature_parties
+    from sectorflow_legal_extraction.rules_en.signatures import signature_parties
 
     text = ("JOINT FILING AGREEMENT\n\nThe undersigned agree to file one statement on Schedule 13D and have signed "
             "it below.\n\n"
@@ -204,7 +204,7 @@ def test_third_party_after_an_address_with_an_abbreviation():
 
 
 def test_signature_name_before_a_signature_and_by_line():
-    from sectorflow_legal_extraction.rules_en_signatures import signature_parties
+    from sectorflow_legal_extraction.rules_en.signatures import signature_parties
 
     text = ("JOINT FILING AGREEMENT The undersigned agree to file jointly. IN WITNESS WHEREOF, the undersigned sign "
             "below. ALDER EQUITY S.À R.L. /s/ Jan Novak By: Jan Novak Title: Manager BIRCH HOLDING S.A. /s/ Eva "

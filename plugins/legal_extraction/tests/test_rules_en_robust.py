@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from sectorflow_legal_extraction import normalize as nz
-from sectorflow_legal_extraction import rules_en, rules_en_parties
-from sectorflow_legal_extraction.rules_en_law import governing_law
+from sectorflow_legal_extraction import rules_en
+from sectorflow_legal_extraction.rules_en import party_rules as rules_en_parties
+from sectorflow_legal_extraction.rules_en.law import governing_law
 from sectorflow_legal_extraction.text import segments
 
 
@@ -157,7 +158,7 @@ def test_agreement_date_cues_in_capitals(text, iso):
 
 
 def test_signature_company_with_several_spaces_between_words():
-    from sectorflow_legal_extraction.rules_en_signatures import signature_parties
+    from sectorflow_legal_extraction.rules_en.signatures import signature_parties
 
     text = ("IN WITNESS WHEREOF the parties sign below.\n\nDISTRIBUTOR\n\nWIDGETVISION   COMMUNICATIONS  LTD.   By: "
             "Name Jo Roe   Title PRESIDENT\n\nALDER  MUSIC  INTERNATIONAL,  INC.    By: Name Al Poe")

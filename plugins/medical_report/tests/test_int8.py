@@ -15,11 +15,11 @@ from sectorflow import (
     import_paddle,
     load_bundle,
 )
-from sectorflow.export import cpu_paddle_pool, export_bundle, run_batches
+from sectorflow.models.export import cpu_paddle_pool, export_bundle, run_batches
 from sectorflow.plugins import get_task
 from sectorflow_medical_report import tagger, trainable
 from sectorflow_medical_report.plugin import EXAMPLES
-from sectorflow_medical_report.validation import span_f1, validation
+from sectorflow_medical_report.calibration import span_f1, validation
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -109,7 +109,7 @@ def test_int8_without_a_quantized_bundle_names_the_quantize_command(tmp_path, mo
 
 
 def test_quantized_tagger_gives_the_same_reports(spec, tmp_path, monkeypatch, fp32_reports):
-    from sectorflow.quantize import quantize_bundle
+    from sectorflow.models.quantize import quantize_bundle
 
     monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))
     monkeypatch.chdir(tmp_path)  # ONNX Runtime's shape inference may leave sym_shape_infer_temp.onnx in the cwd

@@ -16,6 +16,7 @@ per-transaction Paddle scorer (:mod:`sectorflow_aml.scorer`).
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,8 @@ class AccountScorer:
     """Calibrated account risk from account feature rows.
 
     Args:
-        bundle: a verified bundle with ``account_model.json`` and its LightGBM text model.
+        bundle: a verified bundle with ``account_model.json`` and its LightGBM text model (or, with ``model_kind:
+            "mlp"``, the network of :mod:`sectorflow_aml.account_mlp`).
 
     Attributes:
         lookback_days: the window the model was trained with (the pipeline's window gets the same).
@@ -49,8 +51,6 @@ class AccountScorer:
     """
 
     def __init__(self, bundle: Bundle) -> None:
-        import lightgbm as lgb
-
         if not has_account_model(bundle):
             raise BundleError(f"Bundle {bundle.path} has no {ACCOUNT_CONFIG}: it holds no account model.")
         config: dict[str, Any] = bundle.read_json(ACCOUNT_CONFIG)
@@ -68,13 +68,21 @@ class AccountScorer:
         self.threshold = config.get("threshold")
         self.feature_names = ACCOUNT_FEATURES
         path = bundle.file(config.get("model_file", "account_model.txt"))
-        try:
-            self.booster = lgb.Booster(model_str=path.read_text(encoding="utf-8"))
-        except lgb.basic.LightGBMError as exc:
-            raise BundleError(f"Bundle {bundle.path}: {path.name} is not a LightGBM text model: {exc}") from exc
-        if self.booster.num_feature() != N_ACCOUNT_FEATURES:
-            raise BundleError(f"Bundle {bundle.path}: {path.name} has {self.booster.num_feature()} features, not "
-                              f"{N_ACCOUNT_FEATURES}.")
+        if config.get("model_kind") == "mlp":  # ``sectorflow aml train --model mlp`` or a federated run
+            from .account_mlp import load_margin
+
+            self._margin = load_margin(path)
+        else:
+            import lightgbm as lgb
+
+            try:
+                self.booster = lgb.Booster(model_str=path.read_text(encoding="utf-8"))
+            except lgb.basic.LightGBMError as exc:
+                raise BundleError(f"Bundle {bundle.path}: {path.name} is not a LightGBM text model: {exc}") from exc
+            if self.booster.num_feature() != N_ACCOUNT_FEATURES:
+                raise BundleError(f"Bundle {bundle.path}: {path.name} has {self.booster.num_feature()} features, "
+                                  f"not {N_ACCOUNT_FEATURES}.")
+            self._margin = functools.partial(self.booster.predict, raw_score=True, num_threads=1)
         self.extractor = AccountFeatureExtractor(self.lookback_days * 86_400.0)
 
     def score_rows(self, rows: list[list[float]]) -> np.ndarray:
@@ -88,7 +96,7 @@ class AccountScorer:
         feature_matrix`): float64 ``[n]`` in [0, 1], each row scored alone (equal in any batch)."""
         if not len(x):
             return np.zeros(0)
-        margin = self.booster.predict(x, raw_score=True, num_threads=1)
+        margin = self._margin(x)
         return 1.0 / (1.0 + np.exp(-np.clip(self.a * margin + self.b, -35.0, 35.0)))
 
     def spawn(self) -> AccountScorer:

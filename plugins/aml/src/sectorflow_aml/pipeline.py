@@ -337,7 +337,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             use_tx = opts.get("transaction_model", not use_accounts)
             if not isinstance(use_tx, bool):
                 raise ConfigError(f"transaction_model={use_tx!r}: give True or False.")
-            if use_tx and self.bundle.format != "lightgbm":  # a lightgbm bundle holds the account model alone
+            if use_tx and self.bundle.format not in ("lightgbm", "account-mlp"):  # these hold the account model alone
                 from .scorer import RiskScorer  # imports Paddle only when that model is used
 
                 self.scorer = RiskScorer(self.bundle, self.predictor_pool())
@@ -677,11 +677,26 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 model_score=None if model_score is None else round(model_score, 6), alert=flagged,
                 typologies=list(dict.fromkeys(x.typology for x in alerts)), reasons=reasons, alerts=alerts,
                 reports=reports, account_scores=item.account_scores, cases=[])
-            out.__dict__["cases"] = update_cases(txn, item.edge.amount, alerts, item.account_scores)
+            out.__dict__["cases"] = update_cases(txn, item.edge.amount, alerts, item.account_scores,
+                                                 self._cash_alerts(alerts))
             results.append(out)
         return results
 
     # --- helpers -------------------------------------------------------------------------------------------------
+
+    def _cash_alerts(self, alerts: Sequence[Alert]) -> set[str]:
+        """Ids of the ``alerts`` of a mandatory typology that hold a cash transaction (in the window): what makes a
+        structuring case mandatory (:mod:`sectorflow_aml.cases`, "Mandatory scenarios")."""
+        mandatory, ids = self.case_book.mandatory, self.window.ids
+        out: set[str] = set()
+        for alert in alerts:
+            if alert.typology in mandatory:
+                for tid in alert.transaction_ids:
+                    edge = ids.get(tid)
+                    if edge is not None and edge.txn.channel.is_cash:
+                        out.add(alert.alert_id)
+                        break
+        return out
 
     _clock_edge: Any = None
     """The window edge whose timestamp is the window's clock, as last found by :meth:`_clock_transaction`."""

@@ -11,7 +11,7 @@ from . import __version__
 from .loaders import READER_FACTORIES, READERS
 from .pipeline import OPTIONS, AMLPipeline
 from .schema import Transaction, TransactionAssessment, input_context
-from .validation import validation
+from .calibration import validation
 
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
 """The shipped risk-scorer bundle (made by ``plugins/aml/scripts/train_scorer.py``)."""
@@ -61,7 +61,20 @@ def sectorflow_register_commands(app: Any) -> None:
 
 @hookimpl
 def sectorflow_register_trainables(register: Any) -> None:
-    """Offer the risk scorer to the federated layer (``sectorflow federate aml``): see :mod:`sectorflow_aml.trainable`."""
+    """Offer the federated layer (``sectorflow federate aml``) the account MLP over a bank's own files
+    (``account_mlp``, :mod:`sectorflow_aml.account_federated`) and the AMLSim risk scorer (``risk_mlp``,
+    :mod:`sectorflow_aml.trainable`)."""
+    from .account_federated import trainable_spec as account_spec
     from .trainable import trainable_spec
 
     register(trainable_spec())
+    register(account_spec())
+
+
+@hookimpl
+def sectorflow_register_web(app: Any, host: Any) -> None:
+    """Mount the AML analyst workbench under ``/ui/`` when the server configuration has ``[web.aml]``
+    (:mod:`sectorflow_aml.workbench`)."""
+    from .workbench import register_web
+
+    register_web(app, host)

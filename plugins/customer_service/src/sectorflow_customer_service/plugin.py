@@ -10,7 +10,7 @@ from sectorflow import TaskSpec, hookimpl
 from . import __version__
 from .pipeline import OPTIONS, CustomerServicePipeline
 from .schema import CustomerServiceResult, Message
-from .validation import validation
+from .calibration import validation
 
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
 """The shipped intent bundle (made by ``plugins/customer_service/scripts/build_bundle.py``)."""

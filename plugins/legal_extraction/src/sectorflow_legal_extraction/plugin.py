@@ -11,7 +11,7 @@ from . import __version__
 from .pipeline import OPTIONS, LegalExtractionPipeline
 from .readers import READERS
 from .schema import Contract, ContractExtraction
-from .validation import validation
+from .calibration import validation
 
 BUNDLE_DIR = Path(__file__).resolve().parent / "bundle"
 """The shipped CUAD clause-classifier bundle (made by ``plugins/legal_extraction/scripts/train_clause_classifier.py``)."""

@@ -11,7 +11,7 @@ from . import __version__
 from .pipeline import OPTIONS, MedicalReportPipeline
 from .readers import READER_FACTORIES, READERS
 from .schema import MedicalReport, ReportInput
-from .validation import validation
+from .calibration import validation
 
 QUANTIZE_OPS = ("Gather", "GRU")
 """What ``sectorflow models quantize medical_report`` stores as 8-bit by default: the character embedding (Gather)
