@@ -5,7 +5,9 @@ deque evicted lazily, when the account is next touched, against the window's clo
 same horizon as :class:`~sectorflow_aml.window.TransactionWindow`) and running aggregates over them, so that every
 update is O(1) amortised. :meth:`AccountFeatureExtractor.rows` gives, right after ``window.add(txn)``, one float row of
 ``len(ACCOUNT_FEATURES)`` values for the transaction's sender and one for its receiver (one when they are the same
-account: a cash deposit or withdrawal booked on the account alone).
+account: a cash deposit or withdrawal booked on the account alone). The serving path splits that in two:
+:meth:`AccountFeatureExtractor.snapshots` (per transaction: the state update and a tuple of the raw integer
+aggregates) and :func:`feature_matrix` (per batch, numpy: the same 38 values, bit for bit, as float32).
 
 **Window-exact.** No feature reads more history than the window: no account age, no lifetime count, no time since
 an event before the window. The only look-back past an in-window event is the in-to-out delay, at most
