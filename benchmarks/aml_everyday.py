@@ -12,7 +12,9 @@ Usage::
 
     .venv/bin/python benchmarks/aml_everyday.py [--seed 7] [--customers 300] [--days 150] [--task-path BUNDLE]
 
-Machine-independent (counts, not timings). ``--task-path`` scores with another scorer bundle (e.g. one trained
+Also prints, per month, the cases within the alert budget (default: 1 % of the month's active accounts) and how
+many of them are mandatory (issue 21's target: at most 1 % of active accounts a month). Machine-independent (counts,
+not timings). ``--task-path`` scores with another scorer bundle (e.g. one trained
 without everyday data, to compare).
 """
 
@@ -31,14 +33,32 @@ from sectorflow_aml.everyday import everyday_bank  # noqa: E402
 
 
 def measure(txns: list, **options) -> dict:
-    """Counts of one pipeline run over ``txns``."""
-    results = Taskflow("aml", batch_size=1024, num_threads=1, **options)(txns)
+    """Counts of one pipeline run over ``txns``; ``cases``: per month, the cases within the alert budget (the
+    default, 1 % of the month's active accounts, or ``alert_budget``), of which mandatory, and the active accounts
+    (as ``sectorflow aml cases`` lists them: each case's latest update, re-ranked)."""
+    flow = Taskflow("aml", batch_size=1024, num_threads=1, **options)
+    results = flow(txns)
     accounts = {t.sender_account for t in txns} | {t.receiver_account for t in txns}
     named = {a for r in results for alert in r.alerts for a in alert.accounts}
+    months = {}
+    latest = {}
+    for r in results:
+        for u in r.cases:
+            latest[u.case_id] = u
+    by_period: dict = collections.defaultdict(list)
+    for u in latest.values():
+        by_period[u.period].append(u)
+    budget = flow.pipeline.case_book.budget
+    for period, updates in sorted(by_period.items()):
+        updates.sort(key=lambda u: (not u.mandatory, -u.score, u.account))
+        active = max(u.active_accounts for u in updates)
+        within = [u for rank, u in enumerate(updates, 1) if budget.within(rank, u.score, active, u.mandatory)]
+        months[period] = {"within_budget": len(within), "mandatory": sum(u.mandatory for u in within),
+                          "active_accounts": active, "share": round(len(within) / active, 5)}
     return {"transactions": len(results), "flagged": sum(r.alert for r in results),
             "alerts": dict(collections.Counter(a.typology for r in results for a in r.alerts).most_common()),
             "str_drafts": sum(1 for r in results for d in r.reports if d.kind == "suspicious"),
-            "accounts": len(accounts), "accounts_in_alerts": len(named)}
+            "accounts": len(accounts), "accounts_in_alerts": len(named), "cases": months}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:>11}: flagged {m['flagged']:,} ({m['flagged'] / m['transactions']:.2%}), STR drafts "
               f"{m['str_drafts']:,}, accounts in alerts {m['accounts_in_alerts']:,} of {m['accounts']:,} "
               f"({m['accounts_in_alerts'] / m['accounts']:.2%}); alerts {m['alerts']}")
+        print(" " * 13 + "cases within the budget per month: " + ", ".join(
+            f"{p} {c['within_budget']}/{c['active_accounts']} = {c['share']:.2%}"
+            + (f" ({c['mandatory']} mandatory)" if c["mandatory"] else "") for p, c in m["cases"].items()))
     return 0
 
 

@@ -36,7 +36,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "2")
 import numpy as np  # noqa: E402
 
 from sectorflow import Taskflow  # noqa: E402
-from sectorflow_customer_service import data  # noqa: E402
+from sectorflow_customer_service import datasets  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -77,7 +77,7 @@ def main() -> None:
     tf = Taskflow("customer_service", num_threads=args.threads, batch_size=32)
     report["bundle"] = {"name": tf.meta.model_name, "version": tf.meta.model_version,
                         "sha256": tf.meta.bundle_sha256}
-    b77 = data.banking77(DATA / "banking77")
+    b77 = datasets.banking77(DATA / "banking77")
     if args.speed_only:
         speed(tf, b77, report, args)
         return
@@ -94,7 +94,7 @@ def main() -> None:
     print(json.dumps(report["banking77_test"]), flush=True)
 
     tfc = Taskflow("customer_service", num_threads=args.threads, batch_size=32, intent_set="clinc150")
-    clinc = data.clinc150(DATA / "clinc150")
+    clinc = datasets.clinc150(DATA / "clinc150")
     ins, oos = cut(clinc["test"]), cut(clinc["oos_test"])
     r_in = run_all(tfc, [t for t, _ in ins])
     r_out = run_all(tfc, [t for t, _ in oos])

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"CUAD not found at {args.data}", file=sys.stderr)
         return 2
     from sectorflow_legal_extraction import cuad
-    from sectorflow_legal_extraction.rules_en_law import governing_law
+    from sectorflow_legal_extraction.rules_en.law import governing_law
     from sectorflow_legal_extraction.text import segments
 
     splits = {"train", "validation"} if args.split == "both" else {args.split}

@@ -169,7 +169,7 @@ def padding(texts: list[str], batch: int) -> tuple[int, int]:
     """Token positions run at ``batch``: batches in arrival order (each padded to its longest message), and
     batches of the messages sorted by length (the plugin's tokenizer, at most ``MAX_LEN`` tokens)."""
     from sectorflow_customer_service.plugin import BUNDLE_DIR
-    from sectorflow_customer_service.tokenize import WordPiece
+    from sectorflow_customer_service.wordpiece import WordPiece
 
     ids = WordPiece(BUNDLE_DIR / "vocab.txt").encode_batch(texts, MAX_LEN)
     lengths = [int(n) for n in (ids != 0).sum(axis=1)]

@@ -20,7 +20,9 @@ $PODMAN image exists "$BASE" || bash deploy/build-base.sh
 mkdir -p deploy/build/wheels
 plugins=()
 for p in plugins/*/pyproject.toml; do plugins+=("$(dirname "$p")"); done
-$PIP wheel --quiet --wheel-dir deploy/build/wheels '.[serve,compliance,federated]' "${plugins[@]}"
+# compliance/ and federated/: the distributions the compliance and federated extras require (not on an index)
+$PIP wheel --quiet --wheel-dir deploy/build/wheels '.[serve,compliance,federated]' ./compliance ./federated \
+  "${plugins[@]}"
 # The wheels above follow this machine's Python; the image's may differ in markers (Debian 12's 3.11.2 needs
 # async-timeout for redis, 3.11.7 does not). Resolve once more for the image's interpreter and glibc, from the wheels
 # built above plus the index, and fetch what is missing.
@@ -35,7 +37,8 @@ for p in "${plugins[@]}"; do names+=("$(sed -n 's/^name = "\(.*\)"/\1/p' "$p/pyp
 $PIP download --quiet --dest deploy/build/wheels --find-links deploy/build/wheels --only-binary=:all: \
   --python-version "$image_py" --implementation cp --abi "cp$(echo "$image_py" | cut -d. -f1,2 | tr -d .)" \
   "${platforms[@]}" \
-  "sectorflow[serve,compliance,federated]==$VERSION" "${names[@]}" \
+  "sectorflow[serve,compliance,federated]==$VERSION" "sectorflow-compliance==$VERSION" \
+  "sectorflow-federated==$VERSION" "${names[@]}" \
   "async-timeout>=4.0.3"  # pip evaluates python_full_version markers with this machine's Python: redis's on 3.11.2
 # shellcheck disable=SC2086 # RUN_FLAGS holds several flags
 $PODMAN build $RUN_FLAGS --file deploy/Containerfile --tag "localhost/sectorflow-serve:$VERSION" .

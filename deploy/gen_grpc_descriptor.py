@@ -1,4 +1,5 @@
-"""Regenerate ``core/serving/oip_descriptor.py`` from ``core/serving/grpc_predict_v2.proto`` with grpcio-tools.
+"""Regenerate ``core/src/sectorflow/serving/oip_descriptor.py`` from ``core/src/sectorflow/serving/grpc_predict_v2.proto``
+with grpcio-tools.
 
 The server builds its message classes from this descriptor in a private descriptor pool (``grpc_v2.py``), so it
 needs only the protobuf runtime, and its messages never clash with a client's generated modules (tritonclient's and
@@ -16,8 +17,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PROTO = ROOT / "core" / "serving" / "grpc_predict_v2.proto"
-MODULE = ROOT / "core" / "serving" / "oip_descriptor.py"
+PROTO = ROOT / "core" / "src" / "sectorflow" / "serving" / "grpc_predict_v2.proto"
+MODULE = ROOT / "core" / "src" / "sectorflow" / "serving" / "oip_descriptor.py"
 
 
 def descriptor_bytes() -> bytes:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Resolve the whole dependency set (sectorflow[test,all] and every plugin under plugins/) for CPython 3.11, 3.12
+# Resolve the whole dependency set (sectorflow[test,all], compliance/, federated/ and every plugin under plugins/) for CPython 3.11, 3.12
 # and 3.13 on manylinux x86_64, wheels only: a pin without a wheel for one of them (paddle2onnx 2.1.0 on 3.13,
 # hnswlib everywhere) or two pins that exclude each other fail here, before anyone's install does. Resolution
 # only (uv pip compile: no download of packages, no build, no install); the three run side by side, about 10-30 s.
@@ -21,6 +21,8 @@ mkdir -p "$OUT"
 requirements="$OUT/requirements.in"
 {
   echo "-e $root[test,all]"
+  echo "-e $root/compliance"  # the distributions the compliance and federated extras require
+  echo "-e $root/federated"
   for p in plugins/*/pyproject.toml; do echo "-e $root/$(dirname "$p")"; done
 } > "$requirements"
 pids=()

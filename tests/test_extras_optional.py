@@ -16,6 +16,8 @@ import tomllib
 
 from core_support import PYTHON, REPO_ROOT, child_env
 
+from sectorflow import plugins
+
 EXTRAS = ("serve", "federated", "compliance", "int8")
 
 
@@ -43,12 +45,17 @@ def _closure(names: set[str]) -> set[str]:
 def extra_only_modules() -> list[str]:
     """Top-level import names of the distributions that only an extra brings in (installed here or not).
 
-    A distribution the base install pulls in as well (httpx: Paddle itself requires it) is not extra-only.
+    A distribution the base install pulls in as well (httpx: Paddle itself requires it) is not extra-only. The
+    `compliance` and `federated` extras require the distributions in compliance/ and federated/ (portions of the
+    `sectorflow` package); their own requirements count as the extra's.
     """
     project = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
     base = _closure({_dist_name(r) for r in project["dependencies"]})
     extra = {_dist_name(r) for name in EXTRAS for r in project["optional-dependencies"].get(name, [])}
-    extra -= base | {"sectorflow"}
+    for layer in sorted(d for d in extra if d.startswith("sectorflow-")):
+        extra |= {_dist_name(r) for r in tomllib.loads((REPO_ROOT / layer.removeprefix("sectorflow-") /
+                                                         "pyproject.toml").read_text())["project"]["dependencies"]}
+    extra -= base | {"sectorflow", "sectorflow-compliance", "sectorflow-federated"}
     modules = {name.replace("-", "_") for name in extra}
     for module, dists in importlib.metadata.packages_distributions().items():
         if any(d.lower().replace("_", "-") in extra for d in dists):
@@ -87,6 +94,6 @@ def test_core_and_builtin_plugins_load_without_any_extra(tmp_path):
         "with only the base dependencies installed, loading the plugins failed; a built-in plugin must import "
         f"its extra's libraries lazily (blocked: {blocked}):\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.splitlines()[-1])
-    installed = {ep.name for ep in importlib.metadata.entry_points(group="sectorflow")}
+    installed = {*plugins.BUILTIN_PLUGINS, *(ep.name for ep in importlib.metadata.entry_points(group="sectorflow"))}
     assert result["loaded"] == sorted(installed)
     assert result["cli"] == 0

@@ -1,4 +1,4 @@
-# PostgreSQL for the audit-log tests (tests/compliance), from scripts/start_postgres.sh (installs it if missing).
+# PostgreSQL for the audit-log tests (compliance/tests), from scripts/start_postgres.sh (installs it if missing).
 # Sourced by .ci/run: exports SECTORFLOW_TEST_POSTGRES_DSN and, if this run started the server, stops it at exit.
 _pg_data="${SECTORFLOW_TEST_PG_DIR:-/tmp/sectorflow-pg}"
 _pg_as() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/bash -c "$1"; else bash -c "$1"; fi; }

@@ -276,8 +276,9 @@ def test_evaluate_scores_budget_and_typologies():
                     typologies={"P1": ("fan_in",), "P2": ("cycle", "fan_in")})
     m = evaluate_scores(best, period, alerted, labels, budget_share=0.01)
     assert m["budget"]["periods"] == 2
-    # month 0: 149 active accounts -> top 2 (P1, N147); month 1: 100 active -> top 1 (N98, 0.598 > P2's 0.55)
-    assert m["budget"]["flagged_account_periods"] == 3 and m["budget"]["precision"] == pytest.approx(1 / 3, abs=1e-4)
+    # month 0: 149 active accounts -> top 1 (P1; 1 % rounded down, as the case book); month 1: 100 active -> top 1
+    # (N98, 0.598 > P2's 0.55)
+    assert m["budget"]["flagged_account_periods"] == 2 and m["budget"]["precision"] == pytest.approx(1 / 2, abs=1e-4)
     assert m["budget"]["recall"] == 0.5
     assert m["alert_rate"] == round(2 / 150, 4)  # P1 and N0 (the flagged result's accounts; X is not active)
     assert m["precision_at_k"] == 0.5 and m["k"] == 2  # P1 first; N98 (0.598) and N147 ... above P2
@@ -293,7 +294,10 @@ def test_account_model_option():
     off = Taskflow("aml", account_model=False)(list(EXAMPLES))
     assert all(set(r.account_scores) for r in on) and all(r.account_scores == {} for r in off)
     assert set(on[2].account_scores) == {"A100", "B200"}
-    assert [r.model_score for r in on] == [r.model_score for r in off]  # the transaction scorer is unaffected
+    assert [r.model_score for r in on] == [max(r.account_scores.values()) for r in on]  # the account model's
+    both = Taskflow("aml", transaction_model=True)(list(EXAMPLES))  # the per-transaction scorer, as account_model=False
+    assert [r.model_score for r in both] == [r.model_score for r in off] == [None, None, 0.169676]
+    assert [r.account_scores for r in both] == [r.account_scores for r in on]
     with pytest.raises(ConfigError, match="account_model"):
         Taskflow("aml", account_model="yes")(list(EXAMPLES))
 

@@ -13,7 +13,8 @@ from matplotlib.image import imread
 from typer.testing import CliRunner
 
 from sectorflow import ConfigError, InvalidInputError, Taskflow
-from sectorflow_aml.cli import explain_alert, iter_alerts, register
+from sectorflow_aml.cli import register
+from sectorflow_aml.results import explain_alert, iter_alerts
 from sectorflow_aml.explain import draw_alert, flow_graph
 from sectorflow_aml.loaders import load_transactions
 from sectorflow_aml.schema import Alert, Reason, Transaction, TransactionAssessment
@@ -198,7 +199,7 @@ def test_explain_checks_the_completing_time_and_says_what_the_results_cannot_con
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A fan-out alert below the report threshold has no draft listing its amounts: its completing transfer's time
     is still checked, and the unchecked amounts are named on stderr and under the picture."""
-    from sectorflow_aml.cli import checked_alert
+    from sectorflow_aml.results import checked_alert
 
     source, results, alerts = _flow_results(tmp_path)
     fan_out = alerts["fan_out"]
@@ -234,7 +235,7 @@ def test_explain_checks_the_completing_time_and_says_what_the_results_cannot_con
 def test_explain_reads_the_first_row_of_a_reused_id_as_the_run_did(tmp_path: Path) -> None:
     """The pipeline counts the first row of an id and only notes a later reuse: explain compares and draws that
     first row, so a correct input with a reused id later on is not refused."""
-    from sectorflow_aml.cli import checked_alert
+    from sectorflow_aml.results import checked_alert
 
     rows = _flow_rows()
     source = _write_csv(tmp_path / "in.csv", rows + [dict(rows[-2], amount="5.00")])  # L2 again, another amount

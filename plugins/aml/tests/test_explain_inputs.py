@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sectorflow import ConfigError, InvalidInputError, Taskflow, field_pairs
-from sectorflow_aml.cli import checked_alert, explain_alert, iter_alerts
+from sectorflow_aml.results import checked_alert, explain_alert, iter_alerts
 
 BANK_COLUMNS = ["Txn Ref", "Value Date", "Debit Acct", "Credit Acct", "Amt"]  # no currency column: --default
 MAPPING = {"transaction_id": "Txn Ref", "timestamp": "Value Date", "sender_account": "Debit Acct",

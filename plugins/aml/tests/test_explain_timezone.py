@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from sectorflow import ConfigError, Taskflow
 from sectorflow_aml import cli, explain
+from sectorflow_aml.results import iter_alerts
 from sectorflow_aml.explain import flow_graph
 from sectorflow_aml.loaders import load_transactions
 from sectorflow_aml.schema import Alert, Transaction
@@ -49,7 +50,7 @@ def test_explain_command_draws_in_the_input_timezone(tmp_path: Path, monkeypatch
     txns, _ = load_transactions(source, format="csv", input_timezone="Asia/Shanghai")
     results = tmp_path / "results.jsonl"
     results.write_text("".join(r.model_dump_json() + "\n" for r in tf(txns)), encoding="utf-8")
-    (alert,) = list(cli.iter_alerts(results))
+    (alert,) = list(iter_alerts(results))
     assert alert.typology == "structuring"
     seen: dict[str, object] = {}
     monkeypatch.setattr(cli, "draw_alert", lambda *a, **k: seen.update(k) or explain.draw_alert(*a, **k))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sectorflow import ConfigError, Taskflow
-from sectorflow_aml.cli import checked_alert, iter_alerts
+from sectorflow_aml.results import checked_alert, iter_alerts
 from sectorflow_aml.loaders import load_transactions
 from sectorflow_aml.schema import Transaction, input_context, parse_zone
 

@@ -35,17 +35,12 @@ sys.path.insert(0, str(HERE / "src"))
 
 from safetensors.numpy import load_file, save_file  # noqa: E402
 
-from sectorflow import (  # noqa: E402
-    BertConfig,
-    dequantize_state_int8,
-    import_paddle,
-    quantize_state_int8,
-    write_manifest,
-)
-from sectorflow_customer_service import data  # noqa: E402
+from sectorflow import import_paddle, write_manifest  # noqa: E402
+from sectorflow_text_encoder import BertConfig, dequantize_state_int8, quantize_state_int8  # noqa: E402
+from sectorflow_customer_service import datasets  # noqa: E402
 from sectorflow_customer_service.intent_model import IntentModel  # noqa: E402
 from sectorflow_customer_service.minilm import minilm_folder  # noqa: E402
-from sectorflow_customer_service.tokenize import WordPiece  # noqa: E402
+from sectorflow_customer_service.wordpiece import WordPiece  # noqa: E402
 
 paddle = import_paddle()
 
@@ -181,8 +176,8 @@ def main() -> None:
     predictor = paddle.inference.create_predictor(cfg)
     tok = WordPiece(out / "vocab.txt")
 
-    b77 = data.banking77(Path(args.data) / "banking77")
-    clinc = data.clinc150(Path(args.data) / "clinc150")
+    b77 = datasets.banking77(Path(args.data) / "banking77")
+    clinc = datasets.clinc150(Path(args.data) / "clinc150")
     if args.limit:
         b77 = {k: v[:args.limit] for k, v in b77.items()}
         clinc = {k: v[::max(1, len(v) // args.limit)][:args.limit] for k, v in clinc.items()}

@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE / "src"))
 
 from scipy.special import logsumexp
-from sectorflow_customer_service import data
+from sectorflow_customer_service import datasets
 from sectorflow_customer_service.oos import (
     MahalanobisScorer,
     calibrate_distance,
@@ -72,7 +72,7 @@ def encode_splits(bundle_dir: Path, data_dir: Path, cache: Path, threads: int) -
                                                    "fp32", threads))
         encoder = PredictorEncoder(pool, tokenizer_of(bundle), bundle.name, batch_size=64)
         head = [name for name, _ in bundle.manifest["heads"]].index("clinc150")
-        clinc = data.clinc150(data_dir / "clinc150")
+        clinc = datasets.clinc150(data_dir / "clinc150")
         cache.mkdir(parents=True, exist_ok=True)
         for split in missing:
             rows = [(t, y) for t, y in clinc[split] if split != "train" or y != data.OOS]

@@ -50,7 +50,7 @@ sys.path.insert(0, str(HERE / "scripts"))
 
 from compare_oos_scores import operating_points  # noqa: E402
 from scipy.special import log_softmax  # noqa: E402
-from sectorflow_customer_service import data  # noqa: E402
+from sectorflow_customer_service import datasets  # noqa: E402
 from sectorflow_customer_service.oos import MahalanobisScorer, calibrate_distance  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
@@ -61,8 +61,8 @@ C_GRID = (0.1, 1.0, 10.0)
 
 
 def splits(data_dir: Path) -> dict[str, list[tuple[str, str]]]:
-    b77 = data.banking77(data_dir / "banking77")
-    clinc = data.clinc150(data_dir / "clinc150")
+    b77 = datasets.banking77(data_dir / "banking77")
+    clinc = datasets.clinc150(data_dir / "clinc150")
     return {"b77_train": b77["train"], "b77_val": b77["val"], "clinc_train": clinc["train"] + clinc["oos_train"],
             "clinc_val": clinc["val"], "clinc_oos_val": clinc["oos_val"]}
 

@@ -57,7 +57,7 @@ sys.path.insert(0, str(HERE / "src"))
 sys.path.insert(0, str(HERE / "scripts"))
 
 from compare_stacked import bootstrap, encode_e5, encode_minilm, splits  # noqa: E402
-from sectorflow_customer_service import data  # noqa: E402
+from sectorflow_customer_service import datasets  # noqa: E402
 from sectorflow_customer_service.ensemble import E5Heads, log_softmax  # noqa: E402
 from sectorflow_customer_service.oos import MahalanobisScorer, calibrate_distance  # noqa: E402
 from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402

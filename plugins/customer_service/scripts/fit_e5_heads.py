@@ -47,7 +47,7 @@ sys.path.insert(0, str(HERE / "scripts"))
 from build_bundle import best_threshold, calibrate_banking77  # noqa: E402
 from compare_stacked import encode_e5, encode_minilm, fit_head, splits  # noqa: E402
 from sectorflow import load_bundle, write_manifest  # noqa: E402
-from sectorflow_customer_service import data  # noqa: E402
+from sectorflow_customer_service import datasets  # noqa: E402
 from sectorflow_customer_service.ensemble import E5Heads, log_softmax  # noqa: E402
 from sectorflow_customer_service.oos import MahalanobisScorer, calibrate_distance  # noqa: E402
 

@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compare_stacked import encode_e5, encode_minilm, splits  # noqa: E402
 from sectorflow import load_bundle, write_manifest  # noqa: E402
-from sectorflow_customer_service import data  # noqa: E402
+from sectorflow_customer_service import datasets as data  # noqa: E402
 from sectorflow_customer_service.ensemble import E5Heads  # noqa: E402
 
 GATES = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 1.01)

@@ -36,7 +36,7 @@ from sklearn.metrics import roc_auc_score  # noqa: E402
 from sectorflow import load_bundle, write_manifest  # noqa: E402
 from sectorflow.bundle import PredictorPool, make_predictor_config  # noqa: E402
 from sectorflow.device import resolve_device  # noqa: E402
-from sectorflow_customer_service import data  # noqa: E402
+from sectorflow_customer_service import datasets  # noqa: E402
 from sectorflow_customer_service.oos import MahalanobisScorer, calibrate_distance  # noqa: E402
 from sectorflow_customer_service.runtime import PredictorEncoder, inference_bundle, tokenizer_of  # noqa: E402
 
@@ -64,7 +64,7 @@ def main() -> None:
     labels = json.loads((folder / "labels.json").read_text())["clinc150"]
     index = {label: i for i, label in enumerate(labels)}
     head = [name for name, _ in bundle.manifest["heads"]].index("clinc150")
-    clinc = data.clinc150(Path(args.data) / "clinc150")
+    clinc = datasets.clinc150(Path(args.data) / "clinc150")
     if args.limit:
         clinc = {k: v[::max(1, len(v) // args.limit)] for k, v in clinc.items()}
 

@@ -90,7 +90,7 @@ sys.path.insert(0, str(HERE / "scripts"))
 from compare_stacked import encode_e5, encode_minilm, splits
 from scipy.special import logsumexp
 from sectorflow import load_bundle, write_manifest
-from sectorflow_customer_service import data
+from sectorflow_customer_service import datasets
 from sectorflow_customer_service.ensemble import E5Heads, log_softmax
 from sectorflow_customer_service.oos import (
     MahalanobisScorer,
@@ -171,7 +171,7 @@ def check_runtime(data_dir: Path, folder: Path) -> None:
     validation figures (they agree when the runtime reproduces the calibration's scores and verdicts)."""
     from sectorflow import Taskflow
 
-    clinc = data.clinc150(data_dir / "clinc150")
+    clinc = datasets.clinc150(data_dir / "clinc150")
     tf = Taskflow("customer_service", intent_set="clinc150", batch_size=32)
     r_in = [r for i in range(0, 3000, 256) for r in tf([t for t, _ in clinc["val"][i:i + 256]])]
     r_out = tf([t for t, _ in clinc["oos_val"]])

@@ -30,11 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from safetensors.numpy import load_file, save_file  # noqa: E402
 
-from sectorflow import BertConfig, import_paddle, load_bert_weights, mean_pool  # noqa: E402
-from sectorflow_customer_service import data  # noqa: E402
+from sectorflow import import_paddle  # noqa: E402
+from sectorflow_text_encoder import BertConfig, load_bert_weights, mean_pool  # noqa: E402
+from sectorflow_customer_service import datasets  # noqa: E402
 from sectorflow_customer_service.intent_model import IntentModel  # noqa: E402
 from sectorflow_customer_service.minilm import minilm_folder  # noqa: E402
-from sectorflow_customer_service.tokenize import WordPiece  # noqa: E402
+from sectorflow_customer_service.wordpiece import WordPiece  # noqa: E402
 
 paddle = import_paddle()
 F = paddle.nn.functional
@@ -146,9 +147,9 @@ def main() -> None:
     folder = minilm_folder()
     tok = WordPiece(folder / "vocab.txt")
     config = BertConfig.from_dict(json.loads((folder / "config.json").read_text()))
-    b77 = data.banking77(Path(args.data) / "banking77")
-    clinc = data.clinc150(Path(args.data) / "clinc150")
-    b_labels = data.banking77_labels(Path(args.data) / "banking77")
+    b77 = datasets.banking77(Path(args.data) / "banking77")
+    clinc = datasets.clinc150(Path(args.data) / "clinc150")
+    b_labels = datasets.banking77_labels(Path(args.data) / "banking77")
     c_labels = sorted({lab for _, lab in clinc["train"]}) + [data.OOS]
     (out / "labels.json").write_text(json.dumps({"banking77": b_labels, "clinc150": c_labels}, indent=1))
     index = [{lab: i for i, lab in enumerate(b_labels)}, {lab: i for i, lab in enumerate(c_labels)}]

@@ -117,10 +117,10 @@ def test_banking77_validation_slice_with_the_refit_e5_head():
     MiniLM head's alone. Since bundle 0.3.2 the banking77 e5 head is refit on all of banking77 train, this slice
     included (scripts/refit_e5.py), so the ensemble's count is a training-data figure, not a validation one: 247 of
     251 (0.3.1's head, fit on the 9,000 train rows only: 239; full slice 95.11 against the MiniLM head's 93.32)."""
-    from sectorflow_customer_service import data
+    from sectorflow_customer_service import datasets
 
     tf = Taskflow("customer_service", ensemble_gate=1.01)  # every message through the ensemble, as 0.3.2 ran
-    rows = data.banking77(DATA / "banking77")["val"][::4]
+    rows = datasets.banking77(DATA / "banking77")["val"][::4]
     texts, truth = [t for t, _ in rows], [y for _, y in rows]
     ensemble = np.mean([r.top_k[0].label == y for r, y in zip(tf(texts), truth)])
     labels = tf.pipeline.labels["banking77"]

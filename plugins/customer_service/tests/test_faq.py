@@ -161,7 +161,7 @@ def test_a_damaged_cache_is_rebuilt_and_the_cache_follows_the_questions(tmp_path
 def test_intent_example_files_are_read_like_faq_files(tmp_path):
     """The examples reader shares the FAQ reader's formats and errors (it raised JSONDecodeError/AttributeError, and
     dropped zh-CN rows from Chinese)."""
-    from sectorflow_customer_service.examples import read_examples
+    from sectorflow_customer_service.prototypes import read_examples
 
     semi = tmp_path / "intents.csv"
     semi.write_text("text;label;lang\n我的卡呢;card_arrival;zh-CN\nwhere is my card;card_arrival;en-GB\n"

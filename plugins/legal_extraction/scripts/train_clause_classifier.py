@@ -34,7 +34,7 @@ from sklearn.metrics import average_precision_score, f1_score  # noqa: E402
 from sectorflow import import_paddle, write_manifest  # noqa: E402
 from sectorflow_legal_extraction import cuad  # noqa: E402
 from sectorflow_legal_extraction.clauses import batch_arrays  # noqa: E402
-from sectorflow_legal_extraction.validation import labelled_segments  # noqa: E402
+from sectorflow_legal_extraction.calibration import labelled_segments  # noqa: E402
 
 PLUGIN = Path(__file__).resolve().parents[1]
 REPO = PLUGIN.parents[1]

@@ -10,9 +10,9 @@ from sectorflow import (
     UnsupportedPrecisionError,
     load_bundle,
 )
-from sectorflow.plugins import get_task
+from sectorflow.host import get_task
 from sectorflow_legal_extraction import cuad
-from sectorflow_legal_extraction.validation import DATA, validation
+from sectorflow_legal_extraction.calibration import DATA, validation
 
 SCORE_TOLERANCE = 0.05
 """Largest allowed difference between the INT8 and fp32 probability of a clause label both runs give."""

@@ -11,7 +11,7 @@ import pytest
 
 from sectorflow_legal_extraction import rules_en
 from sectorflow_legal_extraction.plugin import BUNDLE_DIR, EXAMPLES
-from sectorflow_legal_extraction.rules_en_law import governing_law
+from sectorflow_legal_extraction.rules_en.law import governing_law
 
 
 @pytest.mark.parametrize("sentence, value", [

@@ -16,10 +16,10 @@ from sectorflow import (
     load_bundle,
 )
 from sectorflow.models.export import cpu_paddle_pool, export_bundle, run_batches
-from sectorflow.plugins import get_task
+from sectorflow.host import get_task
 from sectorflow_medical_report import tagger, trainable
 from sectorflow_medical_report.plugin import EXAMPLES
-from sectorflow_medical_report.validation import span_f1, validation
+from sectorflow_medical_report.calibration import span_f1, validation
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -20,7 +20,11 @@ What a case holds (account ``A``, period ``P``):
 - ``model_score``: the highest account risk the account-level model gave ``A`` within ``P`` (the result field
   ``account_scores``: ``{account: calibrated risk in [0, 1]}`` after each transaction, written by the account model;
   ``None`` while no such model runs);
-- ``score`` = :func:`case_score` ``(model_score, evidence_score)``: the one place the two are combined.
+- ``score`` = :func:`case_score` ``(model_score, evidence_score)``: the one place the two are combined;
+- graph evidence (:mod:`sectorflow_aml.case_graph`): ``counterparty_score`` (the highest account-model score among
+  ``A``'s counterparties in ``P``, floored to a tenth), ``risky_counterparties`` (those scoring at least 0.5) and
+  ``counterparties_in_period``. When a counterparty's period score crosses a tenth, the open cases of its
+  counterparties get an update (no transaction added), so the evidence is exact at every update.
 
 When a case opens: an alert names ``A`` as its subject, or the account model scores ``A`` at least ``min_model_score``
 (option ``case_min_model_score``, default 0.05, the project's choice: accounts below it would rank under every case
@@ -39,13 +43,21 @@ accounts pushed them to the top, many tied at 1.0).
 Mandatory scenarios: structuring to evade the currency transaction report is a scenario a bank must report on its
 own: 31 CFR 1010.314 prohibits it and 1010.100(xx) defines it (both V~ in ../shared/notes/domain-facts.md); the duty
 to file a SAR on transactions "designed to evade" BSA requirements is 31 CFR 1020.320(a)(2)(ii) (U: not read here).
-A case with a ``structuring`` alert is ``mandatory``: within the budget whatever its rank (option
-``case_mandatory``). Regulatory report drafts (large-value, CTR, suspicious) stay on the results, unchanged.
+What it evades is a report of *currency* (cash) transactions (31 CFR 1010.311; PBOC Order 2016 No. 3 Art. 5's RMB
+50,000 is for cash; transfers report at other levels), so a case is ``mandatory`` when a ``structuring`` alert (option
+``case_mandatory``) **holds a cash transaction** (channel ``cash_deposit`` or ``cash_withdrawal``; the pipeline
+tells the book which alerts do, :meth:`CaseBook.update` ``cash_alerts``). A structuring alert made of transfers
+alone (the rule's funnel variant counts transfers just under the cash threshold too: client companies paying an
+employer 40,000-50,000 CNY on a generated everyday bank) stays evidence in its case, ranked by the score like any
+other. Mandatory cases rank before all others in their period and are within the budget whatever their rank: they
+take the budget's first places, so a period holds ``max(budget size, mandatory cases)`` cases within it. Regulatory
+report drafts (large-value, CTR, suspicious) stay on the results, unchanged.
 
 Alert budget (option ``alert_budget``; :class:`AlertBudget`): a number of cases per period (``25``), a share of the
-period's active accounts (``0.01``, the default: 1 %; ``"2%"``), or a score threshold (``"score>=0.7"``). Every update
-and case says which budget, its rank in the period (1 = highest score; ties by account id), the budget's size and
-whether it is within. A live update's rank is the rank when that transaction arrived; :func:`read_cases` and
+period's active accounts (``0.01``, the default: 1 %; ``"2%"``; rounded **down**, so never more than the share, but at
+least one case in a period with an active account: under 100 active accounts that one case is more than 1 %), or a
+score threshold (``"score>=0.7"``). Every update and case says which budget, its rank in the period (1 = first:
+mandatory cases, then the highest score; ties by account id), the budget's size and whether it is within. A live update's rank is the rank when that transaction arrived; :func:`read_cases` and
 :meth:`CaseBook.cases` re-rank the final scores with the same key.
 
 Memory: the book keeps the open periods only: the latest period seen and the one before it (late transactions of the
@@ -61,16 +73,17 @@ import bisect
 import hashlib
 import json
 import math
-import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
 from sectorflow import ConfigError, InvalidInputError, open_text
 
+from .case_budget import AlertBudget  # re-exported: sectorflow_aml.cases.AlertBudget
+from .case_graph import PeriodGraph
 from .schema import Alert, CaseUpdate, Channel
 
 PERIODS = ("month", "week", "day")
@@ -115,78 +128,6 @@ def evidence_score(strongest: Mapping[str, float]) -> float:
     return 1.0 - keep
 
 
-class AlertBudget(BaseModel):
-    """How many cases per period an analyst team reviews: ``kind`` ``count`` (``value`` cases), ``share`` (``value``
-    of the period's active accounts, rounded up) or ``score`` (every case scoring at least ``value``)."""
-
-    kind: Literal["count", "share", "score"]
-    value: float
-
-    @classmethod
-    def parse(cls, raw: Any) -> AlertBudget:
-        """From the option: an int >= 1 (count), a float in (0, 1) or ``"N%"`` (share), ``"score>=X"`` (threshold),
-        an :class:`AlertBudget` or its dict; ``None`` gives the default (1 % of active accounts).
-
-        Raises:
-            ConfigError: anything else.
-        """
-        if raw is None:
-            return cls(kind="share", value=0.01)
-        if isinstance(raw, AlertBudget):
-            return raw
-        if isinstance(raw, Mapping):
-            try:
-                return cls.model_validate(raw)
-            except ValidationError as exc:
-                raise ConfigError(f"alert_budget={raw!r}: {exc}") from None
-        text = raw.strip() if isinstance(raw, str) else raw
-        if isinstance(text, str):
-            m = re.fullmatch(r"score\s*>=\s*([0-9.]+)", text)
-            if m:
-                value = float(m.group(1))
-                if 0 <= value <= 1:
-                    return cls(kind="score", value=value)
-            elif text.endswith("%"):
-                try:
-                    value = float(text[:-1]) / 100
-                except ValueError:
-                    value = -1.0
-                if 0 < value <= 1:
-                    return cls(kind="share", value=value)
-            else:
-                try:
-                    text = json.loads(text)
-                except ValueError:
-                    pass
-        if isinstance(text, int) and not isinstance(text, bool) and text >= 1:
-            return cls(kind="count", value=float(text))
-        if isinstance(text, float) and 0 < text < 1:
-            return cls(kind="share", value=text)
-        raise ConfigError(f"alert_budget={raw!r}: give a number of cases per period (25), a share of active accounts "
-                          f"(0.01 or '1%'), or a score threshold ('score>=0.7').")
-
-    def label(self) -> str:
-        """``"count:25"``, ``"share:0.01"`` or ``"score>=0.7"``: what results and cases name."""
-        if self.kind == "count":
-            return f"count:{int(self.value)}"
-        return f"share:{self.value:g}" if self.kind == "share" else f"score>={self.value:g}"
-
-    def size(self, active_accounts: int) -> int | None:
-        """Cases within the budget in a period with ``active_accounts`` (``None`` for a score threshold)."""
-        if self.kind == "count":
-            return int(self.value)
-        if self.kind == "share":
-            return math.ceil(self.value * active_accounts - 1e-9)
-        return None
-
-    def within(self, rank: int, score: float, active_accounts: int, mandatory: bool) -> bool:
-        """Whether the case of ``rank`` (1 = first) and ``score`` is within the budget (mandatory ones always)."""
-        if mandatory:
-            return True
-        size = self.size(active_accounts)
-        return score >= self.value if size is None else rank <= size
-
-
 class Case(BaseModel):
     """A case (see the module docstring): what :func:`read_cases`, :meth:`CaseBook.cases` and ``sectorflow aml cases
     --json`` return."""
@@ -197,7 +138,8 @@ class Case(BaseModel):
     score: float = Field(ge=0, le=1)
     model_score: float | None = None
     evidence_score: float = Field(ge=0, le=1)
-    rank: int = Field(ge=1, description="Rank in the period by final score (1 = highest; ties by account id).")
+    rank: int = Field(ge=1, description="Rank in the period: mandatory cases first, then by final score (1 = first; "
+                                        "ties by account id).")
     cases_in_period: int
     active_accounts: int
     budget: str
@@ -212,6 +154,9 @@ class Case(BaseModel):
     amount_in: float
     amount_out: float
     updated_at: datetime
+    counterparty_score: float | None = None
+    risky_counterparties: int = 0
+    counterparties_in_period: int = 0
 
 
 def case_id(account: str, period: str) -> str:
@@ -260,7 +205,7 @@ class _Open:
         self.amount_in = self.amount_out = 0.0
         self.mandatory = False
         self.score = 0.0
-        self.key: tuple[float, str] | None = None
+        self.key: tuple[bool, float, str] | None = None
         self.updated = 0.0
 
     def state(self) -> dict[str, Any]:
@@ -314,8 +259,9 @@ class CaseBook:
     def reset(self) -> None:
         """Forget every case and period."""
         self._open: dict[tuple[str, str], _Open] = {}
-        self._ranks: dict[str, list[tuple[float, str]]] = {}  # period -> sorted (-score, account)
+        self._ranks: dict[str, list[tuple[bool, float, str]]] = {}  # period -> sorted (not mandatory, -score, account)
         self._active: dict[str, set[str]] = {}
+        self._graphs: dict[str, PeriodGraph] = {}
         self._bounds = (math.inf, -math.inf, "")  # the last period looked up: [start, end) POSIX seconds, label
 
     # --- periods ---------------------------------------------------------------------------------------------
@@ -356,9 +302,11 @@ class CaseBook:
             return False
         self._active[period] = set()
         self._ranks[period] = []
+        self._graphs[period] = PeriodGraph()
         for old in sorted(self._active)[:-2]:  # keep the latest two periods
             del self._active[old]
             del self._ranks[old]
+            del self._graphs[old]
             for key in [k for k in self._open if k[0] == old]:
                 del self._open[key]
         return period in self._active
@@ -366,7 +314,8 @@ class CaseBook:
     # --- updates ---------------------------------------------------------------------------------------------
 
     def update(self, txn: Any, amount: float, alerts: Iterable[Alert],
-               account_scores: Mapping[str, float] | None = None) -> list[CaseUpdate]:
+               account_scores: Mapping[str, float] | None = None,
+               cash_alerts: Collection[str] | None = None) -> list[CaseUpdate]:
         """Update the cases one transaction touches; returns their :class:`CaseUpdate` entries (empty for most).
 
         Args:
@@ -374,6 +323,8 @@ class CaseBook:
             amount: its amount in the window's base currency.
             alerts: the alerts it completed (typology and model alerts).
             account_scores: the account model's scores after it (``None`` without one).
+            cash_alerts: ids of those alerts holding a cash transaction (what makes a structuring alert mandatory,
+                see the module docstring); ``None``: judged by ``txn``'s own channel (the alert's last transaction).
         """
         period = self.period_of(txn.timestamp)
         if period not in self._active and not self._admit(period):
@@ -388,7 +339,14 @@ class CaseBook:
         if payee:
             active.add(dst)
         open_ = self._open
-        if not alerts and not account_scores and (not payer or (period, src) not in open_) \
+        graph = self._graphs[period]
+        touched: list[str] = graph.link(src, dst) if payer and payee and src != dst else []
+        if account_scores:
+            for account, s in account_scores.items():
+                touched += graph.score(account, s)
+        if touched:
+            touched = [a for a in touched if (period, a) in open_]
+        if not alerts and not account_scores and not touched and (not payer or (period, src) not in open_) \
                 and (not payee or (period, dst) not in open_):
             return []  # most transactions: no evidence, no open case of either party
         parties: dict[str, tuple[str, bool]] = {}  # account -> (counterparty, received)
@@ -402,7 +360,7 @@ class CaseBook:
                 by_subject.setdefault(account, []).append(alert)
         out: list[CaseUpdate] = []
         ts = txn.timestamp.timestamp()
-        for account in dict.fromkeys([*parties, *by_subject]):
+        for account in dict.fromkeys([*parties, *by_subject, *touched]):
             case = self._open.get((period, account))
             model = account_scores.get(account) if account_scores else None
             hits = by_subject.get(account, ())
@@ -430,7 +388,9 @@ class CaseBook:
                 self._add(case.alerts, alert.alert_id, added_a)
                 t = alert.typology
                 case.strongest[t] = max(case.strongest.get(t, 0.0), alert.score)
-                case.mandatory = case.mandatory or t in self.mandatory
+                if t in self.mandatory and not case.mandatory:
+                    case.mandatory = (alert.alert_id in cash_alerts if cash_alerts is not None
+                                      else txn.channel.is_cash)
                 for tid in alert.transaction_ids:
                     self._add(case.tids, tid, added_t, MAX_CASE_TRANSACTIONS)
                 for other in alert.accounts:
@@ -442,6 +402,7 @@ class CaseBook:
             rank = self._rescore(case)
             ev = evidence_score(case.strongest)
             n_active = len(active)
+            top, risky, n_links = graph.evidence(account)
             out.append(_case_update({
                 "case_id": case.case_id, "account": account, "period": period, "score": round(case.score, 6),
                 "model_score": None if case.model is None else round(case.model, 6), "evidence_score": round(ev, 6),
@@ -450,7 +411,8 @@ class CaseBook:
                 "within_budget": self.budget.within(rank, case.score, n_active, case.mandatory),
                 "transactions": case.transactions, "amount_in": round(case.amount_in, 4),
                 "amount_out": round(case.amount_out, 4), "transaction_ids": added_t, "alert_ids": added_a,
-                "counterparties": added_c, "updated_at": txn.timestamp}))
+                "counterparties": added_c, "updated_at": txn.timestamp, "counterparty_score": top,
+                "risky_counterparties": risky, "counterparties_in_period": n_links}))
         return out
 
     @staticmethod
@@ -465,7 +427,7 @@ class CaseBook:
         rank is looked up (the same rank the move would give)."""
         ranks = self._ranks[case.period]
         case.score = case_score(case.model, evidence_score(case.strongest))
-        key = (-round(case.score, 6), case.account)
+        key = (not case.mandatory, -round(case.score, 6), case.account)
         if key == case.key:
             return bisect.bisect_left(ranks, key) + 1
         if case.key is not None:
@@ -486,12 +448,12 @@ class CaseBook:
                 continue
             n_active = len(self._active[p])
             ranked = self._ranks[p]
-            for rank, (_, account) in enumerate(ranked, start=1):
+            for rank, (_, _, account) in enumerate(ranked, start=1):
                 c = self._open[(p, account)]
                 case = _case(c.case_id, account, p, c.score, c.model, evidence_score(c.strongest), rank, len(ranked),
                              n_active, self.budget, c.mandatory, list(c.strongest), list(c.alerts),
                              list(c.counterparties), list(c.tids), c.transactions, c.amount_in, c.amount_out,
-                             datetime.fromtimestamp(c.updated, tz=timezone.utc))
+                             datetime.fromtimestamp(c.updated, tz=timezone.utc), self._graphs[p].evidence(account))
                 if everything or case.within_budget:
                     out.append(case)
         return out
@@ -504,6 +466,7 @@ class CaseBook:
         return {"version": 1, "period": self.period_kind, "budget": self.budget.model_dump(),
                 "min_model_score": self.min_model_score, "mandatory": sorted(self.mandatory),
                 "active": {p: sorted(a) for p, a in self._active.items()},
+                "graphs": {p: g.state() for p, g in self._graphs.items()},
                 "cases": [c.state() for c in self._open.values()]}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -520,9 +483,11 @@ class CaseBook:
             self.min_model_score = float(state["min_model_score"])
             self.mandatory = frozenset(state["mandatory"])
             self.reset()
+            graphs = state.get("graphs", {})  # a state written before the graph evidence has none
             for p, accounts in state["active"].items():
                 self._active[p] = set(accounts)
                 self._ranks[p] = []
+                self._graphs[p] = PeriodGraph.restore(graphs[p]) if p in graphs else PeriodGraph()
             for d in state["cases"]:
                 c = _Open(d["account"], d["period"])
                 c.model, c.strongest = d["model"], dict(d["strongest"])
@@ -541,14 +506,15 @@ class CaseBook:
 def _case(cid: str, account: str, period: str, score: float, model: float | None, evidence: float, rank: int,
           n_cases: int, n_active: int, budget: AlertBudget, mandatory: bool, typologies: list[str],
           alert_ids: list[str], counterparties: list[str], tids: list[str], transactions: int, amount_in: float,
-          amount_out: float, updated: datetime) -> Case:
+          amount_out: float, updated: datetime, graph: tuple[float | None, int, int] = (None, 0, 0)) -> Case:
     return Case(case_id=cid, account=account, period=period, score=round(score, 6),
                 model_score=None if model is None else round(model, 6), evidence_score=round(evidence, 6), rank=rank,
                 cases_in_period=n_cases, active_accounts=n_active, budget=budget.label(),
                 budget_size=budget.size(n_active), within_budget=budget.within(rank, score, n_active, mandatory),
                 mandatory=mandatory, typologies=typologies, alert_ids=alert_ids, counterparties=counterparties,
                 transaction_ids=tids, transactions=transactions, amount_in=round(amount_in, 4),
-                amount_out=round(amount_out, 4), updated_at=updated)
+                amount_out=round(amount_out, 4), updated_at=updated, counterparty_score=graph[0],
+                risky_counterparties=graph[1], counterparties_in_period=graph[2])
 
 
 def _updates(results: str | Path) -> Iterator[CaseUpdate]:
@@ -595,13 +561,14 @@ def read_cases(results: str | Path, period: str | None = None, everything: bool 
         by_period.setdefault(u.period, []).append(u)
     out: list[Case] = []
     for p in sorted(by_period):
-        ranked = sorted(by_period[p], key=lambda u: (-u.score, u.account))
+        ranked = sorted(by_period[p], key=lambda u: (not u.mandatory, -u.score, u.account))
         for rank, u in enumerate(ranked, start=1):
             budget = AlertBudget.parse(alert_budget if alert_budget is not None else _budget_of(u.budget))
             t, a, c = lists[u.case_id]
             case = _case(u.case_id, u.account, p, u.score, u.model_score, u.evidence_score, rank, len(ranked),
                          active[p], budget, u.mandatory, list(u.typologies), list(a), list(c), list(t),
-                         u.transactions, u.amount_in, u.amount_out, u.updated_at)
+                         u.transactions, u.amount_in, u.amount_out, u.updated_at,
+                         (u.counterparty_score, u.risky_counterparties, u.counterparties_in_period))
             if everything or case.within_budget:
                 out.append(case)
     return out

@@ -100,7 +100,7 @@ def evaluate_scores(best: Mapping[str, float], period: Mapping[tuple[str, int], 
     tp = n = 0
     for month, items in sorted(by_month.items()):
         items.sort(key=lambda x: (-x[0], x[1]))
-        budget = max(1, math.ceil(budget_share * len(items)))
+        budget = max(1, math.floor(budget_share * len(items) + 1e-9))  # rounded down, as the case book's budget
         for _, account in items[:budget]:
             n += 1
             if labels.label.get(account) == 1:

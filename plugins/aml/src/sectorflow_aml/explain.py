@@ -230,10 +230,14 @@ def case_alert(case: Case, alerts: Iterable[Alert] = ()) -> Alert:
                       en=f"{case.account} in {case.period}: rank {case.rank} of {case.cases_in_period} "
                          f"({'within' if case.within_budget else 'outside'} budget {case.budget}); typologies "
                          f"{', '.join(case.typologies) or 'none'}; model score "
-                         f"{'-' if case.model_score is None else f'{case.model_score:.3f}'}",
+                         f"{'-' if case.model_score is None else f'{case.model_score:.3f}'}; counterparties in the "
+                         f"period {case.counterparties_in_period}, {case.risky_counterparties} scoring at least 0.5, "
+                         f"highest {'-' if case.counterparty_score is None else f'>= {case.counterparty_score:.1f}'}",
                       zh=f"{case.account}（{case.period}）：本期排名 {case.rank}/{case.cases_in_period}"
                          f"（{'在' if case.within_budget else '不在'}预警额度 {case.budget} 内）；类型 "
-                         f"{', '.join(case.typologies) or '无'}")]
+                         f"{', '.join(case.typologies) or '无'}；本期交易对手 {case.counterparties_in_period} 个，其中 "
+                         f"{case.risky_counterparties} 个评分不低于 0.5，最高 "
+                         f"{'-' if case.counterparty_score is None else f'≥ {case.counterparty_score:.1f}'}")]
     for alert in alerts:
         reasons.extend(alert.reasons)
     return Alert(alert_id=case.case_id, typology="case", accounts=[case.account], transaction_ids=case.transaction_ids,

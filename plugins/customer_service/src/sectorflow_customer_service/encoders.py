@@ -134,7 +134,7 @@ def encode_cached(encoder: Encoder, texts: Sequence[str]) -> np.ndarray:
         return encoder.encode(texts)
     import hashlib
 
-    from .weights import home
+    from .cache import home
 
     key = hashlib.sha256("\x1f".join([encoder.name, *texts]).encode("utf-8")).hexdigest()[:32]
     path = home() / "customer_service" / "vectors" / f"{key}.npy"

@@ -25,7 +25,7 @@ from sectorflow import BundleError, ConfigError, Pipeline
 from .encoders import CharNgramEncoder, Encoder, LazyEncoder, chinese_encoder, encode_cached
 from .ensemble import E5Heads
 from .escalation import REASONS, EscalationRules
-from .examples import PACKAGE_DATA, PrototypeClassifier, read_examples
+from .prototypes import PACKAGE_DATA, PrototypeClassifier, read_examples
 from .faq import FaqIndex
 from .language import detect_language
 from .oos import SCORERS, load_scorer

@@ -26,8 +26,8 @@ import numpy as np
 
 from sectorflow import InvalidInputError, TrainableSpec, load_bundle
 
-from . import data
-from .examples import read_examples
+from . import datasets
+from .prototypes import read_examples
 from .plugin import BUNDLE_DIR
 
 
@@ -61,7 +61,7 @@ class IntentHeadTrainable:
                 raise InvalidInputError(f"partition_id {pid} must be in [0, num_partitions={n}).")
             if "banking77" not in partition:
                 raise InvalidInputError("A simulated partition needs 'banking77': the folder with train.csv.")
-            split = data.banking77(partition["banking77"])
+            split = datasets.banking77(partition["banking77"])
             train, val = split["train"][pid::n], split["val"][pid::n]
         infer = inference_bundle(bundle)
         encoder = PredictorEncoder(_pool(infer), tokenizer_of(bundle), bundle.name)

@@ -108,12 +108,6 @@ def parties(text: str) -> list[Extraction]:
     return found
 
 
-def _clause_spans(text: str) -> list[tuple[int, int]]:
-    from .text import segments
-
-    return segments(text, "zh")
-
-
 def contract_amount(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
     """The amount after 合同总金额/合同总价/总价款/合同价款/租金总额 ...; words and figures written side by side
     are both read and must agree (a mismatch is a warning, the figures are not preferred over the words)."""

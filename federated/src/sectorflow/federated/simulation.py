@@ -1,0 +1,124 @@
+"""One-machine federated runs on Flower's simulation engine (Ray): one virtual SuperNode per ``[[institutions]]``
+entry, each with one CPU (Flower's default of two CPUs per client runs them one at a time on small machines)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from sectorflow import ConfigError, TrainableSpec
+
+from .client import make_client_app, partition_for
+from .config import FederationConfig
+from .registry import find_trainable
+from .server import make_server_app, new_report
+from .strategy import RoundRecord, RunReport
+
+FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1", "RAY_DEDUP_LOGS": "0",
+              "RAY_USAGE_STATS_ENABLED": "0"}
+"""Environment set before Flower starts: no telemetry, no update check, no Ray usage statistics."""
+
+
+def quiet_flower() -> None:
+    """Telemetry and update checks off (they are on by default in Flower)."""
+    for key, value in FLOWER_ENV.items():
+        os.environ.setdefault(key, value)
+
+
+@contextlib.contextmanager
+def _flower_logs(verbose: bool) -> Iterator[None]:
+    """Without ``verbose``, Flower's per-round INFO lines, its deprecation notice for ``run_simulation`` and Ray's
+    accelerator ``FutureWarning`` are not printed (errors still are); the run report carries the rounds."""
+    if verbose:
+        yield
+        return
+    logger = logging.getLogger("flwr")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning, module=r"ray\.")
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def check_institutions(cfg: FederationConfig, spec: TrainableSpec, cause: BaseException | None = None) -> None:
+    """After a simulation that produced no global model: build each institution's trainable in this process and
+    raise :class:`ConfigError` naming the first ``[[institutions]]`` entry that cannot be built (a missing data
+    folder, a bank number out of range, a key the trainable refuses). The simulated institutions raise the same
+    error inside Ray actors, where it reached the user only as log lines, followed by "no round produced a global
+    model ... check min_available_clients". Returns when every institution builds (the cause lies elsewhere).
+    """
+    for index in range(len(cfg.institutions)):
+        partition = partition_for({"partition-id": index}, cfg)
+        try:
+            spec.build(dict(partition))
+        except Exception as exc:
+            # no square brackets in the message: the CLI prints errors as Rich markup, which ate "[[institutions]]"
+            settings = ", ".join(f"{k}={v!r}" for k, v in cfg.institutions[index].items())
+            raise ConfigError(f"Institution {index + 1} of {len(cfg.institutions)} in the federation config "
+                              f"({settings}) cannot be used by {spec.task}/{spec.name}: {type(exc).__name__}: {exc}"
+                              ) from (cause or exc)
+
+
+def check_simulation_config(cfg: FederationConfig) -> None:
+    """Raise :class:`ConfigError` when ``cfg`` has no ``[[institutions]]`` or fewer than
+    ``min_available_clients``."""
+    if not cfg.institutions:
+        raise ConfigError("A simulation needs [[institutions]] entries in the federation config (one per "
+                          "institution: the partition its trainable is built on).")
+    if len(cfg.institutions) < cfg.strategy.min_available_clients:
+        raise ConfigError(f"strategy.min_available_clients = {cfg.strategy.min_available_clients} but only "
+                          f"{len(cfg.institutions)} institutions are configured.")
+
+
+def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cpus: int | None = None,
+             verbose: bool = False, report: RunReport | None = None,
+             on_round: Callable[[RoundRecord], None] | None = None) -> RunReport:
+    """Run ``cfg`` in simulation and return the :class:`RunReport` (rounds, final weights, model hash, budget).
+
+    ``report``: the (empty) report to fill (default a new one), so a caller can abort it; ``on_round`` gets each
+    round's record as it is recorded (progress display).
+
+    Raises:
+        ConfigError: no ``[[institutions]]``, fewer than ``min_available_clients`` of them, no trainable for the
+            task, an institution its trainable's ``check`` refuses (before Flower starts), or (after a run without
+            a global model) an institution whose trainable cannot be built.
+            RuntimeError: the run failed (recorded as ``training_run_failed`` first).
+    """
+    quiet_flower()
+    check_simulation_config(cfg)
+    spec = spec or find_trainable(cfg.task, cfg.model)
+    from .runner import preflight
+
+    preflight(cfg, spec)
+    report = report if report is not None else new_report(cfg, spec)
+    from flwr.simulation import run_simulation
+
+    n = len(cfg.institutions)
+    backend: dict[str, Any] = {"client_resources": {"num_cpus": cfg.num_cpus_per_client, "num_gpus": 0.0},
+                               "init_args": {"num_cpus": num_cpus or max(1, min(n, os.cpu_count() or 1)),
+                                             "num_gpus": 0, "include_dashboard": False,
+                                             "logging_level": logging.INFO if verbose else logging.ERROR,
+                                             "log_to_driver": verbose}}
+    try:
+        with _flower_logs(verbose):
+            run_simulation(server_app=make_server_app(cfg, report, spec.plugin, on_round),
+                           client_app=make_client_app(cfg, spec), num_supernodes=n, backend_config=backend,
+                           verbose_logging=verbose)
+    except Exception as exc:
+        if report.weights is None:
+            check_institutions(cfg, spec, exc)
+        raise
+    if report.weights is None:
+        check_institutions(cfg, spec)
+    if report.error:
+        raise RuntimeError(f"federated run {report.run_id} failed: {report.error}")
+    if report.weights is None:
+        raise RuntimeError(f"federated run {report.run_id} produced no global model (see the Flower log above)")
+    return report

@@ -1,0 +1,148 @@
+"""Real federated runs on Flower's simulation engine (Ray): a few seconds of training each, plus Ray's start."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import toy_trainable  # noqa: E402
+from core_support import EventRecorder  # noqa: E402
+from sectorflow.federated import TRAINING_EVENT_KINDS, model_sha256, parse_config, simulate  # noqa: E402
+
+pytest.importorskip("flwr", reason="the federated extra (flwr) is not installed")
+pytest.importorskip("ray", reason="Flower's simulation engine needs ray (flwr[simulation])")
+
+AMLSIM = Path(__file__).resolve().parents[3] / "shared" / "data" / "amlsim_sample"
+
+
+def _training_events(recorder: EventRecorder) -> list:
+    return [e for e in recorder.events if e.kind in TRAINING_EVENT_KINDS]
+
+
+def test_an_institution_that_drops_out_mid_round_does_not_sink_the_run(registry, capfd):
+    recorder = EventRecorder()
+    registry({"toy": toy_trainable.ToyPlugin(), "recorder": recorder})
+    cfg = parse_config({"task": "toy", "rounds": 3, "lr": 0.1,
+                        "strategy": {"min_fit_clients": 2, "min_evaluate_clients": 2, "min_available_clients": 3},
+                        "institutions": [{"partition_id": 0}, {"partition_id": 1},
+                                         {"partition_id": 2, "fail_in_round": 2}]})
+    report = simulate(cfg)
+    # not verbose: none of Flower's per-round INFO lines or its run_simulation deprecation notice on the terminal
+    printed = capfd.readouterr()
+    assert "[ROUND 1]" not in printed.err + printed.out and "DEPRECATED" not in printed.err + printed.out
+    assert [len(r.participants) for r in report.rounds] == [3, 2, 3]
+    assert [r.failures for r in report.rounds] == [0, 1, 0]
+    assert {p["institution"] for p in report.rounds[1].participants} == {"0", "1"}
+    assert report.rounds[1].num_examples == 128
+    losses = [r.eval_loss for r in report.rounds]
+    assert losses[2] < losses[0]  # it kept learning
+    assert report.model_sha256 == model_sha256(report.weights) == report.rounds[-1].model_sha256
+
+    events = _training_events(recorder)
+    assert [e.kind for e in events] == ["training_run_started"] + ["training_round"] * 3 + ["training_run_finished"]
+    assert all(e.context.channel == "federated" and e.context.request_id == report.run_id for e in events)
+    second = events[2]
+    assert second.details["round"] == 2 and second.details["failures"] == 1
+    assert second.meta.bundle_sha256 == report.rounds[1].model_sha256 and second.n_items == 128
+    assert events[-1].meta.bundle_sha256 == report.model_sha256
+
+
+def test_secagg_plus_aggregates_what_plain_fedavg_would():
+    spec = toy_trainable.SPEC
+    cfg = parse_config({"task": "toy", "rounds": 1, "lr": 0.1, "strategy": {"min_available_clients": 3,
+                                                                             "fraction_evaluate": 0.0},
+                        "secagg": {"enabled": True, "num_shares": 3, "reconstruction_threshold": 2},
+                        "institutions": [{"partition_id": i} for i in range(3)]})
+    report = simulate(cfg, spec)
+    # The same round computed here in the clear: every institution trains from the initial (zero) weights.
+    trained = []
+    for i in range(3):
+        t = toy_trainable.ToyTrainable({"partition_id": i})
+        t.fit(epochs=1, lr=0.1, server_round=1)
+        trained.append(t.get_weights())
+    expected = {k: np.mean([w[k] for w in trained], axis=0) for k in ("b", "w")}
+    got = dict(zip(["b", "w"], report.weights))
+    assert report.secagg and len(report.rounds) == 1 and len(report.rounds[0].participants) == 3
+    assert got["w"].dtype == np.float32
+    for k in ("b", "w"):  # SecAgg+ quantises each update (clipping range 8, 2**22 levels)
+        assert np.allclose(got[k], expected[k], atol=1e-4), (k, got[k], expected[k])
+    assert not np.allclose(got["w"], 0.0)
+
+
+@pytest.mark.skipif(not (AMLSIM / "20K_cycle200").is_dir(), reason=f"AMLSim sample not found at {AMLSIM}")
+def test_aml_banks_train_the_risk_scorer_with_fedprox_and_differential_privacy(tmp_path, registry):
+    recorder = EventRecorder()
+    registry({"recorder": recorder}, installed=True)  # the aml plugin offers its trainable through the hook
+    banks = [{"data": str(AMLSIM), "bank": b, "num_banks": 3, "max_transactions": 2500, "cache_dir": str(tmp_path)}
+             for b in range(3)]
+    cfg = parse_config({"task": "aml", "model": "risk_mlp", "rounds": 2, "local_epochs": 1,
+                        "strategy": {"name": "fedprox", "proximal_mu": 0.1, "min_available_clients": 3},
+                        "dp": {"mode": "client_clipping", "clipping_norm": 5.0, "noise_multiplier": 0.3},
+                        "institutions": banks})
+    report = simulate(cfg)
+    assert report.model == "risk_mlp" and report.privacy["mode"] == "client_clipping"
+    assert 0 < report.privacy["epsilon"] < float("inf")
+    assert [sorted(p["institution"] for p in r.participants) for r in report.rounds] == [["0", "1", "2"]] * 2
+    assert all(r.num_examples > 100 for r in report.rounds)
+    assert 0.0 <= report.rounds[-1].eval_metrics["f1"] <= 1.0 and report.rounds[-1].eval_loss > 0
+    from sectorflow_aml.features import N_FEATURES  # the installed aml plugin's feature vector
+
+    shapes = [w.shape for w in report.weights]
+    assert (N_FEATURES, 64) in shapes and (32, 1) in shapes
+    events = _training_events(recorder)
+    assert events[0].task == "aml" and events[0].meta.plugin == "aml"
+    assert events[0].details["privacy"]["epsilon"] == report.privacy["epsilon"]
+    assert events[-1].kind == "training_run_finished"
+
+
+def test_a_text_model_federates_too_medical_span_tagger_across_hospitals(registry):
+    from sectorflow import ConfigError
+    from sectorflow.federated import find_trainable
+
+    registry({}, installed=True)
+    try:
+        spec = find_trainable("medical_report")
+    except ConfigError:
+        pytest.skip("the medical_report plugin (token classifier trainable) is not installed")
+    before = spec.build({"partition_id": 0, "num_partitions": 3, "n_reports": 40}).get_weights()
+    cfg = parse_config({"task": "medical_report", "rounds": 1, "local_epochs": 1, "lr": 0.003, "batch_size": 16,
+                        "strategy": {"min_available_clients": 3},
+                        "institutions": [{"partition_id": h, "num_partitions": 3, "n_reports": 40}
+                                         for h in range(3)]})
+    report = simulate(cfg, spec)
+    (only,) = report.rounds
+    assert sorted(p["institution"] for p in only.participants) == ["0", "1", "2"]
+    assert only.num_examples == 120 and 0.0 <= only.eval_metrics["f1"] <= 1.0
+    assert len(report.weights) == len(before)
+    names = sorted(before)
+    after = dict(zip(names, report.weights))
+    assert all(after[k].shape == before[k].shape for k in names)
+    assert any(not np.allclose(after[k], before[k]) for k in names)  # the hospitals' updates were averaged in
+
+
+def test_local_differential_privacy_noises_each_update_under_secagg_plus(registry):
+    recorder = EventRecorder()
+    registry({"recorder": recorder})
+    cfg = parse_config({"task": "toy", "rounds": 1, "lr": 0.1, "strategy": {"min_available_clients": 3,
+                                                                             "fraction_evaluate": 0.0},
+                        "secagg": {"enabled": True},
+                        "dp": {"mode": "local", "clipping_norm": 100.0, "epsilon": 2.0, "delta": 1e-5},
+                        "institutions": [{"partition_id": i} for i in range(3)]})
+    report = simulate(cfg, toy_trainable.SPEC)
+    assert report.privacy["mode"] == "local" and report.privacy["epsilon"] == 2.0
+    clear = []
+    for i in range(3):  # the same round without noise (clipping at 100 leaves these updates unchanged)
+        t = toy_trainable.ToyTrainable({"partition_id": i})
+        t.fit(epochs=1, lr=0.1, server_round=1)
+        clear.append(t.get_weights()["w"])
+    # LocalDpMod's Gaussian noise: sd = sensitivity * sqrt(2 ln(1.25/delta)) / epsilon = 100 * 4.84 / 2 per weight,
+    # averaged over 3 institutions (sd ~140): the aggregate must be far from the clear average.
+    gap = np.abs(report.weights[1] - np.mean(clear, axis=0))
+    assert gap.max() > 5.0
+    started = [e for e in recorder.events if e.kind == "training_run_started"]
+    assert started[0].details["privacy"]["per_round"] == {"epsilon": 2.0, "delta": 1e-5}
