@@ -81,7 +81,9 @@ def main() -> None:
 
     import logging
 
-    logging.getLogger().setLevel(logging.WARNING)  # paddle sets the root logger to INFO (stack-facts.md)
+    import paddle  # noqa: F401 - imported here so that its root-logger INFO level (stack-facts.md) can be undone
+
+    logging.getLogger().setLevel(logging.WARNING)
 
     accounts = read_accounts(args.data / "accounts.csv.gz")
     test = test_split(accounts, args.test_seed)

@@ -18,7 +18,7 @@ import sectorflow
 from core_support import REPO_ROOT
 
 CORE = REPO_ROOT / "core" / "src" / "sectorflow"
-CORE_THIRD_PARTY = {"numpy", "pydantic", "pluggy", "typer", "rich", "paddle", "charset_normalizer"}
+CORE_THIRD_PARTY = {"numpy", "pydantic", "pydantic_settings", "pluggy", "typer", "rich", "paddle", "charset_normalizer"}
 # The HTTP server may also use its web stack (starlette is FastAPI's own base and is re-exported by it).
 SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "fastapi_offline", "starlette", "uvicorn", "prometheus_client",
                                           "limits", "httpx",

@@ -201,3 +201,33 @@ def test_ctrl_c_stops_a_real_run_with_a_message_and_the_audit_log_records_the_ab
     assert "task.training_round" in events and "task.training_run_finished" not in events
     failed = rows[-1][1]
     assert failed["details"]["aborted"] is True and "interrupted by the user (SIGINT)" in failed["reason"]
+
+
+def test_deployment_bundle_needs_a_trainable_that_exports(registry):
+    """`bundle = ...` in deployment: the coordinator's ServerApp writes it, so the task's trainable must export."""
+    from sectorflow.federated import deploy
+
+    registry({}, installed=True)
+    config = {"task": "aml", "model": "risk_mlp", "rounds": 1, "bundle": "/srv/fed/bundle"}
+    with pytest.raises(ConfigError, match="offers an export"):
+        deploy.server_app(json.dumps(config))
+    from flwr.serverapp import ServerApp
+
+    assert isinstance(deploy.server_app(json.dumps(dict(config, model="account_mlp"))), ServerApp)
+
+
+def test_the_amlsim_trainable_checks_its_folder_before_flower_starts(tmp_path):
+    from sectorflow_aml.trainable import trainable_spec
+
+    cfg = parse_config({"task": "aml", "institutions": [{"data": str(tmp_path), "bank": 0, "num_banks": 2}]})
+    with pytest.raises(ConfigError, match=r"Institution 1 of 1 .* AMLSim run folder\(s\)"):
+        preflight(cfg, trainable_spec())
+
+
+def test_dp_cost_of_a_lower_is_better_metric():
+    cfg = parse_config({"task": "toy", "metric": "mse", "dp": {"mode": "local", "utility_margin": 0.1}})
+    worse, plain = _report("dp", [0.5]), _report("plain", [0.2])
+    for report, value in ((worse, 0.5), (plain, 0.2)):
+        report.rounds[0].eval_metrics = {"mse": value}
+    out = privacy_utility(cfg, worse, plain)
+    assert out["cost"] == pytest.approx(0.3) and "costs 0.3000 mse: 0.5000 with it, 0.2000 without" in out["warning"]

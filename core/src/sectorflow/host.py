@@ -14,14 +14,17 @@ the same names.
 - :func:`registered_trainables` -> ``[TrainableSpec]`` offered through ``sectorflow_register_trainables``.
 - :func:`emit` sends a ``TaskEvent`` to every ``sectorflow_task_event`` observer (raises ``PluginError`` when a
   required plugin has been unregistered).
-- :func:`sectorflow_home` -> ``Path``: ``$SECTORFLOW_HOME`` or ``~/.cache/sectorflow``.
+- :func:`hook_may_block` -> whether an implementation of a hook declares now that it may block
+  (:func:`sectorflow.may_block`): a caller on an event loop runs that hook in a worker thread.
+
+The home folder is :func:`sectorflow.home`, every environment variable :func:`sectorflow.settings`.
 """
 
 from __future__ import annotations
 
-from .paths import sectorflow_home
+from .hookspecs import hook_may_block
 from .plugins import (BUILTIN_PLUGINS, ENTRY_POINT_GROUP, emit, get_plugin_manager, get_task, registered_tasks,
                       registered_trainables)
 
-__all__ = ["BUILTIN_PLUGINS", "ENTRY_POINT_GROUP", "emit", "get_plugin_manager", "get_task", "registered_tasks", "registered_trainables",
-           "sectorflow_home"]
+__all__ = ["BUILTIN_PLUGINS", "ENTRY_POINT_GROUP", "emit", "get_plugin_manager", "get_task", "hook_may_block",
+           "registered_tasks", "registered_trainables"]

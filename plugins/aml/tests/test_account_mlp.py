@@ -81,3 +81,49 @@ def test_cli_run_with_the_mlp_bundle_and_a_broken_weights_file(mlp_bundle, slice
     write_manifest(broken, **manifest)
     with pytest.raises(BundleError, match="not a safetensors file"):
         Taskflow("aml", task_path=str(broken))
+
+
+def test_a_real_server_hot_reloads_to_the_mlp_bundle_and_serves_its_scores(mlp_bundle, slice_file):
+    """`sectorflow serve` (uvicorn) starts on the shipped bundle; POST /v1/admin/models/aml/reload with the MLP
+    bundle swaps it in, and calls then carry the MLP's account scores (equal to Taskflow's)."""
+    httpx = pytest.importorskip("httpx")
+    uvicorn = pytest.importorskip("uvicorn")
+    import socket
+    import threading
+    import time
+
+    from sectorflow.serving import create_app, hash_key, load_config
+
+    secret, admin = "sf_test_mlp_teller_secret_0123456789", "sf_test_mlp_admin_secret_0123456789"
+    keys = [{"id": "teller", "sha256": hash_key(secret), "tenant": "bank-1", "scopes": ["task:aml"]},
+            {"id": "ops", "sha256": hash_key(admin), "scopes": ["admin"]}]
+    config = load_config(data={"serve": ["aml"], "keys": keys, "server": {"load_in_background": False}}, environ={})
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        reload = httpx.post(f"{url}/v1/admin/models/aml/reload", headers={"Authorization": f"Bearer {admin}"},
+                            json={"task_path": str(mlp_bundle)}, timeout=120)
+        assert reload.status_code == 200, reload.text
+        assert reload.json()["current"]["model_name"] == "aml-account-mlp"
+        txns, _ = load_transactions(slice_file, format="amlgentex")
+        body = [json.loads(t.model_dump_json()) for t in txns[:300]]
+        answer = httpx.post(f"{url}/v1/tasks/aml", headers={"Authorization": f"Bearer {secret}"},
+                            json={"inputs": body}, timeout=120)
+        assert answer.status_code == 200, answer.text
+        served = [o["account_scores"] for o in answer.json()["outputs"]]
+        assert served == [r.account_scores for r in Taskflow("aml", task_path=str(mlp_bundle))(txns[:300])]
+    finally:
+        server.should_exit = True
+        thread.join(30)

@@ -25,7 +25,8 @@ SAMPLE = REPO / "samples" / "aml" / "transactions.csv.gz"
 DSN = os.environ.get("SECTORFLOW_TEST_POSTGRES_DSN")
 KEYS = {"ana": ("bank-1", ["role:analyst"]), "appr": ("bank-1", ["role:approver"]),
         "both": ("bank-1", ["role:analyst", "role:approver"]), "aud": ("bank-1", ["audit"]),
-        "other": ("bank-2", ["role:analyst"]), "nobody": ("bank-1", ["task:aml"])}
+        "other": ("bank-2", ["role:analyst"]), "nobody": ("bank-1", ["task:aml"]),
+        "audop": ("bank-1", ["audit", "admin"])}
 
 
 @pytest.fixture(scope="module")
@@ -115,6 +116,7 @@ def test_case_page_carries_the_graph_evidence_and_transactions(app, results):
     assert any(e["path"] for e in graph["edges"])  # the typology's transfers are marked
     assert page.count("<tr><td>20") == len(graph["edges"])  # the transactions table
     assert 'lang="zh"' in page and "/ui/static/cytoscape.min.js" in page and "cdn" not in page.lower()
+    assert f"Counterparties in {case.period}: {case.counterparties_in_period};" in page  # case-level graph evidence
     more = client.get(f"/ui/cases/{case.case_id}/expand", params={"account": case.account}).json()
     assert all(case.account in (e["source"], e["target"]) for e in more["edges"])
     assert not {e["id"] for e in more["edges"]} & set(case.transaction_ids)
@@ -152,6 +154,12 @@ def test_four_eyes_the_maker_never_approves_their_own_escalation(app, results):
     assert ok.status_code == 200 and "str approved" in ok.text
     page = approver.get("/ui/reports").text
     assert f"str-{cid}" in page and "approved" in page
+    from datetime import datetime, timezone
+
+    from sectorflow_aml.calendars import calendar_for, suspicious_due
+
+    today = datetime.now(timezone.utc).date()
+    assert suspicious_due("CN", calendar_for("CN"), today).isoformat() in page  # 5 working days after approval
 
 
 def test_a_decision_whose_audit_record_fails_is_not_stored(app, results, monkeypatch):
@@ -191,6 +199,18 @@ def test_audit_page_is_for_audit_admins_and_shows_the_records(app, results):
     assert "Verify: intact" in page and "Last checkpoint" in page
     assert "case.disposed" in page and "closed_true_positive" in page and "<td>ana</td>" in page
     assert f"GET /ui/cases/{cid}" in page  # the view, with the user as actor
+    operator, _ = signed_in(app, "audop")  # separation of duties: an operator (admin) is never the audit admin
+    refused = operator.get("/ui/audit")
+    assert refused.status_code == 403 and "separation of duties" in refused.text
+
+
+def test_a_bad_source_is_a_config_error_at_start(tmp_path):
+    from sectorflow import ConfigError
+
+    cfg = ServeConfig.model_validate({"web": {"aml": {"state_store": str(tmp_path / "s.sqlite"),
+                                                      "sources": [{"tenant": "b", "results": "r.jsonl"}]}}})
+    with pytest.raises(ConfigError, match="transactions"):
+        web_app(cfg)
 
 
 def test_the_server_mounts_the_workbench_under_ui_and_keeps_it_out_of_the_api_schema(results, tmp_path):
@@ -250,3 +270,6 @@ def test_decisions_survive_a_restart_and_export_as_labels(store, tmp_path, cli_m
             got = list(csv.DictReader(handle))
         assert [(r["case_id"], r["account_id"], r["period"], r["disposition"]) for r in got] == [
             ("c1", "A1", "2017-02", "false_positive"), ("c2", "A2", "2017-02", "str_approved")]
+        from sectorflow_aml.labels import read_labels  # what `sectorflow aml train --labels` reads
+
+        assert read_labels(out).label == {"A1": 0, "A2": 1}

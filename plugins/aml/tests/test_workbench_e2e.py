@@ -177,3 +177,6 @@ def test_review_close_escalate_approve_audit_and_export(server, browser):
     assert {k: (v["account_id"], v["disposition"], v["decided_by"]) for k, v in got.items()} == {
         first.case_id: (first.account, "false_positive", "ana"), second.case_id: (second.account, "str_approved", "appr")}
     assert got[first.case_id]["reason"] == "<script>alert('x')</script> regular payroll"
+    from sectorflow_aml.labels import read_labels  # the file `sectorflow aml train --labels` takes
+
+    assert read_labels(out).label == {first.account: 0, second.account: 1}

@@ -43,7 +43,6 @@ Keys may also come from ``SECTORFLOW_SERVE_KEYS``: a JSON list of objects shaped
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -51,7 +50,7 @@ from typing import Any, Literal
 import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .. import ConfigError
+from .. import ConfigError, settings
 
 KEYS_ENV = "SECTORFLOW_SERVE_KEYS"
 Lane = Literal["interactive", "batch"]
@@ -190,10 +189,10 @@ def load_config(path: str | Path | None = None, *, data: dict[str, Any] | None =
             raw = json.loads(text) if file.suffix == ".json" else tomllib.loads(text)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"Cannot read the server configuration {file}: {exc}") from exc
-    env = os.environ if environ is None else environ
-    if env.get(KEYS_ENV):
+    keys = settings(environ).serve_keys
+    if keys:
         try:
-            extra = json.loads(env[KEYS_ENV])
+            extra = json.loads(keys)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{KEYS_ENV} is not JSON: {exc}") from exc
         if not isinstance(extra, list):

@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
 
-from .. import ConfigError, __version__, host as core_host
-from .access import AccessDecision, record_access_decision
+from .. import AccessDecision, ConfigError, __version__, host as core_host
+from .access import ANONYMOUS, record_access_decision
 from .auth import KeyStore
 from .config import ServeConfig, load_config
 
@@ -64,9 +65,10 @@ class WebHost:
         """Record an access decision (a sign-in, a page view, a refused action) as the server records its own: to
         logger ``sectorflow.serving.access`` and the ``sectorflow_access_decision`` hook (the audit log). Raises
         what an observer raises (a regulated log that cannot write)."""
-        record_access_decision(AccessDecision(actor=actor, tenant=tenant, scope=resource, allowed=allowed,
-                                              reason=reason, source=source, request_id=request_id, route=action,
-                                              roles=roles, channel="web"))
+        named = resource[5:] if resource.startswith("task:") else resource
+        record_access_decision(AccessDecision(
+            actor=actor or ANONYMOUS, tenant=tenant, resource=named, action=action, allowed=allowed, reason=reason,
+            source=source, request_id=request_id, roles=tuple(roles), channel="web"), resource)
 
 
 def register_web(app: FastAPI, host: WebHost) -> None:
@@ -90,6 +92,17 @@ def web_app(config: ServeConfig | str | None = None) -> FastAPI:
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
+
+    limit = config.server.max_body_bytes
+
+    @app.middleware("http")
+    async def bounded_bodies(request: Request, call_next: Any) -> Response:
+        """A declared body over ``[server] max_body_bytes`` is refused (413) unread, as ``sectorflow serve`` does."""
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            return JSONResponse({"error": "RequestTooLarge", "message": f"The body has {declared} bytes; the limit "
+                                 f"is {limit} ([server] max_body_bytes)."}, status_code=413)
+        return await call_next(request)
 
     before = len(app.routes)
     register_web(app, WebHost(config))

@@ -30,6 +30,8 @@ from .client import partition_for
 from .config import FederationConfig
 from .strategy import COUNT_PREFIX, RoundRecord, RunReport
 
+LOWER_IS_BETTER = ("loss", "mse", "mae", "error")
+"""Metric names holding one of these are costs (lower is better): DP's cost is then ``with - without``."""
 METRICS = ("average_precision", "f1", "accuracy")
 """Validation metrics shown per round, in order of preference, when ``metric`` is not configured."""
 
@@ -87,7 +89,7 @@ class RoundProgress:
     def say(self, line: str) -> None:
         """Print one line (above the bar on a terminal)."""
         if self.progress is not None:
-            self.progress.console.print(line, markup=False, highlight=False)
+            self.progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
         else:
             print(line, file=self.stream, flush=True)
 
@@ -107,8 +109,8 @@ def per_round(report: RunReport, metric: str | None) -> list[float | None]:
 
 
 def privacy_utility(cfg: FederationConfig, with_dp: RunReport, without: RunReport) -> dict[str, Any]:
-    """Both runs' metric per round and the final cost of DP (``without - with``); ``warning`` when the cost exceeds
-    ``cfg.dp.utility_margin``."""
+    """Both runs' metric per round and the final cost of DP (``without - with``, or ``with - without`` for a metric
+    where lower is better, :data:`LOWER_IS_BETTER`); ``warning`` when the cost exceeds ``cfg.dp.utility_margin``."""
     metric = metric_of(cfg, with_dp.rounds[-1]) if with_dp.rounds else None
     a, b = per_round(with_dp, metric), per_round(without, metric)
     final_a = next((v for v in reversed(a) if v is not None), None)
@@ -117,7 +119,8 @@ def privacy_utility(cfg: FederationConfig, with_dp: RunReport, without: RunRepor
                            "final_without_dp": final_b, "margin": cfg.dp.utility_margin,
                            "baseline_run_id": without.run_id, "warning": None}
     if final_a is not None and final_b is not None:
-        cost = final_b - final_a
+        lower_is_better = any(word in (metric or "") for word in LOWER_IS_BETTER)
+        cost = final_a - final_b if lower_is_better else final_b - final_a
         out["cost"] = round(cost, 4)
         if cost > cfg.dp.utility_margin:
             out["warning"] = (f"differential privacy ({cfg.dp.mode}, {_dp_settings(cfg)}) costs {cost:.4f} "

@@ -336,7 +336,9 @@ class TransactionAssessment(TaskResult):
 
     transaction_id: str
     risk_score: float = Field(ge=0, le=1, description="Combined rule and model risk in [0, 1].")
-    model_score: float | None = Field(default=None, ge=0, le=1, description="The learned scorer's output alone.")
+    model_score: float | None = Field(default=None, ge=0, le=1, description=(
+        "The model's score alone: by default the higher of the sender's and the receiver's account-model scores after "
+        "this transaction; with transaction_model=True (or no account model) the per-transaction scorer's."))
     alert: bool
     typologies: list[str] = Field(default_factory=list)
     reasons: list[Reason] = Field(default_factory=list)

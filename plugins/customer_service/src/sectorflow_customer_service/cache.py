@@ -9,11 +9,11 @@ manifest; the predictor runs fp32 kernels (:mod:`.runtime`).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+import sectorflow
 
 
 def home() -> Path:
-    """``$SECTORFLOW_HOME`` or ``~/.cache/sectorflow`` (the core's convention for files built on a machine)."""
-    raw = os.environ.get("SECTORFLOW_HOME")
-    return Path(raw).expanduser() if raw else Path.home() / ".cache" / "sectorflow"
+    """``$SECTORFLOW_HOME`` or ``~/.cache/sectorflow``: :func:`sectorflow.home`, where files built on a machine go."""
+    return sectorflow.home()

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import typer
 
-from sectorflow import open_state_store
+from sectorflow import ConfigError, open_state_store
 
 from .decisions import DecisionBook, write_labels
 
@@ -42,8 +42,13 @@ def workbench_command(config: Path = typer.Option(..., "--config", "-c", help="S
                       host: str = typer.Option("127.0.0.1", "--host"),
                       port: int = typer.Option(8867, "--port")) -> None:
     """Serve the AML workbench alone (no task routes, no models loaded) at http://HOST:PORT/ui/."""
-    from sectorflow.serving import load_config, run_server, web_app
+    try:
+        from sectorflow.serving import load_config, run_server, web_app
 
+        import fastapi  # noqa: F401 - the serve extra (FastAPI, uvicorn) is what the workbench runs on
+    except ImportError as exc:
+        raise ConfigError(f"The workbench needs the serve extra ({exc.name} is missing): "
+                          f"pip install 'sectorflow[serve]'.") from exc
     cfg = load_config(config)
     if "aml" not in cfg.web:
         raise typer.BadParameter(f"{config} has no [web.aml] section: name the results and transactions of each "

@@ -2,8 +2,9 @@
 
 A tenant's source (:class:`Source`) is a results file of ``sectorflow run aml`` (JSON lines of
 ``TransactionAssessment``, with ``cases``) and the input file it was computed from (for the transactions: results
-carry ids, scores and evidence, not the transfers themselves). :class:`TenantData` reads both once, at the first page
-a user of that tenant opens, and keeps in memory: every case (:func:`~sectorflow_aml.cases.read_cases`, within the
+carry ids, scores and evidence, not the transfers themselves). :class:`TenantData` reads both once (in a background
+thread when the workbench starts, ``[web.aml] preload``, default true; else at the first page a user of that tenant
+opens) and keeps in memory: every case (:func:`~sectorflow_aml.cases.read_cases`, within the
 budget or not), the transactions by id and by account in time order, the alerts by id, the report drafts, the
 model reasons per transaction and the model bundle that scored the run (``meta``).
 """
@@ -11,6 +12,7 @@ model reasons per transaction and the model bundle that scored the run (``meta``
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections import defaultdict
 from pathlib import Path
@@ -18,12 +20,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sectorflow import ConfigError, open_text
+from sectorflow import ConfigError, SectorflowError, open_text
 
 from ..cases import Case, read_cases
 from ..loaders import load_transactions
 from ..schema import Alert, ReportDraft, Transaction
 
+log = logging.getLogger("sectorflow_aml.workbench")
 MAX_GRAPH_EDGES = 400
 """Transfers drawn at most on a case's fund-flow graph (a case lists up to 2,000; the table lists them all)."""
 MAX_EXPAND = 60
@@ -183,13 +186,22 @@ class Catalogue:
         if len(self.sources) != len(sources):
             raise ConfigError("[web.aml] sources names a tenant twice; give each tenant one results file.")
         self._loaded: dict[str, TenantData] = {}
-        self._lock = threading.Lock()
+        self._locks = {tenant: threading.Lock() for tenant in self.sources}  # one tenant's read never waits on another's
+
+    def preload(self) -> None:
+        """Load every tenant's data (in a background thread at start); a source that fails is logged and raises
+        again at its first page."""
+        for tenant in self.sources:
+            try:
+                self.get(tenant)
+            except SectorflowError as exc:
+                log.warning("workbench: tenant %s not loaded: %s", tenant, exc)
 
     def get(self, tenant: str) -> TenantData | None:
         """The tenant's data, or ``None`` when no source is configured for it."""
         if tenant not in self.sources:
             return None
-        with self._lock:
+        with self._locks[tenant]:
             if tenant not in self._loaded:
                 self._loaded[tenant] = TenantData(self.sources[tenant])
             return self._loaded[tenant]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
+import threading
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,7 +21,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from sectorflow import SectorflowError, open_state_store
+from pydantic import ValidationError
+
+from sectorflow import ConfigError, SectorflowError, open_state_store
 
 from .data import Catalogue, Source, TenantData
 from .decisions import DecisionBook, DecisionError, FourEyesError, STATUSES
@@ -54,7 +57,16 @@ class Workbench:
     def __init__(self, host: WebHost) -> None:
         settings = host.settings("aml")
         self.host = host
-        self.catalogue = Catalogue([Source.model_validate(s) for s in settings.get("sources", [])])
+        try:
+            sources = [Source.model_validate(s) for s in settings.get("sources", [])]
+        except ValidationError as exc:
+            raise ConfigError(f"[web.aml] sources: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']} (each source "
+                              f"names tenant, results, transactions and optionally format, input_timezone).") from None
+        self.catalogue = Catalogue(sources)
+        self.jurisdiction = settings.get("jurisdiction", "CN")
+        if self.jurisdiction not in ("CN", "US"):
+            raise ConfigError(f"[web.aml] jurisdiction = {self.jurisdiction!r}: give CN or US (the due dates of "
+                              f"suspicious-transaction reports).")
         self.store = open_state_store(settings.get("state_store") or host.state_store)
         self.books: dict[str, DecisionBook] = {}
         self.sessions = Sessions()
@@ -88,6 +100,21 @@ class Workbench:
         return self.page(request, "error.html", session, code=status, message=message)
 
 
+def str_due(st: Any, jurisdiction: str) -> str:
+    """The due date of a case's suspicious-transaction report draft: CN, 5 working days after the suspicion is
+    confirmed (the approval is the confirmation; ``sectorflow_aml.calendars.suspicious_due``, UNVERIFIED as there);
+    US, 30 days after detection (the escalation). Before a CN approval: the rule, not a date."""
+    from datetime import date as day_of
+
+    from ..calendars import calendar_for, suspicious_due
+
+    action = "approve" if jurisdiction == "CN" else "escalate"
+    start = next((d.at for d in reversed(st.history) if d.action == action), None)
+    if start is None:
+        return "5 working days after approval"
+    return suspicious_due(jurisdiction, calendar_for(jurisdiction), day_of.fromisoformat(start[:10])).isoformat()
+
+
 def request_id(request: Request) -> str:
     rid = getattr(request.state, "request_id", None)
     if not rid:
@@ -102,6 +129,8 @@ def _source(request: Request) -> str:
 def mount(app: FastAPI, host: WebHost) -> Workbench:
     """Add the workbench's routes and static files to ``app`` under :data:`PREFIX`; returns its state."""
     wb = Workbench(host)
+    if host.settings("aml").get("preload", True):  # read the tenants' data now, not at the first user's page
+        threading.Thread(target=wb.catalogue.preload, name="aml-workbench-preload", daemon=True).start()
     app.mount(f"{PREFIX}/static", StaticFiles(directory=str(HERE / "static")), name="workbench-static")
     app.include_router(router(wb))
     app.state.aml_workbench = wb
@@ -274,7 +303,7 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
             return refused
         assert s is not None and data is not None
         statuses = wb.book(s.tenant).statuses()
-        strs = [(data.by_id[cid], st) for cid, st in statuses.items()
+        strs = [(data.by_id[cid], st, str_due(st, wb.jurisdiction)) for cid, st in statuses.items()
                 if st.status in ("escalated", "str_approved") and cid in data.by_id]
         wb.record(request, s, "/ui/reports", True, f"report drafts: {len(data.reports)} + {len(strs)} STR")
         return wb.page(request, "reports.html", s, drafts=data.reports, strs=strs)
@@ -289,6 +318,8 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
 
         try:
             summary = audit_summary(s.user, set(s.scopes), s.tenant, case)
+        except PermissionError as exc:  # AuditAccessDenied: an audit admin who is an operator too (admin scope)
+            return wb.refuse(request, s, 403, str(exc))
         except SectorflowError as exc:
             return wb.refuse(request, s, 503, str(exc))
         wb.record(request, s, "/ui/audit", True, "audit page")
