@@ -11,7 +11,7 @@ What stays the same: every committed record is durable (the store's synchronous 
 their order (one writer, sequence numbers assigned at commit, the hash chain and signed checkpoints as before);
 regulated tasks (``SECTORFLOW_AUDIT_REGULATED``) never use the queue: their records are committed before the call
 goes on (fail closed), after whatever was queued before them. What changes: an unregulated call returns before its
-records are committed, typically within one commit time (about 1-2 ms here); a process killed in that window loses
+records are committed, within ``GATHER_SECONDS`` (5 ms) plus one commit time; a process killed in that window loses
 those records (never a committed one). :meth:`GroupCommitter.flush` waits for everything queued; the log's
 ``close`` (and so ``sectorflow.compliance.reset`` and interpreter exit) flushes first. ``commit = "sync"`` (the
 default) keeps one commit per record before the call goes on: a reader in another process (``sectorflow audit``,
