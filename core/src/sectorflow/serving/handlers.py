@@ -318,7 +318,8 @@ class ServingMiddleware:
                 response = exception_response(exc)
                 assert response is not None
                 native = json.loads(bytes(response.body))
-                headers = {k: v for k, v in response.headers.items() if k.lower() in ("retry-after", "www-authenticate")}
+                headers = {k: v for k, v in response.headers.items()
+                           if k.lower() in ("retry-after", "www-authenticate")}
                 return JSONResponse({"error": f"{native['error']}: {native['message']}"},
                                     status_code=response.status_code, headers=headers)
         if scope.get("path", "").startswith("/v2/"):  # the Open Inference Protocol's error body
