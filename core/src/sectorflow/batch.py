@@ -16,8 +16,10 @@ row no more items run; the rest of the file is still validated, so that every ba
 alone would send the user round the fix-and-rerun loop once per row). ``--on-error skip`` streams results as they
 come and reports the skipped rows at the end.
 
-``--state`` runs (:mod:`sectorflow.cli_state`) still validate the whole input before the first item runs: each
-checkpoint commits the state to the store, so a row rejected after the first commit would leave the state changed.
+``--state`` runs (:mod:`sectorflow.cli_state`) with ``--output`` read their input once too: a bad row stops the run,
+the rest is validated, and the run is discarded in the store (the state back to where the run started, as
+``--discard-unfinished`` does) with its partial output. A ``--state`` run to standard output still validates the
+whole input first: results already written to stdout at each checkpoint cannot be taken back.
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ def run_batch(task: str, source: str, *, output: Optional[Path], fmt: Optional[s
                     raise gzip_on_stdin()
         name = "standard input" if spool else source
         if state is not None:
-            if on_error is OnError.reject:  # every row checked before the first checkpoint commits state
+            if on_error is OnError.reject and output is None:  # stdout cannot be taken back: check every row first
                 _check_rows(tf, reader, source, name)
             return _run_file_with_state(tf, reader, source, output, checkpoint_rows, on_error, name, state, tenant,
                                         discard_unfinished)
@@ -334,13 +336,24 @@ def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optiona
         err.print(f"resuming the unfinished run of {escape(name)} from row {run.rows_done + 1} (last commit "
                   f"{run.time}); {run.items} item(s) already done.")
     skipped: list[dict[str, Any]] = []
+    once = on_error is OnError.reject and output is not None  # else checked before (stdout) or skip mode
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
         bar = progress.add_task(f"{tf.spec.name}", total=None)
         count = run_with_state(
             keeper, run, reader(source, name=name),
-            lambda rows: _validated(tf.spec, rows, OnError.skip, skipped, tf.input_context), output,
-            checkpoint_rows, cli_context(), _utf8_stdout, lambda n: progress.update(bar, completed=n))
+            lambda rows: _validated(tf.spec, rows, OnError.reject if once else OnError.skip, skipped,
+                                    tf.input_context), output,
+            checkpoint_rows, cli_context(), _utf8_stdout, lambda n: progress.update(bar, completed=n),
+            rejected=lambda: once and bool(skipped))
+    if count is None:  # a bad row in reject mode: the run is discarded, the state put back where it started
+        from .cli_state import PARTIAL_SUFFIX
+
+        with keeper.store.transaction():
+            keeper.store.discard_run(keeper.task, keeper.tenant)
+        target = output.resolve()  # type: ignore[union-attr]
+        target.with_name(f".{target.name}{PARTIAL_SUFFIX}").unlink(missing_ok=True)
+        raise _rejected(skipped, name)
     for problem in skipped:
         err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(problem_text(problem))}")
     err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped; state saved to "
