@@ -145,3 +145,32 @@ def period_evidence(transfers: Iterable[tuple[str, str]], best: Mapping[str, flo
         for b in others:
             graph._see(a, b)
     return {a: graph.evidence(a) for a in graph.links}
+
+
+GRAPH_FEATURES = ("model_score", "counterparty_score", "risky_counterparties", "counterparties_in_period",
+                  "risky_share")
+"""Columns of :func:`graph_rows`: the account's own period maximum, its evidence (``counterparty_score`` -1 when no
+counterparty has a score), and ``risky_counterparties / max(1, counterparties_in_period)``."""
+
+
+def graph_rows(best: Mapping[Any, Mapping[str, float]], transfers: Mapping[Any, Iterable[tuple[str, str]]]
+               ) -> tuple[list[str], list[Any], Any]:
+    """One row of :data:`GRAPH_FEATURES` per account and period with a score, as the case book holds it at the
+    period's end: ``best`` period -> {account: period maximum}, ``transfers`` period -> (sender, receiver) pairs.
+    Returns ``(accounts, periods, float64 array [n, 5])``; a second stage at case level trains on these rows
+    (``benchmarks/aml_learning.py --only amlsim``)."""
+    import numpy as np
+
+    accounts: list[str] = []
+    periods: list[Any] = []
+    rows: list[list[float]] = []
+    for period in sorted(best):
+        maxima = best[period]
+        evidence = period_evidence(transfers.get(period, ()), maxima)
+        for account in sorted(maxima):
+            top, risky, links = evidence.get(account, (None, 0, 0))
+            accounts.append(account)
+            periods.append(period)
+            rows.append([maxima[account], -1.0 if top is None else top, float(risky), float(links),
+                         risky / max(1, links)])
+    return accounts, periods, np.asarray(rows, dtype=np.float64).reshape(-1, len(GRAPH_FEATURES))

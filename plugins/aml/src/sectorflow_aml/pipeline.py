@@ -271,8 +271,8 @@ def _late_note(ts: float, now: float, ahead: Transaction | None = None) -> Reaso
 class _Item:
     """What :meth:`AMLPipeline.preprocess` hands on for one transaction."""
 
-    __slots__ = ("account_rows", "account_scores", "alerts", "duplicate", "edge", "notes", "reports", "row", "score",
-                 "txns")
+    __slots__ = ("account_rows", "account_scores", "alerts", "cash_alerts", "duplicate", "edge", "notes", "reports",
+                 "row", "score", "txns")
 
     def __init__(self, row: list[float] | None, alerts: list[Alert], reports: list[ReportDraft], edge: Any,
                  txns: dict[str, Transaction] | None = None, notes: list[Reason] | None = None) -> None:
@@ -286,6 +286,7 @@ class _Item:
         self.txns = txns  # transactions of the alerts that will get an STR draft, read while still in the window
         self.account_rows: list[tuple[str, list[float]]] | None = None  # account model rows (sender, receiver)
         self.account_scores: dict[str, float] = {}
+        self.cash_alerts: set[str] | None = None  # alerts of a mandatory typology holding cash (read in preprocess)
 
 
 class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
@@ -534,6 +535,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 # the window on (postprocess runs after the whole call's preprocess).
                 txns = self._alert_transactions(alerts) if alerts else None
                 item = _Item(row, alerts, observe(txn), edge, txns, notes)
+                if alerts:
+                    item.cash_alerts = self._cash_alerts(alerts)  # also while the window holds them
                 if account_rows is not None:
                     item.account_rows = account_rows(edge, window)
                 append(item)
@@ -639,24 +642,28 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 typologies=list(dict.fromkeys(x.typology for x in alerts)), reasons=reasons, alerts=alerts,
                 reports=reports, account_scores=item.account_scores, cases=[])
             out.__dict__["cases"] = update_cases(txn, item.edge.amount, alerts, item.account_scores,
-                                                 self._cash_alerts(alerts))
+                                                 item.cash_alerts or set())
             results.append(out)
         return results
 
     # --- helpers -------------------------------------------------------------------------------------------------
 
     def _cash_alerts(self, alerts: Sequence[Alert]) -> set[str]:
-        """Ids of the ``alerts`` of a mandatory typology that hold a cash transaction (in the window): what makes a
-        structuring case mandatory (:mod:`sectorflow_aml.cases`, "Mandatory scenarios")."""
-        mandatory, ids = self.case_book.mandatory, self.window.ids
+        """Ids of the ``alerts`` of a mandatory typology that hold a cash transaction: what makes a structuring case
+        mandatory (:mod:`sectorflow_aml.cases`, "Mandatory scenarios"). Read in ``preprocess``, right after the rules,
+        from the alert accounts' windowed transactions (later transactions of the call may move the window on)."""
+        mandatory = self.case_book.mandatory
         out: set[str] = set()
         for alert in alerts:
-            if alert.typology in mandatory:
-                for tid in alert.transaction_ids:
-                    edge = ids.get(tid)
-                    if edge is not None and edge.txn.channel.is_cash:
-                        out.add(alert.alert_id)
-                        break
+            if alert.typology not in mandatory:
+                continue
+            wanted = set(alert.transaction_ids)
+            for account in alert.accounts:
+                state = self.window.get(account)
+                if state is not None and any(e.txn.transaction_id in wanted and e.txn.channel.is_cash
+                                             for side in (state.incoming, state.outgoing) for e in side):
+                    out.add(alert.alert_id)
+                    break
         return out
 
     _clock_edge: Any = None
