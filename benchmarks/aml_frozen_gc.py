@@ -1,5 +1,5 @@
 """Latency of one-transaction ``Taskflow("aml")`` calls in a process that froze objects (``gc.freeze``), as
-``sectorflow serve`` does with its loaded models (core/serving/gcfreeze.py).
+``sectorflow serve`` does with its loaded models (sectorflow.serving.gcfreeze).
 
 The pipeline's garbage-collector hand-over must tell whether the process froze objects; ``gc.get_freeze_count()``
 walks every frozen object (CPython 3.11), so how often it runs shows in these figures. Prints the median and p99 of

@@ -6,7 +6,8 @@ An account counts as flagged when it is among the ``accounts`` of any rule alert
 - ``default``: the shipped defaults (30-day window; thresholds meant for bank data in CNY/USD).
 - ``amlsim``: settings chosen from how AMLSim plants its patterns, not tuned on labels: a 150-day window (AMLSim's
   planted fan-ins and cycles spread their hops over about 37 days each), fan-in of at least two senders that each
-  split their payment (``min_txns_per_sender=2``; no peer test: two senders are what the simulator plants), loops
+  split their payment (``min_txns_per_sender=2``; no peer test, no own-history or through-flow test: two senders
+  are what the simulator plants, and its receivers keep what they get), loops
   whose every hop was split (``min_txns_per_hop=2``) and keeps its amount, in any time order (AMLSim's planted
   cycles are not time-ordered: ``ordered=False``, and its amounts are not in bank units: ``min_amount=0``), and
   the ``split`` structuring variant (three or more transfers to one payee on one day). It leans on a simulator
@@ -42,7 +43,8 @@ RUNS = ("20K_fanin200", "20K_cycle200", "20K_fanin200cycle200")
 CONFIGS: dict[str, tuple[float, dict]] = {
     "default": (30.0, {}),
     "amlsim": (150.0, {
-        "fan_in": {"days": None, "min_senders": 2, "min_txns_per_sender": 2, "peer_alpha": 1.0},
+        "fan_in": {"days": None, "min_senders": 2, "min_txns_per_sender": 2, "peer_alpha": 1.0,
+                   "burst_ratio": 0.0, "min_through_share": 0.0},
         "cycle": {"min_txns_per_hop": 2, "max_length": 8, "ordered": False, "min_amount": 0.0},
         "structuring": {"split_min_count": 3},
         "fan_out": False, "gather_scatter": False, "scatter_gather": False,

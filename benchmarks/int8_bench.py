@@ -3,7 +3,7 @@
 For the task's ``paddle-inference`` bundle (or ``--model-bundle``) this script
 
 1. builds the INT8 bundle exactly as ``sectorflow models quantize`` does (paddle2onnx opset 17, then the task's
-   ``TaskSpec.quantize_ops`` or ``--ops``: e.g. ONNX Runtime dynamic quantization of MatMul weights per channel, or
+   ``Int8Spec.quantize_ops`` or ``--ops``: e.g. ONNX Runtime dynamic quantization of MatMul weights per channel, or
    weight-only ``MatMulWeightOnly`` for aml) into a temporary folder, with the margin check off so that
    a loss is reported rather than refused, and takes size and accuracy from its manifest record;
 2. times one model run (``pool.run``, the call a pipeline's ``forward`` makes) at batch 1 and batch 32 for: the fp32
@@ -13,7 +13,7 @@ For the task's ``paddle-inference`` bundle (or ``--model-bundle``) this script
 3. runs ``--calls`` (default 10,000) batch-1 calls on the INT8 and the fp32 Paddle pools and reports how much the
    process's resident memory (``/proc/self/statm``) grew from call 100 to the last.
 
-Validation data is the task's ``TaskSpec.validation`` (``sectorflow_aml.calibration``: account-level F1 on the
+Validation data is the task's ``Int8Spec.validation`` (``sectorflow_aml.calibration``: account-level F1 on the
 held-out 20% of accounts of two AMLSim runs; ``sectorflow_customer_service.calibration``: the banking77 validation
 slice, accuracy of the ``banking77`` head; ``sectorflow_legal_extraction.calibration``: segments of the CUAD
 validation contracts, macro AUPR). Targets (issue 10): INT8 <= 0.3x size, >= 99.5% of fp32 accuracy,
@@ -103,12 +103,13 @@ def main(argv: list[str] | None = None) -> int:
     spec = plugins.get_task(args.task)
     source = args.model_bundle or spec.default_bundle
     bundle = load_bundle(source)
-    if spec.validation is None:
-        print(f"task {args.task!r} gives no validation data (TaskSpec.validation)", file=sys.stderr)
+    if spec.int8.validation is None:
+        print(f"task {args.task!r} gives no validation data (Int8Spec.validation)", file=sys.stderr)
         return 2
-    validation = spec.validation(bundle)
+    validation = spec.int8.validation(bundle)
     cached = validation
-    spec = __import__("dataclasses").replace(spec, validation=lambda _bundle: cached)
+    dc = __import__("dataclasses")
+    spec = dc.replace(spec, int8=dc.replace(spec.int8, validation=lambda _bundle: cached))
 
     work = Path(tempfile.mkdtemp(prefix="int8-bench-"))
     start = time.perf_counter()

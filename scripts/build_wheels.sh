@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Build a wheel of every distribution here (sectorflow, sectorflow-compliance, sectorflow-federated, each plugin
-# under plugins/, the echo test plugin under tests/plugins/) into dist/ (or $DIST), then check each one: its metadata says License-Expression: Apache-2.0 and
-# Requires-Python: >=3.11, it carries the LICENSE file, and `pip install --no-deps --dry-run` accepts the set.
+# Build a wheel of every distribution here (sectorflow, sectorflow-compliance, sectorflow-federated, each plugin and
+# the text-encoder library under plugins/, the echo test plugin under tests/plugins/) into dist/ (or $DIST), then
+# check each one: its metadata says License-Expression: Apache-2.0 and Requires-Python: >=3.11, it carries the
+# LICENSE file, and `pip install --no-deps --dry-run` accepts the set.
 # Nothing is installed. Builds without isolation, with the setuptools and wheel of .venv (scripts/install.sh puts
 # them there): about 30 s on 2 cores.
 #
@@ -43,7 +44,7 @@ for wheel in wheels:
     if not any(n.endswith(".dist-info/licenses/LICENSE") for n in names):
         problems.append(f"{wheel.name}: no LICENSE file")
     print(f"build_wheels: {wheel.name} ({wheel.stat().st_size / 1e6:.1f} MB)")
-if problems or len(wheels) < 8:
+if problems or len(wheels) < 9:
     sys.exit("build_wheels: " + ("; ".join(problems) or f"only {len(wheels)} wheels"))
 EOF
 "$PY" -m pip install --quiet --disable-pip-version-check --no-deps --dry-run --ignore-installed "$DIST"/*.whl

@@ -3,7 +3,7 @@
 ``digits``: an MLP (64 -> 256 -> ReLU -> 10) trained here on scikit-learn's bundled handwritten digits (8x8
 images, 1,797 samples, shipped inside scikit-learn: no download). Train/validation split seeded; trained to about 97%
 validation accuracy in a second or two, then saved with ``paddle.jit.save`` as a ``paddle-inference`` bundle. The
-task's :attr:`TaskSpec.validation` gives the validation split and argmax accuracy.
+task's :attr:`Int8Spec.validation` gives the validation split and argmax accuracy.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 from sectorflow import (
+    Int8Spec,
     Pipeline,
     TaskResult,
     TaskSpec,
@@ -122,7 +123,7 @@ def validation(bundle: Any) -> ValidationSet:
 def digits_spec(bundle: Path | None, *, with_validation: bool = True) -> TaskSpec:
     return TaskSpec(name=TASK, input_model=DigitInput, output_model=DigitResult, pipeline=DigitsPipeline,
                     default_bundle=bundle, precisions=("fp32", "int8"), devices=("cpu", "gpu"),
-                    validation=validation if with_validation else None)
+                    int8=Int8Spec(validation=validation if with_validation else None))
 
 
 class DigitsPlugin:
@@ -220,7 +221,7 @@ class TextPlugin:
     def __init__(self, bundle: Path, *, with_validation: bool = False) -> None:
         self.spec = TaskSpec(name=TEXT_TASK, input_model=TextInput, output_model=DigitResult, pipeline=TextPipeline,
                              default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32", "int8"),
-                             validation=agreement_validation if with_validation else None)
+                             int8=Int8Spec(validation=agreement_validation if with_validation else None))
 
     @hookimpl
     def sectorflow_register_tasks(self, register: Any) -> None:
@@ -263,7 +264,7 @@ class WrappedPlugin:
     def __init__(self, bundle: Path) -> None:
         self.spec = TaskSpec(name=WRAPPED_TASK, input_model=DigitInput, output_model=DigitResult,
                              pipeline=WrappedPipeline, default_bundle=bundle, precisions=("fp32", "int8"),
-                             validation=validation)
+                             int8=Int8Spec(validation=validation))
 
     @hookimpl
     def sectorflow_register_tasks(self, register: Any) -> None:

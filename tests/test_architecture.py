@@ -6,7 +6,9 @@ imports count too."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,17 +18,17 @@ import sectorflow
 from core_support import REPO_ROOT
 
 CORE = REPO_ROOT / "core" / "src" / "sectorflow"
-CORE_THIRD_PARTY = {"numpy", "pydantic", "pluggy", "typer", "rich", "paddle", "charset_normalizer"}
+CORE_THIRD_PARTY = {"numpy", "pydantic", "pydantic_settings", "pluggy", "typer", "rich", "paddle", "charset_normalizer"}
 # The HTTP server may also use its web stack (starlette is FastAPI's own base and is re-exported by it).
 SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "fastapi_offline", "starlette", "uvicorn", "prometheus_client",
                                           "limits", "httpx",
                                           "grpc", "google"}  # grpcio, protobuf (google.protobuf): the gRPC service
-# INT8 and export (core/src/sectorflow/models/export.py, quantize.py, weight_only.py, onnx_compact.py; core/onnx_runtime.py) use the
+# INT8 and export (sectorflow.models.export, .quantize, .weight_only, .onnx_compact; sectorflow.onnx_runtime) use the
 # ONNX stack, imported only when they run.
 ONNX_MODULES = {"sectorflow.models.export", "sectorflow.models.quantize", "sectorflow.onnx_runtime",
                 "sectorflow.models.weight_only", "sectorflow.models.onnx_compact"}
 ONNX_THIRD_PARTY = CORE_THIRD_PARTY | {"onnx", "onnxruntime", "paddle2onnx"}
-# The PostgreSQL state store (core/state_store_pg.py) uses psycopg (the compliance extra), imported only for a
+# The PostgreSQL state store (sectorflow.state_store_pg) uses psycopg (the compliance extra), imported only for a
 # postgresql:// store.
 POSTGRES_MODULES = {"sectorflow.state_store_pg"}
 POSTGRES_THIRD_PARTY = CORE_THIRD_PARTY | {"psycopg"}
@@ -107,8 +109,21 @@ def shown(path: Path) -> str:
     return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
 
 
+def library_packages(roots: list[Path]) -> set[str]:
+    """Packages of the library distributions among ``roots``: a pyproject beside ``src/`` that registers no
+    ``sectorflow`` entry point (plugins/text_encoder). Plugins may import them, as any library they depend on."""
+    found = set()
+    for root in roots:
+        pyproject = root.parent / "pyproject.toml"
+        if pyproject.exists() and "sectorflow" not in tomllib.loads(pyproject.read_text())["project"].get(
+                "entry-points", {}):
+            found |= {init.parent.name for init in root.glob("*/__init__.py")}
+    return found
+
+
 def plugin_violations(roots: list[Path]) -> list[str]:
     packages = plugin_packages(roots)
+    libraries = library_packages(roots)
     public = set(sectorflow.__all__)
     problems = []
     for package, root in sorted(packages.items()):
@@ -119,7 +134,7 @@ def plugin_violations(roots: list[Path]) -> list[str]:
                 where = f"{shown(path)}:{line} imports {target}"
                 if parts[0] == "sectorflow":
                     problems += public_api_violations(where, parts, names, public)
-                elif parts[0] in packages and parts[0] != package:
+                elif parts[0] in packages and parts[0] != package and parts[0] not in libraries:
                     problems.append(f"{where}: a plugin must not import another plugin")
     return problems
 
@@ -151,6 +166,7 @@ def layer_violations(layers: dict[str, Path]) -> list[str]:
 
 def test_plugins_import_only_the_public_api_and_no_other_plugin():
     assert {"sectorflow_echo", "sectorflow_aml"} <= set(plugin_packages(PLUGIN_ROOTS))
+    assert library_packages(PLUGIN_ROOTS) == {"sectorflow_text_encoder"}  # the one library among them
     problems = plugin_violations(PLUGIN_ROOTS)
     assert not problems, "\n".join(problems)
 
@@ -182,6 +198,33 @@ def test_the_plugin_scan_catches_violations(tmp_path, source):
     (other / "__init__.py").write_text("")
     (problem,) = plugin_violations([tmp_path / "src"])
     assert problem.startswith(f"{package / '__init__.py'}:1 imports ")
+
+
+def documented_modules(text: str) -> dict[str, set[str]]:
+    """The module tables of docs/architecture.md's "Modules" section: folder (as the line before its table writes it,
+    e.g. ``core/src/sectorflow/``) -> the ``.py`` paths of its rows, relative to that folder."""
+    section = text.split("\n## Modules\n", 1)[1].split("\n## ", 1)[0]
+    found: dict[str, set[str]] = {}
+    folder = None
+    for line in section.splitlines():
+        if heading := re.match(r"^`([^`]+/)`", line):
+            folder = heading.group(1)
+            found[folder] = set()
+        elif (row := re.match(r"^\| `([^`]+\.py)` \|", line)) and folder is not None:
+            found[folder].add(row.group(1))
+    return found
+
+
+def test_docs_architecture_names_every_module_of_the_package():
+    """docs/architecture.md lists every module of the sectorflow package (core, compliance and federated portions),
+    each in its folder's table, and lists no module that does not exist."""
+    documented = documented_modules((REPO_ROOT / "docs" / "architecture.md").read_text(encoding="utf-8"))
+    folders = {"core/src/sectorflow/": CORE, **{f"{shown(f)}/": f for name, f in LAYERS.items() if name != "serving"}}
+    assert set(documented) == set(folders)
+    for shown_folder, folder in folders.items():
+        actual = {str(p.relative_to(folder)) for p in folder.rglob("*.py")}
+        assert actual - documented[shown_folder] == set(), f"modules of {shown_folder} missing in docs/architecture.md"
+        assert documented[shown_folder] - actual == set(), f"docs/architecture.md lists modules {shown_folder} lacks"
 
 
 def test_the_core_scan_resolves_relative_imports(tmp_path):

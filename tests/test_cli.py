@@ -430,7 +430,7 @@ def test_a_csv_cell_longer_than_pythons_default_limit_is_read(cli, tmp_path):
     source = tmp_path / "long.csv"
     with open(source, "w", newline="", encoding="utf-8") as handle:
         csv.writer(handle).writerows([["text"], [text], ["short"]])
-    from sectorflow.io import read_csv
+    from sectorflow.input_files import read_csv
 
     assert [(row, len(record["text"])) for row, record in read_csv(source)] == [(2, 168_000), (3, 5)]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from core_support import echo_plugin
 
-from sectorflow import ConfigError, Taskflow, hookimpl, plugins
+from sectorflow import ConfigError, InputFormat, Taskflow, hookimpl, plugins
 from sectorflow.cli import main
-from sectorflow.io import reader_for, remap
+from sectorflow.input_files import reader_for, remap
 
 TEXTS = ["hello world", "Ship 42 crates", "UPPER lower"]
 
@@ -99,7 +99,9 @@ def test_a_plugins_reader_factory_gets_the_options(echo_registry, tmp_path):
 
         return read
 
-    spec = dataclasses.replace(plugins.get_task("echo"), reader_factories={"pipes": factory, "csv": factory})
+    echo = plugins.get_task("echo")
+    spec = dataclasses.replace(echo, formats={**echo.formats, "pipes": InputFormat(factory=factory),
+                                              "csv": InputFormat(factory=factory)})
     source = tmp_path / "in.pipes"
     source.write_text("x")
     assert list(reader_for(spec, None, source)(source)) == [(1, {"text": "None None"})]
@@ -152,7 +154,7 @@ def test_a_task_whose_model_keeps_extra_keys_gets_every_column(echo_registry, tm
     assert list(reader_for(spec, None, source)(source)) == [(2, {"text": "hi", "more": "there"})]
 
 
-# --- reader factories that take the task's input context (core/io.py takes_context) -------------------------------
+# --- reader factories that take the task's input context (sectorflow.input_files takes_context) -------------------
 
 def _context_task(factory, *, readers=None):
     """The echo spec with an input context from the option ``prefix`` and ``factory`` as its ``pipes`` format."""
@@ -160,8 +162,8 @@ def _context_task(factory, *, readers=None):
     echo_plugin().sectorflow_register_tasks(register=captured.append)
     return dataclasses.replace(
         captured[0], options={**captured[0].options, "prefix": "text put before each raw item"},
-        input_context=lambda options: {} if options.get("prefix") is None else {"prefix": options["prefix"]},
-        readers=readers if readers is not None else captured[0].readers, reader_factories={"pipes": factory})
+        context_from_options=lambda options: {} if options.get("prefix") is None else {"prefix": options["prefix"]},
+        formats={**captured[0].formats, "pipes": InputFormat(readers["pipes"] if readers else None, factory)})
 
 
 def _one_task(spec):
@@ -238,7 +240,7 @@ def test_a_reader_factory_without_a_context_parameter_is_called_as_before(regist
     registry({"ctx": _one_task(_context_task(old, readers={"pipes": plain}))})
     assert main(["run", "echo", str(source), "-O", "prefix=>> "]) == 0, capsys.readouterr().err
     assert [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()] == ["hello", "world"]
-    assert calls == [("plain",), ("plain",)]  # checked, then run (--on-error reject reads twice)
+    assert calls == [("plain",)]  # read once: --on-error reject no longer reads the file twice (issue 26)
     calls.clear()
     assert main(["run", "echo", str(source), "--column", "text=note", "-O", "prefix=>> "]) == 0
     assert [json.loads(line)["text"] for line in capsys.readouterr().out.splitlines()] == ["a", "b"]

@@ -1,4 +1,4 @@
-"""The built-in CSV reader (``sectorflow.io.read_csv`` / ``csv_records``): broken quoting and surplus cells are bad
+"""The built-in CSV reader (``sectorflow.input_files.read_csv`` / ``csv_records``): broken quoting and surplus cells are bad
 rows named by row and line, reported in skip mode and refused in reject mode, never rows silently lost."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 
 from sectorflow import InvalidInputError
 from sectorflow.cli import main
-from sectorflow.io import csv_records, read_csv
+from sectorflow.input_files import csv_records, read_csv
 
 
 @pytest.fixture
@@ -136,7 +136,7 @@ def test_csv_file_records_are_those_of_csv_records(tmp_path, text: str) -> None:
     # (speed) and hands a broken one to csv_records from the failing record on: the records, lines and bad rows
     # must be the same
     from sectorflow import csv_file_records
-    from sectorflow.io import open_text
+    from sectorflow.input_files import open_text
 
     path = tmp_path / "t.csv"
     path.write_bytes(text.encode())

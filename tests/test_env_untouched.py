@@ -28,7 +28,7 @@ def _module_level_env_writes(path: Path) -> list[int]:
 
 def test_no_test_module_writes_the_environment_at_import():
     offenders = []
-    for folder in (ROOT / "tests", ROOT / "plugins"):
+    for folder in (ROOT / "tests", ROOT / "compliance" / "tests", ROOT / "federated" / "tests", ROOT / "plugins"):
         for path in folder.rglob("test_*.py"):
             if ".venv" in path.parts:
                 continue

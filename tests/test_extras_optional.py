@@ -16,6 +16,8 @@ import tomllib
 
 from core_support import PYTHON, REPO_ROOT, child_env
 
+from sectorflow import plugins
+
 EXTRAS = ("serve", "federated", "compliance", "int8")
 
 
@@ -92,6 +94,6 @@ def test_core_and_builtin_plugins_load_without_any_extra(tmp_path):
         "with only the base dependencies installed, loading the plugins failed; a built-in plugin must import "
         f"its extra's libraries lazily (blocked: {blocked}):\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.splitlines()[-1])
-    installed = {ep.name for ep in importlib.metadata.entry_points(group="sectorflow")}
+    installed = {*plugins.BUILTIN_PLUGINS, *(ep.name for ep in importlib.metadata.entry_points(group="sectorflow"))}
     assert result["loaded"] == sorted(installed)
     assert result["cli"] == 0

@@ -1,4 +1,4 @@
-"""docs/hooks.md documents every hook of core/hookspecs.py with its exact signature, and nothing else."""
+"""docs/hooks.md documents every hook of core/src/sectorflow/hookspecs.py with its exact signature, and nothing else."""
 
 from __future__ import annotations
 

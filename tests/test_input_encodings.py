@@ -14,7 +14,7 @@ import pytest
 from sectorflow import ConfigError, InvalidInputError, read_text
 from sectorflow.cli import main
 from sectorflow.encodings import INPUT_ENCODING, detect
-from sectorflow.io import read_csv, read_jsonl, reader_for
+from sectorflow.input_files import read_csv, read_jsonl, reader_for
 
 ROWS = ["text,amount", "招商银行 转账 张三,1000.50", "工资 代发 李四,8800", "支付宝 提现 王五,35.20"]
 """A bank export's lines: every Chinese character here is in GBK (GB2312's level-1 set)."""

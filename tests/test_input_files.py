@@ -1,4 +1,4 @@
-"""Input files a user hands ``sectorflow run`` (and the readers ``sectorflow.io.reader_for`` makes): files that
+"""Input files a user hands ``sectorflow run`` (and the readers ``sectorflow.input_files.reader_for`` makes): files that
 concatenate exports, Excel's unnamed trailing columns, and files that fail while they are read (a corrupt Parquet
 page) give rows or a typed error naming the file, never a traceback or silently lost rows."""
 
@@ -10,7 +10,7 @@ import json
 import pytest
 
 from sectorflow import ConfigError, InvalidInputError
-from sectorflow.io import checked_reader, read_csv, read_jsonl
+from sectorflow.input_files import checked_reader, read_csv, read_jsonl
 
 
 def test_a_byte_order_mark_inside_a_json_lines_file_is_dropped(tmp_path):
@@ -33,7 +33,7 @@ def test_excel_unnamed_trailing_columns_are_not_refused_as_repeated(tmp_path):
 
 def test_a_value_under_an_unnamed_column_is_named_in_the_ignored_columns_warning(echo_registry, tmp_path, caplog):
     from sectorflow import plugins
-    from sectorflow.io import reader_for
+    from sectorflow.input_files import reader_for
 
     source = tmp_path / "excel.csv"
     source.write_text("text,,\nhello,,stray\n")

@@ -152,15 +152,17 @@ def test_result_models_subclass_taskresult():
 
 # --- SECTORFLOW_LOAD_PLUGINS ---------------------------------------------------------------------------------------
 
-def installed_entry_points() -> set[str]:
-    return {ep.name for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP)}
+def installed_plugins() -> set[str]:
+    """The core's own plugins (registered in code) and every installed entry point's."""
+    return {*plugins.BUILTIN_PLUGINS,
+            *(ep.name for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP))}
 
 
 def test_load_plugins_unset_loads_every_installed_plugin(registry):
     pm = registry(installed=True)
     assert "SECTORFLOW_LOAD_PLUGINS" not in os.environ
-    assert "builtin_observers" in installed_entry_points()
-    assert {name for name, _ in pm.list_name_plugin()} == installed_entry_points()
+    assert "builtin_observers" in installed_plugins()
+    assert {name for name, _ in pm.list_name_plugin()} == installed_plugins()
 
 
 def test_load_plugins_empty_loads_none_not_even_builtin(registry):

@@ -448,7 +448,7 @@ def _prefix_context(options):
 
 
 def test_input_context_from_options_reaches_validation_of_raw_items_only(registry):
-    spec = replace(_echo_spec(), input_model=PrefixedInput, input_context=_prefix_context,
+    spec = replace(_echo_spec(), input_model=PrefixedInput, context_from_options=_prefix_context,
                    options={**_echo_spec().options, "prefix": "text put before each raw item"})
     registry({"echo": _plugin(spec)})
     tf = Taskflow("echo", prefix=">> ")

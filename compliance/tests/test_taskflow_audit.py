@@ -41,7 +41,8 @@ def test_every_call_is_recorded_with_context_and_digests(audited: Any) -> None:
     import importlib.metadata
 
     loaded = {r["details"]["plugin"]: r["details"]["distribution"] for r in recs if r["event"] == "plugin.loaded"}
-    assert loaded == {"audit": f"sectorflow=={importlib.metadata.version('sectorflow')}", "tiny": None}
+    assert loaded == {"audit": f"sectorflow-compliance=={importlib.metadata.version('sectorflow-compliance')}",
+                      "tiny": None}
     assert kinds[-3:] == ["task.model_loaded", "task.call_started", "task.call_finished"]
     started, finished = recs[-2], recs[-1]
     for r in (started, finished):

@@ -127,7 +127,7 @@ def test_report_and_weights_go_to_folders_that_do_not_exist_yet(tmp_path, monkey
                       '[[institutions]]\nn = 8\n[[institutions]]\nn = 8\n')
     done = RunReport(run_id="r1", task="toy", model="linear", strategy="fedavg",
                      weights=[np.ones(1, np.float32), np.full(4, 2.0, np.float32)], model_sha256="ab")
-    monkeypatch.setattr(simulation, "simulate", lambda cfg, verbose=False: done)  # the run itself: not under test
+    monkeypatch.setattr(simulation, "simulate", lambda cfg, spec=None, **kw: done)  # the run itself: not under test
     report, weights = tmp_path / "out" / "run.json", tmp_path / "out" / "w" / "global.npz"
     result = CliRunner().invoke(_app(), ["federate", "toy", "--config", str(config), "--report", str(report),
                                          "--weights", str(weights)])

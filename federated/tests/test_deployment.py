@@ -156,8 +156,8 @@ def test_one_round_over_tls_with_node_authentication_refusing_an_unregistered_no
         assert intruder.wait(timeout=120) != 0  # its key was never registered: the SuperLink refuses it
         assert "Failed to activate SuperNode" in intruder_log.read_text()
 
-        cfg = parse_config({"task": "aml", "rounds": 1, "strategy": {"fraction_evaluate": 0.0,
-                                                                     "min_available_clients": 2}})
+        cfg = parse_config({"task": "aml", "model": "risk_mlp", "rounds": 1,
+                            "strategy": {"fraction_evaluate": 0.0, "min_available_clients": 2}})
         app = write_app(cfg, tmp_path / "app")
         run = subprocess.run([str(BIN / "flwr"), "run", str(app), "federation", "--stream"], env=env,
                              capture_output=True, text=True, timeout=400)

@@ -80,7 +80,7 @@ def test_aml_banks_train_the_risk_scorer_with_fedprox_and_differential_privacy(t
     registry({"recorder": recorder}, installed=True)  # the aml plugin offers its trainable through the hook
     banks = [{"data": str(AMLSIM), "bank": b, "num_banks": 3, "max_transactions": 2500, "cache_dir": str(tmp_path)}
              for b in range(3)]
-    cfg = parse_config({"task": "aml", "rounds": 2, "local_epochs": 1,
+    cfg = parse_config({"task": "aml", "model": "risk_mlp", "rounds": 2, "local_epochs": 1,
                         "strategy": {"name": "fedprox", "proximal_mu": 0.1, "min_available_clients": 3},
                         "dp": {"mode": "client_clipping", "clipping_norm": 5.0, "noise_multiplier": 0.3},
                         "institutions": banks})

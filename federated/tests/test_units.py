@@ -183,7 +183,8 @@ def test_the_federation_toml_of_the_docs_parses_and_can_run_in_simulation():
     cfg = parse_config(tomllib.loads(block))
     # simulate() refuses fewer institutions than min_available_clients (a fresh user copied a one-bank example)
     assert len(cfg.institutions) >= cfg.strategy.min_available_clients == 3
-    assert cfg.secagg.enabled and cfg.dp.mode == "local"
+    assert cfg.secagg.enabled and cfg.dp.mode == "local" and cfg.model == "account_mlp"
+    assert cfg.secagg.max_weight >= 200_000  # above each bank's training rows: example-weighted averaging
 
 
 def test_a_simulation_without_a_global_model_names_the_institution_that_cannot_be_built(monkeypatch):

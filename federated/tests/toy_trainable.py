@@ -2,7 +2,8 @@
 institution's own synthetic rows (the institutions share ``w_true``, so the global model can beat each one alone).
 
 Partition keys: ``partition_id`` (seed of the institution's rows), ``n`` rows (default 64), ``fail_in_round``
-(raise in ``fit`` of that round: an institution that drops out mid-round).
+(raise in ``fit`` of that round: an institution that drops out mid-round), ``sleep`` (seconds ``fit`` waits: a slow
+round, to interrupt).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class ToyTrainable:
         self.w = np.zeros(4, dtype=np.float32)
         self.b = np.zeros(1, dtype=np.float32)
         self.fail_in_round = int(partition.get("fail_in_round", 0))
+        self.sleep = float(partition.get("sleep", 0.0))
 
     def get_weights(self) -> dict[str, np.ndarray]:
         return {"w": self.w.copy(), "b": self.b.copy()}
@@ -39,6 +41,10 @@ class ToyTrainable:
     def fit(self, epochs: int = 1, **config: Any) -> tuple[int, dict[str, float]]:
         if self.fail_in_round and int(config.get("server_round", 0)) == self.fail_in_round:
             raise RuntimeError("institution went away mid-round")
+        if self.sleep:
+            import time
+
+            time.sleep(self.sleep)
         lr = float(config.get("lr", 0.1))
         for _ in range(epochs * 5):
             err = self.x @ self.w + self.b - self.y

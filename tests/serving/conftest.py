@@ -153,7 +153,7 @@ class TestTasks:
         register(TaskSpec("echo", EchoIn, EchoOut, EchoPipeline, description="Upper-case echo", aliases=("shout",),
                           examples=({"text": "hello", "repeat": 2},),
                           options={"prefix": "a validation context for raw items (the server refuses it)"},
-                          input_context=lambda options: {"prefix": options["prefix"]} if "prefix" in options else {}))
+                          context_from_options=lambda options: {"prefix": options["prefix"]} if "prefix" in options else {}))
         register(TaskSpec("ledger", LedgerIn, LedgerOut, LedgerPipeline, stateful=True,
                           examples=({"account": "acc-1", "amount": 12.5},)))
 

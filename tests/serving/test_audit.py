@@ -5,6 +5,7 @@ and the built-in audit plugin records them in the same log.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -20,12 +21,8 @@ class DecisionRecorder:
         self.decisions: list[dict[str, Any]] = []
 
     @hookimpl
-    def sectorflow_access_decision(self, actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
-                                   reason: str | None, source: str, request_id: str, roles: list[str],
-                                   channel: str) -> None:
-        self.decisions.append({"actor": actor, "tenant": tenant, "resource": resource, "action": action,
-                               "allowed": allowed, "reason": reason, "source": source, "request_id": request_id,
-                               "roles": roles, "channel": channel})
+    def sectorflow_access_decision(self, decision) -> None:
+        self.decisions.append({**dataclasses.asdict(decision), "roles": list(decision.roles)})
 
 
 @pytest.fixture(scope="module")
@@ -102,9 +99,7 @@ class ThreadRecorder:
         self.threads: list[tuple[str, str]] = []
 
     @hookimpl
-    def sectorflow_access_decision(self, actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
-                                   reason: str | None, source: str, request_id: str, roles: list[str],
-                                   channel: str) -> None:
+    def sectorflow_access_decision(self, decision) -> None:
         import threading
 
         self.threads.append(("decision", threading.current_thread().name))

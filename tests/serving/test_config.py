@@ -45,6 +45,9 @@ def test_json_file(tmp_path):
     ({"tasks": {"echo": {"colour": "red"}}}, "colour"),
     ({"keys": [_key("a", scopes=["task:echo", "superuser"])]}, "unknown scope(s) ['superuser']: a scope is task:NAME"),
     ({"keys": [_key("a", scopes=["task:"])]}, "unknown scope(s) ['task:']"),
+    ({"keys": [_key("a", scopes=["role:", "role:Analyst", "role:a b"])]},
+     "unknown scope(s) ['role:', 'role:Analyst', 'role:a b']"),
+    ({"web": {"aml": "on"}}, "web.aml"),
 ])
 def test_bad_configuration_is_refused_with_the_field(data, words):
     with pytest.raises(ConfigError) as info:
@@ -103,3 +106,11 @@ def test_a_task_scope_must_name_a_registered_task(tasks):
     # a task this server does not serve, an alias and task:* are fine (one key file may serve several servers)
     create_app(load_config(data={"serve": ["echo"], "keys": [_key("a", scopes=["task:score", "task:shout",
                                                                                 "task:*", "admin"])]}, environ={}))
+
+
+def test_web_roles_and_sections_are_accepted():
+    """A web page's roles are key scopes role:NAME; its settings live in [web.NAME] (sectorflow_register_web)."""
+    config = load_config(data={"keys": [_key("a", scopes=["role:analyst", "role:approver", "audit"])],
+                               "web": {"aml": {"sources": []}}}, environ={})
+    assert config.keys[0].scopes == ["role:analyst", "role:approver", "audit"]
+    assert config.web == {"aml": {"sources": []}}

@@ -23,11 +23,9 @@ class Decisions:
         self.seen: list[tuple[str, bool, str, str]] = []
 
     @hookimpl
-    def sectorflow_access_decision(self, actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
-                                   reason: str | None, source: str, request_id: str, roles: list[str],
-                                   channel: str) -> None:
-        if action.startswith("POST /v1/tasks"):  # leave out the test's own /metrics reads
-            self.seen.append((actor, allowed, action, request_id))
+    def sectorflow_access_decision(self, decision) -> None:
+        if decision.action.startswith("POST /v1/tasks"):  # leave out the test's own /metrics reads
+            self.seen.append((decision.actor, decision.allowed, decision.action, decision.request_id))
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +86,23 @@ def test_refusals_are_answered_by_fastapi_once(server, decisions):
     assert text.status_code == 422
     assert [(actor, ok) for actor, ok, _, _ in decisions.seen] == [
         ("alice", True), ("bob", False), ("anonymous", False), ("alice", True), ("alice", True)]
+
+
+def test_key_refusals_of_a_valid_body_are_answered_alike_by_both_paths(server, decisions):
+    """The fast path answers 401/403 itself through the one access check (access.authorize): same status, body and
+    WWW-Authenticate header as the FastAPI route, one access decision each."""
+    cases = [({}, 401), ({"Authorization": "Bearer sf_no_such_key_0123456789abcdefghijklmnop"}, 401),
+             (auth("bob"), 403)]
+    for headers, status in cases:
+        fast = server.client.post("/v1/tasks/score", headers=headers, json={"inputs": [{"text": "x"}]})
+        slow = server.client.post("/v1/tasks/score" + VIA_FASTAPI, headers=headers, json={"inputs": [{"text": "x"}]})
+        assert fast.status_code == slow.status_code == status
+        assert fast.json() == slow.json()
+        assert fast.headers.get("www-authenticate") == slow.headers.get("www-authenticate")
+    assert [(actor, ok) for actor, ok, _, _ in decisions.seen] == [
+        ("anonymous", False), ("anonymous", False), ("anonymous", False), ("anonymous", False), ("bob", False),
+        ("bob", False)]
+    assert {action for _, _, action, _ in decisions.seen} == {"POST /v1/tasks/score"}
 
 
 def test_errors_after_validation_match_the_route(server):

@@ -31,9 +31,9 @@ class Decisions:
         self.seen: list[tuple[Any, ...]] = []
 
     @hookimpl
-    def sectorflow_access_decision(self, actor, tenant, resource, action, allowed, reason, source, request_id, roles,
-                                   channel) -> None:
-        self.seen.append((actor, tenant, resource, action, allowed, request_id, channel))
+    def sectorflow_access_decision(self, decision) -> None:
+        self.seen.append((decision.actor, decision.tenant, decision.resource, decision.action, decision.allowed,
+                          decision.request_id, decision.channel))
 
 
 @pytest.fixture(scope="module")

@@ -29,10 +29,10 @@ class Decisions:
         self.seen: list[dict[str, Any]] = []
 
     @hookimpl
-    def sectorflow_access_decision(self, actor, tenant, resource, action, allowed, reason, source, request_id, roles,
-                                   channel) -> None:
-        self.seen.append({"actor": actor, "tenant": tenant, "resource": resource, "action": action,
-                          "allowed": allowed, "request_id": request_id, "channel": channel})
+    def sectorflow_access_decision(self, decision) -> None:
+        self.seen.append({"actor": decision.actor, "tenant": decision.tenant, "resource": decision.resource,
+                          "action": decision.action, "allowed": decision.allowed, "request_id": decision.request_id,
+                          "channel": decision.channel})
 
 
 @pytest.fixture(scope="module")

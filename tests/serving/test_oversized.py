@@ -24,10 +24,8 @@ class Decisions:
         self.seen: list[tuple[str, bool, str, str, str]] = []
 
     @hookimpl
-    def sectorflow_access_decision(self, actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
-                                   reason: str | None, source: str, request_id: str, roles: list[str],
-                                   channel: str) -> None:
-        self.seen.append((actor, allowed, resource, action, request_id))
+    def sectorflow_access_decision(self, decision) -> None:
+        self.seen.append((decision.actor, decision.allowed, decision.resource, decision.action, decision.request_id))
 
 
 @pytest.fixture(scope="module")

@@ -24,12 +24,10 @@ class Decisions:
         self.refuse = refuse
 
     @hookimpl
-    def sectorflow_access_decision(self, actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
-                                   reason: str | None, source: str, request_id: str, roles: list[str],
-                                   channel: str) -> None:
-        if not action.startswith("POST /v1/"):
+    def sectorflow_access_decision(self, decision) -> None:
+        if not decision.action.startswith("POST /v1/"):
             return
-        self.seen.append((actor, allowed, request_id))
+        self.seen.append((decision.actor, decision.allowed, decision.request_id))
         if self.refuse:
             raise StoreDown("the audit store is down: record not written")
 

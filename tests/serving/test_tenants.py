@@ -112,11 +112,9 @@ class Decisions:
         self.seen: list[tuple[str, str | None, bool, str]] = []
 
     @hookimpl
-    def sectorflow_access_decision(self, actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
-                                   reason: str | None, source: str, request_id: str, roles: list[str],
-                                   channel: str) -> None:
-        if "/v1/admin/state/" in action:
-            self.seen.append((actor, tenant, allowed, reason or ""))
+    def sectorflow_access_decision(self, decision) -> None:
+        if "/v1/admin/state/" in decision.action:
+            self.seen.append((decision.actor, decision.tenant, decision.allowed, decision.reason or ""))
 
 
 @pytest.fixture()

@@ -17,6 +17,7 @@ __path__ = extend_path(__path__, __name__)
 from ._paddle import import_paddle
 from .bundle import Bundle, PredictorPool, load_bundle, load_pdparams, sha256_file, write_manifest
 from .device import Device, DeviceProbe, resolve_device, set_default_probe
+from .env import Settings, home, settings
 from .errors import (
     BundleError,
     BundleIntegrityError,
@@ -33,13 +34,14 @@ from .errors import (
     UnsafePickleError,
     UnsupportedPrecisionError,
 )
-from .hookspecs import hookimpl
-from .io import (csv_file_records, csv_records, field_pairs, open_text, option_values, parse_json_line, read_text,
-                 whole_file_reader)
+from .hookspecs import hookimpl, may_block
+from .cli_args import field_pairs, option_values
+from .input_files import csv_file_records, csv_records, open_text, parse_json_line, read_text, whole_file_reader
 from .items import TextItem
 from .paths import writable_file
 from .pipeline import Pipeline
-from .spec import CallContext, ResultMeta, TaskEvent, TaskResult, TaskSpec, ValidationSet
+from .spec import (AccessDecision, CallContext, InputFormat, Int8Spec, ResultMeta, TaskEvent, TaskResult, TaskSpec,
+                   ValidationSet, input_formats)
 from .taskflow import Taskflow
 from .state_admin import export_state, reset_stored_state, state_summary
 from .state_keeper import StateKeeper
@@ -48,21 +50,9 @@ from .trainable import Trainable, TrainableSpec
 
 __version__ = "0.1.0"
 
-_TEXT_ENCODER = frozenset({"BertConfig", "BertEncoder", "BertLayer", "mean_pool", "convert_bert_weights",
-                           "load_bert_weights", "quantize_state_int8", "dequantize_state_int8", "BERT_WEIGHT_SOURCES"})
-"""Names of :mod:`sectorflow.text_encoder` (BERT encoder, weight loading, int8 weight storage), imported on first use:
-that module imports Paddle, and ``import sectorflow`` does not."""
-
-
-def __getattr__(name: str):
-    if name in _TEXT_ENCODER:
-        from . import text_encoder
-
-        return getattr(text_encoder, name)
-    raise AttributeError(f"module 'sectorflow' has no attribute {name!r}")
-
 __all__ = [
     "Taskflow", "TaskSpec", "TaskResult", "ResultMeta", "TaskEvent", "CallContext", "Pipeline", "hookimpl",
+    "AccessDecision", "may_block", "Settings", "settings", "home", "InputFormat", "input_formats", "Int8Spec",
     "Bundle", "PredictorPool", "load_bundle", "load_pdparams", "sha256_file", "write_manifest",
     "Device", "DeviceProbe", "resolve_device", "set_default_probe", "Trainable", "TrainableSpec",
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",
@@ -70,8 +60,6 @@ __all__ = [
     "ConfigError", "PathNotWritableError", "writable_file", "import_paddle", "open_text", "csv_records", "csv_file_records", "parse_json_line", "__version__",
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
     "option_values", "read_text",
-    "BertConfig", "BertEncoder", "BertLayer", "mean_pool", "convert_bert_weights", "load_bert_weights",
-    "quantize_state_int8", "dequantize_state_int8", "BERT_WEIGHT_SOURCES",
     "StateStore", "StateKeeper", "open_state_store", "default_state_path", "state_summary", "export_state",
     "reset_stored_state",
 ]

@@ -1,6 +1,7 @@
 """Built-in default plugin: logs task events on logger ``sectorflow.events``.
 
-It registers through the same entry-point group and hooks as any third-party plugin (see ``pyproject.toml``).
+The core registers it in code (``sectorflow.plugins.BUILTIN_PLUGINS``, name ``builtin_observers``) through the same
+hooks as any other plugin.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
-"""The ``sectorflow`` command line (typer). Plugins add sub-commands through ``sectorflow_register_commands``."""
+"""The ``sectorflow`` command line (typer): parses flags and hands them on (``sectorflow run`` to
+:mod:`sectorflow.batch`, ``sectorflow models`` to :mod:`sectorflow.models.cli`). Plugins add sub-commands through
+``sectorflow_register_commands``."""
 
 from __future__ import annotations
 
-import getpass
-import itertools
 import json
-import os
-import shutil
-import socket
-import sys
-import tempfile
-from collections.abc import Iterator
-from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
 
@@ -20,15 +13,14 @@ from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from . import plugins
-from .errors import ConfigError, InvalidInputError, SectorflowError
-from .io import GZIP_MAGIC, field_pairs, gzip_on_stdin, option_values, reader_for
+from .batch import OnError, problem_text, run_batch
+from .cli_args import field_pairs, option_values
+from .errors import InvalidInputError, SectorflowError
 from .models.cli import register as register_models_commands
-from .spec import CallContext
-from .taskflow import Taskflow, validate_items
+from .taskflow import Taskflow
 
 app = typer.Typer(help="sectorflow: offline, auditable ML pipelines on PaddlePaddle.", no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -69,11 +61,6 @@ def _main_options(version: bool = typer.Option(False, "--version", is_eager=True
     """sectorflow: offline, auditable ML pipelines on PaddlePaddle."""
 
 
-class OnError(str, Enum):
-    skip = "skip"
-    reject = "reject"
-
-
 @app.command("tasks")
 def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table.")) -> None:
     """List every registered task with its plugin, version and languages."""
@@ -105,26 +92,7 @@ def tasks_command(as_json: bool = typer.Option(False, "--json", help="Print JSON
 @app.command("schema")
 def schema_command(task: str) -> None:
     """Print the JSON Schema of a task's input and output items."""
-    spec = plugins.get_task(task)
-    typer.echo(json.dumps({"task": spec.name, "input": spec.input_model.model_json_schema(),
-                           "output": spec.output_model.model_json_schema()}, indent=2, ensure_ascii=False))
-
-
-def _validated(spec: Any, rows: Iterator[tuple[int, Any]], on_error: OnError,
-               skipped: list[dict[str, Any]], context: dict[str, Any] | None = None) -> Iterator[Any]:
-    """Validated input items; a bad row (a reader's ``InvalidInputError`` or a model mismatch) raises or is skipped."""
-    for row, record in rows:
-        if isinstance(record, InvalidInputError):
-            if on_error is OnError.reject:
-                raise record
-            skipped.extend(record.details or [{"row": row, "field": None, "reason": record.message}])
-            continue
-        try:
-            yield validate_items(spec.input_model, [record], first_row=row, context=context)[0]
-        except InvalidInputError as exc:
-            if on_error is OnError.reject:
-                raise
-            skipped.extend(exc.details or [])
+    typer.echo(json.dumps(plugins.get_task(task).schema(), indent=2, ensure_ascii=False))
 
 
 @app.command("run")
@@ -175,252 +143,14 @@ def run_command(
     that began before SOURCE are found, and a report that fired in an earlier run is updated, not drafted again.
     With --state STATE the state is kept in a store instead: running day 1 then day 2 with the same --state gives
     the results of one run over both days, byte for byte."""
-    options = option_values(option)
-    _check_output(source, output)
-    if task_path is not None and not task_path.strip():
-        # typer would make Path("") of it, the current folder, reported as ". is not a model bundle"
-        raise ConfigError(f"--task-path {task_path!r} is {'blank' if task_path else 'empty'}: give the path of a model "
-                          "bundle folder, or leave the option out for the task's own bundle (an empty value is "
-                          "usually an unset shell variable: --task-path \"$MODEL_DIR\").")
-    # The reader first: a wrong --format/--column is reported before a model is loaded.
-    spec = plugins.get_task(task)
-    mapping, defaults = field_pairs("--column", "COLUMN", column), field_pairs("--default", "VALUE", default)
-    # The validation context the options make (aml: input_timezone), as Taskflow builds it, for the reader factories
-    # that take it (core/io.py reader_for): the reader then knows how its rows will be read.
-    context = _input_context(spec, options)
-    reader = reader_for(spec, fmt, source, mapping=mapping, defaults=defaults, context=context, encoding=encoding)
-    if history:
-        _check_history(spec, history, source, output)
-    if state is not None:
-        _check_state(spec, state, history)
-    elif tenant != "default" or discard_unfinished:
-        raise ConfigError("--tenant and --discard-unfinished apply to a run with --state STATE; add it or drop them.")
-    earlier = [(str(path), reader_for(spec, fmt, path, mapping=mapping, defaults=defaults, context=context,
-                                      encoding=encoding))
-               for path in history]
-    tf = Taskflow(task, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
-                  task_path=Path(task_path) if task_path is not None else None, **options)
-    spool: Optional[str] = None
-    if source == "-":
-        # Standard input can be read only once: keep it in a temporary file, so that --on-error reject can check
-        # every row before any output is written, exactly as for a named file.
-        with tempfile.NamedTemporaryFile(prefix="sectorflow-stdin-", delete=False) as handle:
-            shutil.copyfileobj(sys.stdin.buffer, handle)
-        source = spool = handle.name
-    try:
-        if spool:
-            with open(spool, "rb") as handle:
-                if handle.read(2) == GZIP_MAGIC:  # read as text it would be "not UTF-8", which hides the cause
-                    raise gzip_on_stdin()
-        name = "standard input" if spool else source
-        if on_error is OnError.reject:  # every file checked before any state changes or output is written
-            for path, read in [*earlier, (source, reader)]:
-                _check_rows(tf, read, path, "standard input" if path == spool else path)
-        for path, read in earlier:
-            _replay(tf, read, path, batch_size, on_error)
-        if state is not None:
-            _run_file_with_state(tf, reader, source, output, checkpoint_rows, on_error, name, state, tenant,
-                                 discard_unfinished)
-        else:
-            _run_file(tf, reader, source, output, batch_size, on_error, name=name, checked=True)
-    finally:
-        if spool:
-            os.unlink(spool)
-
-
-def _input_context(spec: Any, options: dict[str, Any]) -> dict[str, Any]:
-    """The task's input context for ``options`` (:attr:`TaskSpec.input_context`; ``{}`` for a task without one), made
-    from the options the task declares (an unknown one is left to ``Taskflow``, which names it).
-
-    Raises:
-        ConfigError: from the task's ``input_context`` for a bad option value (aml: an unknown ``input_timezone``).
-    """
-    if spec.input_context is None:
-        return {}
-    return dict(spec.input_context({key: value for key, value in options.items() if key in spec.options}))
-
-
-def _check_output(source: str, output: Optional[Path]) -> None:
-    """Refuse an ``--output`` that is the input file itself (opening it for writing would empty the input).
-
-    Raises:
-        ConfigError: ``output`` resolves to the same file as ``source``.
-    """
-    if output is None or source == "-":
-        return
-    same = Path(source).resolve() == output.resolve()
-    if not same and output.exists() and Path(source).exists():
-        same = os.path.samefile(source, output)  # hard links and the like
-    if same:
-        raise ConfigError(f"--output {output} is the input file {source}: writing would erase the input; "
-                          "choose another output path.")
-
-
-def cli_context() -> CallContext:
-    """Who runs this command: the OS user (``getpass.getuser()``, else ``"unknown"``) on this host's name.
-
-    Recorded in every task event of ``sectorflow run`` (and so in the audit log), with channel ``"cli"``.
-    """
-    try:
-        actor = getpass.getuser() or "unknown"
-    except (OSError, KeyError, ImportError):  # no login name in the environment and no passwd entry
-        actor = "unknown"
-    return CallContext(actor=actor, source=socket.gethostname() or "cli", channel="cli")
-
-
-def _check_history(spec: Any, history: list[Path], source: str, output: Optional[Path]) -> None:
-    """Refuse ``--history`` for a stateless task, a missing file, the input itself or the output.
-
-    Raises:
-        ConfigError: naming the file and the fix.
-    """
-    if not spec.stateful:
-        raise ConfigError(f"--history: task {spec.name!r} keeps no state between items, so earlier files change "
-                          "nothing; drop --history.")
-    for path in history:
-        if not path.is_file():
-            raise ConfigError(f"--history {path}: no such file.")
-        if source != "-" and Path(source).exists() and os.path.samefile(path, source):
-            raise ConfigError(f"--history {path} is the input file itself: give the files before it.")
-        if output is not None and output.exists() and os.path.samefile(path, output):
-            raise ConfigError(f"--history {path} is the --output file: writing would erase it.")
-
-
-def _check_rows(tf: Taskflow, reader: Any, source: str, name: str) -> None:
-    """Validate every row of ``source`` (the reject mode's first pass), so that a rejected file produces no partial
-    output and every bad row is reported at once (the first alone would send the user round the fix-and-rerun loop
-    once per row).
-
-    Raises:
-        InvalidInputError: listing the bad rows of ``name``.
-    """
-    problems: list[dict[str, Any]] = []
-    for _ in _validated(tf.spec, reader(source, name=name), OnError.skip, problems, tf.input_context):
-        pass
-    if problems:
-        rows = sorted({p["row"] for p in problems if p.get("row") is not None})
-        first = f" (first: row {rows[0]})" if rows else ""
-        raise InvalidInputError(f"{len(rows) or len(problems)} bad row(s) in {name}{first}; nothing was written. "
-                                "Fix them, or pass --on-error skip to process the good rows.", details=problems)
-
-
-def _replay(tf: Taskflow, reader: Any, source: str, batch_size: int, on_error: OnError) -> None:
-    """Feed ``source`` (a ``--history`` file) through ``tf``, discarding the results; say how many items it had."""
-    skipped: list[dict[str, Any]] = []
-    count = 0
-    items = _validated(tf.spec, reader(source, name=source), on_error, skipped, tf.input_context)
-    context = cli_context()
-    while chunk := list(itertools.islice(items, max(batch_size, 1024))):
-        tf.run(chunk, context=context)
-        count += len(chunk)
-    bad = len({p["row"] for p in skipped})
-    err.print(f"history {escape(str(source))}: {count} item(s) replayed (results not written)"
-              + (f", {bad} bad row(s) skipped." if bad else "."))
-
-
-def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], batch_size: int,
-              on_error: OnError, name: str, checked: bool = False) -> None:
-    context = cli_context()
-    if on_error is OnError.reject and not checked:
-        _check_rows(tf, reader, source, name)
-    skipped: list[dict[str, Any]] = []
-    # A regular --output file is written under a temporary name next to it and renamed when the run completes: a
-    # run that fails part-way (a missing FX rate on row 3,001) leaves no truncated results file, and an earlier file
-    # at that path is kept, not emptied. A device or pipe (/dev/null, a FIFO) is written directly.
-    target = output.resolve() if output is not None else None  # through a symlink to the file it names
-    atomic = target is not None and (target.is_file() or not target.exists())
-    partial = target.with_name(f".{target.name}.partial-{os.getpid()}") if atomic else None
-    try:
-        out = open(partial or output, "w", encoding="utf-8") if output else _utf8_stdout()
-    except OSError as exc:
-        raise ConfigError(f"Cannot write --output {output}: {exc.strerror}. Choose a path in an existing, "
-                          "writable folder.") from exc
-    count = 0
-    done = False
-    try:
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
-            bar = progress.add_task(f"{tf.spec.name}", total=None)
-            items = _validated(tf.spec, reader(source, name=name), on_error, skipped, tf.input_context)
-            while chunk := list(itertools.islice(items, max(batch_size, 1024))):
-                for result in tf.run(chunk, context=context):
-                    out.write(result.model_dump_json() + "\n")
-                count += len(chunk)
-                progress.update(bar, completed=count)
-        done = True
-    finally:
-        if output:
-            out.close()
-        if partial:
-            if done:
-                os.replace(partial, target)
-            else:
-                partial.unlink(missing_ok=True)
-    for problem in skipped:
-        err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(_problem_text(problem))}")
-    err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped.")
-    if count == 0 and not skipped:
-        err.print(f"[yellow]warning[/]: no rows in {escape(str(name))} (the file is empty or has only a header).")
-    if count == 0 and skipped:
-        err.print(f"[red]error[/]: every row of {escape(str(name))} was skipped; nothing was processed.")
-        raise typer.Exit(code=1)
-
-
-def _check_state(spec: Any, state: str, history: list[Path]) -> None:
-    """Refuse ``--state`` for a stateless task, a blank value, or together with ``--history``.
-
-    Raises:
-        ConfigError: naming the fix.
-    """
-    if not spec.stateful:
-        raise ConfigError(f"--state: task {spec.name!r} keeps no state between items; drop --state.")
-    if not state.strip():
-        raise ConfigError("--state is empty: give a file path (a SQLite state store, created if missing) or a "
-                          "postgresql:// URL.")
-    if history:
-        raise ConfigError("--history and --state together: the state already holds what earlier runs saw. To seed a "
-                          "state from earlier files, run each of them first with the same --state (--output "
-                          "/dev/null), oldest first.")
-
-
-def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optional[Path], checkpoint_rows: int,
-                         on_error: OnError, name: str, state: str, tenant: str, discard_unfinished: bool) -> None:
-    """:func:`_run_file` with the state kept in a store, checkpointed after each chunk (:mod:`sectorflow.cli_state`)."""
-    from .cli_state import prepare, run_with_state
-
-    keeper, run, _ = prepare(tf, state, tenant, source, name, output, discard_unfinished)
-    if run is not None:
-        err.print(f"resuming the unfinished run of {escape(name)} from row {run.rows_done + 1} (last commit "
-                  f"{run.time}); {run.items} item(s) already done.")
-    skipped: list[dict[str, Any]] = []
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
-        bar = progress.add_task(f"{tf.spec.name}", total=None)
-        count = run_with_state(
-            keeper, run, reader(source, name=name),
-            lambda rows: _validated(tf.spec, rows, on_error, skipped, tf.input_context), output,
-            checkpoint_rows, cli_context(), _utf8_stdout, lambda n: progress.update(bar, completed=n))
-    for problem in skipped:
-        err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(_problem_text(problem))}")
-    err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped; state saved to "
-              f"{escape(keeper.store.url)} (tenant {escape(tenant)}).")
-
-
-def _utf8_stdout() -> Any:
-    """Standard output, switched to UTF-8 when it is not: JSON lines are UTF-8 (RFC 8259), and under an ASCII or
-    legacy console encoding (``PYTHONIOENCODING=ascii``, a Windows code page) a Chinese result was a
-    UnicodeEncodeError traceback, or GBK bytes under ``PYTHONIOENCODING=gbk``. A stream that cannot be reconfigured
-    (a test's capture) is used as it is."""
-    stream = sys.stdout
-    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
-    if encoding not in ("utf8", "") and callable(getattr(stream, "reconfigure", None)):
-        stream.reconfigure(encoding="utf-8")
-    return stream
-
-
-def _problem_text(problem: dict[str, Any]) -> str:
-    field = problem.get("field")
-    return f"{field}: {problem.get('reason')}" if field else str(problem.get("reason"))
+    code = run_batch(task, source, output=output, fmt=fmt, device=device, precision=precision,
+                     batch_size=batch_size, num_threads=num_threads, task_path=task_path, on_error=on_error,
+                     options=option_values(option), mapping=field_pairs("--column", "COLUMN", column),
+                     defaults=field_pairs("--default", "VALUE", default), encoding=encoding, history=history,
+                     state=state, tenant=tenant, checkpoint_rows=checkpoint_rows,
+                     discard_unfinished=discard_unfinished)
+    if code:
+        raise typer.Exit(code=code)
 
 
 _commands_loaded = False
@@ -461,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"[red]error[/]: {escape(str(exc))}")
         if isinstance(exc, InvalidInputError) and isinstance(exc.details, list):
             for problem in exc.details[:20]:
-                err.print(f"  row {problem.get('row')}: {escape(_problem_text(problem))}")
+                err.print(f"  row {problem.get('row')}: {escape(problem_text(problem))}")
             if len(exc.details) > 20:
                 err.print(f"  ... and {len(exc.details) - 20} more problem(s).")
         return 2

@@ -6,7 +6,7 @@ standard superset, GB 18030-2005) or UTF-16 (Excel's "Unicode text"), as well as
 formats, text tasks, FAQ and intent tables, FX rate files) through :func:`resolve`, so all of them take an encoding:
 
 * the ``encoding`` argument of ``open_text``, else the one set for the current run (:data:`INPUT_ENCODING`, which
-  ``sectorflow run --encoding`` sets through :func:`sectorflow.io.reader_for`), else
+  ``sectorflow run --encoding`` sets through :func:`sectorflow.input_files.reader_for`), else
 * detection (``auto``): a byte-order mark says UTF-8 or UTF-16; otherwise the first :data:`SAMPLE_BYTES` bytes are
   UTF-8 if they decode as UTF-8, else GB18030 (the superset of GB2312 and GBK) if they decode as GB18030 into
   mostly Chinese characters (Big5 if the charset-normalizer detector says Big5 rather than GB18030), else the
@@ -32,7 +32,7 @@ log = logging.getLogger("sectorflow")
 AUTO = "auto"
 INPUT_ENCODING: ContextVar[str | None] = ContextVar("sectorflow_input_encoding", default=None)
 """The encoding of the input files read in this context (``None``: detect). Set around each step of a reader by
-:func:`sectorflow.io.checked_reader` when ``reader_for(..., encoding=)`` was given one."""
+:func:`sectorflow.input_files.checked_reader` when ``reader_for(..., encoding=)`` was given one."""
 
 SAMPLE_BYTES = 64 * 1024
 """How much of a file detection reads (64 KiB: thousands of rows of a bank export)."""

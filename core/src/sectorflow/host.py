@@ -6,20 +6,25 @@ core's own modules (``plugins``, ``spec``, ``taskflow``, ``paths``, ...): ``test
 those modules can change behind them. A third-party layer of the same kind (another server, another audit sink) uses
 the same names.
 
-- :func:`get_plugin_manager` -> the ``pluggy.PluginManager`` holding every loaded plugin (entry-point group
-  :data:`ENTRY_POINT_GROUP`); call a hook through its ``.hook``.
+- :func:`get_plugin_manager` -> the ``pluggy.PluginManager`` holding every loaded plugin (the core's own,
+  :data:`BUILTIN_PLUGINS`, registered in code; the others from entry-point group :data:`ENTRY_POINT_GROUP`); call a
+  hook through its ``.hook``.
 - :func:`registered_tasks` -> ``{name: TaskSpec}``; :func:`get_task` (name or alias) -> ``TaskSpec``, raises
   ``UnknownTaskError`` naming the closest task.
 - :func:`registered_trainables` -> ``[TrainableSpec]`` offered through ``sectorflow_register_trainables``.
 - :func:`emit` sends a ``TaskEvent`` to every ``sectorflow_task_event`` observer (raises ``PluginError`` when a
   required plugin has been unregistered).
-- :func:`sectorflow_home` -> ``Path``: ``$SECTORFLOW_HOME`` or ``~/.cache/sectorflow``.
+- :func:`hook_may_block` -> whether an implementation of a hook declares now that it may block
+  (:func:`sectorflow.may_block`): a caller on an event loop runs that hook in a worker thread.
+
+The home folder is :func:`sectorflow.home`, every environment variable :func:`sectorflow.settings`.
 """
 
 from __future__ import annotations
 
-from .paths import sectorflow_home
-from .plugins import ENTRY_POINT_GROUP, emit, get_plugin_manager, get_task, registered_tasks, registered_trainables
+from .hookspecs import hook_may_block
+from .plugins import (BUILTIN_PLUGINS, ENTRY_POINT_GROUP, emit, get_plugin_manager, get_task, registered_tasks,
+                      registered_trainables)
 
-__all__ = ["ENTRY_POINT_GROUP", "emit", "get_plugin_manager", "get_task", "registered_tasks", "registered_trainables",
-           "sectorflow_home"]
+__all__ = ["BUILTIN_PLUGINS", "ENTRY_POINT_GROUP", "emit", "get_plugin_manager", "get_task", "hook_may_block",
+           "registered_tasks", "registered_trainables"]

@@ -1,5 +1,5 @@
 """One line of a JSON-lines file as a dict, with the guards a reader needs (:func:`parse_json_line`; re-exported by
-:mod:`sectorflow.io` and as ``sectorflow.parse_json_line``)."""
+:mod:`sectorflow.input_files` and as ``sectorflow.parse_json_line``)."""
 
 from __future__ import annotations
 

@@ -84,13 +84,3 @@ def _user() -> str:
         return pwd.getpwuid(os.geteuid()).pw_name
     except (ImportError, KeyError):  # pragma: no cover - non-POSIX or a uid without a passwd entry
         return str(os.getuid()) if hasattr(os, "getuid") else "this user"
-
-
-HOME_ENV = "SECTORFLOW_HOME"
-
-
-def sectorflow_home(environ: Mapping[str, str] | None = None) -> Path:
-    """``$SECTORFLOW_HOME`` or ``~/.cache/sectorflow``: where sectorflow keeps what it builds or records on a machine
-    (INT8 bundles, inference caches, the embedded audit log). ``environ`` defaults to ``os.environ``."""
-    raw = (os.environ if environ is None else environ).get(HOME_ENV)
-    return Path(raw).expanduser() if raw else Path.home() / ".cache" / "sectorflow"

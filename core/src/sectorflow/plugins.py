@@ -1,7 +1,11 @@
-"""Plugin discovery (entry-point group ``sectorflow``) and the task registry.
+"""Plugin discovery (the core's own plugins, then the entry-point group ``sectorflow``) and the task registry.
+
+The core's own plugins (:data:`BUILTIN_PLUGINS`: the event logger and ``sectorflow serve``) are registered in code,
+as datasette and llm register theirs; entry points are for plugins of other distributions (the task plugins, the
+audit log of sectorflow-compliance, the federated training of sectorflow-federated, third parties').
 
 Environment:
-    SECTORFLOW_LOAD_PLUGINS: comma-separated entry-point names to load; unset loads every installed plugin, the
+    SECTORFLOW_LOAD_PLUGINS: comma-separated plugin names (built-in or entry-point) to load; unset loads every one, the
         empty string loads none (not even the built-in ones).
     SECTORFLOW_REQUIRED_PLUGINS: comma-separated plugin names that must be loaded (e.g. ``audit`` in a regulated
         deployment): loading fails if one is missing or left out, and every task event fails if one has since been
@@ -13,22 +17,25 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
 import importlib.metadata
 import logging
-import os
 import re
 import threading
 from typing import Any
 
 import pluggy
 
-from . import hookspecs
+from . import env, hookspecs
 from .errors import PluginConflictError, PluginError, UnknownTaskError
 from .spec import DEVICE_KINDS, PRECISIONS, TaskResult, TaskSpec
 from .trainable import TrainableSpec
 
 log = logging.getLogger("sectorflow.plugins")
 ENTRY_POINT_GROUP = "sectorflow"
+BUILTIN_PLUGINS = {"builtin_observers": "sectorflow.builtin", "serve": "sectorflow.serving.plugin"}
+"""The core's own plugins, name -> module, registered in code before the entry-point plugins (selected by
+``SECTORFLOW_LOAD_PLUGINS`` like them). Neither module imports more than the base dependencies when loaded."""
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 _lock = threading.RLock()
@@ -46,7 +53,7 @@ def required_plugins() -> list[str]:
     """The names listed in ``SECTORFLOW_REQUIRED_PLUGINS`` (empty when unset; read on every call, parsed once per
     value: :func:`emit` checks it twice a task call)."""
     global _required_cache
-    raw = os.environ.get("SECTORFLOW_REQUIRED_PLUGINS", "")
+    raw = env.raw("required_plugins") or ""
     cached = _required_cache
     if cached[0] != raw:
         cached = _required_cache = (raw, [part.strip() for part in raw.split(",") if part.strip()])
@@ -62,7 +69,7 @@ def _check_required(pm: pluggy.PluginManager) -> None:
 
 
 def _selected_names() -> set[str] | None:
-    raw = os.environ.get("SECTORFLOW_LOAD_PLUGINS")
+    raw = env.raw("load_plugins")
     if raw is None:
         return None
     return {part.strip() for part in raw.split(",") if part.strip()}
@@ -77,6 +84,9 @@ def get_plugin_manager() -> pluggy.PluginManager:
         pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
         pm.add_hookspecs(hookspecs)
         selected = _selected_names()
+        for name, module in BUILTIN_PLUGINS.items():
+            if selected is None or name in selected:
+                pm.register(importlib.import_module(module), name=name)
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             if selected is not None and ep.name not in selected:
                 continue
@@ -89,7 +99,7 @@ def get_plugin_manager() -> pluggy.PluginManager:
                                   f"Reinstall it, or leave it out with SECTORFLOW_LOAD_PLUGINS.") from exc
             pm.register(plugin, name=ep.name)
             log.debug("loaded plugin %s from %s", ep.name, ep.value)
-        _trace_hooks = os.environ.get("SECTORFLOW_TRACE_HOOKS", "") not in ("", "0")
+        _trace_hooks = (env.raw("trace_hooks") or "") not in ("", "0")
         if _trace_hooks:
 
             def before(hook_name: str, hook_impls: Any, kwargs: dict[str, Any]) -> None:

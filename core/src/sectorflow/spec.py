@@ -1,4 +1,4 @@
-"""Task specifications, result metadata and task events: the data that flows through the hooks."""
+"""Task specifications, result metadata, task events and access decisions: the data that flows through the hooks."""
 
 from __future__ import annotations
 
@@ -91,12 +91,12 @@ class TaskResult(FieldAccess, BaseModel):
 # a row begins on, the header being line 1; JSON lines: the line), else 1-based positions (Parquet; AMLSim and AMLworld
 # number rows after the header, and their ids are made from that number). A row that cannot even be parsed is yielded
 # as (row_number, InvalidInputError) instead of raising, so that `sectorflow run --on-error skip` can report it and go
-# on (see core/io.py).
+# on (see core/src/sectorflow/input_files.py).
 Reader = Callable[[Any], Iterator[tuple[int, "dict[str, Any] | InvalidInputError"]]]
 
 # A reader factory makes a reader that renames columns: ``factory(mapping=..., defaults=...) -> Reader``, with
 # ``mapping`` ``{input_field: source_column}`` (or None) and ``defaults`` ``{input_field: value}`` (or None: values
-# for fields the file lacks or leaves empty). `sectorflow run --column/--default` use it (core/io.py reader_for).
+# for fields the file lacks or leaves empty). `sectorflow run --column/--default` use it (core/src/sectorflow/input_files.py reader_for).
 ReaderFactory = Callable[..., Reader]
 
 
@@ -104,7 +104,7 @@ ReaderFactory = Callable[..., Reader]
 class ValidationSet:
     """Labelled model inputs on which ``sectorflow models quantize`` compares an INT8 model with its fp32 original.
 
-    Built by a task's :attr:`TaskSpec.validation` from the plugin's validation split (never its test split: the
+    Built by a task's :attr:`Int8Spec.validation` from the plugin's validation split (never its test split: the
     margin check is a model-selection decision).
 
     Attributes:
@@ -137,6 +137,83 @@ class ValidationSet:
         return float((predicted == truth).mean()) if len(truth) else 0.0
 
 
+@dataclass(frozen=True)
+class InputFormat:
+    """One input format of ``sectorflow run --format NAME`` (:attr:`TaskSpec.formats`).
+
+    Attributes:
+        read: the reader, ``read(source) -> (row, record) pairs``, used when no ``--column``/``--default`` is given
+            (and the factory does not take the context); ``None``: ``factory()`` reads the format then.
+        factory: ``factory(mapping=None, defaults=None) -> Reader``: a reader that renames columns, ``mapping``
+            ``{input_field: source_column}`` and ``defaults`` ``{input_field: value}`` (text, for fields the file lacks
+            or leaves empty); it raises :class:`~sectorflow.errors.ConfigError` for a mapping it cannot apply (its
+            reader should raise it, while iterating, for a mapped column the file lacks). ``None``: the format has
+            fixed columns, and ``--column``/``--default`` are refused for it.
+        takes_context: whether ``factory`` is also handed the run's input context (:meth:`TaskSpec.input_context`,
+            read-only, ``{}`` for a task without one) as ``context=``; it then reads the format on every run,
+            options or not, so that the reader knows how its rows will be read (aml's ``input_timezone``). Default:
+            whether ``factory`` declares a keyword parameter named ``context`` (``**kwargs`` does not count).
+
+    Raises:
+        ValueError: neither ``read`` nor ``factory``.
+    """
+
+    read: Reader | None = None
+    factory: ReaderFactory | None = None
+    takes_context: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.read is None and self.factory is None:
+            raise ValueError("InputFormat: give read, factory or both")
+        if self.takes_context is None:
+            object.__setattr__(self, "takes_context", self.factory is not None and takes_context(self.factory))
+
+
+def takes_context(factory: Any) -> bool:
+    """Whether reader factory ``factory`` takes the task's input context: it has a parameter named ``context`` that
+    can be passed by keyword (``def make(mapping=None, defaults=None, *, context=None)``). A ``**kwargs`` catch-all
+    does not count, so a factory written before the context existed is never handed an argument it does not expect;
+    a callable whose signature cannot be read (some built-ins) does not take it either."""
+    import inspect
+
+    try:
+        parameter = inspect.signature(factory).parameters.get("context")
+    except (TypeError, ValueError):  # a callable whose signature cannot be read (some built-ins)
+        return False
+    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+
+
+def input_formats(readers: Mapping[str, Reader] | None = None,
+                  factories: Mapping[str, ReaderFactory] | None = None) -> dict[str, InputFormat]:
+    """``{name: InputFormat}`` of a dict of plain readers and one of reader factories (a name in either or both),
+    for :attr:`TaskSpec.formats`: ``formats=input_formats(READERS, READER_FACTORIES)``."""
+    readers, factories = dict(readers or {}), dict(factories or {})
+    return {name: InputFormat(readers.get(name), factories.get(name)) for name in {**readers, **factories}}
+
+
+@dataclass(frozen=True)
+class Int8Spec:
+    """What ``sectorflow models quantize|export`` need of a task (:attr:`TaskSpec.int8`).
+
+    Attributes:
+        validation: ``validation(bundle) -> ValidationSet``: labelled model inputs from the plugin's validation split
+            for the given (fp32) bundle, or ``None``. ``sectorflow models quantize`` needs it to measure the INT8
+            model against fp32 (docs/performance.md); called only there, so it may read data files lazily.
+        inference_bundle: ``inference_bundle(bundle) -> Bundle`` for a task whose shipped bundle is not itself a
+            ``paddle-inference`` bundle (e.g. compact int8 weights rebuilt into one at first load): returns the fp32
+            ``paddle-inference`` bundle the pipeline serves, so ``sectorflow models quantize|export TASK`` start from
+            it without ``--task-path``.
+        quantize_ops: the operators ``sectorflow models quantize`` quantizes when ``--ops`` is not given
+            (``MatMul``; ``("MatMul", "Gather")`` also stores embedding tables int8, for a model whose MatMul-only INT8
+            loses more than the margin; ``("MatMulWeightOnly",)`` keeps activations float32, for a small model
+            whose dynamically quantized activations lose more than the margin).
+    """
+
+    validation: Callable[[Bundle], ValidationSet] | None = None
+    inference_bundle: Callable[[Bundle], Bundle] | None = None
+    quantize_ops: tuple[str, ...] = ("MatMul",)
+
+
 @dataclass
 class TaskSpec:
     """What a plugin registers for one task.
@@ -154,39 +231,24 @@ class TaskSpec:
         devices: device kinds the task can run on (subset of :data:`DEVICE_KINDS`).
         precisions: precisions the task can run at (subset of :data:`PRECISIONS`).
         languages: ISO 639-1 codes of the languages handled (``["zh", "en"]``).
-        readers: extra input formats for ``sectorflow run --format NAME`` (``jsonl`` and ``csv`` are built in).
-        reader_factories: formats whose columns can be renamed: ``{format: factory}`` where
-            ``factory(mapping=None, defaults=None) -> Reader`` takes ``mapping`` ``{input_field: source_column}`` and
-            ``defaults`` ``{input_field: value}`` (text, for fields the file lacks or leaves empty) and raises
-            :class:`~sectorflow.errors.ConfigError` for a mapping it cannot apply (its reader should raise it, while
-            iterating, for a mapped column the file lacks). ``sectorflow run --column FIELD=COLUMN --default
-            FIELD=VALUE`` use the factory of the chosen format; a format of the task without one refuses these
-            options. A format here but not in ``readers`` is read by ``factory()`` when no option is given. The
-            built-in ``csv`` and ``jsonl`` have factories unless ``readers`` replaces them. A factory that declares
-            a keyword parameter ``context`` is also handed the run's :attr:`input_context` (read-only, ``{}`` when
-            the task has none) and then reads its format on every run, options or not
-            (:func:`sectorflow.io.reader_for`); factories without it are called as before.
+        formats: the task's own input formats for ``sectorflow run --format NAME``: ``{name: InputFormat}`` (a
+            plain reader, a reader factory for ``--column``/``--default``, and whether that factory takes the run's
+            input context; see :class:`InputFormat`). ``jsonl`` and ``csv`` are built in (with factories); a
+            format of that name here replaces the built-in one whole. :func:`input_formats` builds the mapping from
+            a dict of readers and one of factories.
         options: names of the extra keyword options ``Taskflow(task, **options)`` accepts, with one-line help.
         examples: a few valid input items (dicts); used by docs, ``sectorflow schema``, the server's OpenAPI examples
             and the offline test that runs every registered task with sockets blocked.
         stateful: ``True`` when calls depend on earlier calls (e.g. a sliding transaction window); the runtime then
             serialises calls on one Taskflow instead of running them concurrently.
-        validation: ``validation(bundle) -> ValidationSet``: labelled model inputs from the plugin's validation split
-            for the given (fp32) bundle, or ``None``. ``sectorflow models quantize`` needs it to measure the INT8
-            model against fp32 (docs/performance.md); called only there, so it may read data files lazily.
-        inference_bundle: ``inference_bundle(bundle) -> Bundle`` for a task whose shipped bundle is not itself a
-            ``paddle-inference`` bundle (e.g. compact int8 weights rebuilt into one at first load): returns the fp32
-            ``paddle-inference`` bundle the pipeline serves, so ``sectorflow models quantize|export TASK`` start from
-            it without ``--task-path``.
-        quantize_ops: the operators ``sectorflow models quantize`` quantizes when ``--ops`` is not given
-            (``MatMul``; ``("MatMul", "Gather")`` also stores embedding tables int8, for a model whose MatMul-only INT8
-            loses more than the margin; ``("MatMulWeightOnly",)`` keeps activations float32, for a small model
-            whose dynamically quantized activations lose more than the margin).
-        input_context: ``input_context(options) -> dict``: the pydantic validation context for raw input items
-            (dicts, file rows), built once from the ``Taskflow`` options, e.g. ``{"input_timezone": ZoneInfo(...)}``
-            for a task whose option says how to read timestamps without a UTC offset; the input model's validators
-            read it as ``info.context``. Raises :class:`~sectorflow.errors.ConfigError` for a bad option. Items
-            passed as input-model instances are already validated and are taken as they are. ``None``: no context.
+        int8: what ``sectorflow models quantize|export`` need of the task (:class:`Int8Spec`: validation data,
+            the fp32 bundle to start from, the operators to quantize).
+        context_from_options: ``context_from_options(options) -> dict``: the pydantic validation context for raw
+            input items (dicts, file rows), built once from the ``Taskflow`` options (:meth:`input_context`), e.g.
+            ``{"input_timezone": ZoneInfo(...)}`` for a task whose option says how to read timestamps without a UTC
+            offset; the input model's validators read it as ``info.context``. Raises
+            :class:`~sectorflow.errors.ConfigError` for a bad option. Items passed as input-model instances are
+            already validated and are taken as they are. ``None``: no context.
         model_switch: the name of the boolean option that turns the task's model off (``"model"`` for aml,
             ``Taskflow("aml", model=False)``), or ``None``. With that option ``False`` the runtime loads no bundle at
             all: the pipeline gets ``bundle=None``, results name no model, and ``precision="int8"`` needs no INT8
@@ -205,17 +267,38 @@ class TaskSpec:
     devices: tuple[str, ...] = ("cpu",)
     precisions: tuple[str, ...] = ("fp32",)
     languages: tuple[str, ...] = ("en",)
-    readers: dict[str, Reader] = field(default_factory=dict)
-    reader_factories: dict[str, ReaderFactory] = field(default_factory=dict)
+    formats: dict[str, InputFormat] = field(default_factory=dict)
     options: dict[str, str] = field(default_factory=dict)
     examples: tuple[dict[str, Any], ...] = ()
     stateful: bool = False
-    validation: Callable[[Bundle], ValidationSet] | None = None
-    inference_bundle: Callable[[Bundle], Bundle] | None = None
-    quantize_ops: tuple[str, ...] = ("MatMul",)
-    input_context: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
+    int8: Int8Spec = field(default_factory=Int8Spec)
+    context_from_options: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     model_switch: str | None = None
     plugin: str = ""
+
+    @property
+    def readers(self) -> dict[str, Reader]:
+        """The plain readers of the task's own formats (``{name: reader}``, formats without one left out)."""
+        return {name: fmt.read for name, fmt in self.formats.items() if fmt.read is not None}
+
+    def input_context(self, options: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The validation context of raw input items under ``options`` (the ``Taskflow`` keyword options, or
+        ``sectorflow run -O``): :attr:`context_from_options` of the options the task declares (an undeclared one is
+        left to ``Taskflow``, which names it), as a new dict; ``None`` for a task without one. ``Taskflow`` builds it
+        once per instance (:attr:`Taskflow.input_context`), and ``sectorflow run`` and the server use that one.
+
+        Raises:
+            ConfigError: from :attr:`context_from_options` for a bad option value (aml: an unknown ``input_timezone``).
+        """
+        if self.context_from_options is None:
+            return None
+        return dict(self.context_from_options({key: value for key, value in options.items() if key in self.options}))
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema of the task's input item and output item: ``{"task": name, "input": {...}, "output":
+        {...}}`` (``sectorflow schema TASK``, :meth:`Taskflow.schema`)."""
+        return {"task": self.name, "input": self.input_model.model_json_schema(),
+                "output": self.output_model.model_json_schema()}
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready row for ``Taskflow.tasks()`` and ``sectorflow tasks``."""
@@ -255,8 +338,6 @@ EventKind = Literal[
     "model_unloaded",
     "model_load_failed",
     "state_reset",
-    "config_changed",
-    "plugin_loaded",
     "training_run_started",
     "training_round",
     "training_run_finished",
@@ -273,6 +354,9 @@ class TaskEvent:
     Attributes:
         kind: what happened (see :data:`EventKind`).
         task: the task name.
+        call_id: on call events, the same id for a call's ``call_started`` and its ``call_finished`` or
+            ``call_failed`` (unique in the process), so that observers pair them (the audit log digests a call's
+            inputs once); ``None`` on other events.
         context: who asked and from where.
         meta: the model bundle involved, if any.
         time: UTC time of the event.
@@ -296,3 +380,35 @@ class TaskEvent:
     outputs: list[Any] | None = None
     error: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    call_id: int | None = None
+
+
+@dataclass(frozen=True)
+class AccessDecision:
+    """One access-control decision (authentication or authorisation, allowed or denied), passed to the
+    ``sectorflow_access_decision`` hook.
+
+    Attributes:
+        actor: the API key id, ``"anonymous"`` when no key was presented (or an unknown one).
+        tenant: the key's tenant, ``None`` for a key without one (or no key).
+        resource: the task name (``task:NAME`` scopes) or the admin resource asked for (``admin``,
+            ``authenticated`` for a route that only needs a key).
+        action: the route, ``"POST /v1/tasks/{name}"``, ``"grpc ModelInfer"``.
+        allowed: the outcome.
+        reason: why (``"ok"``, ``"no API key"``, ``"key lacks scope 'task:aml'"``, ...).
+        source: the client address.
+        request_id: the request's id.
+        roles: the key's scopes.
+        channel: ``"http"`` or ``"grpc"``.
+    """
+
+    actor: str
+    tenant: str | None
+    resource: str
+    action: str
+    allowed: bool
+    reason: str | None
+    source: str | None
+    request_id: str | None
+    roles: tuple[str, ...] = ()
+    channel: str = "http"

@@ -20,7 +20,7 @@ from .taskflow import Taskflow
 
 def _emit(kind: str, task: str, context: CallContext | None, tenant: str | None, details: dict[str, Any]) -> None:
     if context is None:  # an operator at the command line: the OS user on this host (as sectorflow run records)
-        from .cli import cli_context
+        from .batch import cli_context
 
         context = cli_context()
     plugins.emit(TaskEvent(kind, task, replace(context, tenant=tenant),  # type: ignore[arg-type]

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .models.int8_store import sectorflow_home
+from .env import home, raw
 
 SNAPSHOT_RATIO = 15.0
 """A snapshot is taken once replaying the journal since the last one would take this many times as long as writing
@@ -75,7 +75,7 @@ def _collector_paused() -> Iterator[None]:
 
 def default_state_path() -> Path:
     """``$SECTORFLOW_HOME/state.sqlite``: the state store when none is named."""
-    return sectorflow_home() / "state.sqlite"
+    return home() / "state.sqlite"
 
 
 def _now() -> str:
@@ -313,7 +313,7 @@ def open_state_store(url: str | Path | None = None, *, synchronous: str | None =
     Raises:
         ConfigError: the store cannot be opened (the message says why).
     """
-    sync = (synchronous or os.environ.get("SECTORFLOW_STATE_SYNC") or "FULL").upper()
+    sync = (synchronous or raw("state_sync") or "FULL").upper()
     if url is None:
         return SQLiteStateStore(default_state_path(), synchronous=sync)
     text = str(url)

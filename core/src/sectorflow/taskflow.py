@@ -23,14 +23,20 @@ from .models.int8_store import resolve_int8_bundle
 from .pipeline import Pipeline
 from .spec import PRECISIONS, CallContext, ResultMeta, TaskEvent, TaskSpec
 from .state_keeper import StateKeeper, store_tenant
+from .env import settings
 from .state_store import StateStore
 from .tenants import TenantPipelines
 
 log = logging.getLogger("sectorflow.taskflow")
 
 
+_CALL_IDS = itertools.count(1)
+"""``TaskEvent.call_id`` of each ``Taskflow.run`` (``next`` on a count is atomic under the GIL)."""
+
+
 def _default_threads() -> int:
-    raw = os.environ.get("SECTORFLOW_NUM_THREADS", "1")
+    raw = settings().num_threads
+    raw = "1" if raw is None else raw  # set but empty is refused, as before
     try:
         value = max(1, int(raw))
     except ValueError as exc:
@@ -101,7 +107,7 @@ def _warn_ignored(model: type[BaseModel], unknown: dict[str, None]) -> None:
 def validate_items(model: type[BaseModel], items: Sequence[Any], *, first_row: int = 1,
                    context: dict[str, Any] | None = None) -> list[BaseModel]:
     """Validate raw items (dicts or model instances) against ``model``; ``context`` is the pydantic validation
-    context (:attr:`TaskSpec.input_context`, as :attr:`Taskflow.input_context` holds it). Instances of ``model`` are
+    context (:meth:`TaskSpec.input_context`, as :attr:`Taskflow.input_context` holds it). Instances of ``model`` are
     taken as they are.
 
     A dict key that is no field of a model that ignores unknown keys (pydantic's default) is logged once per model
@@ -235,7 +241,8 @@ class Taskflow:
             ...
 
     Args:
-        task: task name or alias (``Taskflow.tasks()`` lists them).
+        task: task name or alias (``Taskflow.tasks()`` lists them), or the registered :class:`TaskSpec` itself
+            (``sectorflow run`` and the server, which looked it up already).
         device: ``cpu``, ``gpu[:N]``, ``npu[:N]``, ``mlu[:N]``, ``xpu[:N]`` or ``auto`` (GPU, then custom devices,
             then xpu, then CPU with a warning); any case. Another framework's name (``cuda:0``) is refused with the
             name to write (``gpu:0``).
@@ -270,11 +277,11 @@ class Taskflow:
     holding state, :meth:`reload` carries every tenant's own state over to the new model.
     """
 
-    def __init__(self, task: str, *, device: str = "cpu", precision: str = "fp32", batch_size: int = 32,
+    def __init__(self, task: str | TaskSpec, *, device: str = "cpu", precision: str = "fp32", batch_size: int = 32,
                  num_threads: int | None = None, task_path: str | Path | None = None,
                  device_probe: DeviceProbe | None = None, state_store: StateStore | str | Path | None = None,
                  **options: Any) -> None:
-        self.spec: TaskSpec = plugins.get_task(task)
+        self.spec: TaskSpec = task if isinstance(task, TaskSpec) else plugins.get_task(task)
         if isinstance(precision, str) and precision.strip().lower() in PRECISIONS:
             precision = precision.strip().lower()  # "FP16" as "fp16", like device="GPU:0"
         if precision not in PRECISIONS:
@@ -300,9 +307,8 @@ class Taskflow:
         self.batch_size = batch_size
         self.num_threads = num_threads if num_threads is not None else _default_threads()
         self.options = dict(options)
-        self.input_context: dict[str, Any] | None = (
-            dict(self.spec.input_context(self.options)) if self.spec.input_context is not None else None)
-        """The validation context of raw input items, from the options (:attr:`TaskSpec.input_context`)."""
+        self.input_context: dict[str, Any] | None = self.spec.input_context(self.options)
+        """The validation context of raw input items, from the options (:meth:`TaskSpec.input_context`)."""
         self._swap_lock = threading.Lock()
         self._current: tuple[Pipeline, ResultMeta] = self._build(task_path, CallContext())
         self._tenants: TenantPipelines | None = (
@@ -477,14 +483,15 @@ class Taskflow:
         context = _check_context(context)
         pipeline, meta = self._current
         start = time.perf_counter()
+        call_id = next(_CALL_IDS)
         try:
             validated = validate_items(self.spec.input_model, items, first_row=first_row, context=self.input_context)
         except InvalidInputError as exc:
             plugins.emit(TaskEvent("call_failed", self.spec.name, context, meta, n_items=len(items),
-                                   error=f"InvalidInputError: {exc}"))
+                                   error=f"InvalidInputError: {exc}", call_id=call_id))
             raise
         plugins.emit(TaskEvent("call_started", self.spec.name, context, meta, n_items=len(validated),
-                               inputs=validated))
+                               inputs=validated, call_id=call_id))
         try:
             if self._tenants is not None:  # the tenant's own pipeline, one call of the tenant at a time
                 slot = self._tenants.enter(context.tenant)
@@ -508,7 +515,7 @@ class Taskflow:
         except Exception as exc:
             plugins.emit(TaskEvent("call_failed", self.spec.name, context, meta, n_items=len(validated),
                                    inputs=validated, error=f"{type(exc).__name__}: {exc}",
-                                   duration_ms=(time.perf_counter() - start) * 1000))
+                                   duration_ms=(time.perf_counter() - start) * 1000, call_id=call_id))
             raise
         for out in outputs:
             # Set the field directly: pydantic's __setattr__ costs about 5 us a result (a tenth of the AML per-
@@ -516,7 +523,8 @@ class Taskflow:
             out.__dict__["meta"] = meta
             out.__pydantic_fields_set__.add("meta")
         plugins.emit(TaskEvent("call_finished", self.spec.name, context, meta, n_items=len(validated),
-                               inputs=validated, outputs=outputs, duration_ms=(time.perf_counter() - start) * 1000))
+                               inputs=validated, outputs=outputs, duration_ms=(time.perf_counter() - start) * 1000,
+                               call_id=call_id))
         return outputs
 
     def _execute(self, pipeline: Pipeline, items: list[BaseModel]) -> list[Any]:
@@ -618,8 +626,7 @@ class Taskflow:
 
     def schema(self) -> dict[str, Any]:
         """JSON Schema of the task's input item and output item: ``{"input": {...}, "output": {...}}``."""
-        return {"task": self.spec.name, "input": self.spec.input_model.model_json_schema(),
-                "output": self.spec.output_model.model_json_schema()}
+        return self.spec.schema()
 
     @staticmethod
     def tasks() -> list[dict[str, Any]]:

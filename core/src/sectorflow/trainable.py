@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -44,6 +45,13 @@ class TrainableSpec:
             e.g. ``{"data": "/path/bank_1.csv"}`` or ``{"partition_id": 0, "num_partitions": 3}``.
         description: one line for listings.
         plugin: filled in by the registry.
+        check: optional ``check(partition) -> None``: cheap checks of a partition (files exist, labels read) that
+            raise :class:`~sectorflow.ConfigError` (or another ``SectorflowError``) before any training process
+            starts; ``sectorflow federate`` calls it for every institution first.
+        export: optional ``export(arrays, run, out) -> Path``: write the global model (``arrays`` in weight-name
+            order, as the federated layer sends them) as a bundle the task's pipeline loads
+            (``Taskflow(task, task_path=out)``); ``run`` is the federation's record for the manifest (rounds,
+            strategy, privacy, institutions, audit event ids). Returns the manifest path.
     """
 
     task: str
@@ -51,3 +59,5 @@ class TrainableSpec:
     build: Callable[[dict[str, Any]], Trainable]
     description: str = ""
     plugin: str = ""
+    check: Callable[[dict[str, Any]], None] | None = None
+    export: Callable[[list[np.ndarray], dict[str, Any], Path], Path] | None = None

@@ -294,7 +294,10 @@ def test_account_model_option():
     off = Taskflow("aml", account_model=False)(list(EXAMPLES))
     assert all(set(r.account_scores) for r in on) and all(r.account_scores == {} for r in off)
     assert set(on[2].account_scores) == {"A100", "B200"}
-    assert [r.model_score for r in on] == [r.model_score for r in off]  # the transaction scorer is unaffected
+    assert [r.model_score for r in on] == [max(r.account_scores.values()) for r in on]  # the account model's
+    both = Taskflow("aml", transaction_model=True)(list(EXAMPLES))  # the per-transaction scorer, as account_model=False
+    assert [r.model_score for r in both] == [r.model_score for r in off] == [None, None, 0.169676]
+    assert [r.account_scores for r in both] == [r.account_scores for r in on]
     with pytest.raises(ConfigError, match="account_model"):
         Taskflow("aml", account_model="yes")(list(EXAMPLES))
 

@@ -116,10 +116,9 @@ def test_batch_over_typed_rows_gives_the_per_row_results():
     single = [tf(t) for t in slow[:800]]
     assert [summary(r) for r in batch] == [summary(r) for r in chunked]
     assert [summary(r) for r in batch[:800]] == [summary(r) for r in single]
-    assert sum(len(r.alerts) for r in batch) > 5 and any(r.alert for r in batch)
+    assert sum(len(r.alerts) for r in batch) >= 5 and any(r.alert for r in batch)
+    assert [r.account_scores for r in batch] == [r.account_scores for r in chunked]
+    assert [r.account_scores for r in batch[:800]] == [r.account_scores for r in single]
     for a, b in zip(batch, chunked):  # results carry 6 decimals; other batch cuts may round float32 noise either way
         assert abs(a.risk_score - b.risk_score) <= 1e-6 + 1e-12
-        if a.model_score is None:  # a self-transfer (AMLSim has a few): not scored however the stream is cut
-            assert b.model_score is None
-        else:
-            assert abs(a.model_score - b.model_score) <= 1e-6 + 1e-12
+        assert a.model_score == b.model_score == max(a.account_scores.values())  # the account model: exact

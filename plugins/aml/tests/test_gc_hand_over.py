@@ -1,5 +1,5 @@
 """The pipeline's garbage-collector hand-over (``pipeline._gc_paused``) when the process froze objects itself:
-``sectorflow serve`` freezes its loaded models (core/serving/gcfreeze.py). ``gc.get_freeze_count()`` walks the frozen
+``sectorflow serve`` freezes its loaded models (sectorflow.serving.gcfreeze). ``gc.get_freeze_count()`` walks the frozen
 objects, so it must not run on every stage of every call (a served one-transaction call went from 2.3 ms to 66 ms),
 and the hand-over must never unfreeze what another party froze."""
 

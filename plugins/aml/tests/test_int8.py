@@ -13,7 +13,7 @@ from sectorflow import (
     UnsupportedPrecisionError,
     load_bundle,
 )
-from sectorflow.plugins import get_task
+from sectorflow.host import get_task
 from sectorflow_aml.loaders import load_transactions
 from sectorflow_aml.calibration import DATA, validation
 
@@ -50,10 +50,10 @@ def test_quantized_scorer_agrees_with_fp32(tmp_path, monkeypatch):
     assert record["accuracy"]["loss_points"] <= 0.5
     assert record["size"]["int8_bytes"] < record["size"]["fp32_bytes"]
 
-    int8 = Taskflow("aml", precision="int8")
+    int8 = Taskflow("aml", precision="int8", transaction_model=True)
     assert int8.pipeline.bundle.format == "onnx" and int8.pipeline.bundle.manifest["precision"] == "int8"
     txns, _ = load_transactions(SAMPLE, format="amlsim")
-    want, got = fp32(txns), int8(txns)
+    want, got = Taskflow("aml", transaction_model=True)(txns), int8(txns)  # the per-transaction scorer's scores
     a = np.array([r.model_score for r in want], dtype=np.float64)
     b = np.array([r.model_score for r in got], dtype=np.float64)
     diff = np.abs(a - b)

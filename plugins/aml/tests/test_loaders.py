@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sectorflow import ConfigError, InvalidInputError, Pipeline, TaskResult, TaskSpec, hookimpl
+from sectorflow import ConfigError, InvalidInputError, Pipeline, TaskResult, TaskSpec, hookimpl, input_formats
 from sectorflow_aml.loaders import READERS, amlsim_reader, guess_format, load_transactions
 from sectorflow_aml.schema import Channel, Transaction
 
@@ -141,7 +141,7 @@ class _ProbePlugin:
     @hookimpl
     def sectorflow_register_tasks(self, register):  # type: ignore[no-untyped-def]
         register(TaskSpec(name="aml_io_probe", input_model=Transaction, output_model=_ProbeResult,
-                          pipeline=_ProbePipeline, readers=READERS))
+                          pipeline=_ProbePipeline, formats=input_formats(READERS)))
 
 
 def test_core_run_skips_or_rejects_bad_rows_from_these_readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

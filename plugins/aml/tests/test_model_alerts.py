@@ -10,15 +10,21 @@ from collections import defaultdict
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from sectorflow import Taskflow
 from sectorflow_aml.loaders import load_transactions
 
 SAMPLE = Path(__file__).resolve().parents[3] / "samples" / "aml" / "transactions.csv.gz"
 
 
-def test_one_model_alert_per_pair_per_window_while_every_transfer_keeps_its_flag():
+@pytest.mark.parametrize("per_transaction", [False, True])
+def test_one_model_alert_per_subject_per_window_while_every_transfer_keeps_its_flag(per_transaction):
+    """The account model (default) opens one model_risk alert per account and window, naming that account first;
+    the per-transaction scorer (``transaction_model=True``) one per sender/receiver pair."""
     txns, _ = load_transactions(SAMPLE, format="amlsim")
-    tf = Taskflow("aml")
+    tf = Taskflow("aml", transaction_model=per_transaction)
+    threshold = tf.pipeline.scorer.threshold if per_transaction else tf.pipeline.account_threshold
     results = tf(txns)
     by_id = {t.transaction_id: t for t in txns}
     window = timedelta(days=tf.pipeline.lookback_days)
@@ -26,12 +32,16 @@ def test_one_model_alert_per_pair_per_window_while_every_transfer_keeps_its_flag
     flagged_by_model = 0
     for result in results:
         txn = by_id[result.transaction_id]
-        if result.model_score is not None and result.model_score >= tf.pipeline.scorer.threshold:
+        if result.model_score is not None and result.model_score >= threshold:
             flagged_by_model += 1
             assert result.alert and any(r.code == "model.risk" for r in result.reasons)
         for alert in result.alerts:
             if alert.typology == "model_risk":
-                opened[(txn.sender_account, txn.receiver_account)].append(txn.timestamp)
+                if per_transaction:
+                    opened[(txn.sender_account, txn.receiver_account)].append(txn.timestamp)
+                else:  # the flagged account first: its score after this transaction crossed the threshold
+                    assert result.account_scores[alert.accounts[0]] == result.model_score >= threshold
+                    opened[alert.accounts[0]].append(txn.timestamp)
     assert opened, "the sample has laundering pairs the model flags"
     assert flagged_by_model > sum(len(times) for times in opened.values())  # later transfers were deduplicated
     for times in opened.values():

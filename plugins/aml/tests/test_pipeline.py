@@ -43,12 +43,14 @@ def test_examples_give_a_structuring_alert_with_rule_reasons_and_a_large_value_r
     results = aml(list(EXAMPLES))
     assert all(isinstance(r, TransactionAssessment) and 0 <= r.risk_score <= 1 for r in results)
     assert all(r.meta.bundle_sha256 == aml.meta.bundle_sha256 for r in results)
-    # the two cash deposits are left to the rules (the model learned transfers); the wire is scored
-    assert [r.model_score is None for r in results] == [True, True, False]
+    # the account model scores every transaction (cash deposits are the account's own events): model_score is
+    # the riskier account's score after it
+    assert all(r.model_score == max(r.account_scores.values()) for r in results)
     second = results[1]
     assert second.alert and second.typologies[0] == "structuring"
     sources = {reason.source for reason in second.reasons}
-    assert "sectorflow_aml.typologies.structuring" in sources and not any(s.startswith("model:") for s in sources)
+    assert "sectorflow_aml.typologies.structuring" in sources  # and the account model's score, below its threshold
+    assert [r.code for r in second.reasons if r.source.startswith("model:")] == ["model.risk"]
     assert all(reason.en and reason.zh for reason in second.reasons)
     assert [d.kind for d in second.reports][:1] == ["large_value"]
     assert second.reports[0].total_amount == 99_700
@@ -156,7 +158,8 @@ def test_high_risk_country_flags_and_rules_can_be_switched_off(aml: Taskflow):
     assert not res.alert and res.alerts == [] and res.risk_score == 0.0
 
 
-def test_model_alert_when_the_model_alone_crosses_its_threshold(aml: Taskflow):
+def test_model_alert_when_the_model_alone_crosses_its_threshold():
+    aml = Taskflow("aml", transaction_model=True)  # the per-transaction scorer (see test_model_alerts for the default)
     scorer = aml.pipeline.scorer
     assert scorer is not None and 0 < scorer.threshold < 1
     # an AMLSim-like laundering signature: one sender pays the same amount to one receiver on five days running
@@ -289,7 +292,7 @@ def test_a_model_alert_alone_drafts_no_suspicious_report_unless_model_str():
     tx = [rec(i, "M1", "M2", "16.09", days=1 + i) for i in range(5)]  # the model's own alert (see above)
 
     def run(**options):
-        out = Taskflow("aml", **options)(tx)
+        out = Taskflow("aml", transaction_model=True, **options)(tx)
         alerts = [a for r in out for a in r.alerts if a.typology == "model_risk"]
         drafts = [d for r in out for d in r.reports if d.kind == "suspicious"]
         return alerts, drafts

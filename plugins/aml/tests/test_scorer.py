@@ -277,7 +277,7 @@ def test_a_lone_transfer_scores_the_same_for_1_and_for_1_000_000() -> None:
 def test_a_self_transfer_updates_the_state_but_gets_no_model_score() -> None:
     from sectorflow import Taskflow
 
-    tf = Taskflow("aml")
+    tf = Taskflow("aml", transaction_model=True)  # the per-transaction scorer (the account model scores cash)
     out = tf([{"transaction_id": f"t{i}", "timestamp": f"2026-01-05T{9 + 2 * i:02d}:00:00", "sender_account": "ACC",
                "receiver_account": "ACC", "amount": amount, "currency": "CNY", "channel": "cash_deposit"}
               for i, amount in enumerate(("49900", "49800", "49950"))]

@@ -24,8 +24,10 @@ SECTORFLOW = str(Path(sys.executable).with_name("sectorflow"))
 ENV = {**os.environ, "SECTORFLOW_AUDIT": "off"}
 
 
-def _sectorflow(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run([SECTORFLOW, *args], env=ENV, capture_output=True, text=True, timeout=300)
+def _sectorflow(*args: str, check: bool = True, hash_seed: int | None = None) -> subprocess.CompletedProcess:
+    # hash_seed: each process its own string hash order, so output that follows a set's order cannot match by chance
+    env = ENV if hash_seed is None else {**ENV, "PYTHONHASHSEED": str(hash_seed)}
+    done = subprocess.run([SECTORFLOW, *args], env=env, capture_output=True, text=True, timeout=300)
     if check and done.returncode:
         raise AssertionError(f"sectorflow {' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
     return done
@@ -58,10 +60,11 @@ def test_three_days_with_state_equal_one_run_byte_for_byte(amlsim_slice, tmp_pat
     for i, day in enumerate(days):
         _write_csv(tmp_path / f"day{i}.csv", day)
     _write_csv(tmp_path / "all.csv", txns)
-    _sectorflow("run", "aml", str(tmp_path / "all.csv"), "-o", str(tmp_path / "all.jsonl"))
+    _sectorflow("run", "aml", str(tmp_path / "all.csv"), "-o", str(tmp_path / "all.jsonl"), hash_seed=0)
     state = str(tmp_path / "state.sqlite")
     for i in range(3):
-        _sectorflow("run", "aml", str(tmp_path / f"day{i}.csv"), "--state", state, "-o", str(tmp_path / f"day{i}.jsonl"))
+        _sectorflow("run", "aml", str(tmp_path / f"day{i}.csv"), "--state", state, "-o", str(tmp_path / f"day{i}.jsonl"),
+                    hash_seed=101 + i)
     whole = (tmp_path / "all.jsonl").read_bytes()
     assert b'"alert":true' in whole and b'"model_risk"' in whole
     assert b"".join((tmp_path / f"day{i}.jsonl").read_bytes() for i in range(3)) == whole

@@ -33,11 +33,13 @@ class Score(float):
 
 
 def summary(result) -> tuple:
-    """Everything that must not depend on how the stream was cut (model scores to 2e-5), the case updates last."""
+    """Everything that must not depend on how the stream was cut (model scores to 2e-5), the case updates and the
+    account scores last."""
     return (result.transaction_id, result.alert, tuple(result.typologies), Score(result.risk_score),
             tuple(a.alert_id for a in result.alerts), tuple(tuple(a.transaction_ids) for a in result.alerts),
             tuple(d.report_id for d in result.reports), tuple(r.code for r in result.reasons),
-            tuple((c.case_id, Score(c.score), c.rank, c.within_budget, tuple(c.transaction_ids)) for c in result.cases))
+            tuple((c.case_id, Score(c.score), c.rank, c.within_budget, tuple(c.transaction_ids)) for c in result.cases),
+            tuple(result.account_scores.items()))
 
 
 LOOPS = {"cycle": {"ordered": False, "amount_ratio": None, "min_amount": 0.0},
@@ -75,10 +77,16 @@ def test_rules_one_at_a_time_in_chunks_and_in_one_batch_give_the_same_alerts_on_
     assert chunked == batch
 
 
-def test_model_scores_and_model_alerts_do_not_depend_on_how_the_stream_is_cut(amlsim):
+@pytest.mark.parametrize("per_transaction", [False, True])
+def test_model_scores_and_model_alerts_do_not_depend_on_how_the_stream_is_cut(amlsim, per_transaction):
+    """The default (risk from the account model, rows computed per forward batch in numpy) and the
+    per-transaction scorer (``transaction_model=True``, a Paddle predictor per call)."""
     # the predictor runs once per call when fed one at a time (slow here), so a shorter prefix
-    batch, single, chunked = feed_three_ways(Taskflow("aml", batch_size=64), amlsim[:N_MODEL])
-    assert any("model_risk" in s[2] for s in batch) and len({round(s[3], 5) for s in batch}) > 100
+    batch, single, chunked = feed_three_ways(Taskflow("aml", batch_size=64, transaction_model=per_transaction),
+                                             amlsim[:N_MODEL])
+    assert len({round(s[3], 5) for s in batch}) > 100
+    if per_transaction:
+        assert any("model_risk" in s[2] for s in batch)
     assert single == batch
     assert chunked == batch
 

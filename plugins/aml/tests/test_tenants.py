@@ -58,12 +58,13 @@ def test_spawn_shares_configuration_and_has_its_own_state(tmp_path: Path, monkey
         tf(deposit(f"{tenant}-t1", "1000.00"), context=bank(tenant))
     assert reads == ["fx", "customers"]  # read once, at load, whatever the number of tenants
     loaded, other = tf.pipeline, tf._tenant_pipeline("bank-2")[0]
-    assert other.scorer.pool is loaded.scorer.pool and other.rules is loaded.rules
+    assert other.account_scorer.booster is loaded.account_scorer.booster and other.rules is loaded.rules
+    assert loaded.scorer is None and other.scorer is None  # the per-transaction scorer: transaction_model=True
     assert other.reports_engine.fx is loaded.reports_engine.fx
     assert other.reports_engine.customers is loaded.reports_engine.customers
-    for attribute in ("window", "reports_engine", "_model_alerted", "scorer"):
+    for attribute in ("window", "reports_engine", "_model_alerted", "account_scorer", "case_book"):
         assert getattr(other, attribute) is not getattr(loaded, attribute)
-    assert other.scorer._extractor is not loaded.scorer._extractor
+    assert other.account_scorer.extractor is not loaded.account_scorer.extractor
     assert len(loaded.window) == 0 and len(other.window) == 1  # the default tenant sent nothing
 
 

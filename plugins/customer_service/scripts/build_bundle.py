@@ -35,13 +35,8 @@ sys.path.insert(0, str(HERE / "src"))
 
 from safetensors.numpy import load_file, save_file  # noqa: E402
 
-from sectorflow import (  # noqa: E402
-    BertConfig,
-    dequantize_state_int8,
-    import_paddle,
-    quantize_state_int8,
-    write_manifest,
-)
+from sectorflow import import_paddle, write_manifest  # noqa: E402
+from sectorflow_text_encoder import BertConfig, dequantize_state_int8, quantize_state_int8  # noqa: E402
 from sectorflow_customer_service import datasets  # noqa: E402
 from sectorflow_customer_service.intent_model import IntentModel  # noqa: E402
 from sectorflow_customer_service.minilm import minilm_folder  # noqa: E402

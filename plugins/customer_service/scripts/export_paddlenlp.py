@@ -44,7 +44,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(HERE / "src"))
 
-from sectorflow import BertConfig, import_paddle, load_bundle
+from sectorflow import import_paddle, load_bundle
+from sectorflow_text_encoder import BertConfig
 from sectorflow_customer_service.intent_model import IntentModel
 
 paddle = import_paddle()

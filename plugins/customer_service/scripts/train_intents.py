@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from safetensors.numpy import load_file, save_file  # noqa: E402
 
-from sectorflow import BertConfig, import_paddle, load_bert_weights, mean_pool  # noqa: E402
+from sectorflow import import_paddle  # noqa: E402
+from sectorflow_text_encoder import BertConfig, load_bert_weights, mean_pool  # noqa: E402
 from sectorflow_customer_service import datasets  # noqa: E402
 from sectorflow_customer_service.intent_model import IntentModel  # noqa: E402
 from sectorflow_customer_service.minilm import minilm_folder  # noqa: E402

@@ -31,7 +31,8 @@ def minilm_vocab() -> Path:
 
 
 def _tiny_model(vocab: Path, heads):
-    from sectorflow import BertConfig, import_paddle
+    from sectorflow import import_paddle
+    from sectorflow_text_encoder import BertConfig
     from sectorflow_customer_service.intent_model import IntentModel
 
     n = sum(1 for _ in vocab.open(encoding="utf-8"))
@@ -45,7 +46,7 @@ def tiny_shipped_bundle(tmp_path_factory, minilm_vocab) -> Path:
     """A shipped-format bundle (int8 storage) with a random 2-layer encoder and two random heads."""
     from safetensors.numpy import save_file
 
-    from sectorflow import quantize_state_int8
+    from sectorflow_text_encoder import quantize_state_int8
 
     folder = tmp_path_factory.mktemp("tiny_shipped")
     heads = [("banking77", 3), ("clinc150", 3)]

@@ -30,7 +30,8 @@ def _layer(bundle_dir):
 
 
 def test_finetune_state_has_paddlenlp_names_and_the_bundle_weights(exported, tiny_shipped_bundle):
-    from sectorflow import BertConfig, BertEncoder, load_bert_weights, load_pdparams
+    from sectorflow import load_pdparams
+    from sectorflow_text_encoder import BertConfig, BertEncoder, load_bert_weights
 
     out, info = exported
     state = load_pdparams(out / "finetune" / "model_state.pdparams")

@@ -55,7 +55,7 @@ def test_quantized_intents_agree_with_fp32(tmp_path, monkeypatch):
     built = Path(re.search(r"--task-path (\S+)`", str(raised.value)).group(1))
     with pytest.raises(QuantizationError, match="missing"):
         validation(load_bundle(built), data=tmp_path / "absent")
-    quick = dataclasses.replace(fp32.spec, validation=functools.partial(validation, limit=320))  # ~ 10 batches
+    quick = dataclasses.replace(fp32.spec, int8=dataclasses.replace(fp32.spec.int8, validation=functools.partial(validation, limit=320)))  # ~ 10 batches
     # 320 texts: one flipped answer is 0.3 points, so the subset gets a wider margin than the default 0.5
     record = quantize_bundle(quick, task_path=built, op_types=("MatMul", "Gather"), margin=2.0)
     assert record["accuracy"]["metric"] == "banking77 accuracy"
@@ -70,7 +70,7 @@ def test_quantized_intents_agree_with_fp32(tmp_path, monkeypatch):
 def test_quantize_and_export_start_from_the_built_paddle_bundle_without_task_path(tmp_path, monkeypatch):
     # `sectorflow models quantize customer_service` (no --task-path) used to stop at "format 'sectorflow-cs-int8'"
     from sectorflow.models.export import source_bundle
-    from sectorflow.plugins import get_task
+    from sectorflow.host import get_task
 
     monkeypatch.setenv("SECTORFLOW_HOME", str(tmp_path))
     spec = get_task("customer_service")

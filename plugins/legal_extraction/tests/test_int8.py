@@ -10,7 +10,7 @@ from sectorflow import (
     UnsupportedPrecisionError,
     load_bundle,
 )
-from sectorflow.plugins import get_task
+from sectorflow.host import get_task
 from sectorflow_legal_extraction import cuad
 from sectorflow_legal_extraction.calibration import DATA, validation
 

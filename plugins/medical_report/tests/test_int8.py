@@ -16,7 +16,7 @@ from sectorflow import (
     load_bundle,
 )
 from sectorflow.models.export import cpu_paddle_pool, export_bundle, run_batches
-from sectorflow.plugins import get_task
+from sectorflow.host import get_task
 from sectorflow_medical_report import tagger, trainable
 from sectorflow_medical_report.plugin import EXAMPLES
 from sectorflow_medical_report.calibration import span_f1, validation

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from sectorflow.host import sectorflow_home
+from sectorflow import home, settings
 
 from .errors import AuditConfigError
 
@@ -155,36 +155,36 @@ def load_config(environ: dict[str, str] | None = None) -> AuditConfig:
     Raises:
         AuditConfigError: unreadable TOML file or invalid values (the message names the setting).
     """
-    env = os.environ if environ is None else environ
+    env = settings(environ)
     values: dict[str, Any] = {}
-    cfg_path = env.get("SECTORFLOW_AUDIT_CONFIG")
+    cfg_path = env.audit_config
     if cfg_path:
         try:
             with open(cfg_path, "rb") as fh:
                 values.update(tomllib.load(fh).get("audit", {}))
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise AuditConfigError(f"SECTORFLOW_AUDIT_CONFIG={cfg_path!r}: {exc}") from exc
-    for name, key, conv in (("SECTORFLOW_AUDIT_DB", "db", str), ("SECTORFLOW_AUDIT_KEY", "key_file", str),
-                            ("SECTORFLOW_AUDIT_REGULATED", "regulated", _split),
-                            ("SECTORFLOW_AUDIT_ADMINS", "audit_admins", _split),
-                            ("SECTORFLOW_AUDIT_OPERATORS", "operators", _split),
-                            ("SECTORFLOW_AUDIT_RETENTION_DAYS", "retention_days", str),
-                            ("SECTORFLOW_AUDIT_SQLITE_SYNCHRONOUS", "sqlite_synchronous", str.upper),
-                            ("SECTORFLOW_AUDIT_REPLICA", "replica", str),
-                            ("SECTORFLOW_AUDIT_REPLICA_MODE", "replica_mode", str.lower)):
-        if env.get(name):
-            values[key] = conv(env[name])
+    for name, key, conv in (("audit_db", "db", str), ("audit_key", "key_file", str),
+                            ("audit_regulated", "regulated", _split),
+                            ("audit_admins", "audit_admins", _split),
+                            ("audit_operators", "operators", _split),
+                            ("audit_retention_days", "retention_days", str),
+                            ("audit_sqlite_synchronous", "sqlite_synchronous", str.upper),
+                            ("audit_replica", "replica", str),
+                            ("audit_replica_mode", "replica_mode", str.lower)):
+        if getattr(env, name):
+            values[key] = conv(getattr(env, name))
     for key in ("regulated", "audit_admins", "operators"):
         if isinstance(values.get(key), str):
             values[key] = _split(values[key])
-    switch = env.get("SECTORFLOW_AUDIT", "").strip().lower()
+    switch = (env.audit or "").strip().lower()
     if switch not in ("", "on", "off", "1", "0", "true", "false"):
         raise AuditConfigError(f"SECTORFLOW_AUDIT={switch!r}: write on or off.")
     values["enabled"] = switch not in ("off", "0", "false") and values.get("enabled", True) is not False
     if not values.get("db"):  # nothing configured: the embedded store and key under SECTORFLOW_HOME
-        home = sectorflow_home(env)
-        values["db"] = str(home / "audit" / "audit.db")
-        values.setdefault("key_file", str(home / "keys" / "audit-key.json"))
+        folder = home(environ)
+        values["db"] = str(folder / "audit" / "audit.db")
+        values.setdefault("key_file", str(folder / "keys" / "audit-key.json"))
         values["embedded"] = True
         if not values.get("audit_admins"):  # a single-user install: its user administers its own log
             user = _os_user()
@@ -206,5 +206,4 @@ def _os_user() -> str:
 
 def notice_disabled(environ: dict[str, str] | None = None) -> bool:
     """Whether the one-time 'audit log is off' notice should be shown (off by default, not by choice)."""
-    env = os.environ if environ is None else environ
-    return env.get("SECTORFLOW_AUDIT", "").strip().lower() not in ("off", "0", "false")
+    return (settings(environ).audit or "").strip().lower() not in ("off", "0", "false")

@@ -1,4 +1,5 @@
-"""Built-in plugin ``audit``: records every task event in the audit log and adds ``sectorflow audit``.
+"""The plugin ``audit`` (entry point of sectorflow-compliance): records every task event in the audit log and adds
+``sectorflow audit``.
 
 It observes the core's ``sectorflow_task_event`` hook, so every task of every plugin is covered without plugin
 code. The observer is a first-run hook wrapper: it writes the record before any ordinary observer runs (so no
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
-from sectorflow import TaskEvent, hookimpl
+from sectorflow import AccessDecision, TaskEvent, hookimpl, may_block
 
 from . import runtime
 
@@ -21,33 +22,31 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 @hookimpl(wrapper=True, tryfirst=True)
+@may_block(lambda: _writes())
 def sectorflow_task_event(event: TaskEvent) -> Generator[None, Any, Any]:
     """Record ``event`` (see :func:`sectorflow.compliance.runtime.record_task_event`), then let other observers run."""
     runtime.record_task_event(event)
     return (yield)
 
 
-@hookimpl
-def sectorflow_access_decision(actor: str, tenant: str | None, resource: str, action: str, allowed: bool,
-                               reason: str | None, source: str | None, request_id: str | None, roles: list[str],
-                               channel: str) -> None:
-    """Record an access decision of the HTTP server (see :func:`sectorflow.compliance.runtime.record_access`)."""
-    runtime.record_access(actor=actor, tenant=tenant, resource=resource, action=action, allowed=allowed,
-                          reason=reason, source=source, request_id=request_id, roles=roles, channel=channel)
-
-
 def _writes() -> bool:
-    """Whether the hooks above write records now (the log is configured): a server then calls them off its event
-    loop (``sectorflow.serving.access.BLOCKING``), since an append waits for its fsync, and up to ``busy_timeout``
-    for a store another process holds locked."""
+    """Whether the hooks here write records now (the log is configured): a server then calls them off its event
+    loop (:func:`sectorflow.may_block`), since an append waits for its fsync, and up to ``busy_timeout`` for a store
+    another process holds locked."""
     try:
         return runtime.config().enabled
     except Exception:  # a configuration error is raised, and recorded or not, by the hook itself
         return True
 
 
-sectorflow_task_event.sectorflow_blocking = _writes  # type: ignore[attr-defined]
-sectorflow_access_decision.sectorflow_blocking = _writes  # type: ignore[attr-defined]
+@hookimpl
+@may_block(_writes)
+def sectorflow_access_decision(decision: AccessDecision) -> None:
+    """Record an access decision of the HTTP server (see :func:`sectorflow.compliance.runtime.record_access`)."""
+    runtime.record_access(actor=decision.actor, tenant=decision.tenant, resource=decision.resource,
+                          action=decision.action, allowed=decision.allowed, reason=decision.reason,
+                          source=decision.source, request_id=decision.request_id, roles=list(decision.roles),
+                          channel=decision.channel)
 
 
 @hookimpl

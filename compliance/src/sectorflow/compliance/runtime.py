@@ -242,6 +242,8 @@ def _record_plugins(audit_log: AuditLog) -> None:
     for ep in importlib.metadata.entry_points(group=host.ENTRY_POINT_GROUP):
         if ep.dist is not None:
             versions.setdefault(ep.name, f"{ep.dist.name}=={ep.dist.version}")
+    for name in host.BUILTIN_PLUGINS:  # registered in code by the core: its distribution is sectorflow's
+        versions.setdefault(name, f"sectorflow=={importlib.metadata.version('sectorflow')}")
     for name, _plugin in sorted(pm.list_name_plugin(), key=lambda x: str(x[0])):
         if name in _plugins_recorded:
             continue
@@ -250,26 +252,25 @@ def _record_plugins(audit_log: AuditLog) -> None:
         _plugins_recorded.add(name)
 
 
-_started_digests: dict[int, tuple[Any, str]] = {}
-"""Input digests of calls in flight, by ``id(event.inputs)`` (the core passes the same list to call_started and to
-call_finished/call_failed), so one call's inputs are digested once. Holds the list itself, so the id cannot be
-reused while the entry lives; bounded."""
+_started_digests: dict[int, str] = {}
+"""Input digests of calls in flight, by ``TaskEvent.call_id`` (a call's ``call_started`` and its ``call_finished``
+or ``call_failed`` carry the same one), so one call's inputs are digested once; bounded."""
 
 
 def _input_digest(audit_log: AuditLog, event: TaskEvent) -> str | None:
     if event.inputs is None:
         return None
-    with _lock:
-        if event.kind != "call_started":
-            entry = _started_digests.pop(id(event.inputs), None)
-            if entry is not None and entry[0] is event.inputs:
-                return entry[1]
+    if event.kind != "call_started" and event.call_id is not None:
+        with _lock:
+            digest = _started_digests.pop(event.call_id, None)
+        if digest is not None:
+            return digest
     digest = items_digest(audit_log.keys, event.inputs)
-    if event.kind == "call_started":
+    if event.kind == "call_started" and event.call_id is not None:
         with _lock:
             if len(_started_digests) >= 4096:
                 _started_digests.pop(next(iter(_started_digests)))
-            _started_digests[id(event.inputs)] = (event.inputs, digest)
+            _started_digests[event.call_id] = digest
     return digest
 
 
@@ -326,7 +327,8 @@ def record_access(*, actor: str, resource: str, action: str, allowed: bool, reas
         request_id=request_id, details={"action": action, "roles": sorted(roles or [])}))
 
 
-CASE_DISPOSITIONS = ("escalated", "reported", "closed_no_action", "closed_false_positive", "reopened")
+CASE_DISPOSITIONS = ("escalated", "reported", "closed_no_action", "closed_false_positive", "closed_true_positive",
+                     "reopened")
 REPORT_ACTIONS = ("drafted", "edited", "approved", "submitted", "withdrawn")
 
 

@@ -146,7 +146,7 @@ def _rows() -> list[dict[str, Any]]:
         if spec.default_bundle is None:
             continue
         int8 = int8_bundle_dir(name, manifest_sha256(spec.default_bundle))
-        rows.append({"task": name, "bundle": str(spec.default_bundle), "quantizable": spec.validation is not None,
+        rows.append({"task": name, "bundle": str(spec.default_bundle), "quantizable": spec.int8.validation is not None,
                      "int8_declared": "int8" in spec.precisions,
                      "int8_bundle": str(int8) if is_int8_onnx(int8) else None})
     return rows

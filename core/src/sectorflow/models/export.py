@@ -6,7 +6,7 @@ labels, thresholds) and a manifest whose ``export`` section records the tools, t
 check feeds the same inputs to the Paddle predictor and to ONNX Runtime and fails with
 :class:`~sectorflow.errors.ExportMismatchError` when any output differs by more than the tolerance (largest absolute
 difference; default :data:`DEFAULT_TOLERANCE`). Inputs are the task's validation batches
-(:attr:`TaskSpec.validation`) when it has them, else synthetic ones (see :func:`synthetic_batches`).
+(:attr:`Int8Spec.validation`) when it has them, else synthetic ones (see :func:`synthetic_batches`).
 
 ``--format paddle`` copies the Paddle inference program and weights (``.json`` + ``.pdiparams``, for Paddle
 Inference, FastDeploy or Paddle Lite's ``paddle_lite_opt``) with the bundle's manifest, hashes unchanged.
@@ -61,7 +61,7 @@ def paddle_files(bundle: Bundle) -> tuple[Path, Path]:
 def source_bundle(spec: TaskSpec, task_path: str | Path | None, action: str) -> Bundle:
     """The fp32 bundle that export or quantize reads: ``task_path`` if given, else the task's default bundle,
     hash-checked by :func:`~sectorflow.bundle.load_bundle`; when that is not a ``paddle-inference`` bundle and the
-    task has a :attr:`TaskSpec.inference_bundle`, the bundle it builds from it.
+    task has a :attr:`Int8Spec.inference_bundle`, the bundle it builds from it.
 
     Raises:
         BundleError: the task has no model bundle (``action`` says what could not be done), or the bundle fails to
@@ -71,8 +71,8 @@ def source_bundle(spec: TaskSpec, task_path: str | Path | None, action: str) -> 
     if source_dir is None:
         raise BundleError(f"Task {spec.name!r} has no model bundle: there is nothing to {action}.")
     bundle = load_bundle(source_dir, expected_task=spec.name)
-    if bundle.format != "paddle-inference" and spec.inference_bundle is not None:
-        bundle = spec.inference_bundle(bundle)
+    if bundle.format != "paddle-inference" and spec.int8.inference_bundle is not None:
+        bundle = spec.int8.inference_bundle(bundle)
     return bundle
 
 
@@ -299,8 +299,8 @@ def export_bundle(spec: TaskSpec, out: str | Path, *, fmt: str = "onnx", task_pa
         staged.mkdir()
         onnx_file = paddle_to_onnx(bundle, (staged if fmt == "onnx" else work) / DEFAULT_ONNX_FILE)
         onnx_pool = OnnxSessionPool(onnx_file, num_threads)
-        if spec.validation is not None:
-            batches, inputs = list(spec.validation(bundle).batches), "validation"
+        if spec.int8.validation is not None:
+            batches, inputs = list(spec.int8.validation(bundle).batches), "validation"
         else:
             batches, inputs = synthetic_batches(onnx_pool), "synthetic"
         reference = run_batches(reference_pool, batches)

@@ -27,22 +27,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from .. import paths
+from ..env import home
 from ..bundle import MANIFEST
 from ..device import Device
 from ..errors import BundleError, UnsupportedPrecisionError
 from ..spec import TaskSpec
 
-HOME_ENV = "SECTORFLOW_HOME"
-
-
-def sectorflow_home() -> Path:
-    """``$SECTORFLOW_HOME`` or ``~/.cache/sectorflow``: where sectorflow keeps what it builds on a machine."""
-    return paths.sectorflow_home()
 
 
 def manifest_sha256(bundle_dir: Path) -> str:
@@ -74,7 +67,7 @@ def is_int8_onnx(bundle_dir: Path) -> bool:
 
 def int8_bundle_dir(task: str, source_sha256: str) -> Path:
     """The store folder of the INT8 bundle made from the fp32 bundle whose manifest hash is ``source_sha256``."""
-    return sectorflow_home() / "bundles" / task / f"{source_sha256[:16]}-int8"
+    return home() / "bundles" / task / f"{source_sha256[:16]}-int8"
 
 
 def find_int8_bundle(task: str, bundle_dir: Path, *, default_bundle: Path | None = None) -> Path:

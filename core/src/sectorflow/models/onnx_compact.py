@@ -6,7 +6,7 @@ repeated at every use, node names and doc strings. For the 28-feature AML scorer
 :func:`compact_graph` drops the annotations, node names and doc strings and renames internal tensors to short ids;
 the graph's inputs and outputs keep their names (pipelines feed and read them by name), and so do the tensors of
 subgraphs' outer scope (a model with ``If``/``Loop``/``Scan`` subgraphs is left as it is). Weights and operators are
-unchanged, so the outputs are bit-identical (``tests/test_onnx_compact.py`` checks).
+unchanged, so the outputs are bit-identical (``tests/models/test_onnx_compact.py`` checks).
 """
 
 from __future__ import annotations

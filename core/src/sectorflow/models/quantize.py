@@ -12,7 +12,7 @@ Method (what works on CPU with Paddle 3.3.1; ../shared/notes/stack-facts.md):
    operators stay fp32. Last, :func:`sectorflow.models.onnx_compact.compact_graph` drops the graph's shape annotations and
    shortens internal tensor names (same arithmetic; half of a small model's file was that text).
 
-The task's :attr:`~sectorflow.TaskSpec.validation` batches then run through the fp32 Paddle predictor (the
+The task's :attr:`~sectorflow.Int8Spec.validation` batches then run through the fp32 Paddle predictor (the
 reference) and the INT8 ONNX Runtime session. The metric on both, the loss in points (``100 * (fp32 - int8)``),
 the largest absolute output difference and the model sizes go into the INT8 bundle's manifest (``quantization``).
 A model that loses more than ``margin`` points is refused with :class:`~sectorflow.errors.QuantizationError` and
@@ -168,7 +168,7 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
             (:func:`sectorflow.models.int8_store.int8_bundle_dir`).
         margin: the most validation points (0-100 scale) the INT8 model may lose (default 0.5).
         num_threads: CPU threads for the two evaluation runs.
-        op_types: operators to quantize, from :data:`OPS`; default the task's ``TaskSpec.quantize_ops`` (MatMul
+        op_types: operators to quantize, from :data:`OPS`; default the task's ``TaskSpec.int8.quantize_ops`` (MatMul
             unless the plugin says otherwise).
 
     Returns:
@@ -184,7 +184,7 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
     if not 0 <= margin <= 100:  # also refuses NaN and inf (a check that cannot fail)
         raise ConfigError(f"--margin {margin}: give the allowed loss in points, from 0 to 100 (default "
                           f"{DEFAULT_MARGIN}).")
-    op_types = tuple(spec.quantize_ops if op_types is None else op_types)
+    op_types = tuple(spec.int8.quantize_ops if op_types is None else op_types)
     if not op_types or set(op_types) - set(OPS):
         raise ConfigError(f"--ops {','.join(op_types)}: give one or more of {', '.join(OPS)}.")
     if {"MatMul", "MatMulWeightOnly"} <= set(op_types):
@@ -197,11 +197,11 @@ def quantize_bundle(spec: TaskSpec, *, task_path: str | Path | None = None, out:
     if str(bundle.manifest.get("precision", "fp32")) != "fp32":
         raise BundleError(f"Bundle {bundle.path} stores {bundle.manifest.get('precision')} weights; quantize its fp32 "
                           f"original.")
-    if spec.validation is None:
+    if spec.int8.validation is None:
         raise QuantizationError(
             f"Task {spec.name!r} gives no validation data, so its INT8 model cannot be checked against fp32. Its "
-            f"plugin must set TaskSpec.validation (docs/performance.md).")
-    validation = spec.validation(bundle)
+            f"plugin must set its TaskSpec validation: TaskSpec(int8=Int8Spec(validation=...)) (docs/performance.md).")
+    validation = spec.int8.validation(bundle)
     if not validation.batches:
         raise QuantizationError(f"Task {spec.name!r}: the validation set is empty.")
     target = check_out_folder(out) if out is not None else int8_bundle_dir(spec.name, bundle.sha256)

@@ -3,6 +3,7 @@
 Public API::
 
     from sectorflow.serving import create_app, load_config, ServeConfig, generate_key, hash_key, run_server
+    from sectorflow.serving import WebHost, WebUser, web_app   # web pages of plugins (sectorflow_register_web)
 
 The names load lazily, so that the built-in ``serve`` plugin (``sectorflow.serving.plugin``) imports without the
 ``serve`` extra and ``sectorflow`` works without FastAPI installed.
@@ -15,7 +16,8 @@ from typing import Any
 
 _EXPORTS = {
     "create_app": ".app", "app_from_env": ".app", "generate_key": ".auth", "hash_key": ".auth",
-    "ServeConfig": ".config", "load_config": ".config", "run_server": ".server",
+    "ServeConfig": ".config", "load_config": ".config", "run_server": ".server", "WebHost": ".web",
+    "WebUser": ".web", "web_app": ".web",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -11,12 +11,11 @@ import logging
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
 
-from .. import host
+from .. import AccessDecision, host
 from .auth import CONFLICTING, ApiKey, presented_secret
 
 log = logging.getLogger("sectorflow.serving.access")
@@ -26,6 +25,8 @@ SECURITY_SCHEMES = {
 }
 """The two ways to present a key, as OpenAPI security schemes (either one is enough)."""
 OPEN_PATHS = ("/healthz", "/readyz")
+ANONYMOUS = "anonymous"
+"""The ``actor`` of a decision on a request without a (known) key."""
 
 
 class AccessDenied(Exception):
@@ -36,50 +37,31 @@ class AccessDenied(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
-class AccessDecision:
-    """One allow/deny decision: who (key id or ``None``), what (scope), from where, and why."""
-
-    actor: str | None
-    tenant: str | None
-    scope: str
-    allowed: bool
-    reason: str
-    source: str
-    request_id: str
-    route: str
-    roles: tuple[str, ...] = ()
-    channel: str = "http"
+def decision(key: ApiKey | None, scope: str, allowed: bool, reason: str, source: str, request_id: str, route: str,
+             channel: str = "http") -> AccessDecision:
+    """The :class:`~sectorflow.AccessDecision` of ``key`` (``None``: no key, or an unknown one) asking for ``scope``
+    (``task:NAME``, ``admin``, ...; the decision's ``resource`` is the task name for ``task:`` scopes) on ``route``."""
+    return AccessDecision(actor=key.id if key else ANONYMOUS, tenant=key.tenant if key else None,
+                          resource=scope[5:] if scope.startswith("task:") else scope, action=route, allowed=allowed,
+                          reason=reason, source=source, request_id=request_id, roles=tuple(key.roles) if key else (),
+                          channel=channel)
 
 
-def record_access_decision(decision: AccessDecision) -> None:
-    """Record an access decision: to logger ``sectorflow.serving.access``, and to every implementation of the
+def record_access_decision(decision: AccessDecision, scope: str | None = None) -> None:
+    """Record an access decision: to logger ``sectorflow.serving.access`` (``scope``: the scope asked for, as the log
+    line names it; default the decision's resource), and to every implementation of the
     ``sectorflow_access_decision`` hook (the audit log implements it). Serving does not
     import the audit log (the core's one-way dependency rule); an observer that raises fails the request, as for
     task events."""
     log.log(logging.DEBUG if decision.allowed else logging.INFO, "access %s actor=%s scope=%s source=%s request=%s %s",
-            "allow" if decision.allowed else "deny", decision.actor, decision.scope, decision.source,
-            decision.request_id, decision.reason)
-    resource = decision.scope[5:] if decision.scope.startswith("task:") else decision.scope
-    host.get_plugin_manager().hook.sectorflow_access_decision(
-        actor=decision.actor or "anonymous", tenant=decision.tenant, resource=resource, action=decision.route,
-        allowed=decision.allowed, reason=decision.reason, source=decision.source, request_id=decision.request_id,
-        roles=list(decision.roles), channel=decision.channel)
-
-
-BLOCKING = "sectorflow_blocking"
-"""Attribute a hook implementation may carry to say that it may block (disk or network I/O: the audit log's
-fsynced append): ``True``, or a callable answering it now (e.g. only while the audit log is on). The server then
-runs that hook in its observer thread and awaits it, instead of running it on the event loop."""
+            "allow" if decision.allowed else "deny", None if decision.actor == ANONYMOUS else decision.actor,
+            decision.resource if scope is None else scope, decision.source, decision.request_id, decision.reason)
+    host.get_plugin_manager().hook.sectorflow_access_decision(decision=decision)
 
 
 def observers_block(hook_name: str) -> bool:
-    """Whether an implementation of hook ``hook_name`` declares that it may block (see :data:`BLOCKING`)."""
-    for impl in getattr(host.get_plugin_manager().hook, hook_name).get_hookimpls():
-        flag = getattr(impl.function, BLOCKING, False)
-        if flag() if callable(flag) else flag:
-            return True
-    return False
+    """Whether an implementation of hook ``hook_name`` declares that it may block (:func:`sectorflow.may_block`)."""
+    return host.hook_may_block(host.get_plugin_manager(), hook_name)
 
 
 async def off_the_loop(executor: Executor | None, hook_name: str, call: Callable[[], Any]) -> Any:
@@ -90,9 +72,46 @@ async def off_the_loop(executor: Executor | None, hook_name: str, call: Callable
     return call()
 
 
-async def record_access_decision_async(decision: AccessDecision, executor: Executor | None) -> None:
+async def record_access_decision_async(decision: AccessDecision, executor: Executor | None,
+                                       scope: str | None = None) -> None:
     """:func:`record_access_decision`, off the event loop when an observer may block (the audit log)."""
-    await off_the_loop(executor, "sectorflow_access_decision", lambda: record_access_decision(decision))
+    await off_the_loop(executor, "sectorflow_access_decision", lambda: record_access_decision(decision, scope))
+
+
+def check_key(keys: Any, secret: str | None, scope: str, names: str = "Authorization and X-API-Key"
+              ) -> tuple[ApiKey | None, bool, str]:
+    """``(key or None, allowed, reason)`` for the presented ``secret`` (:func:`~.auth.presented_secret`) asking for
+    ``scope`` (``""``: only authenticate) in the key store ``keys``; ``names`` words two conflicting keys."""
+    key = keys.authenticate(secret)
+    allowed = key is not None and (not scope or key.allows(scope))
+    reason = ("ok" if allowed else "no API key" if not secret else
+              f"two different API keys ({names})" if secret == CONFLICTING else
+              "unknown API key" if key is None else f"key lacks scope {scope!r}")
+    return key, allowed, reason
+
+
+async def authorize(state: Any, secret: str | None, scope: str, source: str, rid: str, action: str, *,
+                    channel: str = "http", names: str = "Authorization and X-API-Key",
+                    send: str = "'Authorization: Bearer <key>' or 'X-API-Key'") -> ApiKey:
+    """The one access check of every protocol (the FastAPI dependency :func:`require`, the task fast path, gRPC):
+    the key of ``secret`` checked for ``scope``, the decision recorded (:func:`record_access_decision_async`, off
+    the event loop when an observer may block), the key returned.
+
+    Raises:
+        AccessDenied: 401 (no key, an unknown one, two different ones; the message says to ``send`` one), 403 (a
+            key without ``scope``).
+        SectorflowError: from an observer of the decision (the audit log's ``AuditWriteError``, 503).
+    """
+    key, allowed, reason = check_key(state.keys, secret, scope, names)
+    asked = scope or "authenticated"
+    await record_access_decision_async(decision(key, asked, allowed, reason, source, rid, action, channel),
+                                       state.observer_executor, asked)
+    if key is None:
+        how = "one of them" if secret == CONFLICTING and channel == "http" else send
+        raise AccessDenied(401, f"{reason[0].upper()}{reason[1:]}: send {how}.")
+    if not allowed:
+        raise AccessDenied(403, f"API key {key.id!r} lacks the scope {scope!r}.")
+    return key
 
 
 def client_address(request: Request) -> str:
@@ -118,22 +137,9 @@ def require(scope: str):  # noqa: ANN201 - a FastAPI dependency
         # resolve per request. The OpenAPI document declares both schemes (see SECURITY_SCHEMES).
         state = request.app.state.sectorflow
         secret = presented_secret(request.headers.get("authorization"), request.headers.get("x-api-key"))
-        key = state.keys.authenticate(secret)
-        allowed = key is not None and (not scope or key.allows(scope))
-        reason = ("ok" if allowed else "no API key" if not secret else
-                  "two different API keys (Authorization and X-API-Key)" if secret == CONFLICTING else
-                  "unknown API key" if key is None else f"key lacks scope {scope!r}")
         route = request.scope.get("route")
-        await record_access_decision_async(AccessDecision(
-            actor=key.id if key else None, tenant=key.tenant if key else None, scope=scope or "authenticated",
-            allowed=allowed, reason=reason, source=client_address(request), request_id=request_id(request),
-            route=f"{request.method} {getattr(route, 'path', 'unmatched')}",
-            roles=key.roles if key else ()), state.observer_executor)
-        if key is None:
-            how = "one of them" if secret == CONFLICTING else "'Authorization: Bearer <key>' or 'X-API-Key'"
-            raise AccessDenied(401, f"{reason[0].upper()}{reason[1:]}: send {how}.")
-        if not allowed:
-            raise AccessDenied(403, f"API key {key.id!r} lacks the scope {scope!r}.")
+        key = await authorize(state, secret, scope, client_address(request), request_id(request),
+                              f"{request.method} {getattr(route, 'path', 'unmatched')}")
         request.state.api_key = key
         return key
 

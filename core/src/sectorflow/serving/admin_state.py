@@ -15,7 +15,7 @@ import asyncio
 from fastapi import APIRouter, Depends, Request
 
 from .. import CallContext, ConfigError, InvalidInputError, UnknownTaskError
-from .access import AccessDecision, AccessDenied, client_address, record_access_decision_async, request_id, require
+from .access import AccessDenied, client_address, decision, record_access_decision_async, request_id, require
 from .auth import SCOPE_ADMIN, ApiKey
 from .routes_tasks import ERRORS
 from .schemas import StateResetRequest, StateResetResponse
@@ -50,10 +50,9 @@ def state_router() -> APIRouter:
         source, rid = client_address(request), request_id(request)
         if key.tenant is not None:
             if named and wanted != key.tenant:
-                await record_access_decision_async(AccessDecision(
-                    actor=key.id, tenant=key.tenant, scope=SCOPE_ADMIN, allowed=False,
-                    reason=f"key of tenant {key.tenant!r} may not reset the state of tenant {wanted!r}",
-                    source=source, request_id=rid, route=f"POST {ROUTE}", roles=key.roles), state.observer_executor)
+                await record_access_decision_async(decision(
+                    key, SCOPE_ADMIN, False, f"key of tenant {key.tenant!r} may not reset the state of tenant "
+                    f"{wanted!r}", source, rid, f"POST {ROUTE}"), state.observer_executor, SCOPE_ADMIN)
                 raise AccessDenied(403, f"API key {key.id!r} belongs to tenant {key.tenant!r}: it may reset that "
                                         f"tenant's state only (leave the tenant out, or name {key.tenant!r}).")
             tenant = key.tenant

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import difflib
 import logging
-import os
 import socket
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +21,7 @@ from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
 
-from .. import ConfigError, __version__, host
+from .. import ConfigError, __version__, host, settings
 from .access import OPEN_PATHS, SECURITY_SCHEMES, require
 from .admin_state import state_router
 from .auth import SCOPE_METRICS, ApiKey, KeyStore
@@ -35,6 +34,7 @@ from .reload import admin_router
 from .routes_tasks import ERRORS, task_router
 from .routes_v2 import V2_OPEN_PATHS, v2_router
 from .state import ServerState
+from .web import WebHost, register_web
 
 log = logging.getLogger("sectorflow.serving")
 CONFIG_ENV = "SECTORFLOW_SERVE_CONFIG"
@@ -172,6 +172,7 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     app.include_router(admin_router())
     app.include_router(state_router())
     app.include_router(v2_router(specs, config.server.max_items_per_request))
+    register_web(app, WebHost(config, state.keys))  # plugins' web pages (the AML workbench under /ui/)
     _declare_security(app)
     return app
 
@@ -197,4 +198,4 @@ def _declare_security(app: FastAPI) -> None:
 
 def app_from_env() -> FastAPI:
     """App factory for ``uvicorn --factory``: the configuration file named by ``SECTORFLOW_SERVE_CONFIG``."""
-    return create_app(os.environ.get(CONFIG_ENV))
+    return create_app(settings().serve_config)

@@ -16,6 +16,9 @@ File format (TOML; JSON with the same structure also works)::
                                       # replicas behind one address share limits through one Redis
     replica = "pod-a"                 # label of sectorflow_replica_info (unset: the host name)
 
+    [web.aml]                         # settings of a plugin's web pages (sectorflow_register_web): its own keys
+    sources = [{tenant = "bank-1", results = "results.jsonl", transactions = "txns.csv", format = "csv"}]
+
     [defaults]                        # applied to every served task unless [tasks.NAME] says otherwise
     max_batch_size = 32               # items merged into one model call (Triton/Ray Serve knob)
     max_queue_delay_ms = 5            # how long the first queued request waits for company
@@ -29,7 +32,8 @@ File format (TOML; JSON with the same structure also works)::
     id = "teller-app"                 # the actor in audit records
     sha256 = "9f86d08..."             # hex SHA-256 of the secret key (the secret itself is never stored)
     tenant = "bank-1"
-    scopes = ["task:aml"]             # task:NAME, task:*, admin (model reload), audit (audit admin), metrics
+    scopes = ["task:aml"]             # task:NAME, task:*, admin (model reload), audit (audit admin), metrics,
+                                      # role:NAME (a web page's role: role:analyst, role:approver)
     rate_limit = "200/second"         # items per window, ``limits`` notation; omitted: unlimited
     lane = "interactive"              # default priority lane: interactive or batch
 
@@ -39,14 +43,14 @@ Keys may also come from ``SECTORFLOW_SERVE_KEYS``: a JSON list of objects shaped
 from __future__ import annotations
 
 import json
-import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
 import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .. import ConfigError
+from .. import ConfigError, settings
 
 KEYS_ENV = "SECTORFLOW_SERVE_KEYS"
 Lane = Literal["interactive", "batch"]
@@ -55,6 +59,9 @@ LANES: tuple[Lane, ...] = ("interactive", "batch")
 
 SCOPES = ("task:*", "admin", "audit", "metrics")
 """The scopes that name no task (``task:NAME`` names one; see docs/serving.md)."""
+ROLE_PATTERN = r"role:[a-z][a-z0-9_-]{0,63}"
+"""A web page's role (``role:analyst``, ``role:approver``): granted by the key, given meaning by the plugin whose
+pages read it (``sectorflow_register_web``)."""
 
 
 class _Strict(BaseModel):
@@ -103,10 +110,12 @@ class KeyConfig(_Strict):
     @classmethod
     def _known_scopes(cls, value: list[str]) -> list[str]:
         bad = [scope for scope in value if scope not in SCOPES and not
-               (scope.startswith("task:") and len(scope) > 5 and scope.strip() == scope)]
+               (scope.startswith("task:") and len(scope) > 5 and scope.strip() == scope)
+               and not re.fullmatch(ROLE_PATTERN, scope)]
         if bad:
             raise ValueError(f"unknown scope(s) {bad}: a scope is task:NAME (one task), task:* (every task), "
-                             f"admin (reload models), audit or metrics (read /metrics)")
+                             f"admin (reload models), audit or metrics (read /metrics), or role:NAME (a web "
+                             f"page's role, such as role:analyst or role:approver)")
         return value
 
     @field_validator("rate_limit")
@@ -139,7 +148,8 @@ class ServeConfig(_Strict):
     """The whole server configuration (see the module docstring for the file format).
 
     ``serve`` names the tasks to serve (empty: every registered task); ``tasks`` overrides per task;
-    ``tenants`` maps a tenant to a rate limit shared by all its keys.
+    ``tenants`` maps a tenant to a rate limit shared by all its keys; ``web`` holds each web plugin's own settings
+    (``[web.NAME]``, read with :meth:`~sectorflow.serving.web.WebHost.settings`).
     """
 
     server: ServerConfig = ServerConfig()
@@ -148,6 +158,7 @@ class ServeConfig(_Strict):
     tasks: dict[str, dict[str, Any]] = Field(default_factory=dict)
     keys: list[KeyConfig] = Field(default_factory=list)
     tenants: dict[str, str] = Field(default_factory=dict)
+    web: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def task(self, name: str) -> TaskConfig:
         """The effective configuration of task ``name`` (defaults overlaid by ``[tasks.NAME]``)."""
@@ -178,10 +189,10 @@ def load_config(path: str | Path | None = None, *, data: dict[str, Any] | None =
             raw = json.loads(text) if file.suffix == ".json" else tomllib.loads(text)
         except (OSError, ValueError) as exc:
             raise ConfigError(f"Cannot read the server configuration {file}: {exc}") from exc
-    env = os.environ if environ is None else environ
-    if env.get(KEYS_ENV):
+    keys = settings(environ).serve_keys
+    if keys:
         try:
-            extra = json.loads(env[KEYS_ENV])
+            extra = json.loads(keys)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{KEYS_ENV} is not JSON: {exc}") from exc
         if not isinstance(extra, list):

@@ -10,16 +10,16 @@ ordinary:
 - ``POST`` to a served task's path (or alias), ``Content-Type: application/json``, no query string or exactly
   ``lane=interactive`` / ``lane=batch``;
 - the body validates as the task's request model, parsed and validated in one step by pydantic-core
-  (``model_validate_json``, no intermediate Python objects);
-- the presented key exists and holds the scope ``task:NAME``.
+  (``model_validate_json``, no intermediate Python objects).
 
-Then it records the same access decision as the route's dependency, runs :func:`routes_tasks.task_answer` (the
-function the FastAPI route runs too), sends its body and headers as the two ASGI messages a Starlette ``Response``
-would send (same headers, in the same order, without building one) and maps its exceptions with
-:func:`handlers.exception_response` (the functions behind the app's exception handlers). Anything else (no key, a
-key without the scope, invalid JSON or fields, another content type or query) goes on to FastAPI untouched, which
-answers it as before (401, 403, 422 with fields, ...) and records its access decision; so the fast path never
-decides a refusal on its own.
+Then it checks the key with :func:`access.authorize` (the one access check of the FastAPI dependency, this path and
+gRPC: the same decision recorded, 401/403 answered here with the same bodies), runs :func:`routes_tasks.task_answer`
+(the function the FastAPI route runs too), sends its body and headers as the two ASGI messages a Starlette
+``Response`` would send (same headers, in the same order, without building one) and maps its exceptions with
+:func:`handlers.exception_response` (the functions behind the app's exception handlers). A request whose body or
+query the fast parse does not take (invalid JSON or fields, another content type or query) goes on to FastAPI
+untouched, which answers it as before (401/403 before 422 with fields, ...) and records its access decision; so each
+request is checked, recorded and answered by one path, never both.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .access import AccessDecision, record_access_decision_async
+from .access import authorize
 from .auth import presented_secret
 from .handlers import exception_response
 from .routes_tasks import task_answer
@@ -88,18 +88,14 @@ class TaskFastPath:
         auth, api_key = headers.get(b"authorization"), headers.get(b"x-api-key")
         secret = presented_secret(auth.decode("latin-1") if auth is not None else None,
                                   api_key.decode("latin-1") if api_key is not None else None)
-        key = state.keys.authenticate(secret)
-        if key is None or not key.allows(route.scope):
-            return False  # FastAPI's dependency answers 401/403 and records the refusal
         client = scope.get("client")
         source = client[0] if client else "unknown"
         scope["route"] = route  # labels sectorflow_http_requests_total like the FastAPI route
         try:
-            # Inside the try: an observer of the decision may refuse it (the audit log's AuditWriteError, 503, when
-            # "access" is regulated and the record cannot be written), as the FastAPI route's dependency maps it.
-            await record_access_decision_async(AccessDecision(
-                actor=key.id, tenant=key.tenant, scope=route.scope, allowed=True, reason="ok", source=source,
-                request_id=rid, route=route.action, roles=key.roles), state.observer_executor)
+            # The access check of every protocol (401/403 answered here too, with their decision); inside the try:
+            # an observer of the decision may refuse it (the audit log's AuditWriteError, 503, when "access" is
+            # regulated and the record cannot be written).
+            key = await authorize(state, secret, route.scope, source, rid, route.action)
             body, task_headers = await task_answer(state, route.task, route.response_model, key,
                                                    request.inputs,  # type: ignore[attr-defined]
                                                    _LANE_QUERIES[query], source, rid, scope.get("state"))

@@ -26,8 +26,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from .. import ConfigError, SectorflowError
 from . import oip
-from .access import AccessDecision, AccessDenied, record_access_decision_async
-from .auth import CONFLICTING, ApiKey, presented_secret
+from .access import AccessDenied, authorize
+from .auth import ApiKey, presented_secret
 from .batching import Overloaded
 from .handlers import _REQUEST_ID, RateLimited, new_request_id
 from .metrics import MODEL_CALL, request_outcome
@@ -121,20 +121,8 @@ class InferenceService:
         :class:`AccessDenied` (401/403)."""
         metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ())}
         secret = presented_secret(metadata.get("authorization"), metadata.get("x-api-key"))
-        key = self.state.keys.authenticate(secret)
-        allowed = key is not None and (not scope or key.allows(scope))
-        reason = ("ok" if allowed else "no API key" if not secret else
-                  "two different API keys (authorization and x-api-key)" if secret == CONFLICTING else
-                  "unknown API key" if key is None else f"key lacks scope {scope!r}")
-        await record_access_decision_async(AccessDecision(
-            actor=key.id if key else None, tenant=key.tenant if key else None, scope=scope or "authenticated",
-            allowed=allowed, reason=reason, source=self.source(context), request_id=rid, route=f"grpc {method}",
-            roles=key.roles if key else (), channel="grpc"), self.state.observer_executor)
-        if key is None:
-            raise AccessDenied(401, f"{reason[0].upper()}{reason[1:]}: send metadata 'authorization: Bearer <key>'.")
-        if not allowed:
-            raise AccessDenied(403, f"API key {key.id!r} lacks the scope {scope!r}.")
-        return key
+        return await authorize(self.state, secret, scope, self.source(context), rid, f"grpc {method}", channel="grpc",
+                               names="authorization and x-api-key", send="metadata 'authorization: Bearer <key>'")
 
     @staticmethod
     def source(context: Any) -> str:

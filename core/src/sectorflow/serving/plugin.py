@@ -1,4 +1,5 @@
-"""Built-in plugin that adds ``sectorflow serve`` and ``sectorflow serve-key`` to the command line.
+"""Built-in plugin ``serve`` (registered in code, ``sectorflow.plugins.BUILTIN_PLUGINS``) that adds ``sectorflow serve``
+and ``sectorflow serve-key`` to the command line.
 
 FastAPI and uvicorn are imported only when the command runs, so the CLI works without the ``serve`` extra.
 """

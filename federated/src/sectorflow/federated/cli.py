@@ -62,36 +62,83 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
                 superlink: Optional[str] = typer.Option(
                     None, help="Run on this SuperLink connection (Flower configuration) instead of simulating."),
                 app_dir: Optional[Path] = typer.Option(None, help="Where to write the Flower App (deployment)."),
+                out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the global model as a bundle "
+                                                   "here (simulation; Taskflow, run --task-path and serve load it)."),
                 report: Optional[Path] = typer.Option(None, help="Write the run report (JSON) here (simulation)."),
                 weights: Optional[Path] = typer.Option(None, help="Write the global weights (.npz) here "
                                                        "(simulation)."),
+                dp_baseline: bool = typer.Option(True, "--dp-baseline/--no-dp-baseline",
+                                                 help="With DP on: also run without DP to measure its cost "
+                                                      "(dp.compare_without)."),
                 verbose: bool = typer.Option(False, help="Show Flower's and Ray's logs.")) -> None:
     """Train TASK's model across the institutions of the config: in simulation, or on a SuperLink."""
     cfg = _config(task, config)
     if superlink:
         from .deploy import write_app
 
-        out = write_app(cfg, app_dir or Path(tempfile.mkdtemp(prefix="sectorflow-federation-")))
-        typer.echo(f"Flower App written to {out}; submitting to SuperLink {superlink!r}", err=True)
-        code = subprocess.call([_flwr(), "run", str(out), superlink, "--stream"])
+        out_dir = write_app(cfg, app_dir or Path(tempfile.mkdtemp(prefix="sectorflow-federation-")))
+        typer.echo(f"Flower App written to {out_dir}; submitting to SuperLink {superlink!r}", err=True)
+        code = subprocess.call([_flwr(), "run", str(out_dir), superlink, "--stream"])
         raise typer.Exit(code)
-    from .simulation import simulate
+    from .registry import find_trainable
+    from .runner import Current, RoundProgress, export_bundle, preflight, privacy_utility, stop_on_sigint, without_dp
+    from .server import new_report
+    from .simulation import check_simulation_config, simulate
 
-    for out in (report, weights):  # made before the run, which may take hours: not a crash after it
-        if out is not None:
-            writable_file(out, what="run report" if out is report else "weights file",
-                          setting="--report" if out is report else "--weights")
-    result = simulate(cfg, verbose=verbose)
+    check_simulation_config(cfg)
+    for path in (report, weights):  # made before the run, which may take hours: not a crash after it
+        if path is not None:
+            writable_file(path, what="run report" if path is report else "weights file",
+                          setting="--report" if path is report else "--weights")
+    spec = find_trainable(cfg.task, cfg.model)
+    if out is not None and spec.export is None:
+        raise ConfigError(f"{spec.task}/{spec.name} offers no bundle export: drop --out (--weights writes its "
+                          "weights).")
+    if out is not None and out.exists() and (out.is_file() or any(out.iterdir())) \
+            and not (out / "manifest.json").is_file():
+        raise ConfigError(f"--out {out} exists and is not a bundle folder: give a new or empty folder.")
+    preflight(cfg, spec)
+
+    def say(message: str) -> None:
+        typer.echo(message, err=True)
+
+    protections = (", SecAgg+" if cfg.secagg.enabled else "") + (f", DP {cfg.dp.mode}" if cfg.dp.mode != "off"
+                                                                 else "")
+    say(f"federated run of {spec.task}/{spec.name}: {len(cfg.institutions)} institutions, {cfg.rounds} rounds, "
+        f"{cfg.strategy.name}{protections}; starting Flower's simulation engine and each institution's data "
+        "(the first round waits for both) ...")
+    current = Current()
+    current.cfg, current.plugin = cfg, spec.plugin
+    command = " ".join(["sectorflow", *sys.argv[1:]]) if len(sys.argv) > 1 else f"sectorflow federate {task}"
+    with stop_on_sigint(current, say):
+        current.report = new_report(cfg, spec)
+        with RoundProgress(cfg) as progress:
+            result = simulate(cfg, spec, verbose=verbose, report=current.report, on_round=progress)
+        if cfg.dp.mode != "off" and cfg.dp.compare_without and dp_baseline:
+            plain = without_dp(cfg)
+            base = new_report(plain, spec)
+            current.cfg, current.report = plain, base
+            say("measuring what DP costs: the same federation without DP (same seed; --no-dp-baseline skips it) ...")
+            with RoundProgress(plain, label=" without DP") as progress:
+                base = simulate(plain, spec, verbose=verbose, report=base, on_round=progress)
+            result.privacy_utility = privacy_utility(cfg, result, base)
+            utility = result.privacy_utility
+            if utility["warning"]:
+                say(f"WARNING: {utility['warning']}")
+            elif utility.get("cost") is not None:
+                say(f"DP costs {utility['cost']:.4f} {utility['metric']} (margin {cfg.dp.utility_margin}).")
     summary = result.summary()
     if report:
         report.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     if weights and result.weights is not None:
         import numpy as np
 
-        from .registry import find_trainable
-
-        names = sorted(find_trainable(cfg.task, cfg.model).build(dict(cfg.institutions[0])).get_weights())
+        names = sorted(spec.build(dict(cfg.institutions[0])).get_weights())
         np.savez(weights, **dict(zip(names, result.weights)))
+    if out is not None:
+        manifest = export_bundle(cfg, spec, result, out, command)
+        say(f"bundle written to {out} ({manifest.name}); serve it with Taskflow({cfg.task!r}, task_path=...) or "
+            f"sectorflow run {cfg.task} --task-path {out}")
     typer.echo(json.dumps(summary, indent=2))
 
 

@@ -61,8 +61,12 @@ def _scalars(metrics: dict[str, Any]) -> dict[str, Any]:
             for k, v in metrics.items() if isinstance(v, (int, float, str, bool, np.floating, np.integer))}
 
 
-def make_numpy_client(trainable: Trainable, institution: str) -> Any:
-    """A Flower ``NumPyClient`` around one institution's trainable."""
+def make_numpy_client(trainable: Trainable, institution: str, max_weight: float | None = None) -> Any:
+    """A Flower ``NumPyClient`` around one institution's trainable.
+
+    ``max_weight`` (SecAgg+): the example count sent for weighting is capped at it (Flower's SecAgg+ multiplies each
+    update by ``examples / max_weight`` before clipping to ``clipping_range``: above 1 the update is clipped away);
+    the true count travels in the metrics as ``num_examples`` (the round's record shows it)."""
     from flwr.client import NumPyClient
 
     names = sorted(trainable.get_weights())
@@ -76,7 +80,9 @@ def make_numpy_client(trainable: Trainable, institution: str) -> Any:
             cfg = dict(config)
             epochs = int(cfg.pop("local_epochs", 1))
             n, metrics = trainable.fit(epochs=epochs, **cfg)
-            return to_list(trainable.get_weights()), int(n), {**_scalars(metrics), "institution": institution}
+            sent = min(int(n), int(max_weight)) if max_weight else int(n)
+            return to_list(trainable.get_weights()), sent, {**_scalars(metrics), "institution": institution,
+                                                            "num_examples": int(n)}
 
         def evaluate(self, parameters: list[np.ndarray], config: dict[str, Any]) -> tuple[float, int, dict]:
             trainable.set_weights(to_named(names, parameters))
@@ -118,6 +124,7 @@ def make_client_app(cfg: FederationConfig, spec: TrainableSpec | None = None) ->
         the_spec = spec or find_trainable(cfg.task, cfg.model)
         partition = partition_for(dict(context.node_config), cfg)
         trainable = trainable_for(the_spec, partition)
-        return make_numpy_client(trainable, _institution(partition)).to_client()
+        cap = cfg.secagg.max_weight if cfg.secagg.enabled else None
+        return make_numpy_client(trainable, _institution(partition), cap).to_client()
 
     return ClientApp(client_fn=client_fn, mods=client_mods(cfg))

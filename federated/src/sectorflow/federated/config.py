@@ -8,6 +8,10 @@ Example (every key optional except ``task``; defaults shown)::
     local_epochs = 1
     lr = 0.002
     batch_size = 512
+    metric = ""                  # validation metric shown per round and compared (default: the trainable's first
+                                 # of average_precision, f1, accuracy)
+    bundle = ""                  # deployment: the ServerApp writes the global model's bundle here (the task's
+                                 # trainable must offer an export); simulation: `sectorflow federate --out`
 
     [strategy]
     name = "fedavg"              # fedavg | fedprox | fedadam
@@ -24,7 +28,8 @@ Example (every key optional except ``task``; defaults shown)::
     enabled = false
     num_shares = 3
     reconstruction_threshold = 2
-    clipping_range = 8.0
+    clipping_range = 8.0         # every value sent is clipped to [-8, 8] before masking
+    max_weight = 1000.0          # an institution weighs min(its examples, max_weight) in the average
 
     [dp]                         # off | client_clipping (central DP, Andrew et al. 2021) | local (LocalDpMod)
     mode = "off"
@@ -32,6 +37,8 @@ Example (every key optional except ``task``; defaults shown)::
     noise_multiplier = 0.5       # client_clipping
     epsilon = 10.0               # local: per round
     delta = 1e-5
+    utility_margin = 0.03        # warn when the run with DP is worse than the same run without by more than this
+    compare_without = true       # simulation: also run without DP (same seed) to measure what DP costs
 
     [[institutions]]             # simulation: one table per institution, passed to the trainable's build()
     data = "../shared/data/amlsim_sample"
@@ -75,6 +82,7 @@ class SecAggConfig(BaseModel):
     num_shares: int = Field(3, ge=2)
     reconstruction_threshold: int = Field(2, ge=2)
     clipping_range: float = Field(8.0, gt=0)
+    max_weight: float = Field(1000.0, gt=0)
 
     @model_validator(mode="after")
     def _threshold(self) -> SecAggConfig:
@@ -94,6 +102,9 @@ class DPConfig(BaseModel):
     noise_multiplier: float = Field(0.5, ge=0)
     epsilon: float = Field(10.0, gt=0)
     delta: float = Field(1e-5, gt=0, lt=1)
+    utility_margin: float = Field(0.03, ge=0)
+    compare_without: bool = True
+
 
 
 class FederationConfig(BaseModel):
@@ -112,6 +123,8 @@ class FederationConfig(BaseModel):
     dp: DPConfig = Field(default_factory=DPConfig)
     institutions: list[dict[str, Any]] = Field(default_factory=list)
     num_cpus_per_client: float = Field(1.0, gt=0)
+    metric: str = ""
+    bundle: str = ""
 
     @model_validator(mode="after")
     def _consistent(self) -> FederationConfig:

@@ -35,19 +35,30 @@ def client_app(config_json: str) -> Any:
 
 def server_app(config_json: str) -> Any:
     """The ``ServerApp`` for a federation config given as JSON (what the generated module calls)."""
-    from sectorflow import SectorflowError
+    from sectorflow import ConfigError, SectorflowError
 
     from .registry import find_trainable
     from .server import make_server_app
 
     cfg = _config(config_json)
+    spec = None
     try:  # the coordinator may have the plugin installed too: then the records name it and its model
         spec = find_trainable(cfg.task, cfg.model)
         plugin = spec.plugin
         cfg = cfg.model_copy(update={"model": cfg.model or spec.name})
     except SectorflowError:  # not installed here (or a broken plugin): the records then name no plugin
         plugin = ""
-    return make_server_app(cfg, plugin=plugin)
+    if cfg.bundle and (spec is None or spec.export is None):
+        raise ConfigError(f"bundle = {cfg.bundle!r}: the coordinator needs the {cfg.task} plugin installed, with a "
+                          "trainable that offers an export, to write the bundle.")
+    on_finish = None
+    if cfg.bundle and spec is not None:
+        from .runner import export_bundle
+
+        def on_finish(report: Any) -> None:  # the ServerApp process writes the bundle on the coordinator
+            export_bundle(cfg, spec, report, cfg.bundle, f"sectorflow federate {cfg.task} --superlink")
+
+    return make_server_app(cfg, plugin=plugin, on_finish=on_finish)
 
 
 def write_app(cfg: FederationConfig, out: Path) -> Path:

@@ -1,4 +1,5 @@
-"""Built-in plugin ``federate``: adds ``sectorflow federate`` (see :mod:`sectorflow.federated.cli`).
+"""The plugin ``federate`` (entry point of sectorflow-federated): adds ``sectorflow federate``
+(see :mod:`sectorflow.federated.cli`).
 
 Registered under the entry-point group ``sectorflow`` like every plugin; importing it loads neither Flower nor Ray.
 """

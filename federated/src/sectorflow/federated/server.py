@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from sectorflow import TrainableSpec
@@ -13,7 +14,7 @@ from sectorflow import TrainableSpec
 from .audit import emit_training
 from .config import FederationConfig
 from .privacy import privacy_budget
-from .strategy import RunReport, make_audited_strategy
+from .strategy import RoundRecord, RunReport, make_audited_strategy
 
 
 def new_report(cfg: FederationConfig, spec: TrainableSpec | None = None, run_id: str | None = None) -> RunReport:
@@ -23,27 +24,48 @@ def new_report(cfg: FederationConfig, spec: TrainableSpec | None = None, run_id:
                      privacy=privacy_budget(cfg.dp, cfg.rounds, cfg.strategy.fraction_fit))
 
 
-def run_workflow(grid: Any, context: Any, cfg: FederationConfig, report: RunReport, plugin: str = "") -> RunReport:
+def _emitter(cfg: FederationConfig, report: RunReport, plugin: str) -> Callable[..., None]:
+    def emit(kind: str, *, details: dict[str, Any], model_sha256: str | None = None, **kw: Any) -> None:
+        report.audit_event_ids.append(emit_training(kind, task=cfg.task, run_id=report.run_id,
+                                                    model_name=report.model, plugin=plugin, details=details,
+                                                    model_sha256=model_sha256, **kw))
+    return emit
+
+
+def record_abort(cfg: FederationConfig, report: RunReport, plugin: str = "",
+                 reason: str = "interrupted by the user (SIGINT)") -> bool:
+    """Record ``training_run_failed`` for a run stopped from outside (Ctrl-C) unless the run was already closed;
+    returns whether a record was written."""
+    if report.closed:
+        return False
+    report.closed = True
+    report.error = f"Aborted: {reason} after {len(report.rounds)} of {cfg.rounds} rounds"
+    _emitter(cfg, report, plugin)("training_run_failed", details={"rounds_done": len(report.rounds),
+                                                                   "aborted": True},
+                                  error=report.error, model_sha256=report.model_sha256)
+    return True
+
+
+def run_workflow(grid: Any, context: Any, cfg: FederationConfig, report: RunReport, plugin: str = "",
+                 on_round: Callable[[RoundRecord], None] | None = None) -> RunReport:
     """Run the whole federated training on ``grid`` (Flower's ``DefaultWorkflow``, with ``SecAggPlusWorkflow`` as
     its fit step when SecAgg+ is on), recording the run and each round. Exceptions are recorded and re-raised."""
     from flwr.server import LegacyContext, ServerConfig
     from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
 
-    def emit(kind: str, *, details: dict[str, Any], model_sha256: str | None = None, **kw: Any) -> None:
-        emit_training(kind, task=cfg.task, run_id=report.run_id, model_name=report.model, plugin=plugin,
-                      details=details, model_sha256=model_sha256, **kw)
-
+    emit = _emitter(cfg, report, plugin)
     start = time.perf_counter()
     emit("training_run_started", details={"strategy": cfg.strategy.model_dump(), "rounds": cfg.rounds,
                                           "secagg": cfg.secagg.enabled, "dp": cfg.dp.model_dump(),
                                           "local_epochs": cfg.local_epochs, "privacy": report.privacy})
-    strategy = make_audited_strategy(cfg, report, emit)
+    strategy = make_audited_strategy(cfg, report, emit, on_round)
     legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=cfg.rounds), strategy=strategy)
     fit_workflow = None
     if cfg.secagg.enabled:
         fit_workflow = SecAggPlusWorkflow(num_shares=cfg.secagg.num_shares,
                                           reconstruction_threshold=cfg.secagg.reconstruction_threshold,
-                                          clipping_range=cfg.secagg.clipping_range)
+                                          clipping_range=cfg.secagg.clipping_range,
+                                          max_weight=cfg.secagg.max_weight)
     try:
         DefaultWorkflow(fit_workflow=fit_workflow)(grid, legacy)
         strategy.flush()
@@ -53,26 +75,37 @@ def run_workflow(grid: Any, context: Any, cfg: FederationConfig, report: RunRepo
                                "min_available_clients / min_fit_clients, and that the nodes are connected)")
     except BaseException as exc:
         report.seconds = time.perf_counter() - start
-        report.error = f"{type(exc).__name__}: {exc}"
-        emit("training_run_failed", details={"rounds_done": len(report.rounds)}, error=report.error,
-             model_sha256=report.model_sha256, duration_ms=report.seconds * 1000)
+        if not report.closed:
+            report.closed = True
+            report.error = f"{type(exc).__name__}: {exc}"
+            emit("training_run_failed", details={"rounds_done": len(report.rounds)}, error=report.error,
+                 model_sha256=report.model_sha256, duration_ms=report.seconds * 1000)
         raise
     report.seconds = time.perf_counter() - start
+    if report.closed:  # aborted from outside while the last round finished
+        return report
+    report.closed = True
     emit("training_run_finished", details={"rounds_done": len(report.rounds), "privacy": report.privacy,
-                                           "final_eval_metrics": report.rounds[-1].eval_metrics},
+                                           "final_eval_metrics": report.rounds[-1].eval_as_details()},
          model_sha256=report.model_sha256, duration_ms=report.seconds * 1000)
     return report
 
 
-def make_server_app(cfg: FederationConfig, report: RunReport | None = None, plugin: str = "") -> Any:
+def make_server_app(cfg: FederationConfig, report: RunReport | None = None, plugin: str = "",
+                    on_round: Callable[[RoundRecord], None] | None = None,
+                    on_finish: Callable[[RunReport], None] | None = None) -> Any:
     """A Flower ``ServerApp`` running :func:`run_workflow`. ``report`` (simulation: same process) receives the
-    rounds and final weights; in deployment each run gets a fresh report in the ServerApp's process."""
+    rounds and final weights; in deployment each run gets a fresh report in the ServerApp's process, and
+    ``on_finish`` (deployment: write the bundle named by ``cfg.bundle``) gets it when the run finished."""
     from flwr.server import ServerApp
 
     app = ServerApp()
 
     @app.main()
     def main(grid: Any, context: Any) -> None:
-        run_workflow(grid, context, cfg, report if report is not None else new_report(cfg), plugin)
+        done = run_workflow(grid, context, cfg, report if report is not None else new_report(cfg), plugin,
+                            on_round)
+        if on_finish is not None:
+            on_finish(done)
 
     return app

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from sectorflow import ConfigError, TrainableSpec
@@ -16,7 +16,7 @@ from .client import make_client_app, partition_for
 from .config import FederationConfig
 from .registry import find_trainable
 from .server import make_server_app, new_report
-from .strategy import RunReport
+from .strategy import RoundRecord, RunReport
 
 FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1", "RAY_DEDUP_LOGS": "0",
               "RAY_USAGE_STATS_ENABLED": "0"}
@@ -66,24 +66,38 @@ def check_institutions(cfg: FederationConfig, spec: TrainableSpec, cause: BaseEx
                               ) from (cause or exc)
 
 
-def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cpus: int | None = None,
-             verbose: bool = False) -> RunReport:
-    """Run ``cfg`` in simulation and return the :class:`RunReport` (rounds, final weights, model hash, budget).
-
-    Raises:
-        ConfigError: no ``[[institutions]]``, fewer than ``min_available_clients`` of them, no trainable for the
-            task, or (after a run without a global model) an institution whose trainable cannot be built.
-            RuntimeError: the run failed (recorded as ``training_run_failed`` first).
-    """
-    quiet_flower()
+def check_simulation_config(cfg: FederationConfig) -> None:
+    """Raise :class:`ConfigError` when ``cfg`` has no ``[[institutions]]`` or fewer than
+    ``min_available_clients``."""
     if not cfg.institutions:
         raise ConfigError("A simulation needs [[institutions]] entries in the federation config (one per "
                           "institution: the partition its trainable is built on).")
     if len(cfg.institutions) < cfg.strategy.min_available_clients:
         raise ConfigError(f"strategy.min_available_clients = {cfg.strategy.min_available_clients} but only "
                           f"{len(cfg.institutions)} institutions are configured.")
+
+
+def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cpus: int | None = None,
+             verbose: bool = False, report: RunReport | None = None,
+             on_round: Callable[[RoundRecord], None] | None = None) -> RunReport:
+    """Run ``cfg`` in simulation and return the :class:`RunReport` (rounds, final weights, model hash, budget).
+
+    ``report``: the (empty) report to fill (default a new one), so a caller can abort it; ``on_round`` gets each
+    round's record as it is recorded (progress display).
+
+    Raises:
+        ConfigError: no ``[[institutions]]``, fewer than ``min_available_clients`` of them, no trainable for the
+            task, an institution its trainable's ``check`` refuses (before Flower starts), or (after a run without
+            a global model) an institution whose trainable cannot be built.
+            RuntimeError: the run failed (recorded as ``training_run_failed`` first).
+    """
+    quiet_flower()
+    check_simulation_config(cfg)
     spec = spec or find_trainable(cfg.task, cfg.model)
-    report = new_report(cfg, spec)
+    from .runner import preflight
+
+    preflight(cfg, spec)
+    report = report if report is not None else new_report(cfg, spec)
     from flwr.simulation import run_simulation
 
     n = len(cfg.institutions)
@@ -94,7 +108,7 @@ def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cp
                                              "log_to_driver": verbose}}
     try:
         with _flower_logs(verbose):
-            run_simulation(server_app=make_server_app(cfg, report, spec.plugin),
+            run_simulation(server_app=make_server_app(cfg, report, spec.plugin, on_round),
                            client_app=make_client_app(cfg, spec), num_supernodes=n, backend_config=backend,
                            verbose_logging=verbose)
     except Exception as exc:

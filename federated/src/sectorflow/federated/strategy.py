@@ -7,6 +7,7 @@ and appends it to the run's :class:`RunReport`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,12 +30,20 @@ class RoundRecord:
     eval_loss: float | None = None
     eval_metrics: dict[str, Any] = field(default_factory=dict)
     model_sha256: str | None = None
+    eval_by_institution: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def eval_as_details(self) -> dict[str, Any]:
+        """The evaluation metrics without the ``count.*`` histograms."""
+        return {k: v for k, v in self.eval_metrics.items() if not k.startswith(COUNT_PREFIX)}
 
     def as_details(self) -> dict[str, Any]:
-        """JSON-ready form for the audit event."""
+        """JSON-ready form for the audit event (the ``count.*`` histograms stay out of it: they are summed
+        evaluation counts, kept in the run report)."""
         return {"round": self.round, "participants": self.participants, "num_examples": self.num_examples,
                 "failures": self.failures, "fit_metrics": self.fit_metrics, "eval_loss": self.eval_loss,
-                "eval_metrics": self.eval_metrics}
+                "eval_metrics": self.eval_as_details(),
+                "eval_by_institution": self.eval_by_institution, "seconds": round(self.seconds, 3)}
 
 
 @dataclass
@@ -52,22 +61,44 @@ class RunReport:
     secagg: bool = False
     seconds: float = 0.0
     error: str | None = None
+    audit_event_ids: list[str] = field(default_factory=list)
+    closed: bool = False
+    privacy_utility: dict[str, Any] | None = None
+
+    def institutions(self) -> list[dict[str, Any]]:
+        """Each institution that took part: ``{"institution", "node_id", "num_examples", "data_sha256", ...}`` as
+        it last reported (its training example count and the digest of its data as read)."""
+        seen: dict[str, dict[str, Any]] = {}
+        for r in self.rounds:
+            for p in r.participants:
+                seen[p.get("institution") or p["node_id"]] = dict(p)
+        return [seen[k] for k in sorted(seen)]
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready summary (``sectorflow federate`` prints it)."""
         return {"run_id": self.run_id, "task": self.task, "model": self.model, "strategy": self.strategy,
                 "secagg": self.secagg, "rounds": [r.as_details() | {"model_sha256": r.model_sha256}
                                                   for r in self.rounds],
-                "model_sha256": self.model_sha256, "privacy": self.privacy, "seconds": round(self.seconds, 2),
-                "error": self.error}
+                "institutions": self.institutions(), "model_sha256": self.model_sha256, "privacy": self.privacy,
+                "privacy_utility": self.privacy_utility, "seconds": round(self.seconds, 2),
+                "audit_event_ids": list(self.audit_event_ids), "error": self.error}
+
+
+COUNT_PREFIX = "count."
+"""Metrics whose name starts with this are counts: summed over institutions, not averaged (e.g. histograms a
+trainable's export calibrates on)."""
 
 
 def weighted_metrics(results: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
-    """Sample-weighted mean of every numeric metric (Flower's ``MetricsAggregationFn``); strings are dropped."""
+    """Sample-weighted mean of every numeric metric (Flower's ``MetricsAggregationFn``), the sum of ``count.*``
+    metrics; strings are dropped."""
     keys = {k for _, m in results for k, v in m.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
     out: dict[str, Any] = {}
     for k in sorted(keys):
         pairs = [(n, float(m[k])) for n, m in results if k in m]
+        if k.startswith(COUNT_PREFIX):
+            out[k] = sum(v for _, v in pairs)
+            continue
         weight = sum(n for n, _ in pairs)
         out[k] = sum(n * v for n, v in pairs) / weight if weight else sum(v for _, v in pairs) / len(pairs)
     return out
@@ -100,8 +131,24 @@ def base_strategy(cfg: FederationConfig) -> Any:
     return inner
 
 
-def make_audited_strategy(cfg: FederationConfig, report: RunReport, emit: Any) -> Any:
-    """Wrap :func:`base_strategy` so each round is recorded through ``emit(kind, details=..., model_sha256=...)``."""
+def _participant(proxy: Any, res: Any) -> dict[str, Any]:
+    out = {"node_id": str(proxy.cid), "institution": str(res.metrics.get("institution", "")),
+           "num_examples": int(res.metrics.get("num_examples", res.num_examples))}
+    if out["num_examples"] != int(res.num_examples):  # SecAgg+: the weight sent is capped at max_weight
+        out["weight"] = int(res.num_examples)
+    for key in ("data_sha256", "transactions"):
+        if key in res.metrics:
+            value = res.metrics[key]
+            out[key] = int(value) if key == "transactions" else str(value)
+    return out
+
+
+def make_audited_strategy(cfg: FederationConfig, report: RunReport, emit: Any,
+                          on_round: Callable[[RoundRecord], None] | None = None) -> Any:
+    """Wrap :func:`base_strategy` so each round is recorded through ``emit(kind, details=..., model_sha256=...)``
+    and passed to ``on_round`` (progress display)."""
+    import time
+
     from flwr.common import parameters_to_ndarrays
     from flwr.server.strategy import Strategy
 
@@ -115,6 +162,7 @@ def make_audited_strategy(cfg: FederationConfig, report: RunReport, emit: Any) -
 
     class AuditedStrategy(Strategy):  # type: ignore[misc]
         pending: RoundRecord | None = None
+        started = time.perf_counter()
 
         def initialize_parameters(self, client_manager: Any) -> Any:
             if fedopt() is not None:
@@ -123,6 +171,7 @@ def make_audited_strategy(cfg: FederationConfig, report: RunReport, emit: Any) -
 
         def configure_fit(self, server_round: int, parameters: Any, client_manager: Any) -> Any:
             self.flush()
+            self.started = time.perf_counter()  # a round: from asking for updates to its evaluation
             opt = fedopt()
             if opt is not None and server_round == 1:
                 opt.current_weights = parameters_to_ndarrays(parameters)
@@ -130,8 +179,7 @@ def make_audited_strategy(cfg: FederationConfig, report: RunReport, emit: Any) -
 
         def aggregate_fit(self, server_round: int, results: list, failures: list) -> Any:
             params, metrics = inner.aggregate_fit(server_round, results, failures)
-            participants = [{"node_id": str(proxy.cid), "institution": str(res.metrics.get("institution", "")),
-                             "num_examples": int(res.num_examples)} for proxy, res in results]
+            participants = [_participant(proxy, res) for proxy, res in results]
             arrays = parameters_to_ndarrays(params) if params is not None else None
             self.pending = RoundRecord(
                 round=server_round, participants=participants, num_examples=sum(p["num_examples"] for p in participants),
@@ -153,6 +201,11 @@ def make_audited_strategy(cfg: FederationConfig, report: RunReport, emit: Any) -
                 self.pending.eval_loss = None if loss is None else float(loss)
                 self.pending.eval_metrics = dict(metrics or {})
                 self.pending.failures += len(failures)
+                self.pending.eval_by_institution = sorted(
+                    ({"institution": str(res.metrics.get("institution", "")), "num_examples": int(res.num_examples),
+                      **{k: float(v) for k, v in res.metrics.items() if isinstance(v, (int, float))
+                         and not isinstance(v, bool) and not k.startswith(COUNT_PREFIX)}}
+                     for _, res in results), key=lambda d: d["institution"])
             self.flush()
             return loss, metrics
 
@@ -163,9 +216,12 @@ def make_audited_strategy(cfg: FederationConfig, report: RunReport, emit: Any) -
             record, self.pending = self.pending, None
             if record is None:
                 return
+            record.seconds = time.perf_counter() - self.started
             report.rounds.append(record)
             emit("training_round", details=record.as_details(), model_sha256=record.model_sha256,
                  n_items=record.num_examples)
+            if on_round is not None:
+                on_round(record)
 
     return AuditedStrategy()
 

@@ -5,7 +5,9 @@ deque evicted lazily, when the account is next touched, against the window's clo
 same horizon as :class:`~sectorflow_aml.window.TransactionWindow`) and running aggregates over them, so that every
 update is O(1) amortised. :meth:`AccountFeatureExtractor.rows` gives, right after ``window.add(txn)``, one float row of
 ``len(ACCOUNT_FEATURES)`` values for the transaction's sender and one for its receiver (one when they are the same
-account: a cash deposit or withdrawal booked on the account alone).
+account: a cash deposit or withdrawal booked on the account alone). The serving path splits that in two:
+:meth:`AccountFeatureExtractor.snapshots` (per transaction: the state update and a tuple of the raw integer
+aggregates) and :func:`feature_matrix` (per batch, numpy: the same 38 values, bit for bit, as float32).
 
 **Window-exact.** No feature reads more history than the window: no account age, no lifetime count, no time since
 an event before the window. The only look-back past an in-window event is the in-to-out delay, at most
@@ -32,6 +34,8 @@ from __future__ import annotations
 import math
 from collections import deque
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from .schema import Channel
 
@@ -332,14 +336,20 @@ class AccountFeatureExtractor:
             f_out[4], f_out[5], cp_row[0], cp_row[1], cp_row[2],
         ]
 
-    def rows(self, edge: Edge, window: TransactionWindow) -> list[tuple[str, list[float]]]:
-        """Update the state with ``edge`` (call right after ``window.add``) and return ``[(account, row)]``: the
-        sender's and the receiver's features after it (one entry when they are the same account)."""
+    def _check(self, window: TransactionWindow) -> None:
         if window.lookback != self.lookback:
             from sectorflow import ConfigError
 
             raise ConfigError(f"The window's lookback ({window.lookback} s) differs from the account model's "
                               f"({self.lookback} s); use the lookback the bundle was trained with.")
+
+    def rows(self, edge: Edge, window: TransactionWindow) -> list[tuple[str, list[float]]]:
+        """Update the state with ``edge`` (call right after ``window.add``) and return ``[(account, row)]``: the
+        sender's and the receiver's features after it (one entry when they are the same account).
+
+        The per-row Python path (training replays use it); :meth:`snapshots` with :func:`feature_matrix` gives the
+        same values as float32, bit for bit (a test checks it), for a whole batch at once."""
+        self._check(window)
         src, s, dst, d = self.observe(edge, window)
         today = int(edge.ts // DAY)
         if s is d:
@@ -348,3 +358,103 @@ class AccountFeatureExtractor:
         if channel is _DEPOSIT or channel is _WITHDRAWAL:
             return [(src, self._row(s, None, today)), (dst, self._row(d, None, today))]
         return [(src, self._row(s, d, today)), (dst, self._row(d, s, today))]
+
+    # --- snapshots: the serving path -----------------------------------------------------------------------------
+
+    def _snap(self, a: _Account, cp: _Account | None, today: int) -> tuple:
+        n, s, sl, sq = a.n, a.sum, a.sumlog, a.sq
+        n_tin, n_tout = n[TIN], n[TOUT]
+        l_tin, l_tout = sl[TIN], sl[TOUT]
+        tdays = a.tdays
+        transfers = a.transfers
+        on_day = a.day == today
+        if cp is None:
+            cp_part: tuple = (0, 0, 0, 0, 0)
+        else:
+            cs = cp.sum
+            cp_part = (1, len(cp.senders), len(cp.receivers), cs[TOUT], cs[TIN] + cs[CIN])
+        return (n_tin, n_tout, n[CIN], n[COUT], s[TIN], s[TOUT], s[CIN], s[COUT], l_tin, l_tout, sl[CIN], sl[COUT],
+                float(sq[TIN] * n_tin - l_tin * l_tin), float(sq[TOUT] * n_tout - l_tout * l_tout),
+                len(a.senders), len(a.receivers), a.ones_in, a.ones_out, a.recip, a.sq_in, a.sq_out, a.fast,
+                a.equal, len(a.days), len(tdays), transfers[-1] - transfers[0] if transfers else 0.0,
+                max(tdays.values()) if tdays else 0, a.days.get(today, 0), a.day_out if on_day else 0,
+                a.day_in if on_day else 0, len(self._peer), self._peer_sum, *cp_part)
+
+    def snapshots(self, edge: Edge, window: TransactionWindow) -> list[tuple[str, tuple]]:
+        """:meth:`rows` without the arithmetic: update the state with ``edge`` and return ``[(account, snapshot)]``,
+        each snapshot a tuple of :data:`N_SNAPSHOT` raw aggregates (counts, integer sums, the counterparty's);
+        :func:`feature_matrix` turns a list of them into feature rows, for a whole batch in numpy."""
+        self._check(window)
+        src, s, dst, d = self.observe(edge, window)
+        today = int(edge.ts // DAY)
+        snap = self._snap
+        if s is d:
+            return [(src, snap(s, None, today))]
+        channel = edge.txn.channel
+        if channel is _DEPOSIT or channel is _WITHDRAWAL:
+            return [(src, snap(s, None, today)), (dst, snap(d, None, today))]
+        return [(src, snap(s, d, today)), (dst, snap(d, s, today))]
+
+
+N_SNAPSHOT = 37
+"""Entries of one :meth:`AccountFeatureExtractor.snapshots` tuple."""
+
+
+def _div(num: np.ndarray, den: np.ndarray, ok: np.ndarray, default: float = 0.0) -> np.ndarray:
+    """``num / den`` where ``ok``, else ``default`` (no division by zero is evaluated)."""
+    out = np.full(num.shape, default)
+    np.divide(num, den, out=out, where=ok)
+    return out
+
+
+def feature_matrix(snapshots: list[tuple]) -> np.ndarray:
+    """Feature rows of snapshots (from :meth:`AccountFeatureExtractor.snapshots`): float32 ``[n, 38]``, equal bit
+    for bit to the rows :meth:`AccountFeatureExtractor.rows` computes one at a time (the same float64 operations in
+    the same order, then the same float32 cast; integer sums stay exact in float64 below 2^53, that is below about
+    9e11 currency units summed over an account's window)."""
+    if not snapshots:
+        return np.zeros((0, N_ACCOUNT_FEATURES), dtype=np.float32)
+    s = np.array(snapshots, dtype=np.float64)
+    (n_tin, n_tout, n_cin, n_cout, t_in, t_out, c_in, c_out, l_tin, l_tout, l_cin, l_cout, v_in, v_out, deg_in,
+     deg_out, ones_in, ones_out, recip, sq_in, sq_out, fast, equal, n_days, n_tdays, span, burst_max, burst_today,
+     tout_today, tin_today, peer_n, peer_sum, has_cp, cp_deg_in, cp_deg_out, cp_tout, cp_inflow) = s.T
+    unit = LOG_UNIT
+    has_tin, has_tout, has_cin, has_cout = n_tin > 0, n_tout > 0, n_cin > 0, n_cout > 0
+    m_tin = _div(l_tin, n_tin, has_tin) / unit
+    m_tout = _div(l_tout, n_tout, has_tout) / unit
+    m_cout = _div(l_cout, n_cout, has_cout) / unit
+    m_cin = _div(l_cin, n_cin, has_cin) / unit
+    has_peer = peer_n > 0
+    peer_mean = _div(peer_sum, peer_n, has_peer) / unit
+    inflow = t_in + c_in
+    outflow = t_out + c_out
+    deg = deg_in + deg_out
+    zero = np.zeros(len(s))
+    pass_through = np.where(inflow > 0, np.minimum(RATIO_CAP, _div(t_out, inflow, inflow > 0)),
+                            np.where(t_out > 0, RATIO_CAP, 0.0))
+    both = inflow + outflow
+    x = np.stack([
+        n_tin, n_tout, n_cin, n_cout, deg_in, deg_out,
+        _div(deg_in, n_tin, has_tin), _div(deg_out, n_tout, has_tout),
+        _div(ones_in, deg_in, has_tin), _div(ones_out, deg_out, has_tout),
+        _div(recip, deg, deg > 0),
+        np.where(has_tin & has_cout, m_tin - m_cout, zero),
+        np.where(has_tout & has_tin, m_tout - m_tin, zero),
+        np.where(has_tout & has_cout, m_tout - m_cout, zero),
+        np.where(has_cin & has_tin, m_cin - m_tin, zero),
+        np.where(has_tin & has_peer, m_tin - peer_mean, zero),
+        np.where(has_tout & has_peer, m_tout - peer_mean, zero),
+        _div(np.sqrt(np.maximum(0.0, v_in)), n_tin, n_tin > 1) / unit,
+        _div(np.sqrt(np.maximum(0.0, v_out)), n_tout, n_tout > 1) / unit,
+        _div(sq_in, n_tin * n_tin, has_tin), _div(sq_out, n_tout * n_tout, has_tout),
+        pass_through,
+        _div(t_out, outflow, outflow > 0), _div(t_in, inflow, inflow > 0),
+        _div(inflow - outflow, both, both > 0),
+        _div(n_tout, n_tout + n_cout, (n_tout + n_cout) > 0),
+        n_days, n_tdays, span / DAY, burst_max, burst_today, tout_today, tin_today,
+        _div(fast, n_tout, has_tout), _div(equal, n_tout, has_tout),
+        cp_deg_in, cp_deg_out,
+        np.where(has_cp > 0, np.where(cp_inflow > 0, np.minimum(RATIO_CAP, _div(cp_tout, cp_inflow, cp_inflow > 0)),
+                                      RATIO_CAP), zero),
+    ], axis=1)
+    return x.astype(np.float32)

@@ -16,6 +16,7 @@ per-transaction Paddle scorer (:mod:`sectorflow_aml.scorer`).
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,8 @@ class AccountScorer:
     """Calibrated account risk from account feature rows.
 
     Args:
-        bundle: a verified bundle with ``account_model.json`` and its LightGBM text model.
+        bundle: a verified bundle with ``account_model.json`` and its LightGBM text model (or, with ``model_kind:
+            "mlp"``, the network of :mod:`sectorflow_aml.account_mlp`).
 
     Attributes:
         lookback_days: the window the model was trained with (the pipeline's window gets the same).
@@ -49,8 +51,6 @@ class AccountScorer:
     """
 
     def __init__(self, bundle: Bundle) -> None:
-        import lightgbm as lgb
-
         if not has_account_model(bundle):
             raise BundleError(f"Bundle {bundle.path} has no {ACCOUNT_CONFIG}: it holds no account model.")
         config: dict[str, Any] = bundle.read_json(ACCOUNT_CONFIG)
@@ -68,21 +68,35 @@ class AccountScorer:
         self.threshold = config.get("threshold")
         self.feature_names = ACCOUNT_FEATURES
         path = bundle.file(config.get("model_file", "account_model.txt"))
-        try:
-            self.booster = lgb.Booster(model_str=path.read_text(encoding="utf-8"))
-        except lgb.basic.LightGBMError as exc:
-            raise BundleError(f"Bundle {bundle.path}: {path.name} is not a LightGBM text model: {exc}") from exc
-        if self.booster.num_feature() != N_ACCOUNT_FEATURES:
-            raise BundleError(f"Bundle {bundle.path}: {path.name} has {self.booster.num_feature()} features, not "
-                              f"{N_ACCOUNT_FEATURES}.")
+        if config.get("model_kind") == "mlp":  # ``sectorflow aml train --model mlp`` or a federated run
+            from .account_mlp import load_margin
+
+            self._margin = load_margin(path)
+        else:
+            import lightgbm as lgb
+
+            try:
+                self.booster = lgb.Booster(model_str=path.read_text(encoding="utf-8"))
+            except lgb.basic.LightGBMError as exc:
+                raise BundleError(f"Bundle {bundle.path}: {path.name} is not a LightGBM text model: {exc}") from exc
+            if self.booster.num_feature() != N_ACCOUNT_FEATURES:
+                raise BundleError(f"Bundle {bundle.path}: {path.name} has {self.booster.num_feature()} features, "
+                                  f"not {N_ACCOUNT_FEATURES}.")
+            self._margin = functools.partial(self.booster.predict, raw_score=True, num_threads=1)
         self.extractor = AccountFeatureExtractor(self.lookback_days * 86_400.0)
 
     def score_rows(self, rows: list[list[float]]) -> np.ndarray:
         """Calibrated risk of feature rows: float64 ``[n]`` in [0, 1] (each row scored alone: equal in any batch)."""
         if not rows:
             return np.zeros(0)
-        x = np.asarray(rows, dtype=np.float32)  # as in training (rows are stored as float32 there)
-        margin = self.booster.predict(x, raw_score=True, num_threads=1)
+        return self.score_matrix(np.asarray(rows, dtype=np.float32))  # float32 as in training
+
+    def score_matrix(self, x: np.ndarray) -> np.ndarray:
+        """Calibrated risk of a float32 feature matrix ``[n, 38]`` (:func:`~sectorflow_aml.account_features.
+        feature_matrix`): float64 ``[n]`` in [0, 1], each row scored alone (equal in any batch)."""
+        if not len(x):
+            return np.zeros(0)
+        margin = self._margin(x)
         return 1.0 / (1.0 + np.exp(-np.clip(self.a * margin + self.b, -35.0, 35.0)))
 
     def spawn(self) -> AccountScorer:
@@ -94,3 +108,32 @@ class AccountScorer:
     def reset(self) -> None:
         """Forget the account feature state."""
         self.extractor.reset()
+
+
+def describe_account(row: list[float], lookback_days: float, limit: int = 3) -> list[tuple[str, str, str]]:
+    """Notable values of an account's feature row (:data:`ACCOUNT_FEATURES`), for the reasons of a high account
+    score: facts of what the model saw over the window, not an attribution. Up to ``limit`` ``(code, en, zh)``
+    tuples; codes are ``model.account.<name>``."""
+    f = dict(zip(ACCOUNT_FEATURES, (float(v) for v in row)))
+    days = f"{lookback_days:g}"
+    out: list[tuple[str, str, str]] = []
+    if f["n_tout"] and f["fast_forward_share"] >= 0.5:
+        pct = round(100 * f["fast_forward_share"])
+        out.append(("model.account.fast_forward_share", f"{pct}% of its transfers out followed a transfer in within "
+                    "a day", f"{pct}%的转出发生在转入后一天内"))
+    if f["n_tin"] and f["n_tout"] and 0.8 <= f["pass_through"] <= 1.2:
+        pct = round(100 * f["pass_through"])
+        out.append(("model.account.pass_through", f"paid out {pct}% of what came in within {days} days",
+                    f"{days}天内转出金额为转入金额的{pct}%"))
+    if f["deg_in"] >= 5 and f["one_off_in_share"] >= 0.5:
+        out.append(("model.account.deg_in", f"paid by {int(f['deg_in'])} distinct accounts within {days} days, "
+                    f"{round(100 * f['one_off_in_share'])}% of them once", f"{days}天内有{int(f['deg_in'])}个不同的付款方"))
+    if f["deg_out"] >= 5 and f["one_off_out_share"] >= 0.5:
+        out.append(("model.account.deg_out", f"paid {int(f['deg_out'])} distinct accounts within {days} days, "
+                    f"{round(100 * f['one_off_out_share'])}% of them once", f"{days}天内向{int(f['deg_out'])}个不同账户付款"))
+    if len(out) < limit:  # always say what the model saw, so an analyst has facts to check
+        tin, tout, cin, cout = (int(f[k]) for k in ("n_tin", "n_tout", "n_cin", "n_cout"))
+        out.append(("model.account.profile", f"within {days} days {tin} transfers in, {tout} out, {cin} cash "
+                    f"deposits and {cout} cash withdrawals or spending, on {int(f['active_days'])} active days",
+                    f"{days}天内转入{tin}笔、转出{tout}笔、现金存入{cin}笔、现金支出{cout}笔，活跃{int(f['active_days'])}天"))
+    return out[:limit]

@@ -1,4 +1,4 @@
-"""Validation data of the AML risk scorer, for ``sectorflow models quantize aml`` (``TaskSpec.validation``).
+"""Validation data of the AML risk scorer, for ``sectorflow models quantize aml`` (``Int8Spec.validation``).
 
 Every transaction of the first two training runs (``../shared/data/amlsim_sample``: IBM/AMLSim, Apache-2.0;
 Suzumura & Kanezashi 2021) replayed through the plugin's feature code (:func:`sectorflow_aml.training.replay`);

@@ -95,7 +95,9 @@ class PeriodGraph:
         if lv == was and now_risky == was_risky:
             return []
         out = []
-        for other in self.links.get(account, ()):
+        # sorted: a set's order follows the process's string hash seed, so a run resumed from --state in another
+        # process would list the changed cases in another order than one continuous run
+        for other in sorted(self.links.get(account, ())):
             changed = False
             if lv > self.top.get(other, -1):
                 self.top[other] = lv

@@ -9,8 +9,8 @@ The flow (alerts live in the results that ``sectorflow run`` writes, amounts in 
     sectorflow aml explain ALERT_ID --results results.jsonl --input samples/aml/transactions.csv.gz \\
         --format amlsim --png alert.png
 
-The reading and checking of results files is :mod:`.results`. ``cli.register(app)`` adds the ``aml`` sub-app to the ``sectorflow`` typer app (called from the plugin's
-``sectorflow_register_commands`` hook).
+The reading and checking of results files is :mod:`.results`. ``cli.register(app)`` adds the ``aml`` sub-app to the
+``sectorflow`` typer app (called from the plugin's ``sectorflow_register_commands`` hook).
 """
 
 from __future__ import annotations
@@ -177,4 +177,7 @@ def register(app: Any) -> None:
     from .learn_cli import register as register_learning
 
     register_learning(aml_app)
+    from .workbench.cli import register as register_workbench
+
+    register_workbench(app, aml_app)
     app.add_typer(aml_app, name="aml")

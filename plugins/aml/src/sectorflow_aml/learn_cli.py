@@ -72,17 +72,24 @@ def write_account_bundle(out: str | Path, trained: Trained, *, lookback_days: fl
 
 def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], out: str | Path, *,
                  fmt: str | None = None, lookback_days: float = 30.0, seed: int = 20211, val_share: float = 0.25,
-                 command: str | None = None, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+                 command: str | None = None, log: Callable[[str], None] | None = None,
+                 model: str = "gbdt") -> dict[str, Any]:
     """Train an account model on labelled transaction files and write its bundle; returns the manifest.
+
+    ``model``: ``gbdt`` (LightGBM, a ``lightgbm`` bundle) or ``mlp`` (the network of
+    :mod:`sectorflow_aml.account_mlp`, an ``account-mlp`` bundle): same rows, split and calibration.
 
     ``labels``: one file for all ``sources`` (one bank's files), or one per source (separate runs whose account ids
     may repeat).
 
     Raises:
-        ConfigError: neither one labels file nor one per source.
+        ConfigError: neither one labels file nor one per source, or an unknown ``model``.
         LabelsError: a bad labels file.
         InvalidInputError: a split without both classes.
     """
+    if model not in ("gbdt", "mlp"):
+        raise ConfigError(f"--model {model!r}: give gbdt (LightGBM) or mlp (a network that federated training "
+                          "can average).")
     if len(labels) not in (1, len(sources)):
         raise ConfigError(f"Give one --labels file for all transaction files or one per file ({len(sources)}); got "
                           f"{len(labels)}.")
@@ -104,12 +111,19 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
                 f"{rep.x.shape[0]:,} account rows ({rep.seconds:.1f} s)")
         reps.append(rep)
         pairs.append((name, lab))
-    trained = train(reps, [lab for _, lab in pairs], seed=seed, val_share=val_share, log=log)
     datasets = [{"file": str(source), "sha256_as_read": rep.digest, "transactions": rep.n_transactions,
                  "labelled_accounts": len(lab), "laundering_accounts": lab.positives,
                  "labels": lab.source} for (source, lab), rep in zip(pairs, reps)]
+    command = command or " ".join(["sectorflow", "aml", "train", *map(str, sources)])
+    if model == "mlp":
+        from .account_mlp import train_mlp, write_mlp_bundle
+
+        mlp = train_mlp(reps, [lab for _, lab in pairs], seed=seed, val_share=val_share, log=log)
+        manifest_path = write_mlp_bundle(out, mlp, lookback_days=lookback_days, datasets=datasets, command=command)
+        return json.loads(manifest_path.read_text(encoding="utf-8"))
+    trained = train(reps, [lab for _, lab in pairs], seed=seed, val_share=val_share, log=log)
     manifest_path = write_account_bundle(out, trained, lookback_days=lookback_days, datasets=datasets,
-                                         command=command or " ".join(["sectorflow", "aml", "train", *map(str, sources)]))
+                                         command=command)
     return json.loads(manifest_path.read_text(encoding="utf-8"))
 
 
@@ -124,11 +138,13 @@ def train_command(
         fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format (default: guessed)."),
         lookback_days: float = typer.Option(30.0, "--lookback-days", help="Window the features see (days)."),
         seed: int = typer.Option(20211, "--seed", help="Seed of the validation split and the trees."),
+        model: str = typer.Option("gbdt", "--model", help="gbdt (LightGBM) or mlp (a network; the kind "
+                                  "`sectorflow federate` averages across banks)."),
 ) -> None:
     """Train the account risk model on labelled transactions and write a bundle (use it with --task-path)."""
     manifest = train_bundle(transactions, labels, out, fmt=fmt, lookback_days=lookback_days, seed=seed,
                             command=" ".join(["sectorflow aml train", *sys.argv[3:]]) if len(sys.argv) > 3 else None,
-                            log=lambda m: typer.echo(m, err=True))
+                            log=lambda m: typer.echo(m, err=True), model=model)
     v = manifest["metrics"]["account_level"]["validation"]
     typer.echo(f"wrote {out}: validation account AP {v['average_precision']}, precision at K {v['precision_at_k']} "
                f"(K={v['k']}), recall at 1% FPR {v['recall_at_1pct_fpr']} (base rate {v['base_rate']})")

@@ -193,7 +193,7 @@ def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, 
     fills fields the file lacks or leaves empty (e.g. ``{"currency": "USD"}``). Header names are read with
     surrounding spaces removed (``Txn Ref, Amt`` has the columns ``Txn Ref`` and ``Amt``). ``context`` is the
     validation context the caller will read the rows with (:func:`~sectorflow_aml.schema.input_context`; the core
-    hands it to reader factories, see ``sectorflow.io.reader_for``): it only words the once-per-file line about
+    hands it to reader factories, see ``sectorflow.input_files.reader_for``): it only words the once-per-file line about
     timestamps without a UTC offset (:func:`_noting_naive_times`); ``None``: not known.
 
     Parsed by :func:`sectorflow.csv_records` (strict): blank lines are skipped and not counted. Bad rows, yielded as
@@ -427,7 +427,7 @@ READERS: dict[str, Reader] = {
 READER_FACTORIES: dict[str, Callable[..., Reader]] = {"csv": csv_reader, "jsonl": jsonl_reader,
                                                       "parquet": parquet_reader}
 """The formats whose columns ``sectorflow run aml FILE --format NAME --column FIELD=COLUMN --default FIELD=VALUE``
-renames: ``factory(mapping=..., defaults=..., context=...)`` (the core's ``TaskSpec.reader_factories``; the core
+renames: ``factory(mapping=..., defaults=..., context=...)`` (the core's ``InputFormat.factory``; the core
 hands ``context``, the run's input context, to every read of these formats, so they are read by the factory also
 without ``--column``)."""
 

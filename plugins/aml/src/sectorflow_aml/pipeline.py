@@ -4,7 +4,8 @@ For each transaction, in arrival order (:meth:`AMLPipeline.preprocess`):
 
 1. ``window.add(txn)`` (:mod:`sectorflow_aml.window`);
 2. every enabled typology rule's ``check(window, edge)`` (:mod:`sectorflow_aml.typologies`);
-3. the scorer's feature row (:mod:`sectorflow_aml.scorer`), when a model bundle is loaded; cash (``cash_deposit``,
+3. the per-transaction scorer's feature row (:mod:`sectorflow_aml.scorer`), only with ``transaction_model=True``
+   or without an account model (``account_model=False``, a bundle that has none): it is not window-exact; cash (``cash_deposit``,
    ``cash_withdrawal``, whether booked on the customer's account alone or against a cash or walk-in account) and
    self-transfers (sender = receiver) update the features' state but are not scored: the model learned transfers
    between two accounts (AMLSim has no cash and 14 self-transfers in 120,000); on a self-transfer every graph
@@ -12,11 +13,12 @@ For each transaction, in arrival order (:meth:`AMLPipeline.preprocess`):
    would look like a hub, so a score would be an extrapolation. The rules and the report engine cover cash
    (``model_score`` is ``None``);
 4. ``ReportEngine.observe(txn)`` for large-value / currency transaction report drafts (:mod:`sectorflow_aml.reports`).
-5. the account model's rows (:mod:`sectorflow_aml.account_features`), when the bundle holds an account model: the
-   sender's and the receiver's window features after the transaction (cash and self-transfers included: they are
-   the account's own events). :meth:`forward` scores them in one batch (:mod:`sectorflow_aml.account_scorer`) and
-   the result's ``account_scores`` maps each of the two accounts to its calibrated risk; a ``lightgbm`` bundle (from
-   ``sectorflow aml train``) holds the account model alone, and then ``model_score`` is ``None``.
+5. the account model's snapshots (:mod:`sectorflow_aml.account_features`), when the bundle holds an account model:
+   the sender's and the receiver's raw window aggregates after the transaction (cash and self-transfers included:
+   they are the account's own events). :meth:`forward` turns a batch of them into feature rows in numpy
+   (``feature_matrix``) and scores them in one LightGBM call (:mod:`sectorflow_aml.account_scorer`); the result's
+   ``account_scores`` maps each of the two accounts to its calibrated risk, and ``model_score`` is the higher of
+   the two (by default: the account model gives the model part of ``risk_score``, window-exact; docs/aml.md).
 
 :meth:`forward` scores a batch of feature rows with the Paddle predictor; :meth:`postprocess` combines rule alerts
 and the model score into ``risk_score``, the alert flag, typologies, reasons (en and zh, from both), alerts (a model
@@ -30,7 +32,8 @@ updates it made (options ``case_period``, ``alert_budget``, ``case_min_model_sco
 
 Risk: ``rule_risk = 1 - prod(1 - alert.score)`` over the rule alerts completed by the transaction; the model score
 ``m`` is rescaled piecewise-linearly so that the bundle's decision threshold ``t`` lands on ``alert_threshold``
-(``m < t``: ``m / t * a``; else ``a + (m - t) / (1 - t) * (1 - a)``); ``risk = 1 - (1 - rule_risk)(1 - model_risk)``.
+(``t``: the account model's threshold of best validation F1, or the per-transaction scorer's; ``m < t``:
+``m / t * a``; else ``a + (m - t) / (1 - t) * (1 - a)``); ``risk = 1 - (1 - rule_risk)(1 - model_risk)``.
 The alert flag is ``risk >= alert_threshold``.
 
 State (window, scorer features, report aggregates, alert cooldowns, open cases) is kept across calls, so feeding
@@ -54,6 +57,7 @@ from typing import Any
 
 from sectorflow import ConfigError, Pipeline
 
+from .account_features import feature_matrix
 from .cases import OPTIONS as CASE_OPTIONS
 from .cases import CaseBook
 from .fx import MissingRateError
@@ -77,8 +81,11 @@ OPTIONS: dict[str, str] = {
                      "value other than the bundle's needs model=False",
     "rules": "typology settings: {name: False | True | {param: value}}, names: " + ", ".join(RULES),
     "model": "use the learned risk scorer (default True when a bundle is loaded)",
-    "account_model": "compute account_scores with the bundle's account model (default True when the bundle has one; "
-                     "False saves its cost, about half of a batch call's time, when no case book needs them)",
+    "account_model": "compute account_scores with the bundle's account model (default True when the bundle has one); "
+                     "with it, model_score and risk_score come from the account model (window-exact); False falls "
+                     "back to the per-transaction scorer (not window-exact: it reads account age and lifetime counts)",
+    "transaction_model": "also run the per-transaction scorer (bundle model.json) and take model_score from it, as "
+                         "before bundle 3 (default False when the account model is on; it is not window-exact)",
     "alert_threshold": "risk score at or above which a transaction is flagged (default 0.5)",
     "str_threshold": "alert score at or above which a suspicious transaction report draft is made (default 0.75)",
     "model_str": "let a model_risk alert alone draft a suspicious transaction report (default False: the shipped "
@@ -279,7 +286,7 @@ class _Item:
         self.notes = notes  # input warnings (duplicate id, out of time order) that go into the result's reasons
         self.duplicate = False  # a repeated transaction id: not in the window, not scored, not counted
         self.score: float | None = None
-        self.row = row
+        self.row = row  # the per-transaction scorer's features; without it, (account, row) of a model-flagged account
         self.alerts = alerts
         self.reports = reports
         self.edge = edge
@@ -315,6 +322,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             raise ConfigError(f"model={use_model!r}: give True or False.")
         self.scorer = None
         self.account_scorer = None
+        self.account_threshold = 0.5
         lookback = opts.get("lookback_days")
         if lookback is not None and (isinstance(lookback, bool) or not isinstance(lookback, (int, float))
                                      or not 0 < lookback <= 3660):
@@ -323,21 +331,27 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             from .account_scorer import AccountScorer, has_account_model
 
             trained = None
-            if self.bundle.format != "lightgbm":  # a lightgbm bundle holds the account model alone
-                from .scorer import RiskScorer  # imports Paddle only when a model is used
-
-                self.scorer = RiskScorer(self.bundle, self.predictor_pool())
-                trained = self.scorer.lookback_days
             use_accounts = opts.get("account_model", True)
             if not isinstance(use_accounts, bool):
                 raise ConfigError(f"account_model={use_accounts!r}: give True or False.")
-            if use_accounts and has_account_model(self.bundle):
+            use_accounts = use_accounts and has_account_model(self.bundle)
+            use_tx = opts.get("transaction_model", not use_accounts)
+            if not isinstance(use_tx, bool):
+                raise ConfigError(f"transaction_model={use_tx!r}: give True or False.")
+            if use_tx and self.bundle.format not in ("lightgbm", "account-mlp"):  # these hold the account model alone
+                from .scorer import RiskScorer  # imports Paddle only when that model is used
+
+                self.scorer = RiskScorer(self.bundle, self.predictor_pool())
+                trained = self.scorer.lookback_days
+            if use_accounts:
                 self.account_scorer = AccountScorer(self.bundle)
                 if trained is not None and trained != self.account_scorer.lookback_days:
                     raise ConfigError(f"Bundle {self.bundle.name}: its transaction and account models were trained "
                                       "with different lookbacks.")
                 trained = self.account_scorer.lookback_days
-            if trained is None and use_accounts:
+                threshold = self.account_scorer.threshold
+                self.account_threshold = float(threshold) if threshold is not None else 0.5
+            if trained is None and opts.get("account_model", True) is not False:
                 raise ConfigError(f"Bundle {self.bundle.path} ({self.bundle.format}) holds no aml model.")
             if trained is not None and lookback is not None and float(lookback) != trained:
                 raise ConfigError(f"lookback_days={lookback!r}, but the model bundle {self.bundle.name} was trained "
@@ -483,7 +497,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         window = self.window
         checks = [_exempting(rule.check, rule.name, self.exempt_accounts) for rule in self.rules]
         feature_row = self.scorer._extractor.row if self.scorer is not None else None
-        account_rows = self.account_scorer.extractor.rows if self.account_scorer is not None else None
+        account_rows = self.account_scorer.extractor.snapshots if self.account_scorer is not None else None
         observe = self.reports_engine.observe
         for currency in {txn.currency for txn in items}:  # a missing FX rate fails the call before any state changes
             try:
@@ -553,7 +567,11 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         return out
 
     def forward(self, batch: Sequence[_Item]) -> list[_Item]:
-        """Score one batch with the model: sets each item's ``score`` (left ``None`` when no model runs)."""
+        """Score one batch: sets each item's ``score`` (left ``None`` when no model runs) and ``account_scores``.
+
+        The account rows are computed here for the whole batch at once (:func:`~sectorflow_aml.account_features.
+        feature_matrix` of the snapshots ``preprocess`` took), then scored in one LightGBM call; without the
+        per-transaction scorer, ``score`` is the higher of the two accounts' rounded scores."""
         if self.scorer is not None:
             rows = [item.row for item in batch]
             if None in rows:  # a repeated id has no row
@@ -564,11 +582,32 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             for item, score in zip(scored, self.scorer.score_rows(rows).tolist()):
                 item.score = score
         if self.account_scorer is not None:
-            rows = [row for item in batch if item.account_rows for _, row in item.account_rows]
-            scores = iter(self.account_scorer.score_rows(rows).tolist())
+            snaps = [snap for item in batch if item.account_rows for _, snap in item.account_rows]
+            x = feature_matrix(snaps)
+            scores = self.account_scorer.score_matrix(x).round(6).tolist()
+            own = self.scorer is None  # model_score from the account model
+            t = self.account_threshold
+            j = 0
             for item in batch:
-                if item.account_rows:
-                    item.account_scores = {account: round(next(scores), 6) for account, _ in item.account_rows}
+                pairs = item.account_rows
+                if not pairs:
+                    continue
+                item.account_rows = None  # the snapshots are spent: free them before postprocess
+                k = j  # the row of the riskier account (the sender's on a tie)
+                if len(pairs) == 1:
+                    item.account_scores = {pairs[0][0]: scores[j]}
+                    j += 1
+                else:
+                    first, second = scores[j], scores[j + 1]
+                    item.account_scores = {pairs[0][0]: first, pairs[1][0]: second}
+                    if second > first:
+                        k = j + 1
+                    j += 2
+                if own:
+                    best = scores[k]
+                    item.score = best
+                    if best >= t:  # flagged by the model: keep that account and its row for the reasons
+                        item.row = (pairs[k - j + len(pairs)][0], x[k].tolist())
         return list(batch)
 
     def postprocess(self, items: Sequence[Transaction], raw: Sequence[Any]) -> list[TransactionAssessment]:
@@ -579,7 +618,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
     def _assess(self, items: Sequence[Transaction], raw: Sequence[Any]) -> list[TransactionAssessment]:
         results: list[TransactionAssessment] = []
         a = self.alert_threshold
-        t = self.scorer.threshold if self.scorer is not None else None
+        t = self.scorer.threshold if self.scorer is not None else self.account_threshold
         construct = TransactionAssessment.model_construct
         new, setattr_, assessment, fields_set = _new, _set, TransactionAssessment, _FIELDS_SET
         append = results.append
@@ -683,9 +722,23 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self._clock_edge = found
         return found.txn if found is not None else None
 
-    def _model_reasons(self, score: float, row: list[float] | None) -> list[Reason]:
-        assert self.scorer is not None
+    def _model_reasons(self, score: float, row: Any) -> list[Reason]:
         source = f"model:{self.model_source}"
+        if self.scorer is None:  # the account model's score: ``row`` is (account, its feature row) when flagged
+            from .account_scorer import describe_account
+
+            t = self.account_threshold
+            account, features = row if row is not None else (None, None)
+            who = f"account {account}" if account is not None else "an account of this transaction"
+            who_zh = f"账户 {account}" if account is not None else "本交易的账户"
+            reasons = [Reason(code="model.risk", en=f"{who}: account risk model score {score:.4f} over the last "
+                              f"{self.lookback_days:g} days (flags at >= {t:.4f})",
+                              zh=f"{who_zh}：近{self.lookback_days:g}天账户风险模型评分 {score:.4f}（≥ {t:.4f} 预警）",
+                              source=source)]
+            if features is not None:
+                reasons.extend(Reason(code=code, en=en, zh=zh, source=source)
+                               for code, en, zh in describe_account(features, self.lookback_days))
+            return reasons
         reasons = [Reason(code="model.risk", en=f"learned risk model score {score:.4f} (flags at >= "
                                                 f"{self.scorer.threshold:.4f})",
                           zh=f"风险模型评分 {score:.4f}（≥ {self.scorer.threshold:.4f} 预警）", source=source)]
@@ -700,7 +753,9 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         analyst's queue holds one entry per pair instead of one per transfer. Runs in arrival order in postprocess,
         so one-at-a-time and batch calls decide alike."""
         edge = item.edge
-        key = (edge.src, edge.dst)
+        key: Any = (edge.src, edge.dst)
+        if self.scorer is None and item.row is not None:  # the account model: one alert per account and window
+            key = (item.row[0], "")  # (account, ""): the state keeps (src, dst) pairs
         ts = edge.txn.timestamp.timestamp()
         horizon = self.lookback_days * 86400.0
         last = self._model_alerted.get(key)
@@ -714,8 +769,12 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
     def _model_alert(self, item: _Item, risk: float, reasons: list[Reason]) -> Alert:
         edge = item.edge
         tid = edge.txn.transaction_id
+        accounts = list(dict.fromkeys((edge.src, edge.dst)))
+        if self.scorer is None and item.row is not None and item.row[0] in accounts:  # the flagged account first
+            accounts.remove(item.row[0])
+            accounts.insert(0, item.row[0])
         return Alert(alert_id=alert_id("model_risk", [tid]), typology="model_risk",
-                     accounts=list(dict.fromkeys((edge.src, edge.dst))), transaction_ids=[tid],
+                     accounts=accounts, transaction_ids=[tid],
                      score=round(risk, 4), reasons=reasons, fired_by=f"model:{self.model_source}",
                      time=edge.txn.timestamp, transactions_sha256=transactions_digest([edge.txn]))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sectorflow import TaskSpec, hookimpl
+from sectorflow import Int8Spec, TaskSpec, hookimpl, input_formats
 
 from . import __version__
 from .loaders import READER_FACTORIES, READERS
@@ -37,12 +37,12 @@ def spec() -> TaskSpec:
         description="Anti-money-laundering: typology rules + learned risk score over a sliding transaction window; "
                     "alerts with zh/en reasons, large-value/CTR and suspicious transaction report drafts.",
         default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32", "int8"),
-        languages=("zh", "en"), readers=dict(READERS), reader_factories=dict(READER_FACTORIES),
+        languages=("zh", "en"), formats=input_formats(READERS, READER_FACTORIES),
         options=dict(OPTIONS), examples=EXAMPLES, stateful=True,
-        validation=validation, model_switch="model", input_context=input_context,
+        model_switch="model", context_from_options=input_context,
         # weight-only: the scorer's standardised inputs span a wide range, and ONNX Runtime's per-batch uint8
         # rounding of them cost bundle 2.0.0 0.54 F1 points on validation accounts (more than the 0.5 margin)
-        quantize_ops=("MatMulWeightOnly",))
+        int8=Int8Spec(validation=validation, quantize_ops=("MatMulWeightOnly",)))
 
 
 @hookimpl
@@ -61,7 +61,20 @@ def sectorflow_register_commands(app: Any) -> None:
 
 @hookimpl
 def sectorflow_register_trainables(register: Any) -> None:
-    """Offer the risk scorer to the federated layer (``sectorflow federate aml``): see :mod:`sectorflow_aml.trainable`."""
+    """Offer the federated layer (``sectorflow federate aml``) the account MLP over a bank's own files
+    (``account_mlp``, :mod:`sectorflow_aml.account_federated`) and the AMLSim risk scorer (``risk_mlp``,
+    :mod:`sectorflow_aml.trainable`)."""
+    from .account_federated import trainable_spec as account_spec
     from .trainable import trainable_spec
 
     register(trainable_spec())
+    register(account_spec())
+
+
+@hookimpl
+def sectorflow_register_web(app: Any, host: Any) -> None:
+    """Mount the AML analyst workbench under ``/ui/`` when the server configuration has ``[web.aml]``
+    (:mod:`sectorflow_aml.workbench`)."""
+    from .workbench import register_web
+
+    register_web(app, host)

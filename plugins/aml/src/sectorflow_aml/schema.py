@@ -259,6 +259,10 @@ class Alert(BaseModel):
     variant: str | None = Field(default=None, description="Variant of the typology, e.g. 'cumulative' or 'fan_in' "
                                                           "for structuring.")
     time: datetime = Field(description="Time of the transaction that completed the pattern (UTC).")
+    evidence: dict[str, float] = Field(
+        default_factory=dict, description="The figures a typology judged the pattern by, beyond its counts (issue 21: "
+                                          "e.g. through_share, own_baseline, similar_share, amount_cv, new_share, "
+                                          "dwell_hours; docs/aml-rules.md); empty for rules that keep none.")
     transactions_sha256: str | None = Field(
         default=None, description="SHA-256 of the alert's transactions as the pipeline read them (transactions_digest: "
                                   "id, UTC time, accounts, amount, currency, channel, countries), so `sectorflow aml "
@@ -332,7 +336,9 @@ class TransactionAssessment(TaskResult):
 
     transaction_id: str
     risk_score: float = Field(ge=0, le=1, description="Combined rule and model risk in [0, 1].")
-    model_score: float | None = Field(default=None, ge=0, le=1, description="The learned scorer's output alone.")
+    model_score: float | None = Field(default=None, ge=0, le=1, description=(
+        "The model's score alone: by default the higher of the sender's and the receiver's account-model scores after "
+        "this transaction; with transaction_model=True (or no account model) the per-transaction scorer's."))
     alert: bool
     typologies: list[str] = Field(default_factory=list)
     reasons: list[Reason] = Field(default_factory=list)

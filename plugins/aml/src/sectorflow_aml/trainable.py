@@ -296,9 +296,28 @@ def build(partition: dict[str, Any]) -> AMLTrainable:
     return AMLTrainable(data, seed=seed)
 
 
+def check(partition: dict[str, Any]) -> None:
+    """Cheap checks of a partition before any Flower process starts (``TrainableSpec.check``).
+
+    Raises:
+        ConfigError: no ``data``, a missing run folder, or a bank number out of range.
+    """
+    if "data" not in partition:
+        raise ConfigError("The aml risk_mlp trainable needs partition['data']: the amlsim_sample folder.")
+    runs = tuple(partition.get("runs") or RUNS)
+    missing = [str(Path(partition["data"]) / r) for r in runs
+               if not (Path(partition["data"]) / r / "transactions.csv.gz").is_file()]
+    if missing:
+        raise ConfigError(f"AMLSim run folder(s) {missing} not found: point 'data' at amlsim_sample.")
+    bank = int(partition.get("bank", partition.get("partition_id", 0)))
+    num_banks = int(partition.get("num_banks", partition.get("num_partitions", 1)))
+    if not 0 <= bank < num_banks:
+        raise ConfigError(f"bank must be in [0, num_banks={num_banks}), got {bank}.")
+
+
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers: task ``aml``, name ``risk_mlp``."""
-    return TrainableSpec(task="aml", name="risk_mlp", build=build,
+    return TrainableSpec(task="aml", name="risk_mlp", build=build, check=check,
                          description="AML risk-scorer MLP over one bank's AMLSim accounts (features from its own "
                                      "transaction window)")
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sectorflow import BertConfig, BertEncoder, ConfigError, load_bert_weights, load_pdparams, write_manifest
+from sectorflow import ConfigError, load_pdparams, write_manifest
+from sectorflow_text_encoder import BertConfig, BertEncoder, load_bert_weights
 
 from .runtime import CHECKPOINT_FORMAT
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+import sectorflow
 from sectorflow import ConfigError, InvalidInputError, sha256_file
 
 from .encoders import Encoder
@@ -76,8 +77,7 @@ def _cache_dir(path: Path, digest: str) -> Path:
         probe.unlink()
         return beside
     except OSError:
-        home = Path(os.environ.get("SECTORFLOW_HOME") or Path.home() / ".cache" / "sectorflow")
-        folder = home / "customer_service" / "faq" / digest[:16]
+        folder = sectorflow.home() / "customer_service" / "faq" / digest[:16]
         folder.mkdir(parents=True, exist_ok=True)
         return folder
 

@@ -1,4 +1,4 @@
-"""The intent model: a BERT encoder (``sectorflow.BertEncoder``), mean pooling and one linear head per intent set
+"""The intent model: a BERT encoder (``sectorflow_text_encoder.BertEncoder``), mean pooling and one linear head per intent set
 (multi-task).
 
 One fine-tuned encoder is shared by every head (banking77, CLINC150 ...), so a message is encoded once and the
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sectorflow import BertConfig, BertEncoder, import_paddle, mean_pool
+from sectorflow import import_paddle
+from sectorflow_text_encoder import BertConfig, BertEncoder, mean_pool
 
 paddle = import_paddle()
 

@@ -3,7 +3,7 @@
 Two bundle formats (manifest ``format``):
 
 - ``sectorflow-cs-int8`` (the shipped one, made by ``scripts/build_bundle.py``): ``config.json``, ``vocab.txt``,
-  ``weights.safetensors`` (int8 weight-only, ``sectorflow.quantize_state_int8``), ``labels.json`` and
+  ``weights.safetensors`` (int8 weight-only, ``sectorflow_text_encoder.quantize_state_int8``), ``labels.json`` and
   ``calibration.json``; manifest ``heads`` lists ``[name, n_labels]``.
 - ``paddlenlp-checkpoint``: a BERT/ERNIE folder saved by PaddleNLP's ``save_pretrained`` (``config.json``,
   ``model_state.pdparams``, ``vocab.txt``) plus a manifest (``sectorflow customer-service adopt DIR`` writes it):
@@ -26,18 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from sectorflow import (
-    BertConfig,
-    Bundle,
-    BundleError,
-    ConfigError,
-    dequantize_state_int8,
-    import_paddle,
-    load_bert_weights,
-    load_bundle,
-    load_pdparams,
-    write_manifest,
-)
+from sectorflow import Bundle, BundleError, ConfigError, import_paddle, load_bundle, load_pdparams, write_manifest
+from sectorflow_text_encoder import BertConfig, dequantize_state_int8, load_bert_weights
 
 from .intent_model import IntentModel
 from .wordpiece import WordPiece

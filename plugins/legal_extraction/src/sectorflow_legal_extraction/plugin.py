@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sectorflow import TaskSpec, hookimpl
+from sectorflow import Int8Spec, TaskSpec, hookimpl, input_formats
 
 from . import __version__
 from .pipeline import OPTIONS, LegalExtractionPipeline
@@ -38,11 +38,11 @@ def spec() -> TaskSpec:
                     "contacts, amounts, dates, term, renewal, notice, 违约金, governing law, disputes; CUAD clause "
                     "classifier.",
         default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32", "int8"),
-        languages=("zh", "en"), options=dict(OPTIONS), examples=EXAMPLES, validation=validation,
-        readers=dict(READERS),
+        languages=("zh", "en"), options=dict(OPTIONS), examples=EXAMPLES,
+        formats=input_formats(READERS),
         # the model is mostly its n-gram embedding table: MatMul alone leaves the file at 1.00x its fp32 size, with
         # the table stored 8-bit (Gather) it is 0.25x at 99.9% of fp32's macro AUPR (docs/performance.md)
-        quantize_ops=("MatMul", "Gather"))
+        int8=Int8Spec(validation=validation, quantize_ops=("MatMul", "Gather")))
 
 
 @hookimpl

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sectorflow import TaskSpec, hookimpl
+from sectorflow import Int8Spec, TaskSpec, hookimpl, input_formats
 
 from . import __version__
 from .pipeline import OPTIONS, MedicalReportPipeline
@@ -41,9 +41,8 @@ def spec() -> TaskSpec:
         description="Radiology findings text (zh/en) to a structured report: findings with anatomy, size (mm), "
                     "ConText assertion and temporality; Fleischner 2017 / Lung-RADS v2022 recommendations; ICD-10.",
         default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32", "int8"), languages=("zh", "en"),
-        options=dict(OPTIONS), examples=EXAMPLES, readers=dict(READERS),
-        reader_factories=dict(READER_FACTORIES), validation=validation,
-        quantize_ops=QUANTIZE_OPS, model_switch="use_model")
+        options=dict(OPTIONS), examples=EXAMPLES, formats=input_formats(READERS, READER_FACTORIES),
+        int8=Int8Spec(validation=validation, quantize_ops=QUANTIZE_OPS), model_switch="use_model")
 
 
 @hookimpl

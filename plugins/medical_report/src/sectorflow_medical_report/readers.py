@@ -37,7 +37,7 @@ READERS = {"txt": read_txt, "lines": read_lines}
 
 
 def _with_defaults(fmt: str, read: Callable[[Any], Iterator[tuple[int, Any]]]) -> Callable[..., Any]:
-    """``factory(mapping=None, defaults=None) -> Reader`` (``TaskSpec.reader_factories``): ``read``'s records with
+    """``factory(mapping=None, defaults=None) -> Reader`` (``InputFormat.factory``): ``read``'s records with
     ``defaults`` added (text values; the input model converts "60" or "true").
 
     Raises:

@@ -118,8 +118,50 @@ class TaggerTrainable:
         return len(self.val_data), float(loss), {k: float(v) for k, v in metrics.items()}
 
 
+def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
+    """Write a federated run's global tagger as a bundle in the shipped bundle's layout (``model.json`` +
+    ``model.pdiparams`` from ``paddle.jit.save``, ``weights.safetensors``, ``vocab.json``, ``manifest.json``) that
+    ``Taskflow("medical_report", task_path=out)`` loads; ``arrays`` in weight-name order, ``run`` (the federation's
+    record) goes to ``provenance.federation``. Returns the manifest path.
+
+    Raises:
+        ConfigError: ``out`` exists and is not empty or a bundle folder; arrays of another layer.
+    """
+    import shutil
+
+    from safetensors.numpy import save_file
+
+    from sectorflow import ConfigError, write_manifest
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not (out / "manifest.json").is_file():
+        raise ConfigError(f"--out {out} exists and is not a bundle folder: give a new or empty folder.")
+    paddle = import_paddle()
+    vocab, _ = load_vocab_and_weights()
+    layer = tagger.make_layer(len(vocab))
+    names = sorted(layer.state_dict())
+    if len(arrays) != len(names):
+        raise ConfigError(f"{len(arrays)} arrays for the tagger's {len(names)} weights.")
+    weights = {k: np.asarray(a, dtype=np.float32) for k, a in zip(names, arrays)}
+    layer.set_state_dict({k: paddle.to_tensor(v) for k, v in weights.items()})
+    layer.eval()
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(BUNDLE_DIR / "vocab.json", out / "vocab.json")
+    save_file(weights, str(out / "weights.safetensors"))
+    tagger.save_inference(layer, str(out / "model"))
+    shipped = json.loads((BUNDLE_DIR / "manifest.json").read_text(encoding="utf-8"))
+    shipped.pop("files", None)
+    evaluated = [r for r in run.get("rounds", []) if r.get("eval_metrics")]
+    shipped.update(name=f"{shipped.get('name', 'span-tagger')}-federated", metrics={
+        "validation": evaluated[-1]["eval_metrics"] if evaluated else {},
+        "history": [{"round": r["round"], **r["eval_metrics"]} for r in evaluated]})
+    shipped["provenance"] = {**shipped.get("provenance", {}), "federation": run,
+                             "command": run.get("command", "sectorflow federate medical_report")}
+    return write_manifest(out, **shipped)
+
+
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers through ``sectorflow_register_trainables``."""
-    return TrainableSpec(task="medical_report", name="span-tagger", build=TaggerTrainable,
+    return TrainableSpec(task="medical_report", name="span-tagger", build=TaggerTrainable, export=export,
                          description="Character BiGRU tagger of anatomy and finding spans in radiology reports "
                                      "(zh + en); partitions: a hospital's jsonl or one generated writing style.")

@@ -20,6 +20,7 @@ from sectorflow import ConfigError
 
 from ..schema import Alert, Channel, Reason, transactions_digest
 from ..window import DAY, Edge, TransactionWindow
+from .history import amount_similarity, fifo_flows, first_edge_ts, is_burst, own_baseline, through_share
 
 
 def alert_id(typology: str, transaction_ids: Iterable[str]) -> str:
@@ -83,7 +84,7 @@ class Rule:
                            for k, v in dataclasses.asdict(self.params).items()}}
 
     def alert(self, edges: Iterable[Edge], score: float, en: str, zh: str, *, accounts: Iterable[str] | None = None,
-              trigger: Edge, variant: str | None = None) -> Alert:
+              trigger: Edge, variant: str | None = None, evidence: Mapping[str, float] | None = None) -> Alert:
         """Build the :class:`Alert` for ``edges`` (the transactions involved), raised by ``trigger``.
 
         ``accounts`` start with the alert's subject (the customer a suspicious report names: see
@@ -104,7 +105,7 @@ class Rule:
             first.setdefault(e.txn.transaction_id, e.txn)
         return Alert(alert_id=alert_id(self.name, ids), typology=self.name, accounts=list(accounts),
                      transaction_ids=ids, score=round(min(1.0, max(0.0, score)), 4), reasons=[reason],
-                     fired_by=self.module, variant=variant,
+                     fired_by=self.module, variant=variant, evidence=dict(evidence or {}),
                      time=datetime.fromtimestamp(trigger.ts, tz=timezone.utc),
                      transactions_sha256=transactions_digest(first[tid] for tid in ids))
 
@@ -272,10 +273,62 @@ def rule_period(window: TransactionWindow, days: float | None) -> float:
     return window.lookback if days is None else min(days * DAY, window.lookback)
 
 
+@dataclasses.dataclass(frozen=True)
+class HubTests:
+    """The own-history and money-path tests of a hub rule (:mod:`.history`): ``burst_ratio`` (counted
+    counterparties over the account's own mean per earlier period of the window; 0 off), ``min_through_share`` (share of the
+    counted sum that went through, first in first out over the window (:func:`.history.fifo_flows`): a fan-in's
+    collected money paid on by now, a fan-out's payments made of money that came in at most ``dwell_days`` before
+    each; 0 off), ``max_stale_share`` (fan-out: the most of the counted payments that may be money the account had
+    held longer than ``dwell_days``; 1 off), ``similar_ratio`` (the factor around the median within which an amount
+    is similar)."""
+
+    burst_ratio: float = 0.0
+    min_through_share: float = 0.0
+    dwell_days: float = 0.0
+    similar_ratio: float = 1.25
+    max_stale_share: float = 1.0
+
+
+def judge_history(window: TransactionWindow, state: Any, hub: str, incoming: bool, counted: Mapping[str, list[Edge]],
+                  edges: list[Edge], total: float, period: float, tests: HubTests, now: float,
+                  ) -> dict[str, float] | None:
+    """The :class:`HubTests` of a hub whose counted counterparties already passed :func:`hub_judged`: ``None`` when
+    one fails, else the evidence (``through_share``, ``own_baseline`` (-1: no history in the window),
+    ``similar_share``, ``amount_cv``; a fan-out also ``stale_share``).
+
+    History decides where there is one, the money's path where there is none: with an own level on the counted side
+    (:func:`.history.own_baseline` above 0) the count must be a burst against it (``burst_ratio``); without one (an
+    account new in the window, or one that never had counterparties on that side before: a monthly payroll whose
+    last run left a 30-day window) the money's path decides: a fan-out whose payments were mostly money it had held
+    longer than ``dwell_days`` (first in first out: a payroll paid out of a month of client income) is none
+    (``max_stale_share``); a fan-in must have paid on ``min_through_share`` of what it collected (off by default:
+    see :mod:`.fan_in`). Money whose source the window does not show (before the window began) decides nothing."""
+    baseline = None
+    if tests.burst_ratio > 0:
+        baseline = own_baseline(state.incoming if incoming else state.outgoing, hub, incoming, now, period,
+                                window.lookback, first_edge_ts(state.incoming, state.outgoing))
+        if baseline and not is_burst(len(counted), baseline, tests.burst_ratio):
+            return None
+    spent, fresh, stale = fifo_flows(state.incoming, state.outgoing, hub, now, tests.dwell_days * DAY)
+    mine = [e.seq for group in counted.values() for e in group]
+    through = through_share(total, sum((spent if incoming else fresh).get(seq, 0.0) for seq in mine))
+    stale_share = 0.0 if incoming else through_share(total, sum(stale.get(seq, 0.0) for seq in mine))
+    if not baseline and (through < tests.min_through_share or (
+            not incoming and tests.max_stale_share < 1 and stale_share >= tests.max_stale_share)):
+        return None
+    share, cv = amount_similarity([e.amount for group in counted.values() for e in group], tests.similar_ratio)
+    evidence = {"through_share": round(through, 4), "own_baseline": -1.0 if baseline is None else round(baseline, 2),
+                "similar_share": round(share, 4), "amount_cv": round(cv, 4)}
+    if not incoming:
+        evidence["stale_share"] = round(stale_share, 4)
+    return evidence
+
+
 def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, incoming: bool, days: float | None,
                        per: int, need: int, min_total: float, peer_alpha: float = 1.0,
-                       min_new_share: float = 0.0,
-                       ) -> tuple[list[Edge], dict[str, list[Edge]], float, float] | None:
+                       min_new_share: float = 0.0, tests: HubTests | None = None, hub: str | None = None,
+                       ) -> tuple[list[Edge], dict[str, list[Edge]], float, float, dict[str, float]] | None:
     """The shared test of fan-in (``incoming=True``: the receiver's distinct senders) and fan-out (the sender's
     distinct receivers), evaluated when ``edge`` arrives.
 
@@ -291,15 +344,25 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
     :mod:`.fan_in`).
 
     Returns:
-        ``(edges, counted, total, period)``: the counted transfers (oldest first), counterparty -> its transfers,
-        their total amount and the period in seconds; ``None`` when the pattern does not hold or is cooling down.
+        ``(edges, counted, total, period, evidence)``: the counted transfers (oldest first), counterparty -> its
+        transfers, their total amount, the period in seconds and :func:`judge_history`'s evidence (``{}`` without
+        ``tests``); ``None`` when the pattern does not hold or is cooling down.
 
     And the counted counterparties must stand out from the peers and the hub's own history (:func:`hub_judged`:
-    ``peer_alpha``, ``min_new_share``).
+    ``peer_alpha``, ``min_new_share``; :func:`judge_history`: ``tests``).
+
+    ``hub`` given: ``edge`` is the hub's transfer on the *other* side (a fan-in hub's payment out), which completes
+    the through-flow of counterparties counted earlier; it need not be one of them.
     """
-    if hub_is_cash_side(edge, incoming):
-        return None
-    hub, other = (edge.dst, edge.src) if incoming else (edge.src, edge.dst)
+    forward = hub is not None
+    if forward:
+        if hub_is_cash_side(edge, not incoming):
+            return None
+        other = None
+    else:
+        if hub_is_cash_side(edge, incoming):
+            return None
+        hub, other = (edge.dst, edge.src) if incoming else (edge.src, edge.dst)
     state = window.get(hub)
     if state is None or len(state.senders if incoming else state.receivers) < need:
         return None
@@ -311,9 +374,10 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
     if not enough_counterparties(side, edge.ts - period, edge.ts, incoming, per, need, hub):
         return None
     groups = recent_by_counterparty(side, edge.ts - period, edge.ts, incoming=incoming)
-    mine = groups.get(other)
-    if mine is None or len(mine) < per:
-        return None
+    if not forward:
+        mine = groups.get(other)
+        if mine is None or len(mine) < per:
+            return None
     counted = {k: v for k, v in groups.items() if len(v) >= per and k != hub}
     if len(counted) < need:
         return None
@@ -325,9 +389,18 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
     total = sum(e.amount for e in edges)
     if total < min_total:
         return None
+    if forward:
+        edges.append(edge)  # the payment out that completed the through-flow, last (it is the newest)
+    evidence: dict[str, float] = {}
+    if tests is not None:
+        found = judge_history(window, state, hub, incoming, counted, edges, total, period, tests, edge.ts)
+        if found is None:
+            judged_busy(window, (typology, hub, "judged"), len(side), edge.ts, False)
+            return None
+        evidence = found
     if not window.cooldown((typology, hub), edge.ts, period):
         return None
-    return edges, counted, total, period
+    return edges, counted, total, period, evidence
 
 
 class FanRule(Rule):
@@ -342,6 +415,10 @@ class FanRule(Rule):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self._per, self._need = self.thresholds()  # once: check runs on every transaction
+        p = self.params
+        stale = getattr(p, "max_stale_share", 1.0)
+        self._tests = HubTests(p.burst_ratio, p.min_through_share, p.dwell_days, p.similar_ratio, stale) if (
+            p.burst_ratio > 0 or p.min_through_share > 0 or stale < 1) else None
 
     def thresholds(self) -> tuple[int, int]:  # pragma: no cover - abstract
         """``(per, need)``: transfers each counted counterparty needs, and counterparties needed."""
@@ -356,14 +433,45 @@ class FanRule(Rule):
     def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
         """An alert when ``edge`` completes the fan-in of its receiver (fan-out of its sender)."""
         p = self.params
-        found = fan_counterparties(window, edge, typology=self.name, incoming=self.incoming, days=p.days,
-                                   per=self._per, need=self._need, min_total=p.min_total,
-                                   peer_alpha=p.peer_alpha, min_new_share=p.min_new_share)
+        kw = dict(typology=self.name, incoming=self.incoming, days=p.days, per=self._per, need=self._need,
+                  min_total=p.min_total, peer_alpha=p.peer_alpha, min_new_share=p.min_new_share, tests=self._tests)
+        hub = edge.dst if self.incoming else edge.src
+        found = fan_counterparties(window, edge, **kw)
+        if found is None and self.incoming and p.min_through_share > 0 and edge.src != edge.dst:
+            hub = edge.src  # the hub's payment out may complete the through-flow of a fan-in counted before
+            found = fan_counterparties(window, edge, hub=hub, **kw)
         if found is None:
             return []
-        edges, counted, total, period = found
+        edges, counted, total, period, evidence = found
         parties = non_cash_counterparties(counted)
-        hub = edge.dst if self.incoming else edge.src
         en, zh = self.reason_texts(hub, len(counted), len(counted) - len(parties), len(edges), fmt_amount(total),
                                    period / DAY)
-        return [self.alert(edges, p.score, en, zh, accounts=[hub, *parties], trigger=edge)]
+        score = p.score
+        if evidence:
+            en_more, zh_more = history_reason(evidence, self.incoming, period / DAY, p.similar_ratio)
+            en, zh = en + en_more, zh + zh_more
+            if p.similar_score is not None and evidence["similar_share"] >= p.similar_share:
+                score = p.similar_score
+        return [self.alert(edges, score, en, zh, accounts=[hub, *parties], trigger=edge, evidence=evidence)]
+
+
+def history_reason(evidence: Mapping[str, float], incoming: bool, days: float, ratio: float) -> tuple[str, str]:
+    """The reason's addition in English and Chinese for :func:`judge_history`'s ``evidence``."""
+    through = 100 * evidence["through_share"]
+    base = evidence["own_baseline"]
+    similar = 100 * evidence["similar_share"]
+    if incoming:
+        en = f"; {through:.0f} % of it paid on so far"
+        zh = f"；其中 {through:.0f}% 已转出"
+    else:
+        stale = 100 * evidence.get("stale_share", 0.0)
+        en = f"; {through:.0f} % of it money received shortly before, {stale:.0f} % money held longer"
+        zh = f"；其中 {through:.0f}% 为此前不久转入的资金，{stale:.0f}% 为留存更久的资金"
+    if base < 0:
+        en += "; no earlier history in the window"
+        zh += "；窗口内无更早的往来记录"
+    else:
+        en += f"; {base:.1f} distinct counterparties per earlier {days:g} days of the window on average"
+        zh += f"；窗口内此前平均每 {days:g} 天 {base:.1f} 个不同对手方"
+    return en + f"; {similar:.0f} % of the amounts within a factor {ratio:g} of their median", \
+        zh + f"；{similar:.0f}% 的金额在中位数的 {ratio:g} 倍范围内"

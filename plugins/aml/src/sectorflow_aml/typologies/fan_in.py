@@ -22,7 +22,37 @@ Parameters:
         window (the account's own history: a merchant's, a payroll's or a landlord's counterparties recur; a
         funnel's or a mule's are new). 0.5 is the project's choice; 0 turns it off. FinCEN and FFIEC give no
         numbers for either.
+    burst_ratio: the counted senders must be at least this multiple of the account's own level: its mean number of
+        distinct senders per earlier slice of ``days`` inside the window (:func:`.history.own_baseline`; a shop that
+        had 60 distinct customers every earlier week is no funnel with 60 this week). No earlier slice in the window
+        (an account new there): the test passes. A monthly payer's earlier weeks average a quarter of its pay run,
+        so its own history shows in the new-counterparty test (``min_new_share``: last month's payees recur when
+        the window holds last month) rather than here. 2.0 is the project's choice (docs/aml-rules.md measures it); 0 turns it off. Wolfsberg's Statement
+        on Effective Monitoring for Suspicious Activity (2024) asks monitoring to weigh "customer behaviour and
+        customer attributes" with the transactions; it gives no numbers.
+    min_through_share: at least this share of the counted collected money must have gone through the account, first in
+        first out over the window (:func:`.history.fifo_flows`): the hub paid it on by now. The rule is also evaluated on the hub's payments out, so the payment that completes the through-flow raises the alert (and is its last transaction); a shop's takings, a landlord's rents or a biller's bills stay. FinCEN FIN-2014-A005's funnel account
+        has the funds withdrawn "with little time elapsing between the deposits and withdrawals" (as quoted in
+        secondary sources; the advisory itself was not read: unverified), FFIEC App. F funds "received and quickly
+        sent out". 0 (off) by default: when a fan-in completes, its money has usually not moved yet, and as a test
+        at 0.5 it left AMLGentex dev_s101 no fan-in subject (35 at precision 0.914 without it); 0.5 is the funnel
+        reading, opt-in. Only applied where the account has no own level (``burst_ratio``).
+    dwell_days: not used by fan-in (its through-flow runs to the alert).
+    similar_ratio, similar_share, similar_score: the share of the counted transfers within a factor
+        ``similar_ratio`` (1.25) of their median, and their coefficient of variation, go into the alert's evidence
+        and reason; with ``similar_score`` set, an alert whose share is at least ``similar_share`` (0.8) scores
+        that instead of ``score``: split or structured amounts look alike (31 CFR 1010.100(xx); FinCEN's funnel
+        deposits "often in amounts below the cash reporting threshold"), card purchases do not. Evidence, not a
+        test, and no score change by default: AMLGentex draws each planted transfer's amount anew (coefficient of
+        variation 0.15-0.49 in dev_s101's planted fan-ins, like its legitimate ones' 0.17-0.53), so nothing here
+        measured a gain. The project's choices.
     score: the alert's score.
+
+History decides where there is one, the money's path where there is none (:func:`.base.judge_history`): with an own
+level on the counted side (``own_baseline`` above 0) only ``burst_ratio`` applies, without one only the money
+tests (``min_through_share``). The alert's ``evidence`` holds ``through_share``, ``own_baseline`` (-1: no earlier slice in the
+window), ``similar_share`` and ``amount_cv``; its reason states them. docs/aml-rules.md ("Own history and the money's
+path") measures each choice.
 
 The alert fires on the transfer that brings the count to ``min_senders`` (or above), at most once per receiving
 account per ``days`` (the whole lookback when ``days`` is ``None``).
@@ -63,7 +93,13 @@ class FanInParams:
     min_total: float = 0.0
     peer_alpha: float = 1e-4
     min_new_share: float = 0.5
+    burst_ratio: float = 2.0
+    min_through_share: float = 0.0
+    dwell_days: float = 3.0
+    similar_ratio: float = 1.25
+    similar_share: float = 0.8
     score: float = 0.6
+    similar_score: float | None = None
 
     def __post_init__(self) -> None:
         if self.days is not None:
@@ -73,7 +109,16 @@ class FanInParams:
         positive("min_total", self.min_total, allow_zero=True)
         fraction("peer_alpha", self.peer_alpha)
         fraction("min_new_share", self.min_new_share)
+        positive("burst_ratio", self.burst_ratio, allow_zero=True)
+        fraction("min_through_share", self.min_through_share)
+        positive("dwell_days", self.dwell_days, allow_zero=True)
+        positive("similar_ratio", self.similar_ratio)
+        if self.similar_ratio < 1:
+            raise ValueError(f"similar_ratio={self.similar_ratio!r} must be at least 1")
+        fraction("similar_share", self.similar_share)
         fraction("score", self.score)
+        if self.similar_score is not None:
+            fraction("similar_score", self.similar_score)
 
 
 class FanInRule(FanRule):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sectorflow
 from sectorflow import (
     Bundle,
     BundleError,
@@ -39,9 +40,10 @@ EXPORT_REVISION = 2
 
 
 def default_cache_dir() -> Path:
-    """``$SECTORFLOW_CACHE_DIR`` or ``~/.cache/sectorflow``."""
-    env = os.environ.get(CACHE_ENV)
-    return Path(env) if env else Path.home() / ".cache" / "sectorflow"
+    """``$SECTORFLOW_CACHE_DIR`` or the home folder (:func:`sectorflow.home`: ``$SECTORFLOW_HOME`` or
+    ``~/.cache/sectorflow``)."""
+    env = sectorflow.settings().cache_dir
+    return Path(env) if env else sectorflow.home()
 
 
 def load_tokenizer(bundle_dir: Path | Bundle = WEIGHTS, max_tokens: int = 512) -> E5Tokenizer:

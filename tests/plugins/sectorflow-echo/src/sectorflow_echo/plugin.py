@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field
 
-from sectorflow import Pipeline, TaskResult, TaskSpec, hookimpl
+from sectorflow import Pipeline, TaskResult, TaskSpec, hookimpl, input_formats
 
 from . import __version__
 
@@ -131,7 +131,7 @@ def sectorflow_register_tasks(register: Any) -> None:
                   options={"uppercase": "echo the text in upper case (bool)"}, examples=EXAMPLES)
     register(TaskSpec(name="echo", output_model=EchoResult, pipeline=EchoPipeline, aliases=("parrot",),
                       description="Echo text with a tiny random-weight classifier (test plugin).",
-                      default_bundle=PACKAGE_DIR / "bundle", readers={"lines": read_lines}, **common))
+                      default_bundle=PACKAGE_DIR / "bundle", formats=input_formats({"lines": read_lines}), **common))
     register(TaskSpec(name="echo_counter", output_model=CounterResult, pipeline=CounterPipeline, stateful=True,
                       description="Echo text numbered in arrival order (stateful test task).",
                       default_bundle=PACKAGE_DIR / "bundle_counter", **common))

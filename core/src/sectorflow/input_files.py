@@ -10,7 +10,7 @@ extends the ``Reader`` type in ``spec.py``, which names only the dict case.) Rea
 row, so that the rest of the file can still be processed in skip mode. Files ending in ``.gz`` are decompressed on the fly; ``-`` is standard input.
 
 Column mapping (``sectorflow run --column FIELD=COLUMN --default FIELD=VALUE``): a format with a reader factory
-(``TaskSpec.reader_factories``; the built-in ``csv`` and ``jsonl`` here) makes a reader that renames columns to input
+(``InputFormat.factory`` in ``TaskSpec.formats``; the built-in ``csv`` and ``jsonl`` here) makes a reader that renames columns to input
 fields and fills absent fields; :func:`reader_for` checks the field names against the task's input model first.
 
 Input context: a reader factory that declares a keyword parameter named ``context`` (see :func:`takes_context`) is
@@ -25,15 +25,14 @@ import csv
 import difflib
 import functools
 import gzip
-import inspect
 import io
-import json
 import logging
 import sys
 import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import IO, Any
@@ -42,7 +41,7 @@ from .encodings import INPUT_ENCODING, SAMPLE_BYTES, decode_problem, resolve
 from .encodings import check as check_encoding
 from .errors import ConfigError, InvalidInputError, SectorflowError
 from .jsonlines import parse_json_line
-from .spec import Reader, ReaderFactory, TaskSpec
+from .spec import InputFormat, Reader, ReaderFactory, TaskSpec, takes_context  # noqa: F401 (takes_context: public here)
 
 log = logging.getLogger("sectorflow")
 
@@ -364,9 +363,10 @@ def _factory(read: Any) -> ReaderFactory:
     return make
 
 
-BUILTIN_READERS: dict[str, Reader] = {"jsonl": read_jsonl, "csv": read_csv}
-BUILTIN_READER_FACTORIES: dict[str, ReaderFactory] = {"jsonl": _factory(read_jsonl), "csv": _factory(read_csv)}
-"""The built-in formats with ``--column``/``--default`` (see :attr:`~sectorflow.spec.TaskSpec.reader_factories`)."""
+BUILTIN_FORMATS: dict[str, InputFormat] = {"jsonl": InputFormat(read_jsonl, _factory(read_jsonl)),
+                                           "csv": InputFormat(read_csv, _factory(read_csv))}
+"""The built-in formats, with ``--column``/``--default`` (see :attr:`~sectorflow.spec.TaskSpec.formats`); a task's
+own format of the same name replaces one whole."""
 
 
 def whole_file_reader(what: str) -> Reader:
@@ -386,48 +386,6 @@ def whole_file_reader(what: str) -> Reader:
     return read_txt  # type: ignore[return-value]
 
 
-def field_pairs(flag: str, what: str, items: list[str] | tuple[str, ...]) -> dict[str, str]:
-    """``{FIELD: text}`` from repeated ``FIELD=text`` command-line options (``--column FIELD=COLUMN``,
-    ``--default FIELD=VALUE``): each item split at its first ``=``, both sides stripped. ``flag`` and ``what`` (e.g.
-    ``"--column"``, ``"COLUMN"``) only word the error. For a plugin command that reads input files the way
-    ``sectorflow run`` does; hand the result to a reader factory as ``mapping`` or ``defaults``.
-
-    Raises:
-        ConfigError: an item without ``=``, an empty side, or a FIELD given twice.
-    """
-    pairs: dict[str, str] = {}
-    for item in items:
-        key, sep, value = (part.strip() for part in item.partition("="))
-        if not sep or not key or not value:
-            example = "transaction_id='Txn Ref'" if what == "COLUMN" else "currency=CNY"
-            raise ConfigError(f"{flag} {item!r}: write FIELD={what}, e.g. {flag} {example} (quote a name or value "
-                              "with spaces).")
-        if key in pairs:
-            raise ConfigError(f"{flag} gives {key!r} twice ({pairs[key]!r} and {value!r}); keep one.")
-        pairs[key] = value
-    return pairs
-
-
-def option_values(items: list[str] | tuple[str, ...], flag: str = "--option") -> dict[str, Any]:
-    """``{KEY: value}`` from repeated ``-O KEY=VALUE`` command-line options (task options, as ``sectorflow run``
-    takes them): each item split at its first ``=``; the value is read as JSON when it is JSON (``true``, ``25``,
-    ``["a", "b"]``, ``{"fan_in": false}``), else kept as text (``Asia/Shanghai``). A later KEY replaces an earlier one.
-
-    Raises:
-        ConfigError: an item without ``=`` (names ``flag`` and the item).
-    """
-    options: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ConfigError(f"{flag} {item!r}: write KEY=VALUE.")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
-            options[key] = value
-    return options
-
-
 JSON_LINES_SUFFIXES = frozenset({"jsonl", "json", "ndjson", "jl"})
 """File suffixes read as JSON lines without ``--format``; a file without a suffix (or ``-``) is too. Any other
 suffix that is neither ``csv`` nor one of the task's own formats needs ``--format`` (:func:`reader_for`)."""
@@ -439,18 +397,6 @@ def guess_format(source: str | Path) -> str:
     return "csv" if name.endswith(".csv") else "jsonl"
 
 
-def takes_context(factory: Any) -> bool:
-    """Whether reader factory ``factory`` takes the task's input context: it has a parameter named ``context`` that
-    can be passed by keyword (``def make(mapping=None, defaults=None, *, context=None)``). A ``**kwargs`` catch-all
-    does not count, so a factory written before the context existed is never handed an argument it does not expect;
-    a callable whose signature cannot be read (some built-ins) does not take it either."""
-    try:
-        parameter = inspect.signature(factory).parameters.get("context")
-    except (TypeError, ValueError):
-        return False
-    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
-
-
 def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: Mapping[str, str] | None = None,
                defaults: Mapping[str, Any] | None = None, context: Mapping[str, Any] | None = None,
                encoding: str | None = None) -> Reader:
@@ -458,21 +404,72 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
     whose name is the file's suffix (``.gz`` ignored), else ``csv`` for ``*.csv``, else ``jsonl`` for a name ending in
     one of :data:`JSON_LINES_SUFFIXES` or without a suffix (``-``, standard input). Another suffix (``notes.txt`` for a
     task without a ``txt`` format) is a ``ConfigError`` asking for ``--format``: read as JSON lines, every row was
-    "not JSON".
+    "not JSON". ``plan_reader(...).make(context)``: the checks first (:func:`plan_reader`), then the reader.
 
     ``mapping`` (``{input_field: source_column}``, ``sectorflow run --column``) and ``defaults`` (``{input_field:
     value}``, ``--default``), when either is non-empty, are handed to the format's reader factory
-    (:attr:`TaskSpec.reader_factories`; the built-in ``csv`` and ``jsonl`` have one).
+    (:attr:`InputFormat.factory` of :attr:`TaskSpec.formats`; the built-in ``csv`` and ``jsonl`` have one).
 
     ``context`` is the task's input context (the validation context of raw items that the caller's options make,
-    :attr:`TaskSpec.input_context`; ``{}`` for a task without one; ``sectorflow run`` gives it). When it is given and
+    :meth:`TaskSpec.input_context`; ``{}`` for a task without one; ``sectorflow run`` gives it). When it is given and
     the format's factory takes it (:func:`takes_context`), the factory is called with ``context=`` (a read-only
     copy), also when neither ``mapping`` nor ``defaults`` is given (the format's plain reader in
-    :attr:`TaskSpec.readers` is then not used: it cannot be told the context). ``None`` (the default): no factory is
+    :attr:`InputFormat.read` is then not used: it cannot be told the context). ``None`` (the default): no factory is
     told anything, as before the parameter existed.
 
     ``encoding`` (``sectorflow run --encoding``): the text encoding the reader opens its file in (a Python codec
     name, e.g. ``gbk``, ``gb18030``, ``utf-16``); ``None`` or ``"auto"``: detected per file (:func:`open_text`).
+
+    Raises:
+        ConfigError: as :func:`plan_reader`; from the format's factory for a mapping it cannot apply.
+    """
+    return plan_reader(spec, fmt, source, mapping=mapping, defaults=defaults, encoding=encoding).make(context)
+
+
+@dataclass(frozen=True)
+class ReaderPlan:
+    """A format chosen and checked for one file (:func:`plan_reader`), whose reader is made once the task's input
+    context is known (:meth:`make`): ``sectorflow run`` plans every file's reader before the model loads, and makes
+    the readers with the context ``Taskflow`` built."""
+
+    spec: TaskSpec
+    fmt: str
+    mapping: Mapping[str, str] | None
+    defaults: Mapping[str, Any] | None
+    encoding: str | None
+
+    def make(self, context: Mapping[str, Any] | None = None) -> Reader:
+        """The reader (see :func:`reader_for` for ``context``).
+
+        Raises:
+            ConfigError: from the format's factory, for a mapping it cannot apply.
+        """
+        spec, mapping, defaults, encoding = self.spec, self.mapping, self.defaults, self.encoding
+        fmt = _formats(spec)[self.fmt]
+        builtin = fmt is BUILTIN_FORMATS.get(self.fmt)
+        told = context is not None and fmt.factory is not None and fmt.takes_context
+        extra = {"context": MappingProxyType(dict(context or {}))} if told else {}
+        if not mapping and not defaults:
+            if told:
+                made = fmt.factory(**extra)  # type: ignore[misc]
+            elif fmt.read is not None:
+                made = fmt.read
+            else:
+                made = fmt.factory()  # type: ignore[misc]
+        else:
+            made = fmt.factory(mapping=dict(mapping) if mapping else None,  # type: ignore[misc]
+                               defaults=dict(defaults) if defaults else None, **extra)
+        return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
+
+
+def _formats(spec: TaskSpec) -> dict[str, InputFormat]:
+    """The formats ``spec`` reads: the built-in ones, then the task's own (which replace a built-in one whole)."""
+    return {**BUILTIN_FORMATS, **spec.formats}
+
+
+def plan_reader(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: Mapping[str, str] | None = None,
+                defaults: Mapping[str, Any] | None = None, encoding: str | None = None) -> ReaderPlan:
+    """Choose and check the format of ``source`` for ``spec`` (see :func:`reader_for`), without making the reader.
 
     Raises:
         ConfigError: an unknown ``encoding``; an unknown format (the message lists the ones this task reads); ``mapping`` or ``defaults``
@@ -480,54 +477,39 @@ def reader_for(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping: 
             ``defaults`` for a format without a factory (the message lists the formats that take them).
     """
     encoding = check_encoding(encoding)
-    readers = {**BUILTIN_READERS, **spec.readers}
-    factories = {**{name: make for name, make in BUILTIN_READER_FACTORIES.items() if name not in spec.readers},
-                 **spec.reader_factories}
-    own = set(spec.readers) | set(spec.reader_factories)
+    known = _formats(spec)
+    formats = set(known)
     if fmt is None:
         # A file named after one of the task's own formats (report.txt for a task with a "txt" reader) is read in
         # that format; otherwise csv or jsonl by name.
         suffix = Path(str(source).lower().removesuffix(".gz")).suffix.lstrip(".")
-        fmt = suffix if suffix in own else guess_format(source)
+        fmt = suffix if suffix in spec.formats else guess_format(source)
         if fmt == "jsonl" and suffix and suffix not in JSON_LINES_SUFFIXES:
             # a .txt or .tsv read as JSON lines fails on every row with "not JSON": say so once, before any model loads
-            formats = ", ".join(sorted(set(readers) | set(factories)))
             raise ConfigError(f"Cannot tell the format of {source} from its name (.{suffix}): task {spec.name!r} "
-                              f"reads {formats}. Give --format, e.g. --format jsonl for one JSON object per line, "
-                              "or save it as .csv with a header row.",
-                              details={"source": str(source), "formats": sorted(set(readers) | set(factories))})
-    formats = set(readers) | set(factories)
+                              f"reads {', '.join(sorted(formats))}. Give --format, e.g. --format jsonl for one JSON "
+                              "object per line, or save it as .csv with a header row.",
+                              details={"source": str(source), "formats": sorted(formats)})
     if fmt not in formats and fmt.strip().lower() in formats:
         fmt = fmt.strip().lower()  # --format CSV
     if fmt not in formats:
         close = difflib.get_close_matches(fmt.lower(), sorted(formats), n=1, cutoff=0.6)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise ConfigError(f"Task {spec.name!r} reads the formats {', '.join(sorted(formats))}; not {fmt!r}.{hint}")
-    builtin = fmt in BUILTIN_READERS and fmt not in own
-    told = context is not None and fmt in factories and takes_context(factories[fmt])
-    extra = {"context": MappingProxyType(dict(context or {}))} if told else {}
-    if not mapping and not defaults:
-        if told:
-            made = factories[fmt](**extra)
-            return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
-        if fmt in spec.readers or fmt not in spec.reader_factories:
-            return checked_reader(known_fields_only(readers[fmt], spec) if builtin else readers[fmt], encoding)
-        return checked_reader(spec.reader_factories[fmt](), encoding)
-    fields = list(spec.input_model.model_fields)
-    unknown = sorted((set(mapping or {}) | set(defaults or {})) - set(fields))
-    if unknown:
-        raise ConfigError(f"--column/--default: {', '.join(map(repr, unknown))} "
-                          f"{'is not an input field' if len(unknown) == 1 else 'are not input fields'} of task "
-                          f"{spec.name!r}; its input fields are: {', '.join(fields)}. Write --column FIELD=COLUMN "
-                          "and --default FIELD=VALUE with FIELD one of these.",
-                          details={"unknown": unknown, "fields": fields})
-    if fmt not in factories:
-        takes = ", ".join(sorted(factories)) or "none"
-        raise ConfigError(f"Format {fmt!r} of task {spec.name!r} has fixed columns: it takes no --column/--default. "
-                          f"Formats that do: {takes}.")
-    made = factories[fmt](mapping=dict(mapping) if mapping else None, defaults=dict(defaults) if defaults else None,
-                          **extra)
-    return checked_reader(known_fields_only(made, spec) if builtin else made, encoding)
+    if mapping or defaults:
+        fields = list(spec.input_model.model_fields)
+        unknown = sorted((set(mapping or {}) | set(defaults or {})) - set(fields))
+        if unknown:
+            raise ConfigError(f"--column/--default: {', '.join(map(repr, unknown))} "
+                              f"{'is not an input field' if len(unknown) == 1 else 'are not input fields'} of task "
+                              f"{spec.name!r}; its input fields are: {', '.join(fields)}. Write --column FIELD=COLUMN "
+                              "and --default FIELD=VALUE with FIELD one of these.",
+                              details={"unknown": unknown, "fields": fields})
+        if known[fmt].factory is None:
+            takes = ", ".join(sorted(name for name, made in known.items() if made.factory is not None)) or "none"
+            raise ConfigError(f"Format {fmt!r} of task {spec.name!r} has fixed columns: it takes no "
+                              f"--column/--default. Formats that do: {takes}.")
+    return ReaderPlan(spec, fmt, mapping, defaults, encoding)
 
 
 def known_fields_only(reader: Reader, spec: TaskSpec) -> Reader:

@@ -172,7 +172,7 @@ def test_models_list_shows_the_built_int8_bundle(digits, quantized, capsys):
     rows = {row["task"]: row for row in json.loads(capsys.readouterr().out)}
     assert rows["digits"]["int8_bundle"] == quantized["out"]
     assert rows["digits"]["quantizable"] is True
-    assert plugins.get_task("digits").validation is not None
+    assert plugins.get_task("digits").int8.validation is not None
 
 
 def test_a_plugin_that_builds_its_paddle_bundle_gets_the_int8_session_from_predictor_pool(trained, monkeypatch,

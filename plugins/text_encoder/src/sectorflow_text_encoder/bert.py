@@ -30,8 +30,8 @@ Linear weights ``[in, out]`` take one scale per column, the embedding tables ``[
 ``<name>.q8`` and ``<name>.scale``; everything else as fp16 under ``<name>.f16``. About 4x smaller than fp32; the
 rounding error of a weight is at most half its channel's scale.
 
-Errors: :class:`~sectorflow.errors.ConfigError` for a config this encoder cannot run or weights that do not fit it;
-:class:`~sectorflow.errors.InvalidInputError` for ``input_ids`` that are not ``[batch, seq]`` or are longer than
+Errors: :class:`~sectorflow.ConfigError` for a config this encoder cannot run or weights that do not fit it;
+:class:`~sectorflow.InvalidInputError` for ``input_ids`` that are not ``[batch, seq]`` or are longer than
 ``max_position_embeddings`` (checked in eager mode).
 """
 
@@ -45,8 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from ._paddle import import_paddle
-from .errors import ConfigError, InvalidInputError
+from sectorflow import ConfigError, InvalidInputError, import_paddle
 
 paddle = import_paddle()
 nn = paddle.nn

@@ -139,7 +139,7 @@ def test_gather_quantization_stores_the_embedding_table_as_int8(encoder, tmp_pat
     # a task that declares quantize_ops gets them when the caller (the CLI without --ops) names none
     from dataclasses import replace
 
-    declared = quantize_bundle(replace(plugin.spec, quantize_ops=("MatMul", "Gather")), out=tmp_path / "declared",
+    declared = quantize_bundle(replace(plugin.spec, int8=replace(plugin.spec.int8, quantize_ops=("MatMul", "Gather"))), out=tmp_path / "declared",
                                margin=100)
     assert declared["op_types"] == ["MatMul", "Gather"] and matmul["op_types"] == ["MatMul"]
 

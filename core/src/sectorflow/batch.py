@@ -1,0 +1,366 @@
+"""The batch runner behind ``sectorflow run``: a task over input files, one JSON line per result.
+
+:func:`run_batch` takes the parsed command line (the typer command in :mod:`sectorflow.cli` only parses flags) and
+runs it in this order, so that a mistake is reported before a model loads and every input file is read once:
+
+1. the task's spec is looked up once and each file's reader planned (:func:`sectorflow.input_files.plan_reader`:
+   an unknown ``--format``, a ``--column`` naming no input field, a suffix with no format are refused here);
+2. ``Taskflow(spec, ...)`` checks the options and builds the task's input context once
+   (:meth:`TaskSpec.input_context`), then loads the model; the readers are made with that context;
+3. each ``--history`` file, then the input, is read and validated once, chunk by chunk, and run through the task.
+
+``--on-error reject`` (the default) writes nothing for an input with a bad row: the results go to a temporary file
+(``.<output>.partial-<pid>`` next to a regular ``--output``, else a spool in the temporary folder for standard output,
+a device or a pipe) that is renamed or copied to its place only once the whole input was good. After the first bad
+row no more items run; the rest of the file is still validated, so that every bad row is listed at once (the first
+alone would send the user round the fix-and-rerun loop once per row). ``--on-error skip`` streams results as they
+come and reports the skipped rows at the end.
+
+``--state`` runs (:mod:`sectorflow.cli_state`) still validate the whole input before the first item runs: each
+checkpoint commits the state to the store, so a row rejected after the first commit would leave the state changed.
+"""
+
+from __future__ import annotations
+
+import getpass
+import itertools
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from collections.abc import Iterator
+from enum import Enum
+from pathlib import Path
+from typing import IO, Any, Optional
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from . import plugins
+from .errors import ConfigError, InvalidInputError
+from .input_files import GZIP_MAGIC, gzip_on_stdin, plan_reader
+from .spec import CallContext
+from .taskflow import Taskflow, validate_items
+
+err = Console(stderr=True, soft_wrap=True)
+
+CHUNK_ITEMS = 1024
+"""Items read and validated per ``Taskflow.run`` call at the least (``batch_size`` when larger)."""
+
+
+class OnError(str, Enum):
+    """What ``sectorflow run`` does with a bad row: ``reject`` the whole input (nothing written), or ``skip`` it and
+    report it at the end."""
+
+    skip = "skip"
+    reject = "reject"
+
+
+def cli_context() -> CallContext:
+    """Who runs this command: the OS user (``getpass.getuser()``, else ``"unknown"``) on this host's name.
+
+    Recorded in every task event of ``sectorflow run`` (and so in the audit log), with channel ``"cli"``.
+    """
+    try:
+        actor = getpass.getuser() or "unknown"
+    except (OSError, KeyError, ImportError):  # no login name in the environment and no passwd entry
+        actor = "unknown"
+    return CallContext(actor=actor, source=socket.gethostname() or "cli", channel="cli")
+
+
+def run_batch(task: str, source: str, *, output: Optional[Path], fmt: Optional[str], device: str, precision: str,
+              batch_size: int, num_threads: Optional[int], task_path: Optional[str], on_error: OnError,
+              options: dict[str, Any], mapping: dict[str, str], defaults: dict[str, str], encoding: Optional[str],
+              history: list[Path], state: Optional[str], tenant: str, checkpoint_rows: int,
+              discard_unfinished: bool) -> int:
+    """Run ``task`` over ``source`` (a path or ``-`` for standard input) as ``sectorflow run`` does; the exit code
+    (0, or 1 when every row was skipped). Arguments are the command's options, parsed (``options`` from ``-O``,
+    ``mapping``/``defaults`` from ``--column``/``--default``).
+
+    Raises:
+        ConfigError: a bad option, format, mapping, output path, ``--history`` or ``--state`` (exit 2).
+        InvalidInputError: a rejected input: every bad row in ``details`` (exit 2); a file that cannot be read.
+        SectorflowError: from the task (unknown task, device, bundle, ...).
+    """
+    _check_output(source, output)
+    if task_path is not None and not task_path.strip():
+        # typer would make Path("") of it, the current folder, reported as ". is not a model bundle"
+        raise ConfigError(f"--task-path {task_path!r} is {'blank' if task_path else 'empty'}: give the path of a model "
+                          "bundle folder, or leave the option out for the task's own bundle (an empty value is "
+                          "usually an unset shell variable: --task-path \"$MODEL_DIR\").")
+    # The reader first: a wrong --format/--column is reported before a model is loaded.
+    spec = plugins.get_task(task)
+    plan = plan_reader(spec, fmt, source, mapping=mapping, defaults=defaults, encoding=encoding)
+    if history:
+        _check_history(spec, history, source, output)
+    if state is not None:
+        _check_state(spec, state, history)
+    elif tenant != "default" or discard_unfinished:
+        raise ConfigError("--tenant and --discard-unfinished apply to a run with --state STATE; add it or drop them.")
+    earlier_plans = [(str(path), plan_reader(spec, fmt, path, mapping=mapping, defaults=defaults, encoding=encoding))
+                     for path in history]
+    tf = Taskflow(spec, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
+                  task_path=Path(task_path) if task_path is not None else None, **options)
+    # The validation context the options make (aml: input_timezone), built once by Taskflow, for the reader
+    # factories that take it: the reader then knows how its rows will be read.
+    context = tf.input_context or {}
+    reader = plan.make(context)
+    earlier = [(path, made.make(context)) for path, made in earlier_plans]
+    spool: Optional[str] = None
+    if source == "-":
+        # Standard input can be read only once: keep it in a temporary file, which a --state run hashes and
+        # resumes from, and whose first bytes tell gzip data apart.
+        with tempfile.NamedTemporaryFile(prefix="sectorflow-stdin-", delete=False) as handle:
+            shutil.copyfileobj(sys.stdin.buffer, handle)
+        source = spool = handle.name
+    try:
+        if spool:
+            with open(spool, "rb") as handle:
+                if handle.read(2) == GZIP_MAGIC:  # read as text it would be "not UTF-8", which hides the cause
+                    raise gzip_on_stdin()
+        name = "standard input" if spool else source
+        if state is not None:
+            if on_error is OnError.reject:  # every row checked before the first checkpoint commits state
+                _check_rows(tf, reader, source, name)
+            return _run_file_with_state(tf, reader, source, output, checkpoint_rows, on_error, name, state, tenant,
+                                        discard_unfinished)
+        for path, read in earlier:
+            _replay(tf, read, path, batch_size, on_error)
+        return _run_file(tf, reader, source, output, batch_size, on_error, name=name)
+    finally:
+        if spool:
+            os.unlink(spool)
+
+
+def _check_output(source: str, output: Optional[Path]) -> None:
+    """Refuse an ``--output`` that is the input file itself (opening it for writing would empty the input).
+
+    Raises:
+        ConfigError: ``output`` resolves to the same file as ``source``.
+    """
+    if output is None or source == "-":
+        return
+    same = Path(source).resolve() == output.resolve()
+    if not same and output.exists() and Path(source).exists():
+        same = os.path.samefile(source, output)  # hard links and the like
+    if same:
+        raise ConfigError(f"--output {output} is the input file {source}: writing would erase the input; "
+                          "choose another output path.")
+
+
+def _check_history(spec: Any, history: list[Path], source: str, output: Optional[Path]) -> None:
+    """Refuse ``--history`` for a stateless task, a missing file, the input itself or the output.
+
+    Raises:
+        ConfigError: naming the file and the fix.
+    """
+    if not spec.stateful:
+        raise ConfigError(f"--history: task {spec.name!r} keeps no state between items, so earlier files change "
+                          "nothing; drop --history.")
+    for path in history:
+        if not path.is_file():
+            raise ConfigError(f"--history {path}: no such file.")
+        if source != "-" and Path(source).exists() and os.path.samefile(path, source):
+            raise ConfigError(f"--history {path} is the input file itself: give the files before it.")
+        if output is not None and output.exists() and os.path.samefile(path, output):
+            raise ConfigError(f"--history {path} is the --output file: writing would erase it.")
+
+
+def _check_state(spec: Any, state: str, history: list[Path]) -> None:
+    """Refuse ``--state`` for a stateless task, a blank value, or together with ``--history``.
+
+    Raises:
+        ConfigError: naming the fix.
+    """
+    if not spec.stateful:
+        raise ConfigError(f"--state: task {spec.name!r} keeps no state between items; drop --state.")
+    if not state.strip():
+        raise ConfigError("--state is empty: give a file path (a SQLite state store, created if missing) or a "
+                          "postgresql:// URL.")
+    if history:
+        raise ConfigError("--history and --state together: the state already holds what earlier runs saw. To seed a "
+                          "state from earlier files, run each of them first with the same --state (--output "
+                          "/dev/null), oldest first.")
+
+
+def _validated(spec: Any, rows: Iterator[tuple[int, Any]], on_error: OnError, problems: list[dict[str, Any]],
+               context: dict[str, Any] | None = None) -> Iterator[Any]:
+    """Validated input items. A bad row (a reader's ``InvalidInputError`` or a model mismatch) is added to
+    ``problems``; with ``OnError.reject`` no item is yielded after the first one, but the rest of the rows are still
+    validated, so that ``problems`` ends up listing every bad row."""
+    for row, record in rows:
+        if isinstance(record, InvalidInputError):
+            problems.extend(record.details or [{"row": row, "field": None, "reason": record.message}])
+            continue
+        try:
+            item = validate_items(spec.input_model, [record], first_row=row, context=context)[0]
+        except InvalidInputError as exc:
+            problems.extend(exc.details or [])
+            continue
+        if on_error is OnError.reject and problems:
+            continue  # rejected already: validate only, nothing more runs
+        yield item
+
+
+def _rejected(problems: list[dict[str, Any]], name: str) -> InvalidInputError:
+    """The error of a rejected input, listing its bad rows."""
+    rows = sorted({p["row"] for p in problems if p.get("row") is not None})
+    first = f" (first: row {rows[0]})" if rows else ""
+    return InvalidInputError(f"{len(rows) or len(problems)} bad row(s) in {name}{first}; nothing was written. "
+                             "Fix them, or pass --on-error skip to process the good rows.", details=problems)
+
+
+def _chunks(tf: Taskflow, reader: Any, source: str, name: str, batch_size: int, on_error: OnError,
+            problems: list[dict[str, Any]]) -> Iterator[list[Any]]:
+    """The validated items of ``source`` in chunks of ``max(batch_size, CHUNK_ITEMS)``, read once.
+
+    Raises (while iterating, after the last row): InvalidInputError listing every bad row, in reject mode."""
+    items = _validated(tf.spec, reader(source, name=name), on_error, problems, tf.input_context)
+    while chunk := list(itertools.islice(items, max(batch_size, CHUNK_ITEMS))):
+        if on_error is OnError.reject and problems:
+            break
+        yield chunk
+    if on_error is OnError.reject and problems:
+        for _ in items:  # the rest of the file, validated only
+            pass
+        raise _rejected(problems, name)
+
+
+def _check_rows(tf: Taskflow, reader: Any, source: str, name: str) -> None:
+    """Validate every row of ``source`` before a ``--state`` run (see the module docstring).
+
+    Raises:
+        InvalidInputError: listing the bad rows of ``name``.
+    """
+    problems: list[dict[str, Any]] = []
+    for _ in _validated(tf.spec, reader(source, name=name), OnError.skip, problems, tf.input_context):
+        pass
+    if problems:
+        raise _rejected(problems, name)
+
+
+def _replay(tf: Taskflow, reader: Any, source: str, batch_size: int, on_error: OnError) -> None:
+    """Feed ``source`` (a ``--history`` file) through ``tf``, discarding the results; say how many items it had."""
+    skipped: list[dict[str, Any]] = []
+    count = 0
+    context = cli_context()
+    for chunk in _chunks(tf, reader, source, source, batch_size, on_error, skipped):
+        tf.run(chunk, context=context)
+        count += len(chunk)
+    bad = len({p["row"] for p in skipped})
+    err.print(f"history {escape(str(source))}: {count} item(s) replayed (results not written)"
+              + (f", {bad} bad row(s) skipped." if bad else "."))
+
+
+def _open_results(output: Optional[Path], on_error: OnError) -> tuple[IO[str], Optional[Path], Optional[Path], Any]:
+    """Where the results go while the run lasts: ``(stream, partial file, final path, spool target)``.
+
+    A regular ``--output`` file is written under a temporary name next to it and renamed when the run completes: a
+    run that fails part-way (a missing FX rate on row 3,001) or is rejected leaves no truncated results file, and an
+    earlier file at that path is kept, not emptied. Standard output, a device or a pipe (/dev/null, a FIFO) is
+    written directly in skip mode; in reject mode through a spool in the temporary folder, copied there at the end.
+    """
+    target = output.resolve() if output is not None else None  # through a symlink to the file it names
+    atomic = target is not None and (target.is_file() or not target.exists())
+    if atomic:
+        partial = target.with_name(f".{target.name}.partial-{os.getpid()}")  # type: ignore[union-attr]
+        try:
+            return open(partial, "w", encoding="utf-8"), partial, target, None
+        except OSError as exc:
+            raise ConfigError(f"Cannot write --output {output}: {exc.strerror}. Choose a path in an existing, "
+                              "writable folder.") from exc
+    try:
+        final = open(output, "w", encoding="utf-8") if output else _utf8_stdout()
+    except OSError as exc:
+        raise ConfigError(f"Cannot write --output {output}: {exc.strerror}. Choose a path in an existing, "
+                          "writable folder.") from exc
+    if on_error is OnError.reject:
+        return tempfile.TemporaryFile("w+", encoding="utf-8", prefix="sectorflow-results-"), None, None, final
+    return final, None, None, None
+
+
+def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], batch_size: int,
+              on_error: OnError, name: str) -> int:
+    """Run ``source`` through ``tf`` and write the results (see :func:`_open_results`); the exit code."""
+    context = cli_context()
+    skipped: list[dict[str, Any]] = []
+    out, partial, target, spooled_to = _open_results(output, on_error)
+    count = 0
+    done = False
+    try:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+            bar = progress.add_task(f"{tf.spec.name}", total=None)
+            for chunk in _chunks(tf, reader, source, name, batch_size, on_error, skipped):
+                for result in tf.run(chunk, context=context):
+                    out.write(result.model_dump_json() + "\n")
+                count += len(chunk)
+                progress.update(bar, completed=count)
+        if spooled_to is not None:
+            out.seek(0)
+            shutil.copyfileobj(out, spooled_to)
+            spooled_to.flush()
+        done = True
+    finally:
+        if output or spooled_to is not None:
+            out.close()
+        if spooled_to is not None and output:
+            spooled_to.close()
+        if partial:
+            if done:
+                os.replace(partial, target)  # type: ignore[arg-type]
+            else:
+                partial.unlink(missing_ok=True)
+    for problem in skipped:
+        err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(problem_text(problem))}")
+    err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped.")
+    if count == 0 and not skipped:
+        err.print(f"[yellow]warning[/]: no rows in {escape(str(name))} (the file is empty or has only a header).")
+    if count == 0 and skipped:
+        err.print(f"[red]error[/]: every row of {escape(str(name))} was skipped; nothing was processed.")
+        return 1
+    return 0
+
+
+def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optional[Path], checkpoint_rows: int,
+                         on_error: OnError, name: str, state: str, tenant: str, discard_unfinished: bool) -> int:
+    """:func:`_run_file` with the state kept in a store, checkpointed after each chunk (:mod:`sectorflow.cli_state`)."""
+    from .cli_state import prepare, run_with_state
+
+    keeper, run, _ = prepare(tf, state, tenant, source, name, output, discard_unfinished)
+    if run is not None:
+        err.print(f"resuming the unfinished run of {escape(name)} from row {run.rows_done + 1} (last commit "
+                  f"{run.time}); {run.items} item(s) already done.")
+    skipped: list[dict[str, Any]] = []
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+        bar = progress.add_task(f"{tf.spec.name}", total=None)
+        count = run_with_state(
+            keeper, run, reader(source, name=name),
+            lambda rows: _validated(tf.spec, rows, OnError.skip, skipped, tf.input_context), output,
+            checkpoint_rows, cli_context(), _utf8_stdout, lambda n: progress.update(bar, completed=n))
+    for problem in skipped:
+        err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(problem_text(problem))}")
+    err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped; state saved to "
+              f"{escape(keeper.store.url)} (tenant {escape(tenant)}).")
+    return 0
+
+
+def _utf8_stdout() -> Any:
+    """Standard output, switched to UTF-8 when it is not: JSON lines are UTF-8 (RFC 8259), and under an ASCII or
+    legacy console encoding (``PYTHONIOENCODING=ascii``, a Windows code page) a Chinese result was a
+    UnicodeEncodeError traceback, or GBK bytes under ``PYTHONIOENCODING=gbk``. A stream that cannot be reconfigured
+    (a test's capture) is used as it is."""
+    stream = sys.stdout
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    if encoding not in ("utf8", "") and callable(getattr(stream, "reconfigure", None)):
+        stream.reconfigure(encoding="utf-8")
+    return stream
+
+
+def problem_text(problem: dict[str, Any]) -> str:
+    """One bad row's problem as a line: ``field: reason`` (or the reason alone)."""
+    field = problem.get("field")
+    return f"{field}: {problem.get('reason')}" if field else str(problem.get("reason"))

@@ -1,0 +1,239 @@
+"""What ``sectorflow federate`` does around a run: checks before Flower starts, progress per round, the cost of
+differential privacy measured against the same run without it, the bundle at the end, and Ctrl-C.
+
+- :func:`preflight`: every ``[[institutions]]`` entry through its trainable's ``check`` (files exist, labels read),
+  in this process, before Ray or Flower start: a wrong path is reported at once, naming the institution.
+- :class:`RoundProgress`: one line per round (``round 3/8: validation average_precision 0.9012 (3 institutions, 0
+  failures, 4.2 s)``); a Rich progress bar with the same lines when stderr is a terminal, plain lines otherwise.
+- :func:`compare_without_dp`: the same federation with ``dp.mode = "off"`` (same seed, same SecAgg+ setting); the
+  report's ``privacy_utility`` holds both runs' metric per round and the final cost, with ``warning`` set when the
+  cost exceeds ``dp.utility_margin``.
+- :func:`run_record`: the federation's record for the bundle's manifest (rounds, strategy, SecAgg+/DP settings, the
+  budget spent, each institution's data digest and example count, the audit event ids, the last evaluated round's
+  summed ``count.*`` metrics as ``counts``; never an institution's path).
+- :func:`stop_on_sigint`: Ctrl-C records ``training_run_failed`` (``aborted``) and exits with 130 within seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from sectorflow import ConfigError, SectorflowError, TrainableSpec
+
+from .client import partition_for
+from .config import FederationConfig
+from .strategy import COUNT_PREFIX, RoundRecord, RunReport
+
+LOWER_IS_BETTER = ("loss", "mse", "mae", "error")
+"""Metric names holding one of these are costs (lower is better): DP's cost is then ``with - without``."""
+METRICS = ("average_precision", "f1", "accuracy")
+"""Validation metrics shown per round, in order of preference, when ``metric`` is not configured."""
+
+
+def preflight(cfg: FederationConfig, spec: TrainableSpec) -> None:
+    """Run the trainable's ``check`` on every configured institution (nothing when it offers none).
+
+    Raises:
+        ConfigError: naming the first institution whose partition fails, with the trainable's message.
+    """
+    if spec.check is None:
+        return
+    for index in range(len(cfg.institutions)):
+        try:
+            spec.check(dict(partition_for({"partition-id": index}, cfg)))
+        except (SectorflowError, OSError, ValueError) as exc:
+            # no square brackets in the message: the CLI prints errors as Rich markup
+            settings = ", ".join(f"{k}={v!r}" for k, v in cfg.institutions[index].items())
+            raise ConfigError(f"Institution {index + 1} of {len(cfg.institutions)} in the federation config "
+                              f"({settings}) cannot be used by {spec.task}/{spec.name}: {exc}") from exc
+
+
+def metric_of(cfg: FederationConfig, record: RoundRecord) -> str | None:
+    """The metric to show and compare: ``cfg.metric``, else the first of :data:`METRICS` the round reports."""
+    if cfg.metric:
+        return cfg.metric
+    return next((m for m in METRICS if m in record.eval_metrics), None)
+
+
+class RoundProgress:
+    """Per-round progress on ``stream`` (stderr): Rich bar when it is a terminal, plain lines otherwise.
+
+    Use as a context manager; call with each :class:`RoundRecord` (``on_round``)."""
+
+    def __init__(self, cfg: FederationConfig, label: str = "", stream: TextIO | None = None) -> None:
+        self.cfg, self.label, self.stream = cfg, label, stream or sys.stderr
+        self.progress: Any = None
+        self.task: Any = None
+
+    def __enter__(self) -> RoundProgress:
+        if self.stream.isatty():
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                     TimeElapsedColumn(), console=Console(file=self.stream), transient=False)
+            self.progress.start()
+            self.task = self.progress.add_task(f"federated rounds{self.label}", total=self.cfg.rounds)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def say(self, line: str) -> None:
+        """Print one line (above the bar on a terminal)."""
+        if self.progress is not None:
+            self.progress.console.print(line, markup=False, highlight=False, soft_wrap=True)
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def __call__(self, record: RoundRecord) -> None:
+        metric = metric_of(self.cfg, record)
+        value = record.eval_metrics.get(metric) if metric else None
+        shown = f"validation {metric} {float(value):.4f}" if value is not None else "no evaluation"
+        self.say(f"round {record.round}/{self.cfg.rounds}{self.label}: {shown} ({len(record.participants)} "
+                 f"institutions, {record.failures} failures, {record.seconds:.1f} s)")
+        if self.progress is not None:
+            self.progress.advance(self.task)
+
+
+def per_round(report: RunReport, metric: str | None) -> list[float | None]:
+    """The metric of each round of ``report`` (``None`` where a round was not evaluated)."""
+    return [float(r.eval_metrics[metric]) if metric and metric in r.eval_metrics else None for r in report.rounds]
+
+
+def privacy_utility(cfg: FederationConfig, with_dp: RunReport, without: RunReport) -> dict[str, Any]:
+    """Both runs' metric per round and the final cost of DP (``without - with``, or ``with - without`` for a metric
+    where lower is better, :data:`LOWER_IS_BETTER`); ``warning`` when the cost exceeds ``cfg.dp.utility_margin``."""
+    metric = metric_of(cfg, with_dp.rounds[-1]) if with_dp.rounds else None
+    a, b = per_round(with_dp, metric), per_round(without, metric)
+    final_a = next((v for v in reversed(a) if v is not None), None)
+    final_b = next((v for v in reversed(b) if v is not None), None)
+    out: dict[str, Any] = {"metric": metric, "with_dp": a, "without_dp": b, "final_with_dp": final_a,
+                           "final_without_dp": final_b, "margin": cfg.dp.utility_margin,
+                           "baseline_run_id": without.run_id, "warning": None}
+    if final_a is not None and final_b is not None:
+        lower_is_better = any(word in (metric or "") for word in LOWER_IS_BETTER)
+        cost = final_a - final_b if lower_is_better else final_b - final_a
+        out["cost"] = round(cost, 4)
+        if cost > cfg.dp.utility_margin:
+            out["warning"] = (f"differential privacy ({cfg.dp.mode}, {_dp_settings(cfg)}) costs {cost:.4f} "
+                              f"{metric}: {final_a:.4f} with it, {final_b:.4f} without, more than the margin "
+                              f"{cfg.dp.utility_margin} (dp.utility_margin). See docs/federated.md for a setting "
+                              "that keeps utility and what it gives up.")
+    return out
+
+
+def _dp_settings(cfg: FederationConfig) -> str:
+    dp = cfg.dp
+    if dp.mode == "local":
+        return f"epsilon {dp.epsilon} per round over {cfg.rounds} rounds, clipping_norm {dp.clipping_norm}"
+    return f"noise_multiplier {dp.noise_multiplier}, clipping_norm {dp.clipping_norm}"
+
+
+def without_dp(cfg: FederationConfig) -> FederationConfig:
+    """The same federation with DP off (the comparison run)."""
+    return cfg.model_copy(update={"dp": cfg.dp.model_copy(update={"mode": "off"})})
+
+
+def run_record(cfg: FederationConfig, report: RunReport, command: str = "") -> dict[str, Any]:
+    """The federation's record for a bundle's manifest (``provenance.federation``); institutions' data paths are
+    left out (they stay with each institution)."""
+    summary = report.summary()
+    settings = cfg.model_dump(mode="json", exclude={"institutions", "bundle"})
+    record: dict[str, Any] = {
+        "run_id": report.run_id, "engine": "simulation" if cfg.institutions else "deployment",
+        "rounds": summary["rounds"], "rounds_configured": cfg.rounds, "strategy": settings["strategy"],
+        "secagg": settings["secagg"], "dp": settings["dp"], "privacy_budget": report.privacy,
+        "privacy_utility": report.privacy_utility, "institutions": summary["institutions"],
+        "audit_event_ids": summary["audit_event_ids"], "model_sha256": report.model_sha256,
+        "local_epochs": cfg.local_epochs, "lr": cfg.lr, "batch_size": cfg.batch_size, "seed": cfg.seed,
+        "model": report.model, "command": command or f"sectorflow federate {cfg.task}"}
+    evaluated = [r for r in report.rounds if r.eval_metrics]
+    if evaluated:  # the summed ``count.*`` metrics of the last evaluated round (e.g. calibration histograms)
+        record["counts"] = {k: v for k, v in evaluated[-1].eval_metrics.items() if k.startswith(COUNT_PREFIX)}
+    lookbacks = {float(p["lookback_days"]) for p in cfg.institutions if "lookback_days" in p}
+    if len(lookbacks) == 1:
+        record["lookback_days"] = lookbacks.pop()
+    return record
+
+
+def export_bundle(cfg: FederationConfig, spec: TrainableSpec, report: RunReport, out: Any, command: str = "") -> Any:
+    """Write the run's bundle through the trainable's ``export``; returns the manifest path.
+
+    Raises:
+        ConfigError: the trainable offers no export, or the run produced no global model.
+    """
+    from pathlib import Path
+
+    if spec.export is None:
+        raise ConfigError(f"{spec.task}/{spec.name} offers no bundle export: drop --out / bundle (its weights can "
+                          "still be written with --weights).")
+    if report.weights is None:
+        raise ConfigError(f"Run {report.run_id} produced no global model: no bundle written.")
+    return spec.export(list(report.weights), run_record(cfg, report, command), Path(out))
+
+
+class Current:
+    """The run a Ctrl-C would abort (the DP run, then its comparison run)."""
+
+    def __init__(self) -> None:
+        self.cfg: FederationConfig | None = None
+        self.report: RunReport | None = None
+        self.plugin = ""
+
+
+def _shutdown_ray(timeout: float) -> None:
+    def stop() -> None:
+        try:
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
+        except Exception:  # noqa: BLE001 - best effort on the way out
+            pass
+
+    worker = threading.Thread(target=stop, daemon=True)
+    worker.start()
+    worker.join(timeout)
+
+
+@contextmanager
+def stop_on_sigint(current: Current, say: Callable[[str], None], ray_timeout: float = 5.0,
+                   exit: Callable[[int], Any] = os._exit) -> Iterator[None]:
+    """While active, Ctrl-C (SIGINT) records the abort of ``current``'s run (``training_run_failed``, ``aborted``),
+    says so, stops Ray (at most ``ray_timeout`` s) and exits with 130; a second Ctrl-C exits at once."""
+    from .server import record_abort
+
+    state = {"stopping": False}
+
+    def handler(signum: int, frame: Any) -> None:
+        if state["stopping"]:
+            exit(130)
+            return
+        state["stopping"] = True
+        report, cfg = current.report, current.cfg
+        say("Ctrl-C: stopping the federated run (press Ctrl-C again to quit at once) ...")
+        if report is not None and cfg is not None:
+            try:
+                written = record_abort(cfg, report, current.plugin)
+                say(f"run {report.run_id} aborted after {len(report.rounds)} of {cfg.rounds} rounds"
+                    + ("; the audit log records it (task.training_run_failed, aborted)" if written else ""))
+            except Exception as exc:  # noqa: BLE001 - a regulated log that cannot write: say so, still stop
+                say(f"run {report.run_id} aborted, but its abort could not be recorded: {type(exc).__name__}: {exc}")
+        _shutdown_ray(ray_timeout)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        exit(130)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

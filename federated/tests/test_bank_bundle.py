@@ -1,0 +1,233 @@
+"""Issue 24: banks federate on their own files and the run ends in a bundle a bank serves; what a run reports
+(summed counts, the cost of DP with its numbers, one line per round), checks before Flower starts, and Ctrl-C on a
+real `sectorflow federate` process (SIGINT to its process group) recorded in a real audit log."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from core_support import EventRecorder  # noqa: E402
+from sectorflow import ConfigError  # noqa: E402
+from sectorflow.federated import parse_config  # noqa: E402
+from sectorflow.federated.runner import RoundProgress, preflight, privacy_utility, run_record  # noqa: E402
+from sectorflow.federated.strategy import RoundRecord, RunReport, weighted_metrics  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+GENTEX = HERE.parents[2] / "shared" / "data" / "amlgentex_dev" / "dev3b_s404"
+needs_gentex = pytest.mark.skipif(not GENTEX.is_dir(), reason=f"AMLGentex dev3b_s404 not at {GENTEX}")
+
+
+def _record(n: int, ap: float) -> RoundRecord:
+    return RoundRecord(round=n, participants=[{"node_id": "1", "institution": "bank_a", "num_examples": 10}] * 3,
+                       num_examples=30, failures=0, fit_metrics={}, eval_metrics={"average_precision": ap},
+                       seconds=2.25)
+
+
+def _report(run_id: str, aps: list[float]) -> RunReport:
+    report = RunReport(run_id=run_id, task="aml", model="account_mlp", strategy="fedavg")
+    report.rounds = [_record(i + 1, ap) for i, ap in enumerate(aps)]
+    return report
+
+
+def test_count_metrics_are_summed_the_others_weighted_by_examples():
+    got = weighted_metrics([(10, {"average_precision": 0.5, "count.pos.3": 3, "institution": "a"}),
+                            (30, {"average_precision": 0.9, "count.pos.3": 4, "count.neg.1": 2})])
+    assert got == {"average_precision": pytest.approx(0.8), "count.pos.3": 7.0, "count.neg.1": 2.0}
+
+
+def test_dp_that_costs_more_than_the_margin_is_reported_with_its_numbers():
+    cfg = parse_config({"task": "aml", "rounds": 2, "dp": {"mode": "local", "epsilon": 10.0, "utility_margin": 0.05}})
+    out = privacy_utility(cfg, _report("dp", [0.5, 0.6]), _report("plain", [0.8, 0.9]))
+    assert out["with_dp"] == [0.5, 0.6] and out["without_dp"] == [0.8, 0.9] and out["cost"] == pytest.approx(0.3)
+    assert out["baseline_run_id"] == "plain"
+    assert "costs 0.3000 average_precision: 0.6000 with it, 0.9000 without" in out["warning"]
+    assert "epsilon 10.0 per round over 2 rounds" in out["warning"]
+    close = privacy_utility(cfg, _report("dp", [0.87]), _report("plain", [0.9]))
+    assert close["cost"] == pytest.approx(0.03) and close["warning"] is None
+
+
+def test_one_plain_line_per_round_when_not_a_terminal():
+    stream = io.StringIO()
+    cfg = parse_config({"task": "aml", "rounds": 8})
+    with RoundProgress(cfg, stream=stream) as progress:
+        progress(_record(3, 0.90123))
+    assert stream.getvalue() == ("round 3/8: validation average_precision 0.9012 (3 institutions, 0 failures, "
+                                 "2.2 s)\n")
+
+
+def test_the_run_record_names_no_institution_path():
+    cfg = parse_config({"task": "aml", "rounds": 1, "institutions": [{"transactions": "/srv/bank_a/tx.csv",
+                                                                       "lookback_days": 30}]})
+    report = _report("r", [0.7])
+    report.rounds[0].participants = [{"node_id": "9", "institution": "bank_a", "num_examples": 10,
+                                      "data_sha256": "ab" * 32}]
+    record = run_record(cfg, report)
+    assert "/srv/bank_a" not in json.dumps(record)
+    assert record["institutions"][0]["data_sha256"] == "ab" * 32 and record["lookback_days"] == 30.0
+
+
+@needs_gentex
+def test_a_wrong_path_or_labels_file_is_named_before_flower_starts(tmp_path):
+    from sectorflow_aml.account_federated import trainable_spec
+
+    spec = trainable_spec()
+    good = {"transactions": str(GENTEX / "transactions.csv.gz"), "labels": str(GENTEX / "accounts.csv.gz"),
+            "bank": "bank_a"}
+    missing = dict(good, transactions=str(tmp_path / "nope.csv"))
+    with pytest.raises(ConfigError, match=r"Institution 2 of 2 .* transactions file .*nope.csv not found"):
+        preflight(parse_config({"task": "aml", "institutions": [good, missing]}), spec)
+    bad = tmp_path / "labels.csv"
+    bad.write_text("who,what\n1,2\n")
+    with pytest.raises(ConfigError, match=r"Institution 1 of 1 .*is not a labels file"):
+        preflight(parse_config({"task": "aml", "institutions": [dict(good, labels=str(bad))]}), spec)
+    with pytest.raises(ConfigError, match="No account of bank 'bank_z'"):
+        preflight(parse_config({"task": "aml", "institutions": [dict(good, bank="bank_z")]}), spec)
+
+
+def _app() -> typer.Typer:
+    from sectorflow.federated.cli import federate_app
+
+    app = typer.Typer()
+
+    @app.callback()
+    def main() -> None:
+        pass
+
+    app.add_typer(federate_app, name="federate")
+    return app
+
+
+@needs_gentex
+def test_three_banks_on_their_own_views_end_in_a_bundle_that_taskflow_serves(tmp_path, registry):
+    """A real simulation (2 rounds, 20,000 transactions, about 5 days, of dev3b_s404): the bundle loads in Taskflow and hot
+    reload; its manifest carries the federation (institutions' digests and examples, the run's audit event ids)."""
+    from sectorflow import Taskflow
+
+    recorder = EventRecorder()
+    registry({"recorder": recorder}, installed=True)
+    head = tmp_path / "head.csv"
+    with gzip.open(GENTEX / "transactions.csv.gz", "rt") as src, head.open("w") as dst:
+        for i, line in enumerate(src):  # the header, then 20,000 transactions after the 6,000 opening balances
+            if i > 26_000:
+                break
+            if i == 0 or i > 6000:
+                dst.write(line)
+    banks = "".join(f'[[institutions]]\ntransactions = "{head}"\nformat = "amlgentex"\nlabels = '
+                    f'"{GENTEX / "accounts.csv.gz"}"\nbank = "{b}"\ncache_dir = "{tmp_path / "cache"}"\n'
+                    for b in ("bank_a", "bank_b", "bank_c"))
+    config = tmp_path / "federation.toml"
+    config.write_text('task = "aml"\nmodel = "account_mlp"\nrounds = 2\n[strategy]\nmin_fit_clients = 3\n'
+                      f'min_available_clients = 3\n{banks}')
+    out, report = tmp_path / "bundle", tmp_path / "run.json"
+    result = CliRunner().invoke(_app(), ["federate", "aml", "-c", str(config), "--out", str(out), "--report",
+                                         str(report)])
+    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert "round 2/2: validation average_precision" in result.stderr
+    run = json.loads(report.read_text())
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["format"] == "account-mlp" and manifest["task"] == "aml"
+    federation = manifest["provenance"]["federation"]
+    assert [i["institution"] for i in federation["institutions"]] == ["bank_a", "bank_b", "bank_c"]
+    assert all(len(i["data_sha256"]) == 64 and i["num_examples"] > 100 for i in federation["institutions"])
+    assert federation["institutions"] == run["institutions"] and federation["rounds_configured"] == 2
+    assert len({i["data_sha256"] for i in federation["institutions"]}) == 3  # each bank's own view
+    recorded = [e.details["event_id"] for e in recorder.events if e.kind.startswith("training_")]
+    assert federation["audit_event_ids"] == recorded and len(recorded) == 4  # started, 2 rounds, finished
+    assert str(head) not in json.dumps(manifest)
+    history = manifest["metrics"]["account_level"]["validation"]["history"]
+    assert [r for r, _ in history] == [1, 2] and 0 < history[-1][1] <= 1
+    from sectorflow_aml.loaders import load_transactions
+
+    txns, _ = load_transactions(head, format="amlgentex")
+    flow = Taskflow("aml", task_path=str(out))
+    scored = flow(txns[:500])
+    assert scored[0].meta.model_name == "aml-account-mlp-federated" and all(r.account_scores for r in scored)
+    flow.reload(str(out))
+    assert flow(txns[500:600])[0].account_scores
+
+
+def test_ctrl_c_stops_a_real_run_with_a_message_and_the_audit_log_records_the_abort(tmp_path):
+    pytest.importorskip("ray", reason="Flower's simulation engine needs ray")
+    from sectorflow.compliance.keys import generate_key_file
+
+    generate_key_file(tmp_path / "audit.key")
+    config = tmp_path / "federation.toml"
+    config.write_text('task = "toy"\nrounds = 200\n[strategy]\nmin_fit_clients = 2\nmin_available_clients = 2\n'
+                      '[[institutions]]\nsleep = 0.5\n[[institutions]]\nsleep = 0.5\n')
+    script = ("import sys\nfrom sectorflow import plugins, cli\nimport toy_trainable\n"
+              "plugins.get_plugin_manager().register(toy_trainable.ToyPlugin(), 'toy')\n"
+              f"sys.exit(cli.main(['federate', 'toy', '-c', {str(config)!r}]))\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), str(HERE.parent),
+                                                        os.environ.get("PYTHONPATH", "")]),
+           "SECTORFLOW_AUDIT_DB": str(tmp_path / "audit.db"), "SECTORFLOW_AUDIT_KEY": str(tmp_path / "audit.key"),
+           "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines = []
+    try:
+        for line in proc.stderr:  # wait for the first round: the run is under way
+            lines.append(line)
+            if line.startswith("round 1/200"):
+                break
+        assert lines and lines[-1].startswith("round 1/200"), "".join(lines)[-3000:]
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+        code = proc.wait(timeout=90)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    rest = proc.stderr.read()
+    assert code == 130, "".join(lines)[-2000:] + rest[-3000:]
+    assert "Ctrl-C: stopping the federated run" in rest
+    assert "aborted after" in rest and "the audit log records it" in rest
+    with sqlite3.connect(tmp_path / "audit.db") as db:
+        rows = [(event, json.loads(body)) for event, body in
+                db.execute("SELECT event, body FROM records ORDER BY seq") if event.startswith("task.training_")]
+    events = [event for event, _ in rows]
+    assert events[0] == "task.training_run_started" and events[-1] == "task.training_run_failed"
+    assert "task.training_round" in events and "task.training_run_finished" not in events
+    failed = rows[-1][1]
+    assert failed["details"]["aborted"] is True and "interrupted by the user (SIGINT)" in failed["reason"]
+
+
+def test_deployment_bundle_needs_a_trainable_that_exports(registry):
+    """`bundle = ...` in deployment: the coordinator's ServerApp writes it, so the task's trainable must export."""
+    from sectorflow.federated import deploy
+
+    registry({}, installed=True)
+    config = {"task": "aml", "model": "risk_mlp", "rounds": 1, "bundle": "/srv/fed/bundle"}
+    with pytest.raises(ConfigError, match="offers an export"):
+        deploy.server_app(json.dumps(config))
+    from flwr.serverapp import ServerApp
+
+    assert isinstance(deploy.server_app(json.dumps(dict(config, model="account_mlp"))), ServerApp)
+
+
+def test_the_amlsim_trainable_checks_its_folder_before_flower_starts(tmp_path):
+    from sectorflow_aml.trainable import trainable_spec
+
+    cfg = parse_config({"task": "aml", "institutions": [{"data": str(tmp_path), "bank": 0, "num_banks": 2}]})
+    with pytest.raises(ConfigError, match=r"Institution 1 of 1 .* AMLSim run folder\(s\)"):
+        preflight(cfg, trainable_spec())
+
+
+def test_dp_cost_of_a_lower_is_better_metric():
+    cfg = parse_config({"task": "toy", "metric": "mse", "dp": {"mode": "local", "utility_margin": 0.1}})
+    worse, plain = _report("dp", [0.5]), _report("plain", [0.2])
+    for report, value in ((worse, 0.5), (plain, 0.2)):
+        report.rounds[0].eval_metrics = {"mse": value}
+    out = privacy_utility(cfg, worse, plain)
+    assert out["cost"] == pytest.approx(0.3) and "costs 0.3000 mse: 0.5000 with it, 0.2000 without" in out["warning"]

@@ -1,0 +1,64 @@
+"""``sectorflow workbench`` (the workbench alone) and ``sectorflow aml dispositions export`` (decisions as labels).
+
+::
+
+    sectorflow workbench --config serve.toml [--host 127.0.0.1] [--port 8867]
+    sectorflow aml dispositions export --out labels.csv [--tenant bank-1] [--state STORE]
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from sectorflow import ConfigError, open_state_store
+
+from .decisions import DecisionBook, write_labels
+
+dispositions_app = typer.Typer(help="Analysts' case decisions (the workbench's): export them as a labels file.",
+                               no_args_is_help=True)
+
+
+@dispositions_app.command("export")
+def export_command(out: Path = typer.Option(..., "--out", "-o", help="The labels CSV to write."),
+                   tenant: str = typer.Option("default", "--tenant", help="Whose decisions."),
+                   state: Optional[str] = typer.Option(None, "--state", help="The state store: a SQLite file or a "
+                                                       "postgresql:// URL (default $SECTORFLOW_HOME/state.sqlite).")
+                   ) -> None:
+    """Write the tenant's decided cases as `case_id,account_id,period,disposition,reason,decided_by,decided_at`
+    (disposition true_positive, false_positive, escalated or str_approved), for `sectorflow aml train --labels`."""
+    store = open_state_store(state)
+    try:
+        n = write_labels(DecisionBook(store, tenant).labels(), out)
+    finally:
+        store.close()
+    typer.echo(f"{n} decided cases of tenant {tenant} -> {out}", err=True)
+
+
+def workbench_command(config: Path = typer.Option(..., "--config", "-c", help="Server configuration (TOML/JSON) "
+                                                  "with [web.aml] and the users' [[keys]]."),
+                      host: str = typer.Option("127.0.0.1", "--host"),
+                      port: int = typer.Option(8867, "--port")) -> None:
+    """Serve the AML workbench alone (no task routes, no models loaded) at http://HOST:PORT/ui/."""
+    try:
+        from sectorflow.serving import load_config, run_server, web_app
+
+        import fastapi  # noqa: F401 - the serve extra (FastAPI, uvicorn) is what the workbench runs on
+    except ImportError as exc:
+        raise ConfigError(f"The workbench needs the serve extra ({exc.name} is missing): "
+                          f"pip install 'sectorflow[serve]'.") from exc
+    cfg = load_config(config)
+    if "aml" not in cfg.web:
+        raise typer.BadParameter(f"{config} has no [web.aml] section: name the results and transactions of each "
+                                 f"tenant there (docs/workbench.md).", param_hint="--config")
+    run_server(web_app(cfg), host=host, port=port)
+
+
+def register(app: Any, aml_app: Any) -> None:
+    """Add ``sectorflow workbench`` and ``sectorflow aml dispositions``."""
+    if not any(group.name == "dispositions" for group in aml_app.registered_groups):
+        aml_app.add_typer(dispositions_app, name="dispositions")
+    if not any(cmd.name == "workbench" for cmd in app.registered_commands):
+        app.command("workbench")(workbench_command)
