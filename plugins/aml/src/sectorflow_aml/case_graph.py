@@ -1,10 +1,11 @@
 """Case-level graph evidence: how risky a case's counterparties are in the same review period.
 
-Laundering accounts transact with each other: on the AMLSim sample runs 2,137 distinct sender-receiver pairs join two
-laundering accounts (20K_cycle200; 945 laundering of 20,000 accounts), about 8 times what random pairing of the same
-transfers would give, and about a third of the laundering accounts make no planted transfer at all (none under 100),
-so nothing in their own 30-day window marks them; their counterparties do. A case therefore also carries, from the
-account model's scores of its counterparties within the period (``account_scores``, the first stage):
+Laundering accounts transact with each other: on the AMLSim sample run 20K_cycle200, 2,132 distinct sender-receiver
+pairs join two of its 945 laundering accounts, 8.2 times what random pairing would give, and about a third of them
+(326) make no transfer under 100, AMLSim's planted amounts (``benchmarks/aml_graph_facts.py``), so nothing in their
+own 30-day window marks them; their counterparties might (measured as a second stage on AMLSim, this evidence moves
+account F1 by under 0.01: docs/aml.md, "AMLSim"; so it is a case's evidence, not its score). A case also carries,
+from the account model's scores of its counterparties within the period (``account_scores``, the first stage):
 
 - ``counterparty_score``: the highest period score among the account's counterparties, floored to a tenth
   (:data:`LEVELS`: "a counterparty scored at least 0.7"); ``None`` while no counterparty has a score;
