@@ -7,7 +7,13 @@
    (account score = max over its rows, as ``sectorflow aml evaluate`` computes from results).
 2. The same with only 25 labelled laundering accounts for training (the other laundering accounts unlabelled).
 3. Baseline: plain LightGBM on 30 whole-period per-account aggregates (counts, sums, means, extremes, degrees).
-4. AMLSim: train on two sample runs, evaluate on the third (F1 at the validation threshold of best F1).
+4. AMLSim: train on two sample runs, evaluate on the third (F1 at the validation threshold of best F1); and a second
+   stage at case level on the graph evidence of :mod:`sectorflow_aml.case_graph` (an account-month's own period
+   maximum, its counterparties' highest score, how many of them score >= 0.5, its counterparties): stacked without
+   leaking, each training run's first-stage scores come from a model trained on the *other* training run; the
+   second stage is fitted on a seeded, stratified 75 % of those accounts, and the model (logistic regression or
+   LightGBM), its early stopping and its threshold (best F1) are chosen on the other 25 %; the test run is scored by
+   the first stage trained on both training runs. ``--no-graph`` skips it.
 5. ``--only mlp``: the model choice, a Paddle MLP on the same rows and split (validation account AP only).
 
 Data: ``../shared/data/amlgentex_dev`` (AMLGentex, arXiv:2506.13989) and ``../shared/data/amlsim_sample``.
@@ -28,6 +34,7 @@ sys.path.insert(0, str(ROOT / "plugins" / "aml" / "src"))
 
 from sectorflow_aml.account_training import (PARAMS, account_max, evaluate_replay, ranking_metrics,  # noqa: E402
                                              replay, score_replay, train)
+from sectorflow_aml.case_graph import GRAPH_FEATURES, graph_rows  # noqa: E402
 from sectorflow_aml.labels import Labels, read_labels  # noqa: E402
 from sectorflow_aml.loaders import load_transactions  # noqa: E402
 from sectorflow_aml.metrics import f1_at  # noqa: E402
@@ -190,11 +197,140 @@ def run_mlp(reps, labels, seed: int = SEED, epochs: int = 6) -> dict:
     return {"validation_ap_by_epoch": history, "best_validation_ap": max(history)}
 
 
+def transfers_by_month(txns) -> dict[int, list[tuple[str, str]]]:
+    """(sender, receiver) of every transfer per UTC month (``year * 12 + month - 1``, as ``Replay.month``)."""
+    out: dict[int, list[tuple[str, str]]] = {}
+    for t in txns:
+        if t.sender_account != t.receiver_account and not t.channel.is_cash:
+            out.setdefault(t.timestamp.year * 12 + t.timestamp.month - 1, []).append(
+                (t.sender_account, t.receiver_account))
+    return out
+
+
+def graph_data(rep, scores: np.ndarray, transfers, labels: Labels):
+    """Stage-two rows of a replay scored by a first stage: ``(x [n, 5], account index [n], y per account)``."""
+    best: dict[int, dict[str, float]] = {}
+    for k, m, v in zip(rep.account.tolist(), rep.month.tolist(), scores.tolist()):
+        period = best.setdefault(m, {})
+        a = rep.accounts[k]
+        if v > period.get(a, -1.0):
+            period[a] = v
+    accounts, _, x = graph_rows(best, transfers)
+    index = {a: i for i, a in enumerate(rep.accounts)}
+    y = np.asarray([labels.label.get(a, 0) for a in rep.accounts])
+    return x, np.asarray([index[a] for a in accounts], dtype=np.int64), y
+
+
+def _design(x: np.ndarray) -> np.ndarray:
+    """Logistic-regression inputs of graph rows: logit of the own score, the counterparty score (and whether there
+    is none), log counts, the risky share and one interaction."""
+    own = np.clip(x[:, 0], 1e-6, 1 - 1e-6)
+    top = np.maximum(x[:, 1], 0.0)
+    return np.c_[np.log(own / (1 - own)), top, x[:, 1] < 0, np.log1p(x[:, 2]), np.log1p(x[:, 3]), x[:, 4],
+                 top * np.log1p(x[:, 2])]
+
+
+def fit_logistic(z: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float = 1e-3, iterations: int = 40):
+    """Weighted, L2-regularised logistic regression by Newton's method on standardised inputs; returns a margin
+    function."""
+    mu, sd = z.mean(0), z.std(0) + 1e-9
+    zs = np.c_[(z - mu) / sd, np.ones(len(z))]
+    b = np.zeros(zs.shape[1])
+    for _ in range(iterations):
+        p = 1 / (1 + np.exp(-np.clip(zs @ b, -35, 35)))
+        g = zs.T @ (w * (p - y)) + l2 * b
+        h = (zs * (w * p * (1 - p))[:, None]).T @ zs + l2 * np.eye(b.size)
+        b -= np.linalg.solve(h, g)
+    return lambda z2: np.c_[(z2 - mu) / sd, np.ones(len(z2))] @ b
+
+
+def graph_stage(parts, test) -> dict:
+    """Fit the second stage on ``parts`` (``graph_data`` of each training run, scored out of sample) and score
+    ``test`` (``graph_data`` of the test run): F1 at the validation threshold, AP, the model chosen."""
+    import lightgbm as lgb
+
+    from sectorflow_aml.account_training import split_accounts
+    from sectorflow_aml.metrics import average_precision, best_f1
+
+    xt, yt, xv, av, yv = [], [], [], [], []
+    offset = 0
+    for i, (x, acc, y) in enumerate(parts):
+        val = split_accounts(y, 0.25, SEED + 100 + i)
+        rows_val = val[acc]
+        xt.append(x[~rows_val]); yt.append(y[acc[~rows_val]])  # noqa: E702
+        xv.append(x[rows_val]); av.append(acc[rows_val] + offset)  # noqa: E702
+        yv.append(np.where(val, y, -1))
+        offset += y.size
+    xt, yt, xv, av, yv = (np.concatenate(v) for v in (xt, yt, xv, av, yv))
+    vmask = yv >= 0
+    pos = yt.sum()
+    w = np.where(yt > 0, (yt.size - pos) / pos, 1.0)
+
+    def per_account(margin, acc, n):
+        out = account_max(margin, acc, n)
+        out[~np.isfinite(out)] = -1e9
+        return out
+
+    candidates = {}
+    lr = fit_logistic(_design(xt), yt, w)
+    candidates["logistic"] = (lambda x: lr(_design(x)))
+    params = {"objective": "binary", "learning_rate": 0.05, "num_leaves": 7, "min_data_in_leaf": 40, "verbose": -1,
+              "num_threads": 2, "seed": SEED, "deterministic": True, "force_row_wise": True}
+    booster = lgb.Booster(params=params, train_set=lgb.Dataset(xt, yt, weight=w, feature_name=list(GRAPH_FEATURES)))
+    best_ap, best_it = -1.0, 0
+    for it in range(1, 301):
+        booster.update()
+        if it % 25 == 0:
+            ap = average_precision(per_account(booster.predict(xv, raw_score=True), av, yv.size)[vmask], yv[vmask])
+            if ap > best_ap + 1e-4:
+                best_ap, best_it = ap, it
+    trees = lgb.Booster(model_str=booster.model_to_string(num_iteration=best_it))
+    candidates["lightgbm"] = (lambda x: trees.predict(x, raw_score=True))
+    chosen = {}
+    for name, f in candidates.items():
+        sv = per_account(f(xv), av, yv.size)[vmask]
+        chosen[name] = (average_precision(sv, yv[vmask]), best_f1(sv, yv[vmask]))
+    name = max(chosen, key=lambda n: chosen[n][0])
+    threshold = chosen[name][1][1]
+    x, acc, y, accounts, labels = test
+    scored = dict(zip(accounts, per_account(candidates[name](x), acc, y.size)))
+    every = sorted(labels.label)  # as the first stage's figures: labelled accounts that never transact score lowest
+    s = np.asarray([scored.get(a, -1e9) for a in every])
+    y = np.asarray([labels.label[a] for a in every])
+    f1 = f1_at(s, y, threshold)
+    return {"model": name, "validation": {n: {"ap": round(v[0], 4), "best_f1": round(v[1][0], 4)}
+                                          for n, v in chosen.items()},
+            "f1_at_validation_threshold": round(f1["f1"], 4), **f1, **ranking_metrics(s, y)}
+
+
+def _cached(cache: Path | None, reps, labels):
+    """``train(reps, labels, seed=SEED)``, kept in ``cache`` (a folder; key: the replays' sha256) when given, so a
+    second run of the script reuses the first stage (the models are deterministic: same data, same model)."""
+    import hashlib
+
+    from sectorflow_aml.account_training import Trained
+
+    if cache is None:
+        return train(reps, labels, seed=SEED)
+    key = hashlib.sha256("|".join(r.digest for r in reps).encode()).hexdigest()[:16]
+    path = cache / f"account-model-{key}.json"
+    if path.is_file():
+        d = json.loads(path.read_text())
+        return Trained(d["model_text"], tuple(d["platt"]), d["metrics"], d["params"], d["num_trees"])
+    m = train(reps, labels, seed=SEED)
+    cache.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"model_text": m.model_text, "platt": list(m.platt), "metrics": m.metrics,
+                                "params": m.params, "num_trees": m.num_trees}))
+    return m
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", choices=["amlgentex", "few", "amlsim", "baseline", "mlp"], action="append")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--max-rows", type=int, help="read only the first rows of each file (smoke run)")
+    ap.add_argument("--no-graph", action="store_true", help="AMLSim without the case-level graph stage")
+    ap.add_argument("--cache", type=Path, help="folder keeping AMLSim's first-stage models between runs")
     args = ap.parse_args()
     global MAX_ROWS
     MAX_ROWS = args.max_rows
@@ -238,15 +374,23 @@ def main() -> None:
                   f"precision at K {b['precision_at_k']}, recall at 1% FPR {b['recall_at_1pct_fpr']}")
     if "amlsim" in todo:
         runs = ("20K_cycle200", "20K_fanin200", "20K_fanin200cycle200")
-        reps, labs = {}, {}
+        reps, labs, transfers = {}, {}, {}
         for r in runs:
             txns = _load(AMLSIM / r / "transactions.csv.gz", "amlsim")
             reps[r] = replay(txns, name=r)
             labs[r] = read_labels(AMLSIM / r / "nodes.csv.gz")
+            transfers[r] = transfers_by_month(txns)
         out["amlsim"] = {}
-        for test in runs:
+        singles: dict = {}
+
+        def single(r):  # the first stage trained on one run (stage two's out-of-sample inputs), on first use
+            if r not in singles:
+                singles[r] = _cached(args.cache, [reps[r]], [labs[r]])
+            return singles[r]
+
+        for test in (runs[2], runs[0], runs[1]):  # the shipped scorer's split first
             tr = [r for r in runs if r != test]
-            m = train([reps[r] for r in tr], [labs[r] for r in tr], seed=SEED)
+            m = _cached(args.cache, [reps[r] for r in tr], [labs[r] for r in tr])
             s = account_max(score_replay(m.model_text, m.platt, reps[test]), reps[test].account,
                             len(reps[test].accounts))
             index = {a: i for i, a in enumerate(reps[test].accounts)}
@@ -258,7 +402,16 @@ def main() -> None:
             out["amlsim"][test] = {"f1_at_validation_threshold": round(f1["f1"], 4), **f1, **rank}
             print(f"AMLSim train {'+'.join(tr)} -> test {test}: F1 {f1['f1']:.4f} (precision {f1['precision']:.4f}, "
                   f"recall {f1['recall']:.4f} at validation threshold {m.metrics['threshold_best_f1']}), AP "
-                  f"{rank['average_precision']}")
+                  f"{rank['average_precision']}", flush=True)
+            if not args.no_graph:
+                parts = [graph_data(reps[r], score_replay(single(o).model_text, single(o).platt, reps[r]),
+                                    transfers[r], labs[r]) for r, o in ((tr[0], tr[1]), (tr[1], tr[0]))]
+                g = graph_stage(parts, (*graph_data(reps[test], score_replay(m.model_text, m.platt, reps[test]),
+                                                    transfers[test], labs[test]), reps[test].accounts, labs[test]))
+                out["amlsim"][test]["graph_stage"] = g
+                print(f"  + case-level graph stage ({g['model']}; validation {g['validation']}): F1 {g['f1']:.4f} "
+                      f"(precision {g['precision']:.4f}, recall {g['recall']:.4f}), AP {g['average_precision']}",
+                      flush=True)
     out["seconds"] = round(time.perf_counter() - t0, 1)
     out["params"] = {k: v for k, v in PARAMS.items()}
     print(f"total {out['seconds']} s")

@@ -120,3 +120,16 @@ def test_train_on_dispositions_equals_training_on_their_account_labels(tmp_path,
     manifest = json.loads((tmp_path / "bundle" / "manifest.json").read_text())
     assert manifest["provenance"]["datasets"][0]["laundering_accounts"] == sum(
         v for k, (_, v) in enumerate(sorted(truth.label.items())) if k % 10 != 9)
+
+
+def test_the_workbench_export_reads_as_labels(tmp_path):
+    """What `sectorflow aml dispositions export` writes (workbench.decisions.write_labels) is this format."""
+    from sectorflow_aml.workbench.decisions import LABEL_HEADER, write_labels
+
+    assert LABEL_HEADER == DISPOSITION_COLUMNS
+    rows = [{"case_id": case_id(a, "2024-01"), "account_id": a, "period": "2024-01", "disposition": d,
+             "reason": "payroll, reviewed", "decided_by": "analyst-1", "decided_at": "2024-02-03T10:15:00+00:00"}
+            for a, d in (("A", "str_approved"), ("B", "false_positive"), ("C", "escalated"))]
+    assert write_labels(rows, tmp_path / "labels.csv") == 3
+    labels = read_labels(tmp_path / "labels.csv")
+    assert labels.label == {"A": 1, "B": 0} and labels.skipped == 1

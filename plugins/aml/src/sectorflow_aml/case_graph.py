@@ -1,10 +1,11 @@
 """Case-level graph evidence: how risky a case's counterparties are in the same review period.
 
-Laundering accounts transact with each other: on the AMLSim sample runs 2,137 distinct sender-receiver pairs join two
-laundering accounts (20K_cycle200; 945 laundering of 20,000 accounts), about 8 times what random pairing of the same
-transfers would give, and about a third of the laundering accounts make no planted transfer at all (none under 100),
-so nothing in their own 30-day window marks them; their counterparties do. A case therefore also carries, from the
-account model's scores of its counterparties within the period (``account_scores``, the first stage):
+Laundering accounts transact with each other: on the AMLSim sample run 20K_cycle200, 2,132 distinct sender-receiver
+pairs join two of its 945 laundering accounts, 8.2 times what random pairing would give, and about a third of them
+(326) make no transfer under 100, AMLSim's planted amounts (``benchmarks/aml_graph_facts.py``), so nothing in their
+own 30-day window marks them; their counterparties might (measured as a second stage on AMLSim, this evidence moves
+account F1 by under 0.01: docs/aml.md, "AMLSim"; so it is a case's evidence, not its score). A case also carries,
+from the account model's scores of its counterparties within the period (``account_scores``, the first stage):
 
 - ``counterparty_score``: the highest period score among the account's counterparties, floored to a tenth
   (:data:`LEVELS`: "a counterparty scored at least 0.7"); ``None`` while no counterparty has a score;
@@ -147,3 +148,32 @@ def period_evidence(transfers: Iterable[tuple[str, str]], best: Mapping[str, flo
         for b in others:
             graph._see(a, b)
     return {a: graph.evidence(a) for a in graph.links}
+
+
+GRAPH_FEATURES = ("model_score", "counterparty_score", "risky_counterparties", "counterparties_in_period",
+                  "risky_share")
+"""Columns of :func:`graph_rows`: the account's own period maximum, its evidence (``counterparty_score`` -1 when no
+counterparty has a score), and ``risky_counterparties / max(1, counterparties_in_period)``."""
+
+
+def graph_rows(best: Mapping[Any, Mapping[str, float]], transfers: Mapping[Any, Iterable[tuple[str, str]]]
+               ) -> tuple[list[str], list[Any], Any]:
+    """One row of :data:`GRAPH_FEATURES` per account and period with a score, as the case book holds it at the
+    period's end: ``best`` period -> {account: period maximum}, ``transfers`` period -> (sender, receiver) pairs.
+    Returns ``(accounts, periods, float64 array [n, 5])``; a second stage at case level trains on these rows
+    (``benchmarks/aml_learning.py --only amlsim``)."""
+    import numpy as np
+
+    accounts: list[str] = []
+    periods: list[Any] = []
+    rows: list[list[float]] = []
+    for period in sorted(best):
+        maxima = best[period]
+        evidence = period_evidence(transfers.get(period, ()), maxima)
+        for account in sorted(maxima):
+            top, risky, links = evidence.get(account, (None, 0, 0))
+            accounts.append(account)
+            periods.append(period)
+            rows.append([maxima[account], -1.0 if top is None else top, float(risky), float(links),
+                         risky / max(1, links)])
+    return accounts, periods, np.asarray(rows, dtype=np.float64).reshape(-1, len(GRAPH_FEATURES))

@@ -72,7 +72,8 @@ class Labels:
 
 
 def read_labels(path: str | Path) -> Labels:
-    """Read an account labels file (see the module docstring for the formats).
+    """Read an account labels file (see the module docstring for the formats); a case-dispositions file (its CSV
+    header, or JSON lines) goes to :func:`read_dispositions`.
 
     Raises:
         LabelsError: a missing or empty file, a header that is none of the formats, a label that is not 0/1/true/

@@ -691,17 +691,21 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
     # --- helpers -------------------------------------------------------------------------------------------------
 
     def _cash_alerts(self, alerts: Sequence[Alert]) -> set[str]:
-        """Ids of the ``alerts`` of a mandatory typology that hold a cash transaction (in the window): what makes a
-        structuring case mandatory (:mod:`sectorflow_aml.cases`, "Mandatory scenarios")."""
-        mandatory, ids = self.case_book.mandatory, self.window.ids
+        """Ids of the ``alerts`` of a mandatory typology that hold a cash transaction: what makes a structuring case
+        mandatory (:mod:`sectorflow_aml.cases`, "Mandatory scenarios"). Read in ``preprocess``, right after the rules,
+        from the alert accounts' windowed transactions (later transactions of the call may move the window on)."""
+        mandatory = self.case_book.mandatory
         out: set[str] = set()
         for alert in alerts:
-            if alert.typology in mandatory:
-                for tid in alert.transaction_ids:
-                    edge = ids.get(tid)
-                    if edge is not None and edge.txn.channel.is_cash:
-                        out.add(alert.alert_id)
-                        break
+            if alert.typology not in mandatory:
+                continue
+            wanted = set(alert.transaction_ids)
+            for account in alert.accounts:
+                state = self.window.get(account)
+                if state is not None and any(e.txn.transaction_id in wanted and e.txn.channel.is_cash
+                                             for side in (state.incoming, state.outgoing) for e in side):
+                    out.add(alert.alert_id)
+                    break
         return out
 
     _clock_edge: Any = None
