@@ -4,7 +4,7 @@ The size of a run is knowable as bytes: the input file's size, and how far into 
 of the file descriptor the reader has open on it, :func:`bytes_read`; for a ``.gz`` file the compressed bytes). From
 those two and the time so far come the percent done and the time left; the items done are counted as results come.
 
-- On a terminal: a rich progress bar (bytes done / total, percent, items, elapsed, time left), removed at the end.
+- On a terminal: a rich progress bar (bytes done / total, percent, items, time left), removed at the end.
 - Otherwise (a log file, a pipe, a CI job): one plain line every ``SECTORFLOW_PROGRESS_INTERVAL`` seconds (default
   5), e.g. ``progress: aml rows.csv: 12,288 items, 1.2 MB of 3.9 MB (31%), 0:00:04 elapsed, about 0:00:09 left``.
 - ``sectorflow run --no-progress``: neither.
@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Optional
 
 from rich.console import Console
-from rich.progress import (BarColumn, DownloadColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn,
+from rich.progress import (BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 
 from .env import raw
@@ -119,21 +119,24 @@ class RunProgress:
     def __enter__(self) -> RunProgress:
         self.start = self.last_line = time.monotonic()
         if self.terminal:
-            columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn()]
+            columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=20)]
             if self.total is not None:
-                columns += [DownloadColumn(), TaskProgressColumn()]
-            columns += [TextColumn("{task.fields[items]:,} items"), TimeElapsedColumn()]
-            if self.total is not None:
-                columns += [TextColumn("left"), TimeRemainingColumn()]
+                columns += [TextColumn("{task.fields[read]}"), TaskProgressColumn()]
+            columns.append(TextColumn("{task.fields[items]:,} items"))
+            # time left where the size is known, else the time so far (narrow terminals: one or the other)
+            columns += [TextColumn("left"), TimeRemainingColumn()] if self.total is not None else [TimeElapsedColumn()]
             self._bar = Progress(*columns, console=self.console, transient=True)
             self._bar.__enter__()
-            self._task = self._bar.add_task(self.label, total=self.total, items=0)
+            self._task = self._bar.add_task(self.label, total=self.total, items=0, read=self._read(0))
         return self
 
     def __exit__(self, kind: Optional[type[BaseException]], value: Optional[BaseException],
                  traceback: Optional[TracebackType]) -> None:
         if self._bar is not None:
             self._bar.__exit__(kind, value, traceback)
+
+    def _read(self, done: int) -> str:
+        return f"{_size(done)} of {_size(self.total)}" if self.total else ""
 
     def position(self) -> Optional[int]:
         """Bytes of the input read so far (at most its size), ``None`` when unknown."""
@@ -163,7 +166,8 @@ class RunProgress:
             return
         if self._bar is not None:
             done = self.position()
-            self._bar.update(self._task, items=items, **({"completed": done} if done is not None else {}))
+            known = {"completed": done, "read": self._read(done)} if done is not None else {}
+            self._bar.update(self._task, items=items, **known)
             return
         now = time.monotonic()
         if now - self.last_line >= self.interval:
