@@ -11,7 +11,12 @@ For the task's ``paddle-inference`` bundle (or ``--model-bundle``) this script
    oneDNN), fp32 ONNX Runtime (to separate the runtime from the quantization) and INT8 ONNX Runtime; median of
    ``--runs`` after 20 warm-up runs, inputs cut from the validation batches;
 3. runs ``--calls`` (default 10,000) batch-1 calls on the INT8 and the fp32 Paddle pools and reports how much the
-   process's resident memory (``/proc/self/statm``) grew from call 100 to the last.
+   process's resident memory (``/proc/self/statm``) grew from call 100 to the last. The calls cycle through every
+   validation row, each cut to its own length (trailing padding of integer inputs removed), so that the inputs vary
+   in shape as a service's messages do (a predictor keeps work buffers per input shape: one repeated row hid a 7 %
+   growth); ``--bucket K`` pads each row's length up to a multiple of K as ``sectorflow_customer_service``'s
+   ``PredictorEncoder`` does (its ``LENGTH_BUCKET``), ``--bucket 1`` measures exact lengths. ``--memory-only``
+   measures only this (the fp32 Paddle pool; no quantization, no latency).
 
 Validation data is the task's ``Int8Spec.validation`` (``sectorflow_aml.calibration``: account-level F1 on the
 held-out 20% of accounts of two AMLSim runs; ``sectorflow_customer_service.calibration``: the banking77 validation
@@ -58,6 +63,29 @@ def rows_of(validation: Any, n: int) -> dict[str, np.ndarray]:
     return {name: np.asarray(array)[:n] for name, array in batch.items()}
 
 
+def varied_rows(validation: Any, bucket: int = 1, max_len: int = 64) -> list[dict[str, np.ndarray]]:
+    """Every validation row as a batch-1 feed cut to its own length: a 2-D integer input loses its trailing zeros
+    (padding), rounded up to a multiple of ``bucket`` but at most ``max_len`` (what a pipeline with length buckets
+    feeds); other inputs keep their shape."""
+    feeds = []
+    for batch in validation.batches:
+        arrays = {name: np.asarray(a) for name, a in batch.items()}
+        for i in range(len(next(iter(arrays.values())))):
+            row = {}
+            for name, a in arrays.items():
+                r = a[i:i + 1]
+                if r.ndim == 2 and np.issubdtype(r.dtype, np.integer):
+                    nonzero = np.flatnonzero(r[0])
+                    length = int(nonzero[-1]) + 1 if len(nonzero) else 1
+                    width = max(length, min(max_len, -(-length // bucket) * bucket))
+                    r = np.zeros((1, width), dtype=a.dtype)
+                    r[0, :length] = a[i, :length]
+                row[name] = r
+            feeds.append(row)
+    np.random.default_rng(0).shuffle(feeds)  # arrival order, not the validation batches' length order
+    return feeds
+
+
 def median_ms(pool: Any, feed: dict[str, np.ndarray], runs: int) -> float:
     for _ in range(20):
         pool.run(feed)
@@ -69,15 +97,17 @@ def median_ms(pool: Any, feed: dict[str, np.ndarray], runs: int) -> float:
     return statistics.median(times) * 1000
 
 
-def memory_growth(pool: Any, feed: dict[str, np.ndarray], calls: int) -> dict[str, float]:
-    for _ in range(100):
-        pool.run(feed)
+def memory_growth(pool: Any, feeds: list[dict[str, np.ndarray]], calls: int) -> dict[str, float]:
+    """Resident memory after call 100 and after call ``calls`` of batch-1 runs cycling through ``feeds``."""
+    for k in range(100):
+        pool.run(feeds[k % len(feeds)])
     before = rss_bytes()
-    for _ in range(calls - 100):
-        pool.run(feed)
+    for k in range(100, calls):
+        pool.run(feeds[k % len(feeds)])
     after = rss_bytes()
+    shapes = len({tuple(tuple(a.shape) for a in f.values()) for f in feeds})
     return {"rss_mib_after_100": round(before / 2**20, 1), f"rss_mib_after_{calls}": round(after / 2**20, 1),
-            "growth_pct": round(100 * (after - before) / before, 2)}
+            "growth_pct": round(100 * (after - before) / before, 2), "input_shapes": shapes}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -90,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ops", help="operators to quantize, comma-separated (MatMul, Gather, GRU, "
                                       "MatMulWeightOnly); default: the task's own choice, as `models quantize`")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--bucket", type=int, default=8, help="memory calls: pad each row's length up to a multiple "
+                        "of this (8: the customer-service PredictorEncoder's LENGTH_BUCKET; 1: exact lengths)")
+    parser.add_argument("--memory-only", action="store_true", help="only the resident-memory figure of the fp32 "
+                        "Paddle pool (oneDNN), no quantization")
     args = parser.parse_args(argv)
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
 
@@ -111,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     dc = __import__("dataclasses")
     spec = dc.replace(spec, int8=dc.replace(spec.int8, validation=lambda _bundle: cached))
 
+    if args.memory_only:
+        pool = PredictorPool(make_predictor_config(bundle, Device("cpu"), "fp32", args.threads))
+        mem = memory_growth(pool, varied_rows(validation, args.bucket), args.calls)
+        print(f"Resident memory, fp32 Paddle predictor (bundle setting), {args.calls} batch-1 calls of varied rows "
+              f"(--bucket {args.bucket}), load average {os.getloadavg()[0]:.1f}: {mem}")
+        return 0
     work = Path(tempfile.mkdtemp(prefix="int8-bench-"))
     start = time.perf_counter()
     record = quantize_bundle(spec, task_path=source, out=work / "int8", margin=100.0, num_threads=args.threads,
@@ -133,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     feeds = {b: rows_of(validation, b) for b in (1, 32)}
     latency = {name: {b: round(median_ms(pool, feeds[b], args.runs), 4) for b in feeds} for name, pool in pools.items()}
     reference = "fp32 Paddle predictor, oneDNN"
-    memory = {name: memory_growth(pools[name], feeds[1], args.calls) for name in (reference, "int8 ONNX Runtime")}
+    varied = varied_rows(validation, args.bucket)
+    memory = {name: memory_growth(pools[name], varied, args.calls) for name in (reference, "int8 ONNX Runtime")}
 
     shape = {name: list(a.shape) for name, a in feeds[32].items()}
     figures = {

@@ -22,11 +22,13 @@ fi
 # Without constraints pip's resolver backtracks through hundreds of versions of PaddleNLP's dependencies (it had
 # unpacked 184 candidates after 16 minutes here). Where the project's .venv exists, the packages both environments
 # share are held at the versions it uses, except three that PaddleNLP and datasets need older: huggingface_hub
-# (<2), tokenizers (<0.22), fsspec (<=2026.6.0).
+# (<2), tokenizers (<0.22), fsspec (<=2026.6.0), and the ones pinned below (the project's .venv may hold NumPy 2 and
+# pyarrow 26, which would make the pins below unsatisfiable: "Cannot install pyarrow==21.0.0").
 CONSTRAINTS=()
 if [ -x .venv/bin/python ]; then
     .venv/bin/python -m pip freeze --exclude-editable 2>/dev/null \
-        | grep -v -i -E '^(sectorflow|huggingface[-_]hub|tokenizers|fsspec|torch)|@ file:' > "$VENV/constraints.txt" || true
+        | grep -v -i -E '^(sectorflow|huggingface[-_]hub|tokenizers|fsspec|torch|numpy|pyarrow|datasets|aistudio[-_]sdk|paddlepaddle|paddlenlp|scipy|pandas|scikit[-_]learn|numba|llvmlite|onnx|onnxruntime|opencv[-_a-z]*|ml[-_]dtypes)=|@ file:' \
+        > "$VENV/constraints.txt" || true
     CONSTRAINTS=(-c "$VENV/constraints.txt")
 fi
 "$VENV/bin/python" -m pip install --quiet "${CONSTRAINTS[@]}" \

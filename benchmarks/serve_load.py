@@ -31,6 +31,12 @@ grpc_listen``; an FP32 ``x`` tensor [1, 256] in raw contents, one channel per cl
 ``--protocol both`` measures the native REST route and gRPC on the same server, back to back per point, and prints
 the gRPC/REST ratios of throughput and p99. The in-app probe times HTTP requests only (gRPC points show nan there).
 
+``--task customer_service`` serves the installed customer-service plugin's task as a user calls it
+(``POST /v1/tasks/customer_service`` with ``{"inputs": [{"text": ...}]}``, the default options: language detection,
+the MiniLM heads, the second encoder where MiniLM is unsure, out-of-scope rules, escalation), each request one
+banking77 test message, the clients cycling through 512 of them (shuffled, seed 0) so that lengths vary as in use;
+``--max-batch`` caps its server batch (default 32, the plugin's batch size).
+
 Throughput counts the requests answered in the measured part over the time up to the last of them: when the
 ``--max-requests`` cap stops the clients before ``--seconds`` are over, the clock stops with the last answer (it
 used to run on to the end of ``--seconds``, which understated throughput), and the point says ``cap bound``.
@@ -84,7 +90,7 @@ def make_bundle(folder: Path) -> Path:
 
 
 def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float, shared_port: bool = False,
-          grpc_port: int = 0) -> None:
+          grpc_port: int = 0, task: str = "mlp", max_batch: int = 64) -> None:
     import numpy as np
     from pydantic import BaseModel, Field
     from sectorflow import Pipeline, TaskResult, TaskSpec, hookimpl, plugins
@@ -121,19 +127,23 @@ def serve(port: int, bundle: Path, batching: bool, threads: int, delay_ms: float
         def sectorflow_register_tasks(self, register: Any) -> None:
             register(TaskSpec("mlp", In, Out, MLP, default_bundle=bundle))
 
-    os.environ["SECTORFLOW_LOAD_PLUGINS"] = "builtin_observers"
-    plugins.reset()
-    plugins.get_plugin_manager().register(BenchPlugin(), name="bench")
-    knobs = {"max_batch_size": 64, "max_queue_delay_ms": delay_ms} if batching else {"max_batch_size": 1,
-                                                                                     "max_queue_delay_ms": 0}
+    if task == "customer_service":  # the installed plugin, as `sectorflow serve` loads it
+        os.environ["SECTORFLOW_LOAD_PLUGINS"] = "builtin_observers,customer_service"
+        plugins.reset()
+    else:
+        os.environ["SECTORFLOW_LOAD_PLUGINS"] = "builtin_observers"
+        plugins.reset()
+        plugins.get_plugin_manager().register(BenchPlugin(), name="bench")
+    knobs = {"max_batch_size": max_batch, "max_queue_delay_ms": delay_ms} if batching else {"max_batch_size": 1,
+                                                                                            "max_queue_delay_ms": 0}
     config = load_config(data={
         "server": {"threads": threads, "load_in_background": False,
                    **({"grpc_listen": f"127.0.0.1:{grpc_port}"} if grpc_port else {})},
-        "tasks": {"mlp": {**knobs, "instances": threads, "num_threads": 1, "batch_size": 64,
-                          "interactive": {"max_queue_items": 100000, "queue_timeout_ms": 60000}}},
+        "tasks": {task: {**knobs, "instances": threads, "num_threads": 1, "batch_size": max_batch,
+                         "interactive": {"max_queue_items": 100000, "queue_timeout_ms": 60000}}},
         "keys": [{"id": "bench", "sha256": hash_key(SECRET), "scopes": ["task:*", "metrics"]}],
     }, environ={})
-    app = Probe(create_app(config))
+    app = Probe(create_app(config), task)
     if shared_port:  # --processes N: one of N servers on the same port (SO_REUSEPORT; the kernel spreads connections)
         import uvicorn
         from sectorflow.serving.server import ProxyHeaders
@@ -165,10 +175,11 @@ class Probe:
     that finished while the request was in the app (its own included): a count that other jobs on the machine do
     not move, which shows how many batches a request waited for."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, task: str = "mlp") -> None:
         import gc
 
         self.app = app
+        self.task, self.path = task, f"/v1/tasks/{task}"
         self.reset()
         self.calls = 0  # model calls of the task finished so far
         self._counted: Any = None  # the batcher whose calls are counted
@@ -202,7 +213,7 @@ class Probe:
     def _count_calls(self) -> None:
         """Count the finished model calls of the task's batcher (wraps its ``_run``, once it is loaded)."""
         state = getattr(getattr(self.app, "state", None), "sectorflow", None)
-        batcher = state.batchers.get("mlp") if state is not None else None
+        batcher = state.batchers.get(self.task) if state is not None else None
         if batcher is None or batcher is self._counted:
             return
         run = batcher._run
@@ -219,7 +230,7 @@ class Probe:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if self._ticker is None and scope["type"] != "lifespan":
             self._ticker = asyncio.get_running_loop().create_task(self._tick())
-        if scope["type"] == "http" and scope["path"] != "/v1/tasks/mlp":  # which server answered (--processes)
+        if scope["type"] == "http" and scope["path"] != self.path:  # which server answered (--processes)
             plain_send = send
 
             async def send(message: Any) -> None:
@@ -227,7 +238,7 @@ class Probe:
                     message = {**message, "headers": [*message.get("headers", []),
                                                        (b"x-bench-pid", str(os.getpid()).encode())]}
                 await plain_send(message)
-        if scope["type"] != "http" or scope["path"] != "/v1/tasks/mlp":
+        if scope["type"] != "http" or scope["path"] != self.path:
             if scope["type"] == "http" and scope["path"] == "/bench/stats":
                 import gc
 
@@ -261,9 +272,10 @@ class _Connection:
     """A minimal HTTP/1.1 keep-alive client on asyncio streams: the load generator shares the machine with the
     server, so it must cost as little CPU as possible (httpx costs several times more per request)."""
 
-    def __init__(self, port: int, request: bytes) -> None:
+    def __init__(self, port: int, request: bytes | list[bytes], start: int = 0) -> None:
         self.port = port
-        self.request = request
+        self.requests = [request] if isinstance(request, bytes) else list(request)
+        self.next = start % len(self.requests)  # each client starts elsewhere in a list of varied requests
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
@@ -271,7 +283,8 @@ class _Connection:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
         assert self.reader is not None
-        self.writer.write(self.request)
+        self.writer.write(self.requests[self.next])
+        self.next = (self.next + 1) % len(self.requests)
         head = await self.reader.readuntil(b"\r\n\r\n")
         status = int(head.split(b" ", 2)[1])
         length = 0
@@ -289,11 +302,36 @@ class _Connection:
 ITEM_X = [((i * 37) % 101) / 101 for i in range(IN_FEATURES)]
 
 
-async def _load(port: int, clients: int, seconds: float, max_requests: int, warmup: float) -> dict[str, Any]:
-    body = json.dumps({"inputs": [{"x": ITEM_X}]}).encode()
-    request = (f"POST /v1/tasks/mlp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {SECRET}\r\n"
-               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
-    return await load(port, request, clients, seconds, max_requests, warmup)
+def http_request(port: int, path: str, payload: Any, auth: bool = True) -> bytes:
+    """One whole HTTP/1.1 POST of ``payload`` as JSON (with the benchmark key unless ``auth`` is false)."""
+    body = json.dumps(payload).encode()
+    key = f"Authorization: Bearer {SECRET}\r\n" if auth else ""
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{key}Content-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def cs_messages(n: int = 512) -> list[str]:
+    """``n`` banking77 test messages, shuffled with seed 0 (``../shared/data/banking77/test.csv``): varied lengths,
+    as a customer-service endpoint gets them."""
+    import csv
+    import random
+
+    path = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "banking77" / "test.csv"
+    if not path.is_file():
+        raise SystemExit(f"{path} is absent: --task customer_service sends banking77 test messages")
+    with path.open(encoding="utf-8", newline="") as fh:
+        texts = [row["text"] for row in csv.DictReader(fh)]
+    random.Random(0).shuffle(texts)
+    return texts[:n]
+
+
+async def _load(port: int, clients: int, seconds: float, max_requests: int, warmup: float,
+                task: str = "mlp") -> dict[str, Any]:
+    if task == "customer_service":
+        requests = [http_request(port, "/v1/tasks/customer_service", {"inputs": [{"text": t}]}) for t in cs_messages()]
+        return await load(port, requests, clients, seconds, max_requests, warmup)
+    return await load(port, http_request(port, "/v1/tasks/mlp", {"inputs": [{"x": ITEM_X}]}), clients, seconds,
+                      max_requests, warmup)
 
 
 class _GrpcClient:
@@ -330,7 +368,7 @@ async def _load_grpc(port: int, clients: int, seconds: float, max_requests: int,
     return await load(port, request.SerializeToString(), clients, seconds, max_requests, warmup, _GrpcClient)
 
 
-async def load(port: int, request: bytes, clients: int, seconds: float, max_requests: int,
+async def load(port: int, request: bytes | list[bytes], clients: int, seconds: float, max_requests: int,
                warmup: float, client: Any = None) -> dict[str, Any]:
     """``clients`` closed-loop keep-alive clients (``client(port, request)``, default an HTTP/1.1 connection
     sending ``request`` as a whole HTTP request) back to back for ``warmup`` + ``seconds`` or until ``max_requests``
@@ -346,9 +384,9 @@ async def load(port: int, request: bytes, clients: int, seconds: float, max_requ
     done = asyncio.Event()
     client = client or _Connection
 
-    async def worker() -> None:
+    async def worker(number: int) -> None:
         nonlocal errors, answered
-        connection = client(port, request)
+        connection = client(port, request, number * 7) if client is _Connection else client(port, request)
         try:
             while time.perf_counter() < stop_at and len(latencies) < max_requests:
                 t0 = time.perf_counter()
@@ -373,7 +411,7 @@ async def load(port: int, request: bytes, clients: int, seconds: float, max_requ
             lags.append(time.perf_counter() - t - 0.001)
 
     async def workers() -> None:
-        await asyncio.gather(*(worker() for _ in range(clients)))
+        await asyncio.gather(*(worker(i) for i in range(clients)))
         done.set()
 
     await asyncio.gather(ticker(), workers())
@@ -447,7 +485,8 @@ def start_server(batching: bool, args: argparse.Namespace, bundle: Path) -> tupl
         env["PYTHONPATH"] = os.pathsep.join([str(args.src.resolve()), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     procs = [subprocess.Popen([sys.executable, __file__, "--serve", str(port), "--bundle", str(bundle),
                                "--threads", str(args.threads), "--hidden", str(args.hidden),
-                               "--delay-ms", str(args.delay_ms), "--grpc-port", str(grpc_port)]
+                               "--delay-ms", str(args.delay_ms), "--grpc-port", str(grpc_port),
+                               "--task", args.task, "--max-batch", str(args.max_batch)]
                               + (["--batching"] if batching else [])
                               + (["--shared-port"] if args.processes > 1 else []), env=env)
              for _ in range(args.processes)]
@@ -508,7 +547,7 @@ def measure(pids: list[int], port: int, batching: bool, clients: int, args: argp
     if protocol == "grpc":
         row = run_loop(_load_grpc(grpc_port, clients, args.seconds, args.max_requests, args.warmup))
     else:
-        row = run_loop(_load(port, clients, args.seconds, args.max_requests, args.warmup))
+        row = run_loop(_load(port, clients, args.seconds, args.max_requests, args.warmup, args.task))
     row["protocol"] = protocol
     server_cpu, client_cpu = cpu() - server_cpu, time.process_time() - client_cpu
     row["server_cpu_wait"] = (delay() - waited) / (time.perf_counter() - started)
@@ -606,20 +645,26 @@ def run_all(args: argparse.Namespace, bundle: Path) -> list[dict[str, Any]]:
 
 
 def summarise(rows: list[dict[str, Any]]) -> None:
-    """Median and range over the runs of each (batching, clients) point."""
+    """Median and range over the runs of each (batching, protocol, clients) point. A figure that the rows do not
+    carry (serve_paddlenlp.py's rows have no mean batch: SimpleServing has no metrics) is left out of the line, not
+    a KeyError; a point where the cap bound in any run says so."""
     print("--- summary: median [min - max] over the runs")
-    points = sorted({(r["batching"], r["protocol"], r["clients"]) for r in rows})
+    points = sorted({(r["batching"], r.get("protocol", "rest"), r["clients"]) for r in rows})
     for mode, protocol, clients in points:
-        runs = [r for r in rows if (r["batching"], r["protocol"], r["clients"]) == (mode, protocol, clients)]
+        runs = [r for r in rows if (r["batching"], r.get("protocol", "rest"), r["clients"]) == (mode, protocol, clients)]
 
-        def stat(key: str, fmt: str, runs: list[dict[str, Any]] = runs) -> str:
-            values = sorted(r[key] for r in runs)
-            return f"{statistics.median(values):{fmt}} [{values[0]:{fmt}} - {values[-1]:{fmt}}]"
+        def stat(label: str, key: str, fmt: str, runs: list[dict[str, Any]] = runs) -> str:
+            values = sorted(r[key] for r in runs if key in r)
+            if not values:
+                return ""
+            return f"  {label} {statistics.median(values):{fmt}} [{values[0]:{fmt}} - {values[-1]:{fmt}}]"
 
-        print(f"{protocol:>4}  batching {mode:>3}  clients {clients:>3}  req/s {stat('rps', '.0f')}  p50 ms {stat('p50_ms', '.0f')}  "
-              f"p99 ms {stat('p99_ms', '.0f')}  mean ms {stat('mean_ms', '.0f')}  "
-              f"mean batch {stat('mean_batch', '.1f')}  server CPU ms/request {stat('server_cpu_ms', '.2f')}  "
-              f"load generator CPU ms/request {stat('client_cpu_ms', '.2f')}", flush=True)
+        capped = sum(bool(r.get("capped")) for r in runs)
+        print(f"{protocol:>4}  batching {mode:>3}  clients {clients:>3}{stat('req/s', 'rps', '.0f')}"
+              f"{stat('p50 ms', 'p50_ms', '.1f')}{stat('p99 ms', 'p99_ms', '.1f')}{stat('mean ms', 'mean_ms', '.1f')}"
+              f"{stat('mean batch', 'mean_batch', '.1f')}{stat('server CPU ms/request', 'server_cpu_ms', '.2f')}"
+              f"{stat('load generator CPU ms/request', 'client_cpu_ms', '.2f')}"
+              f"{f'  (cap bound in {capped} of {len(runs)} runs)' if capped else ''}", flush=True)
 
 
 def main() -> None:
@@ -647,6 +692,11 @@ def main() -> None:
                              "a mode of sectorflow serve (see docs/serving.md).")
     parser.add_argument("--protocol", choices=("rest", "grpc", "both"), default="rest",
                         help="The native REST route, the Open Inference Protocol's gRPC ModelInfer, or both.")
+    parser.add_argument("--task", choices=("mlp", "customer_service"), default="mlp",
+                        help="mlp: the synthetic MLP; customer_service: the installed plugin's task with its defaults, "
+                             "one varied banking77 message per request.")
+    parser.add_argument("--max-batch", type=int, default=None,
+                        help="max_batch_size with batching on (default 64 for mlp, 32 for customer_service).")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--grpc-port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--shared-port", action="store_true", help=argparse.SUPPRESS)
@@ -654,18 +704,25 @@ def main() -> None:
     parser.add_argument("--batching", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     HIDDEN = args.hidden
+    if args.max_batch is None:
+        args.max_batch = 32 if args.task == "customer_service" else 64
+    if args.task == "customer_service" and args.protocol != "rest":
+        parser.error("--task customer_service is measured over REST only (its input is text, not a tensor)")
     if args.serve:
-        serve(args.serve, args.bundle, args.batching, args.threads, args.delay_ms, args.shared_port, args.grpc_port)
+        serve(args.serve, args.bundle, args.batching, args.threads, args.delay_ms, args.shared_port, args.grpc_port,
+              args.task, args.max_batch)
         return
     import uvicorn
 
+    what = (f"MLP {IN_FEATURES}-{HIDDEN}x3-8 fp32 paddle.inference (oneDNN)" if args.task == "mlp" else
+            "Taskflow('customer_service') with its defaults, installed plugin, 512 varied banking77 test messages")
     loop = "uvloop" if _has("uvloop") else "asyncio"
     http = "httptools" if _has("httptools") else "h11"
     print(f"machine: {platform.machine()} {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} before "
           f"start; Python {platform.python_version()}; uvicorn {uvicorn.__version__} ({loop}, {http}); audit log "
-          f"off; server and client on 127.0.0.1; model: MLP {IN_FEATURES}-{HIDDEN}x3-8 fp32 paddle.inference "
-          f"(oneDNN); {args.threads} inference threads x 1 predictor thread; 1 item per request; on: max_batch_size "
-          f"64, delay {args.delay_ms:g} ms; off: max_batch_size 1; "
+          f"off; server and client on 127.0.0.1; model: {what}; {args.threads} inference threads x 1 predictor "
+          f"thread; 1 item per request; on: max_batch_size {args.max_batch}, delay {args.delay_ms:g} ms; off: "
+          f"max_batch_size 1; "
           f"{'server on CPU 0, load generator on CPU 1' if args.pin else 'server and load generator unpinned'}; "
           f"serving code: {args.src or 'installed sectorflow'}; {args.processes} server process(es)", flush=True)
     if args.pin:

@@ -77,6 +77,9 @@ class Settings(BaseSettings):
                                             "Default 180.")
     audit_sqlite_synchronous: str | None = _var("audit_sqlite_synchronous", None, "SQLite audit stores: `FULL` or "
                                                 "`NORMAL`. Default `FULL`.")
+    audit_commit: str | None = _var("audit_commit", None, "`sync` (each record committed before the call goes on) or "
+                                    "`group` (unregulated calls' records committed by a writer thread, many per "
+                                    "fsynced commit). Default `sync`.")
     audit_replica: str | None = _var("audit_replica", None, "A second audit store written with every commit or in "
                                      "the background (`SECTORFLOW_AUDIT_REPLICA_MODE`). Default: none.")
     audit_replica_mode: str | None = _var("audit_replica_mode", None, "`sync` (written with every commit) or `async` "

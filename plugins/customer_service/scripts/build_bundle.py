@@ -184,7 +184,7 @@ def main() -> None:
     domains = json.loads((Path(args.data) / "clinc150" / "domains.json").read_text())
     bank_like = set(domains.get("banking", [])) | set(domains.get("credit_cards", []))
     ci = {lab: i for i, lab in enumerate(labels["clinc150"])}
-    oos_id = ci[data.OOS]
+    oos_id = ci[datasets.OOS]
 
     # one predictor pass per validation set: [embedding, banking77 logits, clinc150 logits]
     _, lb_val, lc_val = run(predictor, tok, [t for t, _ in clinc["val"]])

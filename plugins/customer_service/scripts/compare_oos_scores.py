@@ -75,7 +75,7 @@ def encode_splits(bundle_dir: Path, data_dir: Path, cache: Path, threads: int) -
         clinc = datasets.clinc150(data_dir / "clinc150")
         cache.mkdir(parents=True, exist_ok=True)
         for split in missing:
-            rows = [(t, y) for t, y in clinc[split] if split != "train" or y != data.OOS]
+            rows = [(t, y) for t, y in clinc[split] if split != "train" or y != datasets.OOS]
             res = encoder.run([t for t, _ in rows])
             np.savez(cache / f"{split}.npz", x=res[0], logits=res[1 + head], y=np.array([y for _, y in rows]))
             print(f"{split}: {len(rows)} messages encoded", flush=True)
@@ -156,7 +156,7 @@ def main() -> None:
     args = ap.parse_args()
     folder = Path(args.bundle)
     labels = json.loads((folder / "labels.json").read_text())["clinc150"]
-    oos_id = labels.index(data.OOS)
+    oos_id = labels.index(datasets.OOS)
     v = encode_splits(folder, Path(args.data), Path(args.cache), args.threads)
     index = {label: i for i, label in enumerate(labels)}
     pred_in, pred_out = v["val"]["logits"].argmax(1), v["oos_val"]["logits"].argmax(1)

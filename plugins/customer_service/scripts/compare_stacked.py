@@ -188,8 +188,8 @@ def main() -> None:
 
     # CLINC150 out-of-scope: Mahalanobis distance on each vector, the shipped head's correctness and 'oos' class.
     index = {label: i for i, label in enumerate(labels["clinc150"])}
-    oos_id = index[data.OOS]
-    keep = np.array([lab != data.OOS for _, lab in rows["clinc_train"]])
+    oos_id = index[datasets.OOS]
+    keep = np.array([lab != datasets.OOS for _, lab in rows["clinc_train"]])
     y_tr = np.array([lab for _, lab in rows["clinc_train"]])[keep]
     y_va = np.array([index[lab] for _, lab in rows["clinc_val"]])
     pred_in, pred_out = mini["clinc_val"]["clinc"].argmax(1), mini["clinc_oos_val"]["clinc"].argmax(1)

@@ -167,7 +167,7 @@ def main() -> None:
                   f"({100 * lo:+.2f} .. {100 * hi:+.2f}) | {fixed} / {broken}", flush=True)
 
     # CLINC150 out of scope, the shipped rule recalibrated for each ensemble's verdicts.
-    oos_id = labels["clinc150"].index(data.OOS)
+    oos_id = labels["clinc150"].index(datasets.OOS)
     calibration = json.loads((bundle_dir / "calibration.json").read_text())
     scorer = MahalanobisScorer.load(bundle_dir / calibration["clinc150"]["statistics"])
     d_in, d_out = scorer.distance(mini["clinc_val"]["x"]), scorer.distance(mini["clinc_oos_val"]["x"])

@@ -106,7 +106,7 @@ def main() -> None:
     s_b77, s_val, s_oos = scores("b77_val"), scores("clinc_val"), scores("clinc_oos_val")
     bi = {lab: i for i, lab in enumerate(labels["banking77"])}
     ci = {lab: i for i, lab in enumerate(labels["clinc150"])}
-    oos_id = ci[data.OOS]
+    oos_id = ci[datasets.OOS]
     yb = np.array([bi[lab] for _, lab in rows["b77_val"]])
     yc = np.array([ci[lab] for _, lab in rows["clinc_val"]])
 

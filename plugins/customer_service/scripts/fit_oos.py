@@ -74,7 +74,7 @@ def main() -> None:
         print(f"{split}: {len(clinc[split])} messages encoded in {time.perf_counter() - start:.0f} s", flush=True)
         return out[0], softmax(out[1 + head])
 
-    train = [(text, label) for text, label in clinc["train"] if label != data.OOS]
+    train = [(text, label) for text, label in clinc["train"] if label != datasets.OOS]
     clinc["train"] = train
     x_train, _ = encode("train")
     scorer = MahalanobisScorer.fit(x_train, np.array([label for _, label in train]))
@@ -82,7 +82,7 @@ def main() -> None:
     x_oos, p_oos = encode("oos_val")
     d_val, d_oos = scorer.distance(x_val), scorer.distance(x_oos)
     y_val = np.array([index[label] for _, label in clinc["val"]])
-    oos_id = index[data.OOS]
+    oos_id = index[datasets.OOS]
     truth = np.r_[np.zeros(len(d_val)), np.ones(len(d_oos))]
     auroc = {"mahalanobis": round(float(roc_auc_score(truth, np.r_[d_val, d_oos])), 4),
              "top_probability": round(float(roc_auc_score(truth, -np.r_[p_val.max(1), p_oos.max(1)])), 4)}

@@ -204,7 +204,7 @@ def main() -> None:
     e5 = encode_e5(rows, Path(args.cache))
     labels = json.loads((folder / "labels.json").read_text())["clinc150"]
     index = {label: i for i, label in enumerate(labels)}
-    oos_id = index[data.OOS]
+    oos_id = index[datasets.OOS]
     heads = E5Heads.load(folder / bundle.manifest["e5_heads"])
     a_in = heads.combine("clinc150", mini["clinc_val"]["clinc"], e5["clinc_val"]).argmax(1)
     a_out = heads.combine("clinc150", mini["clinc_oos_val"]["clinc"], e5["clinc_oos_val"]).argmax(1)
@@ -215,7 +215,7 @@ def main() -> None:
     if old.get("method") != "mahalanobis" and "previous_operating_point" in old:  # a rerun on 0.3.1: check 0.3.0's
         old = {**old, **old["previous_operating_point"], "method": "mahalanobis"}
     scorer = MahalanobisScorer.load(folder / MAHALANOBIS_FILE)
-    train_in = np.array([label != data.OOS for _, label in rows["clinc_train"]])
+    train_in = np.array([label != datasets.OOS for _, label in rows["clinc_train"]])
     scores = detectors(mini["clinc_train"]["x"][train_in].astype(np.float64), mini["clinc_val"]["x"],
                        mini["clinc_oos_val"]["x"], mini["clinc_val"]["clinc"].astype(np.float64),
                        mini["clinc_oos_val"]["clinc"].astype(np.float64), scorer, oos_id)

@@ -150,7 +150,7 @@ def main() -> None:
     b77 = datasets.banking77(Path(args.data) / "banking77")
     clinc = datasets.clinc150(Path(args.data) / "clinc150")
     b_labels = datasets.banking77_labels(Path(args.data) / "banking77")
-    c_labels = sorted({lab for _, lab in clinc["train"]}) + [data.OOS]
+    c_labels = sorted({lab for _, lab in clinc["train"]}) + [datasets.OOS]
     (out / "labels.json").write_text(json.dumps({"banking77": b_labels, "clinc150": c_labels}, indent=1))
     index = [{lab: i for i, lab in enumerate(b_labels)}, {lab: i for i, lab in enumerate(c_labels)}]
 
@@ -187,7 +187,7 @@ def main() -> None:
         nonlocal best
         acc0 = float(np.mean(predict(model, states["val0"], start, 0, rng) == sets["val0"][1]))
         acc1 = float(np.mean(predict(model, states["val1"], start, 1, rng) == sets["val1"][1]))
-        oos = float(np.mean(predict(model, states["oos_val"], start, 1, rng) == index[1][data.OOS]))
+        oos = float(np.mean(predict(model, states["oos_val"], start, 1, rng) == index[1][datasets.OOS]))
         record = {"epoch": epoch, "step": step, "loss": float(np.mean(losses[-args.eval_every:])),
                   "val_banking77": acc0, "val_clinc150": acc1, "oos_val_recall_argmax": oos,
                   "seconds": round(time.time() - t0, 1)}

@@ -65,10 +65,10 @@ def test_bad_statistics_and_inputs_are_named(tmp_path):
 def test_shipped_clinc150_rule_is_the_nearest_neighbour_distance():
     """Bundle 0.3.1 (scripts/fit_oos_operating_point.py): kNN k=1 over the 15,000 CLINC150 train vectors, threshold
     at the most oos_val recall with val in-scope accuracy >= 95.5; 0.3.0's Mahalanobis statistics stay in the bundle.
-    Unchanged in 0.3.2 (only the banking77 e5 head was refit)."""
+    Unchanged in 0.3.2 (only the banking77 e5 head was refit) and 0.3.3 (ensemble gate, banking77 fallback)."""
     manifest = json.loads((BUNDLE / "manifest.json").read_text())
     cal = json.loads((BUNDLE / "calibration.json").read_text())["clinc150"]
-    assert manifest["version"] == "0.3.2"
+    assert manifest["version"] == "0.3.3"
     assert cal["method"] == "knn" and cal["statistics"] == "oos_clinc150_knn.safetensors"
     assert cal["val_in_scope_accuracy"] >= 0.955 and cal["val_oos_recall"] == 0.92
     assert 0.0 < cal["distance_threshold"] < 1.0

@@ -24,14 +24,14 @@ from typing import Any
 from .config import AuditConfig, load_config
 from .errors import (AuditAccessDenied, AuditArchiveError, AuditConfigError, AuditKeyError, AuditRestoreError,
                      AuditWriteError, ProofError)
-from .runtime import get_log, record_access, record_case_disposition, record_report_draft, record_task_event, reset
+from .runtime import flush, get_log, record_access, record_case_disposition, record_report_draft, record_task_event, reset
 
 _LAZY = {"AuditAdmin": "admin", "generate_key_file": "keys", "load_key_file": "keys", "AuditLog": "log",
          "open_store": "store", "VerifyReport": "verify", "verify_log": "verify",
          "verify_proof_document": "verify"}
 
 __all__ = [
-    "AuditConfig", "load_config", "get_log", "reset", "record_task_event", "record_access",
+    "AuditConfig", "load_config", "get_log", "flush", "reset", "record_task_event", "record_access",
     "record_case_disposition", "record_report_draft", "AuditAccessDenied", "AuditArchiveError", "AuditConfigError",
     "AuditKeyError",
     "AuditWriteError", "AuditRestoreError", "ProofError", *_LAZY,

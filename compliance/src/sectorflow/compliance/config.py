@@ -81,6 +81,11 @@ class AuditConfig(BaseModel):
         sqlite_synchronous: ``FULL`` (default: every commit fsynced, survives power loss) or ``NORMAL`` (WAL
             commits survive a killed process but the last ones may be lost on power loss or an OS crash; about
             half the per-call overhead, see ``benchmarks/audit_bench.py``).
+        commit: ``sync`` (default): every record committed before the call goes on; ``group``: the records of
+            unregulated task calls are committed by a writer thread, many per durable commit, off the call's path
+            (:mod:`.group_commit`; a committed record is as durable as ``sqlite_synchronous`` says, a killed
+            process may lose the records of its last milliseconds of calls, not yet committed). Regulated tasks
+            are always committed before the call goes on. ``SECTORFLOW_AUDIT_COMMIT``.
     """
 
     enabled: bool = False
@@ -100,6 +105,7 @@ class AuditConfig(BaseModel):
     operators: frozenset[str] = frozenset()
     pg_schema: str = Field("sectorflow_audit", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     sqlite_synchronous: Literal["FULL", "NORMAL"] = "FULL"
+    commit: Literal["sync", "group"] = "sync"
     replica: str | None = None
     replica_pg_schema: str | None = Field(None, pattern=r"^[a-z_][a-z0-9_]{0,62}$")
     replica_mode: Literal["sync", "async"] = "sync"
@@ -170,6 +176,7 @@ def load_config(environ: dict[str, str] | None = None) -> AuditConfig:
                             ("audit_operators", "operators", _split),
                             ("audit_retention_days", "retention_days", str),
                             ("audit_sqlite_synchronous", "sqlite_synchronous", str.upper),
+                            ("audit_commit", "commit", str.lower),
                             ("audit_replica", "replica", str),
                             ("audit_replica_mode", "replica_mode", str.lower)):
         if getattr(env, name):

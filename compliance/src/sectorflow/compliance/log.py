@@ -17,8 +17,9 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from . import merkle
 from .config import AuditConfig
 from .errors import AuditKeyError, AuditWriteError
+from .group_commit import GroupCommitter
 from .keys import KeyFile, verify_signature
-from .records import (b64, canonical, checkpoint_body, checkpoint_note_text, items_bytes, items_digest, make_object,
+from .records import (OUTCOMES, b64, canonical, checkpoint_body, checkpoint_note_text, items_bytes, items_digest, make_object,
                       make_record, utc_iso)
 from .replica import Replica
 from .store import Checkpoint, Store
@@ -49,6 +50,9 @@ class AuditLog:
         self._closing = False
         self._worker: threading.Thread | None = None
         self._lock = threading.RLock()
+        self._group: GroupCommitter | None = None  # started by the first submit()
+        self.on_lost: Any = None
+        """Called with a count when queued records could not be committed (:mod:`.group_commit`)."""
         self.stats = {"appended": 0, "retried": 0, "lost": 0, "checkpoints": 0}
         with store.transaction():
             store.set_meta("log_id", uuid.uuid4().hex)
@@ -154,6 +158,7 @@ class AuditLog:
         digests = {"input_digest": input_digest or items_digest(self.keys, inputs),
                    "output_digest": items_digest(self.keys, outputs)}
         sealed = self._seal(inputs, outputs, subjects) if self.config.encrypt_payloads and subjects else []
+        self.flush()  # records queued before this one are committed first: the log keeps the order of events
         with self._lock:
             seq = self._append_locked(event, actor=actor, tenant=tenant, source=source, channel=channel, obj=obj,
                                       outcome=outcome, reason=reason, request_id=request_id, n_items=n_items,
@@ -162,40 +167,108 @@ class AuditLog:
             self._after_commit()
             return seq
 
+    def submit(self, event: str, *, actor: str, tenant: str | None = None, source: str | None = None,
+               channel: str | None = None, obj: dict[str, Any] | None = None, outcome: str = "success",
+               reason: str | None = None, request_id: str | None = None, n_items: int = 0,
+               inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
+               subjects: Sequence[str | None] | None = None, duration_ms: float | None = None,
+               details: dict[str, Any] | None = None, when: datetime | None = None,
+               input_digest: str | None = None) -> None:
+        """Queue one record for the group-commit writer (:mod:`.group_commit`) and return at once: the same fields
+        and digests as :meth:`append`, committed durably by the writer thread together with whatever else queued
+        meanwhile (one commit per group). :meth:`flush` waits for it.
+
+        Raises:
+            ValueError: malformed fields (checked here, before queueing). AuditWriteError: the log is closed.
+        """
+        if outcome not in OUTCOMES:  # the checks of make_record, before the record leaves this thread
+            raise ValueError(f"outcome {outcome!r} is not one of {OUTCOMES}")
+        if not event or not actor:
+            raise ValueError("event and actor must not be empty")
+        digests = {"input_digest": input_digest or items_digest(self.keys, inputs),
+                   "output_digest": items_digest(self.keys, outputs)}
+        sealed = self._seal(inputs, outputs, subjects) if self.config.encrypt_payloads and subjects else []
+        with self._lock:
+            if self._group is None:
+                self._group = GroupCommitter(self, retries=self.config.retries,
+                                             on_lost=lambda n: self.on_lost(n) if self.on_lost else None)
+        self._group.submit(dict(event=event, actor=actor, tenant=tenant, source=source, channel=channel, obj=obj,
+                                outcome=outcome, reason=reason, request_id=request_id, n_items=n_items,
+                                duration_ms=duration_ms, details=details, when=when, digests=digests,
+                                sealed=sealed))
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every record queued by :meth:`submit` is committed (or counted as lost); ``True`` when none
+        is left (at once when nothing is queued)."""
+        group = self._group
+        if group is None or threading.current_thread() is group._thread:
+            return True
+        return group.flush(timeout)
+
     def _append_locked(self, event: str, *, actor: str, tenant: str | None = None, source: str | None = None,
                        channel: str | None = None, obj: dict[str, Any] | None = None, outcome: str = "success",
                        reason: str | None = None, request_id: str | None = None, n_items: int = 0,
                        duration_ms: float | None = None, details: dict[str, Any] | None = None,
                        when: datetime | None = None, digests: dict[str, str | None] | None = None,
                        sealed: list[tuple[str, str, bytes, bytes]] | None = None) -> int:
-        digests = digests or {"input_digest": None, "output_digest": None}
-        sealed = sealed or []
         # the caller holds self._lock
         try:
             with self.store.transaction():
-                seq = self.store.size()
-                payload_refs = []
-                for part, subject, _nonce, ct in sealed:
-                    payload_refs.append({"part": part, "subject": subject,
-                                         "sha256": hashlib.sha256(ct).hexdigest()})
-                record = make_record(seq=seq, event=event, actor=actor, tenant=tenant, source=source,
-                                     channel=channel, obj=obj or make_object(), outcome=outcome, reason=reason,
-                                     request_id=request_id, n_items=n_items, digest_key=self.keys.hmac_key_id,
-                                     duration_ms=duration_ms, payloads=payload_refs, details=details,
-                                     time=utc_iso(when), **digests)
-                body = canonical(record)
-                self.store.insert_record(seq, record["time"], event, body, merkle.leaf_hash(body))
-                for part, subject, nonce, ct in sealed:
-                    self.store.insert_payload(seq, part, subject, nonce, ct)
-                if (seq + 1 - self._last_cp_size >= self.config.checkpoint_every
-                        or _time.monotonic() - self._last_cp_time >= self.config.checkpoint_seconds):
-                    self._checkpoint_locked()
+                seq = self._write_locked(event, actor=actor, tenant=tenant, source=source, channel=channel, obj=obj,
+                                         outcome=outcome, reason=reason, request_id=request_id, n_items=n_items,
+                                         duration_ms=duration_ms, details=details, when=when, digests=digests,
+                                         sealed=sealed)
         except (ValueError, AuditKeyError):
             raise
         except Exception as exc:
             raise AuditWriteError(f"Audit record {event!r} could not be written: {type(exc).__name__}: {exc}. "
                                   f"Check the audit store ({type(self.store).__name__}).") from exc
         self.stats["appended"] += 1
+        return seq
+
+    def _write_many_locked(self, entries: Sequence[dict[str, Any]]) -> list[int]:
+        """Write ``entries`` (keyword arguments of :meth:`_write_locked`, with ``event``) in ONE durable commit (the
+        group-commit writer's; :mod:`.group_commit`). The caller holds ``self._lock``.
+
+        Raises:
+            AuditWriteError: the commit failed (none of ``entries`` is written).
+        """
+        try:
+            with self.store.transaction():
+                seqs = [self._write_locked(**entry) for entry in entries]
+        except Exception as exc:
+            raise AuditWriteError(f"{len(entries)} audit record(s) could not be written in one commit: "
+                                  f"{type(exc).__name__}: {exc}. Check the audit store "
+                                  f"({type(self.store).__name__}).") from exc
+        self.stats["appended"] += len(seqs)
+        return seqs
+
+    def _write_locked(self, event: str, *, actor: str, tenant: str | None = None, source: str | None = None,
+                      channel: str | None = None, obj: dict[str, Any] | None = None, outcome: str = "success",
+                      reason: str | None = None, request_id: str | None = None, n_items: int = 0,
+                      duration_ms: float | None = None, details: dict[str, Any] | None = None,
+                      when: datetime | None = None, digests: dict[str, str | None] | None = None,
+                      sealed: list[tuple[str, str, bytes, bytes]] | None = None) -> int:
+        """One record (and its sealed payloads, and a checkpoint when one is due) inside the caller's transaction."""
+        digests = digests or {"input_digest": None, "output_digest": None}
+        sealed = sealed or []
+        seq = self.store.size()
+        payload_refs = []
+        for part, subject, _nonce, ct in sealed:
+            payload_refs.append({"part": part, "subject": subject,
+                                 "sha256": hashlib.sha256(ct).hexdigest()})
+        record = make_record(seq=seq, event=event, actor=actor, tenant=tenant, source=source,
+                             channel=channel, obj=obj or make_object(), outcome=outcome, reason=reason,
+                             request_id=request_id, n_items=n_items, digest_key=self.keys.hmac_key_id,
+                             duration_ms=duration_ms, payloads=payload_refs, details=details,
+                             time=utc_iso(when), **digests)
+        body = canonical(record)
+        self.store.insert_record(seq, record["time"], event, body, merkle.leaf_hash(body))
+        for part, subject, nonce, ct in sealed:
+            self.store.insert_payload(seq, part, subject, nonce, ct)
+        if (seq + 1 - self._last_cp_size >= self.config.checkpoint_every
+                or _time.monotonic() - self._last_cp_time >= self.config.checkpoint_seconds):
+            self._checkpoint_locked()
         return seq
 
     def append_batch(self, entries: Sequence[dict[str, Any]]) -> list[int]:
@@ -251,7 +324,9 @@ class AuditLog:
 
     # --- checkpoints -------------------------------------------------------------------------------------------
     def checkpoint(self) -> Checkpoint | None:
-        """Sign a checkpoint of the current tree now (``None`` if nothing was appended since the last one)."""
+        """Sign a checkpoint of the current tree now (``None`` if nothing was appended since the last one); queued
+        records are committed first."""
+        self.flush()
         with self._lock:
             with self.store.transaction():
                 cp = self._checkpoint_locked()
@@ -365,7 +440,10 @@ class AuditLog:
         return deleted
 
     def close(self) -> None:
-        """Sign a final checkpoint, bring the replica up to date (best effort), and close both stores."""
+        """Commit the queued records, sign a final checkpoint, bring the replica up to date (best effort), and close
+        both stores."""
+        if self._group is not None:
+            self._group.close()
         try:
             self.checkpoint()
         finally:

@@ -300,17 +300,32 @@ def record_task_event(event: TaskEvent) -> int | None:
                       device=meta.device if meta else None, precision=meta.precision if meta else None)
     ctx = event.context
 
-    def append(audit_log: AuditLog) -> int:
+    def append(audit_log: AuditLog) -> int | None:
         if len(_plugins_recorded) == 0:
             _record_plugins(audit_log)
-        return audit_log.append(
+        # unregulated calls: off the call's path, group-committed (group_commit.py); regulated: committed now
+        put = audit_log.submit if cfg.commit == "group" and not regulated else audit_log.append
+        if audit_log.on_lost is None:
+            audit_log.on_lost = _count_lost
+        return put(
             f"task.{event.kind}", actor=ctx.actor, tenant=ctx.tenant, source=ctx.source, channel=ctx.channel,
             obj=obj, outcome=_OUTCOME.get(event.kind, "success"), reason=event.error, request_id=ctx.request_id,
             n_items=event.n_items, inputs=event.inputs, outputs=event.outputs, subjects=subjects,
             duration_ms=event.duration_ms, details=details, when=event.time,
             input_digest=_input_digest(audit_log, event))
 
-    return write(regulated, append)
+    return write(regulated, append)  # type: ignore[arg-type]
+
+
+def _count_lost(n: int) -> None:
+    """Records the group-commit writer could not commit: counted as a failed unregulated append is."""
+    failures["lost"] += n
+
+
+def flush(timeout: float | None = None) -> bool:
+    """Wait until the open log has committed every queued record (:mod:`.group_commit`); ``True`` when nothing
+    is left (also when no log is open)."""
+    return _log.flush(timeout) if _log is not None else True
 
 
 def record_access(*, actor: str, resource: str, action: str, allowed: bool, reason: str | None = None,

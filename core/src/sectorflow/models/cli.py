@@ -2,7 +2,7 @@
 
 Commands:
     quantize TASK [--margin 0.5] [--out DIR] [--task-path DIR]: the INT8 bundle (:mod:`sectorflow.models.quantize`),
-        refused when it loses more than ``--margin`` validation points against fp32.
+        refused when it reaches less than ``100 - --margin`` percent of fp32's validation metric (relative).
     export TASK --format onnx|paddle [--out DIR] [--tolerance 1e-4]: an ONNX or Paddle bundle
         (:mod:`sectorflow.models.export`), refused when ONNX Runtime differs from the Paddle predictor by more than the
         tolerance.
@@ -75,7 +75,8 @@ def _mib(n: int) -> str:
 @models_app.command("quantize")
 def quantize_command(
     task: str = typer.Argument(..., help="Task name, e.g. customer_service."),
-    margin: float = typer.Option(0.5, help="Most validation points (0-100) the INT8 model may lose against fp32."),
+    margin: float = typer.Option(0.5, help="Most the INT8 model may lose, in percent of fp32's validation metric "
+                                           "(relative; 0.5: INT8 must reach 99.5 % of fp32)."),
     out: Optional[str] = typer.Option(None, help="Write the INT8 bundle here (default: the store that "
                                                   "Taskflow(precision='int8') reads, under SECTORFLOW_HOME)."),
     task_path: Optional[str] = typer.Option(None, help="An fp32 bundle folder instead of the task's default."),
@@ -87,8 +88,8 @@ def quantize_command(
     as_json: bool = typer.Option(False, "--json", help="Print the manifest's quantization record as JSON."),
 ) -> None:
     """Build TASK's INT8 bundle (paddle2onnx, then 8-bit weights of the chosen operators: MatMul, Gather, GRU,
-    MatMulWeightOnly) and record its size and validation accuracy against fp32; refuse it when it loses more than
-    --margin points."""
+    MatMulWeightOnly) and record its size and validation accuracy against fp32; refuse it when it reaches less than
+    100 - --margin percent of fp32's metric (relative)."""
     from .quantize import quantize_bundle
 
     bundle, folder = _task_path(task_path), _out_path(out)  # before the task's plugin loads
@@ -102,7 +103,7 @@ def quantize_command(
     _err.print(f"INT8 bundle of {record['source_bundle']} written to {record['out']}")
     _err.print(f"  size     {_mib(size['fp32_bytes'])} fp32 -> {_mib(size['int8_bytes'])} int8 ({size['ratio']:.2f}x)")
     _err.print(f"  {acc['metric']:<8} {100 * acc['fp32']:.2f} fp32 -> {100 * acc['int8']:.2f} int8 "
-               f"(loss {acc['loss_points']:.2f} points, margin {acc['margin_points']:g}; {acc['split']})")
+               f"({100 * acc['relative']:.2f} % of fp32, at least {100 - acc['margin_percent']:g} % asked; {acc['split']})")
     # --out: not the store the default reads; absolute, so the line works from any folder
     where = "" if folder is None else f", task_path={str(Path(record['out']).resolve())!r}"
     _err.print(f"  use it:  Taskflow({spec.name!r}, precision='int8'{where})")

@@ -239,4 +239,4 @@ def v2_router(specs: dict[str, TaskSpec], max_items: int) -> APIRouter:
     return router
 
 
-__all__ = ["V2_OPEN_PATHS", "v2_router", "v2_task_routes"]
+__all__ = ["V2_OPEN_PATHS", "v2_router"]

@@ -275,11 +275,14 @@ def _late_note(ts: float, now: float, ahead: Transaction | None = None) -> Reaso
                   source=__name__)
 
 
+_NO_CASH: frozenset[str] = frozenset()  # shared and never mutated
+
+
 class _Item:
     """What :meth:`AMLPipeline.preprocess` hands on for one transaction."""
 
-    __slots__ = ("account_rows", "account_scores", "alerts", "duplicate", "edge", "notes", "reports", "row", "score",
-                 "txns")
+    __slots__ = ("account_rows", "account_scores", "alerts", "cash_alerts", "duplicate", "edge", "notes", "reports",
+                 "row", "score", "txns")
 
     def __init__(self, row: list[float] | None, alerts: list[Alert], reports: list[ReportDraft], edge: Any,
                  txns: dict[str, Transaction] | None = None, notes: list[Reason] | None = None) -> None:
@@ -293,6 +296,7 @@ class _Item:
         self.txns = txns  # transactions of the alerts that will get an STR draft, read while still in the window
         self.account_rows: list[tuple[str, list[float]]] | None = None  # account model rows (sender, receiver)
         self.account_scores: dict[str, float] = {}
+        self.cash_alerts: frozenset[str] | set[str] = _NO_CASH  # ids of its mandatory-typology alerts holding a cash transaction
 
 
 class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
@@ -548,6 +552,8 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 # the window on (postprocess runs after the whole call's preprocess).
                 txns = self._alert_transactions(alerts) if alerts else None
                 item = _Item(row, alerts, observe(txn), edge, txns, notes)
+                if alerts:  # as the STR's transactions: judged while the alert's transactions are in the window
+                    item.cash_alerts = self._cash_alerts(alerts)
                 if account_rows is not None:
                     item.account_rows = account_rows(edge, window)
                 append(item)
@@ -678,7 +684,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 typologies=list(dict.fromkeys(x.typology for x in alerts)), reasons=reasons, alerts=alerts,
                 reports=reports, account_scores=item.account_scores, cases=[])
             out.__dict__["cases"] = update_cases(txn, item.edge.amount, alerts, item.account_scores,
-                                                 self._cash_alerts(alerts))
+                                                 item.cash_alerts)
             results.append(out)
         return results
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sectorflow import Bundle, BundleError, InvalidInputError, PredictorPool
+from sectorflow import Bundle, BundleError, ConfigError, InvalidInputError, PredictorPool
 
 from .features import FEATURE_NAMES, N_FEATURES, FeatureExtractor
 

@@ -2,8 +2,9 @@
 
 Routing: each message's language (:mod:`.language`) picks its encoder. English (and messages with no letters)
 go to the bundled fine-tuned MiniLM (Paddle Inference predictor), whose heads give banking77 or CLINC150 intents;
-when the bundle carries e5 heads (manifest ``e5_heads``, :mod:`.ensemble`), English also goes through
-multilingual-e5-small and the intent probabilities are the two heads' ensemble;
+when the bundle carries e5 heads (manifest ``e5_heads``, :mod:`.ensemble`), the English messages MiniLM is unsure
+of (top probability under ``calibration.json``'s ``ensemble_gate``, decided on validation by
+``scripts/fit_ensemble_gate.py``) also go through multilingual-e5-small and get the two heads' ensemble;
 Chinese goes to the Chinese encoder (:func:`.encoders.chinese_encoder`, else character n-grams) and gets intents
 from the shipped Chinese examples (nearest prototype, labels from banking77's inventory). With a PaddleNLP
 backbone bundle (``task_path``) both languages use that backbone when its vocabulary covers Chinese.
@@ -46,10 +47,12 @@ OPTIONS = {
     "escalation_terms": "Extra escalation phrases: {reason: [phrase, ...]} (reasons: " + ", ".join(REASONS) + ").",
     "hnsw_threshold": "No effect since 1 Dec 2026 (FAQ search is exact at every size); accepted so that "
                       "configurations that set it still load.",
-    "english_ensemble": "True (default): English intents from the ensemble of the MiniLM and e5 heads (bundle "
-                        "0.3.0: banking77 test 93.60); False: the MiniLM head alone, about 3.5 times faster "
-                        "(banking77 test 91.95, bundle 0.2.1's figure; the out-of-scope rules read MiniLM either "
-                        "way).",
+    "english_ensemble": "True (default): English intents from the ensemble of the MiniLM and e5 heads where "
+                        "MiniLM is unsure (see ensemble_gate); False: the MiniLM head alone (the out-of-scope rules "
+                        "read MiniLM either way).",
+    "ensemble_gate": "Run the second encoder (e5) only for English messages whose MiniLM top probability is under "
+                     "this (0..1.01; 1.01: every message). Default: the bundle's calibration.json ensemble_gate per "
+                     "intent set, decided on validation (scripts/fit_ensemble_gate.py).",
 }
 
 # Fallback thresholds when no calibration ran (English examples of an operator's file): best example similarity
@@ -115,6 +118,10 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
                               "faster).")
         e5_file = shipped.manifest.get("e5_heads") if self.heads and ensemble else None
         self.e5_heads: E5Heads | None = E5Heads.load(shipped.file(e5_file)) if e5_file else None
+        # where e5 runs: messages whose MiniLM top probability (of the intent set's head) is under the gate
+        cal_gate = self.calibration.get(self.intent_set, {}) if isinstance(self.calibration, dict) else {}
+        default_gate = float(cal_gate.get("ensemble_gate", 1.01)) if isinstance(cal_gate, dict) else 1.01
+        self.ensemble_gate = self._float("ensemble_gate", default_gate, 0.0, 1.01)
         self.e5: Encoder | None = None
         if self.e5_heads is not None:
             self.e5 = chinese_encoder(self.num_threads)
@@ -218,9 +225,7 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
             outputs = self.main.run(texts)
             logits = outputs[1:]
             if self.e5_heads is not None and self.e5 is not None and "en" not in self.prototypes:
-                vectors = self.e5.encode(texts)
-                logits = [self.e5_heads.combine(name, lg, vectors) if name in self.e5_heads else lg
-                          for name, lg in zip(self.heads, logits)]
+                logits = self._ensemble(texts, logits)
             for row, i in enumerate(en):
                 raw[i] = {"embedding": outputs[0][row], "logits": [o[row] for o in logits],
                           "minilm_logits": [o[row] for o in outputs[1:]]}
@@ -230,6 +235,26 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
             for row, i in enumerate(zh):
                 raw[i] = {"embedding": vectors[row], "logits": []}
         return raw
+
+    def _ensemble(self, texts: list[str], logits: list[np.ndarray]) -> list[np.ndarray]:
+        """Scores ``[n, k]`` per head: the MiniLM logits, and for the messages whose MiniLM top probability of the
+        intent set's head is under ``ensemble_gate`` the ensemble's (:meth:`.ensemble.E5Heads.combine`); e5 encodes
+        those messages only. Each row is softmaxed on its own later, so the two kinds of rows mix."""
+        assert self.e5_heads is not None and self.e5 is not None
+        head = self.heads.index(self.intent_set) if self.intent_set in self.heads else 0
+        unsure = np.flatnonzero(_softmax(logits[head].astype(np.float64)).max(axis=1) < self.ensemble_gate)
+        if unsure.size == 0:
+            return logits
+        vectors = self.e5.encode([texts[i] for i in unsure])
+        out = []
+        for name, lg in zip(self.heads, logits):
+            if name not in self.e5_heads:
+                out.append(lg)
+                continue
+            mixed = lg.astype(np.float64)
+            mixed[unsure] = self.e5_heads.combine(name, lg[unsure], vectors)
+            out.append(mixed)
+        return out
 
     def _intent(self, feature: dict[str, Any], raw: dict[str, Any]) -> tuple[str, list[IntentCandidate], bool, str]:
         route = feature["route"]
@@ -269,7 +294,9 @@ class CustomerServicePipeline(Pipeline[Message, CustomerServiceResult]):
                 clabel = self.labels["clinc150"][int(cprobs.argmax())]
                 off_domain = clabel not in set(cal.get("clinc150_in_domain", ()))
                 gate = float(cal.get("gate_min_probability", 2.0))
-                oos = oos or clabel == "oos" or (off_domain and float(cprobs.max()) >= gate)
+                # the CLINC150 head's own "oos" verdict counts at oos_label_min_probability or more (0.3.3; 0 before)
+                oos_label = clabel == "oos" and float(cprobs.max()) >= float(cal.get("oos_label_min_probability", 0.0))
+                oos = oos or oos_label or (off_domain and clabel != "oos" and float(cprobs.max()) >= gate)
             intent_set = self.intent_set
         order = [int(j) for j in np.argsort(-probs) if labels[int(j)] != "oos"][: self.top_k]
         top_k = [IntentCandidate(label=labels[j], probability=round(float(probs[j]), 6)) for j in order]
