@@ -42,7 +42,7 @@ from .errors import ConfigError, InvalidInputError
 from .input_files import GZIP_MAGIC, gzip_on_stdin, plan_reader
 from .progress import RunProgress
 from .spec import CallContext
-from .stopping import Stopped, install as install_signal_handlers, stop_on_signals
+from .stopping import Stopped, check as check_stopped, install as install_signal_handlers, stop_on_signals
 from .taskflow import Taskflow, validate_items
 
 err = Console(stderr=True, soft_wrap=True)
@@ -314,15 +314,17 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
                     out.write(result.model_dump_json() + "\n")
                 count += len(chunk)
                 shown.update(count)
+                check_stopped()
         if spooled_to is not None:
             out.seek(0)
             shutil.copyfileobj(out, spooled_to)
             spooled_to.flush()
         done = True
     except Stopped as stop:
-        stop.detail = (f"{count} item(s) processed, " + ("their results are on standard output"
-                       if partial is None and spooled_to is None else "nothing was written")
-                       + "; run the command again to process the input.")
+        stop.detail = (f"the results so far are in {output or 'standard output'}, whole lines"
+                       if partial is None and spooled_to is None
+                       else f"{count} item(s) processed, nothing was written")
+        stop.detail += "; run the command again to process the input."
         raise
     finally:
         if output or spooled_to is not None:
@@ -361,7 +363,7 @@ def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optiona
             count = run_with_state(
                 keeper, run, reader(source, name=name),
                 lambda rows: _validated(tf.spec, rows, OnError.skip, skipped, tf.input_context), output,
-                checkpoint_rows, cli_context(), _utf8_stdout, shown.update)
+                checkpoint_rows, cli_context(), _utf8_stdout, lambda n: (shown.update(n), check_stopped()))
     except Stopped as stop:
         progress_now = keeper.store.run(keeper.task, tenant)
         rows = progress_now.rows_done if progress_now is not None else 0

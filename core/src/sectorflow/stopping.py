@@ -46,10 +46,23 @@ class Stopped(BaseException):
         return f"stopped by {self.name}" + (f": {self.detail}" if self.detail else ".")
 
 
+_pending: list[int] = []
+"""The signal received, kept until :func:`check`: an exception raised while a finaliser (``__del__``, a weakref
+callback) runs is printed and dropped by Python, so the command checks again at its next chunk."""
+
+
 def _raise(signum: int, frame: Any) -> None:
     for other in SIGNALS:  # a second Ctrl-C while the clean-up runs must not interrupt it
         signal.signal(other, signal.SIG_IGN)
+    _pending[:] = [signum]
     raise Stopped(signum)
+
+
+def check() -> None:
+    """Raise :class:`Stopped` if a signal arrived whose exception was dropped (see ``_pending``); call it between
+    chunks of work."""
+    if _pending:
+        raise Stopped(_pending[0])
 
 
 def disable_paddle_handlers() -> None:
@@ -79,9 +92,11 @@ def stop_on_signals() -> Iterator[None]:
         yield
         return
     previous = {signum: signal.getsignal(signum) for signum in SIGNALS}
+    _pending.clear()
     install()
     try:
         yield
     finally:
+        _pending.clear()
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
