@@ -203,7 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     except Stopped as stop:  # SIGTERM / SIGINT during a command that stops cleanly (sectorflow.stopping)
         err.print(escape(stop.message()), highlight=False)
         return stop.exit_code
-    except (typer.Abort, KeyboardInterrupt):
+    except (typer.Abort, KeyboardInterrupt):  # Ctrl-C outside a command that stops cleanly (e.g. while loading)
+        err.print("stopped by SIGINT.", highlight=False)
         return 130
     except SystemExit as exc:
         return int(exc.code or 0)
