@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 
+import sectorflow
 from sectorflow.serving import create_app, gcfreeze, load_config
 
 from .conftest import KEYS, Server, auth
@@ -15,6 +16,7 @@ def test_a_ready_server_freezes_the_loaded_objects_and_unfreezes_at_shutdown(tas
     server = Server(create_app(load_config(data={"keys": KEYS}, environ={})))
     try:
         assert gcfreeze.holders() == before + 1
+        assert sectorflow.gc_frozen()  # declared to the core: the AML pipeline's hand-over leaves it alone
         assert gc.get_freeze_count() > 1000  # the loaded libraries and models (some 10^5 objects)
         assert gc.get_threshold()[0] >= gcfreeze.GEN0_THRESHOLD
         assert gc.is_tracked(made_before) and made_before not in gc.get_objects(generation=2)
@@ -31,6 +33,7 @@ def test_a_ready_server_freezes_the_loaded_objects_and_unfreezes_at_shutdown(tas
     if before == 0:
         assert gc.get_freeze_count() == 0
         assert gc.get_threshold() == threshold
+        assert not sectorflow.gc_frozen()
 
 
 def test_freeze_gc_false_leaves_the_collector_alone(tasks):

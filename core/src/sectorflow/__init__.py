@@ -15,6 +15,7 @@ from pkgutil import extend_path
 __path__ = extend_path(__path__, __name__)
 
 from ._paddle import import_paddle
+from .collector import declare_gc_frozen, gc_frozen, gc_frozen_by_host, withdraw_gc_frozen
 from .bundle import Bundle, PredictorPool, load_bundle, load_pdparams, sha256_file, write_manifest
 from .device import Device, DeviceProbe, resolve_device, set_default_probe
 from .env import Settings, home, settings
@@ -61,5 +62,5 @@ __all__ = [
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
     "option_values", "read_text",
     "StateStore", "StateKeeper", "open_state_store", "default_state_path", "state_summary", "export_state",
-    "reset_stored_state",
+    "reset_stored_state", "gc_frozen", "gc_frozen_by_host", "declare_gc_frozen", "withdraw_gc_frozen",
 ]

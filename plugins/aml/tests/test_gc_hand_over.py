@@ -1,13 +1,13 @@
-"""The pipeline's garbage-collector hand-over (``pipeline._gc_paused``) when the process froze objects itself:
-``sectorflow serve`` freezes its loaded models (sectorflow.serving.gcfreeze). ``gc.get_freeze_count()`` walks the frozen
-objects, so it must not run on every stage of every call (a served one-transaction call went from 2.3 ms to 66 ms),
-and the hand-over must never unfreeze what another party froze."""
+"""The pipeline's garbage-collector hand-over (``pipeline._gc_paused``): after a stage, the objects it made move to
+the oldest generation (``gc.freeze(); gc.unfreeze()``), unless the host declared that it froze objects itself
+(``sectorflow.gc_frozen_by_host``; ``sectorflow serve`` does through sectorflow.serving.gcfreeze): then the hand-over
+is skipped, so it never unfreezes what the host froze. The declaration is explicit: the collector is not probed."""
 
 from __future__ import annotations
 
 import gc
 
-import pytest
+import sectorflow
 from sectorflow import Taskflow
 
 from sectorflow_aml import pipeline
@@ -16,45 +16,46 @@ TXN = {"transaction_id": "t1", "timestamp": "2026-11-02T09:30:00Z", "sender_acco
        "amount": "100.00", "currency": "CNY", "channel": "transfer"}
 
 
-@pytest.fixture()
-def counted(monkeypatch):
-    calls = []
-    real = gc.get_freeze_count
-
-    def count() -> int:
-        calls.append(1)
-        return real()
-
-    monkeypatch.setattr(pipeline.gc, "get_freeze_count", count)
-    monkeypatch.setattr(pipeline, "_frozen_seen_at", None)
-    return calls
-
-
-def test_frozen_objects_are_counted_once_per_recheck_period_and_stay_frozen(counted, monkeypatch):
+def test_a_host_that_declares_its_freeze_keeps_its_objects_frozen_and_the_hand_over_is_skipped():
     tf = Taskflow("aml", model=False)
     held = [[i] for i in range(1000)]  # containers that exist when the "server" freezes
-    gc.freeze()
-    try:
-        frozen = gc.get_freeze_count()
-        assert frozen >= len(held)
-        counted.clear()
-        for i in range(5):
-            tf({**TXN, "transaction_id": f"t{i}"})
-        assert len(counted) == 1  # seen once, then trusted for _FROZEN_RECHECK_S seconds (10 stages ran)
-        assert gc.get_freeze_count() >= frozen  # nothing the process froze was unfrozen by the calls
-        monkeypatch.setattr(pipeline, "_FROZEN_RECHECK_S", 0.0)
-        counted.clear()
-        tf({**TXN, "transaction_id": "t9"})
-        assert len(counted) == 2  # recounted on each of the call's two stages once the period is over
-    finally:
-        gc.unfreeze()
+    with sectorflow.gc_frozen_by_host():
+        assert sectorflow.gc_frozen()
+        gc.freeze()
+        try:
+            frozen = gc.get_freeze_count()
+            assert frozen >= len(held)
+            promoted = pipeline._gc_promoted
+            for i in range(5):
+                assert tf({**TXN, "transaction_id": f"t{i}"}).transaction_id == f"t{i}"
+            assert pipeline._gc_promoted == promoted  # no hand-over ran
+            collected = {id(o) for generation in range(3) for o in gc.get_objects(generation=generation)}
+            assert not any(id(h) in collected for h in held)  # what the host froze is still frozen ...
+            assert gc.get_freeze_count() > frozen // 2  # ... and so is the rest (some are freed by reference counting)
+        finally:
+            gc.unfreeze()
+    assert not sectorflow.gc_frozen()
 
 
-def test_without_frozen_objects_the_hand_over_runs_and_counts_in_o1(counted):
+def test_without_a_declared_freeze_the_hand_over_moves_the_stages_objects_to_the_oldest_generation():
     gc.unfreeze()
+    assert not sectorflow.gc_frozen()
     tf = Taskflow("aml", model=False)
-    counted.clear()
+    promoted = pipeline._gc_promoted
+    young = [[i] for i in range(500)]  # young-generation containers made before the call ...
     tf(TXN)
-    assert len(counted) == 2  # an empty permanent generation is checked on every stage (O(1)) ...
-    assert gc.get_freeze_count() == 0  # ... and the hand-over (freeze, then unfreeze) leaves it empty
-    assert pipeline._frozen_seen_at is None
+    assert pipeline._gc_promoted > promoted  # the hand-over counted the stages' young objects ...
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert all(id(o) in oldest for o in young)  # ... and moved every young object to the oldest generation
+    assert gc.get_freeze_count() == 0  # (freeze, then unfreeze: the permanent generation is left empty)
+
+
+def test_declarations_are_counted_and_the_last_withdrawal_ends_them():
+    sectorflow.declare_gc_frozen()
+    try:
+        with sectorflow.gc_frozen_by_host():
+            assert sectorflow.gc_frozen()
+        assert sectorflow.gc_frozen()  # the first declaration still stands
+    finally:
+        sectorflow.withdraw_gc_frozen()
+    assert not sectorflow.gc_frozen()

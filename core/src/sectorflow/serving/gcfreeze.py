@@ -18,13 +18,17 @@ promoting live requests to older generations: 0.4-0.6 s of every 6 s in collecti
 threshold only lets cyclic garbage live a little longer.
 
 Freezing is process-wide, so it is counted: each running server holds it once (``hold`` when its models are
-loaded, ``release`` at shutdown), and the last release unfreezes.
+loaded, ``release`` at shutdown), and the last release unfreezes. While any server holds it, the freeze is declared
+to the core (:func:`sectorflow.declare_gc_frozen`), so a pipeline that hands its objects to the oldest generation with
+``gc.freeze(); gc.unfreeze()`` (the AML pipeline) leaves the server's frozen objects alone (:func:`sectorflow.gc_frozen`).
 """
 
 from __future__ import annotations
 
 import gc
 import threading
+
+from sectorflow import declare_gc_frozen, withdraw_gc_frozen
 
 GEN0_THRESHOLD = 20_000
 """Generation-0 threshold while a server holds the freeze (CPython's default: 700)."""
@@ -41,6 +45,7 @@ def hold() -> None:
     with _lock:
         _holders += 1
         if _holders == 1:
+            declare_gc_frozen()  # before the freeze: no pipeline's hand-over unfreezes it from now on
             _saved_threshold = gc.get_threshold()
             first, *older = _saved_threshold
             gc.set_threshold(max(first, GEN0_THRESHOLD), *older)
@@ -67,6 +72,7 @@ def release() -> None:
                 if _saved_threshold is not None:
                     gc.set_threshold(*_saved_threshold)
                     _saved_threshold = None
+                withdraw_gc_frozen()
 
 
 def holders() -> int:

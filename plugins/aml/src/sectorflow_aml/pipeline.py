@@ -48,14 +48,13 @@ import copy
 import gc
 import logging
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from sectorflow import ConfigError, Pipeline
+from sectorflow import ConfigError, Pipeline, gc_frozen
 
 from .account_features import feature_matrix
 from .cases import OPTIONS as CASE_OPTIONS
@@ -174,28 +173,6 @@ _gc_depth = 0
 """Stages inside :func:`_gc_paused` now (threads of different tenants' pipelines)."""
 _gc_was_enabled = False
 """Whether the collector was on when the first of them entered."""
-_FROZEN_RECHECK_S = 10.0
-"""Seconds :func:`_others_froze` trusts that it saw another party's frozen objects before counting them again."""
-_frozen_seen_at: float | None = None
-
-
-def _others_froze() -> bool:
-    """Whether the permanent generation holds objects (frozen by the process: ``sectorflow serve`` freezes its loaded
-    models, a pre-fork server its pages). ``gc.get_freeze_count()`` walks that generation (CPython 3.11: 150,000
-    objects in a serving process made each one-transaction call 30 times slower, as it ran twice a stage), so once
-    objects were seen it is trusted for :data:`_FROZEN_RECHECK_S` seconds; an empty generation is counted in O(1), so
-    a new freeze is seen at once."""
-    global _frozen_seen_at
-    now = time.monotonic()
-    if _frozen_seen_at is not None and now - _frozen_seen_at < _FROZEN_RECHECK_S:
-        return True
-    if gc.get_freeze_count():
-        _frozen_seen_at = now
-        return True
-    _frozen_seen_at = None
-    return False
-
-
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector for one stage's loop; on the way out, move the objects it made straight to
@@ -208,6 +185,10 @@ def _gc_paused() -> Iterator[None]:
     nothing of ours to rescan. Nothing is exempt from collection: once the moved objects outnumber the heap left
     by the previous full collection, a full ``gc.collect()`` runs (so uncollected cyclic garbage, which these loops
     do not make, stays below the live heap); memory freed by reference counting is unaffected.
+
+    A host that keeps objects frozen itself declares it (:func:`sectorflow.gc_frozen_by_host`; ``sectorflow serve``
+    does while its models are loaded): the hand-over, whose ``gc.unfreeze()`` would unfreeze them too, is then
+    skipped and the stage's objects are left to the collector as usual. Nothing probes the collector for it.
 
     Stages of different tenants' pipelines run at the same time in different threads (``Taskflow`` state per
     tenant), and the collector is one per process: the first stage to enter pauses it, the last to leave does the
@@ -226,8 +207,8 @@ def _gc_paused() -> Iterator[None]:
         with _gc_lock:
             _gc_depth -= 1
             if _gc_depth == 0:
-                if not _others_froze():  # a process that froze objects itself (a server's loaded models, pages
-                    # shared before a fork) keeps them frozen: then the objects are left to the collector as usual
+                if not gc_frozen():  # a host that declared it froze objects itself (``sectorflow serve``'s loaded
+                    # models, pages shared before a fork) keeps them frozen: then our objects are left to the collector
                     _gc_promoted += max(0, gc.get_count()[0])
                     gc.freeze()
                     gc.unfreeze()
