@@ -12,41 +12,30 @@ ordinary:
 - the body validates as the task's request model, parsed and validated in one step by pydantic-core
   (``model_validate_json``, no intermediate Python objects).
 
-Then it checks the key with :func:`access.authorize` (the one access check of the FastAPI dependency, this path and
-gRPC: the same decision recorded, 401/403 answered here with the same bodies), runs :func:`routes_tasks.task_answer`
-(the function the FastAPI route runs too), sends its body and headers as the two ASGI messages a Starlette
-``Response`` would send (same headers, in the same order, without building one) and maps its exceptions with
-:func:`handlers.exception_response` (the functions behind the app's exception handlers). A request whose body or
-query the fast parse does not take (invalid JSON or fields, another content type or query) goes on to FastAPI
-untouched, which answers it as before (401/403 before 422 with fields, ...) and records its access decision; so each
-request is checked, recorded and answered by one path, never both.
+Then it calls :func:`routes_tasks.serve_task`, the one implementation of a task request that the FastAPI route's
+endpoint calls too (the key checked with :func:`access.authorize` and its decision recorded, the items run, the
+answer serialised), sends its body and headers as the two ASGI messages a Starlette ``Response`` would send (same
+headers, in the same order, without building one) and maps its exceptions with :func:`handlers.exception_response`
+(the function behind the app's exception handlers). A request whose body or query the fast parse does not take
+(invalid JSON or fields, another content type or query) goes on to FastAPI untouched: FastAPI parses it and either
+refuses it through the app's handlers (401/403 before 422 with fields, ...) or its endpoint calls the same
+:func:`~routes_tasks.serve_task`. So this module only parses: checking, recording and answering have one
+implementation, and each request goes through it once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from .access import authorize
 from .auth import presented_secret
 from .handlers import exception_response
-from .routes_tasks import task_answer
+from .routes_tasks import TaskRoute, serve_task
 
 _LANE_QUERIES = {b"": None, b"lane=interactive": "interactive", b"lane=batch": "batch"}
 _JSON = (b"content-type", b"application/json")
-
-
-@dataclass(frozen=True)
-class _Route:
-    path: str  # the route template, as FastAPI's route (metrics label ``route`` and the access decision's action)
-    task: str
-    request_model: type[BaseModel]
-    response_model: type[BaseModel]
-    scope: str
-    action: str  # the access decision's action, ``POST <path>``
 
 
 class TaskFastPath:
@@ -55,13 +44,13 @@ class TaskFastPath:
 
     def __init__(self, state: Any) -> None:
         self.state = state
-        self._routes: dict[str, _Route] = {}
+        self._routes: dict[str, TaskRoute] = {}
 
-    def add(self, path: str, task: str, request_model: type[BaseModel], response_model: type[BaseModel]) -> None:
-        """Serve ``POST path`` (a task's route or an alias) for ``task`` with its request and response models."""
-        self._routes[path] = _Route(path, task, request_model, response_model, f"task:{task}", f"POST {path}")
+    def add(self, route: TaskRoute) -> None:
+        """Serve ``POST route.path`` (a task's route or an alias)."""
+        self._routes[route.path] = route
 
-    def route(self, scope: dict[str, Any]) -> _Route | None:
+    def route(self, scope: dict[str, Any]) -> TaskRoute | None:
         """The task route a request goes to (``POST`` to a served task's path or alias), else ``None``: ``path`` (the
         route template), ``task``, ``scope`` (``task:NAME``) and ``action`` (``POST <path>``)."""
         route = self._routes.get(scope["path"])
@@ -95,10 +84,9 @@ class TaskFastPath:
             # The access check of every protocol (401/403 answered here too, with their decision); inside the try:
             # an observer of the decision may refuse it (the audit log's AuditWriteError, 503, when "access" is
             # regulated and the record cannot be written).
-            key = await authorize(state, secret, route.scope, source, rid, route.action)
-            body, task_headers = await task_answer(state, route.task, route.response_model, key,
-                                                   request.inputs,  # type: ignore[attr-defined]
-                                                   _LANE_QUERIES[query], source, rid, scope.get("state"))
+            body, task_headers = await serve_task(state, route, secret,
+                                                  request.inputs,  # type: ignore[attr-defined]
+                                                  _LANE_QUERIES[query], source, rid, scope.get("state"))
         except Exception as exc:
             mapped = exception_response(exc)
             if mapped is None:

@@ -131,20 +131,25 @@ def _is_json(content_type: str) -> bool:
 
 
 async def authenticate_first(request: Request) -> JSONResponse | None:
-    """Run the route's key check (the ``require`` dependency of :mod:`.access`) for a request whose body could not
-    be parsed: FastAPI parses the body before it resolves dependencies, so without this an unparseable body was
-    answered 422 before the key was looked at, and left neither an access decision nor a ``call_failed`` event.
+    """Run the route's key check (its ``require`` dependency of :mod:`.access`, or for a task route the scope its
+    endpoint declares as ``sectorflow_scope``) for a request whose body or query was refused: FastAPI parses the
+    body before it resolves dependencies (and a task route has none), so without this such a body was answered 422
+    before the key was looked at, and left neither an access decision nor a ``call_failed`` event.
     Returns the 401/403 (or the audit log's refusal) to send instead, or ``None`` when the key passed (it is then
     in ``request.state.api_key``) or the route needs none."""
     if getattr(request.state, "api_key", None) is not None:
         return None
-    dependant = getattr(request.scope.get("route"), "dependant", None)
-    for dependency in getattr(dependant, "dependencies", ()):
-        if getattr(dependency.call, "sectorflow_scope", None) is not None:
-            try:
-                await dependency.call(request)
-            except (AccessDenied, SectorflowError) as exc:
-                return exception_response(exc)
+    route = request.scope.get("route")
+    checks = [dependency.call for dependency in getattr(getattr(route, "dependant", None), "dependencies", ())
+              if getattr(dependency.call, "sectorflow_scope", None) is not None]
+    needed = getattr(getattr(route, "endpoint", None), "sectorflow_scope", None)  # a task route's endpoint
+    if needed is not None:
+        checks.append(require(needed))
+    for check in checks:
+        try:
+            await check(request)
+        except (AccessDenied, SectorflowError) as exc:
+            return exception_response(exc)
     return None
 
 

@@ -1,18 +1,27 @@
 """``POST /v1/tasks/{task}`` (one typed route per task), ``GET /v1/tasks`` and the unknown-task fallback.
 
+A task request has one implementation, :func:`serve_task` (the key checked for the task's scope, the items run,
+the answer serialised), whichever way it arrives: the ASGI fast path (:mod:`sectorflow.serving.fastpath`) calls it
+for a body it parsed itself, the FastAPI route (documented in ``/openapi.json``) for every other body once FastAPI
+parsed it. Requests refused before that (422 for the body or the query, 400 for an unparseable one) are answered by
+the app's handlers (:mod:`sectorflow.serving.handlers`), which check the key first with the route's scope
+(``sectorflow_scope`` on the endpoint), so 401/403 still come before complaints about the body.
+
 This module does not use ``from __future__ import annotations``: FastAPI reads the per-task request and response
 models from the annotations of endpoint functions made in a closure.
 """
 
 import difflib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, Optional
 
 from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Response
+from pydantic import BaseModel
 
 from .. import CallContext, TaskSpec, UnknownTaskError
-from .access import AccessDenied, client_address, request_id, require
-from .auth import ApiKey
+from .access import AccessDenied, authorize, client_address, request_id, require
+from .auth import ApiKey, presented_secret
 from .batching import Overloaded
 from .handlers import RateLimited
 from .schemas import ErrorBody, ModelInfo, TaskListing, request_model, response_model
@@ -28,15 +37,33 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     }.items()}
 
 
-async def answer_task(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequence[Any], lane: str | None,
-                      source: str, rid: str, note: dict[str, Any] | None = None) -> Response:
-    """Run validated ``items`` of task ``name`` for ``key`` through its batcher and build the JSON response.
+@dataclass(frozen=True)
+class TaskRoute:
+    """One ``POST`` path of a task (its route or an alias) with what answering it needs."""
 
-    The FastAPI route's answer; the ASGI fast path (:mod:`sectorflow.serving.fastpath`) sends the same body and
-    headers (:func:`task_answer`) without building a Response. Raises as :func:`task_answer`.
+    path: str  # the route template, as FastAPI's route (metrics label ``route`` and the access decision's action)
+    task: str
+    request_model: type[BaseModel]
+    response_model: type[BaseModel]
+    scope: str  # the key's scope needed, ``task:NAME``
+    action: str  # the access decision's action, ``POST <path>``
+
+    @classmethod
+    def of(cls, path: str, task: str, request_model: type[BaseModel], response_model: type[BaseModel]) -> "TaskRoute":
+        return cls(path, task, request_model, response_model, f"task:{task}", f"POST {path}")
+
+
+async def serve_task(state: Any, route: TaskRoute, secret: Optional[str], items: Sequence[Any], lane: Optional[str],
+                     source: str, rid: str, note: Optional[dict[str, Any]] = None) -> tuple[bytes, dict[str, str]]:
+    """The one implementation of a task request whose body validated as ``route.request_model``: the presented
+    ``secret`` checked for ``route.scope`` (:func:`~.access.authorize`, its decision recorded), then the ``items``
+    run and answered (:func:`task_answer`): the JSON body and headers of the 200. Called by the ASGI fast path and by
+    the FastAPI route alike.
+
+    Raises AccessDenied (401/403), the decision observer's SectorflowError (e.g. 503) and as :func:`task_answer`.
     """
-    body, headers = await task_answer(state, name, Resp, key, items, lane, source, rid, note)
-    return Response(body, media_type="application/json", headers=headers)
+    key = await authorize(state, secret, route.scope, source, rid, route.action)
+    return await task_answer(state, route.task, route.response_model, key, items, lane, source, rid, note)
 
 
 async def task_answer(state: Any, name: str, Resp: Any, key: ApiKey, items: Sequence[Any], lane: str | None,
@@ -88,23 +115,26 @@ async def submit_items(state: Any, name: str, key: ApiKey, items: Sequence[Any],
     return await batcher.submit(items, context, chosen, note)
 
 
-def _task_route(spec: TaskSpec, max_items: int) -> Any:
-    Req = request_model(spec, max_items)
-    Resp = response_model(spec)
-    examples = ({"example": {"summary": f"{len(spec.examples)} example item(s) of {spec.name}",
-                             "value": {"inputs": list(spec.examples)}}} if spec.examples else None)
-    name = spec.name
+def _task_endpoint(route: TaskRoute, examples: Optional[dict[str, Any]]) -> Any:
+    """The FastAPI endpoint of one task path: FastAPI parses and documents the body and the lane; the request is
+    answered by :func:`serve_task`."""
+    Req = route.request_model
 
     async def run_task(request: Request,
                        body: Req = Body(..., openapi_examples=examples),  # type: ignore[valid-type]
                        lane: Optional[Literal["interactive", "batch"]] = Query(
-                           None, description="Priority lane; default: the key's lane. interactive runs first."),
-                       key: ApiKey = Depends(require(f"task:{name}"))) -> Response:
-        return await answer_task(request.app.state.sectorflow, name, Resp, key, body.inputs,  # type: ignore
-                                 lane, client_address(request), request_id(request), request.scope.get("state"))
+                           None, description="Priority lane; default: the key's lane. interactive runs first.")
+                       ) -> Response:
+        secret = presented_secret(request.headers.get("authorization"), request.headers.get("x-api-key"))
+        payload, headers = await serve_task(request.app.state.sectorflow, route, secret,
+                                            body.inputs,  # type: ignore[attr-defined]
+                                            lane, client_address(request), request_id(request),
+                                            request.scope.get("state"))
+        return Response(payload, media_type="application/json", headers=headers)
 
-    run_task.__name__ = f"run_{name}"
-    return run_task, Req, Resp
+    run_task.__name__ = f"run_{route.task}"
+    run_task.sectorflow_scope = route.scope  # type: ignore[attr-defined] # found by handlers.authenticate_first
+    return run_task
 
 
 def task_router(app: FastAPI, specs: dict[str, TaskSpec], max_items: int, fast: Any = None) -> APIRouter:
@@ -115,17 +145,22 @@ def task_router(app: FastAPI, specs: dict[str, TaskSpec], max_items: int, fast: 
     """
     router = APIRouter(prefix="/v1/tasks")
     for name, spec in specs.items():
-        endpoint, req, resp = _task_route(spec, max_items)
-        if fast is not None:
-            for route_name in (name, *spec.aliases):
-                fast.add(f"{router.prefix}/{route_name}", name, req, resp)
+        req, resp = request_model(spec, max_items), response_model(spec)
+        examples = ({"example": {"summary": f"{len(spec.examples)} example item(s) of {spec.name}",
+                                 "value": {"inputs": list(spec.examples)}}} if spec.examples else None)
+        endpoints = {}
+        for route_name in (name, *spec.aliases):
+            route = TaskRoute.of(f"{router.prefix}/{route_name}", name, req, resp)
+            endpoints[route_name] = _task_endpoint(route, examples)
+            if fast is not None:
+                fast.add(route)
         summary = spec.description or f"Run {name}"
-        router.add_api_route(f"/{name}", endpoint, methods=["POST"], response_model=resp, responses=ERRORS,
+        router.add_api_route(f"/{name}", endpoints[name], methods=["POST"], response_model=resp, responses=ERRORS,
                              summary=summary, tags=["tasks"], operation_id=f"run_{name}",
                              description=f"Task `{name}` of plugin `{spec.plugin}` {spec.version}. Needs scope "
                                          f"`task:{name}`. Outputs follow the order of `inputs`.")
         for alias in spec.aliases:
-            router.add_api_route(f"/{alias}", endpoint, methods=["POST"], response_model=resp, responses=ERRORS,
+            router.add_api_route(f"/{alias}", endpoints[alias], methods=["POST"], response_model=resp, responses=ERRORS,
                                  include_in_schema=False)
 
     @router.get("", response_model=list[TaskListing], tags=["tasks"], operation_id="list_tasks",
