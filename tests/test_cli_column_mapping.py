@@ -250,3 +250,22 @@ def test_a_reader_factory_without_a_context_parameter_is_called_as_before(regist
     read = reader_for(spec, "pipes", source, mapping={"text": "note"}, context={"prefix": ">> "})
     assert list(read(source)) == [(1, {"text": "hello"}), (2, {"text": "world"})]
     assert calls == [("catch_all", {"mapping": {"text": "note"}, "defaults": None})]  # no context= in **options
+
+
+def test_a_rejected_file_is_read_once_and_every_bad_row_is_listed(registry, tmp_path, capsys):
+    """--on-error reject (the default) reads and validates the file once (issue 26: it used to check every row, then
+    read the file again to run it): the rows after the first bad one are validated, not run, and nothing is written."""
+    reads: list[str] = []
+
+    def plain(source):
+        reads.append(str(source))
+        return ((row, {"text": record["text"]}) for row, record in _pipes(source))
+
+    source, target = tmp_path / "in.pipes", tmp_path / "out.jsonl"
+    source.write_text("".join(f"t{i}|n\n" for i in range(1500)) + "|empty\nok|n\n|empty too\n", encoding="utf-8")
+    registry({"ctx": _one_task(_context_task(lambda mapping=None, defaults=None: plain, readers={"pipes": plain}))})
+    assert main(["run", "echo", str(source), "-o", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert reads == [str(source)]
+    assert f"2 bad row(s) in {source} (first: row 1501); nothing was written." in err
+    assert not target.exists() and not list(tmp_path.glob(".out.jsonl.partial-*"))

@@ -1,4 +1,5 @@
-"""One server process of the replica tests: the serving tests' tasks (``conftest.TestTasks``) behind a real uvicorn.
+"""One server process of the replica tests: the serving tests' tasks (``conftest.TestTasks``) behind a real uvicorn,
+with the installed plugins named in ``SECTORFLOW_LOAD_PLUGINS`` (default ``builtin_observers`` only).
 
     python tests/serving/replica_server.py CONFIG.json PORT
 """
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for ``serving.conftest``
-os.environ["SECTORFLOW_LOAD_PLUGINS"] = "builtin_observers"
+os.environ.setdefault("SECTORFLOW_LOAD_PLUGINS", "builtin_observers")  # a test may add ``aml`` and ``audit``
 
 from sectorflow import plugins  # noqa: E402
 from sectorflow.serving import create_app, run_server  # noqa: E402

@@ -106,6 +106,26 @@ def test_a_streamed_oversized_body_is_refused_the_same_way(server, tasks, decisi
         ("call_failed", task, "alice", rid)]
 
 
+@pytest.mark.parametrize("who, status, says", [
+    (None, 401, "Unauthorized: No API key"), ("sf_not_a_key", 401, "Unauthorized"),
+    ("bob", 403, "Forbidden"), ("alice", 413, "RequestTooLarge: The request body exceeds 2048 bytes")])
+@pytest.mark.parametrize("path", ["/v2/models/score/infer", "/v2/models/score/versions/1/infer"])
+def test_an_oversized_v2_infer_body_is_refused_after_the_key_check(server, tasks, decisions, who, status, says, path):
+    """Found in review: ``/v2/models/NAME/infer`` answered an oversized body 413 before looking at the key, so an
+    unauthenticated caller learnt the route takes requests and left no access decision (the native route: 401)."""
+    before = len(tasks.events)
+    headers = {} if who is None else {"Authorization": f"Bearer {who}"} if who.startswith("sf_not") else auth(who)
+    code, body, got = declared_only(server, path, headers, 1_000_000_000)
+    assert code == status and list(body) == ["error"] and body["error"].startswith(says), body
+    if status == 401:
+        assert got["www-authenticate"].startswith("Bearer")
+    template = path.replace("/versions/1/", "/versions/{version}/")
+    assert decisions.seen == [({None: "anonymous", "sf_not_a_key": "anonymous"}.get(who, who), status == 413,
+                               "score", f"POST {template}", got["x-request-id"])]
+    assert [(e.kind, e.task, e.context.actor, e.n_items) for e in tasks.events[before:]] == (
+        [("call_failed", "score", "alice", 0)] if status == 413 else [])
+
+
 def test_an_oversized_body_to_another_path_is_413_at_once(server, decisions):
     r = server.client.post("/v1/tasks/nope", headers=auth("alice"), json=BIG)
     assert (r.status_code, r.json()["error"]) == (413, "RequestTooLarge")

@@ -1,16 +1,25 @@
 """Replicas behind one address (issue 29): two real server processes on loopback share their rate limits through
 one real ``redis-server`` (``[server] rate_limit_storage = "redis://..."``), each reports its own metrics under its
 ``replica`` label (Prometheus sums them), and an unreachable Redis refuses with 503 rather than letting requests
-through unlimited. Skips without ``redis-server`` (``.ci/run`` installs it) or the ``redis`` package."""
+through unlimited. Skips without ``redis-server`` (``.ci/run`` installs it) or the ``redis`` package.
+
+With one PostgreSQL too (``SECTORFLOW_TEST_POSTGRES_DSN``, from ``scripts/start_postgres.sh``; skipped without it):
+two replicas write one audit log and one AML state store there, each tenant's AML calls pinned to one replica and
+the stateless calls spread over both (docs/deployment.md "Stateful tasks and replicas"); every answer equals a
+single server's, also after the replica holding a tenant's AML state restarts."""
 
 from __future__ import annotations
 
+import getpass
+import itertools
 import json
+import os
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,10 +58,9 @@ def wait_for(check, what: str, timeout: float = 90.0) -> None:
     raise RuntimeError(f"{what} did not start")
 
 
-@pytest.fixture(scope="module")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen]]:
+def start_redis(folder: Path) -> tuple[str, subprocess.Popen]:
+    """A real ``redis-server`` on a free loopback port, persisting nothing: ``(url, process)``."""
     port = free_port()
-    folder = tmp_path_factory.mktemp("redis")
     proc = subprocess.Popen([REDIS, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
                              "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
 
@@ -62,7 +70,13 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, s
             return sock.recv(16).startswith(b"+PONG")
 
     wait_for(pong, "redis-server", 20)
-    yield f"redis://127.0.0.1:{port}/0", proc
+    return f"redis://127.0.0.1:{port}/0", proc
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen]]:
+    url, proc = start_redis(tmp_path_factory.mktemp("redis"))
+    yield url, proc
     proc.terminate()
     proc.wait(10)
 
@@ -137,3 +151,174 @@ def test_an_unreachable_redis_refuses_with_503(replicas, redis_url):
     assert refused.status_code == 503 and refused.json()["details"] == {"reason": "rate_limit_storage"}
     v2 = echo(replicas[1], "bob", 1, v2=True)
     assert v2.status_code == 503 and "rate-limit storage cannot be reached" in v2.json()["error"]
+
+
+# --- two replicas with one Redis and one PostgreSQL against one single server (issue 29) ---------------------------
+
+DSN = os.environ.get("SECTORFLOW_TEST_POSTGRES_DSN")
+AMLSIM = HERE.parents[1].parent / "shared" / "data" / "amlsim_sample" / "20K_fanin200cycle200" / "transactions.csv.gz"
+BANKS = {"bank-1": "a", "bank-2": "b", "bank-3": "c"}  # tenant -> its keys' suffix; bank-3 only on the single server
+SHARED_SECRETS = {f"{kind}-{s}": f"sf_test_{kind}_{s}_replica_pg_0123456789" for s in BANKS.values()
+                  for kind in ("aml", "echo")}
+SHARED_KEYS = [  # one key per tenant for its stateful calls (docs/deployment.md), another for the stateless task
+    *({"id": f"aml-{s}", "sha256": hash_key(SHARED_SECRETS[f"aml-{s}"]), "tenant": bank, "scopes": ["task:aml"]}
+      for bank, s in BANKS.items()),
+    *({"id": f"echo-{s}", "sha256": hash_key(SHARED_SECRETS[f"echo-{s}"]), "tenant": bank, "scopes": ["task:echo"],
+       "rate_limit": "8/minute"} for bank, s in BANKS.items())]
+
+
+@pytest.fixture()
+def pg_database() -> Iterator[str]:
+    """A fresh database on the test PostgreSQL server (``SECTORFLOW_TEST_POSTGRES_DSN``), dropped afterwards: the
+    replicas' audit log and state store use their default schemas in it, apart from every other test's."""
+    if not DSN:
+        pytest.skip("SECTORFLOW_TEST_POSTGRES_DSN is not set (bash scripts/start_postgres.sh)")
+    psycopg = pytest.importorskip("psycopg")
+    name = f"sf_replicas_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(DSN, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    try:
+        yield f"{DSN.rsplit('/', 1)[0]}/{name}"
+    finally:
+        with psycopg.connect(DSN, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+class Server:
+    """One ``replica_server.py`` process with ``config`` and ``env``; its output goes to ``log``."""
+
+    def __init__(self, config: Path, env: dict[str, str], log: Path) -> None:
+        self.config, self.env, self.log = config, env, log
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+
+    def start(self) -> Server:
+        port = free_port()
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen([sys.executable, str(HERE / "replica_server.py"), str(self.config), str(port)],
+                                         env=self.env, stdout=out, stderr=subprocess.STDOUT)
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    def ready(self) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"{self.config.stem} exited: {self.log.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"{self.config.stem} did not start: {self.log.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+
+
+def call(url: str, step: tuple[str, str, list[dict]]) -> tuple[int, list[dict] | None]:
+    """``(status, outputs)`` of one request; outputs only (the envelope's request id, times and versions differ per
+    call and per process)."""
+    task, key, inputs = step
+    response = httpx.post(f"{url}/v1/tasks/{task}", headers={"Authorization": f"Bearer {SHARED_SECRETS[key]}"},
+                          json={"inputs": inputs}, timeout=120)
+    assert response.status_code in (200, 429), response.text[:500]
+    return response.status_code, response.json()["outputs"] if response.status_code == 200 else None
+
+
+def test_two_replicas_with_one_redis_and_one_postgresql_answer_as_one_server(tmp_path, pg_database):
+    pytest.importorskip("sectorflow.compliance")
+    aml = pytest.importorskip("sectorflow_aml.loaders")
+    if not AMLSIM.is_file():
+        pytest.skip(f"AMLSim sample not found at {AMLSIM}")
+    from sectorflow.compliance import generate_key_file
+
+    txns = [t.model_dump(mode="json") for _, t in itertools.islice(aml.READERS["amlsim"](AMLSIM), 6000)]
+    # the banks' own streams, with transaction ids in common (their states must stay apart)
+    streams = {"bank-1": [txns[i:i + 1000] for i in range(0, 4000, 1000)],
+               "bank-2": [txns[i:i + 1000] for i in range(2000, 6000, 1000)]}
+    redis, redis_proc = start_redis(tmp_path)
+    key_file = tmp_path / "keys" / "audit-key.json"  # one signing key for the one log both replicas write
+    generate_key_file(key_file)
+    base = {**os.environ, "SECTORFLOW_HOME": str(tmp_path / "home")}
+    for name in [n for n in base if n.startswith("SECTORFLOW_AUDIT")]:
+        del base[name]
+    replica_env = {**base, "SECTORFLOW_LOAD_PLUGINS": "builtin_observers,aml,audit", "SECTORFLOW_AUDIT_DB": pg_database,
+                   "SECTORFLOW_AUDIT_KEY": str(key_file), "SECTORFLOW_AUDIT_ADMINS": getpass.getuser()}
+    single_env = {**base, "SECTORFLOW_LOAD_PLUGINS": "builtin_observers,aml"}
+    servers = []
+    for name, env, server in (("single", single_env, {"freeze_gc": False}),
+                              ("r1", replica_env, {"rate_limit_storage": redis, "replica": "r1", "freeze_gc": False,
+                                                   "state_store": pg_database}),
+                              ("r2", replica_env, {"rate_limit_storage": redis, "replica": "r2", "freeze_gc": False,
+                                                   "state_store": pg_database})):
+        config = tmp_path / f"{name}.json"
+        config.write_text(json.dumps({"server": server, "serve": ["echo", "aml"], "keys": SHARED_KEYS,
+                                      "tasks": {"aml": {"options": {"model": False}}}}), encoding="utf-8")
+        servers.append(Server(config, env, tmp_path / f"{name}.log"))
+    single, r1, r2 = servers
+    try:
+        for server in servers:  # started together: the three start-ups overlap
+            server.start()
+        for server in servers:
+            server.ready()
+        pinned = {"bank-1": r1, "bank-2": r2}  # each tenant's stateful calls reach one replica (sticky by key)
+
+        def echo_step(s: str, n: int, at: int) -> tuple[tuple[str, str, list[dict]], Server]:
+            return ("echo", f"echo-{s}", [{"text": f"{s}-{at}-{i}"} for i in range(n)]), (r1, r2)[at % 2]
+
+        def aml_step(bank: str, i: int) -> tuple[tuple[str, str, list[dict]], Server]:
+            return ("aml", f"aml-{BANKS[bank]}", streams[bank][i]), pinned[bank]
+
+        # stateless calls alternate between the replicas; each key's 8 items a minute hold across both
+        before = [aml_step("bank-1", 0), echo_step("a", 3, 0), aml_step("bank-2", 0), echo_step("b", 3, 1),
+                  echo_step("a", 3, 1), aml_step("bank-1", 1), echo_step("b", 4, 2), aml_step("bank-2", 1),
+                  echo_step("a", 3, 2), echo_step("b", 1, 3)]
+        after = [aml_step("bank-1", 2), echo_step("a", 2, 3), aml_step("bank-2", 2), aml_step("bank-1", 3),
+                 echo_step("a", 1, 4), echo_step("b", 1, 4), aml_step("bank-2", 3)]
+        got = [call(server.url, step) for step, server in before]
+        # (1) limits shared: what one replica let through (a: 3 + 3 items, b: 3 + 4), the other refuses
+        assert [status for (step, _), (status, _) in zip(before, got) if step[0] == "echo"] == [200, 200, 200, 200,
+                                                                                               429, 200]
+        r1.stop()  # the replica holding bank-1's AML state restarts: the state comes back from PostgreSQL
+        r1.start().ready()
+        got += [call(server.url, step) for step, server in after]
+        # (2) + (4) every answer, statuses and outputs, equals the single server's for the same requests in order
+        alone = [call(single.url, step) for step, _ in before + after]
+        assert got == alone
+        assert [status for status, _ in got].count(429) == 3 and got[len(before) + 1][0] == 200  # a's 7th and 8th items
+        # the comparison can fail: bank-3 sending bank-1's last two calls with no state before answers otherwise
+        fresh = [call(single.url, ("aml", "aml-c", streams["bank-1"][i])) for i in (2, 3)]
+        assert fresh != [got[len(before)], got[len(before) + 3]]
+        assert sum(o["alert"] for _, outputs in got if outputs for o in outputs if "alert" in o) > 0
+    finally:
+        for server in servers:
+            server.stop()
+        redis_proc.terminate()
+        redis_proc.wait(10)
+    from sectorflow import open_state_store
+
+    store = open_state_store(pg_database)
+    try:
+        assert store.tenants("aml") == ["bank-1", "bank-2", "default"]  # as one server writes it (test_state_server)
+    finally:
+        store.close()
+    # (3) one audit log in PostgreSQL holds every call both replicas answered, and verifies
+    cli = [sys.executable, "-m", "sectorflow.cli", "audit"]
+    env = {**replica_env, "SECTORFLOW_LOAD_PLUGINS": "audit"}
+    verified = subprocess.run([*cli, "verify"], env=env, capture_output=True, text=True, timeout=120)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    exported = subprocess.run([*cli, "export"], env=env, capture_output=True, text=True, timeout=120)
+    assert exported.returncode == 0, exported.stderr
+    records = [json.loads(line) for line in exported.stdout.splitlines()]
+    finished = sorted((r["actor"], r["object"]["task"]) for r in records if r["event"] == "task.call_finished")
+    answered = sorted((step[1], step[0]) for (step, _), (status, _) in zip(before + after, got) if status == 200)
+    assert finished == answered

@@ -16,8 +16,10 @@ row no more items run; the rest of the file is still validated, so that every ba
 alone would send the user round the fix-and-rerun loop once per row). ``--on-error skip`` streams results as they
 come and reports the skipped rows at the end.
 
-``--state`` runs (:mod:`sectorflow.cli_state`) still validate the whole input before the first item runs: each
-checkpoint commits the state to the store, so a row rejected after the first commit would leave the state changed.
+``--state`` runs (:mod:`sectorflow.cli_state`) with ``--output`` read their input once too: a bad row stops the run,
+the rest is validated, and the run is discarded in the store (the state back to where the run started, as
+``--discard-unfinished`` does) with its partial output. A ``--state`` run to standard output still validates the
+whole input first: results already written to stdout at each checkpoint cannot be taken back.
 """
 
 from __future__ import annotations
@@ -36,12 +38,13 @@ from typing import IO, Any, Optional
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from . import plugins
 from .errors import ConfigError, InvalidInputError
 from .input_files import GZIP_MAGIC, gzip_on_stdin, plan_reader
+from .progress import RunProgress
 from .spec import CallContext
+from .stopping import Stopped, check as check_stopped, install as install_signal_handlers, stop_on_signals
 from .taskflow import Taskflow, validate_items
 
 err = Console(stderr=True, soft_wrap=True)
@@ -74,16 +77,32 @@ def run_batch(task: str, source: str, *, output: Optional[Path], fmt: Optional[s
               batch_size: int, num_threads: Optional[int], task_path: Optional[str], on_error: OnError,
               options: dict[str, Any], mapping: dict[str, str], defaults: dict[str, str], encoding: Optional[str],
               history: list[Path], state: Optional[str], tenant: str, checkpoint_rows: int,
-              discard_unfinished: bool) -> int:
+              discard_unfinished: bool, progress: bool = True) -> int:
     """Run ``task`` over ``source`` (a path or ``-`` for standard input) as ``sectorflow run`` does; the exit code
     (0, or 1 when every row was skipped). Arguments are the command's options, parsed (``options`` from ``-O``,
-    ``mapping``/``defaults`` from ``--column``/``--default``).
+    ``mapping``/``defaults`` from ``--column``/``--default``, ``progress=False`` from ``--no-progress``: no progress
+    on standard error, :mod:`sectorflow.progress`).
 
     Raises:
         ConfigError: a bad option, format, mapping, output path, ``--history`` or ``--state`` (exit 2).
         InvalidInputError: a rejected input: every bad row in ``details`` (exit 2); a file that cannot be read.
         SectorflowError: from the task (unknown task, device, bundle, ...).
+        Stopped: SIGTERM or SIGINT arrived (:mod:`sectorflow.stopping`); no partial output is left, a ``--state``
+            run's store holds its last checkpoint.
     """
+    with stop_on_signals():
+        return _run_batch(task, source, output=output, fmt=fmt, device=device, precision=precision,
+                          batch_size=batch_size, num_threads=num_threads, task_path=task_path, on_error=on_error,
+                          options=options, mapping=mapping, defaults=defaults, encoding=encoding, history=history,
+                          state=state, tenant=tenant, checkpoint_rows=checkpoint_rows,
+                          discard_unfinished=discard_unfinished, progress=progress)
+
+
+def _run_batch(task: str, source: str, *, output: Optional[Path], fmt: Optional[str], device: str, precision: str,
+               batch_size: int, num_threads: Optional[int], task_path: Optional[str], on_error: OnError,
+               options: dict[str, Any], mapping: dict[str, str], defaults: dict[str, str], encoding: Optional[str],
+               history: list[Path], state: Optional[str], tenant: str, checkpoint_rows: int,
+               discard_unfinished: bool, progress: bool) -> int:
     _check_output(source, output)
     if task_path is not None and not task_path.strip():
         # typer would make Path("") of it, the current folder, reported as ". is not a model bundle"
@@ -103,6 +122,7 @@ def run_batch(task: str, source: str, *, output: Optional[Path], fmt: Optional[s
                      for path in history]
     tf = Taskflow(spec, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
                   task_path=Path(task_path) if task_path is not None else None, **options)
+    install_signal_handlers()  # importing Paddle and creating the predictor installed Paddle's C++ handlers
     # The validation context the options make (aml: input_timezone), built once by Taskflow, for the reader
     # factories that take it: the reader then knows how its rows will be read.
     context = tf.input_context or {}
@@ -122,13 +142,13 @@ def run_batch(task: str, source: str, *, output: Optional[Path], fmt: Optional[s
                     raise gzip_on_stdin()
         name = "standard input" if spool else source
         if state is not None:
-            if on_error is OnError.reject:  # every row checked before the first checkpoint commits state
+            if on_error is OnError.reject and output is None:  # stdout cannot be taken back: check every row first
                 _check_rows(tf, reader, source, name)
             return _run_file_with_state(tf, reader, source, output, checkpoint_rows, on_error, name, state, tenant,
-                                        discard_unfinished)
+                                        discard_unfinished, progress)
         for path, read in earlier:
             _replay(tf, read, path, batch_size, on_error)
-        return _run_file(tf, reader, source, output, batch_size, on_error, name=name)
+        return _run_file(tf, reader, source, output, batch_size, on_error, name=name, progress=progress)
     finally:
         if spool:
             os.unlink(spool)
@@ -282,7 +302,7 @@ def _open_results(output: Optional[Path], on_error: OnError) -> tuple[IO[str], O
 
 
 def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], batch_size: int,
-              on_error: OnError, name: str) -> int:
+              on_error: OnError, name: str, progress: bool = True) -> int:
     """Run ``source`` through ``tf`` and write the results (see :func:`_open_results`); the exit code."""
     context = cli_context()
     skipped: list[dict[str, Any]] = []
@@ -290,19 +310,24 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
     count = 0
     done = False
     try:
-        with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
-            bar = progress.add_task(f"{tf.spec.name}", total=None)
+        with RunProgress(_label(tf, name), Path(source), err, enabled=progress) as shown:
             for chunk in _chunks(tf, reader, source, name, batch_size, on_error, skipped):
                 for result in tf.run(chunk, context=context):
                     out.write(result.model_dump_json() + "\n")
                 count += len(chunk)
-                progress.update(bar, completed=count)
+                shown.update(count)
+                check_stopped()
         if spooled_to is not None:
             out.seek(0)
             shutil.copyfileobj(out, spooled_to)
             spooled_to.flush()
         done = True
+    except Stopped as stop:
+        stop.detail = (f"the results so far are in {output or 'standard output'}, whole lines"
+                       if partial is None and spooled_to is None
+                       else f"{count} item(s) processed, nothing was written")
+        stop.detail += "; run the command again to process the input."
+        raise
     finally:
         if output or spooled_to is not None:
             out.close()
@@ -325,7 +350,8 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
 
 
 def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optional[Path], checkpoint_rows: int,
-                         on_error: OnError, name: str, state: str, tenant: str, discard_unfinished: bool) -> int:
+                         on_error: OnError, name: str, state: str, tenant: str, discard_unfinished: bool,
+                         progress: bool = True) -> int:
     """:func:`_run_file` with the state kept in a store, checkpointed after each chunk (:mod:`sectorflow.cli_state`)."""
     from .cli_state import prepare, run_with_state
 
@@ -334,18 +360,39 @@ def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optiona
         err.print(f"resuming the unfinished run of {escape(name)} from row {run.rows_done + 1} (last commit "
                   f"{run.time}); {run.items} item(s) already done.")
     skipped: list[dict[str, Any]] = []
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
-        bar = progress.add_task(f"{tf.spec.name}", total=None)
-        count = run_with_state(
-            keeper, run, reader(source, name=name),
-            lambda rows: _validated(tf.spec, rows, OnError.skip, skipped, tf.input_context), output,
-            checkpoint_rows, cli_context(), _utf8_stdout, lambda n: progress.update(bar, completed=n))
+    once = on_error is OnError.reject and output is not None  # else checked before (stdout) or skip mode
+    try:
+        with RunProgress(_label(tf, name), Path(source), err, enabled=progress) as shown:
+            count = run_with_state(
+                keeper, run, reader(source, name=name),
+                lambda rows: _validated(tf.spec, rows, OnError.reject if once else OnError.skip, skipped,
+                                        tf.input_context), output,
+                checkpoint_rows, cli_context(), _utf8_stdout, lambda n: (shown.update(n), check_stopped()),
+                rejected=lambda: once and bool(skipped))
+    except Stopped as stop:
+        progress_now = keeper.store.run(keeper.task, tenant)
+        rows = progress_now.rows_done if progress_now is not None else 0
+        stop.detail = (f"the state in {keeper.store.url} (tenant {tenant}) is at its last checkpoint (row {rows}); "
+                       "run the same command again to continue from there.")
+        raise
+    if count is None:  # a bad row in reject mode: the run is discarded, the state put back where it started
+        from .cli_state import PARTIAL_SUFFIX
+
+        with keeper.store.transaction():
+            keeper.store.discard_run(keeper.task, keeper.tenant)
+        target = output.resolve()  # type: ignore[union-attr]
+        target.with_name(f".{target.name}{PARTIAL_SUFFIX}").unlink(missing_ok=True)
+        raise _rejected(skipped, name)
     for problem in skipped:
         err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(problem_text(problem))}")
     err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped; state saved to "
               f"{escape(keeper.store.url)} (tenant {escape(tenant)}).")
     return 0
+
+
+def _label(tf: Taskflow, name: str) -> str:
+    """What the progress shows the run as: the task and the input's file name."""
+    return f"{tf.spec.name} {Path(name).name if name != 'standard input' else name}"
 
 
 def _utf8_stdout() -> Any:

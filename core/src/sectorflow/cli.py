@@ -20,6 +20,7 @@ from .batch import OnError, problem_text, run_batch
 from .cli_args import field_pairs, option_values
 from .errors import InvalidInputError, SectorflowError
 from .models.cli import register as register_models_commands
+from .stopping import Stopped
 from .taskflow import Taskflow
 
 app = typer.Typer(help="sectorflow: offline, auditable ML pipelines on PaddlePaddle.", no_args_is_help=True,
@@ -132,8 +133,12 @@ def run_command(
     discard_unfinished: bool = typer.Option(False, "--discard-unfinished", help="With --state: drop an unfinished "
                                             "run's changes (the state goes back to where it started) and start "
                                             "this one."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Show no progress on stderr (by default a bar on "
+                                     "a terminal, else a plain line every SECTORFLOW_PROGRESS_INTERVAL seconds, "
+                                     "default 5)."),
 ) -> None:
-    """Run TASK over an input file and write one JSON line per result; a progress bar goes to stderr.
+    """Run TASK over an input file and write one JSON line per result; progress goes to stderr (bytes of the file
+    read, percent, items, time left: a bar on a terminal, else a plain line every few seconds; --no-progress: none).
 
     A file whose column names differ from the task's input fields is read with --column FIELD=COLUMN (e.g.
     --column transaction_id="Txn Ref" --column amount=Amt), and fields it lacks get --default FIELD=VALUE.
@@ -148,7 +153,7 @@ def run_command(
                      options=option_values(option), mapping=field_pairs("--column", "COLUMN", column),
                      defaults=field_pairs("--default", "VALUE", default), encoding=encoding, history=history,
                      state=state, tenant=tenant, checkpoint_rows=checkpoint_rows,
-                     discard_unfinished=discard_unfinished)
+                     discard_unfinished=discard_unfinished, progress=not no_progress)
     if code:
         raise typer.Exit(code=code)
 
@@ -195,7 +200,11 @@ def main(argv: list[str] | None = None) -> int:
             if len(exc.details) > 20:
                 err.print(f"  ... and {len(exc.details) - 20} more problem(s).")
         return 2
-    except (typer.Abort, KeyboardInterrupt):
+    except Stopped as stop:  # SIGTERM / SIGINT during a command that stops cleanly (sectorflow.stopping)
+        err.print(escape(stop.message()), highlight=False)
+        return stop.exit_code
+    except (typer.Abort, KeyboardInterrupt):  # Ctrl-C outside a command that stops cleanly (e.g. while loading)
+        err.print("stopped by SIGINT.", highlight=False)
         return 130
     except SystemExit as exc:
         return int(exc.code or 0)

@@ -122,9 +122,12 @@ def _open_output(output: Optional[Path], run: RunProgress | None, stdout: Callab
 def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[tuple[int, Any]],
                    validated: Callable[[Iterator[tuple[int, Any]]], Iterator[Any]], output: Optional[Path],
                    chunk_size: int, context: Any, stdout: Callable[[], Any],
-                   progress: Callable[[int], None] = lambda n: None) -> int:
+                   progress: Callable[[int], None] = lambda n: None,
+                   rejected: Callable[[], bool] = lambda: False) -> int | None:
     """Process the rows not yet consumed, chunk by chunk, committing after each; finish the run. Returns the number
-    of items processed by this process."""
+    of items processed by this process, or ``None`` when ``rejected()`` turned true (``--on-error reject`` met a bad
+    row): then no chunk after it ran, the output is left unrenamed and the run unfinished, for the caller to discard
+    (:meth:`StateStore.discard_run` puts the state back to where the run started)."""
     done = run.rows_done if run else 0
     last = [done]
 
@@ -144,6 +147,8 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
     try:
         items = validated(fresh())
         while chunk := list(itertools.islice(items, chunk_size)):
+            if rejected():
+                break
             start = time.perf_counter()
             data = "".join(result.model_dump_json() + "\n" for result in tf.run(chunk, context=context)).encode()
             seconds = time.perf_counter() - start
@@ -155,9 +160,13 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
             keeper.record(pipeline, chunk, seconds=seconds, rows_done=last[0], output_offset=offset)
             count += len(chunk)
             progress(count)
+        for _ in items:  # rejected: the rest of the rows validated only, so that every bad row is listed
+            pass
     finally:
         if output is not None:
             out.close()
+    if rejected():
+        return None
     if output is not None:
         os.replace(_partial_path(output), output.resolve())
     keeper.finish_run(pipeline)

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
                                         "loaded, else every task call fails (e.g. `audit`). Default: none.")
     trace_hooks: str | None = _var("trace_hooks", None, "Not empty and not `0`: log every hook call at debug level "
                                    "(logger `sectorflow.hooks`). Default off.")
+    progress_interval: str | None = _var("progress_interval", None, "`sectorflow run` with standard error not a "
+                                         "terminal: seconds between two progress lines (0: after every chunk). "
+                                         "Default 5.")
     state_sync: str | None = _var("state_sync", None, "SQLite state stores: `FULL` (fsync every commit) or "
                                   "`NORMAL`. Default `FULL`.")
     serve_config: str | None = _var("serve_config", None, "`uvicorn --factory sectorflow.serving.app:app_from_env`: "

@@ -73,8 +73,9 @@ def open_text(source: str | Path, encoding: str | None = None) -> Iterator[IO[st
 
     Raises:
         ConfigError: ``source`` is a directory, does not exist, or is not a regular file (a named pipe such as
-            bash's ``<(...)``, a device): ``sectorflow run`` reads a file twice (check, then run), which a pipe
-            cannot give; standard input (``-``) is kept in a temporary file for that. An unknown ``encoding``.
+            bash's ``<(...)``, a device): ``sectorflow run --state`` hashes its input and reads it again to resume,
+            and to stdout checks it before running, which a pipe cannot give; standard input (``-``) is kept in a
+            temporary file for that. An unknown ``encoding``.
         InvalidInputError: standard input begins with gzip's magic bytes (``1f 8b``, RFC 1952): it is read as text,
             not decompressed (:func:`gzip_on_stdin`).
     """
@@ -89,7 +90,7 @@ def open_text(source: str | Path, encoding: str | None = None) -> Iterator[IO[st
     if path.is_dir():
         raise ConfigError(f"Input {source} is a directory; give a file (JSON lines, CSV, ...) inside it.")
     if not path.is_file():
-        if path.exists():  # a pipe (bash's <(zcat x.gz) is /dev/fd/63) or a device: sectorflow run reads a file twice
+        if path.exists():  # a pipe (bash's <(zcat x.gz) is /dev/fd/63) or a device: --state needs to reread it
             raise ConfigError(f"Input file {source} is not a regular file (a pipe or a device): give a file, or pipe "
                               "the data to standard input and give - as the input (e.g. zcat x.gz | sectorflow run "
                               "TASK - --format jsonl).", details={"source": str(source)})
@@ -524,7 +525,7 @@ def known_fields_only(reader: Reader, spec: TaskSpec) -> Reader:
     if spec.input_model.model_config.get("extra") == "allow":
         return reader
     fields = set(spec.input_model.model_fields)
-    warned: set[str] = set()  # the reject mode reads a file twice (check, then run): one warning
+    warned: set[str] = set()  # a --state run to stdout reads a file twice (check, then run): one warning
 
     @functools.wraps(reader)
     def read(source: Any) -> Iterator[tuple[int, Any]]:

@@ -259,6 +259,10 @@ class Taskflow:
             is made (the default tenant's here; snapshot, then the journal replayed), and every call's validated
             inputs are journalled (one store transaction) before the call returns, so a restarted process continues
             exactly (:mod:`sectorflow.state_keeper`); ``reset_state(tenant)`` forgets it there too.
+        as_dict: ``True``: every call (``tf(...)``, :meth:`run`, :meth:`stream`) returns plain dicts, each result's
+            ``model_dump(mode="json")`` (JSON types only: datetimes as ISO 8601 text, decimals as numbers or text as
+            the model declares, ``meta`` included), as PaddleNLP's Taskflow does; default ``False``: the task's
+            output-model instances (``r.score``, ``r["score"]``).
         **options: task-specific options (the task spec's ``options`` lists them).
 
     Raises:
@@ -280,7 +284,11 @@ class Taskflow:
     def __init__(self, task: str | TaskSpec, *, device: str = "cpu", precision: str = "fp32", batch_size: int = 32,
                  num_threads: int | None = None, task_path: str | Path | None = None,
                  device_probe: DeviceProbe | None = None, state_store: StateStore | str | Path | None = None,
-                 **options: Any) -> None:
+                 as_dict: bool = False, **options: Any) -> None:
+        if not isinstance(as_dict, bool):
+            raise ConfigError(f"as_dict={as_dict!r}: give True (results as plain dicts) or False (output models).")
+        self.as_dict = as_dict
+        """Results are plain dicts (``model_dump(mode="json")``) instead of output-model instances."""
         self.spec: TaskSpec = task if isinstance(task, TaskSpec) else plugins.get_task(task)
         if isinstance(precision, str) and precision.strip().lower() in PRECISIONS:
             precision = precision.strip().lower()  # "FP16" as "fp16", like device="GPU:0"
@@ -465,8 +473,8 @@ class Taskflow:
     def __call__(self, inputs: Any, *, context: CallContext | None = None) -> Any:
         """Run the task on one item (dict, input model, or a string for a text task) or a list of items.
 
-        Returns one output-model instance for one item, a list for a list, tuple or iterator (a generator, ``map``;
-        read whole, see :meth:`stream` for long ones), in the same order.
+        Returns one output-model instance (a dict with ``as_dict=True``) for one item, a list for a list, tuple or
+        iterator (a generator, ``map``; read whole, see :meth:`stream` for long ones), in the same order.
 
         Raises:
             InvalidInputError: an item does not fit the input model (``details`` lists rows and fields), or a set
@@ -525,6 +533,8 @@ class Taskflow:
         plugins.emit(TaskEvent("call_finished", self.spec.name, context, meta, n_items=len(validated),
                                inputs=validated, outputs=outputs, duration_ms=(time.perf_counter() - start) * 1000,
                                call_id=call_id))
+        if self.as_dict:
+            return [out.model_dump(mode="json") for out in outputs]
         return outputs
 
     def _execute(self, pipeline: Pipeline, items: list[BaseModel]) -> list[Any]:

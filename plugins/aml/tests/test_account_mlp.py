@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sectorflow import BundleError, Taskflow, load_bundle, write_manifest
+from sectorflow import BundleError, Taskflow, write_manifest
 from sectorflow_aml.account_mlp import WEIGHTS_FILE, load_margin, platt
 from sectorflow_aml.account_training import replay
 from sectorflow_aml.learn_cli import train_bundle

@@ -193,3 +193,31 @@ def test_everyday_bank_days_with_state_equal_one_run_with_a_same_day_total_acros
     assert b"".join((tmp_path / f"day{i}.jsonl").read_bytes() for i in range(3)) == whole
     # the second run's first result is the deposit that completes a same-day total begun in the first run
     assert b'"transaction_ids":["CASH-3-0","CASH-3-1"]' in (tmp_path / "day1.jsonl").read_bytes().split(b"\n")[0]
+
+
+def test_a_rejected_day_leaves_the_state_and_the_output_as_they_were(tmp_path, cli_main, capsys):
+    """--state with --output reads its input once (issue 26): a bad row after a checkpoint stops the run, every bad
+    row is listed, and the run is discarded in the store, so the next day continues the state of the day before."""
+    header = "transaction_id,timestamp,sender_account,receiver_account,amount\n"
+    rows = [f"t{i},2024-01-02T10:{i // 60:02d}:{i % 60:02d}Z,A{i % 7},B{i % 5},{10 + i}\n" for i in range(30)]
+    (tmp_path / "day1.csv").write_text(header + "".join(rows[:10]))
+    (tmp_path / "day2.csv").write_text(header + "".join(rows[10:20]) + "bad,not a time,A,B,1\n"
+                                       + "bad2,2024-01-02T11:00:00Z,A,B,minus\n")
+    (tmp_path / "day3.csv").write_text(header + "".join(rows[20:]))
+    run = ["-O", "model=false", "--checkpoint-rows", "4"]
+    for store in ("rejected.sqlite", "clean.sqlite"):
+        assert cli_main(["run", "aml", str(tmp_path / "day1.csv"), "--state", str(tmp_path / store), *run, "-o",
+                         str(tmp_path / f"{store}.day1.jsonl")]) == 0
+    capsys.readouterr()
+    out2 = tmp_path / "day2.jsonl"
+    assert cli_main(["run", "aml", str(tmp_path / "day2.csv"), "--state", str(tmp_path / "rejected.sqlite"), *run,
+                     "-o", str(out2)]) == 2
+    err = capsys.readouterr().err
+    assert f"2 bad row(s) in {tmp_path / 'day2.csv'} (first: row 12); nothing was written." in err
+    assert not out2.exists() and not (tmp_path / ".day2.jsonl.partial-state").exists()
+    with sqlite3.connect(tmp_path / "rejected.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM state_runs").fetchone() == (0,)  # no unfinished run left
+    for store in ("rejected.sqlite", "clean.sqlite"):
+        assert cli_main(["run", "aml", str(tmp_path / "day3.csv"), "--state", str(tmp_path / store), *run, "-o",
+                         str(tmp_path / f"{store}.day3.jsonl")]) == 0
+    assert (tmp_path / "rejected.sqlite.day3.jsonl").read_bytes() == (tmp_path / "clean.sqlite.day3.jsonl").read_bytes()

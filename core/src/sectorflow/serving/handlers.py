@@ -12,6 +12,7 @@ import itertools
 import json
 import re
 import secrets
+from types import SimpleNamespace
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -50,12 +51,17 @@ async def record_refused_call(request: Request, error: str, body: Any) -> None:
     name = state.aliases.get(request.url.path[len(TASKS_PREFIX):])
     if name is None:
         return
-    taskflow = state.taskflows.get(name)
     inputs = body.get("inputs") if isinstance(body, dict) else None
+    await emit_refused(request, name, key, error, len(inputs) if isinstance(inputs, list) else 0)
+
+
+async def emit_refused(request: Request, name: str, key: Any, error: str, n_items: int) -> None:
+    """The ``call_failed`` event of task ``name`` for a request of ``key`` refused before the model call."""
+    state = request.app.state.sectorflow
+    taskflow = state.taskflows.get(name)
     context = CallContext(actor=key.id, tenant=key.tenant, source=request.client.host if request.client else "unknown",
                           request_id=request.state.request_id, channel="http")
-    event = TaskEvent("call_failed", name, context, taskflow.meta if taskflow else None,
-                      n_items=len(inputs) if isinstance(inputs, list) else 0, error=error)
+    event = TaskEvent("call_failed", name, context, taskflow.meta if taskflow else None, n_items=n_items, error=error)
     await off_the_loop(state.observer_executor, "sectorflow_task_event", lambda: host.emit(event))
 
 
@@ -228,6 +234,7 @@ class ServingMiddleware:
         self.state = state
         self._counted: dict[tuple[str, str, int], Any] = {}  # (method, route, status) -> its counter child
         self._tasks: dict[str, str] | None = None  # route path of a task or alias -> task name
+        self._v2: list[tuple[re.Pattern[str], Any, str]] | None = None  # v2 infer routes: (pattern, route, task)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -283,7 +290,9 @@ class ServingMiddleware:
         key or an unknown one is 401, a key without the task's scope 403, each with its access decision. A valid
         key gets 413 with its allowed access decision and a ``call_failed`` event naming the key and the task
         (``RequestTooLarge``, no items), so that the refusal reaches the audit log; a record the audit log cannot
-        write (``access`` or the task regulated) answers its error instead (503). Any other path is 413 at once."""
+        write (``access`` or the task regulated) answers its error instead (503). A task's ``/v2/models/NAME/infer``
+        (and ``/versions/V/infer``) is checked the same way and answers the Open Inference Protocol's ``{"error"}``
+        body. Any other path is 413 at once."""
         message = (f"The request body exceeds {self.max_body_bytes} bytes (the server's [server] max_body_bytes): split "
                    "the inputs into several requests (e.g. a few hundred items each), or ask the operator to raise "
                    "max_body_bytes.")
@@ -298,9 +307,38 @@ class ServingMiddleware:
                 response = exception_response(exc)
                 assert response is not None
                 return response
+        v2 = self._v2_infer(scope) if route is None else None
+        if v2 is not None:  # a task's Open Inference Protocol infer route: the same key check, the protocol's body
+            scope["route"], task = v2
+            request = Request(scope)
+            try:
+                key = await require(f"task:{task}")(request)
+                await emit_refused(request, task, key, f"RequestTooLarge: {message}", 0)
+            except (AccessDenied, SectorflowError) as exc:
+                response = exception_response(exc)
+                assert response is not None
+                native = json.loads(bytes(response.body))
+                headers = {k: v for k, v in response.headers.items()
+                           if k.lower() in ("retry-after", "www-authenticate")}
+                return JSONResponse({"error": f"{native['error']}: {native['message']}"},
+                                    status_code=response.status_code, headers=headers)
         if scope.get("path", "").startswith("/v2/"):  # the Open Inference Protocol's error body
             return JSONResponse({"error": f"RequestTooLarge: {message}"}, status_code=413)
         return error_response(413, "RequestTooLarge", message)
+
+    def _v2_infer(self, scope: Scope) -> tuple[Any, str] | None:
+        """``(route, task)`` of a ``POST`` to a served task's ``/v2/models/NAME[/versions/V]/infer`` (``route`` has
+        the template as ``path``, for the metrics and the access decision's action), else ``None``."""
+        if self.state is None or "app" not in scope or scope.get("method") != "POST" \
+                or not scope.get("path", "").startswith("/v2/models/"):
+            return None
+        if self._v2 is None:
+            self._v2 = [(re.compile(re.escape(t).replace(re.escape("{version}"), "[^/]+")), SimpleNamespace(path=t),
+                         task) for t, task in v2_task_routes(self.state.aliases).items()]
+        for pattern, route, task in self._v2:
+            if pattern.fullmatch(scope["path"]):
+                return route, task
+        return None
 
     def _count_task(self, route: str, state: dict[str, Any], status: int) -> None:
         """Count an answered request to a served task's route (or alias) in ``sectorflow_requests_total``: labelled

@@ -51,14 +51,14 @@ def server_app(config_json: str) -> Any:
     if cfg.bundle and (spec is None or spec.export is None):
         raise ConfigError(f"bundle = {cfg.bundle!r}: the coordinator needs the {cfg.task} plugin installed, with a "
                           "trainable that offers an export, to write the bundle.")
-    on_finish = None
-    if cfg.bundle and spec is not None:
-        from .runner import export_bundle
+    if not cfg.bundle or spec is None:
+        return make_server_app(cfg, plugin=plugin)
+    from .runner import export_bundle
 
-        def on_finish(report: Any) -> None:  # the ServerApp process writes the bundle on the coordinator
-            export_bundle(cfg, spec, report, cfg.bundle, f"sectorflow federate {cfg.task} --superlink")
+    def write_bundle(report: Any) -> None:  # the ServerApp process writes the bundle on the coordinator
+        export_bundle(cfg, spec, report, cfg.bundle, f"sectorflow federate {cfg.task} --superlink")
 
-    return make_server_app(cfg, plugin=plugin, on_finish=on_finish)
+    return make_server_app(cfg, plugin=plugin, on_finish=write_bundle)
 
 
 def write_app(cfg: FederationConfig, out: Path) -> Path:

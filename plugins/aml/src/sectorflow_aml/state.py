@@ -199,7 +199,8 @@ def check_header(pipeline: Any, state: Any) -> None:
         raise ConfigError(f"The state was made {made}; this pipeline runs {now}: the model's feature history "
                           "would be missing or different." + fix)
     if state.get("account_features") != mine["account_features"]:
-        made = "without an account model" if state.get("account_features") is None else \
+        made = "without an account model (model=False or account_model=False)" \
+            if state.get("account_features") is None else \
             f"with the account model of {state.get('model')}"
         now = "without one" if mine["account_features"] is None else f"with the account model of {mine['model']}"
         raise ConfigError(f"The state was made {made}; this pipeline runs {now}: the account feature history "
