@@ -2,8 +2,8 @@
 
 Runs the slice (samples/aml/transactions.csv.gz) through Taskflow("aml"), loads it as a workbench tenant, and times
 :meth:`TenantData.contributions` over the 20 top-scored cases (after one warm-up call that loads the model); prints
-the transactions replayed per case, seconds per case and, per case, the results' score, the rebuilt row's score and
-the top three contributions.
+the transactions replayed per case, seconds per case and, per case, the results' score, the rebuilt row's score, its
+raw margin and the top three contributions.
 
     .venv/bin/python benchmarks/aml_workbench_contributions.py
 """
@@ -39,14 +39,14 @@ def main() -> None:
         c = data.contributions(case)
         i = data.positions[c["transaction_id"]]
         replayed.append(i + 1 - bisect.bisect_left(data.times, data.times[i] - (lookback + 1) * 86400.0))
-        rows.append((case.case_id, c["score"], c["rebuilt_score"], [(t["feature"], round(t["contribution"], 3))
+        rows.append((case.case_id, c["score"], c["rebuilt_score"], c["margin"], [(t["feature"], round(t["contribution"], 3))
                                                                    for t in c["top"][:3]]))
     seconds = (time.perf_counter() - start) / len(rows)
     print(f"{len(data.ordered)} transactions, {len(cases)} cases with a model score")
     print(f"per case: {seconds:.3f} s, transactions replayed {min(replayed)} to {max(replayed)} "
           f"(mean {sum(replayed) / len(replayed):.0f})")
-    for case_id, score, rebuilt, top in rows:
-        print(f"{case_id} score {score:.6f} rebuilt {rebuilt:.6f} top {top}")
+    for case_id, score, rebuilt, margin, top in rows:
+        print(f"{case_id} score {score:.6f} rebuilt {rebuilt:.6f} margin {margin:+.4f} top {top}")
 
 
 if __name__ == "__main__":
