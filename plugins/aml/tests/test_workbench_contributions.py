@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from sectorflow import Taskflow
+from sectorflow import Taskflow, load_bundle
 from sectorflow.serving import ServeConfig, hash_key, web_app
 from sectorflow_aml.account_features import ACCOUNT_FEATURES
+from sectorflow_aml.account_mlp import TrainedMLP, transform, write_mlp_bundle
+from sectorflow_aml.account_scorer import AccountScorer
 from sectorflow_aml.loaders import load_transactions
-from sectorflow_aml.workbench.contributions import FEATURE_DOCS
+from sectorflow_aml.workbench.contributions import FEATURE_DOCS, case_contributions, mlp_contributions
 from sectorflow_aml.workbench.data import Source, TenantData
 
 REPO = Path(__file__).resolve().parents[3]
@@ -100,3 +102,45 @@ def test_results_of_another_bundle_get_no_contributions(results, tmp_path):
     c = data.contributions(scored_cases(data)[0])
     assert not c["available"] and "no account model" in c["why"]
     assert np.isfinite(scored_cases(data)[0].model_score)
+
+
+def mlp_bundle(path: Path, data: TenantData) -> Path:
+    """A real account-MLP bundle (write_mlp_bundle, loaded by AccountScorer) with seeded random weights and the
+    slice's own feature moments: the attribution is checked, not the network's skill."""
+    rng = np.random.default_rng(7)
+    sizes = [len(ACCOUNT_FEATURES), 16, 8, 1]
+    weights = {}
+    for i in range(3):
+        weights[f"l{i}.weight"] = rng.normal(0, 0.4, (sizes[i], sizes[i + 1])).astype(np.float32)
+        weights[f"l{i}.bias"] = rng.normal(0, 0.1, sizes[i + 1]).astype(np.float32)
+    rows = np.stack([data.contributions(c)["row"] for c in scored_cases(data)[:40]])
+    t = transform(rows).astype(np.float64)
+    trained = TrainedMLP(weights=weights, mean=t.mean(0).astype(np.float32), std=(t.std(0) + 1.0).astype(np.float32),
+                         platt=(1.0, 0.0), metrics={}, params={"seed": 7})
+    write_mlp_bundle(path, trained, lookback_days=data.account_scorer().lookback_days, datasets=[],
+                     command="test_workbench_contributions.py", name="aml-mlp-test", version="0.0.1")
+    return path
+
+
+def test_mlp_gradient_x_input_sums_to_its_margin_and_matches_finite_differences(data, tmp_path):
+    scorer = AccountScorer(load_bundle(mlp_bundle(tmp_path / "mlp", data)))
+    case = scored_cases(data)[0]
+    c = case_contributions(scorer, data.ordered, data.times, data.positions, data.account_scores, case.account,
+                           case.transaction_ids)
+    assert c["available"] and c["method"] == "gradient x input" and len(c["top"]) == 5
+    row = c["row"]
+    margin = scorer._margin
+    assert abs(c["margin"] - float(margin(row.reshape(1, -1))[0])) <= 1e-4  # float64 vs the bundle's float32
+    contrib = mlp_contributions(margin, row)
+    z = ((transform(row.reshape(1, -1)) - margin.mean) / margin.std)[0].astype(np.float64)
+    for j in np.argsort(-np.abs(contrib[:-1]))[:5]:  # d margin / d z_j by a central difference in z
+        d = 1e-2
+        rows = []
+        for step in (d, -d):
+            zz = z.copy()
+            zz[j] += step
+            tt = zz * margin.std + margin.mean
+            rows.append(np.sign(tt) * np.expm1(np.abs(tt)))  # the inverse of transform
+        f = margin(np.asarray(rows, dtype=np.float32))
+        grad = (f[0] - f[1]) / (2 * d)
+        assert abs(grad * z[j] - contrib[j]) <= 2e-3 * max(1.0, abs(contrib[j])), (j, grad, contrib[j] / z[j])

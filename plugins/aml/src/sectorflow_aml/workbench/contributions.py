@@ -12,8 +12,14 @@ values of the tree ensemble's raw margin (log-odds), one per feature plus the bi
 to the raw margin of the row (Lundberg et al. 2020, "From local explanations to global understanding with
 explainable AI for trees", Nature Machine Intelligence 2:56-67; LightGBM docs, ``Booster.predict``
 ``pred_contrib``). The calibrated score is ``sigmoid(a * margin + b)`` (:mod:`~sectorflow_aml.account_scorer`), so
-a positive contribution raises the score. For the MLP bundle (``model_kind: "mlp"``) no attribution is computed: the
-page says so.
+a positive contribution raises the score.
+
+For the MLP bundle (``model_kind: "mlp"``, :mod:`~sectorflow_aml.account_mlp`), gradient x input
+(:func:`mlp_contributions`; Shrikumar et al. 2017, "Learning important features through propagating activation
+differences", ICML, discuss it as a baseline): the network is ReLU, so at the row it is linear in its standardised
+input ``z`` (``z = 0`` is the training mean of the transformed features), ``margin = g . z + c``; ``g_i * z_i`` is
+feature ``i``'s contribution relative to the mean account and ``c`` the bias column, so the contributions sum to
+the margin exactly as well; unlike TreeSHAP they are local (the linear piece the row falls in), not Shapley values.
 """
 
 from __future__ import annotations
@@ -89,6 +95,34 @@ def lightgbm_contributions(booster: Any, row: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=np.float64).reshape(-1)
 
 
+def mlp_contributions(margin: Any, row: np.ndarray) -> np.ndarray:
+    """Gradient x input of one row for an :class:`~sectorflow_aml.account_mlp.MLPMargin` (module docstring).
+
+    Args:
+        margin: the MLP's margin (ReLU hidden layers, one output); ``row``: ``[n_features]``.
+
+    Returns:
+        float64 ``[n_features + 1]``: ``g_i * z_i`` per feature, then the bias ``c``; the sum is the margin at the
+        row computed in float64 (the bundle's float32 forward agrees to about 1e-5).
+    """
+    from ..account_mlp import transform
+
+    z = ((transform(np.asarray(row, np.float32).reshape(1, -1)) - margin.mean) / margin.std)[0].astype(np.float64)
+    h = z
+    masks = []
+    last = len(margin.layers) - 1
+    for i, (w, b) in enumerate(margin.layers):
+        h = h @ w.astype(np.float64) + b.astype(np.float64)
+        if i < last:
+            masks.append(h > 0)
+            h = np.where(masks[-1], h, 0.0)
+    g = margin.layers[last][0].astype(np.float64)[:, 0]
+    for i in range(last - 1, -1, -1):
+        g = margin.layers[i][0].astype(np.float64) @ (g * masks[i])
+    contrib = g * z
+    return np.append(contrib, float(h[0]) - contrib.sum())
+
+
 def top_contributions(contrib: np.ndarray, row: np.ndarray, limit: int = TOP) -> list[dict[str, Any]]:
     """The ``limit`` features of largest absolute contribution: ``{"feature", "value", "contribution", "en",
     "zh"}``, largest first (ties by feature order)."""
@@ -136,15 +170,17 @@ def case_contributions(scorer: Any, ordered: list[Transaction], times: list[floa
         account, transaction_ids: the case's account and transactions.
 
     Returns:
-        ``{"available": False, "why": str}``, or ``{"available": True, "transaction_id", "score" (the results'),
-        "rebuilt_score", "margin", "bias", "top": [...]}`` (:func:`top_contributions`).
+        ``{"available": False, "why": str}``, or ``{"available": True, "method" ("TreeSHAP" or "gradient x
+        input"), "transaction_id", "score" (the results'), "rebuilt_score", "margin", "bias", "top": [...]
+        (:func:`top_contributions`), "row" (float32 ``[38]``)}``.
     """
     if scorer is None:
         return {"available": False, "why": "no account model: the run was scored without one, or its bundle is not "
                                            "the one this workbench loads"}
     booster = getattr(scorer, "booster", None)
-    if booster is None:
-        return {"available": False, "why": "feature contributions are not available for this model kind (mlp)"}
+    mlp = getattr(scorer, "_margin", None) if booster is None else None
+    if booster is None and not hasattr(mlp, "layers"):
+        return {"available": False, "why": "feature contributions are not available for this model kind"}
     best = None
     for tid in transaction_ids:
         score = (account_scores.get(tid) or {}).get(account)
@@ -157,7 +193,10 @@ def case_contributions(scorer: Any, ordered: list[Transaction], times: list[floa
     row = replay_row(ordered, times, positions[tid], account, scorer.lookback_days)
     if row is None:
         return {"available": False, "why": f"transaction {tid} does not touch account {account}"}
-    contrib = lightgbm_contributions(booster, row)
-    return {"available": True, "transaction_id": tid, "score": float(score),
+    if booster is not None:
+        contrib, method = lightgbm_contributions(booster, row), "TreeSHAP"
+    else:
+        contrib, method = mlp_contributions(mlp, row), "gradient x input"
+    return {"available": True, "method": method, "transaction_id": tid, "score": float(score),
             "rebuilt_score": float(scorer.score_matrix(row.reshape(1, -1))[0]), "margin": float(contrib.sum()),
             "bias": float(contrib[-1]), "top": top_contributions(contrib, row), "row": row}
