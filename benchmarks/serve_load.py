@@ -684,7 +684,9 @@ def main() -> None:
                              "uses about one core anyway (Paddle's CPU predictor holds the GIL while it runs).")
     parser.add_argument("--src", type=Path,
                         help="Serve with the sectorflow package in this directory (e.g. an older core/ exported "
-                             "with git archive as DIR/sectorflow), for before/after runs back to back.")
+                             "with git archive as DIR/sectorflow), for before/after runs back to back. Serve both "
+                             "sides with --src: the same code served from the editable install measured 10-15 %% "
+                             "more server CPU per request (1 Dec 2026, 2 shared cores, load average 6).")
     parser.add_argument("--json", type=Path, help="Also write the rows here.")
     parser.add_argument("--processes", type=int, default=1,
                         help="Run N server processes on one port (SO_REUSEPORT), each with its own model, queues, "
