@@ -14,16 +14,21 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^(```|~~~)")
 
 
-def prose(text: str) -> str:
-    """The page without its fenced code blocks and inline code spans (links there are not links)."""
+def outside_fences(text: str) -> list[str]:
+    """The page's lines outside fenced code blocks."""
     lines, inside = [], False
     for line in text.splitlines():
         if FENCE.match(line.strip()):
             inside = not inside
             continue
         if not inside:
-            lines.append(re.sub(r"`[^`]*`", "", line))
-    return "\n".join(lines)
+            lines.append(line)
+    return lines
+
+
+def prose(text: str) -> str:
+    """The page without its fenced code blocks and inline code spans (links there are not links)."""
+    return "\n".join(re.sub(r"`[^`]*`", "", line) for line in outside_fences(text))
 
 
 def slug(heading: str) -> str:
@@ -34,7 +39,7 @@ def slug(heading: str) -> str:
 def anchors(path: Path) -> set[str]:
     seen: dict[str, int] = {}
     found = set()
-    for line in prose(path.read_text(encoding="utf-8")).splitlines():
+    for line in outside_fences(path.read_text(encoding="utf-8")):
         m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
         if not m:
             continue
@@ -68,3 +73,11 @@ def test_the_slugs_follow_github():
     assert slug("State across runs and restarts") == "state-across-runs-and-restarts"
     assert slug("Figures (2026-12-01, 2 shared cores)") == "figures-2026-12-01-2-shared-cores"
     assert slug("`Taskflow(\"aml\")` on a file") == "taskflowaml-on-a-file"
+
+
+def test_a_missing_file_and_a_missing_anchor_are_reported(tmp_path):
+    (tmp_path / "other.md").write_text("# Other\n\n## Real `code` heading\n", encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text("[a](other.md#real-code-heading) [b](other.md#nope) [c](gone.md) [d](#top) `[e](inline.md)`\n"
+                    "```\n[f](fenced.md)\n```\n# Top\n", encoding="utf-8")
+    assert [b.split(" ")[0] for b in broken_links(page)] == ["other.md#nope", "gone.md"]
