@@ -17,7 +17,7 @@ from rich.table import Table
 
 from . import plugins
 from .batch import OnError, problem_text, run_batch
-from .cli_args import field_pairs, option_values
+from .cli_args import complete_task_names, field_pairs, option_values
 from .errors import InvalidInputError, SectorflowError
 from .models.cli import register as register_models_commands
 from .stopping import Stopped
@@ -98,7 +98,7 @@ def schema_command(task: str) -> None:
 
 @app.command("run")
 def run_command(
-    task: str = typer.Argument(..., help="Task name, e.g. aml."),
+    task: str = typer.Argument(..., help="Task name, e.g. aml.", autocompletion=complete_task_names),
     source: str = typer.Argument(..., help="Input file (JSON lines, CSV or a task format; .gz ok) or - for stdin."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write JSON lines here (default stdout)."),
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format: jsonl, csv, or a task's own (any case). Default: by "

@@ -53,3 +53,15 @@ def option_values(items: list[str] | tuple[str, ...], flag: str = "--option") ->
         except json.JSONDecodeError:
             options[key] = value
     return options
+
+
+def complete_task_names(incomplete: str) -> list[str]:
+    """Shell completion of a ``TASK`` argument (``sectorflow run a<TAB>``): the registered task names and aliases
+    that start with ``incomplete``, sorted. Loads the plugins (entry points), never a model."""
+    from .plugins import registered_tasks
+
+    names: set[str] = set()
+    for name, spec in registered_tasks().items():
+        names.add(name)
+        names.update(spec.aliases)
+    return sorted(n for n in names if n.startswith(incomplete))

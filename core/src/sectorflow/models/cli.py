@@ -24,6 +24,7 @@ from rich.table import Table
 
 from .. import plugins
 from ..errors import ConfigError
+from ..cli_args import complete_task_names
 from .int8_store import int8_bundle_dir, is_int8_onnx, manifest_sha256
 
 models_app = typer.Typer(help="Quantize (INT8) and export task models.", no_args_is_help=True)
@@ -74,7 +75,7 @@ def _mib(n: int) -> str:
 
 @models_app.command("quantize")
 def quantize_command(
-    task: str = typer.Argument(..., help="Task name, e.g. customer_service."),
+    task: str = typer.Argument(..., help="Task name, e.g. customer_service.", autocompletion=complete_task_names),
     margin: float = typer.Option(0.5, help="Most the INT8 model may lose, in percent of fp32's validation metric "
                                            "(relative; 0.5: INT8 must reach 99.5 % of fp32)."),
     out: Optional[str] = typer.Option(None, help="Write the INT8 bundle here (default: the store that "
@@ -118,7 +119,7 @@ def _positive_tolerance(value: float) -> float:
 
 @models_app.command("export")
 def export_command(
-    task: str = typer.Argument(..., help="Task name."),
+    task: str = typer.Argument(..., help="Task name.", autocompletion=complete_task_names),
     fmt: ExportFormat = typer.Option(..., "--format", "-f", help="onnx (ONNX Runtime, edge runtimes) or paddle "
                                                                   "(Paddle Inference / Paddle Lite's opt tool)."),
     out: Optional[str] = typer.Option(None, help="Output folder (default ./<task>-<format>)."),

@@ -20,11 +20,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sectorflow import ConfigError, SectorflowError, open_text
+from sectorflow import ConfigError, SectorflowError, load_bundle, open_text
 
 from ..cases import Case, read_cases
 from ..loaders import load_transactions
 from ..schema import Alert, ReportDraft, Transaction
+from .contributions import case_contributions
 
 log = logging.getLogger("sectorflow_aml.workbench")
 MAX_GRAPH_EDGES = 400
@@ -68,11 +69,16 @@ class TenantData:
         self.reports: list[ReportDraft] = []
         self.model_reasons: dict[str, list[dict[str, Any]]] = {}
         self.risk: dict[str, float] = {}
+        self.account_scores: dict[str, dict[str, float]] = {}
         self.meta: dict[str, Any] = {}
         self._read_results()
         txns, _ = load_transactions(source.transactions, format=source.format, input_timezone=source.input_timezone)
         txns.sort(key=lambda t: (t.timestamp, t.transaction_id))
         self.txns: dict[str, Transaction] = {t.transaction_id: t for t in txns}
+        self.ordered = txns
+        self.times = [t.timestamp.timestamp() for t in txns]
+        self.positions = {t.transaction_id: i for i, t in enumerate(txns)}
+        self._scorer: Any = False  # not loaded yet
         self.by_account: dict[str, list[str]] = defaultdict(list)
         for t in txns:
             self.by_account[t.sender_account].append(t.transaction_id)
@@ -90,6 +96,8 @@ class TenantData:
                 tid = row.get("transaction_id")
                 if tid is not None:
                     self.risk[tid] = float(row.get("risk_score") or 0.0)
+                    if row.get("account_scores"):
+                        self.account_scores[tid] = row["account_scores"]
                 for a in row.get("alerts") or ():
                     alert = Alert.model_validate(a)
                     self.alerts.setdefault(alert.alert_id, alert)
@@ -126,6 +134,26 @@ class TenantData:
                         key=lambda t: (-self.risk.get(t, 0.0), t))
         return [{"transaction_id": t, "risk_score": self.risk.get(t, 0.0), "reasons": self.model_reasons[t]}
                 for t in scored[:limit]]
+
+    def account_scorer(self) -> Any:
+        """The shipped bundle's :class:`~sectorflow_aml.account_scorer.AccountScorer` when it is the bundle that
+        scored the run (``meta.bundle_sha256``), else ``None``; loaded once."""
+        if self._scorer is False:
+            self._scorer = None
+            from ..account_scorer import AccountScorer, has_account_model
+            from ..plugin import BUNDLE_DIR
+
+            if (BUNDLE_DIR / "manifest.json").is_file() and self.meta.get("bundle_sha256"):
+                bundle = load_bundle(BUNDLE_DIR)
+                if bundle.sha256 == self.meta["bundle_sha256"] and has_account_model(bundle):
+                    self._scorer = AccountScorer(bundle)
+        return self._scorer
+
+    def contributions(self, case: Case) -> dict[str, Any]:
+        """The account model's top feature contributions for ``case``
+        (:func:`~sectorflow_aml.workbench.contributions.case_contributions`)."""
+        return case_contributions(self.account_scorer(), self.ordered, self.times, self.positions,
+                                  self.account_scores, case.account, case.transaction_ids)
 
     def graph(self, case: Case) -> dict[str, Any]:
         """The case's fund-flow graph as JSON-ready data: ``nodes`` (``id``, ``role``: ``subject``, ``typology``

@@ -239,6 +239,7 @@ def router(wb: Workbench) -> APIRouter:  # noqa: C901 - one closure per page
         wb.record(request, s, f"/ui/cases/{case_id}", True, f"view case {case_id}")
         return wb.page(request, "case.html", s, case=case, st=st, txns=txns, graph=data.graph(case),
                        evidence=data.evidence(case), model=data.model_evidence(case), meta=data.meta,
+                       contrib=data.contributions(case),
                        reports=data.case_reports(case), risk=data.risk)
 
     @r.get("/cases/{case_id}/expand")
