@@ -2,7 +2,7 @@
 
 Prints, per scenario and size, the seconds one ``Taskflow("aml")`` call takes over the scenario's ``N`` transactions
 and the number of results with an alert. Time that doubles with ``N`` is linear; more is a rule rescanning a busy
-account's window on each of its transactions (docs/aml.md, "Busy accounts").
+account's window on each of its transactions (docs/benchmarks/aml.md, "Busy accounts").
 
 Scenarios (synthetic, seeded, all on 2 Nov 2026 UTC unless said):
 

@@ -1,4 +1,4 @@
-"""Legal extraction figures on held-out CUAD contracts (docs/legal-extraction.md).
+"""Legal extraction figures on held-out CUAD contracts (docs/benchmarks/legal.md).
 
 Usage (from the repository root)::
 

@@ -1,4 +1,4 @@
-"""Long contracts read whole: time and fields found in 100,000- to 400,000-character contracts (docs/legal-extraction.md).
+"""Long contracts read whole: time and fields found in 100,000- to 400,000-character contracts (docs/benchmarks/legal.md).
 
 Usage (from the repository root)::
 

@@ -1,4 +1,4 @@
-"""Figures of docs/medical-report.md: the medical_report plugin on real reports (evaluation only).
+"""Figures of docs/benchmarks/medical.md: the medical_report plugin on real reports (evaluation only).
 
     .venv/bin/python benchmarks/medical_eval.py [--limit N] [--no-model] [--json out/medical_eval.json]
 
@@ -201,7 +201,7 @@ def cmeee(limit: int | None, tf=None) -> dict:
 
 
 def markdown(result: dict) -> str:
-    """The tables of docs/medical-report.md: IU X-ray per part (test first), then CMeEE."""
+    """The tables of docs/benchmarks/medical.md: IU X-ray per part (test first), then CMeEE."""
     iu_r, cm = result["iu_xray"], result["cmeee"]
     lines = []
     for part in PARTS:

@@ -62,7 +62,7 @@ def test_concurrent_requests_merge_into_one_model_call(server, tasks):
 def test_more_waiting_than_one_call_holds_is_split_evenly(make_server, tasks):
     """12 queued items with max_batch_size 8 run as two calls of 6, not 8 and 4: in a closed loop the items left
     over by full calls wait one call longer than the rest (200 clients, batches of 64: 8 of them wait a fourth
-    call), which made the 200-client p99 about 4/3 of the median (docs/serving.md, Load figures)."""
+    call), which made the 200-client p99 about 4/3 of the median (docs/benchmarks/serving.md, Load figures)."""
     even = make_server(tasks={"score": {"max_batch_size": 8, "max_queue_delay_ms": 300}})
     SCORE_GATE["entered"].clear()
     SCORE_GATE["release"].clear()

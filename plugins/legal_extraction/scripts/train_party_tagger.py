@@ -1,7 +1,7 @@
 """Train the English party-name tagger (``party_model`` beside this script) on CUAD's Parties annotations.
 
 An experiment, not a shipped model: on the validation contracts the tagger alone stayed far below the rules and,
-joined with them, found one party more than they did (docs/legal-extraction.md, "Learned party tagger: tried, not
+joined with them, found one party more than they did (docs/benchmarks/legal.md, "Learned party tagger: tried, not
 shipped"), so the pipeline does not use it and its weights are written under ``build/`` (git-ignored), not into the
 plugin.
 

@@ -1,4 +1,4 @@
-"""benchmarks/medical_eval.py (the figures of docs/medical-report.md) still runs, on a few reports."""
+"""benchmarks/medical_eval.py (the figures of docs/benchmarks/medical.md) still runs, on a few reports."""
 
 from __future__ import annotations
 
