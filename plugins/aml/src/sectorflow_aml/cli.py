@@ -132,8 +132,8 @@ def explain_command(
                                    "as listed by `sectorflow aml cases`."),
     results: Path = typer.Option(..., "--results", "-r", help="JSON lines from `sectorflow run aml`."),
     source: str = typer.Option(..., "--input", "-i", help="The transaction file the results came from."),
-    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format: amlsim, amlworld, csv, jsonl, "
-                                                                   "parquet (default: guessed)."),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format: amlgentex, amlsim, amlworld, "
+                                                                   "csv, jsonl, parquet (default: guessed)."),
     png: Path = typer.Option(..., "--png", help="PNG file to write."),
     column: list[str] = typer.Option([], "--column", help="As for `sectorflow run aml`: read field FIELD from the "
                                      "file's column COLUMN, FIELD=COLUMN, repeatable (csv, jsonl, parquet)."),

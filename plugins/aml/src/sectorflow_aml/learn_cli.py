@@ -161,14 +161,14 @@ def evaluate_command(
         transactions: Optional[Path] = typer.Option(None, "--transactions", "-t", help="The run's input, for the "
                                                     "monthly alert budget (without it the run is one period)."),
         fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Format of --transactions."),
-        budget: float = typer.Option(0.01, "--budget", help="Share of active accounts flagged per month."),
+        budget: str = typer.Option("1%", "--budget", help="Share of active accounts flagged per month: 1% or 0.01 "
+                                   "(as `aml cases --budget` writes a share)."),
         as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
 ) -> None:
     """Account-level average precision, precision at K, recall at 1% FPR, budget precision, alert rate."""
     from .evaluation import evaluate_results
 
-    if not 0 < budget <= 1:
-        raise ConfigError(f"--budget {budget}: give a share above 0 and at most 1.")
+    budget = _budget_share(budget)
     months = _months_of(transactions, fmt) if transactions is not None else None
     metrics = evaluate_results(results, read_labels(labels), months, budget)
     if as_json:
@@ -180,9 +180,24 @@ def evaluate_command(
     typer.echo(f"average precision {metrics['average_precision']}, precision at K={metrics['k']} "
                f"{metrics['precision_at_k']}, recall at 1% FPR {metrics['recall_at_1pct_fpr']}")
     typer.echo(f"budget {b['share']:.0%} of active accounts per period ({b['periods']} periods): precision "
-               f"{b['precision']}, recall {b['recall']}; alert rate {metrics['alert_rate']}")
+               f"{b['precision']}, recall {b['recall']}; alert rate {metrics['alert_rate']} (share of active accounts named by "
+               "any rule alert or flagged transaction, not by a case: the cases are what the budget keeps)")
     for t, v in metrics["recall_by_typology"].items():
         typer.echo(f"  {t}: recall at K {v['recall_at_k']} ({v['accounts']} accounts)")
+
+
+def _budget_share(text: str) -> float:
+    """``--budget`` of ``aml evaluate``: ``1%`` or ``0.01`` -> 0.01; anything else (a case count, a score
+    threshold, a share outside (0, 1]) is a :class:`ConfigError` saying what to write."""
+    raw = text.strip()
+    try:
+        share = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        share = float("nan")
+    if not 0 < share <= 1:
+        raise ConfigError(f"--budget {text!r}: give a share of active accounts above 0 and at most 1, as 1% or 0.01 "
+                          "(a case count or score threshold is a case book budget: `sectorflow aml cases --budget`).")
+    return share
 
 
 def register(app: typer.Typer) -> None:
