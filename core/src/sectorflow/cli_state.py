@@ -92,6 +92,14 @@ def prepare(tf: Taskflow, state: str, tenant: str, source: str, name: str, outpu
             f"the same command again (same input, same --output), or add --discard-unfinished to put the state back "
             f"to where that run started; then run {name}.",
             details={"input": run.input, "input_sha256": run.input_sha256, "rows_done": run.rows_done})
+    fed = store.fed(task, tenant, digest) if run is None else None
+    if fed is not None:
+        raise ConfigError(
+            f"{name} (SHA-256 {digest[:16]}...) was already fed into the state {store.url} (tenant {tenant!r}): "
+            f"a finished run of {fed[0]} on {fed[2]}, {fed[1]} item(s). Feeding it again would count its items twice "
+            "(the state would hold each transaction once per run). Run the next file instead, or reset the tenant's "
+            "state first (the task's `state reset` command, e.g. `sectorflow aml state reset`) to start over.",
+            details={"input": fed[0], "input_sha256": digest, "items": fed[1], "time": fed[2]})
     keeper.restore(pipeline)
     if run is None:
         with store.transaction():

@@ -130,9 +130,13 @@ class StateKeeper:
         return due
 
     def finish_run(self, pipeline: Pipeline) -> None:
-        """End an unfinished ``sectorflow run --state`` (its progress forgotten; its journal rows stay), then take a
-        snapshot of ``pipeline`` if the policy says so."""
+        """End an unfinished ``sectorflow run --state`` (its progress forgotten; its journal rows stay; its input's
+        SHA-256 remembered, so feeding the same input again is refused), then take a snapshot of ``pipeline`` if the
+        policy says so."""
         with self.store.transaction():
+            run = self.store.run(self.task, self.tenant)
+            if run is not None:
+                self.store.record_fed(self.task, self.tenant, run.input_sha256, run.input, run.items)
             self.store.end_run(self.task, self.tenant)
         self.snapshots_paused = False
         self.maybe_snapshot(pipeline)

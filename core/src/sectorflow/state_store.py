@@ -58,6 +58,9 @@ _SCHEMA = [
     "CREATE TABLE IF NOT EXISTS state_runs (task TEXT NOT NULL, tenant TEXT NOT NULL, input_sha256 TEXT NOT NULL, "
     "input TEXT NOT NULL, output TEXT, start_seq BIGINT NOT NULL, rows_done BIGINT NOT NULL, "
     "output_offset BIGINT NOT NULL, items BIGINT NOT NULL, time TEXT NOT NULL, PRIMARY KEY (task, tenant))",
+    # every input a finished ``sectorflow run --state`` fed into (task, tenant): feeding one again is refused
+    "CREATE TABLE IF NOT EXISTS state_inputs (task TEXT NOT NULL, tenant TEXT NOT NULL, input_sha256 TEXT NOT NULL, "
+    "input TEXT NOT NULL, items BIGINT NOT NULL, time TEXT NOT NULL, PRIMARY KEY (task, tenant, input_sha256))",
 ]
 
 
@@ -162,6 +165,13 @@ class StateStore:
         return RunProgress(row[0], row[1], row[2], int(row[3]), int(row[4]), int(row[5]), int(row[6]), row[7]) \
             if row else None
 
+    def fed(self, task: str, tenant: str, input_sha256: str) -> tuple[str, int, str] | None:
+        """``(input name, items, time)`` of the finished run that fed the input with this SHA-256 into (task,
+        tenant), or ``None`` (never fed, or fed before the state was reset)."""
+        row = self._q("SELECT input, items, time FROM state_inputs WHERE task = ? AND tenant = ? AND input_sha256 = ?",
+                      (task, tenant, input_sha256)).fetchone()
+        return (row[0], int(row[1]), row[2]) if row else None
+
     def tenants(self, task: str) -> list[str]:
         """Tenants with state of ``task``, sorted."""
         rows = self._q("SELECT tenant FROM state_snapshots WHERE task = ? UNION SELECT tenant FROM state_journal "
@@ -222,6 +232,14 @@ class StateStore:
                 "output_offset, items, time) VALUES (?, ?, ?, ?, ?, ?, 0, 0, 0, ?)",
                 (task, tenant, input_sha256, source, output, self.last_seq(task, tenant), _now()))
 
+    def record_fed(self, task: str, tenant: str, input_sha256: str, source: str, items: int) -> None:
+        """Remember that a finished run fed this input into (task, tenant) (see :meth:`fed`). Inside
+        :meth:`transaction`."""
+        self._q("DELETE FROM state_inputs WHERE task = ? AND tenant = ? AND input_sha256 = ?",
+                (task, tenant, input_sha256))
+        self._q("INSERT INTO state_inputs (task, tenant, input_sha256, input, items, time) VALUES (?, ?, ?, ?, ?, ?)",
+                (task, tenant, input_sha256, source, items, _now()))
+
     def end_run(self, task: str, tenant: str) -> None:
         """Forget the run's progress (it finished)."""
         self._q("DELETE FROM state_runs WHERE task = ? AND tenant = ?", (task, tenant))
@@ -238,7 +256,7 @@ class StateStore:
     def reset(self, task: str, tenant: str) -> bool:
         """Forget everything of (task, tenant); whether there was anything."""
         had = tenant in self.tenants(task)
-        for table in ("state_snapshots", "state_journal", "state_runs"):
+        for table in ("state_snapshots", "state_journal", "state_runs", "state_inputs"):
             self._q(f"DELETE FROM {table} WHERE task = ? AND tenant = ?", (task, tenant))
         return had
 
