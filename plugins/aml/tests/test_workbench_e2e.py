@@ -97,8 +97,19 @@ def submit(driver, button_id: str) -> None:
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
-    page = driver.find_element("tag name", "html")
-    driver.find_element("id", button_id).click()
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    WebDriverWait(driver, 15).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    for attempt in range(3):  # a node replaced while the page's script still runs: find it again
+        try:
+            page = driver.find_element("tag name", "html")
+            driver.find_element("id", button_id).click()
+            break
+        except WebDriverException as exc:
+            if attempt == 2 or not (isinstance(exc, StaleElementReferenceException)
+                                    or "does not belong to the document" in str(exc)):
+                raise
+            time.sleep(0.5)
     WebDriverWait(driver, 15).until(expected_conditions.staleness_of(page))
 
 
