@@ -19,3 +19,19 @@ def registry() -> Iterator[Callable[..., pluggy.PluginManager]]:
     """``registry({name: plugin}, installed=False) -> PluginManager``, as in ``tests/conftest.py``."""
     with registry_scope() as make:
         yield make
+
+
+# Ray's node start on 2 cores sometimes times out ("The current node timed out during startup ... GCS or head
+# node's raylet may not have started successfully"), which Flower's simulation engine reports as "An error was
+# encountered. Ending simulation." / "Simulation Runtime crashed." (seen in CI twice on 1 Dec 2026, once on a quiet
+# machine). A test of Flower's simulation engine that fails with exactly that runs once more (pytest-rerunfailures);
+# any other failure, or the same one twice, fails the test.
+RAY_START_FAILED = [r"An error was encountered\. Ending simulation", r"Simulation Runtime crashed",
+                    r"timed out during startup"]
+SIMULATION_MODULES = {"test_simulation.py", "test_bank_bundle.py"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SIMULATION_MODULES and item.path.parent == Path(__file__).parent:
+            item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=RAY_START_FAILED))
