@@ -84,6 +84,7 @@ from sectorflow import ConfigError, InvalidInputError, open_text
 
 from .case_budget import AlertBudget  # re-exported: sectorflow_aml.cases.AlertBudget
 from .case_graph import PeriodGraph
+from .periods import no_such_period, period_kind
 from .schema import Alert, CaseUpdate, Channel
 
 PERIODS = ("month", "week", "day")
@@ -537,18 +538,24 @@ def read_cases(results: str | Path, period: str | None = None, everything: bool 
 
     Args:
         results: JSON lines of ``TransactionAssessment`` (written with the ``cases`` field).
-        period: only this period (``"2023-01"``).
+        period: only this period: ``"2023-01"`` (month), ``"2023-W05"`` (ISO week) or ``"2023-01-15"`` (day), of
+            the kind the run's ``case_period`` made.
         everything: every case, not only those within the budget.
         alert_budget: re-rank under another budget (default: the run's, as its updates name it).
 
     Raises:
-        ConfigError: the file is missing or the budget is bad. InvalidInputError: a line that is not a result.
+        ConfigError: the file is missing or the budget is bad; ``period`` is malformed (``2023-13``), or the results
+            have cases but none in ``period`` (another kind of period, or a period they do not reach): the message
+            names the results' periods. InvalidInputError: a line that is not a result.
     """
+    kind = period_kind(period) if period is not None else None  # a malformed period: refused before the read
     latest: dict[str, CaseUpdate] = {}
     lists: dict[str, tuple[dict[str, None], dict[str, None], dict[str, None]]] = {}
     active: dict[str, int] = {}
+    seen: set[str] = set()
     for u in _updates(results):
         if period is not None and u.period != period:
+            seen.add(u.period)
             continue
         latest[u.case_id] = u
         t, a, c = lists.setdefault(u.case_id, ({}, {}, {}))
@@ -556,6 +563,8 @@ def read_cases(results: str | Path, period: str | None = None, everything: bool 
         a.update(dict.fromkeys(u.alert_ids))
         c.update(dict.fromkeys(u.counterparties))
         active[u.period] = max(active.get(u.period, 0), u.active_accounts)
+    if period is not None and not latest and seen:
+        raise ConfigError(no_such_period(period, kind, seen))
     by_period: dict[str, list[CaseUpdate]] = {}
     for u in latest.values():
         by_period.setdefault(u.period, []).append(u)
