@@ -28,6 +28,10 @@ from .explain import draw_alert
 from .results import checked_alert, explain_case, iter_alerts, iter_reports, require_aml_results
 from .schema import ReportDraft
 
+CASE_COLUMNS = ("case_id", "period", "rank", "score", "account", "typologies", "transactions", "budget")
+"""The header line of the plain ``sectorflow aml cases`` listing (its columns, tab-separated; "budget" also says
+"mandatory" and "outside budget" where they apply)."""
+
 aml_app = typer.Typer(help="Anti-money-laundering tools: ranked cases, evaluation against labels, training on "
                            "the bank's own labels, alerts, report drafts, a case's or alert's fund flow, the stored "
                            "state.", no_args_is_help=True)
@@ -59,9 +63,13 @@ def cases_command(results: Path = typer.Option(..., "--results", "-r", help="JSO
                                                        "25 (cases per period), 0.01 or 1% (share of active "
                                                        "accounts), score>=0.7.")) -> None:
     """List the cases (one per account and review period) within the alert budget, by period then rank: case id,
-    period, rank, score, account, typologies, transactions, budget (sectorflow_aml.cases)."""
-    total, n = require_aml_results(results), 0
-    for n, case in enumerate(read_cases(results, period=period, everything=everything, alert_budget=budget), start=1):
+    period, rank, score, account, typologies, transactions, budget (sectorflow_aml.cases). The plain listing starts
+    with a header line (CASE_COLUMNS, tab-separated like the rows); --json prints the cases alone."""
+    total = require_aml_results(results)
+    cases = read_cases(results, period=period, everything=everything, alert_budget=budget)
+    if not as_json and cases:
+        typer.echo("\t".join(CASE_COLUMNS))
+    for case in cases:
         if as_json:
             typer.echo(case.model_dump_json())
         else:
@@ -69,7 +77,8 @@ def cases_command(results: Path = typer.Option(..., "--results", "-r", help="JSO
             typer.echo(f"{case.case_id}\t{case.period}\t#{case.rank}/{case.cases_in_period}\t{case.score:.3f}\t"
                        f"{case.account}\t{','.join(case.typologies) or '-'}\t{case.transactions} tx\t"
                        f"{case.budget}{' mandatory' if case.mandatory else ''}{flag}")
-    typer.echo(f"{n:,} case(s){'' if everything else ' within the alert budget'} in {total:,} results", err=True)
+    typer.echo(f"{len(cases):,} case(s){'' if everything else ' within the alert budget'} in {total:,} results",
+               err=True)
 
 
 @aml_app.command("reports")
