@@ -8,7 +8,8 @@ accounts that never appear score 0. Metrics (:func:`evaluate_scores`, numpy only
   named in an ``account_scores`` that month) are flagged; its precision (flagged account-months of laundering
   accounts) and recall (laundering accounts flagged in at least one month). Needs the transactions' times:
   ``transactions=`` (the run's input); without them the whole run is one period;
-- ``alert_rate``: the share of active accounts named by an alert or by a flagged result;
+- ``alert_rate``: the share of active accounts named by a typology alert or by a ``flagged`` result (rule or model
+  hits: evidence, far more than the cases within the budget; results written before ``flagged`` existed: ``alert``);
 - ``recall_by_typology``: per labelled typology, the share of its accounts in the top K.
 """
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from sectorflow import InvalidInputError
 
-from .labels import Labels, check_overlap
+from .labels import MIN_LABEL_OVERLAP, Labels, LabelsError, check_overlap
 from .metrics import average_precision, precision_at_k, recall_at_fpr
 
 
@@ -70,7 +71,8 @@ def account_scores_of(results: Iterable[Mapping[str, Any]], months: Mapping[str,
             key = (account, month)
             if score > period.get(key, -1.0):
                 period[key] = score
-        if item.get("alert"):
+        if item.get("flagged") if "flagged" in item else item.get("alert"):  # a rule or model hit (older results:
+            # ``alert`` meant that)
             alerted.update(scores)
             for alert in item.get("alerts") or ():
                 alerted.update(alert.get("accounts") or ())
@@ -125,12 +127,90 @@ def _r(x: float) -> float | None:
     return None if x != x else round(float(x), 4)
 
 
+def transaction_index(path: str | Path, fmt: str | None = None) -> dict[str, tuple[int, str, str]]:
+    """``{transaction_id: (month number, sender account, receiver account)}`` of a transaction file read as
+    ``sectorflow run aml`` reads it (``fmt`` guessed when ``None``; the first row of a repeated id, as the run
+    counts it). Month number: ``year * 12 + month - 1`` of the UTC timestamp."""
+    from .loaders import guess_format, load_transactions
+
+    txns, _ = load_transactions(path, format=fmt or guess_format(path))
+    index: dict[str, tuple[int, str, str]] = {}
+    for t in txns:
+        index.setdefault(t.transaction_id, (t.timestamp.year * 12 + t.timestamp.month - 1, t.sender_account,
+                                            t.receiver_account))
+    return index
+
+
+def check_results_match(results: Iterable[Mapping[str, Any]], index: Mapping[str, tuple[int, str, str]],
+                        results_name: str, transactions_name: str) -> int:
+    """Refuse results that are not those of the transaction file ``index`` was read from; returns the number of
+    results checked.
+
+    Transaction ids alone do not tell (AMLGentex numbers its rows 0..N-1 and AMLSim's reader numbers rows, so every
+    file of a generator has the same ids; account ids 0-3999 repeat across AMLGentex banks too): each result's
+    ``transaction_id`` must be in the file and the accounts its ``account_scores`` name must be that transaction's
+    sender or receiver, as ``sectorflow aml explain`` checks an alert's transactions.
+
+    Raises:
+        InvalidInputError: a result whose transaction is not in the file or involves other accounts (names the
+            first few and how many).
+    """
+    checked, missing, foreign = 0, [], []
+    for item in results:
+        tid = item.get("transaction_id")
+        scores = item.get("account_scores") or {}
+        if not scores:
+            continue  # a repeated id's result, or a run without the account model: nothing to compare
+        checked += 1
+        row = index.get(tid) if isinstance(tid, str) else None
+        if row is None:
+            missing.append(tid)
+        elif any(account not in (row[1], row[2]) for account in scores):
+            foreign.append((tid, sorted(scores), row[1], row[2]))
+    if missing or foreign:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing):,} of its {checked:,} results name transactions that are not in it "
+                         f"(e.g. {', '.join(map(str, missing[:3]))})")
+        if foreign:
+            tid, named, sender, receiver = foreign[0]
+            parts.append(f"{len(foreign):,} of its {checked:,} results score other accounts than the file's "
+                         f"transaction of that id (e.g. transaction {tid}: the results score account(s) "
+                         f"{', '.join(named)}, the file has {sender} -> {receiver})")
+        raise InvalidInputError(
+            f"{results_name} are not the results of --transactions {transactions_name}: {'; '.join(parts)}. Give the "
+            "transaction file (and --format) that `sectorflow run aml` read for these results, or the results of "
+            "this file.", details={"missing": [str(m) for m in missing[:20]],
+                                   "foreign": [f[0] for f in foreign[:20]], "checked": checked})
+    return checked
+
+
 def evaluate_results(results: str | Path, labels: Labels, months: Mapping[str, int] | None = None,
-                     budget_share: float = 0.01) -> dict[str, Any]:
-    """:func:`evaluate_scores` of a results file (see the module docstring)."""
+                     budget_share: float = 0.01,
+                     transactions: Mapping[str, tuple[int, str, str]] | None = None,
+                     transactions_name: str = "the transactions") -> dict[str, Any]:
+    """:func:`evaluate_scores` of a results file (see the module docstring).
+
+    ``transactions``: the run's input as :func:`transaction_index` reads it (named ``transactions_name`` in
+    messages): the results are checked against it (:func:`check_results_match`) and its months are the budget's
+    periods (``months`` is then ignored).
+
+    Raises:
+        InvalidInputError: a missing or malformed results file, results without ``account_scores``, results of
+            another transaction file. LabelsError: fewer than :data:`~sectorflow_aml.labels.MIN_LABEL_OVERLAP` of the
+            labelled accounts are among the results' accounts (labels of another dataset).
+    """
+    if transactions is not None:
+        check_results_match(read_results(results), transactions, str(results), transactions_name)
+        months = {tid: row[0] for tid, row in transactions.items()}
     best, period, alerted = account_scores_of(read_results(results), months)
     if not best:
         raise InvalidInputError(f"{results} holds no account_scores: run `sectorflow run aml` with a bundle that has an "
                                 "account model (the shipped one, or one from `sectorflow aml train`).")
-    check_overlap(labels, best, str(results))
+    found = check_overlap(labels, best, str(results))
+    if found < MIN_LABEL_OVERLAP * len(labels):
+        raise LabelsError(f"Only {found:,} of the {len(labels):,} accounts of {labels.source or 'the labels'} "
+                          f"({100.0 * found / len(labels):.0f} %) appear in {results} ({len(best):,} accounts): are "
+                          "these the labels of another dataset? Give the labels of the input the run read.",
+                          details={"labelled": len(labels), "found": found, "results_accounts": len(best)})
     return evaluate_scores(best, period, alerted, labels, budget_share)

@@ -150,16 +150,12 @@ def train_command(
                f"(K={v['k']}), recall at 1% FPR {v['recall_at_1pct_fpr']} (base rate {v['base_rate']})")
 
 
-def _months_of(path: Path, fmt: str | None) -> dict[str, int]:
-    txns, _ = load_transactions(path, format=fmt or guess_format(path))
-    return {t.transaction_id: t.timestamp.year * 12 + t.timestamp.month - 1 for t in txns}
-
-
 def evaluate_command(
         results: Path = typer.Option(..., "--results", "-r", help="JSON lines from `sectorflow run aml`."),
         labels: Path = typer.Option(..., "--labels", "-l", help="Account labels (as for `aml train`)."),
-        transactions: Optional[Path] = typer.Option(None, "--transactions", "-t", help="The run's input, for the "
-                                                    "monthly alert budget (without it the run is one period)."),
+        transactions: Optional[Path] = typer.Option(None, "--transactions", "-t", help="The run's input: the "
+                                                    "results are checked against it, and its months are the alert "
+                                                    "budget's periods (without it the run is one period)."),
         fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Format of --transactions."),
         budget: str = typer.Option("1%", "--budget", help="Share of active accounts flagged per month: 1% or 0.01 "
                                    "(as `aml cases --budget` writes a share)."),
@@ -168,9 +164,15 @@ def evaluate_command(
     """Account-level average precision, precision at K, recall at 1% FPR, budget precision, alert rate."""
     from .evaluation import evaluate_results
 
+    from .evaluation import transaction_index
+
     budget = _budget_share(budget)
-    months = _months_of(transactions, fmt) if transactions is not None else None
-    metrics = evaluate_results(results, read_labels(labels), months, budget)
+    index = transaction_index(transactions, fmt) if transactions is not None else None
+    if index is None:
+        typer.echo("note: without --transactions the results are not checked against the run's input (results of "
+                   "another AMLGentex bank have the same account ids) and the run is one budget period.", err=True)
+    metrics = evaluate_results(results, read_labels(labels), None, budget, transactions=index,
+                               transactions_name=str(transactions))
     if as_json:
         typer.echo(json.dumps(metrics, indent=2))
         return
