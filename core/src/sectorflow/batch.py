@@ -40,7 +40,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from . import plugins
-from .errors import ConfigError, InvalidInputError
+from .errors import ConfigError, InvalidInputError, SectorflowError
 from .input_files import GZIP_MAGIC, gzip_on_stdin, plan_reader
 from .progress import RunProgress
 from .spec import CallContext
@@ -206,10 +206,11 @@ def _check_state(spec: Any, state: str, history: list[Path]) -> None:
 
 
 def _validated(spec: Any, rows: Iterator[tuple[int, Any]], on_error: OnError, problems: list[dict[str, Any]],
-               context: dict[str, Any] | None = None) -> Iterator[Any]:
+               context: dict[str, Any] | None = None, numbers: list[int] | None = None) -> Iterator[Any]:
     """Validated input items. A bad row (a reader's ``InvalidInputError`` or a model mismatch) is added to
     ``problems``; with ``OnError.reject`` no item is yielded after the first one, but the rest of the rows are still
-    validated, so that ``problems`` ends up listing every bad row."""
+    validated, so that ``problems`` ends up listing every bad row. ``numbers``: the row number of each item yielded
+    is appended there."""
     for row, record in rows:
         if isinstance(record, InvalidInputError):
             problems.extend(record.details or [{"row": row, "field": None, "reason": record.message}])
@@ -221,7 +222,31 @@ def _validated(spec: Any, rows: Iterator[tuple[int, Any]], on_error: OnError, pr
             continue
         if on_error is OnError.reject and problems:
             continue  # rejected already: validate only, nothing more runs
+        if numbers is not None:
+            numbers.append(row)
         yield item
+
+
+def _run_chunk(tf: Taskflow, chunk: list[Any], numbers: list[int], context: CallContext, on_error: OnError,
+               problems: list[dict[str, Any]]) -> list[Any]:
+    """``tf.run(chunk)``; with ``OnError.skip``, the items a pipeline refuses before changing any state (a
+    :class:`SectorflowError` whose ``details["items"]`` lists ``{"item": index in the call, "field", "reason"}``: an
+    AML transaction in a currency with no FX rate) are skipped as bad rows (``numbers``: their row numbers) and the
+    others run. Anything else, and any refusal in reject mode, is raised."""
+    while chunk:
+        try:
+            return tf.run(chunk, context=context)
+        except SectorflowError as exc:
+            refused = exc.details.get("items") if isinstance(exc.details, dict) else None
+            bad = {entry["item"]: entry for entry in refused or () if isinstance(entry, dict)
+                   and isinstance(entry.get("item"), int) and 0 <= entry["item"] < len(chunk)}
+            if on_error is not OnError.skip or not bad:
+                raise
+            problems.extend({"row": numbers[i], "field": entry.get("field"), "reason": entry.get("reason")}
+                            for i, entry in sorted(bad.items()))
+            keep = [i for i in range(len(chunk)) if i not in bad]
+            chunk, numbers = [chunk[i] for i in keep], [numbers[i] for i in keep]
+    return []
 
 
 def _rejected(problems: list[dict[str, Any]], name: str) -> InvalidInputError:
@@ -233,15 +258,19 @@ def _rejected(problems: list[dict[str, Any]], name: str) -> InvalidInputError:
 
 
 def _chunks(tf: Taskflow, reader: Any, source: str, name: str, batch_size: int, on_error: OnError,
-            problems: list[dict[str, Any]]) -> Iterator[list[Any]]:
-    """The validated items of ``source`` in chunks of ``max(batch_size, CHUNK_ITEMS)``, read once.
+            problems: list[dict[str, Any]]) -> Iterator[tuple[list[Any], list[int]]]:
+    """The validated items of ``source`` in chunks of ``max(batch_size, CHUNK_ITEMS)``, read once, each with the
+    row numbers of its items.
 
     Raises (while iterating, after the last row): InvalidInputError listing every bad row, in reject mode."""
-    items = _validated(tf.spec, reader(source, name=name), on_error, problems, tf.input_context)
+    numbers: list[int] = []
+    items = _validated(tf.spec, reader(source, name=name), on_error, problems, tf.input_context, numbers)
     while chunk := list(itertools.islice(items, max(batch_size, CHUNK_ITEMS))):
         if on_error is OnError.reject and problems:
             break
-        yield chunk
+        rows = numbers[:len(chunk)]
+        del numbers[:len(chunk)]
+        yield chunk, rows
     if on_error is OnError.reject and problems:
         for _ in items:  # the rest of the file, validated only
             pass
@@ -266,9 +295,8 @@ def _replay(tf: Taskflow, reader: Any, source: str, batch_size: int, on_error: O
     skipped: list[dict[str, Any]] = []
     count = 0
     context = cli_context()
-    for chunk in _chunks(tf, reader, source, source, batch_size, on_error, skipped):
-        tf.run(chunk, context=context)
-        count += len(chunk)
+    for chunk, rows in _chunks(tf, reader, source, source, batch_size, on_error, skipped):
+        count += len(_run_chunk(tf, chunk, rows, context, on_error, skipped))
     bad = len({p["row"] for p in skipped})
     err.print(f"history {escape(str(source))}: {count} item(s) replayed (results not written)"
               + (f", {bad} bad row(s) skipped." if bad else "."))
@@ -307,14 +335,16 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
     context = cli_context()
     skipped: list[dict[str, Any]] = []
     out, partial, target, spooled_to = _open_results(output, on_error)
+    kept = _earlier_results(target)
     count = 0
     done = False
     try:
         with RunProgress(_label(tf, name), Path(source), err, enabled=progress) as shown:
-            for chunk in _chunks(tf, reader, source, name, batch_size, on_error, skipped):
-                for result in tf.run(chunk, context=context):
+            for chunk, rows in _chunks(tf, reader, source, name, batch_size, on_error, skipped):
+                results = _run_chunk(tf, chunk, rows, context, on_error, skipped)
+                for result in results:
                     out.write(result.model_dump_json() + "\n")
-                count += len(chunk)
+                count += len(results)
                 shown.update(count)
                 check_stopped()
         if spooled_to is not None:
@@ -334,13 +364,17 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
         if spooled_to is not None and output:
             spooled_to.close()
         if partial:
-            if done:
+            if done and (count or kept is None):  # no result at all: an earlier results file stays as it was
                 os.replace(partial, target)  # type: ignore[arg-type]
             else:
                 partial.unlink(missing_ok=True)
     for problem in skipped:
         err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(problem_text(problem))}")
     err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped.")
+    if count == 0 and kept is not None:
+        err.print(f"[red]error[/]: {escape(_nothing_processed(name, bool(skipped)))}; --output {escape(str(output))} "
+                  f"was left as it was ({kept:,} bytes of earlier results). Check the input file.")
+        return 1
     if count == 0 and not skipped:
         err.print(f"[yellow]warning[/]: no rows in {escape(str(name))} (the file is empty or has only a header).")
     if count == 0 and skipped:
@@ -349,12 +383,29 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
     return 0
 
 
+def _earlier_results(target: Optional[Path]) -> Optional[int]:
+    """The size of the non-empty file at ``target`` (a run's final ``--output``), or ``None``: a run that processes
+    no item (an empty or header-only input, every row skipped) leaves such a file as it is instead of emptying it."""
+    try:
+        size = target.stat().st_size if target is not None and target.is_file() else 0
+    except OSError:
+        return None
+    return size or None
+
+
+def _nothing_processed(name: str, skipped: bool) -> str:
+    """Why a run processed no item: every row skipped, or none to read."""
+    return (f"every row of {name} was skipped; nothing was processed" if skipped
+            else f"no rows in {name} (the file is empty or has only a header); nothing was processed")
+
+
 def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optional[Path], checkpoint_rows: int,
                          on_error: OnError, name: str, state: str, tenant: str, discard_unfinished: bool,
                          progress: bool = True) -> int:
     """:func:`_run_file` with the state kept in a store, checkpointed after each chunk (:mod:`sectorflow.cli_state`)."""
     from .cli_state import prepare, run_with_state
 
+    kept = _earlier_results(output.resolve() if output is not None else None)
     keeper, run, _ = prepare(tf, state, tenant, source, name, output, discard_unfinished)
     if run is not None:
         err.print(f"resuming the unfinished run of {escape(name)} from row {run.rows_done + 1} (last commit "
@@ -387,6 +438,10 @@ def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optiona
         err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(problem_text(problem))}")
     err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped; state saved to "
               f"{escape(keeper.store.url)} (tenant {escape(tenant)}).")
+    if count == 0 and run is None and kept is not None:
+        err.print(f"[red]error[/]: {escape(_nothing_processed(name, bool(skipped)))}; --output {escape(str(output))} "
+                  f"was left as it was ({kept:,} bytes of earlier results). Check the input file.")
+        return 1
     return 0
 
 

@@ -135,7 +135,8 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
     """Process the rows not yet consumed, chunk by chunk, committing after each; finish the run. Returns the number
     of items processed by this process, or ``None`` when ``rejected()`` turned true (``--on-error reject`` met a bad
     row): then no chunk after it ran, the output is left unrenamed and the run unfinished, for the caller to discard
-    (:meth:`StateStore.discard_run` puts the state back to where the run started)."""
+    (:meth:`StateStore.discard_run` puts the state back to where the run started). A run that wrote no result (an
+    empty or header-only input) leaves a non-empty file at ``output`` as it was."""
     done = run.rows_done if run else 0
     last = [done]
 
@@ -176,6 +177,10 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
     if rejected():
         return None
     if output is not None:
-        os.replace(_partial_path(output), output.resolve())
+        target = output.resolve()
+        if offset == 0 and target.is_file() and target.stat().st_size:  # no result at all: earlier results stay
+            _partial_path(output).unlink(missing_ok=True)
+        else:
+            os.replace(_partial_path(output), target)
     keeper.finish_run(pipeline)
     return count
