@@ -144,7 +144,7 @@ def main() -> None:
             tf = Taskflow("aml", model=args.model == "model")
             start = time.perf_counter()
             out = tf(items)
-            print(f"{name} {n}: {time.perf_counter() - start:.2f} s, {sum(o.alert for o in out)} alerted",
+            print(f"{name} {n}: {time.perf_counter() - start:.2f} s, {sum(o.flagged for o in out)} flagged",
                   flush=True)
 
 

@@ -75,7 +75,7 @@ def run_pipeline(bundle: Path, folder: Path, batch_size: int, threshold: float, 
         pair = (txn.sender_account, txn.receiver_account)
         if res.model_score is not None and res.model_score >= threshold:
             model.update(pair)
-        if res.alert:
+        if res.flagged:  # a rule or the model fired (until 1 Dec 2026 this was `alert`)
             combined.update(pair)
         for alert in res.alerts:
             combined.update(alert.accounts)

@@ -55,7 +55,7 @@ def measure(txns: list, **options) -> dict:
         within = [u for rank, u in enumerate(updates, 1) if budget.within(rank, u.score, active, u.mandatory)]
         months[period] = {"within_budget": len(within), "mandatory": sum(u.mandatory for u in within),
                           "active_accounts": active, "share": round(len(within) / active, 5)}
-    return {"transactions": len(results), "flagged": sum(r.alert for r in results),
+    return {"transactions": len(results), "flagged": sum(r.flagged for r in results),
             "alerts": dict(collections.Counter(a.typology for r in results for a in r.alerts).most_common()),
             "str_drafts": sum(1 for r in results for d in r.reports if d.kind == "suspicious"),
             "accounts": len(accounts), "accounts_in_alerts": len(named), "cases": months}

@@ -61,6 +61,13 @@ class Pipeline(Generic[In, Out]):
     def load(self) -> None:
         """Set up predictors and tables. Default: nothing. Raise a ``SectorflowError`` for a bad bundle/option."""
 
+    def model_identity(self) -> dict[str, str | None] | None:
+        """After :meth:`load`: the model that produces the results, when it is not the bundle's manifest ``name`` and
+        ``version`` (a bundle holding several models, of which the options pick some), as ``{"model_name",
+        "model_version", "bundle_sha256"}`` for the results' ``meta`` and the audit trail; ``None`` (the default):
+        the bundle's own."""
+        return None
+
     def predictor_pool(self) -> PredictorPool:
         """A thread-safe predictor pool for this pipeline's bundle and device.
 

@@ -362,6 +362,10 @@ class Taskflow:
             pipeline = self.spec.pipeline(self.spec, bundle, self.device, self.precision, self.batch_size,
                                           self.num_threads, dict(self.options))
             pipeline.load()
+            identity = pipeline.model_identity() if bundle is not None else None
+            if identity:  # the model the options picked from the bundle (aml: the account model), not its manifest's
+                meta = meta.model_copy(update={k: identity[k] for k in ("model_name", "model_version",
+                                                                        "bundle_sha256") if k in identity})
         except Exception as exc:  # every failed load is an event, also one Paddle raises on a malformed program
             plugins.emit(TaskEvent("model_load_failed", self.spec.name, context, base_meta,
                                    error=f"{type(exc).__name__}: {exc}",

@@ -34,7 +34,7 @@ def test_one_model_alert_per_subject_per_window_while_every_transfer_keeps_its_f
         txn = by_id[result.transaction_id]
         if result.model_score is not None and result.model_score >= threshold:
             flagged_by_model += 1
-            assert result.alert and any(r.code == "model.risk" for r in result.reasons)
+            assert result.flagged and any(r.code == "model.risk" for r in result.reasons)
         for alert in result.alerts:
             if alert.typology == "model_risk":
                 if per_transaction:

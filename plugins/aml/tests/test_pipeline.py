@@ -47,7 +47,7 @@ def test_examples_give_a_structuring_alert_with_rule_reasons_and_a_large_value_r
     # the riskier account's score after it
     assert all(r.model_score == max(r.account_scores.values()) for r in results)
     second = results[1]
-    assert second.alert and second.typologies[0] == "structuring"
+    assert second.flagged and second.typologies[0] == "structuring"
     sources = {reason.source for reason in second.reasons}
     assert "sectorflow_aml.typologies.structuring" in sources  # and the account model's score, below its threshold
     assert [r.code for r in second.reasons if r.source.startswith("model:")] == ["model.risk"]
@@ -84,7 +84,7 @@ def test_us_structuring_fan_in_alert_and_suspicious_report_draft():
     alerts = [a for r in out for a in r.alerts]
     assert [(a.typology, a.variant) for a in alerts] == [("structuring", "fan_in")]
     flagged = next(r for r in out if r.alerts)
-    assert flagged.alert and flagged.model_score is None and flagged.risk_score == alerts[0].score
+    assert flagged.flagged and flagged.model_score is None and flagged.risk_score == alerts[0].score
     strs = [d for d in flagged.reports if d.kind == "suspicious"]
     assert len(strs) == 1 and strs[0].jurisdiction == "US" and strs[0].transaction_ids == alerts[0].transaction_ids
     assert strs[0].elements["transactions_not_supplied"] == []
@@ -145,17 +145,17 @@ def test_chain_is_not_a_cycle_until_it_closes(aml: Taskflow):
                  rec(3, "C", "D", "9800", days=2)])
     assert not any("cycle" in r.typologies for r in chain)
     closing = aml(rec(4, "D", "A", "9700", days=3))  # time-ordered, each hop 99 %: a cycle (issue 21)
-    assert "cycle" in closing.typologies and closing.alert
+    assert "cycle" in closing.typologies and closing.flagged
     cycle = next(a for a in closing.alerts if a.typology == "cycle")
     assert set(cycle.transaction_ids) == {"p1", "p2", "p3", "p4"}
 
 
 def test_high_risk_country_flags_and_rules_can_be_switched_off(aml: Taskflow):
     hit = aml(rec(1, "A", "B", "5000", sender_country="CN", receiver_country="KP"))
-    assert hit.alert and hit.typologies[:1] == ["high_risk_jurisdiction"] and hit.risk_score >= 0.8
+    assert hit.flagged and hit.typologies[:1] == ["high_risk_jurisdiction"] and hit.risk_score >= 0.8
     quiet = Taskflow("aml", model=False, rules={"high_risk_jurisdiction": False})
     res = quiet(rec(1, "A", "B", "5000", sender_country="CN", receiver_country="KP"))
-    assert not res.alert and res.alerts == [] and res.risk_score == 0.0
+    assert not res.flagged and res.alerts == [] and res.risk_score == 0.0
 
 
 def test_model_alert_when_the_model_alone_crosses_its_threshold():
@@ -172,7 +172,7 @@ def test_model_alert_when_the_model_alone_crosses_its_threshold():
     for r in out:
         model_alerts = [a for a in r.alerts if a.typology == "model_risk"]
         if r.model_score >= scorer.threshold:
-            assert r.alert  # every transfer the model flags is flagged ...
+            assert r.flagged  # every transfer the model flags is flagged ...
         # ... but the pair opens one model_risk alert per window: the first flagged transfer's
         assert bool(model_alerts) == (r.model_score >= scorer.threshold and opened == 0)
         if model_alerts:
@@ -208,7 +208,7 @@ def test_foreign_currency_needs_a_rate_and_fails_before_changing_state():
 
 def test_unflagged_results_are_ordinary_models(aml: Taskflow):
     quiet = aml(rec(1, "Q1", "Q2", "250.00"))
-    assert not quiet.alert and not quiet.alerts
+    assert not quiet.flagged and not quiet.alerts
     same = TransactionAssessment.model_validate(quiet.model_dump())
     assert same == quiet and TransactionAssessment.model_validate_json(quiet.model_dump_json()) == quiet
     assert quiet.model_fields_set == set(TransactionAssessment.model_fields)
@@ -231,7 +231,7 @@ def test_model_off_results_name_no_model(aml: Taskflow):
     assert off.meta is not None and off.model_score is None
     assert (off.meta.model_name, off.meta.model_version, off.meta.bundle_sha256) == (None, None, None)
     (on,) = aml([rec(1, "A", "B", "1000")])
-    assert on.meta.model_name == "aml-risk-mlp" and on.meta.bundle_sha256 and on.model_score is not None
+    assert on.meta.model_name == "aml-account-gbdt" and on.meta.bundle_sha256 and on.model_score is not None
 
 
 def test_model_off_runs_at_int8_without_an_int8_bundle(tmp_path, monkeypatch):

@@ -39,7 +39,7 @@ def summary(result) -> tuple:
             tuple(a.alert_id for a in result.alerts), tuple(tuple(a.transaction_ids) for a in result.alerts),
             tuple(d.report_id for d in result.reports), tuple(r.code for r in result.reasons),
             tuple((c.case_id, Score(c.score), c.rank, c.within_budget, tuple(c.transaction_ids)) for c in result.cases),
-            tuple(result.account_scores.items()))
+            tuple(result.account_scores.items()), result.flagged)
 
 
 LOOPS = {"cycle": {"ordered": False, "amount_ratio": None, "min_amount": 0.0},
@@ -150,9 +150,10 @@ def test_concurrent_calls_on_one_stateful_taskflow_match_serial_runs():
     assert errors == []
     # Interleaved, one universe's transactions can arrive behind another's later ones: those are flagged as out of
     # time order (a note, input.out_of_order), which the serial runs do not have; everything else must match but the
-    # case updates (one case book holds every universe's accounts, so a case's rank depends on the others' arrival).
+    # case updates (one case book holds every universe's accounts, so a case's rank depends on the others' arrival)
+    # and with them ``alert`` (a transaction of a case within the budget): ``flagged`` (the rule hits) must match.
     def without_order_notes(rows: list[tuple]) -> list[tuple]:
-        return [(*s[:7], tuple(c for c in s[7] if c != "input.out_of_order")) for s in rows]
+        return [(s[0], s[10], *s[2:7], tuple(c for c in s[7] if c != "input.out_of_order")) for s in rows]
 
     assert {p: without_order_notes(v) for p, v in got.items()} == {p: without_order_notes(v)
                                                                    for p, v in serial.items()}

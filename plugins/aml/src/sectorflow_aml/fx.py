@@ -138,10 +138,12 @@ class FxRates:
         if not self.tables:  # no date would do: naming ``on`` (a caller's placeholder, e.g. today) would mislead
             raise MissingRateError(f"No {base}/{quote} exchange rate: no rate table was given, so there is none for "
                                    f"any date; pass a table with the pair dated on or before the transactions "
-                                   f"(fx=, or Taskflow('aml', fx_rates=...)).", details=details)
+                                   f"(`sectorflow run aml ... -O fx_rates=FILE` on the command line, "
+                                   f"Taskflow('aml', fx_rates=...) in Python).", details=details)
         dated = ", ".join(t.as_of.isoformat() for t in self.tables)
         raise MissingRateError(f"No {base}/{quote} exchange rate for {on.isoformat()} (tables dated: {dated}); "
-                               f"add the pair to the rate table passed as fx=.", details=details)
+                               f"add the pair to the rate table (the fx_rates option: -O fx_rates=FILE on the "
+                               f"command line).", details=details)
 
     def convert(self, amount: Decimal, base: str, quote: str, on: date) -> Decimal:
         """``amount`` of ``base`` expressed in ``quote`` on ``on``, rounded half up to ``quote``'s minor unit

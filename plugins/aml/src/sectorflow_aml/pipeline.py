@@ -21,9 +21,10 @@ For each transaction, in arrival order (:meth:`AMLPipeline.preprocess`):
    the two (by default: the account model gives the model part of ``risk_score``, window-exact; docs/aml.md).
 
 :meth:`forward` scores a batch of feature rows with the Paddle predictor; :meth:`postprocess` combines rule alerts
-and the model score into ``risk_score``, the alert flag, typologies, reasons (en and zh, from both), alerts (a model
-alert when the model alone crosses its threshold) and report drafts (suspicious transaction report drafts for
-alerts scoring at least ``str_threshold``; a ``model_risk`` alert alone drafts none unless ``model_str=True``).
+and the model score into ``risk_score``, the ``flagged`` and ``alert`` flags, typologies, reasons (en and zh, from
+both), alerts (a model alert when the model alone crosses its threshold) and report drafts (suspicious transaction
+report drafts for alerts scoring at least ``str_threshold``; a ``model_risk`` alert alone drafts none unless
+``model_str=True``).
 
 Then, still in arrival order, the case book (:mod:`sectorflow_aml.cases`, ``self.case_book``) takes each
 transaction with its alerts (and the account model's ``account_scores`` when a result carries them): one case per
@@ -34,7 +35,8 @@ Risk: ``rule_risk = 1 - prod(1 - alert.score)`` over the rule alerts completed b
 ``m`` is rescaled piecewise-linearly so that the bundle's decision threshold ``t`` lands on ``alert_threshold``
 (``t``: the account model's threshold of best validation F1, or the per-transaction scorer's; ``m < t``:
 ``m / t * a``; else ``a + (m - t) / (1 - t) * (1 - a)``); ``risk = 1 - (1 - rule_risk)(1 - model_risk)``.
-The alert flag is ``risk >= alert_threshold``.
+``flagged`` is ``risk >= alert_threshold`` (the evidence: a rule or the model fired); ``alert`` is true only for a
+transaction of a case within the alert budget at that update (:func:`_in_budget`; docs/aml.md, "alert and flagged").
 
 State (window, scorer features, report aggregates, alert cooldowns, open cases) is kept across calls, so feeding
 transactions one at a time, in chunks or in one batch gives the same results; :meth:`reset_state` forgets it. The
@@ -61,8 +63,8 @@ from .cases import OPTIONS as CASE_OPTIONS
 from .cases import CaseBook
 from .fx import MissingRateError
 from .reports import ReportEngine, read_account_file
-from .schema import (INPUT_TIMEZONE_HELP, Alert, Reason, ReportDraft, Transaction, TransactionAssessment,
-                     transactions_digest)
+from .schema import (INPUT_TIMEZONE_HELP, Alert, CaseUpdate, Reason, ReportDraft, Transaction,
+                     TransactionAssessment, transactions_digest)
 from .pipeline_state import load_pipeline_state, pipeline_state_dict, refuse_duplicates
 from .state import decode_transactions, transaction_row
 from .suspicious import suspicious_report
@@ -85,7 +87,7 @@ OPTIONS: dict[str, str] = {
                      "back to the per-transaction scorer (not window-exact: it reads account age and lifetime counts)",
     "transaction_model": "also run the per-transaction scorer (bundle model.json) and take model_score from it, as "
                          "before bundle 3 (default False when the account model is on; it is not window-exact)",
-    "alert_threshold": "risk score at or above which a transaction is flagged (default 0.5)",
+    "alert_threshold": "risk score at or above which a transaction is flagged (a rule or model hit; default 0.5)",
     "str_threshold": "alert score at or above which a suspicious transaction report draft is made (default 0.75)",
     "model_str": "let a model_risk alert alone draft a suspicious transaction report (default False: the shipped "
                  "model learned from a simulator and generated banks, so report drafts come from the typology rules; "
@@ -160,6 +162,17 @@ def _fraction(options: dict[str, Any], name: str, default: float) -> float:
 _FIELDS_SET = frozenset(TransactionAssessment.model_fields)
 _NO_ALERTS: list[Alert] = []
 """The alerts of a transaction that completed none (most): one shared list, never mutated and never handed out."""
+def _in_budget(txn: Transaction, cases: Sequence[CaseUpdate]) -> bool:
+    """``TransactionAssessment.alert``: whether ``txn`` belongs to one of the ``cases`` it updated (its sender's or
+    receiver's case, or one its alerts added it to) that is within the alert budget at this update; a counterparty's
+    case that only got new graph evidence does not count."""
+    for case in cases:
+        if case.within_budget and (case.account == txn.sender_account or case.account == txn.receiver_account
+                                   or txn.transaction_id in case.transaction_ids):
+            return True
+    return False
+
+
 _new = object.__new__
 _set = object.__setattr__
 
@@ -341,8 +354,9 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 raise ConfigError(f"lookback_days={lookback!r}, but the model bundle {self.bundle.name} was trained "
                                   f"with {trained:g} days; drop the option or pass model=False.")
             lookback = trained if trained is not None else lookback
-        self.model_source = (f"{self.bundle.name}@{self.bundle.version}"
-                             if self.scorer or self.account_scorer else None)
+        identity = self.model_identity()
+        self.model_source = (f"{identity['model_name']}@{identity['model_version']}" if identity is not None
+                             else None)
         self.lookback_days = float(lookback if lookback is not None else DEFAULT_LOOKBACK_DAYS)
         rules_opt = opts.get("rules")
         if rules_opt is not None and not isinstance(rules_opt, dict):
@@ -381,8 +395,57 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         except MissingRateError as exc:
             raise MissingRateError(
                 f"A {currency} transaction needs a {currency}/{self._home} rate to enter the transaction window's "
-                f"{self._home} sums; pass Taskflow('aml', fx_rates={{'as_of': 'YYYY-MM-DD', '{currency}/{self._home}': "
-                f"'RATE'}}) or a CSV path (as_of,base,quote,rate). ({exc})", details=exc.details) from exc
+                f"{self._home} sums; give the fx_rates option a CSV file (as_of,base,quote,rate) with the pair: "
+                f"`sectorflow run aml ... -O fx_rates=FILE` on the command line, Taskflow('aml', fx_rates='FILE' or "
+                f"{{'as_of': 'YYYY-MM-DD', '{currency}/{self._home}': 'RATE'}}) in Python. ({exc})",
+                details={**(exc.details if isinstance(exc.details, dict) else {}), "option": "fx_rates"}) from exc
+
+    def model_identity(self) -> dict[str, str | None] | None:
+        """The models that produce the scores, for the results' ``meta`` and the audit trail
+        (``{"model_name", "model_version", "bundle_sha256"}``), or ``None`` when no model runs.
+
+        The account model alone (the default): its name and version from the manifest's ``account_model`` section
+        (``aml-account-gbdt`` ``1.0.0`` in the shipped bundle), or the manifest's own for a bundle that holds it alone
+        (``sectorflow aml train``). The per-transaction scorer (``transaction_model=True``, or a bundle without an
+        account model): the manifest's name and version (``aml-risk-mlp`` ``2.1.0``); both: ``"A+B"`` for name and
+        version, the transaction scorer first. ``bundle_sha256``: the SHA-256 of the bundle's ``manifest.json``,
+        which lists the SHA-256 of every file of both models."""
+        bundle = self.bundle
+        if bundle is None or (self.scorer is None and self.account_scorer is None):
+            return None
+        names: list[tuple[str, str]] = []
+        if self.scorer is not None:
+            names.append((bundle.name, bundle.version))
+        if self.account_scorer is not None:
+            section = bundle.manifest.get("account_model")
+            if isinstance(section, dict) and section.get("name"):
+                names.append((str(section["name"]), str(section.get("version") or bundle.version)))
+            else:
+                names.append((bundle.name, bundle.version))
+        return {"model_name": "+".join(n for n, _ in names), "model_version": "+".join(v for _, v in names),
+                "bundle_sha256": bundle.sha256}
+
+    def _check_rates(self, txns: Sequence[Transaction]) -> None:
+        """Raise the :class:`MissingRateError` a transaction of ``txns`` would raise part-way through the call: its
+        currency has no rate into the window's home currency, or a report total needs one on its local day."""
+        for currency in {txn.currency for txn in txns}:
+            try:
+                self.window.rate_of(currency)
+            except MissingRateError as exc:  # name the transaction and its day, not only the currency
+                first = next(t for t in txns if t.currency == currency)
+                day = first.timestamp.date().isoformat()
+                raise MissingRateError(f"Transaction {first.transaction_id} of {day} (UTC) is in {currency}: {exc}",
+                                       details={**(exc.details if isinstance(exc.details, dict) else {}),
+                                                "transaction_id": first.transaction_id, "date": day}) from exc
+        self.reports_engine.check_rates(txns)  # and the report totals' rates, on each transaction's local day
+
+    def _missing_rate(self, txn: Transaction) -> str | None:
+        """Why ``txn`` fails :meth:`_check_rates` on its own, or ``None`` when it passes."""
+        try:
+            self._check_rates([txn])
+        except MissingRateError as exc:
+            return exc.message
+        return None
 
     def spawn(self) -> AMLPipeline:
         """Another tenant's pipeline (``Taskflow`` state per tenant): it shares this one's model (the scorer's
@@ -483,16 +546,15 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         feature_row = self.scorer._extractor.row if self.scorer is not None else None
         account_rows = self.account_scorer.extractor.snapshots if self.account_scorer is not None else None
         observe = self.reports_engine.observe
-        for currency in {txn.currency for txn in items}:  # a missing FX rate fails the call before any state changes
-            try:
-                window.rate_of(currency)
-            except MissingRateError as exc:  # name the transaction and its day, not only the currency
-                first = next(t for t in items if t.currency == currency)
-                day = first.timestamp.date().isoformat()
-                raise MissingRateError(f"Transaction {first.transaction_id} of {day} (UTC) is in {currency}: {exc}",
-                                       details={**(exc.details if isinstance(exc.details, dict) else {}),
-                                                "transaction_id": first.transaction_id, "date": day}) from exc
-        self.reports_engine.check_rates(items)  # and the report totals' rates, on each transaction's local day
+        try:  # a missing FX rate fails the call before any state changes
+            self._check_rates(items)
+        except MissingRateError as exc:  # which of the call's transactions lack a rate: --on-error skip skips those
+            bad = [{"item": i, "field": "currency", "reason": reason} for i, txn in enumerate(items)
+                   for reason in [self._missing_rate(txn)] if reason is not None]
+            raise MissingRateError(exc.message + (f" ({len(bad)} of the call's {len(items)} transactions lack a "
+                                                  "rate.)" if len(items) > 1 else ""),
+                                   details={**(exc.details if isinstance(exc.details, dict) else {}),
+                                            "items": bad}) from exc
         if self.on_duplicate == "refuse":
             refuse_duplicates(items, window.ids, self.lookback_days)
         out: list[_Item] = []
@@ -621,7 +683,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 setattr_(out, "__dict__", {
                     "meta": None, "transaction_id": txn.transaction_id, "risk_score": round(model_risk, 6),
                     "model_score": None if model_score is None else round(model_score, 6), "alert": False,
-                    "typologies": [], "reasons": [], "alerts": [], "reports": item.reports,
+                    "flagged": False, "typologies": [], "reasons": [], "alerts": [], "reports": item.reports,
                     "account_scores": item.account_scores, "cases": []})
                 setattr_(out, "__pydantic_fields_set__", set(fields_set))
                 setattr_(out, "__pydantic_extra__", None)
@@ -630,12 +692,14 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 cases = update_cases(txn, item.edge.amount, _NO_ALERTS, scores)
                 if cases:
                     out.__dict__["cases"] = cases
+                    out.__dict__["alert"] = _in_budget(txn, cases)
                 append(out)
                 continue
             if item.duplicate:
                 results.append(construct(  # a repeated id: not scored, not counted, only the note
                     meta=None, transaction_id=txn.transaction_id, risk_score=0.0, model_score=None, alert=False,
-                    typologies=[], reasons=list(item.notes), alerts=[], reports=[], account_scores={}, cases=[]))
+                    flagged=False, typologies=[], reasons=list(item.notes), alerts=[], reports=[], account_scores={},
+                    cases=[]))
                 continue
             rule_keep = 1.0
             for alert in alerts:
@@ -661,11 +725,13 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                 alerts = []
             out = construct(
                 meta=None, transaction_id=txn.transaction_id, risk_score=round(risk, 6),
-                model_score=None if model_score is None else round(model_score, 6), alert=flagged,
+                model_score=None if model_score is None else round(model_score, 6), alert=False, flagged=flagged,
                 typologies=list(dict.fromkeys(x.typology for x in alerts)), reasons=reasons, alerts=alerts,
                 reports=reports, account_scores=item.account_scores, cases=[])
-            out.__dict__["cases"] = update_cases(txn, item.edge.amount, alerts, item.account_scores,
-                                                 item.cash_alerts)
+            cases = out.__dict__["cases"] = update_cases(txn, item.edge.amount, alerts, item.account_scores,
+                                                         item.cash_alerts)
+            if cases:
+                out.__dict__["alert"] = _in_budget(txn, cases)
             results.append(out)
         return results
 

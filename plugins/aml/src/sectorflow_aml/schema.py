@@ -339,7 +339,14 @@ class TransactionAssessment(TaskResult):
     model_score: float | None = Field(default=None, ge=0, le=1, description=(
         "The model's score alone: by default the higher of the sender's and the receiver's account-model scores after "
         "this transaction; with transaction_model=True (or no account model) the per-transaction scorer's."))
-    alert: bool
+    alert: bool = Field(description=(
+        "For the analyst: this transaction belongs to a case within the alert budget when it arrived (its sender's or "
+        "receiver's case, or a case its alerts added it to, ranked at that moment: CaseUpdate.within_budget). The "
+        "period's final list is `sectorflow aml cases` (sectorflow_aml.cases.read_cases): a case can fall out of the "
+        "budget as the period goes on."))
+    flagged: bool = Field(default=False, description=(
+        "Evidence, not a task: risk_score reached alert_threshold (a typology rule or the model fired); rules fire on "
+        "many legitimate look-alikes, so the alert budget keeps only the top cases (alert)."))
     typologies: list[str] = Field(default_factory=list)
     reasons: list[Reason] = Field(default_factory=list)
     alerts: list[Alert] = Field(default_factory=list, description="Alerts completed by this transaction.")
