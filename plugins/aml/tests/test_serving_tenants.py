@@ -161,3 +161,16 @@ def test_a_reset_and_a_reload_keep_the_other_banks_same_day_aggregate(server):
     (after2,), text = call(server, "b2", deposit("B2-R-2", "30000.00", "2026-11-04T03:00:00Z"))
     (report,) = after2["reports"]  # bank 2 kept its own, through bank 1's reset and the reload
     assert report["transaction_ids"] == ["B2-R-1", "B2-R-2"] and "B1-R" not in text
+
+
+def test_a_transaction_without_an_fx_rate_is_a_4xx_naming_the_option_and_changes_nothing(server):
+    """Issue 21 (fresh-user check): the rows `sectorflow run --on-error skip` now skips are a 4xx over HTTP (a call is
+    all or nothing), never a 5xx, and the tenant's window is untouched."""
+    reset(server, "bank-3")
+    eur = {**deposit("B3-EUR-1", "9000.00", "2026-11-04T02:00:00Z"), "currency": "EUR"}
+    response = httpx.post(f"{server}/v1/tasks/aml", headers={"Authorization": f"Bearer {SECRETS['b3']}"},
+                          json={"inputs": [deposit("B3-CNY-1", "100.00", "2026-11-04T01:00:00Z"), eur]}, timeout=60)
+    assert 400 <= response.status_code < 500, response.text
+    assert "EUR" in response.text and "fx_rates" in response.text
+    (again,), _ = call(server, "b3", deposit("B3-CNY-1", "100.00", "2026-11-04T01:00:00Z"))
+    assert not any(r["code"] == "input.duplicate_id" for r in again["reasons"])  # the refused call added nothing
