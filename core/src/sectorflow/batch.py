@@ -233,9 +233,15 @@ def _run_chunk(tf: Taskflow, chunk: list[Any], numbers: list[int], context: Call
     :class:`SectorflowError` whose ``details["items"]`` lists ``{"item": index in the call, "field", "reason"}``: an
     AML transaction in a currency with no FX rate) are skipped as bad rows (``numbers``: their row numbers) and the
     others run. Anything else, and any refusal in reject mode, is raised."""
+    return _run_kept(tf, chunk, numbers, context, on_error, problems)[1]
+
+
+def _run_kept(tf: Taskflow, chunk: list[Any], numbers: list[int], context: CallContext, on_error: OnError,
+              problems: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """:func:`_run_chunk` returning ``(the items that ran, their results)``."""
     while chunk:
         try:
-            return tf.run(chunk, context=context)
+            return chunk, tf.run(chunk, context=context)
         except SectorflowError as exc:
             refused = exc.details.get("items") if isinstance(exc.details, dict) else None
             bad = {entry["item"]: entry for entry in refused or () if isinstance(entry, dict)
@@ -246,7 +252,7 @@ def _run_chunk(tf: Taskflow, chunk: list[Any], numbers: list[int], context: Call
                             for i, entry in sorted(bad.items()))
             keep = [i for i in range(len(chunk)) if i not in bad]
             chunk, numbers = [chunk[i] for i in keep], [numbers[i] for i in keep]
-    return []
+    return [], []
 
 
 def _rejected(problems: list[dict[str, Any]], name: str) -> InvalidInputError:
@@ -412,14 +418,21 @@ def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optiona
                   f"{run.time}); {run.items} item(s) already done.")
     skipped: list[dict[str, Any]] = []
     once = on_error is OnError.reject and output is not None  # else checked before (stdout) or skip mode
+    numbers: list[int] = []
+
+    def run_chunk(chunk: list[Any], context: CallContext) -> tuple[list[Any], list[Any]]:
+        rows = numbers[:len(chunk)]
+        del numbers[:len(chunk)]
+        return _run_kept(tf, chunk, rows, context, on_error, skipped)
+
     try:
         with RunProgress(_label(tf, name), Path(source), err, enabled=progress) as shown:
             count = run_with_state(
                 keeper, run, reader(source, name=name),
                 lambda rows: _validated(tf.spec, rows, OnError.reject if once else OnError.skip, skipped,
-                                        tf.input_context), output,
+                                        tf.input_context, numbers), output,
                 checkpoint_rows, cli_context(), _utf8_stdout, lambda n: (shown.update(n), check_stopped()),
-                rejected=lambda: once and bool(skipped))
+                rejected=lambda: once and bool(skipped), run_chunk=run_chunk)
     except Stopped as stop:
         progress_now = keeper.store.run(keeper.task, tenant)
         rows = progress_now.rows_done if progress_now is not None else 0

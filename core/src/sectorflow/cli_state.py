@@ -131,12 +131,15 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
                    validated: Callable[[Iterator[tuple[int, Any]]], Iterator[Any]], output: Optional[Path],
                    chunk_size: int, context: Any, stdout: Callable[[], Any],
                    progress: Callable[[int], None] = lambda n: None,
-                   rejected: Callable[[], bool] = lambda: False) -> int | None:
+                   rejected: Callable[[], bool] = lambda: False,
+                   run_chunk: Callable[[list[Any], Any], tuple[list[Any], list[Any]]] | None = None) -> int | None:
     """Process the rows not yet consumed, chunk by chunk, committing after each; finish the run. Returns the number
     of items processed by this process, or ``None`` when ``rejected()`` turned true (``--on-error reject`` met a bad
     row): then no chunk after it ran, the output is left unrenamed and the run unfinished, for the caller to discard
     (:meth:`StateStore.discard_run` puts the state back to where the run started). A run that wrote no result (an
-    empty or header-only input) leaves a non-empty file at ``output`` as it was."""
+    empty or header-only input) leaves a non-empty file at ``output`` as it was. ``run_chunk(chunk, context)``: how a
+    chunk runs, ``(the items that ran, their results)`` (default: all of them, ``tf.run``); the journal records the
+    items that ran."""
     done = run.rows_done if run else 0
     last = [done]
 
@@ -159,7 +162,8 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
             if rejected():
                 break
             start = time.perf_counter()
-            data = "".join(result.model_dump_json() + "\n" for result in tf.run(chunk, context=context)).encode()
+            chunk, results = run_chunk(chunk, context) if run_chunk else (chunk, tf.run(chunk, context=context))
+            data = "".join(result.model_dump_json() + "\n" for result in results).encode()
             seconds = time.perf_counter() - start
             out.write(data)
             out.flush()

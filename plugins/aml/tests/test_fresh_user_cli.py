@@ -132,6 +132,18 @@ def test_on_error_skip_skips_and_counts_rows_without_an_fx_rate(cli_main, capsys
     assert [json.loads(x)["transaction_id"] for x in out.read_text().splitlines()] == ["c0", "c2"]
     assert "2 item(s) processed, 2 row(s) skipped" in err and "skipped row 2" in err and "skipped row 4" in err
     assert "-O fx_rates=FILE" in err
+    state = tmp_path / "bank.sqlite"  # a --state run skips them too, and journals only the rows that ran
+    code = cli_main(["run", "aml", str(source), "--format", "jsonl", "--on-error", "skip", "--output",
+                     str(tmp_path / "s.jsonl"), "--state", str(state), "-O", "model=false"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 0 and "2 item(s) processed, 2 row(s) skipped" in err and "skipped row 4" in err, err
+    assert [json.loads(x)["transaction_id"] for x in (tmp_path / "s.jsonl").read_text().splitlines()] == ["c0", "c2"]
+    later = write_jsonl(tmp_path / "later.jsonl", [rec(1, "B", "C", hours=5)])  # c1 never entered the window
+    code = cli_main(["run", "aml", str(later), "--format", "jsonl", "--output", str(tmp_path / "l.jsonl"),
+                     "--state", str(state), "-O", "model=false"])
+    capsys.readouterr()
+    (again,) = [json.loads(x) for x in (tmp_path / "l.jsonl").read_text().splitlines()]
+    assert code == 0 and not any(r["code"] == "input.duplicate_id" for r in again["reasons"])
     # reject (the default) still refuses the run, naming the CLI option
     code = cli_main(["run", "aml", str(source), "--format", "jsonl", "--output", str(tmp_path / "o2.jsonl"),
                      "-O", "model=false"])
