@@ -40,7 +40,8 @@ aml_app = typer.Typer(help="Anti-money-laundering tools: ranked cases, evaluatio
 @aml_app.command("alerts")
 def alerts_command(results: Path = typer.Option(..., "--results", "-r", help="JSON lines from `sectorflow run aml`."),
                    as_json: bool = typer.Option(False, "--json", help="One JSON alert per line.")) -> None:
-    """List the alerts in a results file (id, typology, score, accounts, number of transactions)."""
+    """List the typology and model alerts in a results file (id, typology, score, number of transactions,
+    accounts): the rule hits, evidence of the cases; `sectorflow aml cases` lists what the alert budget keeps."""
     total, n = require_aml_results(results), 0
     for n, alert in enumerate(iter_alerts(results), start=1):
         if as_json:
