@@ -1,7 +1,7 @@
 """What AMLSim's account-level F1 of about 0.80 is made of, and an upper bound no window-exact model can pass
 (docs/benchmarks/aml.md, "AMLSim: the 0.80 ceiling").
 
-    .venv/bin/python benchmarks/aml_amlsim_ceiling.py [--json OUT]
+    .venv/bin/python benchmarks/aml_amlsim_ceiling.py [--json OUT] [--max-rows N]
 
 1. Per run: the laundering accounts (``isFraud``) that take part in at least one planted transfer (AMLSim plants its
    patterns as transfers under 100; no normal account ever sends or receives one) and those that take part in none,
@@ -41,15 +41,17 @@ SMALL = 100.0
 SEED = 20211
 
 
-def read_run(run: str):
-    """``(label, fraud_step, transactions)``: dicts by node id and ``[(src, dst, value, step)]``."""
+def read_run(run: str, max_rows: int | None = None):
+    """``(label, fraud_step, transactions)``: dicts by node id and ``[(src, dst, value, step)]`` (the first
+    ``max_rows`` transactions when given: a smoke run; the figures need whole runs)."""
     label, step = {}, {}
     with gzip.open(DATA / run / "nodes.csv.gz", "rt", newline="") as f:
         for r in csv.DictReader(f):
             label[r["nodeid"]] = int(r["isFraud"].strip() == "1")
             step[r["nodeid"]] = int(r["fraudStep"])
     with gzip.open(DATA / run / "transactions.csv.gz", "rt", newline="") as f:
-        txns = [(r["sourceNodeId"], r["targetNodeId"], float(r["value"]), int(r["time"])) for r in csv.DictReader(f)]
+        txns = [(r["sourceNodeId"], r["targetNodeId"], float(r["value"]), int(r["time"]))
+                for i, r in enumerate(csv.DictReader(f)) if max_rows is None or i < max_rows]
     return label, step, txns
 
 
@@ -117,11 +119,12 @@ def main() -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--max-rows", type=int, help="read only the first transactions of each run (smoke run)")
     args = ap.parse_args()
     out: dict = {}
     data = {}
     for run in RUNS:
-        label, step, txns = read_run(run)
+        label, step, txns = read_run(run, args.max_rows)
         accounts, x, planted = oracle_features(label, txns)
         y = np.asarray([label[a] for a in accounts])
         data[run] = (accounts, x, y, planted)
