@@ -69,12 +69,12 @@ class _FsyncEach:
 AuditLog.append = _FsyncEach.patched  # type: ignore[method-assign]
 
 
-def configure(setting: str, home: Path) -> None:
+def configure(setting: str, home: Path, synchronous: str = "FULL") -> None:
     """Point the audit runtime at ``setting`` (one store for the whole run: what a service restart keeps)."""
     os.environ["SECTORFLOW_HOME"] = str(home)
-    for key in ("SECTORFLOW_AUDIT_DB", "SECTORFLOW_AUDIT_KEY", "SECTORFLOW_AUDIT_SQLITE_SYNCHRONOUS",
-                "SECTORFLOW_AUDIT_COMMIT"):
+    for key in ("SECTORFLOW_AUDIT_DB", "SECTORFLOW_AUDIT_KEY", "SECTORFLOW_AUDIT_COMMIT"):
         os.environ.pop(key, None)
+    os.environ["SECTORFLOW_AUDIT_SQLITE_SYNCHRONOUS"] = synchronous
     if setting == "on-group":
         os.environ["SECTORFLOW_AUDIT_COMMIT"] = "group"
     _FsyncEach.active = setting == "on-fsync-each"
@@ -101,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-stream", type=int, default=3000, help="timed one-transaction calls per setting")
     parser.add_argument("--block", type=int, default=250, help="calls per block; settings alternate by block")
     parser.add_argument("--settings", default=",".join(SETTINGS), help=f"comma-separated subset of {SETTINGS}")
+    parser.add_argument("--synchronous", choices=("FULL", "NORMAL"), default="FULL",
+                        help="sqlite_synchronous of the audited settings (FULL: the default durability; NORMAL: no "
+                             "fsync at all, to see what the rest of the audit path costs)")
     args = parser.parse_args(argv)
     settings = [s.strip() for s in args.settings.split(",") if s.strip()]
     if not settings or set(settings) - set(SETTINGS):
@@ -111,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     if need > len(txns) or args.n > len(txns):
         parser.error(f"the run has {len(txns):,} transactions; this needs {max(need, args.n):,}")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
-          f"Taskflow('aml') num_threads=1; run {args.run}; load average at start {os.getloadavg()[0]:.1f}", flush=True)
+          f"Taskflow('aml') num_threads=1; run {args.run}; audit store synchronous={args.synchronous}; "
+          "load average at start {:.1f} / {:.1f} / {:.1f} (1 / 5 / 15 min)".format(*os.getloadavg()), flush=True)
     with tempfile.TemporaryDirectory(prefix="sectorflow-aml-audit-") as tmp:
         home = Path(tmp) / "home"
         configure("on", home)  # the audit plugin loaded from the start, as in a default install
@@ -138,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
             for setting in settings:
                 if len(lat[setting]) >= args.n_stream:
                     continue
-                configure(setting, home)
+                configure(setting, home, args.synchronous)
                 take = min(args.block, args.n_stream - len(lat[setting]))
                 if setting != "off":
                     tf(stream[at])  # the block's first call opens the log: not timed
