@@ -221,7 +221,7 @@ class AccountMLPTrainable:
             if self.frozen is None:  # the first pooled moments: kept for the rest of the run
                 self.frozen = (self.mean.copy(), self.sq.copy())
             self.mean, self.sq = self.frozen[0].copy(), self.frozen[1].copy()
-        seed = int(config.get("seed", self.seed)) + self._round
+        seed = int(config.get("seed", self.seed)) + server_round  # the same in deployment (a process per round)
         paddle.seed(seed)
         mu = float(config.get("proximal_mu", 0.0))
         anchors = [p.detach().clone() for p in self.net.parameters()] if mu > 0 else []
@@ -295,10 +295,11 @@ def platt_from_counts(metrics: Mapping[str, Any]) -> tuple[float, float]:
 
 
 def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
-    """Write the federated run's global model as an ``account-mlp`` bundle (same layout and manifest as
-    ``sectorflow aml train --model mlp``; ``provenance.federation`` = ``run``, the federated layer's record: rounds,
-    strategy, SecAgg+/DP and budget, institutions' digests and example counts, audit event ids). Returns the manifest
-    path.
+    """Write the federated run's kept global model (``arrays``: the round ``run["selection"]`` names, else the last)
+    as an ``account-mlp`` bundle (same layout and manifest as ``sectorflow aml train --model mlp``;
+    ``provenance.federation`` = ``run``, the federated layer's record: rounds, strategy, SecAgg+/DP and budget,
+    institutions' digests and example counts, audit event ids, the selection). The calibration and
+    ``metrics.account_level.validation`` are of that round (``validation.round``). Returns the manifest path.
 
     Raises:
         ConfigError: arrays of another model, no evaluated round (nothing to calibrate on).
@@ -310,7 +311,9 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
     if not rounds:
         raise ConfigError("The federated run evaluated no round (fraction_evaluate = 0?): nothing to calibrate the "
                           "bundle on.")
-    last = {**rounds[-1]["eval_metrics"], **(run.get("counts") or {})}
+    chosen = (run.get("selection") or {}).get("round")
+    kept = next((r for r in rounds if r["round"] == chosen), rounds[-1])  # the round whose model ``arrays`` are
+    last = {**kept["eval_metrics"], **(run.get("counts") or {})}
     ab = platt_from_counts(last)
     net = {k: v for k, v in weights.items() if not k.startswith("input.")}
     mean = np.asarray(weights["input.mean"], np.float32) * MOMENT_SCALE
@@ -321,7 +324,8 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
                                           "its validation accounts",
                   "n_accounts": int(float(last.get("count.accounts", 0))),
                   "laundering_accounts": int(float(last.get("count.laundering", 0))),
-                  "by_institution": rounds[-1].get("eval_by_institution", []),
+                  "by_institution": kept.get("eval_by_institution", []),
+                  "round": kept["round"],
                   "history": [(r["round"], round(float(r["eval_metrics"].get("average_precision", 0.0)), 4))
                               for r in rounds],
                   "threshold_best_f1": None,
