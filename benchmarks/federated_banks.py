@@ -124,7 +124,7 @@ def main() -> None:
         f.write("account_id,label\n")
         f.writelines(f"{a},{y}\n" for a, y, _ in accounts if a not in test and (labelled is None or a in labelled))
     if labelled is not None:
-        print(f"few-label setting: per bank " + ", ".join(
+        print("few-label setting: per bank " + ", ".join(
             f"{b} {sum(1 for a, y, x in accounts if x == b and y and a in labelled)} laundering / "
             f"{sum(1 for a, y, x in accounts if x == b and a in labelled)} labelled accounts" for b in BANKS),
             flush=True)

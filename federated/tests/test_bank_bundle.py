@@ -137,6 +137,7 @@ def test_three_banks_on_their_own_views_end_in_a_bundle_that_taskflow_serves(tmp
                                          str(report)])
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert "round 1/1: validation average_precision" in result.stderr
+    assert "the bundle holds the global model of round 1 of 1 (validation average_precision" in result.stderr
     run = json.loads(report.read_text())
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["format"] == "account-mlp" and manifest["task"] == "aml"
@@ -150,6 +151,9 @@ def test_three_banks_on_their_own_views_end_in_a_bundle_that_taskflow_serves(tmp
     assert str(head) not in json.dumps(manifest)
     history = manifest["metrics"]["account_level"]["validation"]["history"]
     assert [r for r, _ in history] == [1] and 0 < history[-1][1] <= 1
+    assert federation["selection"]["round"] == 1 and federation["selection"]["keep"] == "best"
+    assert federation["selection"]["model_sha256"] == run["rounds"][0]["model_sha256"] == manifest["provenance"][
+        "federation"]["model_sha256"]
     from sectorflow_aml.loaders import load_transactions
 
     txns, _ = load_transactions(head, format="amlgentex")
