@@ -21,7 +21,9 @@ first and second moments of the transformed training rows (``input.mean``, ``inp
 returns its own, so the example-weighted average is the pooled moments (exact, also under SecAgg+); from round 2 on
 every bank standardises with the pooled moments it received in round 2 and returns them unchanged. Under local DP
 they are clipped and noised like every other weight (the guarantee covers all that a bank sends): the bundle's
-moments then carry one round's noise (it does not add up over rounds, since every round returns the frozen ones). :meth:`AccountMLPTrainable.evaluate` returns account-level validation AP and, as ``count.*`` metrics
+moments then carry one round's noise (it does not add up over rounds, since every round returns the frozen ones;
+in deployment a SuperNode keeps no state between rounds, so there each round starts from the moments it received
+and the noise does add up, docs/federated.md Limits). :meth:`AccountMLPTrainable.evaluate` returns account-level validation AP and, as ``count.*`` metrics
 (summed, not averaged, by the federated layer), histograms of the validation account-month maximum margins per class,
 from which :func:`export` fits the Platt calibration of the bundle: no account's score leaves its bank.
 """
