@@ -35,7 +35,7 @@ from sklearn.linear_model import LogisticRegression
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from legal_eval import gold_parties, name_key, parties_match  # noqa: E402
+from legal_eval import gold_parties, parties_match  # noqa: E402
 from sectorflow_legal_extraction import cuad  # noqa: E402
 from sectorflow_legal_extraction.rules_en import parties  # noqa: E402
 from sectorflow_legal_extraction.rules_en.party_candidates import FEATURES, _party_key, candidates, covered  # noqa: E402
