@@ -96,3 +96,23 @@ def test_the_pipeline_adds_them_unless_told_not_to(taskflow_factory):
     assert len(rules_only.fields["Parties"]) == 2
     with pytest.raises(ConfigError, match="party_reranker"):
         Taskflow("legal_extraction", schema=["Parties"], party_reranker="yes")
+
+
+def test_the_training_script_scores_candidates_as_the_pipeline_adds_them():
+    import importlib.util
+
+    import numpy as np
+
+    path = MODEL_DIR.parents[2] / "scripts" / "train_party_reranker.py"
+    spec = importlib.util.spec_from_file_location("train_party_reranker", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rules = parties(THREE)
+    cands = candidates(THREE, rules)
+    row = ([p.value["name"] for p in rules], ["Harbor Lane Pharma AG", "Norcross Bio Laboratories S.A.",
+                                              "Ridgeway Capital Partners Ltd"], cands, [1] * len(cands))
+    assert [c.name for c in cands] == ["Ridgeway Capital Partners Ltd."]
+    alone = script._f1([row], [np.zeros(1)], 0.5)
+    assert (alone["tp"], alone["predicted"], alone["gold"]) == (2, 2, 3)
+    joined = script._f1([row], [np.array([0.7])], 0.5)
+    assert (joined["tp"], joined["predicted"], joined["f1"]) == (3, 3, 1.0)
