@@ -35,7 +35,7 @@ SCRIPTS = [
     ("serve_load.py", ["--clients", "1", "--seconds", "1", "--warmup", "0.2", "--max-requests", "20", "--modes", "off",
                        "--hidden", "64"], "cap bound"),
     ("aml_audit_stream.py", ["--n", "1500", "--stream-after", "1500", "--n-stream", "60", "--block", "30"],
-     "on-group"),
+     "disk floor: fdatasync"),
 ]
 
 
