@@ -283,7 +283,8 @@ class HubTests:
     each; 0 off), ``max_stale_share`` (fan-out: the most of the counted payments that may be money the account had
     held longer than ``dwell_days``; 1 off), ``similar_ratio`` (the factor around the median within which an amount
     is similar), ``peer_quantile`` (where the account has no own level: its distinct counterparties on the counted
-    side must exceed this quantile of its peer group's, :func:`.peers.above_peers`; 1 off)."""
+    side within a day must exceed this quantile of its peer group's and be at least ``peer_ratio`` times it,
+    :func:`.peers.above_peers`; 1 off)."""
 
     burst_ratio: float = 0.0
     min_through_share: float = 0.0
