@@ -93,28 +93,31 @@ class PeerGroups:
         self._hist: tuple[dict[int, dict[int, int]], dict[int, dict[int, int]]] = ({}, {})  # (out, in)
 
     def _register(self, window: TransactionWindow, account: str) -> None:
-        old = self._of.pop(account, None)
+        state = window.accounts.get(account)
+        n = len(state.incoming) + len(state.outgoing) if state is not None else 0
+        now = (n.bit_length(), len(self._day_in.get(account, ())), len(self._day_out.get(account, ()))) if n \
+            else None
+        old = self._of.get(account)
+        if old == now:
+            return  # most touches change nothing: no histogram update
+        size, hist_in, hist_out = self._size, self._hist[1], self._hist[0]
         if old is not None:
             band, s_in, s_out = old
-            self._size[band] -= 1
-            for hist, value in ((self._hist[1], s_in), (self._hist[0], s_out)):
+            size[band] -= 1
+            for hist, value in ((hist_in, s_in), (hist_out, s_out)):
                 h = hist[band]
                 left = h[value] - 1
                 if left:
                     h[value] = left
                 else:
                     del h[value]
-        state = window.accounts.get(account)
-        if state is None:
+        if now is None:
+            del self._of[account]
             return
-        n = len(state.incoming) + len(state.outgoing)
-        if not n:
-            return
-        band = n.bit_length()
-        s_in, s_out = len(self._day_in.get(account, ())), len(self._day_out.get(account, ()))
-        self._of[account] = (band, s_in, s_out)
-        self._size[band] = self._size.get(band, 0) + 1
-        for hist, value in ((self._hist[1], s_in), (self._hist[0], s_out)):
+        self._of[account] = now
+        band, s_in, s_out = now
+        size[band] = size.get(band, 0) + 1
+        for hist, value in ((hist_in, s_in), (hist_out, s_out)):
             h = hist.setdefault(band, {})
             h[value] = h.get(value, 0) + 1
 
