@@ -15,7 +15,8 @@ Data (development sets only; AMLGentex ``dev_s303`` is kept for final figures an
 Configurations: ``before`` = the rules as they were before issue 21 (cycle: any closed loop; hub rules: fixed
 counts; scatter-gather legs 50-200 %; gather-scatter paying out >= 50 %), ``peers only`` = issue 21's first pass
 (peers' Poisson tail and new counterparties, none of the own-history and money-path tests of
-``typologies/history.py``), ``after`` = the shipped defaults. The
+``typologies/history.py``), ``own history`` = those tests without the peer groups of ``typologies/peers.py`` and
+scatter-gather's own-path test (``min_new_share``), ``after`` = the shipped defaults. The
 rules run over a :class:`~sectorflow_aml.window.TransactionWindow` as the pipeline runs them; the alerts go to a
 :class:`~sectorflow_aml.cases.CaseBook` (monthly cases in UTC, budget 1 % of the month's active accounts), as the
 pipeline's ``postprocess`` does. An account is *named* by a typology when it is among the ``accounts`` of one of its
@@ -58,20 +59,25 @@ T0 = datetime(2023, 1, 1, tzinfo=timezone.utc)
 EXTERNAL = {"-1": "EXT-SINK", "-2": "EXT-SOURCE"}
 
 HISTORY_OFF = {"burst_ratio": 0.0, "min_through_share": 0.0}  # the tests of typologies/history.py, off
+PEERS_OFF = {"peer_quantile": 1.0}  # the peer groups of typologies/peers.py, off
 BEFORE = {
     "cycle": {"ordered": False, "amount_ratio": None, "min_amount": 0.0},
-    "fan_in": {"peer_alpha": 1.0, "min_new_share": 0.0, **HISTORY_OFF},
-    "fan_out": {"peer_alpha": 1.0, "min_new_share": 0.0, "max_stale_share": 1.0, **HISTORY_OFF},
+    "fan_in": {"peer_alpha": 1.0, "min_new_share": 0.0, **HISTORY_OFF, **PEERS_OFF},
+    "fan_out": {"peer_alpha": 1.0, "min_new_share": 0.0, "max_stale_share": 1.0, **HISTORY_OFF, **PEERS_OFF},
     "gather_scatter": {"min_flow_ratio": 0.5, "max_flow_ratio": None, "peer_alpha": 1.0, "min_new_share": 0.0,
                        "burst_ratio": 0.0},
-    "scatter_gather": {"min_flow_ratio": 0.5, "max_flow_ratio": 2.0},
+    "scatter_gather": {"min_flow_ratio": 0.5, "max_flow_ratio": 2.0, "min_new_share": 0.0},
     "rapid_pass_through": {"min_new_share": 0.0, "burst_ratio": 0.0},
 }
 PEERS_ONLY = {  # issue 21's first pass (1 Dec 2026, 16:15 UTC): peers and new counterparties, no own-history tests
-    "fan_in": dict(HISTORY_OFF), "fan_out": {"max_stale_share": 1.0, **HISTORY_OFF}, "gather_scatter": {},
+    "fan_in": {**HISTORY_OFF, **PEERS_OFF}, "fan_out": {"max_stale_share": 1.0, **HISTORY_OFF, **PEERS_OFF},
+    "gather_scatter": {}, "scatter_gather": {"min_new_share": 0.0},
     "rapid_pass_through": {"min_new_share": 0.0, "burst_ratio": 0.0},
 }
-CONFIGS = {"before": BEFORE, "peers only": PEERS_ONLY, "after": {}}
+OWN_HISTORY = {  # the own-history tests (1 Dec 2026, 19:00 UTC), before peer groups and scatter-gather's own paths
+    "fan_in": dict(PEERS_OFF), "fan_out": dict(PEERS_OFF), "scatter_gather": {"min_new_share": 0.0},
+}
+CONFIGS = {"before": BEFORE, "peers only": PEERS_ONLY, "own history": OWN_HISTORY, "after": {}}
 VARIANTS = {  # the cycle rule with one of its new tests off, to show which one each simulator's cycles fail
     "cycle ordered, any amounts": {"cycle": {"amount_ratio": None, "min_amount": 0.0}},
     "cycle conserved, any order": {"cycle": {"ordered": False, "min_amount": 0.0}},

@@ -14,8 +14,10 @@ case book).
 - File: ``sectorflow run aml FILE --format amlsim --output OUT`` (the CLI's own ``main``, in-process) on the first
   ``--n`` rows of the run: reading, validation, the pipeline in 1,024-row calls and JSON-lines writing.
 - Breakdown: the same transactions through the sliding window alone, window + the account features' state update
-  and snapshots, the batch feature matrix (numpy) and the LightGBM account model, so the time of each stage shows.
-  ``--profile`` adds a cProfile of the batch call.
+  and snapshots, the batch feature matrix (numpy), the LightGBM account model and the case book (its ``update``
+  calls of a default call, recorded and replayed alone), and the garbage collector's time inside the timed
+  whole-file call (``gc.callbacks``), so the time of each stage shows. ``--profile`` adds a cProfile of the batch
+  call.
 - ``--instructions REV``: instructions executed (Valgrind's callgrind ``I refs``, which machine load does not move) by
   the per-transaction stages alone (window, the rules, the account feature snapshots, the report engine; no model)
   over the first ``--n-instr`` transactions, for the plugin at ``REV`` and the working tree, each minus the same
@@ -139,11 +141,66 @@ def batch_figures(txns: list, n: int, fill: int, batch_size: int, **options: obj
         if before:
             tf(before)
         gc.collect()
-        wall, cpu = time.perf_counter(), time.process_time()
-        tf(timed)
-        out[f"{name}_wall"] = time.perf_counter() - wall
-        out[f"{name}_cpu"] = time.process_time() - cpu
+        collections = _CollectorClock()
+        gc.callbacks.append(collections)
+        try:
+            wall, cpu = time.perf_counter(), time.process_time()
+            tf(timed)
+            out[f"{name}_wall"] = time.perf_counter() - wall
+            out[f"{name}_cpu"] = time.process_time() - cpu
+        finally:
+            gc.callbacks.remove(collections)
+        out[f"{name}_gc_cpu"] = collections.cpu
+        out[f"{name}_gc_full"] = collections.full
     return out
+
+
+class _CollectorClock:
+    """A ``gc.callbacks`` entry: CPU seconds spent in the cyclic garbage collector, and how many full (oldest
+    generation) collections ran, while it is registered."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        self.full = 0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.process_time()
+        else:
+            self.cpu += time.process_time() - self._start
+            self.full += info.get("generation") == 2
+
+
+def case_book_cost(txns: list, batch_size: int) -> float:
+    """Microseconds per transaction (CPU) of the case book alone: the ``CaseBook.update`` calls of one default
+    call on ``txns`` (recorded), replayed on an empty book with the same settings, collector paused."""
+    from sectorflow_aml.cases import CaseBook
+
+    calls: list = []
+    update = CaseBook.update
+
+    def recording(book: CaseBook, *args: object, **kwargs: object) -> object:
+        calls.append((args, kwargs))
+        return update(book, *args, **kwargs)
+
+    tf = Taskflow("aml", batch_size=batch_size, num_threads=1)
+    CaseBook.update = recording  # type: ignore[method-assign]
+    try:
+        tf(txns)
+    finally:
+        CaseBook.update = update  # type: ignore[method-assign]
+    book = tf.pipeline.case_book.spawn()
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.process_time()
+        for args, kwargs in calls:
+            book.update(*args, **kwargs)
+        spent = time.process_time() - start
+    finally:
+        gc.enable()
+    return 1e6 * spent / len(txns)
 
 
 def measure(source: Path, n: int, fill: int, batch_size: int) -> dict[str, float]:
@@ -321,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     lat = np.array(latencies) * 1000.0
     cpu_lat = np.array(cpu_latencies) * 1000.0
     parts = breakdown(txns[: args.n], BUNDLE, args.batch_size)
+    parts["cases"] = case_book_cost(txns[: args.n], args.batch_size)
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"Taskflow num_threads=1, batch_size={args.batch_size}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}; "
@@ -338,11 +396,13 @@ def main(argv: list[str] | None = None) -> int:
           f"{np.percentile(cpu_lat, 50):.3f} ms, p99 {np.percentile(cpu_lat, 99):.3f} ms (what a loaded machine "
           f"does not add)")
     total = 1e6 * on["whole_cpu"] / args.n
+    gc_us = 1e6 * on["whole_gc_cpu"] / args.n  # the collector's time inside the timed whole-file call
     print(f"breakdown per transaction (us CPU, whole file): whole batch call {total:.1f}; window.add "
           f"{parts['window']:.1f}; account state and snapshots {parts['features']:.1f}; feature matrix "
           f"{parts['matrix']:.2f}; account model {parts['model']:.2f} ({parts['rows_per_tx']:.2f} rows a "
-          f"transaction, {parts['trees']} trees); rest (typology rules, reports, case book, result objects, garbage "
-          f"collection) {total - parts['window'] - parts['features'] - parts['matrix'] - parts['model']:.1f}")
+          f"transaction, {parts['trees']} trees); case book (updates replayed alone) {parts['cases']:.1f}; garbage "
+          f"collection {gc_us:.1f} ({on['whole_gc_full']} full); rest (typology rules, reports, result objects) "
+          f"{total - sum(parts[k] for k in ('window', 'features', 'matrix', 'model', 'cases')) - gc_us:.1f}")
     with tempfile.TemporaryDirectory() as tmp:
         head = head_file(source, args.n, Path(tmp))
         from sectorflow.cli import main as cli_main

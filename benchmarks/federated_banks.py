@@ -10,13 +10,21 @@ to (e) compare like with like:
 (e) FedAvg with SecAgg+ and local DP at the setting docs/federated.md documents (``--dp-epsilon``).
 
 Test accounts: a fixed, seeded, stratified 20 % of each bank's accounts (``--test-seed``), unlabelled in the training
-labels of every model (neither trained nor validated on). Each model is evaluated **per bank** on that bank's test
-accounts, scored on the bank's own view (what the bank would serve), as account-level average precision (an
-account's score: the max of its rows' scores). Printed: per-bank AP, the mean over banks, the targets, seconds per
-round of (c) and (d) and their ratio.
+labels of every model (neither trained nor validated on).
+
+``--few-labels N`` (the few-label setting, an extra row set; the default rows are unchanged): each bank has
+investigated only a sample of its training accounts, a seeded stratified share holding ``N`` of its laundering
+accounts and the same share of its legitimate ones (``--label-seed``); its other accounts are unlabelled (neither
+trained nor validated on). The test accounts and their scoring are those of the default rows.
+
+Each model is evaluated **per bank** on that bank's test accounts, scored on the bank's own view (what the bank
+would serve), as account-level average precision (an account's score: the max of its rows' scores). Printed: per-bank AP, the mean over banks, the targets, seconds per
+round of (c) and (d) and their ratio. The federated rows score the last round's global model (the rows' definition);
+``kept`` beside them is the model ``sectorflow federate`` keeps (``keep = "best"``: the round with the best
+validation AP), from the same run.
 
 Usage: ``.venv/bin/python benchmarks/federated_banks.py [--rounds 20] [--local-epochs 2] [--dp-epsilon 10000]
-[--json out.json]``; the replayed views are cached under ``--cache``.
+[--few-labels 25] [--json out.json]``; the replayed views are cached under ``--cache``.
 """
 
 from __future__ import annotations
@@ -56,6 +64,23 @@ def test_split(accounts: list[tuple[str, int, str]], seed: int, share: float = 0
     return out
 
 
+def few_labels(accounts: list[tuple[str, int, str]], test: set[str], positives: int,
+               seed: int) -> set[str]:
+    """The training accounts each bank labelled in the few-label setting: per bank, a seeded share of its training
+    accounts holding ``positives`` laundering accounts and the same share of its legitimate ones."""
+    rng = np.random.default_rng(seed)
+    out: set[str] = set()
+    for bank in BANKS:
+        pos = sorted(a for a, y, b in accounts if b == bank and y == 1 and a not in test)
+        neg = sorted(a for a, y, b in accounts if b == bank and y == 0 and a not in test)
+        share = min(1.0, positives / max(len(pos), 1))
+        rng.shuffle(pos)
+        rng.shuffle(neg)
+        out.update(pos[:positives])
+        out.update(neg[:int(round(share * len(neg)))])
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=DATA)
@@ -65,6 +90,9 @@ def main() -> None:
     ap.add_argument("--dp-clip", type=float, default=1.0, help="local DP clipping norm of (e)")
     ap.add_argument("--dp-without-secagg", action="store_true", help="run (e) without SecAgg+ (to isolate DP)")
     ap.add_argument("--test-seed", type=int, default=24)
+    ap.add_argument("--few-labels", type=int, default=0,
+                    help="few-label setting: each bank labels N laundering accounts and the same share of its others")
+    ap.add_argument("--label-seed", type=int, default=7, help="seed of the few-label sample")
     ap.add_argument("--seed", type=int, default=20211)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "sectorflow" / "federated-banks")
     ap.add_argument("--skip", default="", help="comma list of a,b,c,d,e to skip")
@@ -91,9 +119,15 @@ def main() -> None:
     label = {a: y for a, y, _ in accounts}
     work = Path(tempfile.mkdtemp(prefix="federated-banks-"))
     train_labels = work / "labels_train.csv"
+    labelled = few_labels(accounts, test, args.few_labels, args.label_seed) if args.few_labels else None
     with train_labels.open("w") as f:
         f.write("account_id,label\n")
-        f.writelines(f"{a},{y}\n" for a, y, _ in accounts if a not in test)
+        f.writelines(f"{a},{y}\n" for a, y, _ in accounts if a not in test and (labelled is None or a in labelled))
+    if labelled is not None:
+        print("few-label setting: per bank " + ", ".join(
+            f"{b} {sum(1 for a, y, x in accounts if x == b and y and a in labelled)} laundering / "
+            f"{sum(1 for a, y, x in accounts if x == b and a in labelled)} labelled accounts" for b in BANKS),
+            flush=True)
     bank_file = work / "bank_accounts.csv"
     with bank_file.open("w") as f:
         f.write("ACCOUNT_ID,BANK_ID\n")
@@ -165,10 +199,14 @@ def main() -> None:
         margin = global_margin(report.weights)
         per_round = [round(float(r.eval_metrics.get("average_precision", float("nan"))), 4) for r in report.rounds]
         secs = [r.seconds for r in report.rounds]
+        kept = per_bank(global_margin(report.kept_weights()))
         show(key, name, per_bank(margin), wall_s=round(wall, 1), round_s=round(float(np.mean(secs)), 2),
              round_s_after_first=round(float(np.mean(secs[1:])), 2) if len(secs) > 1 else None,
-             validation_ap_per_round=per_round, privacy=report.privacy)
+             validation_ap_per_round=per_round, privacy=report.privacy, kept_round=report.selection["round"],
+             kept_per_bank=kept, kept_mean=round(float(np.mean(list(kept.values()))), 4))
         print(f"    validation AP per round: {per_round}", flush=True)
+        print(f"    kept (round {report.selection['round']}, best validation AP): " + ", ".join(
+            f"{b} {v:.4f}" for b, v in kept.items()) + f"; mean {results[key]['kept_mean']:.4f}", flush=True)
 
     if "c" not in skip:
         federate("c", f"FedAvg, {args.rounds} rounds x {args.local_epochs} local epochs", False, None)
@@ -194,6 +232,12 @@ def main() -> None:
               f"{r['c']['round_s_after_first']} = {ratio:.2f}x -> {'met' if ratio <= 2 else 'NOT met'} (<= 2x)")
     if "d" in r and "e" in r:
         print(f"  DP cost (d) - (e): {r['d']['mean'] - r['e']['mean']:+.4f} AP")
+    if "a" in r and "b" in r and "c" in r:
+        bank_gain = {b: round(r["c"]["per_bank"][b] - r["b"]["per_bank"][b], 4) for b in BANKS}
+        print(f"  (c) - (b) per bank: {bank_gain}; kept model (c) - mean (b): "
+              f"{r['c']['kept_mean'] - r['b']['mean']:+.4f}")
+    setting = f"few labels, {args.few_labels} laundering accounts per bank" if args.few_labels else "all labels"
+    print(f"setting: {setting}")
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")

@@ -28,13 +28,14 @@ SCRIPTS = [
     ("aml_state.py", ["--n", "2000", "--stream-after", "500", "--n-stream", "150", "--no-model"],
      "bytes per windowed transaction"),
     ("aml_learning.py", ["--only", "amlgentex", "--max-rows", "30000"], "recall at 1% fpr"),
+    ("aml_amlsim_ceiling.py", ["--max-rows", "20000"], "oracle"),
     ("aml_equality.py", ["--rev", "HEAD", "--runs", "20K_cycle200", "--n", "400", "--chunk", "150"], "all equal"),
     ("faq_search.py", ["--sizes", "500", "--dims", "16", "--queries", "70", "--repeats", "1"], "ms/query"),
     # a 20-answer cap on a 1 s point: the cap binds, and the point must say so (its clock stops with the last answer)
     ("serve_load.py", ["--clients", "1", "--seconds", "1", "--warmup", "0.2", "--max-requests", "20", "--modes", "off",
                        "--hidden", "64"], "cap bound"),
     ("aml_audit_stream.py", ["--n", "1500", "--stream-after", "1500", "--n-stream", "60", "--block", "30"],
-     "on-group"),
+     "disk floor: fdatasync"),
 ]
 
 

@@ -6,7 +6,7 @@ import pytest
 from pydantic import Field
 
 from sectorflow import InvalidInputError, TextItem
-from sectorflow.taskflow import validate_items
+from sectorflow.validation import validate_items
 
 
 class Note(TextItem):

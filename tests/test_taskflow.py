@@ -384,7 +384,7 @@ def test_reload_of_a_stateful_task_keeps_its_state(echo_registry, tmp_path):
 def test_an_item_of_the_wrong_type_is_named_by_row_without_a_field():
     from pydantic import BaseModel
 
-    from sectorflow.taskflow import validate_items
+    from sectorflow.validation import validate_items
 
     class Item(BaseModel):
         text: str
@@ -575,7 +575,7 @@ def test_a_key_that_a_lenient_input_model_ignores_is_named_once_with_the_closest
     jurisdiction alert without a word. validate_items now logs each such key once per model."""
     from pydantic import BaseModel, Field
 
-    from sectorflow.taskflow import validate_items
+    from sectorflow.validation import validate_items
 
     class Payment(BaseModel):
         amount: float

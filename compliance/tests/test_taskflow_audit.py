@@ -58,7 +58,7 @@ def test_every_call_is_recorded_with_context_and_digests(audited: Any) -> None:
     assert "c-100" not in json.dumps(recs)
 
 
-def test_call_started_is_durable_before_the_pipeline_runs(audited: Any) -> None:
+def test_call_started_is_committed_before_the_pipeline_runs(audited: Any) -> None:
     lg = audited()
     tf = Taskflow("score")
     # While forward() runs, read the store through a second, independent connection.

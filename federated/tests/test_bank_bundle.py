@@ -137,6 +137,7 @@ def test_three_banks_on_their_own_views_end_in_a_bundle_that_taskflow_serves(tmp
                                          str(report)])
     assert result.exit_code == 0, result.output + repr(result.exception)
     assert "round 1/1: validation average_precision" in result.stderr
+    assert "the bundle holds the global model of round 1 of 1 (validation average_precision" in result.stderr
     run = json.loads(report.read_text())
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["format"] == "account-mlp" and manifest["task"] == "aml"
@@ -150,6 +151,9 @@ def test_three_banks_on_their_own_views_end_in_a_bundle_that_taskflow_serves(tmp
     assert str(head) not in json.dumps(manifest)
     history = manifest["metrics"]["account_level"]["validation"]["history"]
     assert [r for r, _ in history] == [1] and 0 < history[-1][1] <= 1
+    assert federation["selection"]["round"] == 1 and federation["selection"]["keep"] == "best"
+    assert federation["selection"]["model_sha256"] == run["rounds"][0]["model_sha256"] == manifest["provenance"][
+        "federation"]["model_sha256"]
     from sectorflow_aml.loaders import load_transactions
 
     txns, _ = load_transactions(head, format="amlgentex")
@@ -160,8 +164,38 @@ def test_three_banks_on_their_own_views_end_in_a_bundle_that_taskflow_serves(tmp
     assert flow(txns[500:600])[0].account_scores
 
 
-def test_ctrl_c_stops_a_real_run_with_a_message_and_the_audit_log_records_the_abort(tmp_path):
+def _running(process) -> bool:
+    """``process`` (a psutil.Process) still runs: the same process (pid and start time), not a zombie."""
+    import psutil
+
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _session(sid: int) -> list:
+    """The running processes of session ``sid`` (the test's run is started in a session of its own)."""
+    import psutil
+
+    out = []
+    for process in psutil.process_iter():
+        try:
+            if os.getsid(process.pid) == sid and _running(process):
+                out.append(process)
+        except (OSError, psutil.Error):
+            continue
+    return out
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_stops_a_real_run_and_its_ray_processes_and_the_audit_log_records_the_abort(tmp_path, presses):
+    """SIGINT to a real `sectorflow federate` (simulation engine): exit 130, the abort in the audit log, and none of
+    the run's processes left (Ray's gcs_server, raylet, its agents and workers), judged by this run's own process
+    tree and session (other Ray runs on the machine are not looked at). ``presses = 2``: a second Ctrl-C while Ray
+    is being stopped (before the fix, Ray's dashboard and runtime-env agents were left running then)."""
     pytest.importorskip("ray", reason="Flower's simulation engine needs ray")
+    psutil = pytest.importorskip("psutil")
     from sectorflow.compliance.keys import generate_key_file
 
     generate_key_file(tmp_path / "audit.key")
@@ -184,13 +218,33 @@ def test_ctrl_c_stops_a_real_run_with_a_message_and_the_audit_log_records_the_ab
             if line.startswith("round 1/200"):
                 break
         assert lines and lines[-1].startswith("round 1/200"), "".join(lines)[-3000:]
+        started = psutil.Process(proc.pid).children(recursive=True)  # the run's processes, Ray's among them
+        names = {p.name() for p in started if _running(p)}
+        assert {"gcs_server", "raylet"} <= names, names
         os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole foreground group
+        if presses == 2:
+            for line in proc.stderr:  # the abort is recorded; Ray is being stopped now
+                lines.append(line)
+                if "aborted after" in line:
+                    break
+            try:
+                os.killpg(proc.pid, signal.SIGINT)
+            except ProcessLookupError:  # it had already finished stopping
+                pass
         code = proc.wait(timeout=90)
+        left = [p for p in started if _running(p)] + [p for p in _session(proc.pid) if p not in started]
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    rest = proc.stderr.read()
-    assert code == 130, "".join(lines)[-2000:] + rest[-3000:]
+        for process in _session(proc.pid):  # never leave the run's processes behind, even when the test fails
+            try:
+                process.kill()
+            except psutil.Error:
+                pass
+    rest = "".join(lines) + proc.stderr.read()
+    assert code == 130, rest[-3000:]
+    assert not left, [(p.pid, p.name()) for p in left]
+    assert presses == 2 or "Ray stopped (" in rest
     assert "Ctrl-C: stopping the federated run" in rest
     assert "aborted after" in rest and "the audit log records it" in rest
     with sqlite3.connect(tmp_path / "audit.db") as db:
@@ -231,3 +285,41 @@ def test_dp_cost_of_a_lower_is_better_metric():
         report.rounds[0].eval_metrics = {"mse": value}
     out = privacy_utility(cfg, worse, plain)
     assert out["cost"] == pytest.approx(0.3) and "costs 0.3000 mse: 0.5000 with it, 0.2000 without" in out["warning"]
+
+
+def test_the_bundle_holds_the_selected_round_calibrated_and_reported_on_that_round(tmp_path):
+    """The export writes the arrays it is given (the run's kept round) with that round's calibration histograms and
+    validation figures, and says which round it is and why."""
+    import numpy as np
+
+    from sectorflow_aml.account_federated import CENTRES, MOMENT_SCALE, export, names
+    from sectorflow_aml.account_features import N_ACCOUNT_FEATURES
+    from sectorflow_aml.account_mlp import HIDDEN
+
+    shapes = {"input.mean": (N_ACCOUNT_FEATURES,), "input.sq": (N_ACCOUNT_FEATURES,)}
+    sizes = [N_ACCOUNT_FEATURES, *HIDDEN, 1]
+    for i in range(len(HIDDEN) + 1):
+        shapes[f"l{i}.weight"], shapes[f"l{i}.bias"] = (sizes[i], sizes[i + 1]), (sizes[i + 1],)
+    rng = np.random.default_rng(3)
+    arrays = [rng.normal(scale=0.1, size=shapes[n]).astype(np.float32) for n in names()]
+    arrays[names().index("input.sq")] = np.full(N_ACCOUNT_FEATURES, 1 / MOMENT_SCALE ** 2, np.float32)
+    pos, neg = int(np.searchsorted(CENTRES, 2.0)), int(np.searchsorted(CENTRES, -2.0))
+
+    def evaluated(rnd: int, ap: float, positives: int) -> dict:
+        return {"round": rnd, "eval_metrics": {"average_precision": ap, "count.accounts": 100,
+                                               "count.laundering": positives, f"count.pos.{pos}": positives,
+                                               f"count.neg.{neg}": 90, f"count.pos.{neg}": 1,
+                                               f"count.neg.{pos}": 2},
+                "eval_by_institution": [{"institution": "bank_a", "average_precision": ap}]}
+
+    selection = {"keep": "best", "round": 2, "metric": "average_precision", "value": 0.9, "last_round": 3,
+                 "last_value": 0.6, "why": "highest validation average_precision of the rounds"}
+    run = {"rounds": [evaluated(1, 0.5, 5), evaluated(2, 0.9, 7), evaluated(3, 0.6, 9)], "selection": selection,
+           "counts": evaluated(2, 0.9, 7)["eval_metrics"], "command": "sectorflow federate aml"}
+    manifest = json.loads(export(arrays, run, tmp_path / "bundle").read_text())
+    validation = manifest["metrics"]["account_level"]["validation"]
+    assert validation["round"] == 2 and validation["average_precision"] == 0.9
+    assert validation["laundering_accounts"] == 7 and validation["calibrated_positive_period_margins"] == 8
+    assert validation["by_institution"][0]["average_precision"] == 0.9
+    assert [r for r, _ in validation["history"]] == [1, 2, 3]
+    assert manifest["provenance"]["federation"]["selection"] == selection

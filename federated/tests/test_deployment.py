@@ -1,8 +1,12 @@
 """Flower's deployment engine on 127.0.0.1: a real SuperLink with TLS (certificates from `sectorflow federate
-certs`) and SuperNode authentication, two registered banks, one unregistered node that is refused, one round of
-`flwr run` with the app `sectorflow federate app` writes, recorded in a real audit log (SQLite).
+certs`) and SuperNode authentication, recorded in a real audit log (SQLite).
 
-One round only: each message starts a `flwr-clientapp` process that imports Paddle (stack-facts.md)."""
+- risk_mlp (AMLSim folders): two registered banks, one unregistered node that is refused, one round of `flwr run`
+  with the app `sectorflow federate app` writes.
+- account_mlp (issue 24): two banks, each SuperNode naming only its own transaction and labels files, two rounds,
+  ending in the bundle the coordinator's ServerApp writes, served by Taskflow.
+
+Few rounds: each message starts a `flwr-clientapp` process that imports Paddle (stack-facts.md)."""
 
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ pytest.importorskip("cryptography", reason="cryptography is not installed")
 
 REPO = Path(__file__).resolve().parents[2]
 AMLSIM = REPO.parent / "shared" / "data" / "amlsim_sample"
+GENTEX = REPO.parent / "shared" / "data" / "amlgentex_dev" / "dev3b_s404"
 BIN = Path(sys.executable).parent
 
 pytestmark = [pytest.mark.skipif(not (AMLSIM / "20K_cycle200").is_dir(), reason=f"AMLSim sample not at {AMLSIM}"),
@@ -106,49 +111,87 @@ class Daemons:
                 pass
 
 
+class Federation:
+    """A SuperLink on 127.0.0.1 with TLS and SuperNode authentication (certificates from `sectorflow federate
+    certs`), the SuperNode keys of ``names`` registered (``extra`` get keys but stay unregistered), the audit log
+    (SQLite) of its ServerApp under ``folder``."""
+
+    def __init__(self, folder: Path, names: list[str], extra: tuple[str, ...] = ()) -> None:
+        from sectorflow.compliance.keys import generate_key_file
+        from sectorflow.federated.certs import make_all
+
+        self.folder, self.certs = folder, folder / "certs"
+        make_all(self.certs, ["127.0.0.1"], [*names, *extra])
+        generate_key_file(folder / "audit.key")
+        self.port = _free_port()
+        home = folder / "flwr"
+        home.mkdir()
+        (home / "config.toml").write_text(f'[superlink]\ndefault = "federation"\n\n[superlink.federation]\n'
+                                          f'address = "127.0.0.1:{self.port}"\nroot-certificates = '
+                                          f'"{self.certs / "ca.crt"}"\n')
+        self.audit_db = folder / "audit.db"
+        self.env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "FLWR_HOME": str(home),
+                    "FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1", "OMP_NUM_THREADS": "1",
+                    "SECTORFLOW_AUDIT_DB": str(self.audit_db), "SECTORFLOW_AUDIT_KEY": str(folder / "audit.key")}
+        self.env.pop("SECTORFLOW_LOAD_PLUGINS", None)
+        self.daemons = Daemons(self.env, folder)
+        self.names = names
+
+    def start(self) -> None:
+        certs = self.certs
+        link, link_log = self.daemons.start(
+            "superlink", "flower-superlink", "--ssl-ca-certfile", str(certs / "ca.crt"), "--ssl-certfile",
+            str(certs / "server.pem"), "--ssl-keyfile", str(certs / "server.key"), "--enable-supernode-auth",
+            "--disable-runtime-dependency-installation", "--host", "127.0.0.1", "--port", str(self.port),
+            "--database", str(self.folder / "superlink.db"))
+        _wait_port(self.port, link, link_log)
+        for name in self.names:
+            registered = subprocess.run([str(BIN / "flwr"), "supernode", "register",
+                                         str(certs / "supernodes" / f"{name}.pub"), "federation"],
+                                        env=self.env, capture_output=True, text=True, timeout=120)
+            assert registered.returncode == 0, registered.stdout + registered.stderr
+
+    def supernode(self, name: str, node_config: str, *extra: str) -> tuple[subprocess.Popen, Path]:
+        """Start SuperNode ``name`` with its own ``--node-config`` (the partition its trainable is built on)."""
+        return self.daemons.start(name, "flower-supernode", "--root-certificates", str(self.certs / "ca.crt"),
+                                  "--superlink", f"127.0.0.1:{self.port}", "--auth-supernode-private-key",
+                                  str(self.certs / "supernodes" / name), "--port", str(_free_port()),
+                                  "--node-config", node_config, *extra)
+
+    def run(self, app: Path, rounds: int) -> str:
+        """``flwr run APP federation --stream``; the whole log of the finished run."""
+        run = subprocess.run([str(BIN / "flwr"), "run", str(app), "federation", "--stream"], env=self.env,
+                             capture_output=True, text=True, timeout=400)
+        output = run.stdout + run.stderr
+        assert run.returncode == 0, output[-3000:]
+        if f"Run finished {rounds} round(s)" not in output:  # the log stream can end early (seen in CI)
+            output += _whole_log(output, self.env, self.audit_db)
+        assert f"Run finished {rounds} round(s)" in output, output[-3000:]
+        return output
+
+    def records(self) -> list[tuple[str, dict]]:
+        """The run's ``task.training_*`` audit records, in order."""
+        with sqlite3.connect(self.audit_db) as db:
+            return [(event, json.loads(body)) for event, body in
+                    db.execute("SELECT event, body FROM records ORDER BY seq") if event.startswith("task.training_")]
+
+
 def test_one_round_over_tls_with_node_authentication_refusing_an_unregistered_node(tmp_path):
-    from sectorflow.compliance.keys import generate_key_file
     from sectorflow.federated import parse_config
-    from sectorflow.federated.certs import make_all
     from sectorflow.federated.deploy import write_app
     from sectorflow_aml.trainable import load_bank
 
-    certs = tmp_path / "certs"
-    make_all(certs, ["127.0.0.1"], ["bank_a", "bank_b", "intruder"])
     cache = tmp_path / "cache"
     bank = {"bank_a": 0, "bank_b": 1}
     for b in bank.values():  # each bank's features, replayed once here (the app processes read the cache)
         load_bank(AMLSIM, b, 2, max_transactions=1500, cache_dir=cache)
-    generate_key_file(tmp_path / "audit.key")
-    port = _free_port()
-    home = tmp_path / "flwr"
-    home.mkdir()
-    (home / "config.toml").write_text(f'[superlink]\ndefault = "federation"\n\n[superlink.federation]\n'
-                                      f'address = "127.0.0.1:{port}"\nroot-certificates = "{certs / "ca.crt"}"\n')
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "FLWR_HOME": str(home),
-           "FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1", "OMP_NUM_THREADS": "1",
-           "SECTORFLOW_AUDIT_DB": str(tmp_path / "audit.db"), "SECTORFLOW_AUDIT_KEY": str(tmp_path / "audit.key")}
-    env.pop("SECTORFLOW_LOAD_PLUGINS", None)
-    daemons = Daemons(env, tmp_path)
+    fed = Federation(tmp_path, list(bank), extra=("intruder",))
     try:
-        link, link_log = daemons.start(
-            "superlink", "flower-superlink", "--ssl-ca-certfile", str(certs / "ca.crt"), "--ssl-certfile",
-            str(certs / "server.pem"), "--ssl-keyfile", str(certs / "server.key"), "--enable-supernode-auth",
-            "--disable-runtime-dependency-installation", "--host", "127.0.0.1", "--port", str(port),
-            "--database", str(tmp_path / "superlink.db"))
-        _wait_port(port, link, link_log)
-        for name in bank:
-            registered = subprocess.run([str(BIN / "flwr"), "supernode", "register",
-                                         str(certs / "supernodes" / f"{name}.pub"), "federation"],
-                                        env=env, capture_output=True, text=True, timeout=120)
-            assert registered.returncode == 0, registered.stdout + registered.stderr
+        fed.start()
 
         def supernode(name: str, b: int, *extra: str) -> tuple[subprocess.Popen, Path]:
-            return daemons.start(name, "flower-supernode", "--root-certificates", str(certs / "ca.crt"),
-                                 "--superlink", f"127.0.0.1:{port}", "--auth-supernode-private-key",
-                                 str(certs / "supernodes" / name), "--port", str(_free_port()), "--node-config",
-                                 f'data="{AMLSIM}" bank={b} num-banks=2 max-transactions=1500 cache-dir="{cache}"',
-                                 *extra)
+            return fed.supernode(name, f'data="{AMLSIM}" bank={b} num-banks=2 max-transactions=1500 '
+                                       f'cache-dir="{cache}"', *extra)
 
         for name, b in bank.items():
             supernode(name, b)
@@ -158,21 +201,12 @@ def test_one_round_over_tls_with_node_authentication_refusing_an_unregistered_no
 
         cfg = parse_config({"task": "aml", "model": "risk_mlp", "rounds": 1,
                             "strategy": {"fraction_evaluate": 0.0, "min_available_clients": 2}})
-        app = write_app(cfg, tmp_path / "app")
-        run = subprocess.run([str(BIN / "flwr"), "run", str(app), "federation", "--stream"], env=env,
-                             capture_output=True, text=True, timeout=400)
-        output = run.stdout + run.stderr
-        assert run.returncode == 0, output[-3000:]
-        if "Run finished" not in output:  # the log stream can end early (seen once in CI): ask for the whole log
-            output += _whole_log(output, env, tmp_path / "audit.db")
+        output = fed.run(write_app(cfg, tmp_path / "app"), rounds=1)
         assert "aggregate_fit: received 2 results and 0 failures" in output, output[-3000:]
-        assert "Run finished 1 round(s)" in output, output[-3000:]
     finally:
-        daemons.stop()
+        fed.daemons.stop()
 
-    with sqlite3.connect(tmp_path / "audit.db") as db:
-        rows = [(event, json.loads(body)) for event, body in
-                db.execute("SELECT event, body FROM records ORDER BY seq") if event.startswith("task.training_")]
+    rows = fed.records()
     assert [event for event, _ in rows] == ["task.training_run_started", "task.training_round",
                                             "task.training_run_finished"]
     round_record = rows[1][1]
@@ -180,3 +214,82 @@ def test_one_round_over_tls_with_node_authentication_refusing_an_unregistered_no
     assert len(round_record["details"]["participants"]) == 2 and round_record["details"]["failures"] == 0
     assert round_record["object"]["weights_sha256"] == rows[2][1]["object"]["weights_sha256"]
     assert len(round_record["object"]["weights_sha256"]) == 64
+
+
+def _own_files(folder: Path, bank: str) -> tuple[Path, Path]:
+    """Bank ``bank``'s own export of a small slice of dev3b_s404 (12,000 transactions, about 3 days, after the
+    6,000 opening balances): the transactions touching one of its accounts, and its own accounts' labels."""
+    import csv
+    import gzip
+
+    tx, labels = folder / f"{bank}_transactions.csv", folder / f"{bank}_labels.csv"
+    with gzip.open(GENTEX / "transactions.csv.gz", "rt", newline="") as src, tx.open("w", newline="") as dst:
+        reader, writer = csv.reader(src), csv.writer(dst)
+        header = next(reader)
+        writer.writerow(header)
+        orig, dest = header.index("bankOrig"), header.index("bankDest")
+        for i, row in enumerate(reader, start=1):
+            if i > 18_000:
+                break
+            if i > 6000 and bank in (row[orig], row[dest]):
+                writer.writerow(row)
+    with gzip.open(GENTEX / "accounts.csv.gz", "rt", newline="") as src, labels.open("w") as dst:
+        dst.write("account_id,label\n")
+        dst.writelines(f"{r['ACCOUNT_ID']},{int(r['IS_SAR'] == 'True')}\n" for r in csv.DictReader(src)
+                       if r["BANK_ID"] == bank)
+    return tx, labels
+
+
+@pytest.mark.skipif(not GENTEX.is_dir(), reason=f"AMLGentex dev3b_s404 not at {GENTEX}")
+def test_two_banks_on_their_own_files_over_tls_end_in_a_bundle_that_taskflow_serves(tmp_path):
+    """account_mlp on the deployment engine: each SuperNode's --node-config names only its own bank's transaction
+    and labels files; two rounds; the coordinator's ServerApp writes the bundle (`bundle =`), which Taskflow
+    serves."""
+    from sectorflow import Taskflow
+    from sectorflow.federated import parse_config
+    from sectorflow.federated.deploy import write_app
+    from sectorflow_aml.account_federated import load_view
+    from sectorflow_aml.loaders import load_transactions
+
+    cache, banks = tmp_path / "cache", ["bank_a", "bank_b"]
+    configs = {}
+    for name in banks:
+        tx, labels = _own_files(tmp_path, name)
+        partition = {"transactions": str(tx), "labels": str(labels), "format": "amlgentex", "name": name,
+                     "cache_dir": str(cache)}
+        load_view(partition)  # replayed once here: the bank's app processes read the cache
+        configs[name] = " ".join(f'{k.replace("_", "-")}="{v}"' for k, v in partition.items())
+    bundle = tmp_path / "bundle"
+    fed = Federation(tmp_path, banks)
+    try:
+        fed.start()
+        for name in banks:
+            fed.supernode(name, configs[name])
+        cfg = parse_config({"task": "aml", "model": "account_mlp", "rounds": 2, "bundle": str(bundle),
+                            "strategy": {"min_fit_clients": 2, "min_evaluate_clients": 2,
+                                         "min_available_clients": 2}})
+        output = fed.run(write_app(cfg, tmp_path / "app"), rounds=2)
+        assert "aggregate_evaluate: received 2 results and 0 failures" in output, output[-3000:]
+    finally:
+        fed.daemons.stop()
+
+    rows = fed.records()
+    assert [event for event, _ in rows] == ["task.training_run_started", "task.training_round",
+                                            "task.training_round", "task.training_run_finished"]
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    federation = manifest["provenance"]["federation"]
+    assert manifest["format"] == "account-mlp" and federation["engine"] == "deployment"
+    assert [i["institution"] for i in federation["institutions"]] == banks
+    assert all(len(i["data_sha256"]) == 64 and i["num_examples"] > 100 for i in federation["institutions"])
+    assert federation["audit_event_ids"] == [body["details"]["event_id"] for _, body in rows]
+    history = manifest["metrics"]["account_level"]["validation"]["history"]
+    assert [r for r, _ in history] == [1, 2]
+    chosen = federation["selection"]
+    assert chosen["keep"] == "best" and chosen["round"] in (1, 2) and chosen["last_round"] == 2
+    assert chosen["value"] == pytest.approx(max(v for _, v in history), abs=1e-4)  # the best round's AP
+    assert chosen["value"] == pytest.approx(dict(history)[chosen["round"]], abs=1e-4)
+    assert manifest["metrics"]["account_level"]["validation"]["round"] == chosen["round"]
+    assert str(tmp_path) not in json.dumps(federation["institutions"])
+    txns, _ = load_transactions(tmp_path / "bank_a_transactions.csv", format="amlgentex")
+    scored = Taskflow("aml", task_path=str(bundle))(txns[:300])
+    assert scored[0].meta.model_name == "aml-account-mlp-federated" and all(r.account_scores for r in scored)

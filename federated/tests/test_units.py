@@ -209,3 +209,42 @@ def test_a_simulation_without_a_global_model_names_the_institution_that_cannot_b
         simulate(cfg, toy_trainable.SPEC)
     assert isinstance(info.value.__cause__, RuntimeError)  # the run's own failure stays attached
     check_institutions(parse_config({"task": "toy", "institutions": [{"n": 8}, {"n": 4}]}), toy_trainable.SPEC)
+
+
+@pytest.mark.parametrize(("keep", "metric", "rounds", "kept"), [
+    ("best", "", [0.5, 0.8, 0.7], 2),            # highest validation average_precision
+    ("best", "", [0.5, 0.8, 0.8], 3),            # a tie goes to the later round
+    ("best", "mse", [0.5, 0.2, 0.3], 2),         # a cost: lowest
+    ("last", "", [0.5, 0.8, 0.7], 3)])
+def test_the_run_keeps_the_round_with_the_best_validation_metric(keep, metric, rounds, kept):
+    from flwr.common import Code, EvaluateRes, Status
+
+    from sectorflow.federated.runner import run_record
+
+    cfg = parse_config({"task": "toy", "keep": keep, "metric": metric, "rounds": len(rounds)})
+    report = RunReport(run_id="r3", task="toy", model="linear", strategy="fedavg")
+    strategy = make_audited_strategy(cfg, report, lambda kind, **kw: None)
+    ok = Status(code=Code.OK, message="")
+    for rnd, value in enumerate(rounds, start=1):
+        w = [np.full(2, float(rnd), dtype=np.float32)]
+        strategy.aggregate_fit(rnd, [(_Proxy("1"), _fit_res(w, 10, "bank_a"))], [])
+        name = metric or "average_precision"
+        strategy.aggregate_evaluate(rnd, [(_Proxy("1"), EvaluateRes(ok, 1.0, 10, {name: value,
+                                                                                 "count.pos.3": rnd}))], [])
+    assert report.selection["round"] == kept and report.selection["last_round"] == len(rounds)
+    assert report.selection["value"] == pytest.approx(rounds[kept - 1])
+    assert np.all(report.kept_weights()[0] == kept) and np.all(report.weights[0] == len(rounds))
+    assert report.selection["model_sha256"] == report.rounds[kept - 1].model_sha256
+    record = run_record(cfg, report)
+    assert record["selection"] == report.selection and record["counts"] == {"count.pos.3": float(kept)}
+    assert report.summary()["selection"]["round"] == kept
+
+
+def test_an_unevaluated_run_keeps_its_last_round():
+    cfg = parse_config({"task": "toy", "strategy": {"fraction_evaluate": 0.0}})
+    report = RunReport(run_id="r4", task="toy", model="linear", strategy="fedavg")
+    strategy = make_audited_strategy(cfg, report, lambda kind, **kw: None)
+    for rnd in (1, 2):
+        strategy.aggregate_fit(rnd, [(_Proxy("1"), _fit_res([np.full(2, rnd, dtype=np.float32)], 5, "a"))], [])
+    assert report.selection["round"] == 2 and "no round was evaluated" in report.selection["why"]
+    assert np.all(report.kept_weights()[0] == 2)

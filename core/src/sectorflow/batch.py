@@ -45,7 +45,8 @@ from .input_files import GZIP_MAGIC, gzip_on_stdin, plan_reader
 from .progress import RunProgress
 from .spec import CallContext
 from .stopping import Stopped, check as check_stopped, install as install_signal_handlers, stop_on_signals
-from .taskflow import Taskflow, validate_items
+from .taskflow import Taskflow
+from .validation import validate_items
 
 err = Console(stderr=True, soft_wrap=True)
 

@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     manifest.pop("files", None)
     manifest["account_model"] = {
         "name": "aml-account-gbdt", "version": "1.0.0", "format": "lightgbm text", "files": [MODEL_FILE, ACCOUNT_CONFIG],
-        "metrics": {"validation": {k: v for k, v in trained.metrics.items() if k != "history"},
+        "metrics": {"validation": trained.metrics,
                     "test_amlgentex_dev_s303": test, f"test_everyday_{EVERYDAY_TEST}": everyday},
         "provenance": {"command": "python plugins/aml/scripts/train_account_model.py" + "".join(
             f" {a}" for a in (argv if argv is not None else sys.argv[1:])), "datasets": datasets,

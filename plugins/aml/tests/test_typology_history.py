@@ -12,7 +12,14 @@ from decimal import Decimal
 import pytest
 from sectorflow import ConfigError
 from sectorflow_aml.schema import Alert, Transaction
-from sectorflow_aml.typologies import FanInRule, FanOutRule, GatherScatterRule, RapidPassThroughRule, build_rules
+from sectorflow_aml.typologies import (
+    FanInRule,
+    FanOutRule,
+    GatherScatterRule,
+    RapidPassThroughRule,
+    ScatterGatherRule,
+    build_rules,
+)
 from sectorflow_aml.typologies.history import amount_similarity, dwell_seconds, own_baseline, slice_count
 from sectorflow_aml.window import DAY, TransactionWindow
 
@@ -253,6 +260,55 @@ def test_a_gather_scatter_hub_at_its_usual_weekly_level_is_no_burst():
             f.tx("BROKER", f"out{n}-{i}", 1_900, week * 7 + 1 + i * 0.1)
     assert [a.time.day for a in f.of("gather_scatter", "BROKER")] == [2, 9]  # weeks 0 and 1 only
     assert f.of("gather_scatter")[0].evidence["own_baseline_in"] == -1
+
+
+def test_a_firm_funding_its_branches_every_week_is_no_scatter_gather_but_new_intermediaries_are():
+    """A firm pays its three branches 5,000 every Monday and each branch pays the same wholesaler 4,600 on Wednesday:
+    a scatter-gather the first week (nothing earlier in the window), then the firm's own usual path (every branch
+    was paid and paid the wholesaler before). In week 7 the firm splits 9,000 over three accounts it never paid,
+    which each pass 2,900 on to the wholesaler the next day: new paths, an alert."""
+    f = Feed(ScatterGatherRule())
+    for week in range(7):
+        for i in range(3):
+            f.tx("FIRM", f"BRANCH{i}", 5_000, week * 7 + i * 0.01)
+            f.tx(f"BRANCH{i}", "WHOLESALE", 4_600, week * 7 + 2 + i * 0.01)
+    assert [a.time.day for a in f.of("scatter_gather")] == [3]  # week 0 only (one alert per pair per window too)
+    assert f.of("scatter_gather")[0].evidence == {"new_share": 1.0}
+    for i in range(3):
+        f.tx("FIRM", f"NEW{i}", 9_000 / 3, 49 + i * 0.01)
+        f.tx(f"NEW{i}", "WHOLESALE", 2_900, 50 + i * 0.01)
+    late = f.of("scatter_gather")[1:]  # the branches' week-6 legs lie in the window too: 3 of 6 paths are new
+    assert len(late) == 1 and set(late[0].accounts[1:-1]) == {"NEW0", "NEW1", "NEW2", "BRANCH0", "BRANCH1", "BRANCH2"}
+    assert late[0].time == T0 + timedelta(days=50.02) and late[0].evidence == {"new_share": 0.5}
+    off = Feed(ScatterGatherRule(min_new_share=0))  # without the test the usual path alerts once a window
+    for week in range(7):
+        for i in range(3):
+            off.tx("FIRM", f"BRANCH{i}", 5_000, week * 7 + i * 0.01)
+            off.tx(f"BRANCH{i}", "WHOLESALE", 4_600, week * 7 + 2 + i * 0.01)
+    assert len(off.of("scatter_gather")) == 2
+    with pytest.raises(ConfigError, match="min_new_share"):
+        ScatterGatherRule(min_new_share=2)
+
+
+def test_a_gather_scatter_hub_with_its_usual_counterparties_is_none_but_a_new_crowd_is():
+    """Defaults (new counterparties, no burst test): a broker that every week takes from the same 6 clients and pays
+    the same 6 payees, passing on 95 %, is a gather-scatter only in its first week in the window; a new crowd of 8
+    senders and 8 payees in week 6 is one again."""
+    f = Feed(GatherScatterRule())
+    for week in range(6):
+        for i in range(6):
+            f.tx(f"client{i}", "BROKER", 2_000, week * 7 + i * 0.1)
+        for i in range(6):
+            f.tx("BROKER", f"payee{i}", 1_900, week * 7 + 1 + i * 0.1)
+    assert [a.time.day for a in f.of("gather_scatter", "BROKER")] == [2]
+    for i in range(8):
+        f.tx(f"stranger{i}", "BROKER", 2_000, 43 + i * 0.1)
+    for i in range(8):
+        f.tx("BROKER", f"mule{i}", 1_900, 44 + i * 0.1)
+    late = f.of("gather_scatter", "BROKER")[1:]
+    assert len(late) == 1 and late[0].time.day == 14  # day 44.5 after 1 January 2024
+    # the seventh payment brings the payout to 80 % of the 16,000 collected (7 x 1,900 = 13,300)
+    assert set(late[0].accounts[1:]) == {f"stranger{i}" for i in range(8)} | {f"mule{i}" for i in range(7)}
 
 
 # --- the helpers ------------------------------------------------------------------------------------------------

@@ -78,7 +78,9 @@ class AuditConfig(BaseModel):
             commit, ``"async"`` from a background thread, appends then wait only when the replica is more than
             ``replica_max_lag`` records behind. ``sectorflow audit verify`` checks it, ``audit restore --from``
             repairs the store from it; losing it appends an ``audit.replica_failed`` record (never a silent gap).
-        sqlite_synchronous: ``FULL`` (default: every commit fsynced, survives power loss) or ``NORMAL`` (WAL
+        sqlite_synchronous: ``FULL`` (default: every record fsynced before the operation it records returns, so
+            it survives power loss; an unregulated call's ``call_started`` is committed before the work and
+            fsynced by its ``call_finished``'s commit, one fsync per call: docs/compliance.md) or ``NORMAL`` (WAL
             commits survive a killed process but the last ones may be lost on power loss or an OS crash; about
             half the per-call overhead, see ``benchmarks/audit_bench.py``).
         commit: ``sync`` (default): every record committed before the call goes on; ``group``: the records of

@@ -14,7 +14,8 @@ goes on (fail closed), after whatever was queued before them. What changes: an u
 records are committed, within ``GATHER_SECONDS`` (5 ms) plus one commit time; a process killed in that window loses
 those records (never a committed one). :meth:`GroupCommitter.flush` waits for everything queued; the log's
 ``close`` (and so ``sectorflow.compliance.reset`` and interpreter exit) flushes first. ``commit = "sync"`` (the
-default) keeps one commit per record before the call goes on: a reader in another process (``sectorflow audit``,
+default) keeps one commit per record before the call goes on (one fsync per call: the start's commit is flushed
+by the end's): a reader in another process (``sectorflow audit``,
 a test) then sees a call's records as soon as the call returned, which with ``group`` it sees one commit later.
 
 A failed group commit is retried (``retries``, with backoff); a group that still fails is counted as lost

@@ -8,6 +8,7 @@ Format (JSON): ``{"format": "sectorflow-audit-key/1", "signing_key": b64 raw Ed2
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -68,15 +69,15 @@ class KeyFile:
     created: str
     previous: list[dict[str, Any]] = field(default_factory=list)
 
-    @property
+    @functools.cached_property
     def public_key(self) -> bytes:
         return public_raw(self.signing_key)
 
-    @property
+    @functools.cached_property
     def key_id(self) -> str:
         return key_id_of(self.public_key)
 
-    @property
+    @functools.cached_property
     def hmac_key_id(self) -> str:
         """``hmac:`` + 16 hex digits identifying the digest key without revealing it."""
         return "hmac:" + hashlib.sha256(b"sectorflow-audit-hmac-id" + self.hmac_key).hexdigest()[:16]

@@ -8,7 +8,8 @@ import os
 import threading
 import time as _time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Any
 
@@ -143,8 +144,14 @@ class AuditLog:
                inputs: Sequence[Any] | None = None, outputs: Sequence[Any] | None = None,
                subjects: Sequence[str | None] | None = None, duration_ms: float | None = None,
                details: dict[str, Any] | None = None, when: datetime | None = None,
-               input_digest: str | None = None) -> int:
+               input_digest: str | None = None, durable: bool = True) -> int:
         """Append one record durably and return its sequence number.
+
+        ``durable=False``: the record is committed before this returns (every reader sees it, a killed process
+        keeps it) but its flush to disk rides on the next durable commit of the store
+        (:meth:`~.store.Store.transaction`): for a record that a durable one of the same operation is sure to follow
+        before the operation returns (an unregulated call's ``task.call_started``, whose ``call_finished`` or
+        ``call_failed`` is fsynced before the call returns). Saves one fsync per call.
 
         ``inputs``/``outputs`` are digested with HMAC-SHA256 and never stored in clear (``input_digest`` gives the
         digest of ``inputs`` when the caller already computed it); with
@@ -163,7 +170,7 @@ class AuditLog:
             seq = self._append_locked(event, actor=actor, tenant=tenant, source=source, channel=channel, obj=obj,
                                       outcome=outcome, reason=reason, request_id=request_id, n_items=n_items,
                                       duration_ms=duration_ms, details=details, when=when, digests=digests,
-                                      sealed=sealed)
+                                      sealed=sealed, durable=durable)
             self._after_commit()
             return seq
 
@@ -210,10 +217,10 @@ class AuditLog:
                        reason: str | None = None, request_id: str | None = None, n_items: int = 0,
                        duration_ms: float | None = None, details: dict[str, Any] | None = None,
                        when: datetime | None = None, digests: dict[str, str | None] | None = None,
-                       sealed: list[tuple[str, str, bytes, bytes]] | None = None) -> int:
+                       sealed: list[tuple[str, str, bytes, bytes]] | None = None, durable: bool = True) -> int:
         # the caller holds self._lock
         try:
-            with self.store.transaction():
+            with self._transaction(durable=durable):
                 seq = self._write_locked(event, actor=actor, tenant=tenant, source=source, channel=channel, obj=obj,
                                          outcome=outcome, reason=reason, request_id=request_id, n_items=n_items,
                                          duration_ms=duration_ms, details=details, when=when, digests=digests,
@@ -226,6 +233,19 @@ class AuditLog:
         self.stats["appended"] += 1
         return seq
 
+    @contextmanager
+    def _transaction(self, durable: bool = True) -> Iterator[None]:
+        """The store's transaction (the caller holds ``self._lock``); when it rolls back, the running Merkle root
+        and the checkpoint bookkeeping go back to what they were at its start (they follow each record written)."""
+        size, peaks, last_cp = self._cr.size, self._cr.peaks, (self._last_cp_size, self._last_cp_time)
+        try:
+            with self.store.transaction(durable=durable):
+                yield
+        except BaseException:
+            self._cr = merkle.CompactRange.restore(size, peaks)
+            self._last_cp_size, self._last_cp_time = last_cp
+            raise
+
     def _write_many_locked(self, entries: Sequence[dict[str, Any]]) -> list[int]:
         """Write ``entries`` (keyword arguments of :meth:`_write_locked`, with ``event``) in ONE durable commit (the
         group-commit writer's; :mod:`.group_commit`). The caller holds ``self._lock``.
@@ -234,7 +254,7 @@ class AuditLog:
             AuditWriteError: the commit failed (none of ``entries`` is written).
         """
         try:
-            with self.store.transaction():
+            with self._transaction():
                 seqs = [self._write_locked(**entry) for entry in entries]
         except Exception as exc:
             raise AuditWriteError(f"{len(entries)} audit record(s) could not be written in one commit: "
@@ -263,7 +283,10 @@ class AuditLog:
                              duration_ms=duration_ms, payloads=payload_refs, details=details,
                              time=utc_iso(when), **digests)
         body = canonical(record)
-        self.store.insert_record(seq, record["time"], event, body, merkle.leaf_hash(body))
+        leaf = merkle.leaf_hash(body)
+        self.store.insert_record(seq, record["time"], event, body, leaf)
+        if self._cr.size == seq:  # the running root follows each record (else another writer came between)
+            self._cr.append(leaf)
         for part, subject, nonce, ct in sealed:
             self.store.insert_payload(seq, part, subject, nonce, ct)
         if (seq + 1 - self._last_cp_size >= self.config.checkpoint_every
@@ -293,7 +316,7 @@ class AuditLog:
             for at in range(0, len(entries), every):
                 run = entries[at:at + every]
                 try:
-                    with self.store.transaction():
+                    with self._transaction():
                         seq = self.store.size()
                         for entry in run:
                             kw = dict(entry)
@@ -307,7 +330,10 @@ class AuditLog:
                                                  **{"tenant": None, "source": None, "channel": None, "reason": None,
                                                     "request_id": None, **kw})
                             body = canonical(record)
-                            self.store.insert_record(seq, record["time"], event, body, merkle.leaf_hash(body))
+                            leaf = merkle.leaf_hash(body)
+                            self.store.insert_record(seq, record["time"], event, body, leaf)
+                            if self._cr.size == seq:
+                                self._cr.append(leaf)
                             seqs.append(seq)
                             seq += 1
                         self._checkpoint_locked()
@@ -328,7 +354,7 @@ class AuditLog:
         records are committed first."""
         self.flush()
         with self._lock:
-            with self.store.transaction():
+            with self._transaction():
                 cp = self._checkpoint_locked()
             if cp is not None and self.config.replica_mode == "sync":
                 self.replicate()
@@ -344,8 +370,9 @@ class AuditLog:
             self._cr = merkle.CompactRange()
         if last is not None and last.size > self._cr.size:
             self._cr = merkle.CompactRange.restore(last.size, last.peaks)
-        for leaf in self.store.leaf_hashes(self._cr.size, size):
-            self._cr.append(leaf)
+        if self._cr.size < size:  # records another process appended (this one's are in the running root already)
+            for leaf in self.store.leaf_hashes(self._cr.size, size):
+                self._cr.append(leaf)
         if self._cr.size != size:
             raise AuditWriteError(f"The store has gaps: {self._cr.size} leaf hashes for {size} records.")
         root, when = self._cr.root(), utc_iso()

@@ -4,6 +4,7 @@ configuration changes), with fail-closed handling for regulated tasks and retrie
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib.metadata
 import logging
 import os
@@ -303,10 +304,12 @@ def record_task_event(event: TaskEvent) -> int | None:
     def append(audit_log: AuditLog) -> int | None:
         if len(_plugins_recorded) == 0:
             _record_plugins(audit_log)
-        # unregulated calls: off the call's path, group-committed (group_commit.py); regulated: committed now
-        put = audit_log.submit if cfg.commit == "group" and not regulated else audit_log.append
         if audit_log.on_lost is None:
             audit_log.on_lost = _count_lost
+        if cfg.commit == "group" and not regulated:  # off the call's path, group-committed (group_commit.py)
+            put: Callable[..., int | None] = audit_log.submit
+        else:  # committed now; an unregulated call's start is fsynced with its end, before the call returns
+            put = functools.partial(audit_log.append, durable=regulated or event.kind != "call_started")
         return put(
             f"task.{event.kind}", actor=ctx.actor, tenant=ctx.tenant, source=ctx.source, channel=ctx.channel,
             obj=obj, outcome=_OUTCOME.get(event.kind, "success"), reason=event.error, request_id=ctx.request_id,

@@ -109,8 +109,16 @@ class Store:
         raise NotImplementedError
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """Hold the exclusive write lock (across processes) and commit durably on exit; roll back on error."""
+    def transaction(self, durable: bool = True) -> Iterator[None]:
+        """Hold the exclusive write lock (across processes) and commit on exit; roll back on error.
+
+        ``durable`` (default): the commit is as durable as the store is configured (SQLite ``synchronous=FULL``:
+        fsynced before this returns). ``durable=False``: committed (visible to every reader, and it survives a
+        killed process) but its flush to disk is left to the next durable commit of this store, by any writer (the
+        log's write-ahead file is flushed as a whole: SQLite's WAL fsync, PostgreSQL's WAL flush up to the later
+        commit); only a power loss or OS crash before that commit can lose it. The audit log uses it only for a
+        record that a durable record of the same call is sure to follow (``AuditLog.append(durable=False)``).
+        """
         raise NotImplementedError
         yield  # pragma: no cover
 
@@ -303,6 +311,7 @@ class SQLiteStore(Store):
     def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
         super().__init__()
         self.path = Path(path)
+        self.synchronous = synchronous
         if synchronous not in ("FULL", "NORMAL"):
             raise AuditConfigError(f"sqlite_synchronous={synchronous!r}: write FULL or NORMAL.")
         try:
@@ -331,15 +340,24 @@ class SQLiteStore(Store):
             return self._conn.execute(sql, params)
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, durable: bool = True) -> Iterator[None]:
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            # synchronous is per connection and read at each commit: NORMAL for this one commit (WAL frames written,
+            # not fsynced), FULL again after it, so the next durable commit's fsync of the WAL covers this one too
+            relaxed = not durable and self.synchronous == "FULL"
+            if relaxed:
+                self._conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                yield
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+            finally:
+                if relaxed:
+                    self._conn.execute("PRAGMA synchronous=FULL")
 
     def open_reader(self) -> Store:
         return _SQLiteReader(self.path)

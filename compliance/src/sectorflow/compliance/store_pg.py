@@ -69,8 +69,10 @@ class PostgresStore(Store):
             return self._conn.execute(sql, params or None)
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, durable: bool = True) -> Iterator[None]:
         with self._lock, self._conn.transaction():
+            if not durable:  # this commit returns before its WAL flush; a later synchronous commit flushes it too
+                self._conn.execute("SET LOCAL synchronous_commit TO off")
             self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sectorflow-audit:{self.schema}",))
             yield
 

@@ -130,13 +130,20 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
     summary = result.summary()
     if report:
         report.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    if weights and result.weights is not None:
+    kept = result.kept_weights()
+    if weights and kept is not None:
         import numpy as np
 
         names = sorted(spec.build(dict(cfg.institutions[0])).get_weights())
-        np.savez(weights, **dict(zip(names, result.weights)))
+        np.savez(weights, **dict(zip(names, kept)))
     if out is not None:
         manifest = export_bundle(cfg, spec, result, out, command)
+        chosen = result.selection or {}
+        if chosen.get("round") is not None:
+            value = chosen.get("value")
+            say(f"the bundle holds the global model of round {chosen['round']} of {len(result.rounds)} ("
+                + (f"validation {chosen['metric']} {value:.4f}, " if value is not None else "")
+                + f"keep = {cfg.keep!r}: {chosen['why']})")
         say(f"bundle written to {out} ({manifest.name}); serve it with Taskflow({cfg.task!r}, task_path=...) or "
             f"sectorflow run {cfg.task} --task-path {out}")
     typer.echo(json.dumps(summary, indent=2))

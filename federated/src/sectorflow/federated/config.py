@@ -12,6 +12,8 @@ Example (every key optional except ``task``; defaults shown)::
                                  # of average_precision, f1, accuracy)
     bundle = ""                  # deployment: the ServerApp writes the global model's bundle here (the task's
                                  # trainable must offer an export); simulation: `sectorflow federate --out`
+    keep = "best"                # which round's global model the bundle / --weights get: best (the round with the
+                                 # best validation `metric`) | last
 
     [strategy]
     name = "fedavg"              # fedavg | fedprox | fedadam
@@ -125,6 +127,7 @@ class FederationConfig(BaseModel):
     num_cpus_per_client: float = Field(1.0, gt=0)
     metric: str = ""
     bundle: str = ""
+    keep: Literal["best", "last"] = "best"
 
     @model_validator(mode="after")
     def _consistent(self) -> FederationConfig:

@@ -9,9 +9,10 @@ differential privacy measured against the same run without it, the bundle at the
   report's ``privacy_utility`` holds both runs' metric per round and the final cost, with ``warning`` set when the
   cost exceeds ``dp.utility_margin``.
 - :func:`run_record`: the federation's record for the bundle's manifest (rounds, strategy, SecAgg+/DP settings, the
-  budget spent, each institution's data digest and example count, the audit event ids, the last evaluated round's
-  summed ``count.*`` metrics as ``counts``; never an institution's path).
-- :func:`stop_on_sigint`: Ctrl-C records ``training_run_failed`` (``aborted``) and exits with 130 within seconds.
+  budget spent, each institution's data digest and example count, the audit event ids, which round's model is kept
+  and why (``selection``), that round's summed ``count.*`` metrics as ``counts``; never an institution's path).
+- :func:`stop_on_sigint`: Ctrl-C records ``training_run_failed`` (``aborted``), stops Ray and every process the run
+  started, and exits with 130 within seconds.
 """
 
 from __future__ import annotations
@@ -28,12 +29,7 @@ from sectorflow import ConfigError, SectorflowError, TrainableSpec
 
 from .client import partition_for
 from .config import FederationConfig
-from .strategy import COUNT_PREFIX, RoundRecord, RunReport
-
-LOWER_IS_BETTER = ("loss", "mse", "mae", "error")
-"""Metric names holding one of these are costs (lower is better): DP's cost is then ``with - without``."""
-METRICS = ("average_precision", "f1", "accuracy")
-"""Validation metrics shown per round, in order of preference, when ``metric`` is not configured."""
+from .strategy import COUNT_PREFIX, RoundRecord, RunReport, lower_is_better, metric_of
 
 
 def preflight(cfg: FederationConfig, spec: TrainableSpec) -> None:
@@ -52,13 +48,6 @@ def preflight(cfg: FederationConfig, spec: TrainableSpec) -> None:
             settings = ", ".join(f"{k}={v!r}" for k, v in cfg.institutions[index].items())
             raise ConfigError(f"Institution {index + 1} of {len(cfg.institutions)} in the federation config "
                               f"({settings}) cannot be used by {spec.task}/{spec.name}: {exc}") from exc
-
-
-def metric_of(cfg: FederationConfig, record: RoundRecord) -> str | None:
-    """The metric to show and compare: ``cfg.metric``, else the first of :data:`METRICS` the round reports."""
-    if cfg.metric:
-        return cfg.metric
-    return next((m for m in METRICS if m in record.eval_metrics), None)
 
 
 class RoundProgress:
@@ -108,19 +97,29 @@ def per_round(report: RunReport, metric: str | None) -> list[float | None]:
     return [float(r.eval_metrics[metric]) if metric and metric in r.eval_metrics else None for r in report.rounds]
 
 
+def kept_value(report: RunReport, metric: str | None) -> float | None:
+    """The metric of the model ``report`` keeps (its :attr:`~RunReport.selection`), else of its last evaluated
+    round."""
+    sel = report.selection
+    if sel is not None and sel.get("metric") == metric and sel.get("value") is not None:
+        return float(sel["value"])
+    return next((v for v in reversed(per_round(report, metric)) if v is not None), None)
+
+
 def privacy_utility(cfg: FederationConfig, with_dp: RunReport, without: RunReport) -> dict[str, Any]:
-    """Both runs' metric per round and the final cost of DP (``without - with``, or ``with - without`` for a metric
-    where lower is better, :data:`LOWER_IS_BETTER`); ``warning`` when the cost exceeds ``cfg.dp.utility_margin``."""
+    """Both runs' metric per round and the cost of DP on the models the runs keep (``keep``: the best or the last
+    round's; ``without - with``, or ``with - without`` for a metric where lower is better,
+    :data:`~sectorflow.federated.strategy.LOWER_IS_BETTER`); ``warning`` when the cost exceeds
+    ``cfg.dp.utility_margin``."""
     metric = metric_of(cfg, with_dp.rounds[-1]) if with_dp.rounds else None
     a, b = per_round(with_dp, metric), per_round(without, metric)
-    final_a = next((v for v in reversed(a) if v is not None), None)
-    final_b = next((v for v in reversed(b) if v is not None), None)
+    final_a, final_b = kept_value(with_dp, metric), kept_value(without, metric)
     out: dict[str, Any] = {"metric": metric, "with_dp": a, "without_dp": b, "final_with_dp": final_a,
-                           "final_without_dp": final_b, "margin": cfg.dp.utility_margin,
-                           "baseline_run_id": without.run_id, "warning": None}
+                           "final_without_dp": final_b, "kept_rounds": [
+                               (r.selection or {}).get("round") for r in (with_dp, without)],
+                           "margin": cfg.dp.utility_margin, "baseline_run_id": without.run_id, "warning": None}
     if final_a is not None and final_b is not None:
-        lower_is_better = any(word in (metric or "") for word in LOWER_IS_BETTER)
-        cost = final_a - final_b if lower_is_better else final_b - final_a
+        cost = final_a - final_b if lower_is_better(metric) else final_b - final_a
         out["cost"] = round(cost, 4)
         if cost > cfg.dp.utility_margin:
             out["warning"] = (f"differential privacy ({cfg.dp.mode}, {_dp_settings(cfg)}) costs {cost:.4f} "
@@ -154,9 +153,12 @@ def run_record(cfg: FederationConfig, report: RunReport, command: str = "") -> d
         "privacy_utility": report.privacy_utility, "institutions": summary["institutions"],
         "audit_event_ids": summary["audit_event_ids"], "model_sha256": report.model_sha256,
         "local_epochs": cfg.local_epochs, "lr": cfg.lr, "batch_size": cfg.batch_size, "seed": cfg.seed,
-        "model": report.model, "command": command or f"sectorflow federate {cfg.task}"}
+        "model": report.model, "command": command or f"sectorflow federate {cfg.task}",
+        "selection": report.selection, "keep": cfg.keep}
     evaluated = [r for r in report.rounds if r.eval_metrics]
-    if evaluated:  # the summed ``count.*`` metrics of the last evaluated round (e.g. calibration histograms)
+    chosen = (report.selection or {}).get("round")
+    evaluated = [r for r in evaluated if r.round == chosen] or evaluated
+    if evaluated:  # the summed ``count.*`` metrics of the kept round (e.g. calibration histograms)
         record["counts"] = {k: v for k, v in evaluated[-1].eval_metrics.items() if k.startswith(COUNT_PREFIX)}
     lookbacks = {float(p["lookback_days"]) for p in cfg.institutions if "lookback_days" in p}
     if len(lookbacks) == 1:
@@ -175,9 +177,10 @@ def export_bundle(cfg: FederationConfig, spec: TrainableSpec, report: RunReport,
     if spec.export is None:
         raise ConfigError(f"{spec.task}/{spec.name} offers no bundle export: drop --out / bundle (its weights can "
                           "still be written with --weights).")
-    if report.weights is None:
+    kept = report.kept_weights()
+    if kept is None:
         raise ConfigError(f"Run {report.run_id} produced no global model: no bundle written.")
-    return spec.export(list(report.weights), run_record(cfg, report, command), Path(out))
+    return spec.export(list(kept), run_record(cfg, report, command), Path(out))
 
 
 class Current:
@@ -204,17 +207,49 @@ def _shutdown_ray(timeout: float) -> None:
     worker.join(timeout)
 
 
+def stop_child_processes(grace: float = 3.0) -> int:
+    """Stop every process this one started, and theirs (Ray's ``gcs_server``, raylets, workers, log monitor ...):
+    SIGTERM, then SIGKILL to those still running after ``grace`` seconds (``grace = 0``: SIGKILL at once). Returns
+    how many there were.
+
+    ``ray.shutdown()`` from a Ctrl-C handler does not always get to them: the main thread is interrupted inside
+    Flower's simulation loop, and Ray's head processes (started by this process) kept running after it exited."""
+    import psutil
+
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return 0
+    alive = children
+    if grace > 0:
+        for child in children:
+            try:
+                child.terminate()
+            except psutil.Error:
+                pass
+        _, alive = psutil.wait_procs(children, timeout=grace)
+    for child in alive:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=max(grace, 1.0))
+    return len(children)
+
+
 @contextmanager
 def stop_on_sigint(current: Current, say: Callable[[str], None], ray_timeout: float = 5.0,
                    exit: Callable[[int], Any] = os._exit) -> Iterator[None]:
     """While active, Ctrl-C (SIGINT) records the abort of ``current``'s run (``training_run_failed``, ``aborted``),
-    says so, stops Ray (at most ``ray_timeout`` s) and exits with 130; a second Ctrl-C exits at once."""
+    says so, stops Ray (``ray.shutdown()``, at most ``ray_timeout`` s, then :func:`stop_child_processes`: no Ray
+    process of the run is left) and exits with 130; a second Ctrl-C exits at once."""
     from .server import record_abort
 
     state = {"stopping": False}
 
     def handler(signum: int, frame: Any) -> None:
-        if state["stopping"]:
+        if state["stopping"]:  # the second Ctrl-C: no waiting, but no Ray process left behind either
+            stop_child_processes(grace=0.0)
             exit(130)
             return
         state["stopping"] = True
@@ -228,6 +263,8 @@ def stop_on_sigint(current: Current, say: Callable[[str], None], ray_timeout: fl
             except Exception as exc:  # noqa: BLE001 - a regulated log that cannot write: say so, still stop
                 say(f"run {report.run_id} aborted, but its abort could not be recorded: {type(exc).__name__}: {exc}")
         _shutdown_ray(ray_timeout)
+        stopped = stop_child_processes()
+        say(f"Ray stopped ({stopped} processes of the run ended); exit 130")
         sys.stdout.flush()
         sys.stderr.flush()
         exit(130)

@@ -86,7 +86,8 @@ def run_workflow(grid: Any, context: Any, cfg: FederationConfig, report: RunRepo
         return report
     report.closed = True
     emit("training_run_finished", details={"rounds_done": len(report.rounds), "privacy": report.privacy,
-                                           "final_eval_metrics": report.rounds[-1].eval_as_details()},
+                                           "final_eval_metrics": report.rounds[-1].eval_as_details(),
+                                           "selection": report.selection},
          model_sha256=report.model_sha256, duration_ms=report.seconds * 1000)
     return report
 

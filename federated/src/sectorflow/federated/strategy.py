@@ -64,6 +64,13 @@ class RunReport:
     audit_event_ids: list[str] = field(default_factory=list)
     closed: bool = False
     privacy_utility: dict[str, Any] | None = None
+    selection: dict[str, Any] | None = None
+    selected_weights: list[np.ndarray] | None = None
+
+    def kept_weights(self) -> list[np.ndarray] | None:
+        """The global weights the run keeps (bundle, ``--weights``): those of the selected round
+        (:attr:`selection`, ``keep = "best"``), else the last round's."""
+        return self.selected_weights if self.selected_weights is not None else self.weights
 
     def institutions(self) -> list[dict[str, Any]]:
         """Each institution that took part: ``{"institution", "node_id", "num_examples", "data_sha256", ...}`` as
@@ -80,13 +87,63 @@ class RunReport:
                 "secagg": self.secagg, "rounds": [r.as_details() | {"model_sha256": r.model_sha256}
                                                   for r in self.rounds],
                 "institutions": self.institutions(), "model_sha256": self.model_sha256, "privacy": self.privacy,
-                "privacy_utility": self.privacy_utility, "seconds": round(self.seconds, 2),
+                "privacy_utility": self.privacy_utility, "selection": self.selection,
+                "seconds": round(self.seconds, 2),
                 "audit_event_ids": list(self.audit_event_ids), "error": self.error}
 
 
 COUNT_PREFIX = "count."
 """Metrics whose name starts with this are counts: summed over institutions, not averaged (e.g. histograms a
 trainable's export calibrates on)."""
+LOWER_IS_BETTER = ("loss", "mse", "mae", "error")
+"""Metric names holding one of these are costs (lower is better)."""
+METRICS = ("average_precision", "f1", "accuracy")
+"""Validation metrics shown per round, in order of preference, when ``metric`` is not configured."""
+
+
+def metric_of(cfg: FederationConfig, record: RoundRecord) -> str | None:
+    """The metric to show, compare and select on: ``cfg.metric``, else the first of :data:`METRICS` the round
+    reports."""
+    if cfg.metric:
+        return cfg.metric
+    return next((m for m in METRICS if m in record.eval_metrics), None)
+
+
+def lower_is_better(metric: str | None) -> bool:
+    """Whether ``metric`` is a cost (its name holds one of :data:`LOWER_IS_BETTER`)."""
+    return any(word in (metric or "") for word in LOWER_IS_BETTER)
+
+
+def select_round(cfg: FederationConfig, report: RunReport, record: RoundRecord) -> None:
+    """Update ``report.selection`` / ``selected_weights`` after ``record`` (its evaluation done; ``report.weights``
+    are the global weights it evaluated). ``keep = "best"``: the round with the best validation metric so far
+    (:func:`metric_of`; a tie goes to the later round), ``keep = "last"``: the last round. A round without that
+    metric (not evaluated) is never selected under ``best``; when no round has it, the last round is kept."""
+    metric = metric_of(cfg, record)
+    value = record.eval_metrics.get(metric) if metric else None
+    last = {"last_round": record.round, "last_value": None if value is None else round(float(value), 6)}
+    previous = report.selection
+    if cfg.keep == "best" and value is not None:
+        better = previous is None or previous.get("value") is None or (
+            float(value) <= previous["value"] if lower_is_better(metric) else float(value) >= previous["value"])
+        if better:
+            report.selected_weights = [a.copy() for a in report.weights] if report.weights is not None else None
+            report.selection = {"keep": "best", "round": record.round, "metric": metric,
+                                "value": round(float(value), 6), "model_sha256": record.model_sha256,
+                                "why": f"{'lowest' if lower_is_better(metric) else 'highest'} validation {metric} "
+                                       "of the rounds (each institution's validation accounts, weighted by their "
+                                       "number; a tie goes to the later round)", **last}
+        else:
+            report.selection = {**previous, **last}
+        return
+    if previous is not None and previous.get("value") is not None and cfg.keep == "best":
+        report.selection = {**previous, **last}  # an unevaluated round after an evaluated one: keep the best
+        return
+    report.selected_weights = None
+    report.selection = {"keep": cfg.keep, "round": record.round, "metric": metric,
+                        "value": last["last_value"], "model_sha256": record.model_sha256,
+                        "why": "the last round (keep = \"last\")" if cfg.keep == "last" else
+                               "the last round (no round was evaluated on a validation metric)", **last}
 
 
 def weighted_metrics(results: list[tuple[int, dict[str, Any]]]) -> dict[str, Any]:
@@ -218,6 +275,7 @@ def make_audited_strategy(cfg: FederationConfig, report: RunReport, emit: Any,
                 return
             record.seconds = time.perf_counter() - self.started
             report.rounds.append(record)
+            select_round(cfg, report, record)
             emit("training_round", details=record.as_details(), model_sha256=record.model_sha256,
                  n_items=record.num_examples)
             if on_round is not None:

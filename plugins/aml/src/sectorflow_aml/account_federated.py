@@ -21,7 +21,9 @@ first and second moments of the transformed training rows (``input.mean``, ``inp
 returns its own, so the example-weighted average is the pooled moments (exact, also under SecAgg+); from round 2 on
 every bank standardises with the pooled moments it received in round 2 and returns them unchanged. Under local DP
 they are clipped and noised like every other weight (the guarantee covers all that a bank sends): the bundle's
-moments then carry one round's noise (it does not add up over rounds, since every round returns the frozen ones). :meth:`AccountMLPTrainable.evaluate` returns account-level validation AP and, as ``count.*`` metrics
+moments then carry one round's noise (it does not add up over rounds, since every round returns the frozen ones;
+in deployment a SuperNode keeps no state between rounds, so there each round starts from the moments it received
+and the noise does add up, docs/federated.md Limits). :meth:`AccountMLPTrainable.evaluate` returns account-level validation AP and, as ``count.*`` metrics
 (summed, not averaged, by the federated layer), histograms of the validation account-month maximum margins per class,
 from which :func:`export` fits the Platt calibration of the bundle: no account's score leaves its bank.
 """
@@ -221,7 +223,7 @@ class AccountMLPTrainable:
             if self.frozen is None:  # the first pooled moments: kept for the rest of the run
                 self.frozen = (self.mean.copy(), self.sq.copy())
             self.mean, self.sq = self.frozen[0].copy(), self.frozen[1].copy()
-        seed = int(config.get("seed", self.seed)) + self._round
+        seed = int(config.get("seed", self.seed)) + server_round  # the same in deployment (a process per round)
         paddle.seed(seed)
         mu = float(config.get("proximal_mu", 0.0))
         anchors = [p.detach().clone() for p in self.net.parameters()] if mu > 0 else []
@@ -295,10 +297,11 @@ def platt_from_counts(metrics: Mapping[str, Any]) -> tuple[float, float]:
 
 
 def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
-    """Write the federated run's global model as an ``account-mlp`` bundle (same layout and manifest as
-    ``sectorflow aml train --model mlp``; ``provenance.federation`` = ``run``, the federated layer's record: rounds,
-    strategy, SecAgg+/DP and budget, institutions' digests and example counts, audit event ids). Returns the manifest
-    path.
+    """Write the federated run's kept global model (``arrays``: the round ``run["selection"]`` names, else the last)
+    as an ``account-mlp`` bundle (same layout and manifest as ``sectorflow aml train --model mlp``;
+    ``provenance.federation`` = ``run``, the federated layer's record: rounds, strategy, SecAgg+/DP and budget,
+    institutions' digests and example counts, audit event ids, the selection). The calibration and
+    ``metrics.account_level.validation`` are of that round (``validation.round``). Returns the manifest path.
 
     Raises:
         ConfigError: arrays of another model, no evaluated round (nothing to calibrate on).
@@ -310,7 +313,9 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
     if not rounds:
         raise ConfigError("The federated run evaluated no round (fraction_evaluate = 0?): nothing to calibrate the "
                           "bundle on.")
-    last = {**rounds[-1]["eval_metrics"], **(run.get("counts") or {})}
+    chosen = (run.get("selection") or {}).get("round")
+    kept = next((r for r in rounds if r["round"] == chosen), rounds[-1])  # the round whose model ``arrays`` are
+    last = {**kept["eval_metrics"], **(run.get("counts") or {})}
     ab = platt_from_counts(last)
     net = {k: v for k, v in weights.items() if not k.startswith("input.")}
     mean = np.asarray(weights["input.mean"], np.float32) * MOMENT_SCALE
@@ -321,7 +326,8 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
                                           "its validation accounts",
                   "n_accounts": int(float(last.get("count.accounts", 0))),
                   "laundering_accounts": int(float(last.get("count.laundering", 0))),
-                  "by_institution": rounds[-1].get("eval_by_institution", []),
+                  "by_institution": kept.get("eval_by_institution", []),
+                  "round": kept["round"],
                   "history": [(r["round"], round(float(r["eval_metrics"].get("average_precision", 0.0)), 4))
                               for r in rounds],
                   "threshold_best_f1": None,

@@ -22,6 +22,7 @@ from . import open_fields, rules_en, rules_zh
 from .amounts import find_amounts
 from .clauses import batch_arrays
 from .markup import html_text, looks_like_html, source_span
+from .rules_en.party_candidates import PartyReranker
 from .schema import ClauseLabel, Contract, ContractExtraction, Extraction, resolve_schema
 from .text import detect_language, segments
 
@@ -35,6 +36,9 @@ OPTIONS = {
                "[n, d] rows of unit norm, or such a callable (e.g. sectorflow_customer_service.e5.E5Encoder(), the "
                "multilingual-e5-small the project ships); default: none, character n-gram similarity only",
     "language": "'zh', 'en' or 'auto' (default: detected per contract; an item's own 'language' wins)",
+    "party_reranker": "True (default): English parties the preamble rules missed (signature blocks, lists of companies) "
+                      "are added when the learned re-ranker (party_reranker/, trained on CUAD train + contracts_more) "
+                      "scores them at or above its threshold; False: the rules' parties only",
     "date_order": "how a numeric date such as 01/03/2024 is read: 'DMY' (day first: 1 March, British and European "
                   "contracts), 'MDY' (month first: 3 January, US contracts) or 'auto' (default: day first when the "
                   "contract writes a date that can only be day first, such as 15/07/2018, else month first; an "
@@ -89,6 +93,10 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
         if self.encoder is not None and not (callable(self.encoder) or callable(getattr(self.encoder, "encode", None))):
             raise ConfigError(f"encoder={self.encoder!r}: give an object with encode(texts) -> float32 [n, d] (unit "
                               f"rows) or such a callable, e.g. sectorflow_customer_service.e5.E5Encoder().")
+        reranker = self.options.get("party_reranker", True)
+        if not isinstance(reranker, bool):
+            raise ConfigError(f"party_reranker={reranker!r}: give True (default) or False.")
+        self.reranker = PartyReranker() if reranker else None
         self.pool = None
         if self.bundle is not None:
             config = self.bundle.read_json("classifier.json")
@@ -138,6 +146,8 @@ class LegalExtractionPipeline(Pipeline[Contract, ContractExtraction]):
             if field.key == "parties" or field.role:
                 if parties is None:
                     parties = rules_zh.parties(text) if language == "zh" else rules_en.parties(text)
+                    if language == "en" and self.reranker is not None:
+                        parties = self.reranker.add(text, parties)
                 chosen = (list(parties) if field.key == "parties" else
                           [p for p in parties if field.role in p.value.get("roles", [p.value["role"]])])
                 if relations is not None:  # UIE-style {"甲方": ["地址"]}: those relations, under the names asked

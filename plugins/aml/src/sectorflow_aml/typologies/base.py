@@ -21,6 +21,7 @@ from sectorflow import ConfigError
 from ..schema import Alert, Channel, Reason, transactions_digest
 from ..window import DAY, Edge, TransactionWindow
 from .history import amount_similarity, fifo_flows, first_edge_ts, is_burst, own_baseline, through_share
+from .peers import above_peers, most_within
 
 
 def alert_id(typology: str, transaction_ids: Iterable[str]) -> str:
@@ -281,21 +282,26 @@ class HubTests:
     collected money paid on by now, a fan-out's payments made of money that came in at most ``dwell_days`` before
     each; 0 off), ``max_stale_share`` (fan-out: the most of the counted payments that may be money the account had
     held longer than ``dwell_days``; 1 off), ``similar_ratio`` (the factor around the median within which an amount
-    is similar)."""
+    is similar), ``peer_quantile`` (where the account has no own level: its distinct counterparties on the counted
+    side within a day must exceed this quantile of its peer group's and be at least ``peer_ratio`` times it,
+    :func:`.peers.above_peers`; 1 off)."""
 
     burst_ratio: float = 0.0
     min_through_share: float = 0.0
     dwell_days: float = 0.0
     similar_ratio: float = 1.25
     max_stale_share: float = 1.0
+    peer_quantile: float = 1.0
+    peer_ratio: float = 1.0
 
 
 def judge_history(window: TransactionWindow, state: Any, hub: str, incoming: bool, counted: Mapping[str, list[Edge]],
                   edges: list[Edge], total: float, period: float, tests: HubTests, now: float,
-                  ) -> dict[str, float] | None:
+                  forward: bool = False) -> dict[str, float] | None:
     """The :class:`HubTests` of a hub whose counted counterparties already passed :func:`hub_judged`: ``None`` when
     one fails, else the evidence (``through_share``, ``own_baseline`` (-1: no history in the window),
-    ``similar_share``, ``amount_cv``; a fan-out also ``stale_share``).
+    ``similar_share``, ``amount_cv``, ``peer_level`` and ``peer_group`` (the peer group's quantile and size; -1 and
+    0 where the peer test did not apply); a fan-out also ``stale_share``).
 
     History decides where there is one, the money's path where there is none: with an own level on the counted side
     (:func:`.history.own_baseline` above 0) the count must be a burst against it (``burst_ratio``); without one (an
@@ -303,12 +309,25 @@ def judge_history(window: TransactionWindow, state: Any, hub: str, incoming: boo
     last run left a 30-day window) the money's path decides: a fan-out whose payments were mostly money it had held
     longer than ``dwell_days`` (first in first out: a payroll paid out of a month of client income) is none
     (``max_stale_share``); a fan-in must have paid on ``min_through_share`` of what it collected (off by default:
-    see :mod:`.fan_in`). Money whose source the window does not show (before the window began) decides nothing."""
+    see :mod:`.fan_in`). Money whose source the window does not show (before the window began) decides nothing.
+    And without an own level the peers judge: the account must stand above its peer group (``peer_quantile``: a shop
+    in its first weeks has as many distinct payers as the other busy accounts of its activity band; a funnel has
+    more than everyday customers with as many transfers within a day). The hub's count is its distinct counterparties
+    within the last day; ``forward`` (the hub's payment out completes a fan-in counted before: the funnel reading) the
+    most of the counted ones within any day of the period. Skipped under :data:`PEER_MIN_ACCOUNTS` active
+    accounts."""
     baseline = None
     if tests.burst_ratio > 0:
         baseline = own_baseline(state.incoming if incoming else state.outgoing, hub, incoming, now, period,
                                 window.lookback, first_edge_ts(state.incoming, state.outgoing))
         if baseline and not is_burst(len(counted), baseline, tests.burst_ratio):
+            return None
+    peer_level, peer_size, day_count = -1, 0, -1
+    if not baseline and tests.peer_quantile < 1 and window.active >= PEER_MIN_ACCOUNTS:
+        burst = most_within([e for group in counted.values() for e in group], incoming) if forward else None
+        above, day_count, peer_level, peer_size = above_peers(window, hub, incoming, tests.peer_quantile,
+                                                              tests.peer_ratio, burst)
+        if not above:
             return None
     spent, fresh, stale = fifo_flows(state.incoming, state.outgoing, hub, now, tests.dwell_days * DAY)
     mine = [e.seq for group in counted.values() for e in group]
@@ -319,7 +338,8 @@ def judge_history(window: TransactionWindow, state: Any, hub: str, incoming: boo
         return None
     share, cv = amount_similarity([e.amount for group in counted.values() for e in group], tests.similar_ratio)
     evidence = {"through_share": round(through, 4), "own_baseline": -1.0 if baseline is None else round(baseline, 2),
-                "similar_share": round(share, 4), "amount_cv": round(cv, 4)}
+                "similar_share": round(share, 4), "amount_cv": round(cv, 4), "day_counterparties": float(day_count),
+                "peer_level": float(peer_level), "peer_group": float(peer_size)}
     if not incoming:
         evidence["stale_share"] = round(stale_share, 4)
     return evidence
@@ -393,7 +413,7 @@ def fan_counterparties(window: TransactionWindow, edge: Edge, *, typology: str, 
         edges.append(edge)  # the payment out that completed the through-flow, last (it is the newest)
     evidence: dict[str, float] = {}
     if tests is not None:
-        found = judge_history(window, state, hub, incoming, counted, edges, total, period, tests, edge.ts)
+        found = judge_history(window, state, hub, incoming, counted, edges, total, period, tests, edge.ts, forward)
         if found is None:
             judged_busy(window, (typology, hub, "judged"), len(side), edge.ts, False)
             return None
@@ -417,8 +437,9 @@ class FanRule(Rule):
         self._per, self._need = self.thresholds()  # once: check runs on every transaction
         p = self.params
         stale = getattr(p, "max_stale_share", 1.0)
-        self._tests = HubTests(p.burst_ratio, p.min_through_share, p.dwell_days, p.similar_ratio, stale) if (
-            p.burst_ratio > 0 or p.min_through_share > 0 or stale < 1) else None
+        self._tests = HubTests(p.burst_ratio, p.min_through_share, p.dwell_days, p.similar_ratio, stale,
+                               p.peer_quantile, p.peer_ratio) if (
+            p.burst_ratio > 0 or p.min_through_share > 0 or stale < 1 or p.peer_quantile < 1) else None
 
     def thresholds(self) -> tuple[int, int]:  # pragma: no cover - abstract
         """``(per, need)``: transfers each counted counterparty needs, and counterparties needed."""
@@ -473,5 +494,11 @@ def history_reason(evidence: Mapping[str, float], incoming: bool, days: float, r
     else:
         en += f"; {base:.1f} distinct counterparties per earlier {days:g} days of the window on average"
         zh += f"；窗口内此前平均每 {days:g} 天 {base:.1f} 个不同对手方"
+    level = evidence.get("peer_level", -1.0)
+    if level >= 0:
+        day = evidence.get("day_counterparties", 0.0)
+        en += (f"; {day:.0f} of them within a day, against {level:.0f} at the high quantile of its peer group "
+               f"(accounts with as many transfers in the window)")
+        zh += f"；其中 {day:.0f} 个在一天之内，同类账户（窗口内交易笔数相近）的高分位数为 {level:.0f} 个"
     return en + f"; {similar:.0f} % of the amounts within a factor {ratio:g} of their median", \
         zh + f"；{similar:.0f}% 的金额在中位数的 {ratio:g} 倍范围内"

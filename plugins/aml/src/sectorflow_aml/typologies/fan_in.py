@@ -30,6 +30,16 @@ Parameters:
         the window holds last month) rather than here. 2.0 is the project's choice (docs/aml-rules.md measures it); 0 turns it off. Wolfsberg's Statement
         on Effective Monitoring for Suspicious Activity (2024) asks monitoring to weigh "customer behaviour and
         customer attributes" with the transactions; it gives no numbers.
+    peer_quantile, peer_ratio: where the account has no own level (``burst_ratio`` finds no earlier slice, or none
+        with senders), its peer group judges it (:mod:`.peers`): its distinct senders within the last day must be more
+        than the ``peer_quantile`` quantile, and at least ``peer_ratio`` times it, of the other accounts of its
+        activity band (accounts with as many transfers in the window, to the binary order of magnitude; at least 30
+        of them, neighbouring bands taken in). A shop in its first weeks in the window has as many distinct payers a
+        day as the other busy accounts of its band; a funnel collecting from fifteen customers in a day has more than
+        twice what they have. The Central Bank of Bahrain's rulebook (FC-2.2.7) asks monitoring to find activity
+        unusual "relative to other customers of the same profile" (stored copy; sources in :mod:`.peers`). 0.99 and
+        2.0 are the project's choices (docs/aml-rules.md, "Peer groups"); ``peer_quantile`` 1 turns it off. Skipped
+        under 50 active accounts.
     min_through_share: at least this share of the counted collected money must have gone through the account, first in
         first out over the window (:func:`.history.fifo_flows`): the hub paid it on by now. The rule is also evaluated on the hub's payments out, so the payment that completes the through-flow raises the alert (and is its last transaction); a shop's takings, a landlord's rents or a biller's bills stay. FinCEN FIN-2014-A005's funnel account
         has the funds withdrawn "with little time elapsing between the deposits and withdrawals" (as quoted in
@@ -94,6 +104,8 @@ class FanInParams:
     peer_alpha: float = 1e-4
     min_new_share: float = 0.5
     burst_ratio: float = 2.0
+    peer_quantile: float = 0.99
+    peer_ratio: float = 2.0
     min_through_share: float = 0.0
     dwell_days: float = 3.0
     similar_ratio: float = 1.25
@@ -110,6 +122,8 @@ class FanInParams:
         fraction("peer_alpha", self.peer_alpha)
         fraction("min_new_share", self.min_new_share)
         positive("burst_ratio", self.burst_ratio, allow_zero=True)
+        fraction("peer_quantile", self.peer_quantile)
+        positive("peer_ratio", self.peer_ratio, allow_zero=True)
         fraction("min_through_share", self.min_through_share)
         positive("dwell_days", self.dwell_days, allow_zero=True)
         positive("similar_ratio", self.similar_ratio)

@@ -29,6 +29,13 @@ Parameters:
         external source paying thousands: on AMLGentex, whose salaries all come from one external source and whose
         spending all goes to one external sink, every payment into the sink scanned the legs of thousands of
         intermediaries, minutes per thousand transactions); bounds the cost per transaction.
+    min_new_share: the account's own history: at least this share of the counted intermediaries must be a new path,
+        one the window shows no earlier use of: ``A`` paid ``M`` before the counted first leg, and ``M`` paid ``B``
+        before it too (:func:`recurring`). A firm that funds its branches every week, which each pay the same
+        wholesaler, repeats its own pattern: after its first week in the window it raises nothing; the same firm
+        splitting money over three intermediaries it never used before does. As ``min_new_share`` of
+        :mod:`.fan_in` (a funnel's counterparties are new, a merchant's recur); 0.5 is the project's choice, 0 turns
+        it off. The alert's ``evidence`` holds ``new_share``.
     score: the alert's score.
 
 Cash deposits and withdrawals are no leg, as in :mod:`.cycle`: one side of each is the till, cash or walk-in account
@@ -61,6 +68,7 @@ class ScatterGatherParams:
     min_flow_ratio: float = 0.8
     max_flow_ratio: float | None = 1.05
     max_degree: int = 50
+    min_new_share: float = 0.5
     score: float = 0.75
 
     def __post_init__(self) -> None:
@@ -74,6 +82,7 @@ class ScatterGatherParams:
                 raise ValueError(f"max_flow_ratio={self.max_flow_ratio!r} must not be below min_flow_ratio="
                                  f"{self.min_flow_ratio!r}")
         positive("max_degree", self.max_degree)
+        fraction("min_new_share", self.min_new_share)
         fraction("score", self.score)
 
 
@@ -99,6 +108,28 @@ def latest(edges: object, dst: str, horizon: float, before: float | None = None)
         if e.dst == dst and (before is None or e.ts <= before) and e.txn.channel not in CASH_CHANNELS:
             return e
     return None
+
+
+def recurring(first: Edge, a_out: object, m_out: object, b: str, horizon: float) -> bool:
+    """Whether the window shows the path ``A -> M -> B`` used before ``first`` (the counted ``A -> M`` leg): a non-cash
+    ``A -> M`` transfer and a non-cash ``M -> B`` transfer, both arrived before ``first`` and not later than it, at
+    or after ``horizon`` (the window's start). ``a_out`` / ``m_out``: the outgoing deques of ``A`` and ``M``."""
+    m = first.dst
+    found = False
+    for e in reversed(a_out):  # type: ignore[call-overload]
+        if e.ts < horizon:
+            break
+        if e.seq < first.seq and e.ts <= first.ts and e.dst == m and e.txn.channel not in CASH_CHANNELS:
+            found = True
+            break
+    if not found:
+        return False
+    for e in reversed(m_out):  # type: ignore[call-overload]
+        if e.ts < horizon:
+            break
+        if e.seq < first.seq and e.ts <= first.ts and e.dst == b and e.txn.channel not in CASH_CHANNELS:
+            return True
+    return False
 
 
 class ScatterGatherRule(Rule):
@@ -152,6 +183,12 @@ class ScatterGatherRule(Rule):
                 legs.append((first, seconds))
             if len(legs) < k or not any(seconds[-1] is edge for _, seconds in legs):
                 continue
+            new = 1.0
+            if p.min_new_share > 0:
+                start = window.now - window.lookback
+                new = sum(not recurring(f, sa.outgoing, accounts[f.dst].outgoing, b, start) for f, _ in legs) / len(legs)
+                if new < p.min_new_share:
+                    continue  # the account's own usual path: its intermediaries passed its money to B before
             if not window.cooldown(("scatter_gather", a, b), edge.ts, period):
                 continue
             edges = sorted((e for f, seconds in legs for e in (f, *seconds)), key=lambda e: e.seq)
@@ -163,5 +200,6 @@ class ScatterGatherRule(Rule):
                                f"{fmt_amount(gathered)} to {b}",
                                f"{a} 将 {fmt_amount(total)} 分散转给 {len(legs)} 个中间账户（{via}），这些账户随后向 {b} "
                                f"汇集 {fmt_amount(gathered)}",
-                               accounts=[a, *(f.dst for f, _ in legs), b], trigger=edge)]
+                               accounts=[a, *(f.dst for f, _ in legs), b], trigger=edge,
+                               evidence={"new_share": round(new, 4)})]
         return []
