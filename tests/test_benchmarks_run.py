@@ -23,7 +23,7 @@ SCRIPTS = [
     # one fold, model only (the ablation path with nothing zeroed): its everyday-bank imports once went missing
     ("aml_eval.py", ["--runs", "20K_cycle200", "--ablate", "--everyday", "101"], "precision"),
     ("aml_frozen_gc.py", ["--frozen", "1000", "--calls", "60"], "median"),
-    ("aml_busy_accounts.py", ["nomodel", "shop,reactivated", "200"], "alerted"),
+    ("aml_busy_accounts.py", ["nomodel", "shop,reactivated", "200"], "flagged"),
     ("aml_report_hub.py", ["us", "1"], "ids_carried"),
     ("aml_state.py", ["--n", "2000", "--stream-after", "500", "--n-stream", "150", "--no-model"],
      "bytes per windowed transaction"),
