@@ -40,6 +40,8 @@ def anchors(path: Path) -> set[str]:
     seen: dict[str, int] = {}
     found = set()
     for line in outside_fences(path.read_text(encoding="utf-8")):
+        # an HTML anchor in the text (<a id="x"></a>, as GitHub renders it) names a place too
+        found.update(re.findall(r"<a\s+(?:id|name)=\"([^\"]+)\"", line))
         m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
         if not m:
             continue
