@@ -33,6 +33,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "plugins" / "aml" / "src"))
 
+from sectorflow_aml.account_training import split_accounts  # noqa: E402
 from sectorflow_aml.metrics import average_precision, best_f1, f1_at  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "amlsim_sample"
@@ -104,16 +105,6 @@ def oracle_features(label: dict, txns: list) -> tuple[list[str], np.ndarray, set
     return accounts, x, planted
 
 
-def split(y: np.ndarray, share: float, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    mask = np.zeros(y.size, dtype=bool)
-    for v in (0, 1):
-        idx = np.flatnonzero(y == v)
-        rng.shuffle(idx)
-        mask[idx[:int(round(share * idx.size))]] = True
-    return mask
-
-
 def main() -> int:
     import lightgbm as lgb
 
@@ -162,7 +153,7 @@ def main() -> int:
             _, x, y, _ = data[r]
             xs.append(x)
             ys.append(y)
-            vs.append(split(y, 0.25, SEED + i))
+            vs.append(split_accounts(y, 0.25, SEED + i))
         x, y, v = np.concatenate(xs), np.concatenate(ys), np.concatenate(vs)
         booster = lgb.train(params, lgb.Dataset(x[~v], y[~v], feature_name=list(FEATURES)), num_boost_round=400)
         best = (-1.0, 0)

@@ -28,16 +28,11 @@ Parameters:
         the window holds last month) rather than here. 2.0 is the project's choice (docs/aml-rules.md measures it); 0 turns it off. Wolfsberg's Statement
         on Effective Monitoring for Suspicious Activity (2024) asks monitoring to weigh "customer behaviour and
         customer attributes" with the transactions; it gives no numbers.
-    peer_quantile, peer_ratio: where the account has no own level (``burst_ratio`` finds no earlier slice, or none
-        with receivers), its peer group judges it (:mod:`.peers`): its distinct receivers within the last day must be more
+    peer_quantile, peer_ratio: as in :class:`.fan_in.FanInParams` (same peer groups, :mod:`.peers`, same sources),
+        over distinct receivers within the last day: where the account has no own level, it must pay more receivers
         than the ``peer_quantile`` quantile, and at least ``peer_ratio`` times it, of the other accounts of its
-        activity band (accounts with as many transfers in the window, to the binary order of magnitude; at least 30
-        of them, neighbouring bands taken in). A shop in its first weeks in the window has as many distinct payers a
-        day as the other busy accounts of its band; a funnel collecting from fifteen customers in a day has more than
-        twice what they have. The Central Bank of Bahrain's rulebook (FC-2.2.7) asks monitoring to find activity
-        unusual "relative to other customers of the same profile" (stored copy; sources in :mod:`.peers`). 0.99 and
-        2.0 are the project's choices (docs/aml-rules.md, "Peer groups"); ``peer_quantile`` 1 turns it off. Skipped
-        under 50 active accounts.
+        activity band. 0.99 and 2.0 are the project's choices (docs/aml-rules.md, "Peer groups"); ``peer_quantile``
+        1 turns it off. Skipped under 50 active accounts.
     min_through_share: at least this share of the counted payments must have gone through the account, first in
         first out over the window (:func:`.history.fifo_flows`): money that came in at most ``dwell_days`` before each payment. A payroll paid out of a month of client income, or a customer paying bills from savings, pays old money; a dispersal account pays on what it just received. FinCEN FIN-2014-A005's funnel account
         has the funds withdrawn "with little time elapsing between the deposits and withdrawals" (as quoted in
