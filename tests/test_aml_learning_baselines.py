@@ -38,7 +38,7 @@ def _txns():
 def test_window_baseline_with_a_window_longer_than_the_period_is_the_whole_period_baseline():
     txns = _txns()
     ids, whole = bench.baseline_features(txns)
-    acc, rows = bench.window_baseline_features(txns, lookback_days=1000)
+    acc, rows, _ = bench.window_baseline_features(txns, lookback_days=1000)
     assert rows.shape == (len(acc), len(bench.BASELINE_NAMES)) == (len(acc), 30)
     last = {a: rows[i] for i, a in enumerate(acc)}  # an account's last row: its last day, the whole period seen
     for a, row in zip(ids, whole):
@@ -47,7 +47,7 @@ def test_window_baseline_with_a_window_longer_than_the_period_is_the_whole_perio
 
 def test_window_baseline_rows_see_only_the_window():
     txns = _txns()
-    acc, rows = bench.window_baseline_features(txns, lookback_days=5)
+    acc, rows, row_days = bench.window_baseline_features(txns, lookback_days=5)
     days = {}
     for t in txns:  # the rows come one per account per active day, in day order
         days.setdefault(t.timestamp.date(), []).append(t)
@@ -71,3 +71,18 @@ def test_window_baseline_rows_see_only_the_window():
             k += 1
     assert k == len(acc)
     assert rows[:, col["n_out"]].max() < sum(1 for t in txns if t.sender_account == "A")  # the window forgets
+    assert row_days.tolist() == sorted(row_days.tolist())
+    assert {(a, d) for a, d in zip(acc, row_days.tolist())} == {
+        (a, int(t.timestamp.timestamp() // 86_400)) for t in txns for a in (t.sender_account, t.receiver_account)}
+
+
+def test_month_end_rows_are_each_accounts_last_row_of_each_month():
+    txns = _txns()  # 1 March to 10 April
+    acc, _, row_days = bench.window_baseline_features(txns, lookback_days=30)
+    keep = bench._month_end_rows(acc, row_days)
+    march_end = int(datetime(2026, 4, 1, tzinfo=timezone.utc).timestamp() // 86_400)
+    got = {(acc[i], row_days[i] < march_end): int(row_days[i]) for i in keep.tolist()}
+    assert len(got) == keep.size == 8  # 4 accounts x 2 months
+    for (a, in_march), day in got.items():
+        same = [d for b, d in zip(acc, row_days.tolist()) if b == a and (d < march_end) == in_march]
+        assert day == max(same)
