@@ -52,16 +52,30 @@ def _short_hyphen_dates(text: str, offset: int, date_order: str) -> list[tuple[i
     return out
 
 
+_OTHER_DATE_LABEL = re.compile(r"\b(?i:effective|commencement|termination|expiration|expiry|start|end|due|delivery|"
+                               r"shipment|completion|renewal|invoice|payment|birth|filing|maturity|amendment)[ \t]+$")
+"""The word before "Date:" that makes it the label of an event's date, not of a signature."""
+
+
 def _signature_dates(text: str, date_order: str = "MDY") -> list[tuple[int, int, str, str]]:
     """Dates of the signature blocks: after a ``Date:`` label anywhere, and every full date after the last
     "IN WITNESS WHEREOF" (or in the last 3,000 characters when there is none); there, also ``3-31-16``."""
     out = []
     for match in re.finditer(r"\b(?:Dated?|DATED?)\s*:?\s*", text):
+        if _OTHER_DATE_LABEL.search(text[max(0, match.start() - 20):match.start()]):
+            continue  # "Effective Date: January 1, 2019", "Termination Date: ...": another date's label
         found = nz.dates_in(text[match.end():match.end() + 40], date_order) or _short_hyphen_dates(
             text[match.end():match.end() + 12], 0, date_order)  # "Date: 3-14-18"
         if found and found[0][0] == 0 and (":" in match.group() or re.match(r"\d", found[0][2])):
             s, e, raw, iso = found[0]
             out.append((match.end() + s, match.end() + e, raw, iso))
+            # two signers' columns: "Date:   Date:   3-29-2016   3-31-16": the next signer's date right after
+            after = match.end() + e
+            gap = re.match(r"[ \t]{1,12}", text[after:after + 12])
+            nxt = (nz.dates_in(text[after:after + 40], date_order) or _short_hyphen_dates(
+                text[after:after + 24], 0, date_order)) if gap else []
+            if nxt and nxt[0][0] == gap.end():
+                out.append((after + nxt[0][0], after + nxt[0][1], nxt[0][2], nxt[0][3]))
     witness = [m.end() for m in re.finditer(r"IN\s+WITNESS\s+WHEREOF|(?i:in\s+witness\s+whereof)", text)]
     tail = witness[-1] if witness else max(0, len(text) - 3000)
     out += [(tail + s, tail + e, raw, iso) for s, e, raw, iso in nz.dates_in(text[tail:tail + 6000], date_order)
@@ -96,6 +110,16 @@ def _letter_date(head: str, date_order: str) -> tuple[int, int, str, str] | None
             at = chunk.start() + chunk.group().find(raw)
             return at, at + len(raw), raw, found[0][3]
     return None
+
+
+_MADE_CUE = re.compile(r"(?:\bmade|\bentered\s+(?:into|on|upon)|\bexecuted|\bsigned)(?!\s+effective)\W+"
+                       r"(?:\w+\W+){0,6}$", re.I)
+
+
+def _ONLY_EFFECTIVE(cue_text: str) -> bool:
+    """Whether the cue before a date names it effective and nothing else ("effective as of"), not made or dated."""
+    return bool(re.search(r"effective", cue_text, re.I)) and not re.search(r"dated|made|entered|executed|signed",
+                                                                         cue_text, re.I)
 
 
 def _days_after(iso: str, days: int) -> str:
@@ -141,6 +165,14 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
                               _STRONG_CUE.search(re.sub(r"\s+", " ", head[max(0, d[0] - 120):d[0]])[-60:])), None)
                 if len(date[3]) < 10 and later:
                     chosen = later
+                elif cue is _STRONG_CUE and _ONLY_EFFECTIVE(before[-60:]):
+                    # "shall be effective as of May 1, 2020 ... and is made and entered into this 10th day of
+                    # January, 2020": the date it is made on, when the preamble gives one next, is the agreement's
+                    made = next((d for d in dates[n + 1:] if d[0] - date[1] < 1500 and len(d[3]) == 10 and
+                                 _MADE_CUE.search(re.sub(r"\s+", " ", head[max(0, d[0] - 60):d[0]])) and
+                                 not _OTHER_AGREEMENT.search(re.sub(r"\s+", " ", head[max(0, d[0] - 400):d[0]]))),
+                                None)
+                    chosen = made or chosen
                 break
         if chosen:
             break
@@ -180,7 +212,9 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
         signed = [d for d in _signature_dates(text, date_order) if not _event_date(text, d[0])]
         signed = [d for d in signed if len(d[3]) == 10] or signed  # a partly blank "April ____, 2003" last
         # dates labelled "Date:" / "Dated:" before any other date of the tail (a rate table's dates are no signature)
-        labelled = [d for d in signed if re.search(r"\b(?:Dated?|DATED?)\s*:?\s*$", text[max(0, d[0] - 12):d[0]])]
+        labelled = [d for d in signed if re.search(r"\b(?:Dated?|DATED?)\s*:?\s*$", text[max(0, d[0] - 12):d[0]])
+                    and not _OTHER_DATE_LABEL.search(re.sub(r"\b(?:Dated?|DATED?)\s*:?\s*$", "",
+                                                            text[max(0, d[0] - 40):d[0]]))]
         # "Date:   Date:\n3-29-2016   3-31-16": a date right after a labelled one, blanks between, is the next signer's
         labelled += [d for d in signed if d not in labelled and any(0 < d[0] - x[1] <= 12 and not text[x[1]:d[0]].strip()
                                                                      for x in labelled)]
