@@ -52,3 +52,17 @@ def test_laws_an_opinion_is_limited_to_are_not_the_governing_law():
             "of New York without regard to principles of conflicts of law.")
     (found,) = governing_law(text, segments(text, "en"))
     assert found.value == "New York"
+
+
+def test_page_number_is_no_day_of_a_footer_date():
+    from sectorflow_legal_extraction import normalize as nz
+
+    assert [d[3] for d in nz.dates_in("Commercial in Confidence   Page 2   May 2004")] == ["2004-05"]
+    assert [d[3] for d in nz.dates_in("signed on 2 May 2004")] == ["2004-05-02"]
+
+
+def test_letter_agreement_written_in_capitals_keeps_its_date_line():
+    text = ("AGENCY AGREEMENT\n\n                    MAY 14, 2014\n\nKEEFE, BRUYETTE & WOODS, INC.\n787 SEVENTH AVENUE\n"
+            "NEW YORK, NEW YORK 10019\n\nLADIES AND GENTLEMEN:\n\nALPHA BANCORP, INC., A MARYLAND CORPORATION, "
+            "PROPOSES TO SELL SHARES TO DEPOSITORS WITH ACCOUNTS AS OF DECEMBER 31, 2013.")
+    assert _date(text) == "2014-05-14"

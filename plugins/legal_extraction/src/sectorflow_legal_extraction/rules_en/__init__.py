@@ -86,8 +86,9 @@ def _signature_dates(text: str, date_order: str = "MDY") -> list[tuple[int, int,
     return sorted(set(out))
 
 
-_SALUTATION = re.compile(r"\b(?:Ladies\s+and\s+Gentlemen|Dear\s+(?:Sirs?|Madam|Mr|Ms|Mrs|[A-Z][a-z]+))\b")
-_LINE_DATE = re.compile(r"(?:^|\n|\s{3,}|AGREEMENT\s+)[ \t]*([A-Z][a-z]{2,8}\.?\s+\d{1,2},?\s+(?:19|20)\d{2}|,\s*(?:19|20)\d{2})"
+_SALUTATION = re.compile(r"\b(?:(?i:Ladies\s+and\s+Gentlemen)|(?i:Dear)\s+(?:(?i:Sirs?|Madam|Mr|Ms|Mrs)|[A-Z][a-z]+))\b")
+_LINE_DATE = re.compile(r"(?:^|\n|\s{3,}|AGREEMENT\s+)[ \t]*([A-Z](?:[a-z]{2,8}|[A-Z]{2,8})\.?\s+\d{1,2},?\s+(?:19|20)\d{2}|"
+                        r",\s*(?:19|20)\d{2})"
                         r"[ \t]*(?=\n|\s{3,}|$)")
 
 
