@@ -66,3 +66,11 @@ def test_letter_agreement_written_in_capitals_keeps_its_date_line():
             "NEW YORK, NEW YORK 10019\n\nLADIES AND GENTLEMEN:\n\nALPHA BANCORP, INC., A MARYLAND CORPORATION, "
             "PROPOSES TO SELL SHARES TO DEPOSITORS WITH ACCOUNTS AS OF DECEMBER 31, 2013.")
     assert _date(text) == "2014-05-14"
+
+
+def test_widely_spaced_preamble_keeps_its_date():
+    cover = "TABLE    OF    CONTENTS\n" + "Article    1    Definitions    and    terms\n" * 100
+    text = (cover + "\nThis    Agreement    is    entered    into    as    of    May    31,    2019    by    Alpha    "
+            "Inc.    and    Beta    LLC.\n\n" + "The goods are sold. " * 200)
+    (found,) = rules_en.agreement_date(text)
+    assert text.index("May    31") > 4000 and (found.value, found.confidence) == ("2019-05-31", 0.85)

@@ -129,6 +129,17 @@ def _days_after(iso: str, days: int) -> str:
     return (datetime.date.fromisoformat(iso) + datetime.timedelta(days=days)).isoformat()
 
 
+def _head_end(text: str, chars: int = PREAMBLE_CHARS) -> int:
+    """Where the preamble ends: after ``chars`` characters counting each run of spaces and line breaks as one, so
+    that a text laid out with wide spacing ("This  Agreement  is  made ...") keeps as much of its preamble."""
+    seen = 0
+    for match in re.finditer(r"\s+|\S+", text):
+        seen += 1 if match.group()[0].isspace() else len(match.group())
+        if seen >= chars:
+            return match.start() + max(1, chars - (seen - len(match.group())))
+    return len(text)
+
+
 def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     """The agreement's date, in this order: a preamble date after "dated" / "made" / "entered into" / "as of" /
     "effective" (not the date of another agreement it amends: "to the Distribution Agreement dated ..."), then one
@@ -138,7 +149,7 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     of this 4th day of April, 2003"); the latest signature-block date (those labelled "Date:" first: the last party
     to sign dates the agreement). Partly blank dates keep only what is given ("[___], 2020" -> ``2020``); numeric
     ones are read in ``date_order`` (``"MDY"``: 01/03/2024 is 3 January; ``"DMY"``: 1 March)."""
-    head = text[:PREAMBLE_CHARS]
+    head = text[:_head_end(text)]
     dates = [d for d in nz.dates_in(head, date_order)  # not a filing's "Source: X, 8-K, 1/1/2020" (the 60 characters
              if not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b",  # before, on the line: a one-line text)
                               head[max(head.rfind("\n", 0, d[0]) + 1, d[0] - 60):d[0]])
