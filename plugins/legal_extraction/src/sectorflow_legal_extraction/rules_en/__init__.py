@@ -2,7 +2,8 @@
 (``rules_en.party_rules``) and governing law (``rules_en.law``) live in their own modules and are re-exported here.
 
 Each function returns ``list[Extraction]`` (empty when nothing is found: nothing is guessed). Developed on CUAD
-train and validation contracts only; ``benchmarks/legal_eval.py`` measures them on the test contracts.
+train and validation contracts and contracts_more (the development pool) only; ``benchmarks/legal_eval.py`` measures
+them on the test contracts.
 """
 
 from __future__ import annotations

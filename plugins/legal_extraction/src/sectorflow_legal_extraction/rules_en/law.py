@@ -6,7 +6,8 @@ Wales`` -> ``England; Wales``; "the laws thereof" / "of that State" read the sta
 (2) the adjective form ("governed by English law", "Ohio law", "PRC Laws"); (3) weaker phrasings ("controlled by /
 subject to / pursuant to the laws of X", "the legislation of X shall apply", "in accordance with the laws of X" when
 not about where a party is organised); (4) the dispute clause: the courts or arbitration place the contract sends
-disputes to, when no sentence names a law. Developed on CUAD train and validation contracts only.
+disputes to, when no sentence names a law. Developed on CUAD train and validation contracts and
+contracts_more (the development pool) only, never the test split.
 """
 
 from __future__ import annotations
