@@ -62,8 +62,9 @@ def test_page_number_is_no_day_of_a_footer_date():
 
 
 def test_letter_agreement_written_in_capitals_keeps_its_date_line():
-    text = ("AGENCY AGREEMENT\n\n                    MAY 14, 2014\n\nKEEFE, BRUYETTE & WOODS, INC.\n787 SEVENTH AVENUE\n"
-            "NEW YORK, NEW YORK 10019\n\nLADIES AND GENTLEMEN:\n\nALPHA BANCORP, INC., A MARYLAND CORPORATION, "
+    text = ("AGENCY AGREEMENT\n\n                    MAY 14, 2014\n\nKEEFE, BRUYETTE & WOODS, INC.\n"
+            "787 SEVENTH AVENUE\nNEW YORK, NEW YORK 10019\n\nLADIES AND GENTLEMEN:\n\n"
+            "ALPHA BANCORP, INC., A MARYLAND CORPORATION, "
             "PROPOSES TO SELL SHARES TO DEPOSITORS WITH ACCOUNTS AS OF DECEMBER 31, 2013.")
     assert _date(text) == "2014-05-14"
 

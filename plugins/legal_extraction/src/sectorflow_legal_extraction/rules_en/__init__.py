@@ -87,9 +87,10 @@ def _signature_dates(text: str, date_order: str = "MDY") -> list[tuple[int, int,
     return sorted(set(out))
 
 
-_SALUTATION = re.compile(r"\b(?:(?i:Ladies\s+and\s+Gentlemen)|(?i:Dear)\s+(?:(?i:Sirs?|Madam|Mr|Ms|Mrs)|[A-Z][a-z]+))\b")
-_LINE_DATE = re.compile(r"(?:^|\n|\s{3,}|AGREEMENT\s+)[ \t]*([A-Z](?:[a-z]{2,8}|[A-Z]{2,8})\.?\s+\d{1,2},?\s+(?:19|20)\d{2}|"
-                        r",\s*(?:19|20)\d{2})"
+_SALUTATION = re.compile(r"\b(?:(?i:Ladies\s+and\s+Gentlemen)|(?i:Dear)\s+(?:(?i:Sirs?|Madam|Mr|Ms|Mrs)|"
+                         r"[A-Z][a-z]+))\b")
+_LINE_DATE = re.compile(r"(?:^|\n|\s{3,}|AGREEMENT\s+)[ \t]*([A-Z](?:[a-z]{2,8}|[A-Z]{2,8})\.?\s+\d{1,2},?\s+"
+                        r"(?:19|20)\d{2}|,\s*(?:19|20)\d{2})"
                         r"[ \t]*(?=\n|\s{3,}|$)")
 
 
@@ -118,7 +119,7 @@ _MADE_CUE = re.compile(r"(?:\bmade|\bentered\s+(?:into|on|upon)|\bexecuted|\bsig
                        r"(?:\w+\W+){0,6}$", re.I)
 
 
-def _ONLY_EFFECTIVE(cue_text: str) -> bool:
+def _only_effective(cue_text: str) -> bool:
     """Whether the cue before a date names it effective and nothing else ("effective as of"), not made or dated."""
     return bool(re.search(r"effective", cue_text, re.I)) and not re.search(r"dated|made|entered|executed|signed",
                                                                          cue_text, re.I)
@@ -143,7 +144,8 @@ def _head_end(text: str, chars: int = PREAMBLE_CHARS) -> int:
 
 def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     """The agreement's date, in this order: a preamble date after "dated" / "made" / "entered into" / "as of" /
-    "effective" (not the date of another agreement it amends: "to the Distribution Agreement dated ..."), then one
+    "effective" (not the date of another agreement it amends: "to the Distribution Agreement dated ..."; a date
+    named only effective gives way to the date the same preamble says it is made / entered into on), then one
     after "on" / "this" (a date named only effective gives way to the latest signature date in the 60 days after
     it); "This Agreement is dated ..." anywhere; the first full date of the first 1,500 characters (not one a term
     runs to or from: "extended to January 20, 2012", "TERM: ..."); the witness clause ("executed this Agreement as
@@ -178,7 +180,7 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
                               _STRONG_CUE.search(re.sub(r"\s+", " ", head[max(0, d[0] - 120):d[0]])[-60:])), None)
                 if len(date[3]) < 10 and later:
                     chosen = later
-                elif cue is _STRONG_CUE and _ONLY_EFFECTIVE(before[-60:]):
+                elif cue is _STRONG_CUE and _only_effective(before[-60:]):
                     # "shall be effective as of May 1, 2020 ... and is made and entered into this 10th day of
                     # January, 2020": the date it is made on, when the preamble gives one next, is the agreement's
                     made = next((d for d in dates[n + 1:] if d[0] - date[1] < 1500 and len(d[3]) == 10 and
