@@ -215,7 +215,10 @@ PARAMS: dict[str, Any] = {
     "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "lambda_l2": 1.0, "verbose": -1,
     "num_threads": 1, "deterministic": True, "force_row_wise": True,
 }
-"""LightGBM settings (chosen on the validation split of AMLGentex dev_s101 + dev_s202, see docs/aml.md)."""
+"""LightGBM settings (chosen on the validation split of AMLGentex dev_s101 + dev_s202, see docs/aml.md). One thread:
+with two, OpenMP's waiting thread spins at every round's barriers and, on a machine whose other core is busy, takes
+the core from the thread with work (100 rounds on dev_s101: 14.1 s CPU with two threads, 1.7 s with one, at load
+6.6-6.9); one and two threads gave the same trees there (docs/aml.md, "Training rows, split, model")."""
 
 
 TREE_TOLERANCE = 0.002
