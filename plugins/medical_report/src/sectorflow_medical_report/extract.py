@@ -14,6 +14,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+from .certainty import certainty_of
 from .exam import history_spans, read_exam
 from .identity import characterisations, restatements
 from .lexicon import FINDINGS, LUNG_LESIONS, NODULAR_FORMS, PLURALS, Entry, lexicon
@@ -510,6 +511,7 @@ def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[t
             _, t, key = best
             f.assertion = "absent" if key.startswith("neg") else "uncertain"
             f.cue = Cue(text=t.text, start=t.start, end=t.end, category=key)
+            f.certainty = None if key.startswith("neg") else certainty_of(text, t.start, t.end)
 
 
 def _warnings(text: str, findings: list[Finding]) -> list[ReportWarning]:
