@@ -43,7 +43,11 @@ def test_probable_is_not_possible():
 
 
 @pytest.mark.parametrize(("text", "line", "certainty"), [
-    ("Right lower lobe pneumonia is likely.", "Findings: pneumonia, right lower lobe", None),  # post: not a cue
+    # "is likely" after the finding: only where nothing but a site follows it (it had been no cue: present)
+    ("Right lower lobe pneumonia is likely.", "Findings: probable pneumonia, right lower lobe", "probable"),
+    ("Pneumonia is likely in the right lower lobe.", "Findings: probable pneumonia, right lower lobe", "probable"),
+    ("Small effusions are likely.", "Findings: probable multiple pleural effusions", "probable"),
+    ("The opacity is likely atelectasis.", "Findings: opacity; probable atelectasis", "probable"),
     ("Likely right lower lobe pneumonia.", "Findings: probable pneumonia, right lower lobe", "probable"),
     ("Less likely right lower lobe pneumonia.", "Findings: possible pneumonia, right lower lobe", "possible"),
     ("Small effusion may represent atelectasis.", "Findings: pleural effusion; possible atelectasis", "possible"),
@@ -54,6 +58,11 @@ def test_english_hedges_are_rendered_with_their_grade(text, line, certainty):
     rep = _report(text)
     assert _line(rep, "Findings: ") == line
     assert rep.findings[-1].certainty == certainty
+
+
+def test_is_likely_before_an_interpretation_leaves_the_finding_present():
+    (opacity,) = extract("Right basilar opacity is likely infectious.").findings
+    assert (opacity.assertion, opacity.certainty) == ("present", None)
 
 
 def test_an_unhedged_finding_next_to_a_hedged_one_stays_plain():

@@ -31,7 +31,8 @@ from .text import fold_width
 
 Certainty = Literal["possible", "probable", "hypothetical"]
 
-PROBABLE_CUES = frozenset({"probable", "probably", "likely", "可能性大", "可能大"})
+PROBABLE_CUES = frozenset({"probable", "probably", "likely", "is likely", "are likely", "is probable", "are probable",
+                           "可能性大", "可能大"})
 """Uncertainty cues (surface, lower case) that grade a finding probable."""
 
 HYPOTHETICAL_CUES = frozenset({
