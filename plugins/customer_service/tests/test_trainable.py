@@ -1,5 +1,7 @@
-"""The federated intent head: a branch's own messages, weights in and out, training lowers the loss."""
+"""The federated intent head: a branch's own messages, weights in and out, training lowers the loss; it is the
+shipped bundle's banking77 head over the vector that head reads, and its export serves like the shipped bundle."""
 
+import hashlib
 import json
 
 import numpy as np
@@ -18,13 +20,14 @@ def test_intent_head_trains_on_a_branch_file(tmp_path):
     spec = next(s for s in plugins.registered_trainables() if s.task == "customer_service")
     path = tmp_path / "branch.jsonl"
     path.write_text("".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in MESSAGES), encoding="utf-8")
-    model = spec.build({"data": str(path)})
+    model = spec.build({"data": str(path), "init": "zeros"})
     weights = model.get_weights()
     assert weights["weight"].shape == (384, 77) and weights["weight"].dtype == np.float32
     n, before, _ = model.evaluate()
     assert n == 2 and before == pytest.approx(np.log(77), rel=1e-5)  # zeros: uniform over 77 intents
     n_train, metrics = model.fit(epochs=20)
     assert n_train == 8 and metrics["accuracy"] == 1.0
+    assert metrics["data_sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     _, after, _ = model.evaluate()
     assert after < before
     model.set_weights(weights)
@@ -35,3 +38,39 @@ def test_intent_head_trains_on_a_branch_file(tmp_path):
     bad.write_text(json.dumps({"text": "hi", "label": "greeting"}) + "\n", encoding="utf-8")
     with pytest.raises(InvalidInputError, match="not banking77 intents"):
         spec.build({"data": str(bad)})
+
+
+def test_the_head_is_the_shipped_one_over_the_vector_it_reads_and_exports_as_a_servable_bundle(tmp_path):
+    """Built with ``init = "bundle"`` (the default) the trainable holds the shipped banking77 head, and its pooled
+    vectors times that head are the logits the pipeline serves; exporting those weights gives a bundle of the
+    shipped layout whose answers are the shipped bundle's (the head stored as float16)."""
+    from sectorflow import ConfigError, Taskflow, load_bundle
+    from sectorflow_customer_service.plugin import BUNDLE_DIR
+    from sectorflow_customer_service.trainable import check, export, shipped_head, trainable_spec
+
+    path = tmp_path / "branch.jsonl"
+    path.write_text("".join(json.dumps({"text": t, "label": y}) + "\n" for t, y in MESSAGES), encoding="utf-8")
+    model = trainable_spec().build({"data": str(path)})
+    w, b = shipped_head(load_bundle(BUNDLE_DIR))
+    got = model.get_weights()
+    assert np.array_equal(got["weight"], w) and np.array_equal(got["bias"], b)
+    texts = [t for t, _ in MESSAGES[:4]]
+    shipped = Taskflow("customer_service", english_ensemble=False)
+    served = [r.top_k[0].probability for r in shipped(texts)]
+    from sectorflow_customer_service.trainable import PooledEncoder, _softmax
+
+    logits = PooledEncoder(load_bundle(BUNDLE_DIR)).encode(texts) @ w + b
+    assert _softmax(logits.astype(np.float64)).max(axis=1) == pytest.approx(served, abs=1e-5)
+    run = {"run_id": "r1", "rounds": [{"round": 1, "eval_metrics": {"accuracy": 0.9}}],
+           "selection": {"round": 1}, "institutions": [{"institution": "branch", "num_examples": 8}]}
+    manifest = json.loads(export([b, w], run, tmp_path / "fed").read_text())
+    assert manifest["format"] == "sectorflow-cs-int8" and manifest["provenance"]["federation"]["run_id"] == "r1"
+    assert manifest["metrics"]["validation"] == {"accuracy": 0.9, "round": 1, "by_institution": []}
+    fed = Taskflow("customer_service", task_path=str(tmp_path / "fed"), english_ensemble=False)
+    assert [r.intent for r in fed(texts)] == [r.intent for r in shipped(texts)]
+    assert [r.top_k[0].probability for r in fed(texts)] == pytest.approx(served, abs=2e-3)  # float16 head
+    with pytest.raises(ConfigError, match="not the banking77 head"):
+        export([w, b], run, tmp_path / "other")
+    with pytest.raises(ConfigError, match="not found"):
+        check({"data": str(tmp_path / "nope.jsonl")})
+    assert trainable_spec().check is check and trainable_spec().export is export
