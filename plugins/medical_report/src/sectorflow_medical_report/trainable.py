@@ -177,8 +177,29 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
     return write_manifest(out, **shipped)
 
 
+def check(partition: Mapping[str, Any]) -> None:
+    """Cheap checks before Flower starts: the hospital's reports file exists and reads (every line a report with
+    valid spans), or the generated partition's number is in range.
+
+    Raises:
+        ConfigError: a missing file; InvalidInputError: a line that is not a report, a bad partition id.
+    """
+    from sectorflow import ConfigError
+
+    if "data" in partition:
+        path = Path(partition["data"])
+        if not path.is_file():
+            raise ConfigError(f"reports file {path} not found")
+        if not _read_jsonl(path):
+            raise InvalidInputError(f"{path} holds no reports")
+        return
+    pid, n = int(partition.get("partition_id", 0)), int(partition.get("num_partitions", 1))
+    if not 0 <= pid < n:
+        raise InvalidInputError(f"partition_id {pid} must be in [0, num_partitions={n})")
+
+
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers through ``sectorflow_register_trainables``."""
-    return TrainableSpec(task="medical_report", name="span-tagger", build=TaggerTrainable, export=export,
+    return TrainableSpec(task="medical_report", name="span-tagger", build=TaggerTrainable, check=check, export=export,
                          description="Character BiGRU tagger of anatomy and finding spans in radiology reports "
                                      "(zh + en); partitions: a hospital's jsonl or one generated writing style.")
