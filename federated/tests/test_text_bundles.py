@@ -5,7 +5,6 @@ serves with the run's weights (not the shipped ones), also after a hot reload.""
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import sys
@@ -18,11 +17,10 @@ from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from branch_messages import BANKING77, TEXTS, branch_files  # noqa: E402
 from core_support import EventRecorder  # noqa: E402
 from sectorflow.federated import model_sha256  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
-BANKING77 = HERE.parents[2] / "shared" / "data" / "banking77"
 
 
 def _app() -> typer.Typer:
@@ -114,24 +112,6 @@ def test_hospitals_federate_the_span_tagger_into_a_bundle_taskflow_serves(tmp_pa
     assert np.allclose(reloaded, served, atol=1e-6)
 
 
-def _branch_files(tmp_path: Path) -> list[Path]:
-    """Two branches' messages: 8 banking77 train rows of each of 6 intents, different rows per branch."""
-    wanted = ("card_arrival", "lost_or_stolen_card", "exchange_rate", "pin_blocked", "top_up_failed",
-              "transfer_not_received_by_recipient")
-    by_label: dict[str, list[str]] = {w: [] for w in wanted}
-    with open(BANKING77 / "train.csv", encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle):
-            if row["category"] in by_label:
-                by_label[row["category"]].append(row["text"])
-    paths = []
-    for b in range(2):
-        path = tmp_path / f"branch{b}.jsonl"
-        path.write_text("".join(json.dumps({"text": t, "label": y}) + "\n" for y in wanted
-                                for t in by_label[y][8 * b:8 * b + 8]), encoding="utf-8")
-        paths.append(path)
-    return paths
-
-
 @pytest.mark.skipif(not (BANKING77 / "train.csv").is_file(), reason=f"banking77 not at {BANKING77}")
 def test_branches_federate_the_intent_head_into_a_bundle_the_pipeline_serves(tmp_path, registry):
     """Two branches (48 messages each), two rounds from the shipped head: the bundle is the shipped layout with the
@@ -144,7 +124,7 @@ def test_branches_federate_the_intent_head_into_a_bundle_the_pipeline_serves(tmp
     recorder = EventRecorder()
     registry({"recorder": recorder}, installed=True)
     branches = "".join(f'[[institutions]]\ndata = "{p}"\nname = "branch{b}"\n'
-                       for b, p in enumerate(_branch_files(tmp_path)))
+                       for b, p in enumerate(branch_files(tmp_path)))
     manifest, run, arrays, stderr = _federate(
         tmp_path, "customer_service", 'rounds = 2\nlr = 0.02\nbatch_size = 16\n[strategy]\nmin_fit_clients = 2\n'
         f'min_available_clients = 2\n{branches}')
@@ -159,8 +139,7 @@ def test_branches_federate_the_intent_head_into_a_bundle_the_pipeline_serves(tmp
     assert np.array_equal(stored["heads.0.weight.f16"], arrays["weight"].astype(np.float16))
     assert "heads.0.weight.q8" not in stored and "heads.1.weight.q8" in stored  # the CLINC150 head as shipped
 
-    texts = ["I am still waiting on my card?", "My card got stolen yesterday", "what rate do you use to exchange money",
-             "my top-up did not go through", "the transfer never reached my friend"]
+    texts = TEXTS
     fed = Taskflow("customer_service", task_path=str(out), english_ensemble=False)
     got = fed(texts)
     pooled = PooledEncoder(load_bundle(out, expected_task="customer_service")).encode(texts)
