@@ -3,11 +3,14 @@ shipped bundle's banking77 head over the vector that head reads, and its export 
 
 import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from sectorflow import InvalidInputError, plugins
+
+BANKING77 = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "banking77"
 
 MESSAGES = [("where is my new card", "card_arrival"), ("my card still has not arrived", "card_arrival"),
             ("the card I ordered never came", "card_arrival"), ("how long does card delivery take", "card_arrival"),
@@ -74,3 +77,25 @@ def test_the_head_is_the_shipped_one_over_the_vector_it_reads_and_exports_as_a_s
     with pytest.raises(ConfigError, match="not found"):
         check({"data": str(tmp_path / "nope.jsonl")})
     assert trainable_spec().check is check and trainable_spec().export is export
+
+
+def test_a_simulated_branch_is_a_slice_of_banking77_train_with_its_digest():
+    """``partition_id`` / ``num_partitions``: every n-th row of banking77 train (minus the validation slice) and of
+    the validation slice; ``max_examples`` keeps the first N; the digest is of the rows as read (same rows, same
+    digest; another slice, another digest)."""
+    from sectorflow_customer_service.trainable import IntentHeadTrainable
+
+    folder = BANKING77
+    if not (folder / "train.csv").is_file():
+        pytest.skip(f"banking77 not at {folder}")
+    first = IntentHeadTrainable({"partition_id": 0, "num_partitions": 3, "banking77": str(folder), "max_examples": 12})
+    again = IntentHeadTrainable({"partition_id": 0, "num_partitions": 3, "banking77": str(folder), "max_examples": 12})
+    other = IntentHeadTrainable({"partition_id": 1, "num_partitions": 3, "banking77": str(folder), "max_examples": 12})
+    assert first.x_train.shape == (12, 384) and first.x_val.shape == (3, 384)
+    assert np.array_equal(first.x_train, again.x_train) and first.data_sha256 == again.data_sha256
+    assert other.data_sha256 != first.data_sha256 and len(first.data_sha256) == 64
+    assert 8 < float(np.linalg.norm(first.x_train, axis=1).mean()) < 16  # the un-normalised pooled vector
+    with pytest.raises(InvalidInputError, match="partition_id 3"):
+        IntentHeadTrainable({"partition_id": 3, "num_partitions": 3, "banking77": str(folder)})
+    with pytest.raises(InvalidInputError, match="init="):
+        IntentHeadTrainable({"partition_id": 0, "num_partitions": 3, "banking77": str(folder), "init": "shipped"})
