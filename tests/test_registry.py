@@ -136,6 +136,7 @@ class NotAResult(BaseModel):
         ({"output_model": NotAResult}, "output_model must subclass sectorflow.TaskResult"),
         ({"devices": ("cpu", "tpu")}, "unknown devices/precisions ['tpu']"),
         ({"precisions": ("fp32", "fp64")}, "unknown devices/precisions ['fp64']"),
+        ({"pipeline": "sectorflow_echo.plugin.EchoPipeline"}, "must be a Pipeline subclass or its import path"),
     ],
 )
 def test_malformed_spec_is_a_plugin_error_naming_task_and_plugin(registry, changes, fragment):
@@ -144,6 +145,50 @@ def test_malformed_spec_is_a_plugin_error_naming_task_and_plugin(registry, chang
         Taskflow.tasks()
     assert fragment in str(info.value)
     assert "of plugin 'sloppy'" in str(info.value)
+
+
+def test_a_pipeline_named_by_its_import_path_is_imported_when_the_task_first_runs(registry, tmp_path, monkeypatch,
+                                                                                  echo_bundle):
+    """``TaskSpec(pipeline="module:Class")``: registering and listing the task import nothing; the first Taskflow
+    imports the module and runs its class (how customer_service keeps Paddle out of ``sectorflow run aml``)."""
+    import sys
+
+    (tmp_path / "lazy_echo_pipeline.py").write_text(
+        "from sectorflow_echo.plugin import EchoPipeline\n\nclass ShoutingEcho(EchoPipeline):\n"
+        "    def postprocess(self, items, raw):\n"
+        "        return [r.model_copy(update={'text': r.text.upper()}) for r in super().postprocess(items, raw)]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "lazy_echo_pipeline", raising=False)
+    registry({"lazy": plugin_registering(echo_spec(pipeline="lazy_echo_pipeline:ShoutingEcho"))})
+    assert {row["task"]: row["plugin"] for row in Taskflow.tasks()} == {"echo": "lazy"}
+    assert "lazy_echo_pipeline" not in sys.modules
+    result = Taskflow("echo")({"text": "quiet please"})
+    assert "lazy_echo_pipeline" in sys.modules and result.text == "QUIET PLEASE"
+
+
+@pytest.mark.parametrize(("path", "fragment"), [
+    ("no_such_module_anywhere:Pipe", "cannot be imported: ModuleNotFoundError"),
+    ("sectorflow_echo.plugin:NoSuchPipeline", "has no 'NoSuchPipeline'"),
+    ("sectorflow_echo.plugin:EchoResult", "not a sectorflow.Pipeline subclass"),
+])
+def test_a_pipeline_import_path_that_does_not_lead_to_a_pipeline_is_a_plugin_error(registry, path, fragment,
+                                                                                   echo_bundle):
+    registry({"sloppy": plugin_registering(echo_spec(pipeline=path))})
+    with pytest.raises(PluginError) as info:
+        Taskflow("echo")
+    assert fragment in str(info.value) and "of plugin 'sloppy'" in str(info.value) and path in str(info.value)
+
+
+def test_registering_the_installed_plugins_imports_no_deep_learning_runtime():
+    """``sectorflow run aml`` (and any command) registers every installed plugin: none may import Paddle just to
+    register (customer_service's pipeline is named by its import path; Paddle alone takes about 2 s to import)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom sectorflow import plugins\nplugins.registered_tasks()\nplugins.registered_trainables()\n"
+            "print(sorted(m for m in ('paddle', 'paddlenlp', 'onnxruntime') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 def test_result_models_subclass_taskresult():

@@ -188,6 +188,36 @@ def _session(sid: int) -> list:
     return out
 
 
+def test_stop_child_processes_also_stops_a_listed_descendant_that_was_re_parented():
+    """A worker whose parent exits is re-parented (to init) and is no longer this process's descendant (what a Ray
+    worker is once ``ray.shutdown()`` stopped its raylet): listed before, it is stopped too. Before the fix the CI run
+    found such a worker still running after ``sectorflow federate`` had exited 130."""
+    psutil = pytest.importorskip("psutil")
+    from sectorflow.federated.runner import descendants, stop_child_processes
+
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                               "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+                               "print('started', flush=True); time.sleep(120)\n"], stdout=subprocess.PIPE, text=True)
+    known = []
+    try:
+        assert parent.stdout.readline().strip() == "started"
+        known = descendants()
+        worker = next(p for p in known if p.pid != parent.pid)
+        parent.kill()
+        parent.wait(timeout=10)
+        assert worker not in descendants() and _running(worker)  # re-parented, still running
+        stopped = stop_child_processes(grace=1.0, known=known)
+        assert stopped == 2 and not _running(worker)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for process in [*known, *psutil.Process().children(recursive=True)]:
+            try:
+                process.kill()
+            except psutil.Error:
+                pass
+
+
 @pytest.mark.parametrize("presses", [1, 2])
 def test_ctrl_c_stops_a_real_run_and_its_ray_processes_and_the_audit_log_records_the_abort(tmp_path, presses):
     """SIGINT to a real `sectorflow federate` (simulation engine): exit 130, the abort in the audit log, and none of

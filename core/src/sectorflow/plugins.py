@@ -130,6 +130,9 @@ def _check_spec(spec: TaskSpec) -> None:
         raise PluginError(f"{where}: the name must match {_NAME_RE.pattern}.")
     if not issubclass(spec.output_model, TaskResult):
         raise PluginError(f"{where}: output_model must subclass sectorflow.TaskResult.")
+    if isinstance(spec.pipeline, str) and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", spec.pipeline):
+        raise PluginError(f"{where}: pipeline {spec.pipeline!r} must be a Pipeline subclass or its import path "
+                          "'package.module:ClassName' (imported when the task is first run).")
     bad = [d for d in spec.devices if d not in DEVICE_KINDS] + [p for p in spec.precisions if p not in PRECISIONS]
     if bad:
         raise PluginError(f"{where}: unknown devices/precisions {bad}; allowed {DEVICE_KINDS} and {PRECISIONS}.")

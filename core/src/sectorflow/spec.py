@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -222,7 +224,10 @@ class TaskSpec:
         name: the task name users type (``"aml"``); lower case, letters, digits and ``_``.
         input_model: pydantic model of one input item.
         output_model: pydantic model of one result; must subclass :class:`TaskResult`.
-        pipeline: the :class:`~sectorflow.pipeline.Pipeline` subclass that runs the task.
+        pipeline: the :class:`~sectorflow.pipeline.Pipeline` subclass that runs the task, or its import path
+            ``"package.module:ClassName"``, imported on first use (:meth:`pipeline_class`): a plugin whose pipeline
+            imports a deep-learning runtime (Paddle: about 2 s) then costs nothing to commands and servers that do
+            not run its task (``sectorflow run aml`` does not import the customer-service encoders).
         version: the task implementation's version (usually the plugin distribution's).
         description: one line for ``sectorflow tasks``.
         aliases: other names that resolve to this task.
@@ -259,7 +264,7 @@ class TaskSpec:
     name: str
     input_model: type[BaseModel]
     output_model: type[TaskResult]
-    pipeline: type[Pipeline]
+    pipeline: type[Pipeline] | str
     version: str = "0.0.0"
     description: str = ""
     aliases: tuple[str, ...] = ()
@@ -275,6 +280,34 @@ class TaskSpec:
     context_from_options: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     model_switch: str | None = None
     plugin: str = ""
+
+    def pipeline_class(self) -> type[Pipeline]:
+        """The pipeline class: :attr:`pipeline` itself, or the class its import path names, imported now (once per
+        process; Python caches the module).
+
+        Raises:
+            PluginError: the path is not ``"module:ClassName"``, the module cannot be imported, it has no such name,
+                or the name is not a :class:`~sectorflow.pipeline.Pipeline` subclass; the message names the task,
+                its plugin and the path.
+        """
+        from .errors import PluginError
+        from .pipeline import Pipeline
+
+        if not isinstance(self.pipeline, str):
+            return self.pipeline
+        where = f"task {self.name!r} of plugin {self.plugin!r}: pipeline {self.pipeline!r}"
+        module_name, _, attr = self.pipeline.partition(":")
+        if not module_name or not attr:
+            raise PluginError(f"{where} must be a Pipeline subclass or its import path 'package.module:ClassName'.")
+        try:
+            found = getattr(importlib.import_module(module_name), attr)
+        except ImportError as exc:
+            raise PluginError(f"{where} cannot be imported: {type(exc).__name__}: {exc}") from exc
+        except AttributeError as exc:
+            raise PluginError(f"{where}: module {module_name!r} has no {attr!r}.") from exc
+        if not (isinstance(found, type) and issubclass(found, Pipeline)):
+            raise PluginError(f"{where} names {found!r}, not a sectorflow.Pipeline subclass.")
+        return found
 
     @property
     def readers(self) -> dict[str, Reader]:

@@ -261,8 +261,8 @@ class Taskflow:
                 "model_version": bundle.version if bundle else None,
                 "bundle_sha256": bundle.sha256 if bundle else None,
             })
-            pipeline = self.spec.pipeline(self.spec, bundle, self.device, self.precision, self.batch_size,
-                                          self.num_threads, dict(self.options))
+            pipeline = self.spec.pipeline_class()(self.spec, bundle, self.device, self.precision, self.batch_size,
+                                                  self.num_threads, dict(self.options))
             pipeline.load()
             identity = pipeline.model_identity() if bundle is not None else None
             if identity:  # the model the options picked from the bundle (aml: the account model), not its manifest's

@@ -207,33 +207,68 @@ def _shutdown_ray(timeout: float) -> None:
     worker.join(timeout)
 
 
-def stop_child_processes(grace: float = 3.0) -> int:
-    """Stop every process this one started, and theirs (Ray's ``gcs_server``, raylets, workers, log monitor ...):
-    SIGTERM, then SIGKILL to those still running after ``grace`` seconds (``grace = 0``: SIGKILL at once). Returns
-    how many there were.
-
-    ``ray.shutdown()`` from a Ctrl-C handler does not always get to them: the main thread is interrupted inside
-    Flower's simulation loop, and Ray's head processes (started by this process) kept running after it exited."""
+def descendants() -> list:
+    """This process's running descendants now (psutil.Process objects; empty when psutil cannot tell)."""
     import psutil
 
     try:
-        children = psutil.Process().children(recursive=True)
+        return psutil.Process().children(recursive=True)
     except psutil.Error:
-        return 0
-    alive = children
+        return []
+
+
+def _alive(processes: list) -> list:
+    """Those of ``processes`` still running: the same process (pid and start time) and not a zombie."""
+    import psutil
+
+    out = []
+    for process in processes:
+        try:
+            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                out.append(process)
+        except psutil.Error:
+            continue
+    return out
+
+
+def _wait_gone(processes: list, timeout: float) -> list:
+    """Wait up to ``timeout`` s until none of ``processes`` runs (an exited process whose new parent has not reaped it
+    yet, a zombie, counts as gone); returns those still running."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    alive = _alive(processes)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = _alive(alive)
+    return alive
+
+
+def stop_child_processes(grace: float = 3.0, known: list | tuple = ()) -> int:
+    """Stop every process this one started, and theirs (Ray's ``gcs_server``, raylets, workers, log monitor ...),
+    together with ``known`` (descendants listed earlier): SIGTERM, then SIGKILL to those still running after
+    ``grace`` seconds (``grace = 0``: SIGKILL at once); returns once none runs (at most ``grace`` + 3 s). Returns how
+    many there were.
+
+    ``ray.shutdown()`` from a Ctrl-C handler does not always get to them: the main thread is interrupted inside
+    Flower's simulation loop, and Ray's head processes (started by this process) kept running after it exited.
+    ``known`` matters because a worker whose raylet ``ray.shutdown()`` stopped is re-parented (to init): it is no
+    longer this process's descendant, and it may take seconds to notice and exit, after this process has gone."""
+    children = list(dict.fromkeys([*known, *descendants()]))  # psutil.Process compares by pid and start time
+    alive = _alive(children)
     if grace > 0:
-        for child in children:
+        for child in alive:
             try:
                 child.terminate()
-            except psutil.Error:
+            except Exception:  # noqa: BLE001 - psutil.Error: gone meanwhile
                 pass
-        _, alive = psutil.wait_procs(children, timeout=grace)
+        alive = _wait_gone(alive, grace)
     for child in alive:
         try:
             child.kill()
-        except psutil.Error:
+        except Exception:  # noqa: BLE001 - psutil.Error: gone meanwhile
             pass
-    psutil.wait_procs(alive, timeout=max(grace, 1.0))
+    _wait_gone(alive, 3.0)
     return len(children)
 
 
@@ -245,14 +280,15 @@ def stop_on_sigint(current: Current, say: Callable[[str], None], ray_timeout: fl
     process of the run is left) and exits with 130; a second Ctrl-C exits at once."""
     from .server import record_abort
 
-    state = {"stopping": False}
+    state: dict[str, Any] = {"stopping": False, "known": []}
 
     def handler(signum: int, frame: Any) -> None:
         if state["stopping"]:  # the second Ctrl-C: no waiting, but no Ray process left behind either
-            stop_child_processes(grace=0.0)
+            stop_child_processes(grace=0.0, known=state["known"])
             exit(130)
             return
         state["stopping"] = True
+        state["known"] = descendants()  # before ray.shutdown() re-parents any of them
         report, cfg = current.report, current.cfg
         say("Ctrl-C: stopping the federated run (press Ctrl-C again to quit at once) ...")
         if report is not None and cfg is not None:
@@ -263,7 +299,7 @@ def stop_on_sigint(current: Current, say: Callable[[str], None], ray_timeout: fl
             except Exception as exc:  # noqa: BLE001 - a regulated log that cannot write: say so, still stop
                 say(f"run {report.run_id} aborted, but its abort could not be recorded: {type(exc).__name__}: {exc}")
         _shutdown_ray(ray_timeout)
-        stopped = stop_child_processes()
+        stopped = stop_child_processes(known=state["known"])
         say(f"Ray stopped ({stopped} processes of the run ended); exit 130")
         sys.stdout.flush()
         sys.stderr.flush()

@@ -8,7 +8,7 @@ from typing import Any
 from sectorflow import Int8Spec, TaskSpec, hookimpl
 
 from . import __version__
-from .pipeline import OPTIONS, CustomerServicePipeline
+from .options import OPTIONS
 from .schema import CustomerServiceResult, Message
 from .calibration import validation
 
@@ -27,7 +27,7 @@ def spec() -> TaskSpec:
     bundle = BUNDLE_DIR if (BUNDLE_DIR / "manifest.json").is_file() else None
     return TaskSpec(
         name="customer_service", input_model=Message, output_model=CustomerServiceResult,
-        pipeline=CustomerServicePipeline, version=__version__, aliases=("cs",),
+        pipeline="sectorflow_customer_service.pipeline:CustomerServicePipeline", version=__version__, aliases=("cs",),
         description="Customer-service messages (zh/en): intent with top-k, out-of-scope fallback, FAQ answers, "
                     "escalation (anger, complaint, regulator/court, the press, human requested) and language.",
         default_bundle=bundle, devices=("cpu", "gpu"), precisions=("fp32", "int8"), languages=("zh", "en"),
