@@ -79,17 +79,23 @@ def test_the_head_is_the_shipped_one_over_the_vector_it_reads_and_exports_as_a_s
     assert trainable_spec().check is check and trainable_spec().export is export
 
 
-def test_a_simulated_branch_is_a_slice_of_banking77_train_with_its_digest():
+def test_a_simulated_branch_is_a_slice_of_banking77_train_with_its_digest(monkeypatch):
     """``partition_id`` / ``num_partitions``: every n-th row of banking77 train (minus the validation slice) and of
     the validation slice; ``max_examples`` keeps the first N; the digest is of the rows as read (same rows, same
-    digest; another slice, another digest)."""
+    digest; another slice, another digest). A second build reads the cached vectors (no encoder is built: a
+    SuperNode's fresh process per message does not encode again)."""
+    from sectorflow_customer_service import runtime
+
     from sectorflow_customer_service.trainable import IntentHeadTrainable
 
     folder = BANKING77
     if not (folder / "train.csv").is_file():
         pytest.skip(f"banking77 not at {folder}")
     first = IntentHeadTrainable({"partition_id": 0, "num_partitions": 3, "banking77": str(folder), "max_examples": 12})
-    again = IntentHeadTrainable({"partition_id": 0, "num_partitions": 3, "banking77": str(folder), "max_examples": 12})
+    with monkeypatch.context() as patched:
+        patched.setattr(runtime, "build_layer", lambda bundle: pytest.fail("the vectors were encoded again"))
+        again = IntentHeadTrainable({"partition_id": 0, "num_partitions": 3, "banking77": str(folder),
+                                     "max_examples": 12})
     other = IntentHeadTrainable({"partition_id": 1, "num_partitions": 3, "banking77": str(folder), "max_examples": 12})
     assert first.x_train.shape == (12, 384) and first.x_val.shape == (3, 384)
     assert np.array_equal(first.x_train, again.x_train) and first.data_sha256 == again.data_sha256

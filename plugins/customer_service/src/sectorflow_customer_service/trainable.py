@@ -18,8 +18,10 @@ Optional ``seed``, ``init`` (``"bundle"``, the default: start from the shipped b
 banking77 head ``heads.<i>`` (:class:`~.intent_model.IntentModel`: a Paddle ``Linear``, ``logits = pooled @ weight +
 bias``) and read what it reads: the **un-normalised** mean-pooled MiniLM vector (``IntentModel.pooled``), computed
 here by the same layer the pipeline's inference program is exported from (:func:`.runtime.build_layer`, eager, no
-gradient). (Before 2 Dec 2026 the head read the program's L2-normalised ``embedding`` output, which no head of the
-pipeline reads, so its weights could not be served; now they replace the bundle's head one for one.)
+gradient), kept in ``$SECTORFLOW_HOME/customer_service/vectors/`` (:func:`~.encoders.encode_cached`: in
+deployment a SuperNode starts a fresh process for every message, which then reads them instead of encoding again).
+(Before 2 Dec 2026 the head read the program's L2-normalised ``embedding`` output, which no head of the pipeline
+reads, so its weights could not be served; now they replace the bundle's head one for one.)
 
 Training: mini-batch gradient descent on softmax cross-entropy (NumPy), learning rate ``lr`` (the federation's
 ``lr``; default here 0.01: the pooled vectors' length is about 12, so a step moves the logits by about
@@ -42,6 +44,7 @@ import numpy as np
 from sectorflow import ConfigError, InvalidInputError, TrainableSpec, import_paddle, load_bundle, write_manifest
 
 from . import datasets
+from .encoders import encode_cached
 from .prototypes import read_examples
 from .plugin import BUNDLE_DIR
 
@@ -86,9 +89,21 @@ class PooledEncoder:
     :class:`~.intent_model.IntentModel` of the bundle, the shipped tokenizer, at most :data:`MAX_LEN` pieces)."""
 
     def __init__(self, bundle: Any, batch_size: int = 64) -> None:
-        from .runtime import build_layer, tokenizer_of
+        from .runtime import tokenizer_of
 
-        self.model, self.tokenizer, self.batch_size = build_layer(bundle), tokenizer_of(bundle), batch_size
+        self.bundle, self.tokenizer, self.batch_size = bundle, tokenizer_of(bundle), batch_size
+        self._model: Any = None
+        self.name = f"{bundle.name}-pooled-{bundle.sha256[:16]}"
+        """Names the vectors in :func:`~.encoders.encode_cached`'s cache: this bundle's, un-normalised."""
+
+    @property
+    def model(self) -> Any:
+        """The eager layer, built on first use (cached vectors need none)."""
+        if self._model is None:
+            from .runtime import build_layer
+
+            self._model = build_layer(self.bundle)
+        return self._model
 
     def encode(self, texts: list[str]) -> np.ndarray:
         paddle = import_paddle()
@@ -148,9 +163,10 @@ class IntentHeadTrainable:
             raise InvalidInputError(f"init={init!r}: give 'bundle' (the shipped head) or 'zeros'.")
         train, val, self.data_sha256 = _rows(partition, index)
         encoder = PooledEncoder(bundle)
-        self.x_train = encoder.encode([t for t, _ in train])
+        # cached per machine (a SuperNode starts a fresh process for every message: encode once, not every round)
+        self.x_train = encode_cached(encoder, [t for t, _ in train])
         self.y_train = np.array([index[lab] for _, lab in train], dtype=np.int64)
-        self.x_val = encoder.encode([t for t, _ in val])
+        self.x_val = encode_cached(encoder, [t for t, _ in val])
         self.y_val = np.array([index[lab] for _, lab in val], dtype=np.int64)
         if init == "bundle":
             self.weight, self.bias = shipped_head(bundle)
