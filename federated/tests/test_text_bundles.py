@@ -1,7 +1,8 @@
 """Issue 24, the text trainables: a real federated simulation of the medical_report span tagger (hospitals) and of the
-customer_service intent head (branches) through `sectorflow federate ... --out DIR` ends in a bundle of the shipped
-layout whose manifest carries the federation and the sha256 of its files, and that `Taskflow(task, task_path=DIR)`
-serves with the run's weights (not the shipped ones), also after a hot reload."""
+customer_service intent head (branches) through `sectorflow federate ...` (`bundle = "DIR"` in the config, or
+`--out DIR`) ends in a bundle of the shipped layout whose manifest carries the federation and the sha256 of its
+files, and that `Taskflow(task, task_path=DIR)` serves with the run's weights (not the shipped ones), also after a
+hot reload."""
 
 from __future__ import annotations
 
@@ -36,14 +37,17 @@ def _app() -> typer.Typer:
     return app
 
 
-def _federate(tmp_path: Path, task: str, body: str) -> tuple[dict, dict, dict[str, np.ndarray], str]:
-    """Run `sectorflow federate TASK -c ... --out ... --report ... --weights ...`; (manifest, run report, kept
-    weights by name, stderr)."""
+def _federate(tmp_path: Path, task: str, body: str, bundle_key: bool = False) -> tuple[dict, dict, dict, str]:
+    """Run `sectorflow federate TASK -c ... --out ... --report ... --weights ...` (``bundle_key``: the bundle's
+    folder as `bundle = ...` in the config instead of --out); (manifest, run report, kept weights by name,
+    stderr)."""
     config = tmp_path / "federation.toml"
-    config.write_text(f'task = "{task}"\n{body}', encoding="utf-8")
     out, report, weights = tmp_path / "bundle", tmp_path / "run.json", tmp_path / "kept.npz"
-    result = CliRunner().invoke(_app(), ["federate", task, "-c", str(config), "--out", str(out), "--report",
-                                         str(report), "--weights", str(weights)])
+    head = f'task = "{task}"\n' + (f'bundle = "{out}"\n' if bundle_key else "")
+    config.write_text(head + body, encoding="utf-8")
+    where = [] if bundle_key else ["--out", str(out)]
+    result = CliRunner().invoke(_app(), ["federate", task, "-c", str(config), *where, "--report", str(report),
+                                         "--weights", str(weights)])
     assert result.exit_code == 0, result.output + repr(result.exception)
     with np.load(weights) as kept:
         arrays = {k: kept[k] for k in kept.files}
@@ -83,7 +87,7 @@ def test_hospitals_federate_the_span_tagger_into_a_bundle_taskflow_serves(tmp_pa
                         for h in range(2))
     manifest, run, arrays, stderr = _federate(
         tmp_path, "medical_report", 'rounds = 1\nlr = 0.01\nbatch_size = 16\n[strategy]\nmin_fit_clients = 2\n'
-        f'min_available_clients = 2\n{hospitals}')
+        f'min_available_clients = 2\n{hospitals}', bundle_key=True)  # `bundle =` in the config, as in deployment
     out = tmp_path / "bundle"
     assert "round 1/1: validation f1" in stderr and "the bundle holds the global model of round 1 of 1" in stderr
     assert manifest["format"] == "paddle-inference" and manifest["name"].endswith("-federated")
