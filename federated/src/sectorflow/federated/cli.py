@@ -95,11 +95,11 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
                           setting="--report" if path is report else "--weights")
     spec = find_trainable(cfg.task, cfg.model)
     if out is not None and spec.export is None:
-        raise ConfigError(f"{spec.task}/{spec.name} offers no bundle export: drop --out (--weights writes its "
-                          "weights).")
+        raise ConfigError(f"{spec.task}/{spec.name} offers no bundle export: drop --out / bundle = (--weights "
+                          "writes its weights).")
     if out is not None and out.exists() and (out.is_file() or any(out.iterdir())) \
             and not (out / "manifest.json").is_file():
-        raise ConfigError(f"--out {out} exists and is not a bundle folder: give a new or empty folder.")
+        raise ConfigError(f"--out / bundle = {out} exists and is not a bundle folder: give a new or empty folder.")
     preflight(cfg, spec)
 
     def say(message: str) -> None:

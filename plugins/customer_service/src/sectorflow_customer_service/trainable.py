@@ -252,7 +252,7 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
 
     out = Path(out)
     if out.exists() and (out.is_file() or any(out.iterdir())) and not (out / "manifest.json").is_file():
-        raise ConfigError(f"--out {out} exists and is not a bundle folder: give a new or empty folder.")
+        raise ConfigError(f"--out / bundle = {out} exists and is not a bundle folder: give a new or empty folder.")
     bundle = load_bundle(BUNDLE_DIR, expected_task="customer_service")
     shipped_w, shipped_b = shipped_head(bundle)
     if len(arrays) != 2 or tuple(np.shape(arrays[0])) != shipped_b.shape \

@@ -147,7 +147,7 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
 
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not (out / "manifest.json").is_file():
-        raise ConfigError(f"--out {out} exists and is not a bundle folder: give a new or empty folder.")
+        raise ConfigError(f"--out / bundle = {out} exists and is not a bundle folder: give a new or empty folder.")
     paddle = import_paddle()
     vocab, _ = load_vocab_and_weights()
     layer = tagger.make_layer(len(vocab))
