@@ -72,6 +72,8 @@ def test_the_head_is_the_shipped_one_over_the_vector_it_reads_and_exports_as_a_s
     fed = Taskflow("customer_service", task_path=str(tmp_path / "fed"), english_ensemble=False)
     assert [r.intent for r in fed(texts)] == [r.intent for r in shipped(texts)]
     assert [r.top_k[0].probability for r in fed(texts)] == pytest.approx(served, abs=2e-3)  # float16 head
+    with pytest.raises(ConfigError, match="is the shipped bundle"):
+        export([b, w], run, BUNDLE_DIR)
     with pytest.raises(ConfigError, match="not the banking77 head"):
         export([w, b], run, tmp_path / "other")
     with pytest.raises(ConfigError, match="not found"):

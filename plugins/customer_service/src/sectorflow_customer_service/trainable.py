@@ -245,14 +245,19 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
     ``calibration.json`` stay the shipped bundle's (the thresholds were calibrated on the shipped head). Returns the
     manifest path.
 
+    An existing bundle folder at ``out`` is replaced.
+
     Raises:
-        ConfigError: ``out`` exists and is neither empty nor a bundle folder; arrays of another head.
+        ConfigError: ``out`` exists and is neither empty nor a bundle folder, or is the shipped bundle; arrays of
+            another head.
     """
     from safetensors.numpy import load_file, save_file
 
     out = Path(out)
     if out.exists() and (out.is_file() or any(out.iterdir())) and not (out / "manifest.json").is_file():
         raise ConfigError(f"--out / bundle = {out} exists and is not a bundle folder: give a new or empty folder.")
+    if out.resolve() == BUNDLE_DIR.resolve():
+        raise ConfigError(f"--out / bundle = {out} is the shipped bundle: give another folder.")
     bundle = load_bundle(BUNDLE_DIR, expected_task="customer_service")
     shipped_w, shipped_b = shipped_head(bundle)
     if len(arrays) != 2 or tuple(np.shape(arrays[0])) != shipped_b.shape \

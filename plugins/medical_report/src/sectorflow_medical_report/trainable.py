@@ -137,7 +137,8 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
     path.
 
     Raises:
-        ConfigError: ``out`` exists and is not empty or a bundle folder; arrays of another layer.
+        ConfigError: ``out`` exists and is not empty or a bundle folder, or is the shipped bundle; arrays of
+            another layer.
     """
     import shutil
 
@@ -148,6 +149,8 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not (out / "manifest.json").is_file():
         raise ConfigError(f"--out / bundle = {out} exists and is not a bundle folder: give a new or empty folder.")
+    if out.resolve() == BUNDLE_DIR.resolve():
+        raise ConfigError(f"--out / bundle = {out} is the shipped bundle: give another folder.")
     paddle = import_paddle()
     vocab, _ = load_vocab_and_weights()
     layer = tagger.make_layer(len(vocab))
