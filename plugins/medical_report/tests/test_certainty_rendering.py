@@ -6,7 +6,7 @@ tests; each asserts the rendered text."""
 from __future__ import annotations
 
 import pytest
-from sectorflow_medical_report.certainty import HYPOTHETICAL_CUES, PROBABLE_CUES, certainty_of, hedged
+from sectorflow_medical_report.certainty import HYPOTHETICAL_CUES, PROBABLE_CUES, UNLIKELY_CUES, certainty_of, hedged
 from sectorflow_medical_report.extract import extract
 from sectorflow_medical_report.lexicon import CUES
 from sectorflow_medical_report.report import build_report
@@ -52,6 +52,8 @@ def test_probable_is_not_possible():
     ("Less likely right lower lobe pneumonia.", "Findings: possible pneumonia, right lower lobe", "possible"),
     ("Small effusion may represent atelectasis.", "Findings: pleural effusion; possible atelectasis", "possible"),
     ("Pneumothorax is not excluded.", "Findings: possible pneumothorax", "possible"),
+    ("Pneumonia is unlikely.", "Findings: pneumonia (unlikely)", "unlikely"),  # had been present
+    ("Pneumothorax very unlikely.", "Findings: pneumothorax (unlikely)", "unlikely"),
     ("Evaluate for pneumothorax.", "Findings: pneumothorax (hypothetical, not reported as seen)", "hypothetical"),
 ])
 def test_english_hedges_are_rendered_with_their_grade(text, line, certainty):
@@ -60,9 +62,17 @@ def test_english_hedges_are_rendered_with_their_grade(text, line, certainty):
     assert rep.findings[-1].certainty == certainty
 
 
-def test_is_likely_before_an_interpretation_leaves_the_finding_present():
-    (opacity,) = extract("Right basilar opacity is likely infectious.").findings
-    assert (opacity.assertion, opacity.certainty) == ("present", None)
+@pytest.mark.parametrize("text", ["Right basilar opacity is likely infectious.",
+                                  "Small nodule, unlikely to be clinically significant.",
+                                  "Nodule unlikely to be significant."])
+def test_is_likely_or_unlikely_before_an_interpretation_leaves_the_finding_present(text):
+    (finding,) = extract(text).findings
+    assert (finding.assertion, finding.certainty) == ("present", None)
+
+
+def test_a_possible_small_nodule_in_chinese_is_possible():
+    (nodule,) = extract("右肺可能小结节。").findings
+    assert (nodule.assertion, nodule.certainty) == ("uncertain", "possible")
 
 
 def test_an_unhedged_finding_next_to_a_hedged_one_stays_plain():
@@ -78,6 +88,7 @@ def test_an_unhedged_finding_next_to_a_hedged_one_stays_plain():
     ("不除外少量气胸。", "所见：气胸（待排）", "1. 气胸（待排）。", "possible"),
     ("考虑右肺下叶肺炎。", "所见：右肺下叶肺炎（待排）", "1. 右肺下叶肺炎（待排）。", "possible"),
     ("右肺下叶肺炎可能性大。", "所见：右肺下叶肺炎（可能性大）", "1. 右肺下叶肺炎（可能性大）。", "probable"),
+    ("右肺下叶肺炎可能性小。", "所见：右肺下叶肺炎（可能性小）", "1. 右肺下叶肺炎（可能性小）。", "unlikely"),  # had been 可能
     ("如有气胸，请复查。", "所见：气胸（假设情形，非本次所见）", "1. 气胸（假设情形，非本次所见）。", "hypothetical"),
 ])
 def test_chinese_hedges_are_rendered_with_their_grade(text, line, first_impression, certainty):
@@ -105,7 +116,8 @@ def test_a_history_or_family_line_keeps_the_grade_and_drops_a_negation():
 
 def test_every_graded_cue_is_an_uncertainty_cue_of_the_lexicon():
     unc = {w.lower() for key in ("unc_pre", "unc_post") for forms in CUES[key] for w in forms}
-    assert PROBABLE_CUES <= unc and HYPOTHETICAL_CUES <= unc and not PROBABLE_CUES & HYPOTHETICAL_CUES
+    graded = (PROBABLE_CUES, UNLIKELY_CUES, HYPOTHETICAL_CUES)
+    assert all(cues <= unc for cues in graded) and sum(map(len, graded)) == len(set().union(*graded))
 
 
 def test_certainty_of_and_hedged_directly():

@@ -10,6 +10,9 @@ al., rad.bwh.harvard.edu/diagnostic-certainty-scale, 2020; read in a stored copy
 
 - ``probable``: "probable", "probably", "likely" (so "most likely"), 可能性大, 可能大 ("high likelihood"); not after
   "less", "least" or "not" ("less likely pneumonia" is no probable pneumonia);
+- ``unlikely``: "unlikely", "is unlikely", "very unlikely" after the finding (the scale's low and very low
+  probability; medspaCy reads "unlikely" as a negation, which would list the finding as negative), 可能性小,
+  可能性不大 (it had been read as 可能, possible);
 - ``hypothetical``: the ConText hypothetical triggers of the lexicon ("if", "evaluate for", "to exclude", "to
   assess", "would", "should", "could obscure", 排除, 以排除, 如有, 若有, 如出现, ...): the finding is named, not
   reported as seen;
@@ -29,11 +32,15 @@ from typing import Literal
 
 from .text import fold_width
 
-Certainty = Literal["possible", "probable", "hypothetical"]
+Certainty = Literal["possible", "probable", "unlikely", "hypothetical"]
 
 PROBABLE_CUES = frozenset({"probable", "probably", "likely", "is likely", "are likely", "is probable", "are probable",
                            "可能性大", "可能大"})
 """Uncertainty cues (surface, lower case) that grade a finding probable."""
+
+UNLIKELY_CUES = frozenset({"unlikely", "is unlikely", "are unlikely", "very unlikely", "is very unlikely", "可能性小",
+                           "可能性不大"})
+"""Uncertainty cues of a low probability (BWH scale: "unlikely" < 25 %, "very unlikely" < 5 %)."""
 
 HYPOTHETICAL_CUES = frozenset({
     "if", "evaluate for", "to evaluate", "to exclude", "to identify", "to assess", "could obscure", "would",
@@ -52,19 +59,22 @@ def certainty_of(text: str, start: int, end: int) -> Certainty:
     surface = _surface(fold_width(text[start:end]))
     if surface in HYPOTHETICAL_CUES:
         return "hypothetical"
+    if surface in UNLIKELY_CUES:
+        return "unlikely"
     if surface in PROBABLE_CUES and not _LOWERED.search(fold_width(text[max(0, start - 8):start])):
         return "probable"
     return "possible"
 
 
-_EN = {"possible": "possible {}", "probable": "probable {}", "hypothetical": "{} (hypothetical, not reported as seen)"}
-_ZH = {"possible": "{}（待排）", "probable": "{}（可能性大）", "hypothetical": "{}（假设情形，非本次所见）"}
+_EN = {"possible": "possible {}", "probable": "probable {}", "unlikely": "{} (unlikely)",
+       "hypothetical": "{} (hypothetical, not reported as seen)"}
+_ZH = {"possible": "{}（待排）", "probable": "{}（可能性大）", "unlikely": "{}（可能性小）", "hypothetical": "{}（假设情形，非本次所见）"}
 
 
 def hedged(phrase: str, assertion: str, certainty: Certainty | None, lang: str, capital: bool = False) -> str:
     """``phrase`` (a finding's description) as the report states it: unchanged when present; for an uncertain
     finding with its grade ("possible pneumonia, left lower lobe", "probable 6 mm nodule, right upper lobe",
-    "pneumothorax (hypothetical, not reported as seen)", 左肺下叶肺炎（待排）, 右肺下叶炎症（可能性大）); none means
+    "pneumonia (unlikely)", "pneumothorax (hypothetical, not reported as seen)", 左肺下叶肺炎（待排）, 右肺下叶炎症（可能性大）); none means
     possible. ``capital`` upper-cases the first letter (an impression line). An absent finding is never given here
     as a positive one: it raises ``ValueError``."""
     if assertion == "absent":

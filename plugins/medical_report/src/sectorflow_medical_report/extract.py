@@ -433,9 +433,11 @@ def _zh_list_continues(text: str, cue_end: int, f: Finding, findings: list[Findi
 
 _COLON_NEG = frozenset({"：无", ":无", "：未见", ":未见"})
 
-_END_ONLY_POST = frozenset({"is likely", "are likely", "is probable", "are probable"})
+_END_ONLY_POST = frozenset({"is likely", "are likely", "is probable", "are probable", "unlikely", "is unlikely",
+                            "are unlikely", "very unlikely", "is very unlikely"})
 """Post-cues that govern the finding before them only at the end of its clause ("Pneumonia is likely.", "Pneumonia is
-likely in the right lower lobe."), not before an interpretation ("The opacity is likely atelectasis / infectious")."""
+likely in the right lower lobe.", "Pneumonia is unlikely."), not before an interpretation ("The opacity is likely
+atelectasis / infectious", "nodule unlikely to be significant")."""
 _SITE_TAIL = re.compile(r"\s*(?:(?:in|at|within|on|along|involving)\b[^.;,:!?。；，：]*)?", re.IGNORECASE)
 
 
