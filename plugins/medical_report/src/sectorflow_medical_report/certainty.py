@@ -68,15 +68,16 @@ def certainty_of(text: str, start: int, end: int) -> Certainty:
 
 _EN = {"possible": "possible {}", "probable": "probable {}", "unlikely": "{} (unlikely)",
        "hypothetical": "{} (hypothetical, not reported as seen)"}
-_ZH = {"possible": "{}（待排）", "probable": "{}（可能性大）", "unlikely": "{}（可能性小）", "hypothetical": "{}（假设情形，非本次所见）"}
+_ZH = {"possible": "{}（待排）", "probable": "{}（可能性大）", "unlikely": "{}（可能性小）",
+       "hypothetical": "{}（假设情形，非本次所见）"}
 
 
 def hedged(phrase: str, assertion: str, certainty: Certainty | None, lang: str, capital: bool = False) -> str:
     """``phrase`` (a finding's description) as the report states it: unchanged when present; for an uncertain
     finding with its grade ("possible pneumonia, left lower lobe", "probable 6 mm nodule, right upper lobe",
-    "pneumonia (unlikely)", "pneumothorax (hypothetical, not reported as seen)", 左肺下叶肺炎（待排）, 右肺下叶炎症（可能性大）); none means
-    possible. ``capital`` upper-cases the first letter (an impression line). An absent finding is never given here
-    as a positive one: it raises ``ValueError``."""
+    "pneumonia (unlikely)", "pneumothorax (hypothetical, not reported as seen)", 左肺下叶肺炎（待排）,
+    右肺下叶炎症（可能性大）); none means possible. ``capital`` upper-cases the first letter (an impression line). An
+    absent finding is never given here as a positive one: it raises ``ValueError``."""
     if assertion == "absent":
         raise ValueError("an absent finding is rendered only among the negative findings")
     out = phrase if assertion == "present" else (_ZH if lang == "zh" else _EN)[certainty or "possible"].format(phrase)

@@ -293,7 +293,8 @@ CUES: dict[str, tuple[list[str], list[str]]] = {
                  ["：无", ":无", "：阴性", "：未见", "消失", "已吸收", "已消失", "阴性", "已切除", "切除术后", "已摘除",
                   "已排除", "已除外"]),
     "unc_pre": (["possible", "possibly", "probable", "probably", "likely", "may represent", "may be", "could represent",
-                 "could be", "is likely", "are likely", "is probable", "are probable", "suspicious for", "concerning for", "questionable", "question of", "cannot rule out",
+                 "could be", "is likely", "are likely", "is probable", "are probable", "suspicious for",
+                 "concerning for", "questionable", "question of", "cannot rule out",
                  "can not rule out", "cannot exclude", "can not exclude", "suggestive of", "suspected", "equivocal",
                  "differential diagnosis includes", "versus", "presumed", "consider", "may reflect", "might be",
                  # ConText "hypothetical" triggers, reported as uncertain
@@ -314,7 +315,8 @@ CUES: dict[str, tuple[list[str], list[str]]] = {
                   # seen poorly on this study: neither stated present nor absent
                   "not well seen", "not well visualized", "not clearly seen", "not clearly visualized",
                   "not definitely seen", "not definitely visualized", "not definitely identified"],
-                 ["可能", "可能性大", "可能大", "可能性小", "可能性不大", "不除外", "不排除", "待排", "待排除", "待除外", "待查", "未除外", "？", "?"]),
+                 ["可能", "可能性大", "可能大", "可能性小", "可能性不大", "不除外", "不排除", "待排", "待排除", "待除外", "待查",
+                  "未除外", "？", "?"]),
     "pseudo": (["not without", "not only", "no doubt", "without doubt", "in question"], ["无疑"]),
     "term": (["but", "however", "although", "though", "yet", "except", "aside from", "apart from", "which",
               "there is", "there are", "there has been", "otherwise", "whereas", "with the exception of",

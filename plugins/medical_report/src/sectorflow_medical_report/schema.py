@@ -96,10 +96,11 @@ class Finding(BaseModel):
     cue: Cue | None = Field(None, description="The cue that set the assertion (none: present by default).")
     certainty: Certainty | None = Field(
         None, description="For an uncertain finding, the grade of its cue (none otherwise): probable ('probable', "
-                          "'likely', 可能性大), hypothetical ('if', 'evaluate for', 'to exclude', 如有, 排除) or "
-                          "unlikely ('is unlikely', 可能性小), possible (every other hedge: 'possible', 'cannot exclude', 'may represent', 可疑, 考虑, "
-                          "可能, 不除外, 待排). ConText and medspaCy give all of them one value (assertion "
-                          "'uncertain'); report_text and impression state the grade (see certainty.py).")
+                          "'likely', 可能性大), unlikely ('is unlikely', 可能性小), hypothetical ('if', 'evaluate "
+                          "for', 'to exclude', 如有, 排除) or possible (every other hedge: 'possible', 'cannot "
+                          "exclude', 'may represent', 可疑, 考虑, 可能, 不除外, 待排). ConText and medspaCy give all of "
+                          "them one value (assertion 'uncertain'); report_text and impression state the grade (see "
+                          "certainty.py).")
     temporality: Temporality | None = None
     experiencer: Literal["patient", "other"] = Field(
         "patient", description="ConText experiencer: 'other' for a relative's finding (family history); such a "
