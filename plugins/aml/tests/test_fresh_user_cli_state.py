@@ -188,3 +188,12 @@ def _sha(path: Path) -> str:
     import hashlib
 
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_state_in_a_folder_that_does_not_exist_is_refused_not_created(cli_main, capsys, tmp_path: Path) -> None:
+    # the lock file is opened first, next to the state: a typo in the folder no longer makes new folders silently
+    day = tmp_path / "day.csv"
+    day.write_text(HEADER + ROWS, encoding="utf-8")
+    state = tmp_path / "no" / "such" / "bank.sqlite"
+    assert cli_main(["run", "aml", str(day), "--state", str(state), "-o", str(tmp_path / "r.jsonl"), *FAST]) == 2
+    assert "Give a --state in an existing, writable folder" in _err(capsys) and not (tmp_path / "no").exists()
