@@ -106,7 +106,10 @@ class File:
 
 
 POINTS = {"all": lambda f: np.ones(f.rep.x.shape[0], dtype=bool), "daily": lambda f: f.rep.snapshot,
-          "month_end": lambda f: f.month_end}
+          "month_end": lambda f: f.month_end,
+          # rows whose 30-day window lies wholly inside the file (a file starts empty; a bank's stream does not)
+          "all_full": lambda f: f.rep.day >= f.rep.day.min() + 30,
+          "month_end_full": lambda f: f.month_end & (f.rep.day >= f.rep.day.min() + 30)}
 
 
 def names_of(kind: str) -> list[str]:
@@ -155,12 +158,12 @@ def targets_of(files, part: str) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(idx), np.concatenate(ys)
 
 
-def fit_model(xt, yt, xv, av, targets, yv, names, rounds: int):
+def fit_model(xt, yt, xv, av, targets, yv, names, rounds: int, seed: int = SEED):
     """The account model's learner (as :func:`~sectorflow_aml.account_training.train`): weighted classes, early
     stopping on validation account AP every 25 trees, the fewest trees within 0.002 of the best."""
     import lightgbm as lgb
 
-    p = dict(PARAMS, seed=SEED)
+    p = dict(PARAMS, seed=seed)
     pos = yt.sum()
     w = np.where(yt > 0, (yt.size - pos) / pos, 1.0)
     booster = lgb.Booster(params=p, train_set=lgb.Dataset(xt, yt, weight=w, feature_name=names, free_raw_data=False))
@@ -191,15 +194,19 @@ VARIANTS = [
     ("model (shipped): max over every row", "model", "model", "daily", "all"),
     ("model: max over daily snapshots", "model", "model", "daily", "daily"),
     ("model: max over month ends", "model", "model", "daily", "month_end"),
+    ("model: max over every row with a full window", "model", "model", "daily", "all_full"),
+    ("model: max over month ends with a full window", "model", "model", "daily", "month_end_full"),
     ("model @month-end: trained and scored at month ends", "model", "model", "month_end", "month_end"),
     ("model + baseline30 (absolute): daily snapshots", "model", "model+baseline", "daily", "daily"),
     ("model + baseline30 (absolute): month ends", "model", "model+baseline", "daily", "month_end"),
     ("model + baseline30 (scale-free): daily snapshots", "model", "model+baseline_sf", "daily", "daily"),
     ("model + baseline30 (scale-free): month ends", "model", "model+baseline_sf", "daily", "month_end"),
+    ("model + baseline30 (absolute) @month-end", "model", "model+baseline", "month_end", "month_end"),
+    ("model + baseline30 (scale-free) @month-end", "model", "model+baseline_sf", "month_end", "month_end"),
     ("baseline30 (absolute) @month-end", "baseline", "baseline", "month_end", "month_end"),
     ("baseline30 (scale-free) @month-end", "baseline", "baseline_sf", "month_end", "month_end"),
 ]
-REF_MODEL, REF_BASE = VARIANTS[0][0], VARIANTS[8][0]
+REF_MODEL, REF_BASE = VARIANTS[0][0], "baseline30 (absolute) @month-end"
 
 
 def bootstrap(scores: dict[str, np.ndarray], y: np.ndarray, n: int, seed: int = SEED) -> dict:
@@ -222,6 +229,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smoke run: first 30,000 rows of each file, 100 trees")
     ap.add_argument("--boot", type=int, default=1000, help="bootstrap resamples (0: none)")
     ap.add_argument("--no-test", action="store_true", help="validation only (dev_s303 not read)")
+    ap.add_argument("--seeds", type=int, default=1, help="LightGBM seeds of the model's learner (split fixed): "
+                    "validation AP over seeds 20211, 20212, ... (the baseline's defaults do not sample: one fit)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if args.quick:
@@ -263,20 +272,40 @@ def main() -> None:
                 account_scores(booster.predict(xs, raw_score=True, num_threads=1), at, t_targets), t_y)
         print(f"{label}: validation {out['validation'][label]['average_precision']} ({trees} trees, "
               f"{time.perf_counter() - start:.1f} s)", flush=True)
+    seed_aps: dict[str, list[float]] = {label: [out["validation"][label]["average_precision"]]
+                                        for label, *_ in VARIANTS}
+    for extra in range(1, args.seeds):
+        refit: dict[tuple, tuple] = {}
+        for label, learner, kind, tpts, epts in VARIANTS:
+            if learner != "model":
+                continue
+            key = (learner, kind, tpts)
+            if key not in refit:
+                xt, yt, _ = stack(files, kind, tpts, tpts, "train")
+                stop_pts = "all" if kind == "model" and tpts == "daily" else tpts
+                xv, _, av = stack(files, kind, tpts, stop_pts, "val")
+                refit[key] = fit_model(xt, yt, xv, av, v_targets, v_y, names_of(kind), rounds, seed=SEED + extra)
+            xv, _, av = stack(files, kind, tpts, epts, "val")
+            s = account_scores(refit[key][0].predict(xv, raw_score=True, num_threads=1), av, v_targets)
+            seed_aps[label].append(round(average_precision(s, v_y), 4))
+        print(f"seed {SEED + extra} done", flush=True)
+    out["validation_ap_by_seed"] = seed_aps
     if args.boot:
         out["bootstrap"] = bootstrap(val_scores, v_y, args.boot)
     k = int(v_y.sum())
     print(f"\nvalidation: {v_y.size} accounts of dev_s101 + dev_s202, {k} laundering (K={k}); "
           f"AP difference: 95 % bootstrap interval over accounts ({args.boot} draws) and share of draws > 0")
-    head = f"{'variant':58s} {'trees':>5s} {'AP':>6s} {'P@K':>6s} {'R@1%':>6s}"
+    head = f"{'variant':60s} {'trees':>5s} {'AP':>6s} {'P@K':>6s} {'R@1%':>6s}"
     if test is not None:
         head += f" | {'s303 AP':>7s} {'P@K':>6s} {'R@1%':>6s}"
     if args.boot:
         head += f" | {'AP - model [95%] P>0':>28s} | {'AP - baseline [95%] P>0':>28s}"
+    if args.seeds > 1:
+        head += f" | AP over {args.seeds} seeds"
     print(head)
     for label, *_ in VARIANTS:
         v = out["validation"][label]
-        line = (f"{label:58s} {out['trees'][label]:5d} {v['average_precision']:6.3f} {v['precision_at_k']:6.3f} "
+        line = (f"{label:60s} {out['trees'][label]:5d} {v['average_precision']:6.3f} {v['precision_at_k']:6.3f} "
                 f"{v['recall_at_1pct_fpr']:6.3f}")
         if test is not None:
             t = out["test_dev_s303"][label]
@@ -284,6 +313,9 @@ def main() -> None:
         if args.boot:
             b = out["bootstrap"][label]
             line += "".join(f" | {b[r][0]:+.3f} .. {b[r][1]:+.3f} {b[r][2]:5.3f}" for r in (REF_MODEL, REF_BASE))
+        if args.seeds > 1:
+            a = seed_aps[label]
+            line += f" | {np.mean(a):.3f} [{min(a):.3f}..{max(a):.3f}]" if len(a) > 1 else " | (one fit)"
         print(line)
     out["seconds"] = round(time.perf_counter() - t0, 1)
     print(f"total {out['seconds']} s")
