@@ -1,7 +1,8 @@
 """Why the window-exact month-end baseline keeps up with the account model, and what would make the model better
 (issue 21; docs/benchmarks/aml.md, "Account model against the window-exact baseline").
 
-    .venv/bin/python benchmarks/aml_model_vs_baseline.py [--quick] [--boot N] [--no-test] [--json OUT]
+    .venv/bin/python benchmarks/aml_model_vs_baseline.py [--quick] [--boot N] [--no-test] [--seeds N]
+        [--also dev3b_s404] [--json OUT]
 
 Every variant is trained on the training accounts of AMLGentex dev_s101 + dev_s202 and measured on their validation
 accounts, with the account model's own split (:func:`~sectorflow_aml.account_training.split_accounts`, 25 % of each
@@ -207,18 +208,19 @@ VARIANTS = [
     ("baseline30 (scale-free) @month-end", "baseline", "baseline_sf", "month_end", "month_end"),
 ]
 REF_MODEL, REF_BASE = VARIANTS[0][0], "baseline30 (absolute) @month-end"
+REF_DAY = "model: max over daily snapshots"
 
 
 def bootstrap(scores: dict[str, np.ndarray], y: np.ndarray, n: int, seed: int = SEED) -> dict:
     """Stratified paired bootstrap over accounts: 95 % interval of AP(variant) - AP(reference)."""
     rng = np.random.default_rng(seed)
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    diffs: dict[str, dict[str, list[float]]] = {k: {REF_MODEL: [], REF_BASE: []} for k in scores}
+    diffs: dict[str, dict[str, list[float]]] = {k: {REF_MODEL: [], REF_BASE: [], REF_DAY: []} for k in scores}
     for _ in range(n):
         i = np.concatenate([rng.choice(pos, pos.size), rng.choice(neg, neg.size)])
         ap = {k: average_precision(s[i], y[i]) for k, s in scores.items()}
         for k in scores:
-            for ref in (REF_MODEL, REF_BASE):
+            for ref in (REF_MODEL, REF_BASE, REF_DAY):
                 diffs[k][ref].append(ap[k] - ap[ref])
     return {k: {ref: [round(float(np.percentile(v, 2.5)), 4), round(float(np.percentile(v, 97.5)), 4),
                       round(float(np.mean(np.asarray(v) > 0)), 3)] for ref, v in d.items()} for k, d in diffs.items()}
@@ -231,6 +233,9 @@ def main() -> None:
     ap.add_argument("--no-test", action="store_true", help="validation only (dev_s303 not read)")
     ap.add_argument("--seeds", type=int, default=1, help="LightGBM seeds of the model's learner (split fixed): "
                     "validation AP over seeds 20211, 20212, ... (the baseline's defaults do not sample: one fit)")
+    ap.add_argument("--also", action="append", default=[], metavar="FOLDER",
+                    help="another amlgentex_dev folder scored by the same models (e.g. dev3b_s404, another "
+                         "configuration), printed in a second table")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     if args.quick:
@@ -241,8 +246,9 @@ def main() -> None:
     test = None if args.no_test else File("dev_s303", 0)
     print(f"replayed + baseline rows in {time.perf_counter() - t0:.1f} s; snapshot rows with a baseline row: "
           f"{', '.join(f'{f.name} {f.aligned:.4f}' for f in files + ([test] if test else []))}", flush=True)
+    others = [File(n, 0) for n in args.also]
     v_targets, v_y = targets_of(files, "val")
-    out: dict = {"validation": {}, "test_dev_s303": {}, "trees": {}}
+    out: dict = {"validation": {}, "test_dev_s303": {}, "trees": {}, **{f"also_{f.name}": {} for f in others}}
     val_scores: dict[str, np.ndarray] = {}
     fitted: dict[tuple, tuple] = {}
     for label, learner, kind, tpts, epts in VARIANTS:
@@ -253,6 +259,7 @@ def main() -> None:
         # shipped model, as train()); the aggregation variants reuse that fit
         if key not in fitted:
             xt, yt, _ = stack(files, kind, tpts, tpts, "train")
+            out.setdefault("train_rows", {})[f"{kind} @{tpts}"] = [int(yt.size), int(yt.sum())]
             if learner == "model":
                 stop_pts = "all" if kind == "model" and tpts == "daily" else tpts
                 xv, _, av = stack(files, kind, tpts, stop_pts, "val")
@@ -269,6 +276,11 @@ def main() -> None:
             xs, _, at = stack([test], kind, tpts, epts, "test")
             t_targets, t_y = targets_of([test], "test")
             out["test_dev_s303"][label] = ranking_metrics(
+                account_scores(booster.predict(xs, raw_score=True, num_threads=1), at, t_targets), t_y)
+        for f in others:
+            xs, _, at = stack([f], kind, tpts, epts, "test")
+            t_targets, t_y = targets_of([f], "test")
+            out[f"also_{f.name}"][label] = ranking_metrics(
                 account_scores(booster.predict(xs, raw_score=True, num_threads=1), at, t_targets), t_y)
         print(f"{label}: validation {out['validation'][label]['average_precision']} ({trees} trees, "
               f"{time.perf_counter() - start:.1f} s)", flush=True)
@@ -293,13 +305,15 @@ def main() -> None:
     if args.boot:
         out["bootstrap"] = bootstrap(val_scores, v_y, args.boot)
     k = int(v_y.sum())
+    print("training rows (positive):", ", ".join(f"{k} {v[0]:,} ({v[1]:,})" for k, v in out["train_rows"].items()))
     print(f"\nvalidation: {v_y.size} accounts of dev_s101 + dev_s202, {k} laundering (K={k}); "
           f"AP difference: 95 % bootstrap interval over accounts ({args.boot} draws) and share of draws > 0")
     head = f"{'variant':60s} {'trees':>5s} {'AP':>6s} {'P@K':>6s} {'R@1%':>6s}"
     if test is not None:
         head += f" | {'s303 AP':>7s} {'P@K':>6s} {'R@1%':>6s}"
     if args.boot:
-        head += f" | {'AP - model [95%] P>0':>28s} | {'AP - baseline [95%] P>0':>28s}"
+        head += "".join(f" | {h:>23s}" for h in ("AP - model [95%] P>0", "AP - baseline [95%] P>0",
+                                                  "AP - day-close [95%] P>0"))
     if args.seeds > 1:
         head += f" | AP over {args.seeds} seeds"
     print(head)
@@ -312,11 +326,16 @@ def main() -> None:
             line += f" | {t['average_precision']:7.3f} {t['precision_at_k']:6.3f} {t['recall_at_1pct_fpr']:6.3f}"
         if args.boot:
             b = out["bootstrap"][label]
-            line += "".join(f" | {b[r][0]:+.3f} .. {b[r][1]:+.3f} {b[r][2]:5.3f}" for r in (REF_MODEL, REF_BASE))
+            line += "".join(f" | {b[r][0]:+.3f} .. {b[r][1]:+.3f} {b[r][2]:5.3f}" for r in (REF_MODEL, REF_BASE, REF_DAY))
         if args.seeds > 1:
             a = seed_aps[label]
             line += f" | {np.mean(a):.3f} [{min(a):.3f}..{max(a):.3f}]" if len(a) > 1 else " | (one fit)"
         print(line)
+    for f in others:
+        print(f"\n{f.name} (scored by the same models): AP / P@K / R@1%FPR")
+        for label, *_ in VARIANTS:
+            t = out[f"also_{f.name}"][label]
+            print(f"{label:60s} {t['average_precision']:6.3f} {t['precision_at_k']:6.3f} {t['recall_at_1pct_fpr']:6.3f}")
     out["seconds"] = round(time.perf_counter() - t0, 1)
     print(f"total {out['seconds']} s")
     if args.json:
