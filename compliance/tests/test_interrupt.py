@@ -156,3 +156,33 @@ def test_in_process_interrupt_leaves_no_transaction_and_full_sync(tmp_path: Path
         assert report.ok and report.size == 2 and report.unsigned_tail == 0, report.problems
     finally:
         store.close()
+
+
+def test_interrupt_in_a_transaction_of_either_store(store_url: tuple[str, str], keyfile: Any) -> None:
+    """SQLite and PostgreSQL: a SIGINT right after a record's INSERT is acted on after that transaction committed
+    whole; the connection is idle (no transaction left open) and the log goes on and verifies."""
+    sys.path.insert(0, str(WRITER.parent))
+    from interrupt_writer import InterruptingConnection
+
+    url, schema = store_url
+    lg = AuditLog(open_store(url, pg_schema=schema), keyfile, AuditConfig(pg_schema=schema))
+    conn = lg.store._conn  # type: ignore[attr-defined]
+    lg.store._conn = InterruptingConnection(conn, "INSERT INTO records", 2)  # type: ignore[attr-defined]
+    with pytest.raises(KeyboardInterrupt):
+        for i in range(3):
+            lg.append("test.interrupt", actor="a", details={"i": i})
+    if url.startswith("postgresql"):
+        import psycopg
+
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    else:
+        assert not conn.in_transaction
+    assert lg.store.size() == 2
+    lg.append("test.after", actor="a")
+    lg.close()
+    store = open_store(url, pg_schema=schema)
+    try:
+        report = verify_log(store, keyfile.trusted_keys())
+        assert report.ok and report.size == 3 and report.unsigned_tail == 0, report.problems
+    finally:
+        store.close()
