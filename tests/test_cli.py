@@ -326,14 +326,15 @@ def test_a_directory_as_input_is_named_as_a_directory(cli, tmp_path):
 
 
 @pytest.mark.parametrize(("name", "content"), [("empty.jsonl", ""), ("header.csv", "text\n"), ("blank.jsonl", "\n\n")])
-def test_an_input_without_rows_exits_0_with_a_warning(cli, tmp_path, name, content):
+def test_an_input_without_rows_exits_1_with_an_error(cli, tmp_path, name, content):
+    # an empty export is most likely a failed one: exit 1 (it was 0 with a warning, and 1 only when --output existed)
     source = tmp_path / name
     source.write_text(content)
     code, out, err = cli("run", "echo", str(source))
-    assert code == 0 and out == ""
-    assert "0 item(s) processed, 0 row(s) skipped." in err and f"warning: no rows in {source}" in err
+    assert code == 1 and out == ""
+    assert "0 item(s) processed, 0 row(s) skipped." in err and f"error: no rows in {source}" in err
     code, out, err = cli("run", "echo", "-", "--format", source.suffix[1:], stdin=content)
-    assert code == 0 and out == "" and "warning: no rows in standard input" in err
+    assert code == 1 and out == "" and "error: no rows in standard input" in err
 
 
 def test_history_feeds_a_stateful_task_first_and_writes_only_the_inputs_results(cli, tmp_path):
@@ -404,6 +405,17 @@ def test_a_file_whose_suffix_names_no_format_asks_for_format_before_loading_a_mo
         assert code == 0 and json.loads(out)["text"] == "hi", err
 
 
+def test_an_option_value_that_starts_like_json_but_does_not_parse_is_refused(cli):
+    """`-O 'schema=[{"甲方": ["地址"]'` (the closing `}]` missing) ran with a field literally named by the broken
+    text; now exit 2 with the key and where the JSON breaks. Plain text and valid JSON still work."""
+    code, out, err = cli("run", "echo", "-", "-O", 'uppercase=[{"x": ["y"]', stdin='{"text": "a"}\n')
+    assert code == 2 and out == ""
+    flat = " ".join(err.split())
+    assert "uppercase=...: the value starts like JSON but does not parse" in flat and "character" in flat
+    code, out, err = cli("run", "echo", "-", "-O", "uppercase=true", stdin='{"text": "a"}\n')
+    assert code == 0 and json.loads(out)["text"] == "A", err
+
+
 def test_messages_holding_square_brackets_print_as_they_are(cli, tmp_path):
     # error texts and file names are not Rich markup: "[tasks.*]" vanished, "[/x]" raised MarkupError
     folder = tmp_path / "[x] [bold]in"
@@ -421,7 +433,7 @@ def test_messages_holding_square_brackets_print_as_they_are(cli, tmp_path):
     empty = folder / "empty.csv"
     empty.write_text("text\n")
     code, _, err = cli("run", "echo", str(empty), "-o", str(tmp_path / "out2.jsonl"))
-    assert code == 0 and f"no rows in {empty}" in err.replace("\n", "")
+    assert code == 1 and f"no rows in {empty}" in err.replace("\n", "")
 
 
 def test_a_csv_cell_longer_than_pythons_default_limit_is_read(cli, tmp_path):
