@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 from sectorflow import ConfigError, InvalidInputError, Taskflow
-from sectorflow_aml.schema import MAX_FUTURE_ENV
+from sectorflow_aml.schema import MAX_FUTURE_ENV, reload_max_future_days
 
 SECTORFLOW = str(Path(sys.executable).with_name("sectorflow"))
 
@@ -45,16 +45,29 @@ def test_a_2099_timestamp_is_invalid_input_and_leaves_the_window_as_it_was():
     assert "input.out_of_order" not in [r.code for r in later.reasons]
 
 
-def test_within_a_day_ahead_is_taken_and_the_limit_is_configurable(monkeypatch):
+@pytest.fixture()
+def limit(monkeypatch):
+    """Sets the variable and reads it again (as a process started with it would); the default afterwards."""
+    def set_to(value: str) -> None:
+        monkeypatch.setenv(MAX_FUTURE_ENV, value)
+        reload_max_future_days()
+
+    yield set_to
+    monkeypatch.delenv(MAX_FUTURE_ENV, raising=False)
+    reload_max_future_days()
+
+
+def test_within_a_day_ahead_is_taken_and_the_limit_is_configurable(limit):
     tf = Taskflow("aml", model=False)
     assert len(tf([tx("soon", ahead(0.5))])) == 1  # another time zone's today, clock skew
     with pytest.raises(InvalidInputError, match="in the future"):
         tf([tx("later", ahead(3))])
-    monkeypatch.setenv(MAX_FUTURE_ENV, "7")
+    assert len(tf([tx("soon2", ahead(0.9))])) == 1  # still within the day
+    limit("7")
     assert len(Taskflow("aml", model=False)([tx("later", ahead(3))])) == 1
-    monkeypatch.setenv(MAX_FUTURE_ENV, "off")
+    limit("off")
     assert len(Taskflow("aml", model=False)([tx("far", "2099-01-01T00:00:00Z")])) == 1
-    monkeypatch.setenv(MAX_FUTURE_ENV, "soon")
+    limit("soon")
     with pytest.raises(ConfigError, match=f"{MAX_FUTURE_ENV}='soon': give a number of days"):
         Taskflow("aml", model=False)([tx("x", "2026-11-30T10:00:00Z")])
 

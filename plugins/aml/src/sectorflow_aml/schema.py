@@ -47,14 +47,36 @@ LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
 
 MAX_FUTURE_ENV = "SECTORFLOW_AML_MAX_FUTURE_DAYS"
 """Environment variable: how many days ahead of the wall clock (UTC) a timestamp may lie (default
-:data:`MAX_FUTURE_DAYS`; ``off`` turns the check off, e.g. to replay a generator's synthetic future dates). Read at
-each validation and each typed file read, so it applies to ``sectorflow run``, ``sectorflow serve`` and Python calls
-alike."""
+:data:`MAX_FUTURE_DAYS`; ``off`` turns the check off, e.g. to replay a generator's synthetic future dates). Read when
+``sectorflow_aml`` is imported (and by :func:`reload_max_future_days`), so it applies to ``sectorflow run``,
+``sectorflow serve`` and Python calls alike."""
 
 MAX_FUTURE_DAYS = 1.0
 """Default of :data:`MAX_FUTURE_ENV`: one day covers every time zone's 'today' and clock skew."""
 
-_future_cache: dict[str, float | None] = {}
+_future: dict[str, Any] = {}
+"""``days`` (float or None: no limit), ``error`` (a bad variable's message) and ``floor``: a limit computed earlier
+(the clock only moves on, so a timestamp below it is below the current limit and the clock need not be read)."""
+
+
+def reload_max_future_days() -> float | None:
+    """Read :data:`MAX_FUTURE_ENV` again (after changing it in a running process); returns the days (None: off)."""
+    raw = os.environ.get(MAX_FUTURE_ENV, "").strip().lower()
+    days: float | None = MAX_FUTURE_DAYS
+    error = None
+    if raw in ("off", "none"):
+        days = None
+    elif raw:
+        try:
+            days = float(raw)
+        except ValueError:
+            days = -1.0
+        if not 0 <= days < 1e6:
+            error = (f"{MAX_FUTURE_ENV}={raw!r}: give a number of days >= 0 (default {MAX_FUTURE_DAYS:g}) or "
+                     "'off'.")
+    _future.update(days=days, error=error, floor=EARLIEST if error else LATEST if days is None else
+                   datetime.now(timezone.utc) + timedelta(days=days))
+    return days
 
 
 def max_future_days() -> float | None:
@@ -63,33 +85,28 @@ def max_future_days() -> float | None:
     Raises:
         ConfigError: the variable is neither a number of days >= 0 nor ``off``.
     """
-    raw = os.environ.get(MAX_FUTURE_ENV, "").strip().lower()
-    if raw in _future_cache:
-        return _future_cache[raw]
-    if not raw:
-        days: float | None = MAX_FUTURE_DAYS
-    elif raw in ("off", "none"):
-        days = None
-    else:
-        try:
-            days = float(raw)
-        except ValueError:
-            days = -1.0
-        if not 0 <= days < 1e6:
-            raise ConfigError(f"{MAX_FUTURE_ENV}={raw!r}: give a number of days >= 0 (default {MAX_FUTURE_DAYS:g}) "
-                              "or 'off'.")
-    _future_cache[raw] = days
-    return days
+    if _future["error"]:
+        raise ConfigError(_future["error"])
+    return _future["days"]
 
 
 def latest_timestamp() -> datetime:
     """The first UTC time a transaction's timestamp may not reach: the wall clock plus :func:`max_future_days`, at
     most :data:`LATEST`. A transaction from the future (a typo's 2099) would otherwise enter the per-account window
-    and make every real later transaction of its accounts ``input.out_of_order`` until the state is reset."""
+    and make every real later transaction of its accounts ``input.out_of_order`` until the state is reset.
+
+    Raises:
+        ConfigError: from :func:`max_future_days`.
+    """
     days = max_future_days()
     if days is None:
         return LATEST
-    return min(LATEST, datetime.now(timezone.utc) + timedelta(days=days))
+    latest = min(LATEST, datetime.now(timezone.utc) + timedelta(days=days))
+    _future["floor"] = latest
+    return latest
+
+
+reload_max_future_days()
 
 
 _FIXED_OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d\d):?(\d\d)$", re.IGNORECASE)
@@ -193,7 +210,7 @@ class Transaction(BaseModel):
             raise ValueError(f"{value.isoformat()} cannot be converted to UTC") from exc
         if not EARLIEST <= utc < LATEST:
             raise ValueError(f"timestamp {utc.isoformat()} is outside [{EARLIEST.date()}, {LATEST.date()})")
-        if utc >= (latest := latest_timestamp()):
+        if utc >= _future["floor"] and utc >= (latest := latest_timestamp()):
             raise ValueError(f"timestamp {utc.isoformat()} lies in the future: more than {max_future_days():g} day(s) "
                              f"ahead of the clock (refused from {latest.replace(microsecond=0).isoformat()}; a "
                              f"typo? Set {MAX_FUTURE_ENV}=DAYS or off to allow it)")
