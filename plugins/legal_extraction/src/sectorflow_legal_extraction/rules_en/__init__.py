@@ -244,7 +244,8 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     return [Extraction(text=raw, start=start, end=end, value=iso, confidence=confidence, source="rule:en_date")]
 
 
-_TIME_OF_DAY = re.compile(r"\s*(?:\d{1,2}:\d{2}\s*[ap]\.?\s*m\.?|midnight|noon)[\w\s,.()]{0,40}?\bon\s+(?:the\s+)?", re.I)
+_TIME_OF_DAY = re.compile(r"\s*(?:\d{1,2}:\d{2}\s*[ap]\.?\s*m\.?|midnight|noon)[\w\s,.()]{0,40}?\bon\s+(?:the\s+)?",
+                          re.I)
 """A time before the date: "12:01 a.m. Eastern Standard Time on March 3, 2003"."""
 
 
@@ -381,9 +382,10 @@ def notice_period(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
 
 
 _TERM_CUE = re.compile(r"(?:initial\s+)?term\s+of\s+(?:this\s+agreement\s+)?(?:shall\s+be\s+|is\s+|will\s+be\s+)?|"
-                       r"\b(?:initial\s+)?term\s+(?:hereof\s+)?(?:shall|will)\s+(?=commence|begin|start|run|expire|end)|"
-                       r"\b(?:agreement|term|contract|venture|promotion|engagement)(?:\s*\([^()]{0,30}\))?\s+(?:shall|will)\s+"
-                       r"(?:automatically\s+)?(?=commence|begin|start)|"
+                       r"\b(?:initial\s+)?term\s+(?:hereof\s+)?(?:shall|will)\s+"
+                       r"(?=commence|begin|start|run|expire|end)|"
+                       r"\b(?:agreement|term|contract|venture|promotion|engagement)(?:\s*\([^()]{0,30}\))?\s+"
+                       r"(?:shall|will)\s+(?:automatically\s+)?(?=commence|begin|start)|"
                        r"shall\s+(?:continue|remain)\s+in\s+(?:full\s+)?(?:force\s+and\s+effect\s+)?(?:for|until)\s+",
                        re.IGNORECASE)
 _TERM_START = re.compile(r"(?:\bcommenc\w*|\bbegin\w*|\bstart\w*|\beffective|\bfrom|\bas\s+of|\bon\s+and\s+after)"
