@@ -10,14 +10,26 @@ contracts of ``contracts_more/``, a development pool added later, never test; ``
 and compares
 with master_clauses.csv's normalised ``-Answer`` columns:
 
-- governing law: exact match (case-insensitive) of the normalised place, over contracts with an answer;
+- governing law: exact match (case-insensitive) of the normalised place, over contracts whose answer names a place
+  (an answer without a letter, CUAD's redacted "[* * *]" or an empty "[]", names none and is left out; counted as
+  ``governing_law_answer_names_no_place``; ``governing_law_exact_every_answer`` keeps the previous rule, every
+  non-empty answer counted);
 - governing law, same places (reported beside the exact match, not instead of it): CUAD writes one law several
   ways ("England and Wales, UK", "England, United Kingdom; Wales, United Kingdom" and "England; Wales" for the same
   "laws of England and Wales"; "British Columbia,Canada"), so the answer and the value are also compared as sets of
   places: split at ";", "," and " and ", lower case, the country names "United Kingdom"/"UK"/"Canada"/"USA" dropped
   when another place remains;
+- governing law, same jurisdiction (reported beside the exact match, not instead of it): the places compared as
+  jurisdictions, as a lawyer reads them: "State of" / "Commonwealth of" / "Province of" / "Republic of" / "Federal
+  Republic of" before a place name no other jurisdiction ("Province of Ontario, Canada" = "Ontario, Canada",
+  "Republic of Colombia" = "Colombia"), "PRC" / "People's Republic of China" = "China" (but "Republic of China" is
+  Taiwan), and "England" = "England and Wales" (one legal jurisdiction: English law is the law of England and
+  Wales); two different states stay different;
 - agreement date: the ISO date equals the answer's m/d/yy; when the answer leaves parts blank (``[]/[]/2020``) only
-  the given parts are compared; over contracts with an answer;
+  the given parts are compared (a year given in part, ``19[]`` or ``200[]``, by its given digits); an answer that
+  lists two dates ("07/31/2000; 07/[]/2000") is matched by either; over contracts whose answer gives at least one
+  digit (``[]/[]/[][]`` gives none and is left out; ``agreement_date_exact_every_answer`` keeps the previous
+  denominator, every non-empty answer);
 - parties: micro F1 of party names; a predicted name matches a gold name when their normalised forms (lower case,
   letters and digits only, legal-form words such as Inc./Corp./LLC dropped) are equal, one contains the other, or
   they are 90 % similar (difflib ratio: the answers have typos such as "Mount Kowledge"); gold entries that only
@@ -74,6 +86,33 @@ def law_places(answer: str) -> frozenset[str]:
     return frozenset(parts - _COUNTRY_SUFFIXES or parts)
 
 
+_JURISDICTION_PREFIX = re.compile(r"^(?:the\s+)?(?:state|commonwealth|province|federal\s+republic|republic|kingdom)"
+                                  r"\s+of\s+(?:the\s+)?")
+_SAME_JURISDICTION = {"prc": "china", "p.r.c": "china", "people's republic of china": "china",
+                      "peoples republic of china": "china", "republic of china": "taiwan", "r.o.c": "taiwan",
+                      "roc": "taiwan", "wales": "england"}
+
+
+def law_jurisdictions(answer: str) -> frozenset[str]:
+    """The jurisdictions a governing-law answer names (see the module docstring): :func:`law_places`, each place
+    without a "State of"-style prefix, with the aliases of ``_SAME_JURISDICTION`` (England and Wales one)."""
+    out = set()
+    for place in law_places(answer.replace("’", "'")):
+        alias = _SAME_JURISDICTION.get(place)
+        out.add(alias or _JURISDICTION_PREFIX.sub("", place))
+    return frozenset(out)
+
+
+def names_a_place(answer: str) -> bool:
+    """Whether a governing-law answer names a place at all (CUAD's "[* * *]" and "[]" name none)."""
+    return bool(re.search(r"[A-Za-z]", answer))
+
+
+def gives_a_date(answer: str) -> bool:
+    """Whether an agreement-date answer gives at least one digit (``[]/[]/[][]`` gives none)."""
+    return bool(re.search(r"\d", answer))
+
+
 def parties_match(pred: list[str], gold: list[str]) -> tuple[int, int, int]:
     """(true positives, predicted, gold) with one-to-one matching."""
     free = [name_key(g) for g in gold]
@@ -90,11 +129,17 @@ def parties_match(pred: list[str], gold: list[str]) -> tuple[int, int, int]:
 
 
 def date_match(iso: str | None, answer: str) -> bool:
+    """Whether ``iso`` (``YYYY[-MM[-DD]]``) agrees with a CUAD answer ``m/d/yy`` in the parts the answer gives; an
+    answer listing several dates ("07/31/2000; 07/[]/2000") agrees when one of them does."""
+    if ";" in answer:
+        return any(date_match(iso, part) for part in answer.split(";") if part.strip())
     match = re.fullmatch(r"(\d+|\[\])/(\d+|\[\])/(\d+|\d*\[\]|\[\])", answer.strip())
     if not match or iso is None:
         return False
     month, day, year = match.groups()
     parts = iso.split("-")
+    if re.fullmatch(r"\d+\[\]", year) and not parts[0].startswith(year[:-2]):
+        return False  # "19[]": only the century is given
     if year.isdigit():
         y = int(year)
         y = y + (1900 if y >= 50 else 2000) if y < 100 else y
@@ -136,12 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     contracts = [c for c in cuad.load(args.data, more=True) if c.split in wanted]
     tf = Taskflow("legal_extraction", schema=["Parties", "Agreement Date", "Governing Law", "Renewal Term",
                                               "Notice Period"])
-    counts = {k: [0, 0] for k in ("governing_law", "governing_law_places", "agreement_date", "renewal",
+    counts = {k: [0, 0] for k in ("governing_law", "governing_law_every_answer", "governing_law_places",
+                                  "governing_law_jurisdictions", "agreement_date", "agreement_date_every_answer",
+                                  "renewal",
                                   "renewal_absent", "notice",
                                   "notice_absent", "renewal_successive")}
     ptp = ppred = pgold = 0
     misses: dict[str, list[str]] = {k: [] for k in counts}
     misses["parties"] = []
+    no_place = no_date = 0
     start = time.perf_counter()
     for contract in contracts:
         out = tf({"text": contract.text, "language": "en"})
@@ -150,20 +198,35 @@ def main(argv: list[str] | None = None) -> int:
         if gov:
             got = f["Governing Law"][0].value if f["Governing Law"] else None
             ok = bool(got) and re.sub(r"\s*,\s*", ", ", got.lower()) == re.sub(r"\s*,\s*", ", ", gov.lower())
-            counts["governing_law"][0] += ok
-            counts["governing_law"][1] += 1
-            counts["governing_law_places"][0] += bool(got) and law_places(got) == law_places(gov)
-            counts["governing_law_places"][1] += 1
-            if not ok:
-                misses["governing_law"].append(f"{contract.filename[:50]}: gold {gov!r} got {got!r}")
+            counts["governing_law_every_answer"][0] += ok
+            counts["governing_law_every_answer"][1] += 1
+            if names_a_place(gov):
+                counts["governing_law"][0] += ok
+                counts["governing_law"][1] += 1
+                counts["governing_law_places"][0] += bool(got) and law_places(got) == law_places(gov)
+                counts["governing_law_places"][1] += 1
+                same = bool(got) and law_jurisdictions(got) == law_jurisdictions(gov)
+                counts["governing_law_jurisdictions"][0] += same
+                counts["governing_law_jurisdictions"][1] += 1
+                if not ok:
+                    misses["governing_law"].append(f"{contract.filename[:50]}: gold {gov!r} got {got!r}")
+                if not same:
+                    misses["governing_law_jurisdictions"].append(f"{contract.filename[:50]}: gold {gov!r} got {got!r}")
+            else:
+                no_place += 1
         date = contract.answers["Agreement Date"]
         if date:
             got = f["Agreement Date"][0].value if f["Agreement Date"] else None
             ok = date_match(got, date)
-            counts["agreement_date"][0] += ok
-            counts["agreement_date"][1] += 1
-            if not ok:
-                misses["agreement_date"].append(f"{contract.filename[:50]}: gold {date!r} got {got!r}")
+            counts["agreement_date_every_answer"][0] += ok
+            counts["agreement_date_every_answer"][1] += 1
+            if gives_a_date(date):
+                counts["agreement_date"][0] += ok
+                counts["agreement_date"][1] += 1
+                if not ok:
+                    misses["agreement_date"].append(f"{contract.filename[:50]}: gold {date!r} got {got!r}")
+            else:
+                no_date += 1
         gold = gold_parties(contract.answers["Parties"])
         if gold:
             pred = [e.value["name"] for e in f["Parties"]]
@@ -194,7 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "split": args.split, "contracts": len(contracts), "seconds": round(seconds, 1),
         "governing_law_exact": counts["governing_law"], "governing_law_same_places": counts["governing_law_places"],
+        "governing_law_same_jurisdiction": counts["governing_law_jurisdictions"],
+        "governing_law_exact_every_answer": counts["governing_law_every_answer"],
+        "governing_law_answer_names_no_place": no_place,
         "agreement_date_exact": counts["agreement_date"],
+        "agreement_date_exact_every_answer": counts["agreement_date_every_answer"],
+        "agreement_date_answer_gives_no_date": no_date,
         "parties": {"precision": round(precision, 4), "recall": round(recall, 4),
                     "f1": round(2 * precision * recall / (precision + recall), 4) if ptp else 0.0,
                     "tp": ptp, "predicted": ppred, "gold": pgold},
@@ -207,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(value, list):
             share = value[0] / value[1] if value[1] else 0.0
             print(f"  {key:34s} {value[0]:4d} / {value[1]:4d} = {share:.1%}")
+    print(f"  answers left out (no place / no date): {no_place} / {no_date}")
     print(f"  parties P/R/F1                     {precision:.1%} / {recall:.1%} / {report['parties']['f1']:.1%}")
     for key, lines in misses.items():
         for line in lines[:args.show]:

@@ -2,13 +2,13 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python benchmarks/legal_eval_robustness.py [--split train|validation] [--show N]
+    .venv/bin/python benchmarks/legal_eval_robustness.py [--split train|validation|more] [--show N]
 
 The rules were written on 238 CUAD train/validation contracts and generalise worse to unseen ones than those
 figures say (docs/legal-extraction.md). This script asks a narrower, general question on train or validation
-contracts only (the test split is refused): when a field (parties, agreement date, governing law) is right on a
-contract, does it stay right after a rewrite that changes how the text is written but not what it says? Each rewrite
-touches the whole text:
+contracts, or on the development pool ``more`` (contracts_more/), only (the test split is refused): when a field
+(parties, agreement date, governing law) is right on a contract, does it stay right after a rewrite that changes
+how the text is written but not what it says? Each rewrite touches the whole text:
 
 - ``wrap``: the text re-flowed to lines of about 60 characters (PDF-to-text line breaks in other places);
 - ``unwrap``: single line breaks inside paragraphs joined to spaces;
@@ -89,7 +89,8 @@ def _right(field: str, got, contract) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", default="train", choices=["train", "validation"])
+    parser.add_argument("--split", default="train", choices=["train", "validation", "more"],
+                        help="more: the 207 contracts of contracts_more/ (development pool, never test)")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--only", nargs="*", choices=sorted(REWRITES), help="run only these rewrites")
     parser.add_argument("--show", type=int, default=0, help="print up to N broken contracts per rewrite and field")
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     from sectorflow import Taskflow
     from sectorflow_legal_extraction import cuad
 
-    contracts = [c for c in cuad.load(args.data) if c.split == args.split]
+    contracts = [c for c in cuad.load(args.data, more=args.split == "more") if c.split == args.split]
     tf = Taskflow("legal_extraction", schema=["Parties", "Agreement Date", "Governing Law"])
     base = {c.filename: _fields(tf, c.text) for c in contracts}
     print(f"CUAD {args.split} split: {len(contracts)} contracts; per rewrite, right before -> still right after")

@@ -404,6 +404,17 @@ def test_a_file_whose_suffix_names_no_format_asks_for_format_before_loading_a_mo
         assert code == 0 and json.loads(out)["text"] == "hi", err
 
 
+def test_an_option_value_that_starts_like_json_but_does_not_parse_is_refused(cli):
+    """`-O 'schema=[{"甲方": ["地址"]'` (the closing `}]` missing) ran with a field literally named by the broken
+    text; now exit 2 with the key and where the JSON breaks. Plain text and valid JSON still work."""
+    code, out, err = cli("run", "echo", "-", "-O", 'uppercase=[{"x": ["y"]', stdin='{"text": "a"}\n')
+    assert code == 2 and out == ""
+    flat = " ".join(err.split())
+    assert "uppercase=...: the value starts like JSON but does not parse" in flat and "character" in flat
+    code, out, err = cli("run", "echo", "-", "-O", "uppercase=true", stdin='{"text": "a"}\n')
+    assert code == 0 and json.loads(out)["text"] == "A", err
+
+
 def test_messages_holding_square_brackets_print_as_they_are(cli, tmp_path):
     # error texts and file names are not Rich markup: "[tasks.*]" vanished, "[/x]" raised MarkupError
     folder = tmp_path / "[x] [bold]in"

@@ -28,7 +28,7 @@ def registry() -> Iterator[Callable[..., pluggy.PluginManager]]:
 # any other failure, or the same one twice, fails the test.
 RAY_START_FAILED = [r"An error was encountered\. Ending simulation", r"Simulation Runtime crashed",
                     r"timed out during startup"]
-SIMULATION_MODULES = {"test_simulation.py", "test_bank_bundle.py"}
+SIMULATION_MODULES = {"test_simulation.py", "test_bank_bundle.py", "test_text_bundles.py"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

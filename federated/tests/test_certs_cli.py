@@ -136,3 +136,33 @@ def test_report_and_weights_go_to_folders_that_do_not_exist_yet(tmp_path, monkey
     assert np.load(weights)["w"].tolist() == [2.0] * 4
     result = CliRunner().invoke(_app(), ["federate", "toy", "--config", str(config), "--report", str(tmp_path)])
     assert isinstance(result.exception, ConfigError) and "is a folder" in str(result.exception)
+
+
+def test_bundle_in_the_config_is_where_a_simulation_writes_its_bundle(tmp_path, registry):
+    """`bundle = "DIR"` in federation.toml names the bundle's folder in simulation too (as --out does): a trainable
+    without an export is refused before anything starts, naming both ways; a folder that is not a bundle is refused
+    (checked with a trainable that exports)."""
+    import dataclasses
+
+    import toy_trainable
+
+    class Exporting:
+        from sectorflow import hookimpl
+
+        @hookimpl
+        def sectorflow_register_trainables(self, register) -> None:
+            register(dataclasses.replace(toy_trainable.SPEC, task="toyx", export=lambda arrays, run, out: out))
+
+    registry({"toy": toy_trainable.ToyPlugin(), "toyx": Exporting()})
+    config = tmp_path / "federation.toml"
+    body = f'bundle = "{tmp_path / "b"}"\n[[institutions]]\nn = 8\n[[institutions]]\nn = 8\n'
+    config.write_text('task = "toy"\n' + body)
+    result = CliRunner().invoke(_app(), ["federate", "toy", "--config", str(config)])
+    assert isinstance(result.exception, ConfigError)
+    assert "offers no bundle export: drop --out / bundle =" in str(result.exception)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "notes.txt").write_text("mine")
+    config.write_text('task = "toyx"\n' + body)
+    result = CliRunner().invoke(_app(), ["federate", "toyx", "--config", str(config)])
+    assert isinstance(result.exception, ConfigError) and f"bundle = {tmp_path / 'b'} exists and is not a bundle" in str(
+        result.exception)

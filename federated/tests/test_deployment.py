@@ -293,3 +293,70 @@ def test_two_banks_on_their_own_files_over_tls_end_in_a_bundle_that_taskflow_ser
     txns, _ = load_transactions(tmp_path / "bank_a_transactions.csv", format="amlgentex")
     scored = Taskflow("aml", task_path=str(bundle))(txns[:300])
     assert scored[0].meta.model_name == "aml-account-mlp-federated" and all(r.account_scores for r in scored)
+
+
+@pytest.mark.skipif(not (REPO.parent / "shared" / "data" / "banking77" / "train.csv").is_file(),
+                    reason="banking77 not in ../shared/data")
+def test_two_branches_with_secagg_plus_end_in_an_intent_bundle_the_pipeline_serves(tmp_path):
+    """customer_service/intent-head on the deployment engine with SecAgg+ on: two SuperNodes, each naming only its own
+    messages file; one round from the shipped head; the coordinator's ServerApp writes the bundle. The bundle's head
+    is what the two branches' updates average to, computed here in the clear (so SecAgg+ aggregated them right
+    across real processes), and the pipeline serves it."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import hashlib
+
+    import numpy as np
+    from branch_messages import TEXTS, branch_files
+    from safetensors.numpy import load_file
+
+    from sectorflow import Taskflow, load_bundle
+    from sectorflow.federated import parse_config
+    from sectorflow.federated.deploy import write_app
+    from sectorflow_customer_service.plugin import BUNDLE_DIR
+    from sectorflow_customer_service.trainable import IntentHeadTrainable, PooledEncoder, _softmax, shipped_head
+
+    paths, names = branch_files(tmp_path), ["branch0", "branch1"]
+    bundle = tmp_path / "bundle"
+    fed = Federation(tmp_path, names)
+    cfg = parse_config({"task": "customer_service", "rounds": 1, "local_epochs": 2, "lr": 0.1, "batch_size": 16,
+                        "bundle": str(bundle),
+                        "secagg": {"enabled": True, "num_shares": 3, "reconstruction_threshold": 2, "max_weight": 100},
+                        "strategy": {"min_fit_clients": 2, "min_evaluate_clients": 2, "min_available_clients": 2}})
+    try:
+        fed.start()
+        for name, path in zip(names, paths):
+            fed.supernode(name, f'data="{path}" name="{name}"')
+        output = fed.run(write_app(cfg, tmp_path / "app"), rounds=1)
+        assert "aggregate_evaluate: received 2 results and 0 failures" in output, output[-3000:]
+    finally:
+        fed.daemons.stop()
+
+    rows = fed.records()
+    assert [event for event, _ in rows] == ["task.training_run_started", "task.training_round",
+                                            "task.training_run_finished"]
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    federation = manifest["provenance"]["federation"]
+    assert manifest["format"] == "sectorflow-cs-int8" and federation["engine"] == "deployment"
+    assert federation["secagg"]["enabled"] is True and federation["secagg"]["max_weight"] == 100
+    assert [i["institution"] for i in federation["institutions"]] == names
+    assert [i["data_sha256"] for i in federation["institutions"]] == [
+        hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
+    assert federation["audit_event_ids"] == [body["details"]["event_id"] for _, body in rows]
+    assert all(hashlib.sha256((bundle / n).read_bytes()).hexdigest() == d for n, d in manifest["files"].items())
+    clear = []  # each branch's round in the clear: same split, same start (the shipped head), same seed
+    for path in paths:
+        branch = IntentHeadTrainable({"data": str(path)})
+        branch.fit(epochs=cfg.local_epochs, **{k: v for k, v in cfg.fit_config(1).items() if k != "local_epochs"})
+        clear.append(branch.get_weights())
+    stored = load_file(str(bundle / "weights.safetensors"))
+    head = {"weight": stored["heads.0.weight.f16"].astype(np.float32), "bias": stored["heads.0.bias.f16"].astype(
+        np.float32)}
+    average = {k: np.mean([c[k] for c in clear], axis=0) for k in ("weight", "bias")}
+    for k in ("weight", "bias"):  # equal weights (38 examples each); SecAgg+ quantisation (~1e-5 here), then float16
+        assert np.allclose(head[k], average[k], atol=3e-4), (k, np.abs(head[k] - average[k]).max())
+    shipped_weight, _ = shipped_head(load_bundle(BUNDLE_DIR, expected_task="customer_service"))
+    assert np.abs(average["weight"] - shipped_weight).max() > 0.01  # the round moved the head well beyond that
+    got = Taskflow("customer_service", task_path=str(bundle), english_ensemble=False)(TEXTS)
+    pooled = PooledEncoder(load_bundle(bundle, expected_task="customer_service")).encode(TEXTS)
+    expected = _softmax(pooled.astype(np.float64) @ head["weight"] + head["bias"])
+    assert [r.top_k[0].probability for r in got] == pytest.approx(expected.max(axis=1), abs=2e-4)

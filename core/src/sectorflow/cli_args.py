@@ -39,9 +39,12 @@ def option_values(items: list[str] | tuple[str, ...], flag: str = "--option") ->
     """``{KEY: value}`` from repeated ``-O KEY=VALUE`` command-line options (task options, as ``sectorflow run``
     takes them): each item split at its first ``=``; the value is read as JSON when it is JSON (``true``, ``25``,
     ``["a", "b"]``, ``{"fan_in": false}``), else kept as text (``Asia/Shanghai``). A later KEY replaces an earlier one.
+    A value that starts with ``[`` or ``{`` is meant as JSON: when it does not parse it is refused (a missing ``}]``
+    would otherwise become a text value, e.g. a legal field literally named ``[{"甲方": ["地址"]``).
 
     Raises:
-        ConfigError: an item without ``=`` (names ``flag`` and the item).
+        ConfigError: an item without ``=`` (names ``flag`` and the item); a value that starts with ``[`` or ``{``
+            and is not valid JSON (names the key, the parser's message and its position).
     """
     options: dict[str, Any] = {}
     for item in items:
@@ -50,7 +53,11 @@ def option_values(items: list[str] | tuple[str, ...], flag: str = "--option") ->
             raise ConfigError(f"{flag} {item!r}: write KEY=VALUE.")
         try:
             options[key] = json.loads(value)
-        except json.JSONDecodeError:
+        except json.JSONDecodeError as exc:
+            if value.lstrip()[:1] in ("[", "{"):
+                raise ConfigError(f"{flag} {key}=...: the value starts like JSON but does not parse ({exc.msg} at "
+                                  f"character {exc.pos} of {value!r}); fix the brackets and quotes (in a shell, "
+                                  "put the whole KEY=VALUE in single quotes).") from exc
             options[key] = value
     return options
 

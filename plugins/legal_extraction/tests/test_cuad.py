@@ -38,6 +38,28 @@ def test_answer_matching():
     assert bench.gold_duration("60) days") == ("P60D", False) and bench.gold_duration("perpetual") is None
 
 
+def test_answer_matching_of_partial_several_and_empty_answers():
+    bench = _benchmark()
+    both = "07/31/2000; 07/[]/2000"
+    assert bench.date_match("2000-07-31", both) and bench.date_match("2000-07", both)
+    assert not bench.date_match("2000-08-01", both)
+    assert bench.date_match("1998-05-01", "[]/[]/19[]") and not bench.date_match("2008-05-01", "[]/[]/19[]")
+    assert bench.date_match("2004-09-14", "09/14/200[]") and not bench.date_match("2014-09-14", "09/14/200[]")
+    assert not bench.gives_a_date("[]/[]/[][]") and bench.gives_a_date("[]/[]/19[]")
+    assert not bench.names_a_place("[* * *]") and not bench.names_a_place("[]") and bench.names_a_place("Texas")
+
+
+def test_same_jurisdiction_comparison():
+    same = _benchmark().law_jurisdictions
+    assert same("Province of Ontario, Canada") == same("Ontario, Canada") == {"ontario"}
+    assert same("Republic of Colombia") == same("Colombia") and same("Federal Republic of Germany") == same("Germany")
+    assert same("People's Republic of China") == same("China") == same("PRC") != same("Republic of China")
+    assert same("England") == same("England; Wales") == same("England and Wales, UK") == same(
+        "England, United Kingdom; Wales, United Kingdom")
+    assert same("New York") != same("New Jersey") and same("Texas; Singapore") != same("Texas")
+    assert same("State of New York") == same("New York") and same("Scotland") != same("England")
+
+
 @pytest.mark.skipif(not (DATA / "master_clauses.csv").is_file(), reason=f"CUAD not found at {DATA}")
 def test_split_is_by_contract_and_stable():
     contracts = cuad.load(DATA)

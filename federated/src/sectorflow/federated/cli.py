@@ -63,7 +63,8 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
                     None, help="Run on this SuperLink connection (Flower configuration) instead of simulating."),
                 app_dir: Optional[Path] = typer.Option(None, help="Where to write the Flower App (deployment)."),
                 out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the global model as a bundle "
-                                                   "here (simulation; Taskflow, run --task-path and serve load it)."),
+                                                   "here (simulation; default: `bundle` of the config; Taskflow, "
+                                                   "run --task-path and serve load it)."),
                 report: Optional[Path] = typer.Option(None, help="Write the run report (JSON) here (simulation)."),
                 weights: Optional[Path] = typer.Option(None, help="Write the global weights (.npz) here "
                                                        "(simulation)."),
@@ -86,17 +87,19 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
     from .simulation import check_simulation_config, simulate
 
     check_simulation_config(cfg)
+    if out is None and cfg.bundle:  # one key for both engines; --out overrides it here
+        out = Path(cfg.bundle)
     for path in (report, weights):  # made before the run, which may take hours: not a crash after it
         if path is not None:
             writable_file(path, what="run report" if path is report else "weights file",
                           setting="--report" if path is report else "--weights")
     spec = find_trainable(cfg.task, cfg.model)
     if out is not None and spec.export is None:
-        raise ConfigError(f"{spec.task}/{spec.name} offers no bundle export: drop --out (--weights writes its "
-                          "weights).")
+        raise ConfigError(f"{spec.task}/{spec.name} offers no bundle export: drop --out / bundle = (--weights "
+                          "writes its weights).")
     if out is not None and out.exists() and (out.is_file() or any(out.iterdir())) \
             and not (out / "manifest.json").is_file():
-        raise ConfigError(f"--out {out} exists and is not a bundle folder: give a new or empty folder.")
+        raise ConfigError(f"--out / bundle = {out} exists and is not a bundle folder: give a new or empty folder.")
     preflight(cfg, spec)
 
     def say(message: str) -> None:

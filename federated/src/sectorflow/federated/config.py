@@ -10,8 +10,9 @@ Example (every key optional except ``task``; defaults shown)::
     batch_size = 512
     metric = ""                  # validation metric shown per round and compared (default: the trainable's first
                                  # of average_precision, f1, accuracy)
-    bundle = ""                  # deployment: the ServerApp writes the global model's bundle here (the task's
-                                 # trainable must offer an export); simulation: `sectorflow federate --out`
+    bundle = ""                  # where the run writes the global model's bundle (the task's trainable must offer
+                                 # an export): in simulation `sectorflow federate` writes it (`--out` overrides
+                                 # it), in deployment the coordinator's ServerApp
     keep = "best"                # which round's global model the bundle / --weights get: best (the round with the
                                  # best validation `metric`) | last
 

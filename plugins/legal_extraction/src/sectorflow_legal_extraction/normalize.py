@@ -406,11 +406,16 @@ def _dateparser() -> Any:
     return dateparser
 
 
+_PAGE_NUMBER = re.compile(r"(\b(?i:page)\s+)(\d{1,4})\b(?!\s*[/.\-]\s*\d)")
+
+
 def dates_in(text: str, date_order: str = "MDY") -> list[tuple[int, int, str, str]]:
     """Every date in ``text`` as ``(start, end, raw, iso)``, in order; numeric ones (``01/03/2024``) read in
     ``date_order`` (``"MDY"`` or ``"DMY"``, :func:`parse_date`)."""
     out = []
     half = half_width(text)  # same length: offsets in it are offsets in text
+    # a page number is no day: "Page 2   May 2004" (a footer) is May 2004 (blanked, same length)
+    half = _PAGE_NUMBER.sub(lambda m: m.group(1) + " " * len(m.group(2)), half)
     for pattern in (ZH_DATE_RE, NUM_DATE_RE, EN_DATE_RE):
         for match in pattern.finditer(half):
             if any(s <= match.start() < e for s, e, *_ in out):

@@ -22,28 +22,12 @@ from . import open_fields, rules_en, rules_zh
 from .amounts import find_amounts
 from .clauses import batch_arrays
 from .markup import html_text, looks_like_html, source_span
+from .options import OPTIONS  # noqa: F401 - re-exported: the options are documented beside the pipeline
 from .rules_en.party_candidates import PartyReranker
 from .schema import ClauseLabel, Contract, ContractExtraction, Extraction, resolve_schema
 from .text import detect_language, segments
 
 SEGMENTS_PER_RUN = 256
-
-OPTIONS = {
-    "schema": "field names to extract, zh or en (UIE-style list, e.g. ['甲方', '乙方', '合同金额', '租金']); any "
-              "name the rules do not know is an open field, typed from its name or as declared "
-              "({'租金': {'type': 'amount', 'aliases': ['月租金']}}); default: the standard schema",
-    "encoder": "a sentence encoder for the clause similarity of open fields: an object with encode(texts) -> float32 "
-               "[n, d] rows of unit norm, or such a callable (e.g. sectorflow_customer_service.e5.E5Encoder(), the "
-               "multilingual-e5-small the project ships); default: none, character n-gram similarity only",
-    "language": "'zh', 'en' or 'auto' (default: detected per contract; an item's own 'language' wins)",
-    "party_reranker": "True (default): English parties the preamble rules missed (signature blocks, lists of companies) "
-                      "are added when the learned re-ranker (party_reranker/, trained on CUAD train + contracts_more) "
-                      "scores them at or above its threshold; False: the rules' parties only",
-    "date_order": "how a numeric date such as 01/03/2024 is read: 'DMY' (day first: 1 March, British and European "
-                  "contracts), 'MDY' (month first: 3 January, US contracts) or 'auto' (default: day first when the "
-                  "contract writes a date that can only be day first, such as 15/07/2018, else month first; an "
-                  "ambiguous date read this way carries a warning)",
-}
 
 DATE_FIELDS = ("signing_date", "effective_date", "term")
 """Fields whose value holds a date read from the contract (an ambiguous numeric one gets a warning)."""

@@ -8,7 +8,7 @@ from typing import Any
 from sectorflow import Int8Spec, TaskSpec, hookimpl, input_formats
 
 from . import __version__
-from .pipeline import OPTIONS, LegalExtractionPipeline
+from .options import OPTIONS
 from .readers import READERS
 from .schema import Contract, ContractExtraction
 from .calibration import validation
@@ -33,7 +33,7 @@ def spec() -> TaskSpec:
     bundle = BUNDLE_DIR if (BUNDLE_DIR / "manifest.json").is_file() else None
     return TaskSpec(
         name="legal_extraction", input_model=Contract, output_model=ContractExtraction,
-        pipeline=LegalExtractionPipeline, version=__version__, aliases=("contract_extraction",),
+        pipeline="sectorflow_legal_extraction.pipeline:LegalExtractionPipeline", version=__version__, aliases=("contract_extraction",),
         description="Contract element extraction (zh + en, UIE-style schema): parties with roles, addresses and "
                     "contacts, amounts, dates, term, renewal, notice, 违约金, governing law, disputes; CUAD clause "
                     "classifier.",

@@ -11,11 +11,17 @@
 - optional ``init``: ``"bundle"`` (default: start from the shipped bundle's weights) or ``"random"``.
 
 Weights travel as named float32 arrays (the Paddle ``state_dict`` names); the vocabulary is the shipped bundle's,
-so every hospital's arrays have the same names and shapes.
+so every hospital's arrays have the same names and shapes. :meth:`TaggerTrainable.fit` also reports
+``data_sha256``, the SHA-256 of the hospital's reports as read (the file's bytes; for a generated partition, its
+reports as canonical JSON), which the federated layer records per institution in the bundle's manifest.
+
+:func:`export` writes the run's kept global model as a bundle of the shipped layout
+(``sectorflow federate medical_report -c federation.toml --out DIR``; ``bundle = "DIR"`` in deployment).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -72,6 +78,7 @@ class TaggerTrainable:
         self.index = {c: i for i, c in enumerate(vocab)}
         if "data" in partition:
             items = _read_jsonl(Path(partition["data"]))
+            self.data_sha256 = hashlib.sha256(Path(partition["data"]).read_bytes()).hexdigest()
             rng = np.random.default_rng(seed)
             order = rng.permutation(len(items))
             cut = max(1, round(len(items) * 0.2)) if len(items) > 1 else 0
@@ -86,6 +93,8 @@ class TaggerTrainable:
             base = 1000 + 97 * pid + seed  # disjoint from the bundle's training seeds (1, 2, 3)
             train = corpus.generate(n_reports, base, styles=(style,))
             val = corpus.generate(max(20, n_reports // 5), base + 50_000, styles=(style,))
+            self.data_sha256 = hashlib.sha256(json.dumps([train, val], sort_keys=True, ensure_ascii=False)
+                                              .encode("utf-8")).hexdigest()
         self.train_data = tagger.examples(train, self.index)
         self.val_data = tagger.examples(val, self.index)
         paddle.seed(seed)
@@ -111,7 +120,7 @@ class TaggerTrainable:
     def fit(self, epochs: int = 1, **config: Any) -> tuple[int, dict[str, float]]:
         loss = tagger.train_epochs(self.layer, self.train_data, int(epochs), lr=float(config.get("lr", 3e-3)),
                                    batch_size=int(config.get("batch_size", 32)), seed=int(config.get("seed", 0)))
-        return len(self.train_data), {"loss": float(loss)}
+        return len(self.train_data), {"loss": float(loss), "data_sha256": self.data_sha256}
 
     def evaluate(self, **config: Any) -> tuple[int, float, dict[str, float]]:
         loss, metrics = tagger.evaluate_layer(self.layer, self.val_data)
@@ -120,12 +129,16 @@ class TaggerTrainable:
 
 def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
     """Write a federated run's global tagger as a bundle in the shipped bundle's layout (``model.json`` +
-    ``model.pdiparams`` from ``paddle.jit.save``, ``weights.safetensors``, ``vocab.json``, ``manifest.json``) that
-    ``Taskflow("medical_report", task_path=out)`` loads; ``arrays`` in weight-name order, ``run`` (the federation's
-    record) goes to ``provenance.federation``. Returns the manifest path.
+    ``model.pdiparams`` from ``paddle.jit.save``, ``weights.safetensors``, ``vocab.json``, ``manifest.json`` with
+    the sha256 of every file) that ``Taskflow("medical_report", task_path=out)`` loads; ``arrays`` in weight-name
+    order (the round ``run["selection"]`` names, else the last), ``run`` (the federation's record: rounds, strategy,
+    SecAgg+/DP and budget, institutions' digests and example counts, audit event ids) goes to
+    ``provenance.federation``; ``metrics.validation`` is of the kept round (with ``round``). Returns the manifest
+    path.
 
     Raises:
-        ConfigError: ``out`` exists and is not empty or a bundle folder; arrays of another layer.
+        ConfigError: ``out`` exists and is not empty or a bundle folder, or is the shipped bundle; arrays of
+            another layer.
     """
     import shutil
 
@@ -135,7 +148,9 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
 
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not (out / "manifest.json").is_file():
-        raise ConfigError(f"--out {out} exists and is not a bundle folder: give a new or empty folder.")
+        raise ConfigError(f"--out / bundle = {out} exists and is not a bundle folder: give a new or empty folder.")
+    if out.resolve() == BUNDLE_DIR.resolve():
+        raise ConfigError(f"--out / bundle = {out} is the shipped bundle: give another folder.")
     paddle = import_paddle()
     vocab, _ = load_vocab_and_weights()
     layer = tagger.make_layer(len(vocab))
@@ -152,16 +167,42 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
     shipped = json.loads((BUNDLE_DIR / "manifest.json").read_text(encoding="utf-8"))
     shipped.pop("files", None)
     evaluated = [r for r in run.get("rounds", []) if r.get("eval_metrics")]
+    chosen = (run.get("selection") or {}).get("round")
+    kept = next((r for r in evaluated if r["round"] == chosen), evaluated[-1] if evaluated else None)
+    validation = {**kept["eval_metrics"], "round": kept["round"],
+                  "by_institution": kept.get("eval_by_institution", [])} if kept else {}
     shipped.update(name=f"{shipped.get('name', 'span-tagger')}-federated", metrics={
-        "validation": evaluated[-1]["eval_metrics"] if evaluated else {},
+        "validation": validation, "validation_is": "span F1 etc. over the institutions' own validation reports "
+                                                   "(example-weighted mean), of the round the bundle holds",
         "history": [{"round": r["round"], **r["eval_metrics"]} for r in evaluated]})
     shipped["provenance"] = {**shipped.get("provenance", {}), "federation": run,
                              "command": run.get("command", "sectorflow federate medical_report")}
     return write_manifest(out, **shipped)
 
 
+def check(partition: Mapping[str, Any]) -> None:
+    """Cheap checks before Flower starts: the hospital's reports file exists and reads (every line a report with
+    valid spans), or the generated partition's number is in range.
+
+    Raises:
+        ConfigError: a missing file; InvalidInputError: a line that is not a report, a bad partition id.
+    """
+    from sectorflow import ConfigError
+
+    if "data" in partition:
+        path = Path(partition["data"])
+        if not path.is_file():
+            raise ConfigError(f"reports file {path} not found")
+        if not _read_jsonl(path):
+            raise InvalidInputError(f"{path} holds no reports")
+        return
+    pid, n = int(partition.get("partition_id", 0)), int(partition.get("num_partitions", 1))
+    if not 0 <= pid < n:
+        raise InvalidInputError(f"partition_id {pid} must be in [0, num_partitions={n})")
+
+
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers through ``sectorflow_register_trainables``."""
-    return TrainableSpec(task="medical_report", name="span-tagger", build=TaggerTrainable, export=export,
+    return TrainableSpec(task="medical_report", name="span-tagger", build=TaggerTrainable, check=check, export=export,
                          description="Character BiGRU tagger of anatomy and finding spans in radiology reports "
                                      "(zh + en); partitions: a hospital's jsonl or one generated writing style.")

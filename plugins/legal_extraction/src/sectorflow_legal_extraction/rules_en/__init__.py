@@ -2,7 +2,8 @@
 (``rules_en.party_rules``) and governing law (``rules_en.law``) live in their own modules and are re-exported here.
 
 Each function returns ``list[Extraction]`` (empty when nothing is found: nothing is guessed). Developed on CUAD
-train and validation contracts only; ``benchmarks/legal_eval.py`` measures them on the test contracts.
+train and validation contracts and contracts_more (the development pool) only; ``benchmarks/legal_eval.py`` measures
+them on the test contracts.
 """
 
 from __future__ import annotations
@@ -52,16 +53,30 @@ def _short_hyphen_dates(text: str, offset: int, date_order: str) -> list[tuple[i
     return out
 
 
+_OTHER_DATE_LABEL = re.compile(r"\b(?i:effective|commencement|termination|expiration|expiry|start|end|due|delivery|"
+                               r"shipment|completion|renewal|invoice|payment|birth|filing|maturity|amendment)[ \t]+$")
+"""The word before "Date:" that makes it the label of an event's date, not of a signature."""
+
+
 def _signature_dates(text: str, date_order: str = "MDY") -> list[tuple[int, int, str, str]]:
     """Dates of the signature blocks: after a ``Date:`` label anywhere, and every full date after the last
     "IN WITNESS WHEREOF" (or in the last 3,000 characters when there is none); there, also ``3-31-16``."""
     out = []
     for match in re.finditer(r"\b(?:Dated?|DATED?)\s*:?\s*", text):
+        if _OTHER_DATE_LABEL.search(text[max(0, match.start() - 20):match.start()]):
+            continue  # "Effective Date: January 1, 2019", "Termination Date: ...": another date's label
         found = nz.dates_in(text[match.end():match.end() + 40], date_order) or _short_hyphen_dates(
             text[match.end():match.end() + 12], 0, date_order)  # "Date: 3-14-18"
         if found and found[0][0] == 0 and (":" in match.group() or re.match(r"\d", found[0][2])):
             s, e, raw, iso = found[0]
             out.append((match.end() + s, match.end() + e, raw, iso))
+            # two signers' columns: "Date:   Date:   3-29-2016   3-31-16": the next signer's date right after
+            after = match.end() + e
+            gap = re.match(r"[ \t]{1,12}", text[after:after + 12])
+            nxt = (nz.dates_in(text[after:after + 40], date_order) or _short_hyphen_dates(
+                text[after:after + 24], 0, date_order)) if gap else []
+            if nxt and nxt[0][0] == gap.end():
+                out.append((after + nxt[0][0], after + nxt[0][1], nxt[0][2], nxt[0][3]))
     witness = [m.end() for m in re.finditer(r"IN\s+WITNESS\s+WHEREOF|(?i:in\s+witness\s+whereof)", text)]
     tail = witness[-1] if witness else max(0, len(text) - 3000)
     out += [(tail + s, tail + e, raw, iso) for s, e, raw, iso in nz.dates_in(text[tail:tail + 6000], date_order)
@@ -72,8 +87,10 @@ def _signature_dates(text: str, date_order: str = "MDY") -> list[tuple[int, int,
     return sorted(set(out))
 
 
-_SALUTATION = re.compile(r"\b(?:Ladies\s+and\s+Gentlemen|Dear\s+(?:Sirs?|Madam|Mr|Ms|Mrs|[A-Z][a-z]+))\b")
-_LINE_DATE = re.compile(r"(?:^|\n|\s{3,}|AGREEMENT\s+)[ \t]*([A-Z][a-z]{2,8}\.?\s+\d{1,2},?\s+(?:19|20)\d{2}|,\s*(?:19|20)\d{2})"
+_SALUTATION = re.compile(r"\b(?:(?i:Ladies\s+and\s+Gentlemen)|(?i:Dear)\s+(?:(?i:Sirs?|Madam|Mr|Ms|Mrs)|"
+                         r"[A-Z][a-z]+))\b")
+_LINE_DATE = re.compile(r"(?:^|\n|\s{3,}|AGREEMENT\s+)[ \t]*([A-Z](?:[a-z]{2,8}|[A-Z]{2,8})\.?\s+\d{1,2},?\s+"
+                        r"(?:19|20)\d{2}|,\s*(?:19|20)\d{2})"
                         r"[ \t]*(?=\n|\s{3,}|$)")
 
 
@@ -98,22 +115,44 @@ def _letter_date(head: str, date_order: str) -> tuple[int, int, str, str] | None
     return None
 
 
+_MADE_CUE = re.compile(r"(?:\bmade|\bentered\s+(?:into|on|upon)|\bexecuted|\bsigned)(?!\s+effective)\W+"
+                       r"(?:\w+\W+){0,6}$", re.I)
+
+
+def _only_effective(cue_text: str) -> bool:
+    """Whether the cue before a date names it effective and nothing else ("effective as of"), not made or dated."""
+    return bool(re.search(r"effective", cue_text, re.I)) and not re.search(r"dated|made|entered|executed|signed",
+                                                                         cue_text, re.I)
+
+
 def _days_after(iso: str, days: int) -> str:
     import datetime
 
     return (datetime.date.fromisoformat(iso) + datetime.timedelta(days=days)).isoformat()
 
 
+def _head_end(text: str, chars: int = PREAMBLE_CHARS) -> int:
+    """Where the preamble ends: after ``chars`` characters counting each run of spaces and line breaks as one, so
+    that a text laid out with wide spacing ("This  Agreement  is  made ...") keeps as much of its preamble."""
+    seen = 0
+    for match in re.finditer(r"\s+|\S+", text):
+        seen += 1 if match.group()[0].isspace() else len(match.group())
+        if seen >= chars:
+            return match.start() + max(1, chars - (seen - len(match.group())))
+    return len(text)
+
+
 def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     """The agreement's date, in this order: a preamble date after "dated" / "made" / "entered into" / "as of" /
-    "effective" (not the date of another agreement it amends: "to the Distribution Agreement dated ..."), then one
+    "effective" (not the date of another agreement it amends: "to the Distribution Agreement dated ..."; a date
+    named only effective gives way to the date the same preamble says it is made / entered into on), then one
     after "on" / "this" (a date named only effective gives way to the latest signature date in the 60 days after
     it); "This Agreement is dated ..." anywhere; the first full date of the first 1,500 characters (not one a term
     runs to or from: "extended to January 20, 2012", "TERM: ..."); the witness clause ("executed this Agreement as
     of this 4th day of April, 2003"); the latest signature-block date (those labelled "Date:" first: the last party
     to sign dates the agreement). Partly blank dates keep only what is given ("[___], 2020" -> ``2020``); numeric
     ones are read in ``date_order`` (``"MDY"``: 01/03/2024 is 3 January; ``"DMY"``: 1 March)."""
-    head = text[:PREAMBLE_CHARS]
+    head = text[:_head_end(text)]
     dates = [d for d in nz.dates_in(head, date_order)  # not a filing's "Source: X, 8-K, 1/1/2020" (the 60 characters
              if not re.search(r"(?i:source):|\b(?:10-K|10-Q|8-K|S-1|F-1)\b",  # before, on the line: a one-line text)
                               head[max(head.rfind("\n", 0, d[0]) + 1, d[0] - 60):d[0]])
@@ -141,6 +180,14 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
                               _STRONG_CUE.search(re.sub(r"\s+", " ", head[max(0, d[0] - 120):d[0]])[-60:])), None)
                 if len(date[3]) < 10 and later:
                     chosen = later
+                elif cue is _STRONG_CUE and _only_effective(before[-60:]):
+                    # "shall be effective as of May 1, 2020 ... and is made and entered into this 10th day of
+                    # January, 2020": the date it is made on, when the preamble gives one next, is the agreement's
+                    made = next((d for d in dates[n + 1:] if d[0] - date[1] < 1500 and len(d[3]) == 10 and
+                                 _MADE_CUE.search(re.sub(r"\s+", " ", head[max(0, d[0] - 60):d[0]])) and
+                                 not _OTHER_AGREEMENT.search(re.sub(r"\s+", " ", head[max(0, d[0] - 400):d[0]]))),
+                                None)
+                    chosen = made or chosen
                 break
         if chosen:
             break
@@ -180,7 +227,9 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
         signed = [d for d in _signature_dates(text, date_order) if not _event_date(text, d[0])]
         signed = [d for d in signed if len(d[3]) == 10] or signed  # a partly blank "April ____, 2003" last
         # dates labelled "Date:" / "Dated:" before any other date of the tail (a rate table's dates are no signature)
-        labelled = [d for d in signed if re.search(r"\b(?:Dated?|DATED?)\s*:?\s*$", text[max(0, d[0] - 12):d[0]])]
+        labelled = [d for d in signed if re.search(r"\b(?:Dated?|DATED?)\s*:?\s*$", text[max(0, d[0] - 12):d[0]])
+                    and not _OTHER_DATE_LABEL.search(re.sub(r"\b(?:Dated?|DATED?)\s*:?\s*$", "",
+                                                            text[max(0, d[0] - 40):d[0]]))]
         # "Date:   Date:\n3-29-2016   3-31-16": a date right after a labelled one, blanks between, is the next signer's
         labelled += [d for d in signed if d not in labelled and any(0 < d[0] - x[1] <= 12 and not text[x[1]:d[0]].strip()
                                                                      for x in labelled)]

@@ -6,7 +6,8 @@ Wales`` -> ``England; Wales``; "the laws thereof" / "of that State" read the sta
 (2) the adjective form ("governed by English law", "Ohio law", "PRC Laws"); (3) weaker phrasings ("controlled by /
 subject to / pursuant to the laws of X", "the legislation of X shall apply", "in accordance with the laws of X" when
 not about where a party is organised); (4) the dispute clause: the courts or arbitration place the contract sends
-disputes to, when no sentence names a law. Developed on CUAD train and validation contracts only.
+disputes to, when no sentence names a law. Developed on CUAD train and validation contracts and
+contracts_more (the development pool) only, never the test split.
 """
 
 from __future__ import annotations
@@ -175,18 +176,20 @@ _OWN_LAW = re.compile(r"\b(?:this|the)\s+(?:[\w-]+\s+){0,4}?(?:agreement|amendme
                       r"note|plan|manual|terms|addendum)\b(?:(?!\.\s).){0,250}?\b(?:govern(?:ed|s)|construed|interpreted)"
                       r"|governing\s+law\b|\bgoverned\s+by\b", re.I | re.S)
 _OTHER_LAW = re.compile(r"\bcompl(?:y|ies|iance)\b|\bexport|securities\s+laws|\btax(?:es|ation)?\b|\bantitrust|"
-                        r"\bpatents?\b", re.I)
+                        r"\bpatents?\b|\bopinions?\b", re.I)
 
 
 def _own_law(text: str, found: list[Extraction]) -> Extraction:
     """Of the laws several sentences name, the one the contract is governed by: a sentence that says "this
-    Agreement ... governed / construed" (or "governing law") before another, one that is about compliance, export,
-    securities law, tax or patents after the rest, and a US state before "the United States" (federal law named
-    beside the state's, or in a patent clause); the first in the contract among equals."""
+    Agreement ... governed / construed" (or "governing law") before another, one whose own sentence is about
+    compliance, export, securities law, tax, patents or the laws a legal opinion covers after the rest, and a US
+    state before "the United States" (federal law named beside the state's, or in a patent clause); the first in
+    the contract among equals."""
 
     def score(e: Extraction) -> float:
         sentence = text[max(0, e.start - 250):e.end]
-        return (2.0 * bool(_OWN_LAW.search(sentence)) - 1.5 * bool(_OTHER_LAW.search(sentence))
+        own = re.split(r"(?<=[.;])\s+(?=[A-Z(])|\n\s*\n", sentence)[-1]  # the law's own sentence
+        return (2.0 * bool(_OWN_LAW.search(sentence)) - 1.5 * bool(_OTHER_LAW.search(own))
                 - 1.0 * e.value.lower().startswith("united states"))
 
     return max(found, key=lambda e: (score(e), -e.start))
