@@ -27,7 +27,7 @@ SCRIPTS = [
     ("aml_report_hub.py", ["us", "1"], "ids_carried"),
     ("aml_state.py", ["--n", "2000", "--stream-after", "500", "--n-stream", "150", "--no-model"],
      "bytes per windowed transaction"),
-    ("aml_learning.py", ["--only", "amlgentex", "--max-rows", "30000"], "recall at 1% fpr"),
+    ("aml_learning.py", ["--only", "amlgentex", "--only", "baseline", "--max-rows", "30000"], "window-exact"),
     ("aml_amlsim_ceiling.py", ["--max-rows", "20000"], "oracle"),
     ("aml_equality.py", ["--rev", "HEAD", "--runs", "20K_cycle200", "--n", "400", "--chunk", "150"], "all equal"),
     ("faq_search.py", ["--sizes", "500", "--dims", "16", "--queries", "70", "--repeats", "1"], "ms/query"),

@@ -326,14 +326,15 @@ def test_a_directory_as_input_is_named_as_a_directory(cli, tmp_path):
 
 
 @pytest.mark.parametrize(("name", "content"), [("empty.jsonl", ""), ("header.csv", "text\n"), ("blank.jsonl", "\n\n")])
-def test_an_input_without_rows_exits_0_with_a_warning(cli, tmp_path, name, content):
+def test_an_input_without_rows_exits_1_with_an_error(cli, tmp_path, name, content):
+    # an empty export is most likely a failed one: exit 1 (it was 0 with a warning, and 1 only when --output existed)
     source = tmp_path / name
     source.write_text(content)
     code, out, err = cli("run", "echo", str(source))
-    assert code == 0 and out == ""
-    assert "0 item(s) processed, 0 row(s) skipped." in err and f"warning: no rows in {source}" in err
+    assert code == 1 and out == ""
+    assert "0 item(s) processed, 0 row(s) skipped." in err and f"error: no rows in {source}" in err
     code, out, err = cli("run", "echo", "-", "--format", source.suffix[1:], stdin=content)
-    assert code == 0 and out == "" and "warning: no rows in standard input" in err
+    assert code == 1 and out == "" and "error: no rows in standard input" in err
 
 
 def test_history_feeds_a_stateful_task_first_and_writes_only_the_inputs_results(cli, tmp_path):
@@ -432,7 +433,7 @@ def test_messages_holding_square_brackets_print_as_they_are(cli, tmp_path):
     empty = folder / "empty.csv"
     empty.write_text("text\n")
     code, _, err = cli("run", "echo", str(empty), "-o", str(tmp_path / "out2.jsonl"))
-    assert code == 0 and f"no rows in {empty}" in err.replace("\n", "")
+    assert code == 1 and f"no rows in {empty}" in err.replace("\n", "")
 
 
 def test_a_csv_cell_longer_than_pythons_default_limit_is_read(cli, tmp_path):

@@ -24,6 +24,7 @@ whole input first: results already written to stdout at each checkpoint cannot b
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import itertools
 import os
@@ -44,6 +45,7 @@ from .errors import ConfigError, InvalidInputError, SectorflowError
 from .input_files import GZIP_MAGIC, gzip_on_stdin, plan_reader
 from .progress import RunProgress
 from .spec import CallContext
+from .state_lock import state_lock
 from .stopping import Stopped, check as check_stopped, install as install_signal_handlers, stop_on_signals
 from .taskflow import Taskflow
 from .validation import validate_items
@@ -91,16 +93,17 @@ def run_batch(task: str, source: str, *, output: Optional[Path], fmt: Optional[s
         Stopped: SIGTERM or SIGINT arrived (:mod:`sectorflow.stopping`); no partial output is left, a ``--state``
             run's store holds its last checkpoint.
     """
-    with stop_on_signals():
-        return _run_batch(task, source, output=output, fmt=fmt, device=device, precision=precision,
+    with stop_on_signals(), contextlib.ExitStack() as held:
+        return _run_batch(held, task, source, output=output, fmt=fmt, device=device, precision=precision,
                           batch_size=batch_size, num_threads=num_threads, task_path=task_path, on_error=on_error,
                           options=options, mapping=mapping, defaults=defaults, encoding=encoding, history=history,
                           state=state, tenant=tenant, checkpoint_rows=checkpoint_rows,
                           discard_unfinished=discard_unfinished, progress=progress)
 
 
-def _run_batch(task: str, source: str, *, output: Optional[Path], fmt: Optional[str], device: str, precision: str,
-               batch_size: int, num_threads: Optional[int], task_path: Optional[str], on_error: OnError,
+def _run_batch(held: contextlib.ExitStack, task: str, source: str, *, output: Optional[Path], fmt: Optional[str],
+               device: str, precision: str, batch_size: int, num_threads: Optional[int], task_path: Optional[str],
+               on_error: OnError,
                options: dict[str, Any], mapping: dict[str, str], defaults: dict[str, str], encoding: Optional[str],
                history: list[Path], state: Optional[str], tenant: str, checkpoint_rows: int,
                discard_unfinished: bool, progress: bool) -> int:
@@ -119,6 +122,8 @@ def _run_batch(task: str, source: str, *, output: Optional[Path], fmt: Optional[
         _check_state(spec, state, history)
     elif tenant != "default" or discard_unfinished:
         raise ConfigError("--tenant and --discard-unfinished apply to a run with --state STATE; add it or drop them.")
+    if state is not None:
+        held.enter_context(state_lock(state))  # one run at a time on a state file, until run_batch returns
     earlier_plans = [(str(path), plan_reader(spec, fmt, path, mapping=mapping, defaults=defaults, encoding=encoding))
                      for path in history]
     tf = Taskflow(spec, device=device, precision=precision, batch_size=batch_size, num_threads=num_threads,
@@ -371,23 +376,29 @@ def _run_file(tf: Taskflow, reader: Any, source: str, output: Optional[Path], ba
         if spooled_to is not None and output:
             spooled_to.close()
         if partial:
-            if done and (count or kept is None):  # no result at all: an earlier results file stays as it was
+            if done and count:  # no result at all: the output stays as it was (absent, or the earlier results)
                 os.replace(partial, target)  # type: ignore[arg-type]
             else:
                 partial.unlink(missing_ok=True)
     for problem in skipped:
         err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(problem_text(problem))}")
     err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped.")
-    if count == 0 and kept is not None:
-        err.print(f"[red]error[/]: {escape(_nothing_processed(name, bool(skipped)))}; --output {escape(str(output))} "
-                  f"was left as it was ({kept:,} bytes of earlier results). Check the input file.")
-        return 1
-    if count == 0 and not skipped:
-        err.print(f"[yellow]warning[/]: no rows in {escape(str(name))} (the file is empty or has only a header).")
-    if count == 0 and skipped:
-        err.print(f"[red]error[/]: every row of {escape(str(name))} was skipped; nothing was processed.")
+    if count == 0:
+        _say_nothing_processed(name, bool(skipped), output, kept)
         return 1
     return 0
+
+
+def _say_nothing_processed(name: str, skipped: bool, output: Optional[Path], kept: Optional[int]) -> None:
+    """The error of a run that processed no item (exit 1 whether or not ``--output`` existed: an empty export is
+    most likely a failed one, and a scheduled job must not take an old results file for today's)."""
+    if kept is not None:
+        left = f"; --output {output} was left as it was ({kept:,} bytes of earlier results)"
+    elif output is not None:
+        left = f"; --output {output} was not written"
+    else:
+        left = ""
+    err.print(f"[red]error[/]: {escape(_nothing_processed(name, skipped) + left)}. Check the input file.")
 
 
 def _earlier_results(target: Optional[Path]) -> Optional[int]:
@@ -450,11 +461,11 @@ def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optiona
         raise _rejected(skipped, name)
     for problem in skipped:
         err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(problem_text(problem))}")
-    err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped; state saved to "
-              f"{escape(keeper.store.url)} (tenant {escape(tenant)}).")
-    if count == 0 and run is None and kept is not None:
-        err.print(f"[red]error[/]: {escape(_nothing_processed(name, bool(skipped)))}; --output {escape(str(output))} "
-                  f"was left as it was ({kept:,} bytes of earlier results). Check the input file.")
+    nothing = count == 0 and (run is None or run.output_offset == 0)  # no result at all: the run was discarded
+    err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped; state "
+              f"{'unchanged in' if nothing else 'saved to'} {escape(keeper.store.url)} (tenant {escape(tenant)}).")
+    if nothing:
+        _say_nothing_processed(name, bool(skipped), output, kept)
         return 1
     return 0
 

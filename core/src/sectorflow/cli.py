@@ -115,7 +115,8 @@ def run_command(
                                      "FIELD=COLUMN (quote names with spaces), repeatable; csv, jsonl and the "
                                      "task formats that support it."),
     default: list[str] = typer.Option([], "--default", help="Value of FIELD where the file has no such column or "
-                                      "the cell is empty: FIELD=VALUE (text, as a CSV cell), repeatable."),
+                                      "the cell is empty: FIELD=VALUE (text, as a CSV cell), repeatable; not for an id field "
+                                      "(aml's transaction_id: map the file's id column with --column)."),
     encoding: Optional[str] = typer.Option(None, "--encoding", help="Text encoding of the input files: gbk, gb18030, utf-16, utf-8, ... (default auto: detected per file, and said if not UTF-8)."),
     history: list[Path] = typer.Option([], "--history", help="Stateful tasks (aml): an earlier input file fed "
                                        "first, to rebuild the state a continuous run would have (sliding window, "

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import shlex
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -62,6 +63,15 @@ def _partial_path(output: Path) -> Path:
     return target.with_name(f".{target.name}{PARTIAL_SUFFIX}")
 
 
+def reset_hint(spec: Any, state: str, tenant: str) -> str:
+    """How to forget ``tenant``'s state in the store ``state`` (as the user gave ``--state``), as it must be typed:
+    the task's :attr:`~sectorflow.TaskSpec.state_reset` command with ``--state``, ``--tenant`` and ``--yes``
+    (quoted for a POSIX shell), or a description for a task without one."""
+    if not spec.state_reset:
+        return f"forget tenant {tenant!r}'s state in {state} (the task has no reset command: use another --state)"
+    return f"`{spec.state_reset} --state {shlex.quote(state)} --tenant {shlex.quote(tenant)} --yes`"
+
+
 def prepare(tf: Taskflow, state: str, tenant: str, source: str, name: str, output: Optional[Path],
             discard_unfinished: bool) -> tuple[StateKeeper, RunProgress | None, str]:
     """Open the store, settle an unfinished run, restore the state. Returns ``(keeper, run to resume or None,
@@ -97,10 +107,14 @@ def prepare(tf: Taskflow, state: str, tenant: str, source: str, name: str, outpu
         raise ConfigError(
             f"{name} (SHA-256 {digest[:16]}...) was already fed into the state {store.url} (tenant {tenant!r}): "
             f"a finished run of {fed[0]} on {fed[2]}, {fed[1]} item(s). Feeding it again would count its items twice "
-            "(the state would hold each transaction once per run). Run the next file instead, or reset the tenant's "
-            "state first (the task's `state reset` command, e.g. `sectorflow aml state reset`) to start over.",
+            "(the state would hold each transaction once per run). Run the next file instead, or, to start over, "
+            f"forget the tenant's state first: {reset_hint(tf.spec, state, tenant)}.",
             details={"input": fed[0], "input_sha256": digest, "items": fed[1], "time": fed[2]})
-    keeper.restore(pipeline)
+    try:
+        keeper.restore(pipeline)
+    except ConfigError as exc:  # a state these options cannot continue: the reset command as it must be typed
+        raise ConfigError(f"{exc.message} To forget this state and start over: {reset_hint(tf.spec, state, tenant)}.",
+                          details=exc.details) from exc
     if run is None:
         with store.transaction():
             store.begin_run(task, tenant, digest, name, target)
@@ -137,7 +151,8 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
     of items processed by this process, or ``None`` when ``rejected()`` turned true (``--on-error reject`` met a bad
     row): then no chunk after it ran, the output is left unrenamed and the run unfinished, for the caller to discard
     (:meth:`StateStore.discard_run` puts the state back to where the run started). A run that wrote no result (an
-    empty or header-only input) leaves a non-empty file at ``output`` as it was. ``run_chunk(chunk, context)``: how a
+    empty or header-only input, every row skipped) leaves ``output`` as it was (absent, or the earlier results) and
+    is discarded, not recorded as an input fed into the state. ``run_chunk(chunk, context)``: how a
     chunk runs, ``(the items that ran, their results)`` (default: all of them, ``tf.run``); the journal records the
     items that ran."""
     done = run.rows_done if run else 0
@@ -180,11 +195,14 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
             out.close()
     if rejected():
         return None
-    if output is not None:
-        target = output.resolve()
-        if offset == 0 and target.is_file() and target.stat().st_size:  # no result at all: earlier results stay
+    if offset == 0:  # no result at all (an empty or header-only input, every row skipped): nothing was fed, the
+        # output is left as it was (absent, or the earlier results) and the run is forgotten, not recorded as fed
+        if output is not None:
             _partial_path(output).unlink(missing_ok=True)
-        else:
-            os.replace(_partial_path(output), target)
+        with keeper.store.transaction():
+            keeper.store.discard_run(keeper.task, keeper.tenant)
+        return count
+    if output is not None:
+        os.replace(_partial_path(output), output.resolve())
     keeper.finish_run(pipeline)
     return count

@@ -474,8 +474,10 @@ def plan_reader(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping:
 
     Raises:
         ConfigError: an unknown ``encoding``; an unknown format (the message lists the ones this task reads); ``mapping`` or ``defaults``
-            naming a field the task's input model lacks (the message lists its fields); ``mapping`` or
-            ``defaults`` for a format without a factory (the message lists the formats that take them).
+            naming a field the task's input model lacks (the message lists its fields); ``defaults`` for one of
+            the task's :attr:`~TaskSpec.id_fields` (the message says to map the file's id column instead);
+            ``mapping`` or ``defaults`` for a format without a factory (the message lists the formats that take
+            them).
     """
     encoding = check_encoding(encoding)
     known = _formats(spec)
@@ -506,11 +508,23 @@ def plan_reader(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping:
                               f"{spec.name!r}; its input fields are: {', '.join(fields)}. Write --column FIELD=COLUMN "
                               "and --default FIELD=VALUE with FIELD one of these.",
                               details={"unknown": unknown, "fields": fields})
+        constant = [name for name in spec.id_fields if name in (defaults or {})]
+        if constant:
+            raise ConfigError(id_default_problem(constant[0], spec.name), details={"field": constant[0]})
         if known[fmt].factory is None:
             takes = ", ".join(sorted(name for name, made in known.items() if made.factory is not None)) or "none"
             raise ConfigError(f"Format {fmt!r} of task {spec.name!r} has fixed columns: it takes no "
                               f"--column/--default. Formats that do: {takes}.")
     return ReaderPlan(spec, fmt, mapping, defaults, encoding)
+
+
+def id_default_problem(field: str, task: str) -> str:
+    """Why ``--default FIELD=VALUE`` is refused for an identifying field of ``task`` (:attr:`TaskSpec.id_fields`),
+    and what to do instead."""
+    return (f"--default {field}=...: {field} identifies each item of task {task!r}, so one value for every row would "
+            f"make each row after the first a repeat of the first (not processed again). Map the file's own id column "
+            f"with --column {field}=COLUMN; a file without one needs an id column added (each row its own value, "
+            "unique across the files fed into one state, e.g. the export's date and row number).")
 
 
 def known_fields_only(reader: Reader, spec: TaskSpec) -> Reader:

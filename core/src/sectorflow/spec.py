@@ -258,6 +258,12 @@ class TaskSpec:
             ``Taskflow("aml", model=False)``), or ``None``. With that option ``False`` the runtime loads no bundle at
             all: the pipeline gets ``bundle=None``, results name no model, and ``precision="int8"`` needs no INT8
             bundle (no model runs).
+        id_fields: the input fields that identify an item (aml: ``("transaction_id",)``): each item has its own
+            value, so ``sectorflow run --default FIELD=VALUE`` refuses them (one value for every row made each row
+            after the first a repeat of the first); the missing-column message asks for ``--column`` instead.
+        state_reset: the command that forgets one tenant's stored state (aml: ``"sectorflow aml state reset"``), or
+            ``None``; a ``sectorflow run --state`` message that suggests it prints it as it must be typed, with
+            ``--state STATE --tenant TENANT --yes`` (:func:`sectorflow.cli_state.reset_hint`).
         plugin: filled in by the registry: the name of the plugin that registered the spec.
     """
 
@@ -279,6 +285,8 @@ class TaskSpec:
     int8: Int8Spec = field(default_factory=Int8Spec)
     context_from_options: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     model_switch: str | None = None
+    id_fields: tuple[str, ...] = ()
+    state_reset: str | None = None
     plugin: str = ""
 
     def pipeline_class(self) -> type[Pipeline]:

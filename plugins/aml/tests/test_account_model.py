@@ -1,6 +1,7 @@
 """The account risk model: metrics against scikit-learn, labels files, the AMLGentex reader, and a bundle trained by
 `aml train` on a slice of AMLGentex dev_s101: pipeline scores equal the training replay's, one-at-a-time equals
-batch, a run given lookback + 1 day of history equals a continuous run, and amounts' scale does not matter."""
+batch, a run given lookback + 1 day of history equals a continuous run, amounts' scale does not matter, and the
+training loop's validation history equals whole-model predictions."""
 
 from __future__ import annotations
 
@@ -315,3 +316,28 @@ def test_labels_of_another_dataset_are_refused_or_warned(caplog):
     with caplog.at_level("WARNING", logger="sectorflow_aml"):
         assert check_overlap(labels, {f"n{i}" for i in range(6)}, "run.jsonl") == 6
     assert caplog.text == ""
+
+
+def test_validation_history_equals_whole_model_predictions(gentex_slice):
+    """The training loop grows the validation margins by the last 25 trees at each check: every AP it recorded equals
+    the AP of a prediction with all the model's first trees (the model text's ``num_iteration``)."""
+    import lightgbm as lgb
+    from sectorflow_aml.account_training import _stack, account_max, labels_of, split_accounts, train
+
+    txns, _ = load_transactions(gentex_slice, format="amlgentex")
+    labels = read_labels(GENTEX / "accounts.csv.gz")
+    rep = replay(txns)
+    trained = train([rep], [labels], seed=5, rounds=100, tree_tolerance=0.0)
+    history = trained.metrics["history"]
+    assert [it for it, _ in history] == [25, 50, 75, 100][:len(history)] and len(history) >= 2
+    y = labels_of(rep, labels)
+    _, _, xv, av, _, yv_acc = _stack([rep], [y], [split_accounts(y, 0.25, 5)], 0.2)
+    vmask = yv_acc >= 0
+    booster = lgb.Booster(model_str=trained.model_text)
+    checked = 0
+    for it, ap in history:
+        if it <= trained.num_trees:
+            raw = booster.predict(xv, raw_score=True, num_iteration=it, num_threads=1)
+            assert round(average_precision(account_max(raw, av, yv_acc.size)[vmask], yv_acc[vmask]), 6) == ap
+            checked += 1
+    assert checked >= 1 and trained.metrics["validation_ap_of_rounds"] == dict(history)[trained.num_trees]

@@ -168,9 +168,9 @@ def test_an_empty_input_does_not_empty_an_existing_output(cli_main, capsys, tmp_
     assert cli_main(["run", "aml", str(source), "--format", "csv", "--output", str(out), *state]) == 1
     assert out.read_text() == '{"transaction_id": "earlier"}\n' and "left as it was" in capsys.readouterr().err
     assert not list(tmp_path.glob(".results.jsonl.partial*"))
-    fresh = tmp_path / "new.jsonl"  # no earlier file: an empty results file, a warning, exit 0 (as before)
-    assert cli_main(["run", "aml", str(source), "--format", "csv", "--output", str(fresh), "-O", "model=false"]) == 0
-    assert fresh.read_text() == "" and "no rows in" in capsys.readouterr().err
+    fresh = tmp_path / "new.jsonl"  # no earlier file: the same error, exit 1, no file (test_fresh_user_cli_state.py)
+    assert cli_main(["run", "aml", str(source), "--format", "csv", "--output", str(fresh), "-O", "model=false"]) == 1
+    assert not fresh.exists() and "no rows in" in capsys.readouterr().err
 
 
 # 5. --period: malformed, another kind of period, a period the results do not reach ---------------------------------

@@ -239,15 +239,16 @@ def test_a_directory_is_named_as_a_directory(tmp_path: Path) -> None:
 @pytest.mark.parametrize("fmt", ["csv", "amlsim", "amlworld", "jsonl"])
 def test_an_empty_file_has_no_rows_in_every_format(tmp_path: Path, capsys, fmt: str) -> None:
     """An empty CSV was a ConfigError ("empty, not even a header row") where an empty JSON-lines file was no rows:
-    both are now no rows, which sectorflow run reports as a warning naming the file (first-hour pass)."""
+    both are now no rows, which sectorflow run reports as an error naming the file, exit 1 (since 2 Dec 2026; a
+    warning and exit 0 before)."""
     path = tmp_path / ("t.jsonl" if fmt == "jsonl" else "t.csv")
     for content in ("", "\n\n"):
         path.write_text(content)
         assert load_transactions(path, format=fmt) == ([], [])
         capsys.readouterr()
-        assert main(["run", "aml", str(path), "--format", fmt, "-O", "model=false"]) == 0
+        assert main(["run", "aml", str(path), "--format", fmt, "-O", "model=false"]) == 1
         out, err = capsys.readouterr()
-        assert out == "" and f"warning: no rows in {path} (the file is empty or has only a header)" in err
+        assert out == "" and f"error: no rows in {path} (the file is empty or has only a header)" in err
 
 
 # 7. sectorflow run --task-path "" ----------------------------------------------------------------------------------

@@ -213,9 +213,12 @@ class Trained:
 PARAMS: dict[str, Any] = {
     "objective": "binary", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 40,
     "feature_fraction": 0.8, "bagging_fraction": 0.8, "bagging_freq": 1, "lambda_l2": 1.0, "verbose": -1,
-    "num_threads": 2, "deterministic": True, "force_row_wise": True,
+    "num_threads": 1, "deterministic": True, "force_row_wise": True,
 }
-"""LightGBM settings (chosen on the validation split of AMLGentex dev_s101 + dev_s202, see docs/aml.md)."""
+"""LightGBM settings (chosen on the validation split of AMLGentex dev_s101 + dev_s202, see docs/aml.md). One thread:
+with two, OpenMP's waiting thread spins at every round's barriers and, on a machine whose other core is busy, takes
+the core from the thread with work (100 rounds on dev_s101: 14.1 s CPU with two threads, 1.7 s with one, at load
+6.6-6.9); one and two threads gave the same trees there (docs/aml.md, "Training rows, split, model")."""
 
 
 TREE_TOLERANCE = 0.002
@@ -297,12 +300,17 @@ def train(reps: Sequence[Replay], labels: Sequence[Labels], *, seed: int = 20211
     weight = np.where(yt > 0, (yt.size - pos) / pos, 1.0)
     booster = lgb.Booster(params=p, train_set=lgb.Dataset(xt, yt, weight=weight, feature_name=list(ACCOUNT_FEATURES),
                                                          free_raw_data=False))
+    threads = p["num_threads"]
     best_ap, best_iter, history = -1.0, 0, []
     check = 25
+    raw = np.zeros(xv.shape[0])
     for it in range(1, rounds + 1):
         booster.update()
         if it % check == 0:
-            raw = booster.predict(xv, raw_score=True)
+            # the validation margins grow by the last ``check`` trees only (each tree is applied to each validation
+            # row once, not once per check); the sums differ from a whole-model prediction in the last bits only
+            raw += booster.predict(xv, raw_score=True, start_iteration=it - check, num_iteration=check,
+                                   num_threads=threads)
             acc = account_max(raw, av, n_acc)[vmask]
             ap = average_precision(acc, yv_acc[vmask])
             history.append((it, round(ap, 6)))
@@ -316,7 +324,7 @@ def train(reps: Sequence[Replay], labels: Sequence[Labels], *, seed: int = 20211
     best_iter = fewest_trees(history, tree_tolerance) or best_iter
     text = booster.model_to_string(num_iteration=best_iter)
     final = lgb.Booster(model_str=text)
-    raw = final.predict(xv, raw_score=True)
+    raw = final.predict(xv, raw_score=True, num_threads=threads)
     pm, pa = period_max(raw, av, mv)
     a, b = fit_platt(pm, yv_acc[pa])
     acc_scores = platt(account_max(raw, av, n_acc)[vmask], a, b)
@@ -337,7 +345,8 @@ def score_replay(model_text: str, ab: tuple[float, float], rep: Replay) -> np.nd
     import lightgbm as lgb
 
     booster = lgb.Booster(model_str=model_text)
-    return platt(booster.predict(rep.x, raw_score=True), *ab) if rep.x.shape[0] else np.zeros(0)
+    return platt(booster.predict(rep.x, raw_score=True, num_threads=PARAMS["num_threads"]), *ab) \
+        if rep.x.shape[0] else np.zeros(0)
 
 
 def evaluate_replay(model_text: str, ab: tuple[float, float], rep: Replay, labels: Labels) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from typing import Any, Optional
 
 import typer
 
-from sectorflow import Taskflow, export_state, open_state_store, option_values, reset_stored_state, state_summary
+from sectorflow import (Taskflow, export_state, open_state_store, option_values, reset_stored_state, state_lock,
+                        state_summary)
 
 state_app = typer.Typer(help="The AML state kept across runs and server restarts: show, export, reset.",
                         no_args_is_help=True)
@@ -59,13 +60,21 @@ def show_command(tenant: Optional[str] = typer.Option(None, "--tenant", help="On
     if not rows:
         typer.echo(f"no AML state in {store.url}")
     for row in rows:
-        run = row["run"]
-        typer.echo(f"{row['tenant']}: at the last snapshot {row['window_transactions']:,} transaction(s) of "
-                   f"{row['accounts']:,} account(s) in the window ({row['window_from']} .. {row['window_to']}); "
-                   f"{row['bytes']:,} bytes (snapshot {row['snapshot_bytes']:,} of "
-                   f"{row['snapshot_time'] or 'never'}; journal {row['journal_calls']} call(s), "
-                   f"{row['journal_items']} item(s)); last commit {row['last_commit'] or 'none'}"
-                   + (f"; UNFINISHED run of {run['input']}: {run['rows_done']} row(s) done" if run else ""))
+        typer.echo(_show_line(row))
+
+
+def _show_line(row: dict[str, Any]) -> str:
+    """One tenant's line of ``state show`` (its window at the last snapshot; the journal after it is replayed on
+    top when the state loads, so a state whose items are all in the journal shows an empty window)."""
+    run = row["run"]
+    window = (f"{row['window_transactions']:,} transaction(s) of {row['accounts']:,} account(s) in the window "
+              f"({row['window_from']} .. {row['window_to']})" if row["window_transactions"]
+              else "no transactions in the window")
+    return (f"{row['tenant']}: at the last snapshot {window}; "
+            f"{row['bytes']:,} bytes (snapshot {row['snapshot_bytes']:,} of "
+            f"{row['snapshot_time'] or 'never'}; journal after it {row['journal_calls']} call(s), "
+            f"{row['journal_items']:,} item(s), replayed on load); last commit {row['last_commit'] or 'none'}"
+            + (f"; UNFINISHED run of {run['input']}: {run['rows_done']} row(s) done" if run else ""))
 
 
 @state_app.command("export")
@@ -88,6 +97,7 @@ def reset_command(tenant: str = typer.Option(..., "--tenant", help="Whose state 
     """Forget one tenant's AML state (its next run or call starts with an empty window)."""
     if not yes:
         raise typer.BadParameter("reset forgets the tenant's 30-day window and open report aggregates: add --yes.")
-    store = open_state_store(state)
-    had = reset_stored_state(store, "aml", tenant)
+    with state_lock(state, what="reset"):  # never under a run that is still going (sectorflow.state_lock)
+        store = open_state_store(state)
+        had = reset_stored_state(store, "aml", tenant)
     typer.echo(f"tenant {tenant}: {'state forgotten' if had else 'had no state'} in {store.url}")

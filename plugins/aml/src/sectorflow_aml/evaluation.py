@@ -23,14 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from sectorflow import InvalidInputError
+from sectorflow import InvalidInputError, open_text
 
 from .labels import MIN_LABEL_OVERLAP, Labels, LabelsError, check_overlap
 from .metrics import average_precision, precision_at_k, recall_at_fpr
 
 
 def read_results(path: str | Path) -> Iterable[dict[str, Any]]:
-    """The JSON-lines results of ``sectorflow run aml``, one dict per line.
+    """The JSON-lines results of ``sectorflow run aml``, one dict per line; a ``.gz`` file is decompressed (opened by
+    ``sectorflow.open_text``, as ``sectorflow aml cases|alerts|reports`` open results).
 
     Raises:
         InvalidInputError: a missing file or a line that is not a JSON object (names the line).
@@ -38,7 +39,7 @@ def read_results(path: str | Path) -> Iterable[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise InvalidInputError(f"Results file {path} does not exist: give the --output of `sectorflow run aml`.")
-    with path.open(encoding="utf-8") as handle:
+    with open_text(path, "utf-8") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue

@@ -180,11 +180,22 @@ def _noting_naive_times(source: Any, rows: Iterator[tuple[int, Any]],
                     "Asia/Shanghai).", head)
 
 
+ID_COLUMN_FIX = ("map the file's transaction id column with --column transaction_id=COLUMN (mapping= in Python); "
+                 "it cannot be given with --default: one value for every row makes each row after the first a "
+                 "repeat of the first, not scored. A file without one needs an id column added (each row its own "
+                 "value, unique across the files fed into one state, e.g. the export's date and row number)")
+"""What to do about a file without a ``transaction_id`` column (the missing-column and the default's messages)."""
+
+
 def _check_mapping(mapping: Mapping[str, str] | None, defaults: Mapping[str, Any] | None = None) -> None:
     unknown = (set(mapping or {}) | set(defaults or {})) - set(FIELDS)
     if unknown:
         raise ConfigError(f"Column mapping and default keys must be Transaction fields ({', '.join(FIELDS)}); "
                           f"unknown: {', '.join(sorted(unknown))}.")
+    if "transaction_id" in (defaults or {}):
+        value = (defaults or {})["transaction_id"]
+        raise ConfigError(f"A default transaction_id ({value!r}) would give every row the same id: {ID_COLUMN_FIX}.",
+                          details={"field": "transaction_id"})
 
 
 def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None, *,
@@ -282,8 +293,10 @@ def _check_header(source: Any, header: tuple[str, ...], mapping: Mapping[str, st
                "the file; names are case-sensitive.")
     else:
         fix = (" Rename the columns, or map yours to Transaction fields: --column amount='Amount Paid' on the command "
-               "line, csv_reader(mapping={'amount': 'Amount Paid', ...}) in Python; a field the file lacks can be "
-               "given with --default FIELD=VALUE (defaults=).")
+               "line, csv_reader(mapping={'amount': 'Amount Paid', ...}) in Python; another field the file lacks "
+               "(not transaction_id) can be given with --default FIELD=VALUE (defaults=).")
+        if "transaction_id" in absent:
+            fix += f" For transaction_id, {ID_COLUMN_FIX}."
     raise ConfigError(f"The {what} of {source} lacks the column(s) {', '.join(shown)} (found: "
                       f"{', '.join(header) or 'no header'}).{hint}{fix}",
                       details={"missing": absent, "header": list(header)})

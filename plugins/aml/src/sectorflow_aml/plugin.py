@@ -39,7 +39,8 @@ def spec() -> TaskSpec:
         default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32", "int8"),
         languages=("zh", "en"), formats=input_formats(READERS, READER_FACTORIES),
         options=dict(OPTIONS), examples=EXAMPLES, stateful=True,
-        model_switch="model", context_from_options=input_context,
+        model_switch="model", context_from_options=input_context, id_fields=("transaction_id",),
+        state_reset="sectorflow aml state reset",
         # weight-only: the scorer's standardised inputs span a wide range, and ONNX Runtime's per-batch uint8
         # rounding of them cost bundle 2.0.0 0.54 F1 points on validation accounts (more than the 0.5 margin)
         int8=Int8Spec(validation=validation, quantize_ops=("MatMulWeightOnly",)))

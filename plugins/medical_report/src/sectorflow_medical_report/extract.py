@@ -14,6 +14,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+from .certainty import certainty_of
 from .exam import history_spans, read_exam
 from .identity import characterisations, restatements
 from .lexicon import FINDINGS, LUNG_LESIONS, NODULAR_FORMS, PLURALS, Entry, lexicon
@@ -431,6 +432,22 @@ def _zh_list_continues(text: str, cue_end: int, f: Finding, findings: list[Findi
 
 
 _COLON_NEG = frozenset({"：无", ":无", "：未见", ":未见"})
+
+_END_ONLY_POST = frozenset({"is likely", "are likely", "is probable", "are probable", "unlikely", "is unlikely",
+                            "are unlikely", "very unlikely", "is very unlikely"})
+"""Post-cues that govern the finding before them only at the end of its clause ("Pneumonia is likely.", "Pneumonia is
+likely in the right lower lobe.", "Pneumonia is unlikely."), not before an interpretation ("The opacity is likely
+atelectasis / infectious", "nodule unlikely to be significant")."""
+_SITE_TAIL = re.compile(r"\s*(?:(?:in|at|within|on|along|involving)\b[^.;,:!?。；，：]*)?", re.IGNORECASE)
+
+
+def _ends_clause(text: str, start: int, clause_end: int, findings: list[Finding]) -> bool:
+    """Whether only a site phrase ("in the right lower lobe"), and no finding, stands from ``start`` to the clause end."""
+    m = _SITE_TAIL.match(text, start, clause_end)
+    rest = text[m.end():clause_end] if m else text[start:clause_end]
+    return not rest.strip(" \t\n.;,:!?。；，：") and not any(start <= g.start < clause_end for g in findings)
+
+
 _ZH_ATTRIBUTE = re.compile(r"\s*(明显|确切)?(增大|增多|长大|变化|改变|进展|钙化|强化|缩小|变小|新发)")
 """What "finding：无 ..." may negate instead of the finding: its change or an attribute ("结节：无钙化")."""
 
@@ -491,6 +508,9 @@ def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[t
                         continue
                     dist = f.start - t.end
                 elif not pre and t.start >= f.end:
+                    if " ".join(text[t.start:t.end].lower().split()) in _END_ONLY_POST \
+                            and not _ends_clause(text, t.end, c_end, findings_here):
+                        continue  # "The opacity is likely atelectasis": the interpretation is uncertain, not the opacity
                     if text[t.start:t.end] in _COLON_NEG and _ZH_ATTRIBUTE.match(text, t.end):
                         continue  # "结节：无增大，直径8mm": the growth is negated, not the nodule
                     if t.start >= c_end and not text[t.start:t.end].lstrip().startswith((":", "：")):
@@ -510,6 +530,7 @@ def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[t
             _, t, key = best
             f.assertion = "absent" if key.startswith("neg") else "uncertain"
             f.cue = Cue(text=t.text, start=t.start, end=t.end, category=key)
+            f.certainty = None if key.startswith("neg") else certainty_of(text, t.start, t.end)
 
 
 def _warnings(text: str, findings: list[Finding]) -> list[ReportWarning]:

@@ -293,7 +293,8 @@ CUES: dict[str, tuple[list[str], list[str]]] = {
                  ["：无", ":无", "：阴性", "：未见", "消失", "已吸收", "已消失", "阴性", "已切除", "切除术后", "已摘除",
                   "已排除", "已除外"]),
     "unc_pre": (["possible", "possibly", "probable", "probably", "likely", "may represent", "may be", "could represent",
-                 "could be", "suspicious for", "concerning for", "questionable", "question of", "cannot rule out",
+                 "could be", "is likely", "are likely", "is probable", "are probable", "suspicious for",
+                 "concerning for", "questionable", "question of", "cannot rule out",
                  "can not rule out", "cannot exclude", "can not exclude", "suggestive of", "suspected", "equivocal",
                  "differential diagnosis includes", "versus", "presumed", "consider", "may reflect", "might be",
                  # ConText "hypothetical" triggers, reported as uncertain
@@ -306,10 +307,16 @@ CUES: dict[str, tuple[list[str], list[str]]] = {
     "unc_post": (["not ruled out", "not excluded", "cannot be excluded", "can not be excluded", "cannot be ruled out",
                   "can not be ruled out", "is suspected", "not entirely excluded", "is possible", "is not excluded",
                   "are not excluded", "is questioned",
+                  # "Pneumonia is likely.": governs what precedes it only where nothing but a site follows it
+                  # (extract._END_ONLY_POST); as a pre-cue it is "likely" ("The opacity is likely atelectasis")
+                  "is likely", "are likely", "is probable", "are probable",
+                  # low probability (certainty "unlikely"), the same end-of-clause rule: "Pneumonia is unlikely."
+                  "unlikely", "is unlikely", "are unlikely", "very unlikely", "is very unlikely",
                   # seen poorly on this study: neither stated present nor absent
                   "not well seen", "not well visualized", "not clearly seen", "not clearly visualized",
                   "not definitely seen", "not definitely visualized", "not definitely identified"],
-                 ["可能", "可能性大", "可能大", "不除外", "不排除", "待排", "待排除", "待除外", "待查", "未除外", "？", "?"]),
+                 ["可能", "可能性大", "可能大", "可能性小", "可能性不大", "不除外", "不排除", "待排", "待排除", "待除外", "待查",
+                  "未除外", "？", "?"]),
     "pseudo": (["not without", "not only", "no doubt", "without doubt", "in question"], ["无疑"]),
     "term": (["but", "however", "although", "though", "yet", "except", "aside from", "apart from", "which",
               "there is", "there are", "there has been", "otherwise", "whereas", "with the exception of",

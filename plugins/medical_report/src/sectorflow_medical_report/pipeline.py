@@ -26,8 +26,8 @@ from .extract import Extraction, extract
 from .report import build_report
 from .schema import Anatomy, MedicalReport, ModelSpan, ReportInput
 from .text import clauses, span_index
+from .options import OPTIONS  # noqa: F401 - re-exported: the options are documented beside the pipeline
 
-OPTIONS = {"use_model": "run the Paddle span tagger beside the rules (default true; false = rules only)"}
 
 
 class MedicalReportPipeline(Pipeline[ReportInput, MedicalReport]):

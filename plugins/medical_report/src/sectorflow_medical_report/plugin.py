@@ -8,7 +8,7 @@ from typing import Any
 from sectorflow import Int8Spec, TaskSpec, hookimpl, input_formats
 
 from . import __version__
-from .pipeline import OPTIONS, MedicalReportPipeline
+from .options import OPTIONS
 from .readers import READER_FACTORIES, READERS
 from .schema import MedicalReport, ReportInput
 from .calibration import validation
@@ -36,7 +36,8 @@ def spec() -> TaskSpec:
     """The ``medical_report`` task spec."""
     bundle = BUNDLE_DIR if (BUNDLE_DIR / "manifest.json").is_file() else None
     return TaskSpec(
-        name="medical_report", input_model=ReportInput, output_model=MedicalReport, pipeline=MedicalReportPipeline,
+        name="medical_report", input_model=ReportInput, output_model=MedicalReport,
+        pipeline="sectorflow_medical_report.pipeline:MedicalReportPipeline",
         version=__version__, aliases=("radiology_report",),
         description="Radiology findings text (zh/en) to a structured report: findings with anatomy, size (mm), "
                     "ConText assertion and temporality; Fleischner 2017 / Lung-RADS v2022 recommendations; ICD-10.",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from .certainty import hedged
 from .extract import Extraction
 from .guidelines import (
     COMPARED,
@@ -269,12 +270,13 @@ def build_report(item: ReportInput, ex: Extraction, model_spans: list[ModelSpan]
     impression = render_impression(own, recs, lang)
     past = [f for f in ex.findings if f.historical and f.experiencer == "patient" and f.assertion != "absent"]
     if past:
-        names = dict.fromkeys(_pick(NAMES[f.type], lang) for f in past)
+        names = dict.fromkeys(hedged(_pick(NAMES[f.type], lang), f.assertion, f.certainty, lang) for f in past)
         impression += ("\n病史/检查指征（非本次检查所见）：" + "、".join(names) if lang == "zh"
                        else "\nHistory or indication (not a finding of this exam): " + ", ".join(names))
-    others = [f for f in ex.findings if f.experiencer == "other"]
+    # a relative's finding the text negates ("no family history of lung cancer") is not listed as one they had
+    others = [f for f in ex.findings if f.experiencer == "other" and f.assertion != "absent"]
     if others:
-        names = [_pick(NAMES[f.type], lang) for f in others]
+        names = [hedged(_pick(NAMES[f.type], lang), f.assertion, f.certainty, lang) for f in others]
         impression += ("\n家族史（非患者本人）：" + "、".join(dict.fromkeys(names)) if lang == "zh"
                        else "\nFamily history (not the patient): " + ", ".join(dict.fromkeys(names)))
     report_text = render_report(exam, [f for f in ex.findings if f.same_as is None], impression, recs, lang)
@@ -362,7 +364,8 @@ def render_impression(findings: list[Finding], recs: list, lang: str) -> str:
     for i, f in enumerate(present, 1):
         parts.append(f"{i}. {describe(f, lang)}" + ("。" if lang == "zh" else "."))
     for f in uncertain:
-        parts.append(f"{len(parts) + 1}. " + (f"{describe(f, lang)}待排。" if lang == "zh" else f"Possible {describe(f, lang)}."))
+        parts.append(f"{len(parts) + 1}. " + hedged(describe(f, lang), f.assertion, f.certainty, lang, capital=True)
+                     + ("。" if lang == "zh" else "."))
     if not parts:
         parts.append("未见明确异常。" if lang == "zh" else "No reportable abnormality stated.")
     for r in recs:
@@ -376,17 +379,20 @@ def render_report(exam: Exam, findings: list[Finding], impression: str, recs: li
     unstated = "未注明" if lang == "zh" else "not stated"
     findings = [f for f in findings if f.experiencer == "patient" and not f.historical]
     absent = [f for f in findings if f.assertion == "absent"]
+    # each finding with its ConText grade ("possible pneumonia, left lower lobe"): an uncertain one is never stated as
+    # present, an absent one only among the negative findings
+    stated = [hedged(describe(f, lang), f.assertion, f.certainty, lang) for f in findings if f.assertion != "absent"]
     if lang == "zh":
         named = [REGION_ZH.get(exam.body_region, exam.body_region) if exam.body_region else None,
                  MODALITY_ZH.get(exam.modality, exam.modality) if exam.modality else None]
         lines = [f"检查：{' '.join(n for n in named if n) or unstated}" + ("（筛查）" if exam.screening else ""),
-                 "所见：" + ("；".join(describe(f, lang) for f in findings if f.assertion != "absent") or "无阳性所见"),
+                 "所见：" + ("；".join(stated) or "无阳性所见"),
                  "阴性所见：" + ("、".join(dict.fromkeys(_pick(NAMES[f.type], lang) for f in absent)) or "无"),
                  "印象：", impression]
     else:
         named = [n for n in (exam.body_region, exam.modality) if n]
         lines = [f"Exam: {' '.join(named) or unstated}" + (" (screening)" if exam.screening else ""),
-                 "Findings: " + ("; ".join(describe(f, lang) for f in findings if f.assertion != "absent") or "none positive"),
+                 "Findings: " + ("; ".join(stated) or "none positive"),
                  "Negative for: " + (", ".join(dict.fromkeys(_pick(NAMES[f.type], lang) for f in absent)) or "nothing stated"),
                  "Impression:", impression]
     return "\n".join(lines)

@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 from sectorflow import TaskResult, TextItem
 
+from .certainty import Certainty
 from .lexicon import site_kind
 
 Modality = Literal["radiograph", "CT", "MR", "ultrasound", "PET/CT", "mammography"]
@@ -93,6 +94,13 @@ class Finding(BaseModel):
     end: int
     assertion: Assertion
     cue: Cue | None = Field(None, description="The cue that set the assertion (none: present by default).")
+    certainty: Certainty | None = Field(
+        None, description="For an uncertain finding, the grade of its cue (none otherwise): probable ('probable', "
+                          "'likely', 可能性大), unlikely ('is unlikely', 可能性小), hypothetical ('if', 'evaluate "
+                          "for', 'to exclude', 如有, 排除) or possible (every other hedge: 'possible', 'cannot "
+                          "exclude', 'may represent', 可疑, 考虑, 可能, 不除外, 待排). ConText and medspaCy give all of "
+                          "them one value (assertion 'uncertain'); report_text and impression state the grade (see "
+                          "certainty.py).")
     temporality: Temporality | None = None
     experiencer: Literal["patient", "other"] = Field(
         "patient", description="ConText experiencer: 'other' for a relative's finding (family history); such a "

@@ -1,0 +1,81 @@
+"""One run at a time on a SQLite state store: an exclusive lock held for the whole of a ``sectorflow run --state``
+(and of a ``state reset``), so that a second run on the same file is refused at once instead of taking the first
+one's unfinished run for a stale one (``--discard-unfinished`` then threw away a run that was still going).
+
+The lock is ``fcntl.flock`` on a sibling file ``STATE.lock`` (``state.sqlite.lock``
+next to ``state.sqlite``), which also holds the holder's process id for the message. The operating system releases
+it when the holder exits, however it exits (``kill -9`` included), so there is never a stale lock to clear by hand;
+the file itself stays (deleting a lock file races with a process opening it). PostgreSQL stores
+(``postgresql://``) are not locked here, nor is anything on a platform without ``fcntl`` (Windows).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .errors import ConfigError
+from .state_store import default_state_path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+
+def state_lock_path(state: str | Path | None) -> Path | None:
+    """The lock file of the state store ``state`` (as :func:`~sectorflow.open_state_store` takes it: ``None`` for the
+    default file, a path, ``sqlite:///path``), or ``None`` for a PostgreSQL URL."""
+    if state is None:
+        return default_state_path().with_name(default_state_path().name + ".lock")
+    text = str(state)
+    if text.startswith(("postgresql://", "postgres://")):
+        return None
+    if text.startswith("sqlite:///"):
+        text = text[len("sqlite://"):]
+    path = Path(text).expanduser()
+    return path.with_name(path.name + ".lock")
+
+
+@contextmanager
+def state_lock(state: str | Path | None, *, what: str = "run") -> Iterator[None]:
+    """Hold the exclusive lock of the state store ``state`` for the block (see the module docstring); nothing for a
+    PostgreSQL URL. ``what`` names this process's action in the lock file (``run``, ``reset``).
+
+    Raises:
+        ConfigError: another process holds it: "another run (pid N) is using STATE; wait for it to finish or use
+            another --state" (``details``: ``{"state": ..., "pid": N or None}``); the lock file cannot be created
+            (a folder that does not exist or is not writable).
+    """
+    path = state_lock_path(state)
+    if path is None or fcntl is None:
+        yield
+        return
+    shown = str(state) if state is not None else str(default_state_path())
+    if state is None:
+        path.parent.mkdir(parents=True, exist_ok=True)  # as the store does for its default file
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)  # never O_TRUNC: the holder's pid is in it
+    except OSError as exc:
+        raise ConfigError(f"Cannot open the lock file {path} of the state store {shown}: {exc.strerror}. Give a "
+                          "--state in an existing, writable folder.") from exc
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").split()
+            pid = int(holder[0]) if holder and holder[0].isdigit() else None
+            doing = holder[1] if len(holder) > 1 else "run"
+            raise ConfigError(f"another {doing} (pid {pid if pid is not None else 'unknown'}) is using {shown}; wait "
+                              "for it to finish or use another --state.",
+                              details={"state": shown, "pid": pid, "lock": str(path)})
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()} {what}\n".encode("ascii"), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)  # released below; a reader between the two finds no pid, not a wrong one
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
