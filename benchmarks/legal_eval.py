@@ -30,6 +30,10 @@ with master_clauses.csv's normalised ``-Answer`` columns:
   lists two dates ("07/31/2000; 07/[]/2000") is matched by either; over contracts whose answer gives at least one
   digit (``[]/[]/[][]`` gives none and is left out; ``agreement_date_exact_every_answer`` keeps the previous
   denominator, every non-empty answer);
+- effective date: scored like the agreement date (``date_match`` against the ``Effective Date`` answer, over
+  contracts whose answer gives at least one digit: recall); ``effective_date_precision``: the right ones over every
+  effective date given on a contract whose answer is a date or empty (one given where CUAD has none counts wrong);
+  ``effective_date_absent_when_no_answer``: contracts without an answer where none is given;
 - parties: micro F1 of party names; a predicted name matches a gold name when their normalised forms (lower case,
   letters and digits only, legal-form words such as Inc./Corp./LLC dropped) are equal, one contains the other, or
   they are 90 % similar (difflib ratio: the answers have typos such as "Mount Kowledge"); gold entries that only
@@ -170,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--show", type=int, default=0, help="print up to N misses per field")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N contracts of the split (a smoke run)")
     args = parser.parse_args(argv)
     if not (args.data / "master_clauses.csv").is_file():
         print(f"CUAD not found at {args.data}", file=sys.stderr)
@@ -179,10 +184,12 @@ def main(argv: list[str] | None = None) -> int:
 
     wanted = {"train", "validation", "more"} if args.split == "dev" else {args.split}
     contracts = [c for c in cuad.load(args.data, more=True) if c.split in wanted]
-    tf = Taskflow("legal_extraction", schema=["Parties", "Agreement Date", "Governing Law", "Renewal Term",
-                                              "Notice Period"])
+    contracts = contracts[:args.limit] if args.limit > 0 else contracts
+    tf = Taskflow("legal_extraction", schema=["Parties", "Agreement Date", "Effective Date", "Governing Law",
+                                              "Renewal Term", "Notice Period"])
     counts = {k: [0, 0] for k in ("governing_law", "governing_law_every_answer", "governing_law_places",
                                   "governing_law_jurisdictions", "agreement_date", "agreement_date_every_answer",
+                                  "effective_date", "effective_date_precision", "effective_date_absent",
                                   "renewal",
                                   "renewal_absent", "notice",
                                   "notice_absent", "renewal_successive")}
@@ -227,6 +234,24 @@ def main(argv: list[str] | None = None) -> int:
                     misses["agreement_date"].append(f"{contract.filename[:50]}: gold {date!r} got {got!r}")
             else:
                 no_date += 1
+        effective = contract.answers["Effective Date"]
+        got = f["Effective Date"][0].value if f["Effective Date"] else None
+        got = got if isinstance(got, str) else None  # an event's anchor is no date
+        if gives_a_date(effective):
+            ok = date_match(got, effective)
+            counts["effective_date"][0] += ok
+            counts["effective_date"][1] += 1
+            if not ok:
+                misses["effective_date"].append(f"{contract.filename[:50]}: gold {effective!r} got {got!r}")
+        if gives_a_date(effective) or not effective:
+            if got is not None:
+                counts["effective_date_precision"][0] += date_match(got, effective)
+                counts["effective_date_precision"][1] += 1
+        if not effective:
+            counts["effective_date_absent"][0] += got is None
+            counts["effective_date_absent"][1] += 1
+            if got is not None:
+                misses["effective_date_precision"].append(f"{contract.filename[:50]}: no answer, got {got!r}")
         gold = gold_parties(contract.answers["Parties"])
         if gold:
             pred = [e.value["name"] for e in f["Parties"]]
@@ -263,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
         "agreement_date_exact": counts["agreement_date"],
         "agreement_date_exact_every_answer": counts["agreement_date_every_answer"],
         "agreement_date_answer_gives_no_date": no_date,
+        "effective_date_exact": counts["effective_date"],
+        "effective_date_precision": counts["effective_date_precision"],
+        "effective_date_absent_when_no_answer": counts["effective_date_absent"],
         "parties": {"precision": round(precision, 4), "recall": round(recall, 4),
                     "f1": round(2 * precision * recall / (precision + recall), 4) if ptp else 0.0,
                     "tp": ptp, "predicted": ppred, "gold": pgold},

@@ -37,6 +37,7 @@ SCRIPTS = [
                        "--hidden", "64"], "cap bound"),
     ("aml_audit_stream.py", ["--n", "1500", "--stream-after", "1500", "--n-stream", "60", "--block", "30"],
      "disk floor: fdatasync"),
+    ("legal_eval.py", ["--split", "train", "--limit", "3"], "effective_date_exact"),
 ]
 
 
@@ -44,6 +45,8 @@ SCRIPTS = [
 def test_benchmark_script_runs_and_prints_its_figures(script, args, expected, tmp_path):
     if script.startswith("aml") and not SHARED.is_dir():
         pytest.skip("needs ../shared/data (AMLSim runs)")
+    if script.startswith("legal") and not (SHARED / "cuad" / "master_clauses.csv").is_file():
+        pytest.skip("needs ../shared/data/cuad")
     env = {**os.environ, "SECTORFLOW_AUDIT": "off", "HOME": str(tmp_path)}
     done = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / script), *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=240)

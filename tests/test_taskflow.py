@@ -228,6 +228,25 @@ def test_a_failing_pipeline_emits_call_failed_after_call_started(registry):
     assert recorder.events[-1].error == "RuntimeError: the model fell over"
 
 
+class InterruptedPipeline(echo_plugin().EchoPipeline):
+    def forward(self, batch):
+        raise KeyboardInterrupt
+
+
+def test_a_call_interrupted_by_ctrl_c_still_emits_call_failed_and_the_interrupt_goes_on(registry):
+    """KeyboardInterrupt is no Exception: before, an interrupted call left its call_started without an end, so the
+    audit log could not tell a Ctrl-C from a crash."""
+    from core_support import EventRecorder
+
+    spec = replace(_echo_spec(), pipeline=InterruptedPipeline, aliases=())
+    recorder = EventRecorder()
+    registry({"interrupted": _plugin(spec), "recorder": recorder})
+    with pytest.raises(KeyboardInterrupt):
+        Taskflow("echo")({"text": "stop"})
+    assert recorder.kinds() == ["model_loaded", "call_started", "call_failed"]
+    assert recorder.events[-1].error == "KeyboardInterrupt"
+
+
 class FailingObserver:
     @hookimpl
     def sectorflow_task_event(self, event):

@@ -51,7 +51,7 @@ def test_pipeline_scores_are_the_networks_and_reload_accepts_it(mlp_bundle, slic
     txns = txns[:4000]
     flow = Taskflow("aml", task_path=str(mlp_bundle))
     batch = flow(txns)
-    assert batch[0].meta.model_name == "aml-account-mlp"
+    assert batch[0].meta.model_name == "aml-account-mlp-own"  # a trained bundle's default name
     config = json.loads((mlp_bundle / "account_model.json").read_text())
     margin = load_margin(mlp_bundle / WEIGHTS_FILE)
     rep = replay(txns)
@@ -71,7 +71,7 @@ def test_cli_run_with_the_mlp_bundle_and_a_broken_weights_file(mlp_bundle, slice
     assert cli_main(["run", "aml", str(slice_file), "--format", "amlgentex", "--task-path", str(mlp_bundle),
                      "--output", str(results)]) == 0
     first = json.loads(results.read_text().splitlines()[0])
-    assert first["account_scores"] and first["meta"]["model_name"] == "aml-account-mlp"
+    assert first["account_scores"] and first["meta"]["model_name"] == "aml-account-mlp-own"
     import shutil
     broken = tmp_path / "broken"
     shutil.copytree(mlp_bundle, broken)
@@ -116,7 +116,7 @@ def test_a_real_server_hot_reloads_to_the_mlp_bundle_and_serves_its_scores(mlp_b
         reload = httpx.post(f"{url}/v1/admin/models/aml/reload", headers={"Authorization": f"Bearer {admin}"},
                             json={"task_path": str(mlp_bundle)}, timeout=120)
         assert reload.status_code == 200, reload.text
-        assert reload.json()["current"]["model_name"] == "aml-account-mlp"
+        assert reload.json()["current"]["model_name"] == "aml-account-mlp-own"  # a trained bundle's default name
         txns, _ = load_transactions(slice_file, format="amlgentex")
         body = [json.loads(t.model_dump_json()) for t in txns[:300]]
         answer = httpx.post(f"{url}/v1/tasks/aml", headers={"Authorization": f"Bearer {secret}"},

@@ -351,11 +351,21 @@ class AuditLog:
     # --- checkpoints -------------------------------------------------------------------------------------------
     def checkpoint(self) -> Checkpoint | None:
         """Sign a checkpoint of the current tree now (``None`` if nothing was appended since the last one); queued
-        records are committed first."""
+        records are committed first.
+
+        Raises:
+            AuditWriteError: the store refused the checkpoint (the records stay, signed by the next checkpoint).
+        """
         self.flush()
         with self._lock:
-            with self._transaction():
-                cp = self._checkpoint_locked()
+            try:
+                with self._transaction():
+                    cp = self._checkpoint_locked()
+            except AuditWriteError:
+                raise
+            except Exception as exc:
+                raise AuditWriteError(f"The audit checkpoint could not be signed: {type(exc).__name__}: {exc}. "
+                                      f"Check the audit store ({type(self.store).__name__}).") from exc
             if cp is not None and self.config.replica_mode == "sync":
                 self.replicate()
             return cp

@@ -167,8 +167,9 @@ def reset() -> None:
         if _log is not None:
             try:
                 _log.close()  # signs a last checkpoint: a store damaged meanwhile refuses it (verify says why)
-            except AuditWriteError as exc:
-                log.warning("audit log closed without its last checkpoint: %s", exc)
+            except AuditWriteError as exc:  # store errors arrive as this (AuditLog.checkpoint): one line at exit
+                log.warning("audit log closed without its last checkpoint (the next writer or `sectorflow audit "
+                            "verify` signs the records): %s", exc)
         _log, _config, _noticed, _open_warned = None, None, False, False
         _plugins_recorded.clear()
         _started_digests.clear()

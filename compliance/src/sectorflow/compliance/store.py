@@ -10,6 +10,7 @@ mistakes; deliberate tampering is caught by ``verify``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -21,8 +22,11 @@ from typing import Any
 
 from sectorflow import PathNotWritableError, writable_file
 
+from .deferred_signals import signals_deferred
 from .errors import AuditConfigError, AuditWriteError
 from .records import b64, unb64
+
+_logger = logging.getLogger("sectorflow.audit")
 
 
 @dataclass(frozen=True)
@@ -341,20 +345,26 @@ class SQLiteStore(Store):
 
     @contextmanager
     def transaction(self, durable: bool = True) -> Iterator[None]:
-        with self._lock:
+        # SIGINT/SIGTERM are held back from before BEGIN to after COMMIT or ROLLBACK (deferred_signals.py): a Ctrl-C
+        # between two of these statements left a transaction open, and the log's close at exit could not sign
+        with self._lock, signals_deferred():
+            if self._conn.in_transaction:  # left open by an earlier interrupted caller: nothing of it was committed
+                _logger.warning("audit store %s: rolling back a transaction an interrupted writer left open",
+                                self.path)
+                self._conn.execute("ROLLBACK")
             # synchronous is per connection and read at each commit: NORMAL for this one commit (WAL frames written,
             # not fsynced), FULL again after it, so the next durable commit's fsync of the WAL covers this one too
             relaxed = not durable and self.synchronous == "FULL"
-            if relaxed:
-                self._conn.execute("PRAGMA synchronous=NORMAL")
             try:
+                if relaxed:
+                    self._conn.execute("PRAGMA synchronous=NORMAL")
                 self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
+                yield
                 self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:  # not after a COMMIT that returned: that one stays committed
+                    self._conn.execute("ROLLBACK")
+                raise
             finally:
                 if relaxed:
                     self._conn.execute("PRAGMA synchronous=FULL")
@@ -372,7 +382,9 @@ class SQLiteStore(Store):
             self._conn.execute(stmt)
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, signals_deferred():
+            if self._conn.in_transaction:  # never committed (an interrupted writer's): discarded, as a close would
+                self._conn.execute("ROLLBACK")
             self._conn.close()
 
 

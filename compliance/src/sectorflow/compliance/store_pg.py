@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .deferred_signals import signals_deferred
 from .errors import AuditConfigError
 from .store import _GUARD, _SCHEMA, Store
 
@@ -70,7 +71,7 @@ class PostgresStore(Store):
 
     @contextmanager
     def transaction(self, durable: bool = True) -> Iterator[None]:
-        with self._lock, self._conn.transaction():
+        with self._lock, signals_deferred(), self._conn.transaction():  # no Ctrl-C between BEGIN and COMMIT
             if not durable:  # this commit returns before its WAL flush; a later synchronous commit flushes it too
                 self._conn.execute("SET LOCAL synchronous_commit TO off")
             self._conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"sectorflow-audit:{self.schema}",))

@@ -84,7 +84,7 @@ class _Account:
 
     __slots__ = ("bins_in", "bins_out", "day", "day_in", "day_out", "days", "equal", "events", "fast", "last_in",
                  "n", "ones_in", "ones_out", "receivers", "recip", "senders", "sq", "sq_in", "sq_out", "sum",
-                 "sumlog", "tdays", "transfers")
+                 "sumlog", "tdays", "tmax", "transfers")
 
     def __init__(self) -> None:
         self.events: deque[tuple] = deque()   # (ts, kind, amount, logamount, counterparty, day, bin, extra)
@@ -104,6 +104,7 @@ class _Account:
         self.sq_out = 0
         self.days: dict[int, int] = {}
         self.tdays: dict[int, int] = {}
+        self.tmax = -1  # max(tdays.values()) (0 when empty), kept as transfers arrive; -1: to be recounted
         self.day = -1  # the day of day_in / day_out: transfers in and out on the account's latest day
         self.day_in = 0
         self.day_out = 0
@@ -120,6 +121,100 @@ def _dec(d: dict, key: object) -> int:
     else:
         del d[key]
     return n
+
+
+def _add_in(a: _Account, ts: float, amount: int, lg: int, cp: str, day: int, b: int) -> None:
+    """A transfer ``a`` received from ``cp`` (log-amount bin ``b``): the state update of one event, O(1)."""
+    a.transfers.append(ts)
+    tdays = a.tdays
+    c = tdays[day] = tdays.get(day, 0) + 1
+    if 0 <= a.tmax < c:
+        a.tmax = c
+    if day != a.day:
+        a.day, a.day_in, a.day_out = day, 1, 0
+    else:
+        a.day_in += 1
+    senders = a.senders
+    c = senders.get(cp, 0)
+    senders[cp] = c + 1
+    if c == 0:
+        a.ones_in += 1
+        if cp in a.receivers:
+            a.recip += 1
+    elif c == 1:
+        a.ones_in -= 1
+    bins = a.bins_in
+    c = bins.get(b, 0)
+    bins[b] = c + 1
+    a.sq_in += 2 * c + 1
+    a.last_in.append((ts, lg))
+    a.n[TIN] += 1
+    a.sum[TIN] += amount
+    a.sumlog[TIN] += lg
+    a.sq[TIN] += lg * lg
+    days = a.days
+    days[day] = days.get(day, 0) + 1
+    a.events.append((ts, TIN, amount, lg, cp, day, b, 0))
+
+
+def _add_out(a: _Account, ts: float, amount: int, lg: int, cp: str, day: int, b: int) -> None:
+    """A transfer ``a`` sent to ``cp``; marks it forwarded (``extra`` bit 1) when a transfer came in within
+    :data:`FORWARD_SECONDS`, and of an equal amount (bit 2) when one of the latest 16 of those is within
+    :data:`EQUAL_UNITS`."""
+    a.transfers.append(ts)
+    tdays = a.tdays
+    c = tdays[day] = tdays.get(day, 0) + 1
+    if 0 <= a.tmax < c:
+        a.tmax = c
+    if day != a.day:
+        a.day, a.day_in, a.day_out = day, 0, 1
+    else:
+        a.day_out += 1
+    receivers = a.receivers
+    c = receivers.get(cp, 0)
+    receivers[cp] = c + 1
+    if c == 0:
+        a.ones_out += 1
+        if cp in a.senders:
+            a.recip += 1
+    elif c == 1:
+        a.ones_out -= 1
+    bins = a.bins_out
+    c = bins.get(b, 0)
+    bins[b] = c + 1
+    a.sq_out += 2 * c + 1
+    extra = 0
+    last_in = a.last_in
+    if last_in:
+        since = ts - FORWARD_SECONDS
+        while last_in and last_in[0][0] < since:
+            last_in.popleft()
+        if last_in:
+            extra = 1
+            a.fast += 1
+            for i in range(1, min(16, len(last_in)) + 1):
+                if abs(lg - last_in[-i][1]) < EQUAL_UNITS:
+                    extra = 3
+                    a.equal += 1
+                    break
+    a.n[TOUT] += 1
+    a.sum[TOUT] += amount
+    a.sumlog[TOUT] += lg
+    a.sq[TOUT] += lg * lg
+    days = a.days
+    days[day] = days.get(day, 0) + 1
+    a.events.append((ts, TOUT, amount, lg, cp, day, b, extra))
+
+
+def _add_cash(a: _Account, ts: float, kind: int, amount: int, lg: int, day: int, b: int) -> None:
+    """A cash event (``CIN`` or ``COUT``: no counterparty, no transfer aggregates)."""
+    a.n[kind] += 1
+    a.sum[kind] += amount
+    a.sumlog[kind] += lg
+    a.sq[kind] += lg * lg
+    days = a.days
+    days[day] = days.get(day, 0) + 1
+    a.events.append((ts, kind, amount, lg, None, day, b, 0))
 
 
 class AccountFeatureExtractor:
@@ -153,7 +248,8 @@ class AccountFeatureExtractor:
             _dec(a.days, day)
             if kind <= TOUT:
                 a.transfers.popleft()
-                _dec(a.tdays, day)
+                if _dec(a.tdays, day) + 1 == a.tmax:  # the busiest day lost one: recount at the next snapshot
+                    a.tmax = -1
                 if kind == TIN:
                     left = _dec(a.senders, cp)
                     if left == 1:
@@ -185,64 +281,20 @@ class AccountFeatureExtractor:
             last_in.popleft()
 
     def _add(self, a: _Account, ts: float, kind: int, amount: int, lg: int, cp: str | None, day: int) -> None:
-        b = int(math.floor(lg / BIN_UNITS))
-        extra = 0
-        if kind <= TOUT:
-            a.transfers.append(ts)
-            a.tdays[day] = a.tdays.get(day, 0) + 1
-            if day != a.day:
-                a.day, a.day_in, a.day_out = day, 0, 0
-            if kind == TIN:
-                c = a.senders.get(cp, 0)
-                a.senders[cp] = c + 1
-                if c == 0:
-                    a.ones_in += 1
-                    if cp in a.receivers:
-                        a.recip += 1
-                elif c == 1:
-                    a.ones_in -= 1
-                c = a.bins_in.get(b, 0)
-                a.bins_in[b] = c + 1
-                a.sq_in += 2 * c + 1
-                a.last_in.append((ts, lg))
-                a.day_in += 1
-            else:
-                c = a.receivers.get(cp, 0)
-                a.receivers[cp] = c + 1
-                if c == 0:
-                    a.ones_out += 1
-                    if cp in a.senders:
-                        a.recip += 1
-                elif c == 1:
-                    a.ones_out -= 1
-                c = a.bins_out.get(b, 0)
-                a.bins_out[b] = c + 1
-                a.sq_out += 2 * c + 1
-                a.day_out += 1
-                last_in = a.last_in
-                since = ts - FORWARD_SECONDS
-                while last_in and last_in[0][0] < since:
-                    last_in.popleft()
-                if last_in:
-                    extra |= 1
-                    a.fast += 1
-                    if any(abs(lg - last_in[-i][1]) < EQUAL_UNITS for i in range(1, min(16, len(last_in)) + 1)):
-                        extra |= 2
-                        a.equal += 1
-        a.n[kind] += 1
-        a.sum[kind] += amount
-        a.sumlog[kind] += lg
-        a.sq[kind] += lg * lg
-        a.days[day] = a.days.get(day, 0) + 1
-        a.events.append((ts, kind, amount, lg, cp, day, b, extra))
+        """Add one event of ``kind`` to ``a`` (the generic entry: :meth:`observe` calls the kind's own function)."""
+        b = math.floor(lg / BIN_UNITS)
+        if kind == TIN:
+            _add_in(a, ts, amount, lg, cp, day, b)
+        elif kind == TOUT:
+            _add_out(a, ts, amount, lg, cp, day, b)
+        else:
+            _add_cash(a, ts, kind, amount, lg, day, b)
 
     def _get(self, account: str, horizon: float) -> _Account:
         a = self._acc.get(account)
         if a is None:
             a = self._acc[account] = _Account()
-        elif a.events and a.events[0][0] < horizon:
-            self._evict(a, horizon)
-        elif a.last_in and a.last_in[0][0] < horizon:
+        elif (a.events and a.events[0][0] < horizon) or (a.last_in and a.last_in[0][0] < horizon):
             self._evict(a, horizon)
         return a
 
@@ -250,27 +302,38 @@ class AccountFeatureExtractor:
         """Add ``edge`` (the window's latest) to its accounts' state; returns ``(src, state, dst, state)``."""
         horizon = window.now - self.lookback
         ts = edge.ts
-        amount = round(edge.amount * 1e4)
-        lg = round(math.log(edge.amount) * LOG_UNIT) if edge.amount > 0 else 0
+        x = edge.amount
+        amount = round(x * 1e4)
+        lg = round(math.log(x) * LOG_UNIT) if x > 0 else 0
+        b = math.floor(lg / BIN_UNITS)
         day = int(ts // DAY)
         src, dst = edge.src, edge.dst
-        s = self._get(src, horizon)
+        acc = self._acc
+        s = acc.get(src)
+        if s is None:
+            s = acc[src] = _Account()
+        elif (s.events and s.events[0][0] < horizon) or (s.last_in and s.last_in[0][0] < horizon):
+            self._evict(s, horizon)
         channel = edge.txn.channel
         if src == dst or channel is _DEPOSIT or channel is _WITHDRAWAL:
             # cash, or a self-transfer: an event of the account itself (withdrawal when the sender books it)
             cash_in = channel is _DEPOSIT or (src == dst and channel is not _WITHDRAWAL)
             if src == dst:
-                self._add(s, ts, CIN if cash_in else COUT, amount, lg, None, day)
+                _add_cash(s, ts, CIN if cash_in else COUT, amount, lg, day, b)
                 return src, s, dst, s
             d = self._get(dst, horizon)
             if cash_in:  # a deposit from a walk-in or cash account: the receiver's cash in
-                self._add(d, ts, CIN, amount, lg, None, day)
+                _add_cash(d, ts, CIN, amount, lg, day, b)
             else:
-                self._add(s, ts, COUT, amount, lg, None, day)
+                _add_cash(s, ts, COUT, amount, lg, day, b)
             return src, s, dst, d
-        d = self._get(dst, horizon)
-        self._add(s, ts, TOUT, amount, lg, dst, day)
-        self._add(d, ts, TIN, amount, lg, src, day)
+        d = acc.get(dst)
+        if d is None:
+            d = acc[dst] = _Account()
+        elif (d.events and d.events[0][0] < horizon) or (d.last_in and d.last_in[0][0] < horizon):
+            self._evict(d, horizon)
+        _add_out(s, ts, amount, lg, dst, day, b)
+        _add_in(d, ts, amount, lg, src, day, b)
         peer = self._peer
         peer.append((ts, lg))
         self._peer_sum += lg
@@ -368,6 +431,9 @@ class AccountFeatureExtractor:
         tdays = a.tdays
         transfers = a.transfers
         on_day = a.day == today
+        burst = a.tmax
+        if burst < 0:
+            burst = a.tmax = max(tdays.values()) if tdays else 0
         if cp is None:
             cp_part: tuple = (0, 0, 0, 0, 0)
         else:
@@ -377,14 +443,15 @@ class AccountFeatureExtractor:
                 float(sq[TIN] * n_tin - l_tin * l_tin), float(sq[TOUT] * n_tout - l_tout * l_tout),
                 len(a.senders), len(a.receivers), a.ones_in, a.ones_out, a.recip, a.sq_in, a.sq_out, a.fast,
                 a.equal, len(a.days), len(tdays), transfers[-1] - transfers[0] if transfers else 0.0,
-                max(tdays.values()) if tdays else 0, a.days.get(today, 0), a.day_out if on_day else 0,
+                burst, a.days.get(today, 0), a.day_out if on_day else 0,
                 a.day_in if on_day else 0, len(self._peer), self._peer_sum, *cp_part)
 
     def snapshots(self, edge: Edge, window: TransactionWindow) -> list[tuple[str, tuple]]:
         """:meth:`rows` without the arithmetic: update the state with ``edge`` and return ``[(account, snapshot)]``,
         each snapshot a tuple of :data:`N_SNAPSHOT` raw aggregates (counts, integer sums, the counterparty's);
         :func:`feature_matrix` turns a list of them into feature rows, for a whole batch in numpy."""
-        self._check(window)
+        if window.lookback != self.lookback:
+            self._check(window)
         src, s, dst, d = self.observe(edge, window)
         today = int(edge.ts // DAY)
         snap = self._snap

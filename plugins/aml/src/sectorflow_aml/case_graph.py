@@ -82,7 +82,13 @@ class PeriodGraph:
         if theirs is None:
             theirs = self.links[b] = set()
         theirs.add(a)
-        return [x for x, y in ((a, b), (b, a)) if self._see(x, y)]
+        best = self.best
+        out = []  # a new list: the case book extends it
+        if b in best and self._see(a, b):
+            out.append(a)
+        if a in best and self._see(b, a):
+            out.append(b)
+        return out
 
     def score(self, account: str, s: float) -> list[str]:
         """``account`` scored ``s``; returns its counterparties whose evidence changed (its maximum crossed a tenth

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from sectorflow import ConfigError, InvalidInputError, csv_file_records, open_text
 
 from .fx import is_iso4217
-from .schema import EARLIEST, LATEST, Channel, Transaction, id_is_printable, trusted_transaction
+from .schema import EARLIEST, Channel, Transaction, id_is_printable, latest_timestamp, trusted_transaction
 
 Record = dict[str, Any]
 Reader = Callable[[Any], Iterator[tuple[int, Any]]]
@@ -121,6 +121,7 @@ def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", cha
 
     def read_amlsim(source: Any) -> Iterator[tuple[int, Record | Transaction | InvalidInputError]]:
         stamps: dict[str, tuple[str, datetime | None]] = {}
+        latest = latest_timestamp()  # a later step goes to validation, which refuses it (in the future)
         with open_text(source) as handle:
             records = csv_file_records(source, handle)
             header, first = _header(source, records, "AMLSim")
@@ -141,7 +142,7 @@ def amlsim_reader(base_date: date = AMLSIM_BASE_DATE, currency: str = "CNY", cha
                 if stamp is None:
                     try:
                         when = start + timedelta(days=int(step))
-                        stamp = stamps[step] = (when.isoformat(), when if EARLIEST <= when < LATEST else None)
+                        stamp = stamps[step] = (when.isoformat(), when if EARLIEST <= when < latest else None)
                     except (ValueError, OverflowError):
                         stamp = stamps[step] = (step, None)
                 sender = cells[0].strip()
@@ -253,6 +254,7 @@ def amlgentex_reader(base_date: date = AMLGENTEX_BASE_DATE, currency: str = "CNY
 
     def read_amlgentex(source: Any) -> Iterator[tuple[int, Record | Transaction | InvalidInputError]]:
         seen: dict[str, int] = {}  # rows so far per step: the microsecond within the day when tx_id is no number
+        latest = latest_timestamp()  # a later step goes to validation, which refuses it (in the future)
         with open_text(source) as handle:
             records = csv_file_records(source, handle)
             header, first = _header(source, records, "AMLGentex")
@@ -285,7 +287,7 @@ def amlgentex_reader(base_date: date = AMLGENTEX_BASE_DATE, currency: str = "CNY
                 tid = f"{id_prefix}{tx_id or row}"
                 try:
                     when: Any = start + timedelta(days=int(step), microseconds=k)
-                    ok = EARLIEST <= when < LATEST
+                    ok = EARLIEST <= when < latest
                 except (ValueError, OverflowError):
                     when, ok = step, False
                 if ok and sender and receiver and amount_text(amount) and printable(sender) \

@@ -280,7 +280,7 @@ def check_overlap(labels: Labels, accounts: Collection[str], data: str) -> int:
     if found < MIN_LABEL_OVERLAP * len(labels):
         logging.getLogger("sectorflow_aml").warning(
             "only %d of the %d labelled accounts of %s (%.0f %%) appear in %s: are these the labels of another "
-            "dataset? Accounts that do not appear count as scored 0.", found, len(labels),
+            "dataset?", found, len(labels),
             labels.source or "the labels", 100.0 * found / len(labels), data)
     return found
 

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import sys
@@ -26,10 +27,72 @@ from . import __version__
 from .account_features import ACCOUNT_FEATURES
 from .account_scorer import ACCOUNT_CONFIG
 from .account_training import Replay, Trained, replay, train
-from .labels import read_labels
+from .labels import MIN_LABEL_OVERLAP, Labels, LabelsError, read_labels
 from .loaders import guess_format, load_transactions
 
 MODEL_FILE = "account_model.txt"
+SHIPPED_BUNDLE = Path(__file__).resolve().parent / "bundle"
+"""The plugin's shipped bundle folder (``plugin.BUNDLE_DIR``): ``aml train`` never writes there."""
+
+OWN_SUFFIX = "-own"
+"""Added to the model kind for the default ``--name`` of a trained bundle (``aml-account-gbdt-own``), so that results
+(``meta.model_name``) tell a bank's own bundle from the shipped one (``aml-account-gbdt`` in the shipped manifest)."""
+
+
+def check_out_folder(out: str | Path, force: bool = False) -> Path:
+    """Refuse an ``--out`` that would overwrite something: the plugin's shipped bundle folder (:data:`SHIPPED_BUNDLE`, or
+    a folder inside it) always; an existing folder that holds files unless ``force``; a file.
+
+    Found by a fresh-user test: ``--out plugins/aml/src/sectorflow_aml/bundle`` replaced the shipped model without a
+    word, and every later default run used the new one.
+
+    Raises:
+        ConfigError: what to give instead (a new or empty folder, ``--force``).
+    """
+    out = Path(out)
+    target = out.resolve()
+    shipped = SHIPPED_BUNDLE
+    if target == shipped or shipped in target.parents:
+        raise ConfigError(f"--out {out} is the bundle shipped with sectorflow-aml ({shipped}); it is never "
+                          "overwritten, not even with --force: pick another folder (e.g. --out my-bundle) and run "
+                          "with --task-path my-bundle.", details={"out": str(out), "shipped": str(shipped)})
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file: give a new or empty folder.", details={"out": str(out)})
+    held = [p for p in out.iterdir()] if out.is_dir() else []
+    if held and not force:
+        raise ConfigError(f"--out {out} already holds {len(held)} file(s) or folder(s) (e.g. {held[0].name}): give a "
+                          "new or empty folder, or add --force to replace the bundle in it.",
+                          details={"out": str(out), "entries": len(held)})
+    return out
+
+
+def bundle_identity(model: str, datasets: Sequence[dict[str, Any]], name: str | None = None,
+                    version: str | None = None) -> tuple[str, str]:
+    """``(name, version)`` of a trained bundle: ``name`` or ``aml-account-<model>-own``; ``version`` or
+    ``<UTC date>+<first 12 hex of the sha256 of the training files' digests>`` (e.g. ``2026.12.02+3f0c2a9b51de``), so
+    that results' ``meta.model_name``/``model_version`` tell it from the shipped bundle and from a bundle of other
+    data."""
+    digest = hashlib.sha256("\n".join(d["sha256_as_read"] for d in datasets).encode()).hexdigest()
+    return (name or f"aml-account-{model}{OWN_SUFFIX}",
+            version or f"{datetime.now(timezone.utc):%Y.%m.%d}+{digest[:12]}")
+
+
+def check_label_overlap(labels: Labels, accounts: set[str], name: str, labels_name: str) -> None:
+    """Refuse labels of which fewer than :data:`~sectorflow_aml.labels.MIN_LABEL_OVERLAP` (50 %) of the accounts
+    transact in the training file(s) ``name`` (as ``aml evaluate`` refuses them for a run's results).
+
+    Raises:
+        LabelsError: with the counts and which files to give.
+    """
+    found = sum(1 for account in labels.label if account in accounts)
+    if found < MIN_LABEL_OVERLAP * len(labels):
+        raise LabelsError(
+            f"Only {found:,} of the {len(labels):,} labelled accounts of {labels_name} "
+            f"({100.0 * found / max(len(labels), 1):.0f} %; at least {MIN_LABEL_OVERLAP:.0%} needed) transact in "
+            f"{name} ({len(accounts):,} accounts): are these the labels of another dataset? Give the labels of these "
+            "transactions (AMLSim: the nodes.csv.gz, AMLGentex: the accounts.csv.gz of the same folder; one --labels "
+            "per file when the files are separate runs).",
+            details={"labelled": len(labels), "found": found, "transaction_accounts": len(accounts)})
 
 
 def write_account_bundle(out: str | Path, trained: Trained, *, lookback_days: float, datasets: list[dict[str, Any]],
@@ -73,18 +136,23 @@ def write_account_bundle(out: str | Path, trained: Trained, *, lookback_days: fl
 def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], out: str | Path, *,
                  fmt: str | None = None, lookback_days: float = 30.0, seed: int = 20211, val_share: float = 0.25,
                  command: str | None = None, log: Callable[[str], None] | None = None,
-                 model: str = "gbdt") -> dict[str, Any]:
+                 model: str = "gbdt", force: bool = False, name: str | None = None,
+                 version: str | None = None) -> dict[str, Any]:
     """Train an account model on labelled transaction files and write its bundle; returns the manifest.
 
     ``model``: ``gbdt`` (LightGBM, a ``lightgbm`` bundle) or ``mlp`` (the network of
     :mod:`sectorflow_aml.account_mlp`, an ``account-mlp`` bundle): same rows, split and calibration.
 
     ``labels``: one file for all ``sources`` (one bank's files), or one per source (separate runs whose account ids
-    may repeat).
+    may repeat). ``out``: checked first by :func:`check_out_folder` (``force`` replaces a bundle there). ``name`` and
+    ``version``: the bundle's identity (:func:`bundle_identity`; default ``aml-account-<model>-own`` and the date with
+    the training data's digest).
 
     Raises:
-        ConfigError: neither one labels file nor one per source, or an unknown ``model``.
-        LabelsError: a bad labels file.
+        ConfigError: neither one labels file nor one per source, an unknown ``model``, or an ``--out`` that
+            :func:`check_out_folder` refuses.
+        LabelsError: a bad labels file, or labels of which fewer than 50 % of the accounts transact in their file(s)
+            (:func:`check_label_overlap`).
         InvalidInputError: a split without both classes.
     """
     if model not in ("gbdt", "mlp"):
@@ -93,6 +161,7 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
     if len(labels) not in (1, len(sources)):
         raise ConfigError(f"Give one --labels file for all transaction files or one per file ({len(sources)}); got "
                           f"{len(labels)}.")
+    check_out_folder(out, force)
     read = [read_labels(p) for p in labels]
     if len(read) == 1 and len(sources) > 1:  # one bank's files: one replay of all of them, in the order given
         txns = []
@@ -102,28 +171,32 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
     else:
         groups = [(str(source), load_transactions(source, format=fmt or guess_format(source))[0], lab)
                   for source, lab in zip(sources, read)]
+    for (group, txns, lab), path in zip(groups, labels):
+        check_label_overlap(lab, {a for t in txns for a in (t.sender_account, t.receiver_account)}, group, str(path))
     reps: list[Replay] = []
     pairs = []
-    for name, txns, lab in groups:
-        rep = replay(txns, lookback_days, name=name)
+    for group, txns, lab in groups:
+        rep = replay(txns, lookback_days, name=group)
         if log:
-            log(f"{name}: {rep.n_transactions:,} transactions, {len(rep.accounts):,} accounts, "
+            log(f"{group}: {rep.n_transactions:,} transactions, {len(rep.accounts):,} accounts, "
                 f"{rep.x.shape[0]:,} account rows ({rep.seconds:.1f} s)")
         reps.append(rep)
-        pairs.append((name, lab))
+        pairs.append((group, lab))
     datasets = [{"file": str(source), "sha256_as_read": rep.digest, "transactions": rep.n_transactions,
                  "labelled_accounts": len(lab), "laundering_accounts": lab.positives,
                  "labels": lab.source} for (source, lab), rep in zip(pairs, reps)]
     command = command or " ".join(["sectorflow", "aml", "train", *map(str, sources)])
+    name, version = bundle_identity(model, datasets, name, version)
     if model == "mlp":
         from .account_mlp import train_mlp, write_mlp_bundle
 
         mlp = train_mlp(reps, [lab for _, lab in pairs], seed=seed, val_share=val_share, log=log)
-        manifest_path = write_mlp_bundle(out, mlp, lookback_days=lookback_days, datasets=datasets, command=command)
+        manifest_path = write_mlp_bundle(out, mlp, lookback_days=lookback_days, datasets=datasets, command=command,
+                                         name=name, version=version)
         return json.loads(manifest_path.read_text(encoding="utf-8"))
     trained = train(reps, [lab for _, lab in pairs], seed=seed, val_share=val_share, log=log)
     manifest_path = write_account_bundle(out, trained, lookback_days=lookback_days, datasets=datasets,
-                                         command=command)
+                                         command=command, name=name, version=version)
     return json.loads(manifest_path.read_text(encoding="utf-8"))
 
 
@@ -134,7 +207,13 @@ def train_command(
                                           "dispositions (CSV case_id,account_id,period,disposition,reason,decided_by,"
                                           "decided_at or JSON lines with those keys); one for all files or one per "
                                           "file, repeatable."),
-        out: Path = typer.Option(..., "--out", "-o", help="Folder of the bundle to write."),
+        out: Path = typer.Option(..., "--out", "-o", help="Folder of the bundle to write: new or empty (or --force); "
+                                 "never the plugin's shipped bundle folder."),
+        force: bool = typer.Option(False, "--force", help="Replace what --out already holds."),
+        name: Optional[str] = typer.Option(None, "--name", help="The bundle's model name, as results' "
+                                           "meta.model_name (default aml-account-gbdt-own, or -mlp-own)."),
+        version: Optional[str] = typer.Option(None, "--version", help="The bundle's version, as results' "
+                                              "meta.model_version (default: UTC date + the training data's digest)."),
         fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format (default: guessed)."),
         lookback_days: float = typer.Option(30.0, "--lookback-days", help="Window the features see (days)."),
         seed: int = typer.Option(20211, "--seed", help="Seed of the validation split and the trees."),
@@ -144,9 +223,10 @@ def train_command(
     """Train the account risk model on labelled transactions and write a bundle (use it with --task-path)."""
     manifest = train_bundle(transactions, labels, out, fmt=fmt, lookback_days=lookback_days, seed=seed,
                             command=" ".join(["sectorflow aml train", *sys.argv[3:]]) if len(sys.argv) > 3 else None,
-                            log=lambda m: typer.echo(m, err=True), model=model)
+                            log=lambda m: typer.echo(m, err=True), model=model, force=force, name=name,
+                            version=version)
     v = manifest["metrics"]["account_level"]["validation"]
-    typer.echo(f"wrote {out}: validation account AP {v['average_precision']}, precision at K {v['precision_at_k']} "
+    typer.echo(f"wrote {out} ({manifest['name']} {manifest['version']}): validation account AP {v['average_precision']}, precision at K {v['precision_at_k']} "
                f"(K={v['k']}), recall at 1% FPR {v['recall_at_1pct_fpr']} (base rate {v['base_rate']})")
 
 

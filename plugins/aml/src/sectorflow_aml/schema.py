@@ -8,6 +8,7 @@ threshold true), so that batch and one-at-a-time streaming give the same alerts.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone, tzinfo
@@ -43,6 +44,70 @@ class Channel(str, Enum):
 
 EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
 LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
+
+MAX_FUTURE_ENV = "SECTORFLOW_AML_MAX_FUTURE_DAYS"
+"""Environment variable: how many days ahead of the wall clock (UTC) a timestamp may lie (default
+:data:`MAX_FUTURE_DAYS`; ``off`` turns the check off, e.g. to replay a generator's synthetic future dates). Read when
+``sectorflow_aml`` is imported (and by :func:`reload_max_future_days`), so it applies to ``sectorflow run``,
+``sectorflow serve`` and Python calls alike."""
+
+MAX_FUTURE_DAYS = 1.0
+"""Default of :data:`MAX_FUTURE_ENV`: one day covers every time zone's 'today' and clock skew."""
+
+_future: dict[str, Any] = {}
+"""``days`` (float or None: no limit), ``error`` (a bad variable's message) and ``floor``: a limit computed earlier
+(the clock only moves on, so a timestamp below it is below the current limit and the clock need not be read)."""
+
+
+def reload_max_future_days() -> float | None:
+    """Read :data:`MAX_FUTURE_ENV` again (after changing it in a running process); returns the days (None: off)."""
+    raw = os.environ.get(MAX_FUTURE_ENV, "").strip().lower()
+    days: float | None = MAX_FUTURE_DAYS
+    error = None
+    if raw in ("off", "none"):
+        days = None
+    elif raw:
+        try:
+            days = float(raw)
+        except ValueError:
+            days = -1.0
+        if not 0 <= days < 1e6:
+            error = (f"{MAX_FUTURE_ENV}={raw!r}: give a number of days >= 0 (default {MAX_FUTURE_DAYS:g}) or "
+                     "'off'.")
+    _future.update(days=days, error=error, floor=EARLIEST if error else LATEST if days is None else
+                   datetime.now(timezone.utc) + timedelta(days=days))
+    return days
+
+
+def max_future_days() -> float | None:
+    """Days a timestamp may lie ahead of the wall clock (:data:`MAX_FUTURE_ENV`); ``None``: no limit.
+
+    Raises:
+        ConfigError: the variable is neither a number of days >= 0 nor ``off``.
+    """
+    if _future["error"]:
+        raise ConfigError(_future["error"])
+    return _future["days"]
+
+
+def latest_timestamp() -> datetime:
+    """The first UTC time a transaction's timestamp may not reach: the wall clock plus :func:`max_future_days`, at
+    most :data:`LATEST`. A transaction from the future (a typo's 2099) would otherwise enter the per-account window
+    and make every real later transaction of its accounts ``input.out_of_order`` until the state is reset.
+
+    Raises:
+        ConfigError: from :func:`max_future_days`.
+    """
+    days = max_future_days()
+    if days is None:
+        return LATEST
+    latest = min(LATEST, datetime.now(timezone.utc) + timedelta(days=days))
+    _future["floor"] = latest
+    return latest
+
+
+reload_max_future_days()
+
 
 _FIXED_OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d\d):?(\d\d)$", re.IGNORECASE)
 
@@ -104,7 +169,8 @@ class Transaction(BaseModel):
     context's ``input_timezone`` (``Taskflow("aml", input_timezone="Asia/Shanghai")``, ``sectorflow run aml -O
     input_timezone=Asia/Shanghai``; see :func:`input_context`): a local time that a daylight-saving change skips or
     repeats takes the offset in force before the change (Python's ``fold=0``). It is stored in UTC and must lie in
-    [1900-01-01, 2200-01-01) UTC.
+    [1900-01-01, 2200-01-01) UTC and at most one day ahead of the wall clock (:func:`latest_timestamp`; the
+    environment variable ``SECTORFLOW_AML_MAX_FUTURE_DAYS`` sets the days or ``off``).
     ``amount``: a positive decimal in ``currency`` (ISO 4217 alphabetic code), below 10^15 and with at most 4 decimal
     places (ISO 4217 minor units go to 4 places, e.g. CLF). Countries are ISO 3166-1 alpha-2. For cash deposits the
     sender may be the depositor's own account or a walk-in id; for cash withdrawals the receiver likewise.
@@ -144,6 +210,10 @@ class Transaction(BaseModel):
             raise ValueError(f"{value.isoformat()} cannot be converted to UTC") from exc
         if not EARLIEST <= utc < LATEST:
             raise ValueError(f"timestamp {utc.isoformat()} is outside [{EARLIEST.date()}, {LATEST.date()})")
+        if utc >= _future["floor"] and utc >= (latest := latest_timestamp()):
+            raise ValueError(f"timestamp {utc.isoformat()} lies in the future: more than {max_future_days():g} day(s) "
+                             f"ahead of the clock (refused from {latest.replace(microsecond=0).isoformat()}; a "
+                             f"typo? Set {MAX_FUTURE_ENV}=DAYS or off to allow it)")
         return utc
 
     @field_validator("transaction_id", "sender_account", "receiver_account", "sender_bank", "receiver_bank")
@@ -220,8 +290,8 @@ def trusted_transaction(transaction_id: str, timestamp: datetime, sender_account
     (about 10 times cheaper); for readers that check whole columns at once (the typed AMLSim reader).
 
     The caller guarantees what validation would: ids stripped and non-empty, ``timestamp`` in UTC with
-    ``tzinfo=timezone.utc`` inside [1900, 2200), ``amount`` a finite Decimal in (0, 10^15) with at most 4 places,
-    ``currency`` a valid upper-case ISO 4217 code, ``channel`` a :class:`Channel`. The result equals
+    ``tzinfo=timezone.utc`` inside [1900, :func:`latest_timestamp`), ``amount`` a finite Decimal in (0, 10^15) with
+    at most 4 places, ``currency`` a valid upper-case ISO 4217 code, ``channel`` a :class:`Channel`. The result equals
     ``Transaction.model_validate`` of the same record, fields set included (a test checks on AMLSim).
     """
     out = _new(Transaction)

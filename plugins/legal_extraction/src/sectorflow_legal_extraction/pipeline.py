@@ -55,7 +55,7 @@ def _rules(language: str, date_order: str = "MDY") -> dict[str, Rule]:
     return {
         "contract_amount": rules_en.contract_amount,
         "signing_date": lambda t, s: rules_en.agreement_date(t, date_order),
-        "effective_date": lambda t, s: rules_en.effective_date(t, date_order),
+        "effective_date": lambda t, s: rules_en.effective_date(t, date_order, s),
         "term": lambda t, s: rules_en.term(t, s, date_order),
         "renewal": rules_en.renewal, "notice_period": rules_en.notice_period,
         "governing_law": rules_en.governing_law, "dispute_resolution": rules_en.dispute_resolution,

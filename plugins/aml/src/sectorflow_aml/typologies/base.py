@@ -440,6 +440,9 @@ class FanRule(Rule):
         self._tests = HubTests(p.burst_ratio, p.min_through_share, p.dwell_days, p.similar_ratio, stale,
                                p.peer_quantile, p.peer_ratio) if (
             p.burst_ratio > 0 or p.min_through_share > 0 or stale < 1 or p.peer_quantile < 1) else None
+        self._kw = dict(typology=self.name, incoming=self.incoming, days=p.days, per=self._per, need=self._need,
+                        min_total=p.min_total, peer_alpha=p.peer_alpha, min_new_share=p.min_new_share,
+                        tests=self._tests)  # once (the parameters are frozen): check runs on every transaction
 
     def thresholds(self) -> tuple[int, int]:  # pragma: no cover - abstract
         """``(per, need)``: transfers each counted counterparty needs, and counterparties needed."""
@@ -454,8 +457,7 @@ class FanRule(Rule):
     def check(self, window: TransactionWindow, edge: Edge) -> list[Alert]:
         """An alert when ``edge`` completes the fan-in of its receiver (fan-out of its sender)."""
         p = self.params
-        kw = dict(typology=self.name, incoming=self.incoming, days=p.days, per=self._per, need=self._need,
-                  min_total=p.min_total, peer_alpha=p.peer_alpha, min_new_share=p.min_new_share, tests=self._tests)
+        kw = self._kw
         hub = edge.dst if self.incoming else edge.src
         found = fan_counterparties(window, edge, **kw)
         if found is None and self.incoming and p.min_through_share > 0 and edge.src != edge.dst:

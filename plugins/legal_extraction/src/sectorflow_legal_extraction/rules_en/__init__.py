@@ -244,21 +244,76 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     return [Extraction(text=raw, start=start, end=end, value=iso, confidence=confidence, source="rule:en_date")]
 
 
-def effective_date(text: str, date_order: str = "MDY") -> list[Extraction]:
-    """A date named with "Effective Date" / "effective as of" / "shall become effective on"."""
+_TIME_OF_DAY = re.compile(r"\s*(?:\d{1,2}:\d{2}\s*[ap]\.?\s*m\.?|midnight|noon)[\w\s,.()]{0,40}?\bon\s+(?:the\s+)?",
+                          re.I)
+"""A time before the date: "12:01 a.m. Eastern Standard Time on March 3, 2003"."""
+
+
+def _stated_effective_date(text: str, date_order: str) -> list[Extraction]:
+    """A date the contract names effective or the commencement date: "... 2020 (the "Effective Date")",
+    "effective as of / on / from", "Effective Date" means / is ..., "Commencement Date" means: ..., "Effective
+    Date: ..."."""
     for start, end, raw, iso in nz.dates_in(text[:PREAMBLE_CHARS], date_order):
-        if re.match(r"\s*,?\s*\(\s*(?:the\s+|this\s+)?[\"“]?Effective\s+Date", text[end:end + 40], re.I):
+        if re.match(r"\s*,?\s*\(\s*(?:the\s+|this\s+)?[\"“]?(?:Effective|Commencement)\s+Date", text[end:end + 40],
+                    re.I):
             return [Extraction(text=raw, start=start, end=end, value=iso, confidence=0.85,
                                source="rule:en_effective_date")]
-    for match in re.finditer(r"effective\s+(?:as\s+of|on|from)|\"?Effective\s+Date\"?\)?\s+(?:means|shall\s+mean|is)",
-                             text, re.IGNORECASE):
-        window = text[match.end():match.end() + 80]
+    for match in re.finditer(r"effective\s+(?:as\s+of|on|from)|[\"“]?(?:Effective|Commencement)\s+Date[\"”]?\)?"
+                             r"(?:\s+(?:of|for)\s+this\s+(?:agreement|contract))?\s*(?:means|shall\s+mean|is|will\s+be|"
+                             r"shall\s+be|:)\s*:?", text, re.IGNORECASE):
+        window = text[match.end():match.end() + 120]
         dates = nz.dates_in(window, date_order)
-        if dates and dates[0][0] < 25:
+        if dates and (dates[0][0] < 25 or _TIME_OF_DAY.fullmatch(window[:dates[0][0]])):
             s, e, raw, iso = dates[0]
             return [Extraction(text=raw, start=match.end() + s, end=match.end() + e, value=iso, confidence=0.8,
                                source="rule:en_effective_date")]
     return []
+
+
+_LAST_SIGNATURE = re.compile(
+    r"effective[^.;]{0,200}?(?:\blast|\blater)\s+(?:of\s+the\s+(?:two\s+)?)?(?:date\s+of\s+)?(?:signature|execution)|"
+    r"effective\s+date[^.;]{0,80}?\blast\s+(?:party|signature)|(?:\blast|\blater)\s+(?:of\s+the\s+(?:two\s+)?)?"
+    r"(?:signature\s+dates?|date\s+of\s+(?:last\s+)?signature)[^.;]{0,80}?[\"“(]\s*effective\s+date", re.I)
+"""An effective date defined by the last signature: "effective as of the later of the two signature dates below",
+""Effective Date" means the date of last signature", "on the day after the date of last signature"."""
+
+
+def _last_signature_effective_date(text: str, date_order: str) -> list[Extraction]:
+    """The latest full signature-block date when the contract makes the last signature its effective date (the
+    day after it when it says "the day after"); empty when it does not, or no signature date is written."""
+    match = _LAST_SIGNATURE.search(text)
+    if not match:
+        return []
+    signed = [d for d in _signature_dates(text, date_order) if len(d[3]) == 10]
+    if not signed:
+        return []
+    s, e, raw, iso = max(signed, key=lambda d: d[3])
+    if re.search(r"\bday\s+(?:after|following)\b", match.group(), re.I):
+        iso = _days_after(iso, 1)
+    return [Extraction(text=raw, start=s, end=e, value=iso, confidence=0.6, source="rule:en_effective_last_signature")]
+
+
+def effective_date(text: str, date_order: str = "MDY",
+                   spans: list[tuple[int, int]] | None = None) -> list[Extraction]:
+    """When the contract takes effect, in this order: a date it names effective ("effective as of", "(the
+    "Effective Date")", "Effective Date" means ...; source ``rule:en_effective_date``); the date its term commences
+    on ("The Term ... commencing the 1st day of September 2004", ``rule:en_effective_term_start``: needs the
+    segments ``spans``); else the agreement's date (:func:`agreement_date`, ``rule:en_effective_agreement_date``,
+    confidence at most 0.5: a contract that names no other date takes effect when it is made, and CUAD's answer is
+    then its agreement date). Empty when none of them gives a date. Developed on CUAD train, validation and
+    contracts_more only."""
+    stated = _last_signature_effective_date(text, date_order) or _stated_effective_date(text, date_order)
+    if stated:
+        return stated
+    if spans is not None:
+        found = _term_parts(text, spans, date_order)
+        if found and "start" in found and len(found["start"][3]) == 10:
+            s, e, raw, iso = found["start"]
+            return [Extraction(text=raw, start=s, end=e, value=iso, confidence=0.6,
+                               source="rule:en_effective_term_start")]
+    made = agreement_date(text, date_order)
+    return [x.model_copy(update={"confidence": min(x.confidence, 0.5), "source": "rule:en_effective_agreement_date"})
+            for x in made]
 
 
 def _sentences(text: str, spans: list[tuple[int, int]], pattern: re.Pattern[str]) -> list[tuple[int, int]]:
@@ -326,28 +381,75 @@ def notice_period(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
     return out
 
 
-def term(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> list[Extraction]:
-    """The initial term: "for a term of three (3) years", "shall continue until December 31, 2006"."""
-    pattern = re.compile(r"(?:initial\s+)?term\s+of\s+(?:this\s+agreement\s+)?(?:shall\s+be\s+)?|shall\s+(?:continue|"
-                         r"remain)\s+in\s+(?:full\s+)?(?:force\s+and\s+effect\s+)?(?:for|until)\s+", re.IGNORECASE)
+_TERM_CUE = re.compile(r"(?:initial\s+)?term\s+of\s+(?:this\s+agreement\s+)?(?:shall\s+be\s+|is\s+|will\s+be\s+)?|"
+                       r"\b(?:initial\s+)?term\s+(?:hereof\s+)?(?:shall|will)\s+"
+                       r"(?=commence|begin|start|run|expire|end)|"
+                       r"\b(?:agreement|term|contract|venture|promotion|engagement)(?:\s*\([^()]{0,30}\))?\s+"
+                       r"(?:shall|will)\s+(?:automatically\s+)?(?=commence|begin|start)|"
+                       r"shall\s+(?:continue|remain)\s+in\s+(?:full\s+)?(?:force\s+and\s+effect\s+)?(?:for|until)\s+",
+                       re.IGNORECASE)
+_TERM_START = re.compile(r"(?:\bcommenc\w*|\bbegin\w*|\bstart\w*|\beffective|\bfrom|\bas\s+of|\bon\s+and\s+after)"
+                         r"\s+(?:on\s+|upon\s+|as\s+of\s+|from\s+|with\s+)?(?:the\s+)?$", re.IGNORECASE)
+_TERM_END = re.compile(r"(?:\bthrough|\bthru|\buntil|\btill|\bto|\bending|\bends?|\bexpir\w*|\bterminat\w*|"
+                       r"\bincluding)\s+(?:on\s+|at\s+)?(?:midnight\s+(?:on\s+)?|the\s+close\s+of\s+business\s+on\s+)?"
+                       r"(?:the\s+)?$", re.IGNORECASE)
+_REDACTED_END = re.compile(r"(?:\bthrough|\bthru|\buntil|\btill|\bto|\bending|\bends?|\bexpir\w*|\bterminat\w*)"
+                           r"\s+(?:on\s+)?(?:the\s+)?\[[\s*]*\*[\s*]*\]", re.IGNORECASE)
+"""An end that the filed copy blanks out ("through [*****]", "terminating the [*****] day of [*****]")."""
+
+
+def _term_parts(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> dict | None:
+    """The first term sentence's reading: ``{"duration": (s, e, iso)?, "start": (s, e, raw, iso)?, "end": (...)?,
+    "redacted_end": bool}`` with offsets in ``text``; ``None`` when no term sentence gives a duration or a date
+    named start or end (see :func:`term`)."""
     for start, end in spans:
         sentence = text[start:end]
-        match = pattern.search(sentence)
+        match = _TERM_CUE.search(sentence)
         if not match:
             continue
-        rest = sentence[match.end():match.end() + 120]
-        duration = nz.parse_duration(rest)
-        dates = nz.dates_in(rest, date_order)
+        at = start + match.end()
+        rest = text[at:min(end, at + 300)]
+        found: dict = {}
+        duration = nz.parse_duration(rest[:120])
         if duration and duration["start"] < 30:
-            b, e = start + match.end() + duration["start"], start + match.end() + duration["end"]
-            return [Extraction(text=text[b:e], start=b, end=e, value={"duration": duration["iso"]},
-                               confidence=0.7, source="rule:en_term")]
-        if dates and dates[0][0] < 40:
-            s, e, raw, iso = dates[0]
-            b = start + match.end() + s
-            return [Extraction(text=raw, start=b, end=b + len(raw), value={"end": iso}, confidence=0.65,
-                               source="rule:en_term")]
-    return []
+            found["duration"] = (at + duration["start"], at + duration["end"], duration["iso"])
+        dates = nz.dates_in(rest, date_order)
+        previous = 0
+        for n, (s, e, raw, iso) in enumerate(dates):
+            lead = rest[previous:s][-40:]
+            cue_until = n == 0 and not rest[:s].strip() and match.group().lower().rstrip().endswith("until")
+            if _TERM_END.search(lead) or cue_until:
+                found.setdefault("end", (at + s, at + e, raw, iso))
+            elif _TERM_START.search(lead):
+                found.setdefault("start", (at + s, at + e, raw, iso))
+            elif n + 1 < len(dates) and re.fullmatch(r"\s*(?:to|through|thru|until|-|–|—)\s*(?:the\s+)?",
+                                                     rest[e:dates[n + 1][0]], re.I):
+                found.setdefault("start", (at + s, at + e, raw, iso))  # "shall be June 1, 2019 to May 31, 2020"
+            previous = e
+        found["redacted_end"] = "end" not in found and bool(_REDACTED_END.search(rest))
+        if any(k in found for k in ("duration", "start", "end")):
+            return found
+    return None
+
+
+def term(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> list[Extraction]:
+    """The initial term, from the first sentence that states one ("the term of this Agreement", "shall continue in
+    full force and effect until"): ``value`` holds what it gives of ``duration`` (ISO 8601: "for a term of three
+    (3) years" -> ``P3Y``), ``start`` and ``end`` (ISO dates). A date is the start after "commencing" /
+    "beginning" / "starting" / "effective" / "from" / "as of", the end after "through" / "until" / "to" /
+    "ending" / "expiring" / "terminating" ("from September 1, 2004 through December 31, 2006"); a date named
+    neither is not taken, and an end the filed copy redacts ("through [*****]") is left out with a warning, never
+    read from the start. The span covers what was read. Developed on CUAD train, validation and contracts_more."""
+    found = _term_parts(text, spans, date_order)
+    if found is None:
+        return []
+    value = {"duration": found["duration"][2]} if "duration" in found else {}
+    value.update({k: found[k][3] for k in ("start", "end") if k in found})
+    parts = [found[k] for k in ("duration", "start", "end") if k in found]
+    b, e = min(p[0] for p in parts), max(p[1] for p in parts)
+    warnings = ["the term's end is redacted in the text ([*****]): left out"] if found["redacted_end"] else []
+    return [Extraction(text=text[b:e], start=b, end=e, value=value, confidence=0.7 if "duration" in found else 0.65,
+                       source="rule:en_term", warnings=warnings)]
 
 
 def dispute_resolution(text: str, spans: list[tuple[int, int]]) -> list[Extraction]:
