@@ -32,7 +32,8 @@ def test_every_variable_named_in_the_code_is_a_setting():
             named.setdefault(name, path)
     unknown = {name: str(path.relative_to(REPO_ROOT)) for name, path in named.items() if name not in declared}
     assert not unknown, f"declare these variables in core/src/sectorflow/env.py (Settings): {unknown}"
-    assert len(declared) == 22  # SECTORFLOW_AUDIT_COMMIT (issue 30), SECTORFLOW_PROGRESS_INTERVAL (issue 28)
+    assert len(declared) == 23  # SECTORFLOW_AUDIT_COMMIT (issue 30), SECTORFLOW_PROGRESS_INTERVAL (issue 28),
+    # SECTORFLOW_AML_MAX_FUTURE_DAYS (issue 21: far-future timestamps refused)
 
 
 def _environment_reads(path: Path | str) -> list[int]:

@@ -52,6 +52,9 @@ class Settings(BaseSettings):
                                          "Default 5.")
     state_sync: str | None = _var("state_sync", None, "SQLite state stores: `FULL` (fsync every commit) or "
                                   "`NORMAL`. Default `FULL`.")
+    aml_max_future_days: str | None = _var("aml_max_future_days", None, "aml: days a transaction's timestamp may lie "
+                                           "ahead of the wall clock (UTC) before it is refused as invalid input, or "
+                                           "`off`. Default 1.")
     serve_config: str | None = _var("serve_config", None, "`uvicorn --factory sectorflow.serving.app:app_from_env`: "
                                     "the server configuration file. Default: none (built-in defaults).")
     serve_keys: str | None = _var("serve_keys", None, "A JSON list of API key objects added to the server "

@@ -8,7 +8,6 @@ threshold true), so that batch and one-at-a-time streaming give the same alerts.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone, tzinfo
@@ -19,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+import sectorflow
 from sectorflow import ConfigError, TaskResult
 
 from .fx import is_iso4217
@@ -61,7 +61,7 @@ _future: dict[str, Any] = {}
 
 def reload_max_future_days() -> float | None:
     """Read :data:`MAX_FUTURE_ENV` again (after changing it in a running process); returns the days (None: off)."""
-    raw = os.environ.get(MAX_FUTURE_ENV, "").strip().lower()
+    raw = (sectorflow.settings().aml_max_future_days or "").strip().lower()
     days: float | None = MAX_FUTURE_DAYS
     error = None
     if raw in ("off", "none"):
