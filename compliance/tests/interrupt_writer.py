@@ -41,6 +41,9 @@ class InterruptingConnection:
 
 def main() -> int:
     handler = sys.argv[1]
+    # Python's own handler whatever this process inherited: a job started in the background by a non-interactive
+    # shell (`cmd &`, as a CI runner may) starts with SIGINT ignored, and Python then installs no handler at all
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     lg = runtime.get_log()
     assert lg is not None
     if len(sys.argv) > 3:

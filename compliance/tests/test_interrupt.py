@@ -20,6 +20,16 @@ from sectorflow.compliance import AuditConfig, AuditLog, open_store, verify_log
 WRITER = Path(__file__).with_name("interrupt_writer.py")
 
 
+@pytest.fixture(autouse=True)
+def python_sigint_handler():
+    """Python's own SIGINT handler for the in-process tests, whatever this process inherited: a job that a
+    non-interactive shell starts in the background (``cmd &``, as a CI runner may) starts with SIGINT ignored, and
+    Python then installs no handler, so ``raise_signal(SIGINT)`` raised nothing (the writer child sets its own)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def _env(tmp_path: Path, keyfile: Any) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SECTORFLOW_")}
     env.update(SECTORFLOW_AUDIT_DB=str(tmp_path / "db" / "audit.db"), SECTORFLOW_AUDIT_KEY=str(keyfile.path),
