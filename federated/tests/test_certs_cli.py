@@ -166,3 +166,21 @@ def test_bundle_in_the_config_is_where_a_simulation_writes_its_bundle(tmp_path, 
     result = CliRunner().invoke(_app(), ["federate", "toyx", "--config", str(config)])
     assert isinstance(result.exception, ConfigError) and f"bundle = {tmp_path / 'b'} exists and is not a bundle" in str(
         result.exception)
+
+
+def test_a_bundle_shipped_with_a_task_is_never_the_output(tmp_path):
+    """`federate aml --out .../sectorflow_aml/bundle` replaced the shipped account model without a word (fresh-user
+    report): the default bundle of any registered task, or a folder inside it, is refused before anything starts."""
+    from sectorflow.host import get_task
+
+    shipped = get_task("aml").default_bundle
+    assert shipped is not None and (shipped / "manifest.json").is_file()
+    before = {p.name: p.stat().st_mtime_ns for p in shipped.iterdir()}
+    config = tmp_path / "federation.toml"
+    config.write_text('task = "aml"\nmodel = "account_mlp"\nrounds = 1\n[[institutions]]\ntransactions = "a.csv"\n'
+                      'labels = "a.csv"\n[[institutions]]\ntransactions = "b.csv"\nlabels = "b.csv"\n')
+    for out in (shipped, shipped / "inner"):
+        result = CliRunner().invoke(_app(), ["federate", "aml", "--config", str(config), "--out", str(out)])
+        assert isinstance(result.exception, ConfigError), result.output
+        assert "is the bundle shipped with task 'aml'" in str(result.exception)
+    assert {p.name: p.stat().st_mtime_ns for p in shipped.iterdir()} == before

@@ -97,6 +97,8 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
     if out is not None and spec.export is None:
         raise ConfigError(f"{spec.task}/{spec.name} offers no bundle export: drop --out / bundle = (--weights "
                           "writes its weights).")
+    if out is not None:
+        _refuse_a_shipped_bundle(out)
     if out is not None and out.exists() and (out.is_file() or any(out.iterdir())) \
             and not (out / "manifest.json").is_file():
         raise ConfigError(f"--out / bundle = {out} exists and is not a bundle folder: give a new or empty folder.")
@@ -180,3 +182,24 @@ def certs_command(out: Path = typer.Argument(..., help="Folder to write to."),
     if not host:
         raise ConfigError("Give the SuperLink's host name or IP with --host (e.g. --host 10.0.0.5).")
     typer.echo(json.dumps(make_all(out, list(host), list(supernode)), indent=2))
+
+
+def _refuse_a_shipped_bundle(out: Path) -> None:
+    """Refuse an ``--out`` / ``bundle =`` that is (or lies inside) the default bundle a plugin ships with a task:
+    writing there would replace the model every later default run uses (fresh-user report: ``federate aml --out
+    .../sectorflow_aml/bundle`` replaced the shipped account model without a word).
+
+    Raises:
+        ConfigError: naming the folder, the task whose default it is, and what to do instead.
+    """
+    from sectorflow.host import registered_tasks
+
+    target = out.resolve()
+    for spec in registered_tasks().values():
+        if spec.default_bundle is None:
+            continue
+        shipped = Path(spec.default_bundle).resolve()
+        if target == shipped or shipped in target.parents:
+            raise ConfigError(f"--out / bundle = {out} is the bundle shipped with task {spec.name!r} (plugin "
+                              f"{spec.plugin!r}): it is never overwritten; pick another folder and serve it with "
+                              "--task-path.")
