@@ -217,6 +217,44 @@ def descendants() -> list:
         return []
 
 
+RAY_BINARIES = frozenset({"raylet", "gcs_server"})
+
+
+def ray_processes_in_group() -> list:
+    """The Ray processes of this process group started after this process (psutil.Process objects): those whose
+    name is Ray's ``raylet``/``gcs_server``, whose command line runs a file of the imported ``ray`` package
+    (dashboard, agents, log monitor) or that renamed themselves ``ray::...`` (workers). Empty when this process has
+    not imported Ray or psutil cannot tell.
+
+    A Ray process whose parent has exited is re-parented (to init or a subreaper) and is no longer this process's
+    descendant, and one can be started (a raylet prestarting a worker) after any earlier listing, so descendants alone
+    miss some; Ray starts them in the caller's process group (it blocks SIGINT in them: a terminal's Ctrl-C reaches
+    only this process), and another program's Ray processes are in another group."""
+    ray = sys.modules.get("ray")
+    if ray is None or not getattr(ray, "__file__", None):
+        return []
+    import psutil
+
+    root = os.path.dirname(ray.__file__)
+    try:
+        me = psutil.Process()
+        group, born = os.getpgrp(), me.create_time()
+    except (OSError, psutil.Error):
+        return []
+    out = []
+    for process in psutil.process_iter(["name", "cmdline", "create_time"]):
+        try:
+            if process.pid == me.pid or process.info["create_time"] < born or os.getpgid(process.pid) != group:
+                continue
+            command = process.info["cmdline"] or []
+            if (process.info["name"] in RAY_BINARIES or (command and command[0].startswith("ray::"))
+                    or any(root in part for part in command)):
+                out.append(process)
+        except (OSError, psutil.Error):
+            continue
+    return out
+
+
 def _alive(processes: list) -> list:
     """Those of ``processes`` still running: the same process (pid and start time) and not a zombie."""
     import psutil
@@ -246,7 +284,8 @@ def _wait_gone(processes: list, timeout: float) -> list:
 
 def stop_child_processes(grace: float = 3.0, known: list | tuple = ()) -> int:
     """Stop every process this one started, and theirs (Ray's ``gcs_server``, raylets, workers, log monitor ...),
-    together with ``known`` (descendants listed earlier): SIGTERM, then SIGKILL to those still running after
+    together with ``known`` (descendants listed earlier) and this run's Ray processes in its process group
+    (:func:`ray_processes_in_group`): SIGTERM, then SIGKILL to those still running after
     ``grace`` seconds (``grace = 0``: SIGKILL at once); returns once none runs (at most ``grace`` + 3 s). Returns how
     many there were.
 
@@ -254,7 +293,7 @@ def stop_child_processes(grace: float = 3.0, known: list | tuple = ()) -> int:
     Flower's simulation loop, and Ray's head processes (started by this process) kept running after it exited.
     ``known`` matters because a worker whose raylet ``ray.shutdown()`` stopped is re-parented (to init): it is no
     longer this process's descendant, and it may take seconds to notice and exit, after this process has gone."""
-    children = list(dict.fromkeys([*known, *descendants()]))  # psutil.Process compares by pid and start time
+    children = list(dict.fromkeys([*known, *descendants(), *ray_processes_in_group()]))  # by pid and start time
     alive = _alive(children)
     if grace > 0:
         for child in alive:
@@ -269,7 +308,14 @@ def stop_child_processes(grace: float = 3.0, known: list | tuple = ()) -> int:
         except Exception:  # noqa: BLE001 - psutil.Error: gone meanwhile
             pass
     _wait_gone(alive, 3.0)
-    return len(children)
+    late = [p for p in _alive([*descendants(), *ray_processes_in_group()]) if p not in children]
+    for child in late:  # started while the others were being stopped (a worker a dying raylet had begun)
+        try:
+            child.kill()
+        except Exception:  # noqa: BLE001 - psutil.Error: gone meanwhile
+            pass
+    _wait_gone(late, 3.0)
+    return len(children) + len(late)
 
 
 @contextmanager
@@ -288,7 +334,7 @@ def stop_on_sigint(current: Current, say: Callable[[str], None], ray_timeout: fl
             exit(130)
             return
         state["stopping"] = True
-        state["known"] = descendants()  # before ray.shutdown() re-parents any of them
+        state["known"] = [*descendants(), *ray_processes_in_group()]  # before ray.shutdown() re-parents some
         report, cfg = current.report, current.cfg
         say("Ctrl-C: stopping the federated run (press Ctrl-C again to quit at once) ...")
         if report is not None and cfg is not None:
