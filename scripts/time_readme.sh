@@ -20,14 +20,19 @@ load() { cut -d' ' -f1 /proc/loadavg; }
 # measure LABEL COMMAND...: run COMMAND under /usr/bin/time, print "LABEL: W s wall, C s CPU, load A -> B, date"
 measure() {
   local label=$1; shift
-  local out start before after
+  local out err start before after
   out=$(mktemp)
+  err=$(mktemp)
   start=$(date -u +"%Y-%m-%d %H:%M:%S UTC")
   before=$(load)
-  /usr/bin/time -f "%e %U %S" -o "$out" "$@" > /dev/null
+  if ! /usr/bin/time -f "%e %U %S" -o "$out" "$@" > /dev/null 2> "$err"; then
+    echo "time_readme.sh: $label failed:" >&2
+    tail -20 "$err" >&2
+    exit 1
+  fi
   after=$(load)
   read -r wall user sys < "$out"
-  rm -f "$out"
+  rm -f "$out" "$err"
   printf '%s: %s s wall, %.1f s CPU (user %s + system %s), load average %s -> %s, %s, %s cores\n' \
     "$label" "$wall" "$(awk "BEGIN { print $user + $sys }")" "$user" "$sys" "$before" "$after" "$start" "$(nproc)"
 }
