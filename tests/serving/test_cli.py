@@ -157,7 +157,51 @@ def test_serve_key_names_the_tenant_and_warns_without_one() -> None:
     assert "no --tenant" not in with_tenant.stderr
     without = subprocess.run([*CLI, "serve-key", "app", "--scope", "task:aml"], env=env, capture_output=True,
                              text=True, timeout=60, check=True)
-    assert "tenant" not in without.stdout and "shares stateful tasks' state" in without.stderr
+    assert "tenant" not in without.stdout
+    # the note names the key and says how to make it with a tenant; never the secret (no task plugin is loaded
+    # here, so the stateful tasks are not named)
+    secret = next(line.split()[-1] for line in without.stdout.splitlines() if line.startswith("# sf_"))
+    assert without.stderr.strip() == (
+        "# no --tenant: key 'app' shares the state of stateful tasks with every other key without a tenant (the "
+        "default tenant's state); if it is another institution's key, make it with a tenant: sectorflow serve-key "
+        "app --scope task:aml --tenant T")
+    assert secret not in without.stderr
+
+
+def test_serve_key_without_a_tenant_names_the_stateful_tasks_it_reaches(tasks) -> None:
+    from sectorflow.serving.plugin import _no_tenant_note
+
+    assert _no_tenant_note("teller-app", ["task:ledger"]) == (
+        "# no --tenant: key 'teller-app' shares the state of stateful task 'ledger' with every other key without a "
+        "tenant (the default tenant's state); if it is another institution's key, make it with a tenant: "
+        "sectorflow serve-key teller-app --scope task:ledger --tenant T")
+    assert "stateful task 'ledger'" in _no_tenant_note("ops", ["task:*", "metrics"])
+    assert "--scope 'task:*' --scope metrics --tenant T" in _no_tenant_note("ops", ["task:*", "metrics"])
+    assert _no_tenant_note("echoer", ["task:echo"]) == (
+        "# no --tenant: key 'echoer' calls no stateful task (the stateful ones: 'ledger'), so it shares no state "
+        "now; a tenant only matters if its scopes grow to one")
+
+
+def test_the_start_up_warning_names_the_task_and_each_key_never_its_hash(tasks, caplog) -> None:
+    import logging
+
+    from sectorflow.serving import create_app, load_config
+
+    def key(name: str, tenant: str | None, scopes: list[str]) -> dict:
+        return {"id": name, "sha256": hashlib.sha256(name.encode()).hexdigest(), "tenant": tenant, "scopes": scopes}
+
+    keys = [key("teller-app", None, ["task:ledger"]), key("batch-loader", None, ["task:*"]),
+            key("bank3", "bank-3", ["task:ledger"]), key("echoer", None, ["task:echo"])]
+    config = load_config(data={"keys": keys, "serve": ["ledger", "echo"]}, environ={})
+    with caplog.at_level(logging.WARNING, logger="sectorflow.serving"):
+        create_app(config)
+    (message,) = [r.getMessage() for r in caplog.records if "no tenant" in r.getMessage()]
+    assert message == (
+        "stateful task 'ledger': API keys 'teller-app', 'batch-loader' have no tenant, so they share one state, the "
+        "default tenant's (windows, same-day totals, cases); if they are different institutions, set tenant = "
+        "\"...\" in each of their [[keys]] entries (id = \"teller-app\", id = \"batch-loader\"), or make keys with "
+        "`sectorflow serve-key ID --tenant T`")
+    assert not any(k["sha256"] in caplog.text for k in keys)
 
 
 def test_tenantless_keys_of_a_stateful_task_are_named_at_start(tasks) -> None:

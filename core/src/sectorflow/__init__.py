@@ -14,7 +14,7 @@ from pkgutil import extend_path
 # <folder>/src/sectorflow/ on sys.path, which this adds to the package's search path.
 __path__ = extend_path(__path__, __name__)
 
-from ._paddle import import_paddle
+from ._paddle import import_paddle, paddle_notes_filtered
 from .collector import declare_gc_frozen, gc_frozen, gc_frozen_by_host, withdraw_gc_frozen
 from .bundle import Bundle, PredictorPool, load_bundle, load_pdparams, sha256_file, write_manifest
 from .device import Device, DeviceProbe, resolve_device, set_default_probe
@@ -59,7 +59,7 @@ __all__ = [
     "Device", "DeviceProbe", "resolve_device", "set_default_probe", "Trainable", "TrainableSpec",
     "SectorflowError", "UnknownTaskError", "PluginConflictError", "PluginError", "InvalidInputError",
     "DeviceUnavailableError", "UnsupportedPrecisionError", "BundleError", "BundleIntegrityError", "UnsafePickleError",
-    "ConfigError", "PathNotWritableError", "writable_file", "import_paddle", "open_text", "csv_records", "csv_file_records", "parse_json_line", "__version__",
+    "ConfigError", "PathNotWritableError", "writable_file", "import_paddle", "paddle_notes_filtered", "open_text", "csv_records", "csv_file_records", "parse_json_line", "__version__",
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
     "option_values", "read_text",
     "StateStore", "StateKeeper", "open_state_store", "default_state_path", "state_summary", "export_state",

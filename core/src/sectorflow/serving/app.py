@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+import json
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -87,6 +88,17 @@ def shared_state_keys(config: ServeConfig, specs: dict[str, Any]) -> dict[str, l
     return shared
 
 
+def shared_state_warning(task: str, ids: list[str]) -> str:
+    """The start-up warning for :func:`shared_state_keys`'s ``task`` and its tenant-less key ``ids``: names the task,
+    each key by its id (never its secret or hash) and what to set, e.g. ``stateful task 'aml': API keys
+    'teller-app', 'loader' have no tenant, so they share one state, the default tenant's ...``."""
+    named = ", ".join(repr(i) for i in ids)
+    entries = ", ".join(f"id = {json.dumps(i)}" for i in ids)
+    return (f"stateful task {task!r}: API keys {named} have no tenant, so they share one state, the default "
+            f"tenant's (windows, same-day totals, cases); if they are different institutions, set tenant = \"...\" "
+            f"in each of their [[keys]] entries ({entries}), or make keys with `sectorflow serve-key ID --tenant T`")
+
+
 def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     """A FastAPI app serving every task of ``config.serve`` (default: every registered task).
 
@@ -117,9 +129,7 @@ def create_app(config: ServeConfig | str | Path | None = None) -> FastAPI:
     if not len(state.keys):
         log.warning("no API keys configured: every route but /healthz and /readyz will answer 401")
     for task, ids in shared_state_keys(config, specs).items():
-        log.warning("stateful task %s: keys %s have no tenant, so they share one state (windows, same-day totals, "
-                    "cases); if they are different institutions, give each key its tenant ([[keys]] tenant = ..., "
-                    "`sectorflow serve-key ID --tenant T`)", task, ", ".join(ids))
+        log.warning("%s", shared_state_warning(task, ids))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

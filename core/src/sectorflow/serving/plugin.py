@@ -7,6 +7,7 @@ FastAPI and uvicorn are imported only when the command runs, so the CLI works wi
 from __future__ import annotations
 
 import json
+import shlex
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -68,5 +69,29 @@ def sectorflow_register_commands(app: typer.Typer) -> None:
         lines.append(f"scopes = [{scopes}]")
         typer.echo("[[keys]]\n" + "\n".join(lines))
         if tenant is None:
-            typer.echo("# no --tenant: this key shares stateful tasks' state with every other key without one",
-                       err=True)
+            typer.echo(_no_tenant_note(key_id, scope), err=True)
+
+
+def _no_tenant_note(key_id: str, scopes: list[str]) -> str:
+    """``serve-key``'s note on a key made without ``--tenant``: it names the key and the stateful registered tasks
+    its scopes reach, and the command that makes it with a tenant (the secret is never in it)."""
+    from .. import host
+
+    try:
+        stateful = {name: spec for name, spec in host.registered_tasks().items() if spec.stateful}
+    except Exception:  # noqa: BLE001 (a broken plugin must not stop the key being printed; the server names it)
+        stateful = {}
+    reached = sorted(name for name, spec in stateful.items() if "task:*" in scopes
+                     or any(f"task:{n}" in scopes for n in (name, *spec.aliases)))
+    again = " ".join(["sectorflow serve-key", shlex.quote(key_id), *(f"--scope {shlex.quote(s)}" for s in scopes),
+                      "--tenant T"])
+    if reached:
+        what = ("stateful task " if len(reached) == 1 else "stateful tasks ") + ", ".join(map(repr, reached))
+    elif stateful and "task:*" not in scopes:
+        return (f"# no --tenant: key {key_id!r} calls no stateful task (the stateful ones: "
+                f"{', '.join(map(repr, sorted(stateful)))}), so it shares no state now; a tenant only matters if its "
+                "scopes grow to one")
+    else:
+        what = "stateful tasks"
+    return (f"# no --tenant: key {key_id!r} shares the state of {what} with every other key without a tenant (the "
+            f"default tenant's state); if it is another institution's key, make it with a tenant: {again}")

@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from sectorflow import Bundle, BundleError, ConfigError, import_paddle, load_bundle, load_pdparams, write_manifest
+from sectorflow import (Bundle, BundleError, ConfigError, import_paddle, load_bundle, load_pdparams, paddle_notes_filtered,
+                        write_manifest)
 from sectorflow_text_encoder import BertConfig, dequantize_state_int8, load_bert_weights
 
 from .intent_model import IntentModel
@@ -80,8 +81,9 @@ def inference_bundle(bundle: Bundle) -> Bundle:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=target.parent))
     try:
-        paddle.jit.save(model, str(tmp / "model"),
-                        input_spec=[paddle.static.InputSpec([None, None], "int64", name="input_ids")])
+        with paddle_notes_filtered():  # Paddle 3.3's tracing notes (see sectorflow._paddle)
+            paddle.jit.save(model, str(tmp / "model"),
+                            input_spec=[paddle.static.InputSpec([None, None], "int64", name="input_ids")])
         write_manifest(tmp, task="customer_service", name=f"{bundle.name}-inference", version=bundle.version,
                        format="paddle-inference", precision="fp32", source_bundle_sha256=bundle.sha256,
                        outputs=["embedding"] + [name for name, _ in heads_of(bundle)])

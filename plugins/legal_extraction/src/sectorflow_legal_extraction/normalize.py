@@ -428,6 +428,11 @@ def dates_in(text: str, date_order: str = "MDY") -> list[tuple[int, int, str, st
     return out
 
 
+REDACTED_TERM_END = "the term's end is redacted in the text ([*****]): left out"
+"""The warning of a term whose end the copy blanks out (English "through [*****]", Chinese 至[*****]止 /
+至****年**月**日止): the end is left out, never read from another date."""
+
+
 # --- durations ----------------------------------------------------------------------------------------------------
 
 _EN_NUMBERS = {w: i for i, w in enumerate(

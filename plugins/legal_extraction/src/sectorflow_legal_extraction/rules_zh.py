@@ -205,8 +205,18 @@ def effective_date(text: str, spans: list[tuple[int, int]], date_order: str = "M
     return _dated(text, spans, re.compile(r"生效"), "effective_date", relative_ok=True, date_order=date_order)
 
 
+_MASK = r"[*＊×]"
+_REDACTED_END = re.compile(r"(?:至|到)\s*(?:于\s*)?(?:[\[【［][\s*＊×]*" + _MASK + r"[\s*＊×]*[\]】］]|" + _MASK + r"{3,}|"
+                          r"(?=[^日，。；]{0,12}" + _MASK + r")"
+                          r"[\d〇零一二三四五六七八九十*＊×]{2,4}年[\d〇零一二三四五六七八九十*＊×]{1,2}月"
+                          r"[\d〇零一二三四五六七八九十*＊×]{1,3}日)")
+"""An end the copy blanks out: 至[*****]止, 至****年**月**日止, 至2024年**月**日 (a date with a masked part)."""
+
+
 def term(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> list[Extraction]:
-    """租赁期限/合同期限/有效期: from-to dates ("自2023年3月1日起至2024年2月29日止") and/or a duration."""
+    """租赁期限/合同期限/有效期: from-to dates ("自2023年3月1日起至2024年2月29日止") and/or a duration. An end the copy
+    redacts (至[*****]止, 至****年**月**日止) is left out with the warning :data:`~.normalize.REDACTED_TERM_END`, as in
+    English, never read from another date."""
     cue = re.compile(r"(?:租赁|合同|服务|许可|借款)?期限|有效期")
     for start, end in spans:
         sentence = text[start:end]
@@ -228,8 +238,9 @@ def term(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> li
         if duration:
             value["duration"] = duration["iso"]
         if value:
+            redacted = "end" not in value and _REDACTED_END.search(sentence)
             return [Extraction(text=sentence, start=start, end=end, value=value, confidence=0.85,
-                               source="rule:zh_term")]
+                               source="rule:zh_term", warnings=[nz.REDACTED_TERM_END] if redacted else [])]
     return []
 
 

@@ -49,6 +49,31 @@ HYPOTHETICAL_CUES = frozenset({
 
 _LOWERED = re.compile(r"\b(?:less|least|not)[\s-]+$", re.IGNORECASE)
 
+TRAILING_CUES = frozenset({
+    "likely", "probably", "probable", "possibly", "possible", "suspected", "questionable", "equivocal", "unlikely",
+    "very unlikely", "可能", "可能性大", "可能大", "可能性小", "可能性不大", "待排", "待排除", "待除外", "待查", "不除外",
+    "不排除", "未除外"})
+"""Hedges that, set off by a comma after a finding at the end of its sentence, govern that finding ("Pneumonia,
+likely.", "Right lower lobe pneumonia, probably.", 右肺下叶肺炎，可能性大。). pyConText's lexical knowledge base
+(Chapman et al., ``KB/lexical_kb_05042016.tsv``, read in a stored copy) gives "likely", "possible", "probable",
+"equivocal" and "unlikely" both directions and "suspected" the backward one; medspaCy's default English rules give
+"possible", "probably", "likely" only the forward one, so there "Pneumonia, likely." keeps no hedge."""
+
+_TRAILING_GAP = re.compile(r"\s*(?:(?:in|at|within|on|along|involving)\b[^.;,:!?。；，：]*)?[,，]\s*"
+                           r"(?:(?:most|more|less|least|very|quite)\s+)?$", re.IGNORECASE)
+_TRAILING_END = re.compile(r"[\s)）]*(?:[.;!?。；！？\n]|$)")
+
+
+def trails(text: str, finding_end: int, cue_start: int, cue_end: int) -> bool:
+    """Whether the uncertainty cue at ``text[cue_start:cue_end]`` is a trailing hedge of the finding that ends at
+    ``finding_end``: one of :data:`TRAILING_CUES`, after only a site phrase ("in the right lower lobe") and one
+    comma (a "most" / "less" may stand before it), and with nothing but the end of the sentence after it. "Right
+    lower lobe opacity, likely pneumonia." (the hedge names another finding), "Small effusion, possibly loculated."
+    and "Nodule, unlikely to be significant." (it qualifies an attribute or an interpretation) are none."""
+    if cue_start < finding_end or _surface(fold_width(text[cue_start:cue_end])) not in TRAILING_CUES:
+        return False
+    return bool(_TRAILING_GAP.fullmatch(text, finding_end, cue_start) and _TRAILING_END.match(text, cue_end))
+
 
 def _surface(cue: str) -> str:
     return re.sub(r"[\s-]+", " ", cue.strip().lower())

@@ -14,7 +14,7 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from .certainty import certainty_of
+from .certainty import certainty_of, trails
 from .exam import history_spans, read_exam
 from .identity import characterisations, restatements
 from .lexicon import FINDINGS, LUNG_LESIONS, NODULAR_FORMS, PLURALS, Entry, lexicon
@@ -487,7 +487,10 @@ def _assert(text: str, toks: list[Token], findings: list[Finding], sents: list[t
                 # the pre-cue "未见", so it also governs the findings after it
                 if not pre and t.end <= f.start and _lang(e) == "zh" and text[t.start:t.end] in _COLON_NEG:
                     pre = True
-                if pre and t.end <= f.start:
+                if e.key.startswith("unc") and trails(text, f.end, t.start, t.end) \
+                        and not any(f.end <= g.start < t.start for g in findings_here):
+                    dist = t.start - f.end  # "Pneumonia, likely.", 肺炎，可能性大。: a trailing hedge (certainty.trails)
+                elif pre and t.end <= f.start:
                     between = text[t.end:f.start]
                     if _lang(e) == "zh" and re.search(r"[，,]", between) \
                             and not _zh_list_continues(text, t.end, f, findings_here, c_end):

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from sectorflow import import_paddle
+from sectorflow import import_paddle, paddle_notes_filtered
 
 TAGS = ("O", "B-ANAT", "I-ANAT", "B-FIND", "I-FIND")
 EMBED, HIDDEN = 64, 64
@@ -138,9 +138,10 @@ def save_inference(layer: Any, prefix: str) -> None:
     """``paddle.jit.save`` of :func:`make_export_layer` of ``layer`` to ``prefix`` (``.json`` + ``.pdiparams``),
     inputs ``chars`` int64 ``[batch, time]`` and ``lengths`` int64 ``[batch]``."""
     paddle = import_paddle()
-    paddle.jit.save(make_export_layer(layer), prefix, input_spec=[
-        paddle.static.InputSpec([None, None], "int64", name="chars"),
-        paddle.static.InputSpec([None], "int64", name="lengths")])
+    with paddle_notes_filtered():  # Paddle 3.3's tracing notes (see sectorflow._paddle)
+        paddle.jit.save(make_export_layer(layer), prefix, input_spec=[
+            paddle.static.InputSpec([None, None], "int64", name="chars"),
+            paddle.static.InputSpec([None], "int64", name="lengths")])
 
 
 def batches(data: list[tuple[np.ndarray, np.ndarray]], size: int, rng: np.random.Generator | None):

@@ -24,6 +24,7 @@ from sectorflow import (
     InvalidInputError,
     PredictorPool,
     import_paddle,
+    paddle_notes_filtered,
     load_bundle,
     write_manifest,
 )
@@ -88,7 +89,8 @@ def export_inference(bundle: Bundle, cache_dir: Path) -> Bundle:
         layer = wrap_for_export(build_eager(bundle)[0])
         spec = [paddle.static.InputSpec([None, None, 384], "float32", "token_embeddings"),
                 paddle.static.InputSpec([None, None], "int64", "attention_mask")]
-        paddle.jit.save(layer, str(work / "model"), input_spec=spec)
+        with paddle_notes_filtered():  # Paddle 3.3's tracing notes (see sectorflow._paddle)
+            paddle.jit.save(layer, str(work / "model"), input_spec=spec)
         write_manifest(work, task=_TASK, name=bundle.name, version=bundle.version, format="paddle-inference",
                        precision="fp32", model_prefix="model",
                        provenance={"exported_from": bundle.sha256, "by": "sectorflow_customer_service.e5",

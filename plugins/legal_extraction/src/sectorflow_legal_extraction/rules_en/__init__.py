@@ -386,6 +386,11 @@ _TERM_CUE = re.compile(r"(?:initial\s+)?term\s+of\s+(?:this\s+agreement\s+)?(?:s
                        r"(?=commence|begin|start|run|expire|end)|"
                        r"\b(?:agreement|term|contract|venture|promotion|engagement)(?:\s*\([^()]{0,30}\))?\s+"
                        r"(?:shall|will)\s+(?:automatically\s+)?(?=commence|begin|start)|"
+                       # "This Agreement shall be effective commencing on <date> and continuing through [*****]"
+                       r"\b(?:agreement|contract)(?:\s*\([^()]{0,30}\))?\s+(?:shall|will)\s+(?:be\s+effective|"
+                       r"become\s+effective|take\s+effect|(?:be|remain)\s+in\s+(?:full\s+)?(?:force\s+and\s+)?"
+                       r"effect|be\s+in\s+(?:full\s+)?force)\s+(?:for\s+(?:a|the)\s+period\s+)?"
+                       r"(?=commenc|begin|start)|"
                        r"shall\s+(?:continue|remain)\s+in\s+(?:full\s+)?(?:force\s+and\s+effect\s+)?(?:for|until)\s+",
                        re.IGNORECASE)
 _TERM_START = re.compile(r"(?:\bcommenc\w*|\bbegin\w*|\bstart\w*|\beffective|\bfrom|\bas\s+of|\bon\s+and\s+after)"
@@ -447,7 +452,7 @@ def term(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> li
     value.update({k: found[k][3] for k in ("start", "end") if k in found})
     parts = [found[k] for k in ("duration", "start", "end") if k in found]
     b, e = min(p[0] for p in parts), max(p[1] for p in parts)
-    warnings = ["the term's end is redacted in the text ([*****]): left out"] if found["redacted_end"] else []
+    warnings = [nz.REDACTED_TERM_END] if found["redacted_end"] else []
     return [Extraction(text=text[b:e], start=b, end=e, value=value, confidence=0.7 if "duration" in found else 0.65,
                        source="rule:en_term", warnings=warnings)]
 
