@@ -160,6 +160,27 @@ def replay_row(ordered: list[Transaction], times: list[float], index: int, accou
     return None
 
 
+def scored_row(positions: dict[str, int], account_scores: dict[str, dict[str, float]], account: str,
+               transaction_ids: list[str], model_score: float | None = None) -> tuple[str, float] | None:
+    """``(transaction id, score)`` of the row a case's model score was read at (the module docstring, "Which row"):
+    the latest scored transaction when its score is the case's ``model_score`` and the highest is not (a book
+    reading each period's close), else the highest-scored one (the earliest on a tie); ``None`` when the model
+    scored none of ``transaction_ids`` found in ``positions``."""
+    best = latest = None
+    for tid in transaction_ids:
+        score = (account_scores.get(tid) or {}).get(account)
+        if score is not None and tid in positions:
+            if best is None or (score, -positions[tid]) > best[:2]:
+                best = (score, -positions[tid], tid)
+            if latest is None or positions[tid] > latest[0]:
+                latest = (positions[tid], score, tid)
+    if best is None or latest is None:
+        return None
+    if model_score is not None and latest[1] == model_score and best[0] != model_score:
+        return latest[2], latest[1]  # a period-close score (case_model_score="close")
+    return best[2], best[0]
+
+
 def case_contributions(scorer: Any, ordered: list[Transaction], times: list[float], positions: dict[str, int],
                        account_scores: dict[str, dict[str, float]], account: str,
                        transaction_ids: list[str], model_score: float | None = None) -> dict[str, Any]:
@@ -185,21 +206,11 @@ def case_contributions(scorer: Any, ordered: list[Transaction], times: list[floa
     mlp = getattr(scorer, "_margin", None) if booster is None else None
     if booster is None and not hasattr(mlp, "layers"):
         return {"available": False, "why": "feature contributions are not available for this model kind"}
-    best = latest = None
-    for tid in transaction_ids:
-        score = (account_scores.get(tid) or {}).get(account)
-        if score is not None and tid in positions:
-            if best is None or (score, -positions[tid]) > best[:2]:
-                best = (score, -positions[tid], tid)
-            if latest is None or positions[tid] > latest[0]:
-                latest = (positions[tid], score, tid)
-    if best is None or latest is None:
+    found = scored_row(positions, account_scores, account, transaction_ids, model_score)
+    if found is None:
         return {"available": False, "why": "the account model scored none of the case's transactions found in the "
                                            "input"}
-    if model_score is not None and latest[1] == model_score and best[0] != model_score:
-        score, tid = latest[1], latest[2]  # a period-close score (case_model_score="close")
-    else:
-        score, _, tid = best
+    tid, score = found
     row = replay_row(ordered, times, positions[tid], account, scorer.lookback_days)
     if row is None:
         return {"available": False, "why": f"transaction {tid} does not touch account {account}"}
