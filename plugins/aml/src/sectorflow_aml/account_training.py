@@ -7,10 +7,11 @@
 - Training points (``points``, :data:`POINTS`): ``"daily"`` (the default, the shipped bundle's): one snapshot per
   account per day it is active (its row after its last transaction of that UTC day), or ``"month_end"``: each
   account's row after its last transaction of each UTC calendar month (:func:`month_end_rows`: the month-close row;
-  a bundle trained so has its cases read at each period's close, :mod:`sectorflow_aml.cases`). Rows are labelled with the account's label; accounts without a label are left out.
-  The points decide the validation rows too: ``"daily"`` validates on every row of the validation accounts
-  (account score = max over every row), ``"month_end"`` on their month-end rows (account score = max over its
-  month-close scores), so early stopping, calibration and the threshold are chosen where the model is read.
+  a bundle trained so has its cases read at each period's close, :mod:`sectorflow_aml.cases`). Rows are labelled
+  with the account's label; accounts without a label are left out. The points decide the validation rows too:
+  ``"daily"`` validates on every row of the validation accounts (account score = max over every row),
+  ``"month_end"`` on their month-end rows (account score = max over its month-close scores), so early stopping,
+  calibration and the threshold are chosen where the model is read.
 - Split (:func:`split_accounts`): a seeded, stratified share of the labelled accounts is held out for validation
   (model choice, early stopping, calibration, metrics), and of the training accounts only the days before the last
   ``time_holdout`` share of the period are trained on, so validation is later in time and on other accounts.

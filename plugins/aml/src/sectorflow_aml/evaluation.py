@@ -4,7 +4,8 @@ An account's score is the max of its ``account_scores`` over the results (:func:
 ``account_score="close"``, for a bundle trained on month-end rows, the max over its calendar months of its
 **month-close score**, its ``account_scores`` entry after its last transaction of the month: where such a bundle's
 cases are read, docs/aml.md "The case score: highest or month close"); labelled accounts that never appear score 0.
-Months are those of the run's input (``--transactions``); without it the whole run is one period. Metrics (:func:`evaluate_scores`, numpy only, from :mod:`sectorflow_aml.metrics`):
+Months are those of the run's input (``--transactions``); without it the whole run is one period. Metrics
+(:func:`evaluate_scores`, numpy only, from :mod:`sectorflow_aml.metrics`):
 
 - ``average_precision``, ``precision_at_k`` (K = labelled laundering accounts), ``recall_at_1pct_fpr``, base rate;
 - ``budget``: each calendar month, the ``budget_share`` (1 %) highest-scored active accounts of the month (active:
@@ -216,8 +217,9 @@ def evaluate_results(results: str | Path, labels: Labels, months: Mapping[str, i
 
     Raises:
         ConfigError: an unknown ``account_score``. InvalidInputError: a missing or malformed results file, results
-            without ``account_scores``, results of another transaction file. LabelsError: fewer than :data:`~sectorflow_aml.labels.MIN_LABEL_OVERLAP` of the
-            labelled accounts are among the results' accounts (labels of another dataset).
+            without ``account_scores``, results of another transaction file. LabelsError: fewer than
+            :data:`~sectorflow_aml.labels.MIN_LABEL_OVERLAP` of the labelled accounts are among the results'
+            accounts (labels of another dataset).
     """
     if transactions is not None:
         check_results_match(read_results(results), transactions, str(results), transactions_name)
