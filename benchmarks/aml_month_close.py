@@ -5,10 +5,11 @@ score: highest or month close"; docs/benchmarks/aml.md, "Month-close score: chec
         [--json OUT]
 
 Two trainings of :func:`~sectorflow_aml.account_training.train` on the same files, seed and split, differing only in
-``points``: ``daily`` (daily snapshot rows; account score = max over every row, the scoring before 2 Dec 2026) and
+``points``: ``daily`` (daily snapshot rows; account score = max over every row, the shipped scoring) and
 ``month_end`` (month-end rows; account score = max over the account's month-close scores, what ``sectorflow aml
 evaluate --account-score close`` and the case book of such a bundle read). Each is scored as it is read
-(:func:`~sectorflow_aml.account_training.account_scores`). Nothing here reads AMLGentex dev_s303 (the held-out figure) or chooses anything:
+(:func:`~sectorflow_aml.account_training.account_scores`). Nothing here reads AMLGentex dev_s303 (the held-out
+figure) or chooses anything:
 
 - ``gentex``: trained on dev_s101 + dev_s202 (their validation accounts, where the month-close score was found, are
   printed for reference); checked on **dev3b_s404** (another AMLGentex configuration, three banks, never trained on
