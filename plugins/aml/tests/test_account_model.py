@@ -429,6 +429,9 @@ def test_month_end_training_is_read_at_each_periods_close_end_to_end(gentex_slic
                      "--account-score", "mean"]) == 2
     assert cli_main(["aml", "train", str(gentex_slice), "--labels", str(GENTEX / "accounts.csv.gz"), "--format",
                      "amlgentex", "--out", str(tmp_path / "c"), "--points", "weekly"]) == 2
+    assert cli_main(["aml", "train", str(gentex_slice), "--labels", str(GENTEX / "accounts.csv.gz"), "--format",
+                     "amlgentex", "--out", str(tmp_path / "c"), "--points", "month_end", "--model", "mlp"]) == 2
+    assert not (tmp_path / "c").exists()
 
 
 @needs_data

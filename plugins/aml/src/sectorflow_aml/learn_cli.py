@@ -169,6 +169,9 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
     """
     if points is not None and points not in POINTS:
         raise ConfigError(f"--points {points!r}: give {' or '.join(POINTS)}.", details={"points": points})
+    if model == "mlp" and points not in (None, "daily"):
+        raise ConfigError(f"--points {points}: the mlp model trains on daily snapshots only (give --points daily "
+                          "or leave it out, or use --model gbdt).", details={"points": points})
     if model not in ("gbdt", "mlp"):
         raise ConfigError(f"--model {model!r}: give gbdt (LightGBM) or mlp (a network that federated training "
                           "can average).")
@@ -204,9 +207,6 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
     if model == "mlp":
         from .account_mlp import train_mlp, write_mlp_bundle
 
-        if points not in (None, "daily"):
-            raise ConfigError(f"--points {points}: the mlp model trains on daily snapshots only (give --points daily "
-                              "or leave it out, or use --model gbdt).")
 
         mlp = train_mlp(reps, [lab for _, lab in pairs], seed=seed, val_share=val_share, log=log)
         manifest_path = write_mlp_bundle(out, mlp, lookback_days=lookback_days, datasets=datasets, command=command,
