@@ -17,7 +17,8 @@ figure) or chooses anything:
   (what a ``sectorflow run aml --history`` stream gives: every window full from its first output; the month-close
   rows are then the month-end rows after that day).
 - ``amlsim``: AMLSim leave-one-run-out (train on two runs, test on the third, as benchmarks/aml_learning.py
-  ``--only amlsim``): AP, precision at K, recall at 1 % FPR, and F1 at each model's own validation threshold of best F1.
+  ``--only amlsim``): AP, precision at K, recall at 1 % FPR, and F1 at each model's own validation threshold of best
+  F1; also with a warm window (the test run's rows from day 30 on).
 
 Bootstrap: stratified paired resamples of the test accounts, the 95 % interval of AP(month_end) - AP(daily) and the
 share of draws above 0.
@@ -143,14 +144,19 @@ def run_amlsim(out: dict, n_boot: int) -> None:
         labs[r] = read_labels(L.AMLSIM / r / "nodes.csv.gz")
     for test in (runs[2], runs[0], runs[1]):
         tr = [r for r in runs if r != test]
-        per, thr, y = {}, {}, None
+        models, thr = {}, {}
         for p in POINTS:
-            m = train([reps[r] for r in tr], [labs[r] for r in tr], seed=SEED, points=p)
+            models[p] = m = train([reps[r] for r in tr], [labs[r] for r in tr], seed=SEED, points=p)
             thr[p] = m.metrics["threshold_best_f1"]
-            per[p], y = labelled(reps[test], labs[test], scores_at(m, reps[test], p))
             out.setdefault("amlsim_trees", {}).setdefault(test, {})[p] = m.num_trees
             out.setdefault("amlsim_validation_ap", {}).setdefault(test, {})[p] = m.metrics["average_precision"]
-        out[f"amlsim_{test}"] = compare(f"AMLSim train {'+'.join(tr)} -> test {test}", per, y, thr, n_boot)
+        for warm in (False, True):
+            per, y = {}, None
+            for p in POINTS:
+                per[p], y = labelled(reps[test], labs[test], scores_at(models[p], reps[test], p, warm))
+            out[f"amlsim_{test}{'_warm' if warm else ''}"] = compare(
+                f"AMLSim train {'+'.join(tr)} -> test {test}{' (warm window: rows from day 30)' if warm else ''}",
+                per, y, thr, n_boot)
 
 
 def main() -> None:
