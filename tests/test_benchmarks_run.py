@@ -29,6 +29,7 @@ SCRIPTS = [
      "bytes per windowed transaction"),
     ("aml_learning.py", ["--only", "amlgentex", "--only", "baseline", "--max-rows", "30000"], "window-exact"),
     ("aml_model_vs_baseline.py", ["--quick", "--boot", "20"], "ap - model [95%]"),
+    ("aml_month_close.py", ["--max-rows", "30000", "--boot", "20"], "ap diff"),
     ("aml_amlsim_ceiling.py", ["--max-rows", "20000"], "oracle"),
     ("aml_equality.py", ["--rev", "HEAD", "--runs", "20K_cycle200", "--n", "400", "--chunk", "150"], "all equal"),
     ("faq_search.py", ["--sizes", "500", "--dims", "16", "--queries", "70", "--repeats", "1"], "ms/query"),

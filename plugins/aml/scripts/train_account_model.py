@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 
 from sectorflow import write_manifest
-from sectorflow_aml.account_training import (account_max, evaluate_replay, replay, score_replay,
+from sectorflow_aml.account_training import (DEFAULT_POINTS, POINTS, account_scores, evaluate_replay, replay,
                                              train)
 from sectorflow_aml.everyday import everyday_bank
 from sectorflow_aml.labels import Labels, read_labels
-from sectorflow_aml.learn_cli import MODEL_FILE
+from sectorflow_aml.learn_cli import FITTED_ON, MODEL_FILE
 from sectorflow_aml.account_scorer import ACCOUNT_CONFIG
 from sectorflow_aml.account_features import ACCOUNT_FEATURES
 from sectorflow_aml.loaders import load_transactions
@@ -59,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=BUNDLE)
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--points", choices=POINTS, default=DEFAULT_POINTS,
+                        help="training and scoring points (sectorflow_aml.account_training.POINTS)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     reps, labels, datasets = [], [], []
@@ -82,16 +84,17 @@ def main(argv: list[str] | None = None) -> int:
                          "labelled_accounts": len(lab), "laundering_accounts": lab.positives})
         print(f"{rep.name}: {rep.n_transactions:,} transactions, {rep.x.shape[0]:,} rows ({rep.seconds:.1f} s)",
               flush=True)
-    trained = train(reps, labels, seed=args.seed, log=lambda m: print(m, flush=True))
+    trained = train(reps, labels, seed=args.seed, log=lambda m: print(m, flush=True), points=args.points)
     threshold = trained.metrics["threshold_best_f1"]
 
     folder = DATA / "amlgentex_dev" / GENTEX_TEST
     txns, _ = load_transactions(folder / "transactions.csv.gz", format="amlgentex")
     test_rep = replay(txns, LOOKBACK_DAYS, name=f"amlgentex_dev/{GENTEX_TEST}")
-    test = evaluate_replay(trained.model_text, trained.platt, test_rep, read_labels(folder / "accounts.csv.gz"))
+    test = evaluate_replay(trained.model_text, trained.platt, test_rep, read_labels(folder / "accounts.csv.gz"),
+                           args.points)
     txns = everyday_bank(EVERYDAY_TEST)
     every = replay(txns, LOOKBACK_DAYS, name=f"everyday-{EVERYDAY_TEST}")
-    s = account_max(score_replay(trained.model_text, trained.platt, every), every.account, len(every.accounts))
+    s = account_scores(trained.model_text, trained.platt, every, args.points)
     everyday = {"accounts": int(s.size), "at_or_above_threshold": int(np.sum(s >= threshold)),
                 "max_score": round(float(s.max()), 4), "median_score": round(float(np.median(s)), 4)}
     datasets += [{"name": test_rep.name, "role": "test (never trained or tuned on)", "sha256_as_read": test_rep.digest,
@@ -106,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     (out / MODEL_FILE).write_text(trained.model_text, encoding="utf-8")
     config = {"feature_names": list(ACCOUNT_FEATURES), "lookback_days": LOOKBACK_DAYS, "model_file": MODEL_FILE,
               "calibration": {"method": "platt", "a": trained.platt[0], "b": trained.platt[1],
-                              "fitted_on": "validation account-month maxima"},
-              "threshold": threshold, "num_trees": trained.num_trees}
+                              "fitted_on": FITTED_ON[args.points]},
+              "threshold": threshold, "num_trees": trained.num_trees, "training_points": args.points}
     (out / ACCOUNT_CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     manifest_path = out / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {

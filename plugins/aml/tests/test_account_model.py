@@ -331,6 +331,7 @@ def test_validation_history_equals_whole_model_predictions(gentex_slice):
     history = trained.metrics["history"]
     assert [it for it, _ in history] == [25, 50, 75, 100][:len(history)] and len(history) >= 2
     y = labels_of(rep, labels)
+    assert trained.metrics["points"] == "daily"  # the default
     _, _, xv, av, _, yv_acc = _stack([rep], [y], [split_accounts(y, 0.25, 5)], 0.2)
     vmask = yv_acc >= 0
     booster = lgb.Booster(model_str=trained.model_text)
@@ -341,3 +342,123 @@ def test_validation_history_equals_whole_model_predictions(gentex_slice):
             assert round(average_precision(account_max(raw, av, yv_acc.size)[vmask], yv_acc[vmask]), 6) == ap
             checked += 1
     assert checked >= 1 and trained.metrics["validation_ap_of_rounds"] == dict(history)[trained.num_trees]
+
+
+# --- month-close points (training points "month_end", case_model_score "close") -----------------------------------
+
+def test_month_end_rows_are_each_accounts_last_row_of_each_month():
+    from sectorflow_aml.account_training import Replay, month_end_rows, scoring_rows
+
+    account = np.array([0, 1, 0, 0, 1, 2, 0, 1])
+    month = np.array([5, 5, 5, 6, 6, 6, 6, 6])
+    rep = Replay("t", np.zeros((8, len(ACCOUNT_FEATURES)), np.float32), account, month * 30, month,
+                 np.ones(8, bool), ["a", "b", "c"], 8, 0.0)
+    assert month_end_rows(rep).tolist() == [False, True, True, False, False, True, True, True]
+    assert scoring_rows(rep, "daily").all()
+    with pytest.raises(ValueError, match="training points 'weekly'"):
+        scoring_rows(rep, "weekly")
+
+
+@needs_data
+def test_month_end_training_is_read_at_each_periods_close_end_to_end(gentex_slice, tmp_path, cli_main):
+    """A model trained on month-end rows: its validation history is the AP of the validation accounts' month-end rows;
+    its bundle makes the case book read each case's latest score (``case_model_score="close"``), which is what
+    ``aml evaluate --account-score close`` and the replay's month-close account scores read too."""
+    import contextlib
+    import io
+
+    import lightgbm as lgb
+    from sectorflow_aml.account_training import (_stack, account_max, account_scores, labels_of, month_end_rows,
+                                                 split_accounts, train)
+    from sectorflow_aml.cases import read_cases
+    from sectorflow_aml.learn_cli import write_account_bundle
+
+    txns, _ = load_transactions(gentex_slice, format="amlgentex")
+    labels = read_labels(GENTEX / "accounts.csv.gz")
+    rep = replay(txns)
+    # the slice's last 20 % of days would hold most month-end rows: train on every day (time_holdout 0)
+    trained = train([rep], [labels], seed=5, rounds=50, points="month_end", time_holdout=0.0)
+    assert trained.metrics["points"] == "month_end" and "month-end rows" in trained.metrics["split"]
+    y = labels_of(rep, labels)
+    val = split_accounts(y, 0.25, 5)
+    _, yt, xv, av, _, yv_acc = _stack([rep], [y], [val], 0.0, "month_end")
+    ends = month_end_rows(rep)
+    assert yt.size == int(np.sum(ends & (y[rep.account] >= 0) & ~val[rep.account]))
+    assert xv.shape[0] == int(np.sum(ends & val[rep.account] & (y[rep.account] >= 0)))
+    booster = lgb.Booster(model_str=trained.model_text)
+    raw = booster.predict(xv, raw_score=True, num_iteration=25, num_threads=1)
+    vmask = yv_acc >= 0
+    assert round(average_precision(account_max(raw, av, yv_acc.size)[vmask], yv_acc[vmask]), 6) == \
+        dict(trained.metrics["history"])[25]
+    out = tmp_path / "b"
+    write_account_bundle(out, trained, lookback_days=30.0, datasets=[], command="test")
+    config = json.loads((out / "account_model.json").read_text())
+    assert config["training_points"] == "month_end" and "month-close" in config["calibration"]["fitted_on"]
+    flow = Taskflow("aml", task_path=str(out), report_timezone="UTC")
+    assert flow.pipeline.case_book.model_score == "close"
+    assert Taskflow("aml", task_path=str(out), case_model_score="max").pipeline.case_book.model_score == "max"
+    results = tmp_path / "r.jsonl"
+    assert cli_main(["run", "aml", str(gentex_slice), "--format", "amlgentex", "--task-path", str(out),
+                     "--output", str(results), "--option", "report_timezone=UTC"]) == 0
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    last: dict[tuple[str, str], float] = {}  # (case id, account) -> the account's latest score in a case update
+    for row in rows:
+        for u in row["cases"]:
+            if u["account"] in row["account_scores"]:
+                last[(u["case_id"], u["account"])] = row["account_scores"][u["account"]]
+    cases = read_cases(results, everything=True)
+    assert cases and all(c.model_score == last[(c.case_id, c.account)] for c in cases)
+    # aml evaluate --account-score close: the replay's month-close account scores
+    index = {a: i for i, a in enumerate(rep.accounts)}
+    expected = account_scores(trained.model_text, trained.platt, rep, "month_end")
+    months = {t.transaction_id: t.timestamp.year * 12 + t.timestamp.month - 1 for t in txns}
+    from sectorflow_aml.evaluation import account_scores_of, read_results
+
+    best, _, _ = account_scores_of(read_results(results), months, "close")
+    assert all(abs(best[a] - expected[index[a]]) <= 1e-6 for a in best)
+    high, _, _ = account_scores_of(read_results(results), months)
+    assert all(high[a] >= best[a] for a in best) and any(high[a] > best[a] for a in best)
+    metrics = evaluate_results(results, labels, months, account_score="close")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert cli_main(["aml", "evaluate", "--results", str(results), "--labels", str(GENTEX / "accounts.csv.gz"),
+                         "--transactions", str(gentex_slice), "--format", "amlgentex", "--account-score", "close",
+                         "--json"]) == 0
+    assert json.loads(buf.getvalue())["average_precision"] == metrics["average_precision"]
+    assert cli_main(["aml", "evaluate", "--results", str(results), "--labels", str(GENTEX / "accounts.csv.gz"),
+                     "--account-score", "mean"]) == 2
+    assert cli_main(["aml", "train", str(gentex_slice), "--labels", str(GENTEX / "accounts.csv.gz"), "--format",
+                     "amlgentex", "--out", str(tmp_path / "c"), "--points", "weekly"]) == 2
+    assert cli_main(["aml", "train", str(gentex_slice), "--labels", str(GENTEX / "accounts.csv.gz"), "--format",
+                     "amlgentex", "--out", str(tmp_path / "c"), "--points", "month_end", "--model", "mlp"]) == 2
+    assert not (tmp_path / "c").exists()
+
+
+@needs_data
+def test_month_close_cases_do_not_depend_on_how_the_stream_is_cut_or_resumed(gentex_slice, tmp_path):
+    """With a bundle trained on month-end rows (``case_model_score="close"``): one at a time, in chunks and in one
+    batch give the same results, and a run resumed from a JSON state equals the uninterrupted one, byte for byte."""
+    from sectorflow_aml.account_training import train
+    from sectorflow_aml.learn_cli import write_account_bundle
+
+    txns, _ = load_transactions(gentex_slice, format="amlgentex")
+    rep = replay(txns)
+    trained = train([rep], [read_labels(GENTEX / "accounts.csv.gz")], seed=5, rounds=25, points="month_end",
+                    time_holdout=0.0)
+    out = tmp_path / "b"
+    write_account_bundle(out, trained, lookback_days=30.0, datasets=[], command="test")
+    part = txns[:4000]
+    flow = Taskflow("aml", task_path=str(out), batch_size=64)
+    assert flow.pipeline.case_book.model_score == "close"
+    full = [r.model_dump_json() for r in flow(part)]
+    assert sum(bool(json.loads(r)["cases"]) for r in full) > 100
+    one = Taskflow("aml", task_path=str(out), batch_size=64)
+    assert [r.model_dump_json() for t in part[:1200] for r in one([t])] == full[:1200]
+    chunked = Taskflow("aml", task_path=str(out), batch_size=64)
+    assert [r.model_dump_json() for i in range(0, 4000, 333) for r in chunked(part[i:i + 333])] == full
+    first = Taskflow("aml", task_path=str(out), batch_size=64)
+    head = [r.model_dump_json() for r in first(part[:2500])]
+    text = json.dumps(first.pipeline.state_dict(), allow_nan=False)
+    fresh = Taskflow("aml", task_path=str(out), batch_size=64)
+    fresh.pipeline.load_state_dict(json.loads(text))
+    assert head + [r.model_dump_json() for r in fresh(part[2500:])] == full

@@ -203,6 +203,42 @@ def test_model_scores_open_cases_and_the_case_keeps_the_highest_in_its_period() 
                                                                                          ("B", 2, False)]
 
 
+def test_close_model_score_is_the_latest_in_its_period_and_can_go_down() -> None:
+    """``case_model_score="close"`` (a bundle trained on month-end rows): the case's model score is its account's
+    score after its latest transaction in the period (at the period's close: the period-close score)."""
+    with pytest.raises(ConfigError, match="case_model_score"):
+        CaseBook(timezone.utc, "month", model_score="mean")
+    book = CaseBook(timezone.utc, "month", budget=1, min_model_score=0.3, model_score="close")
+    assert book.update(_txn(1, "A", "B", T0), 100.0, [], {"A": 0.2, "B": 0.1}) == []  # below the floor
+    (a,) = book.update(_txn(2, "A", "B", T0 + timedelta(hours=1)), 100.0, [], {"A": 0.5, "B": 0.1})
+    assert a.model_score == 0.5 and a.rank == 1
+    a2, b = book.update(_txn(3, "A", "B", T0 + timedelta(hours=2)), 100.0, [_alert("fan_in", ["B"], "t3", 0.6)],
+                        {"A": 0.4, "B": 0.1})
+    assert (a2.model_score, a2.score, b.model_score) == (0.4, 0.4, 0.1)  # the latest, not the highest (0.5)
+    # B's latest 0.45 ranks above A's 0.4 (A's update was made first, while B still stood at 0.1)
+    a3, b3 = book.update(_txn(4, "A", "B", T0 + timedelta(hours=3)), 100.0, [], {"A": 0.4, "B": 0.45})
+    assert (a3.model_score, b3.model_score, a3.rank, b3.rank) == (0.4, 0.45, 1, 1)
+    (a4,) = book.update(_txn(5, "A", "C", T0 + timedelta(hours=4)), 100.0, [], {"A": 0.01, "C": 0.0})
+    assert a4.model_score == 0.01 and a4.rank == 2  # the case stays open below the floor; C opens none
+    final = [(c.account, c.model_score, c.rank) for c in book.cases(everything=True)]
+    assert final == [("B", 0.45, 1), ("A", 0.01, 2)]
+    # a restored book keeps the setting and the scores; a spawned one the setting
+    again = CaseBook(timezone.utc, "month")
+    again.load_state_dict(book.state_dict())
+    assert again.model_score == "close" and [(c.account, c.model_score, c.rank)
+                                             for c in again.cases(everything=True)] == final
+    assert book.spawn().model_score == "close"
+    updates = {u.account: u for u in again.update(_txn(6, "A", "C", T0 + timedelta(hours=5)), 100.0, [],
+                                                  {"A": 0.9, "C": 0.0})}
+    assert updates["A"].model_score == 0.9 and updates["A"].rank == 1
+    assert updates["B"].model_score == 0.45 and updates["B"].rank == 2  # B's counterparty A crossed a tenth
+    # a state written before the option reads as "max"
+    old = book.state_dict()
+    del old["model_score"]
+    again.load_state_dict(old)
+    assert again.model_score == "max"
+
+
 def test_closed_periods_are_pruned_and_late_transactions_of_them_update_nothing() -> None:
     book = CaseBook(timezone.utc, "month")
     jan, feb, mar = (datetime(2024, m, 10, tzinfo=timezone.utc) for m in (1, 2, 3))

@@ -144,3 +144,17 @@ def test_mlp_gradient_x_input_sums_to_its_margin_and_matches_finite_differences(
         f = margin(np.asarray(rows, dtype=np.float32))
         grad = (f[0] - f[1]) / (2 * d)
         assert abs(grad * z[j] - contrib[j]) <= 2e-3 * max(1.0, abs(contrib[j])), (j, grad, contrib[j] / z[j])
+
+
+def test_the_row_is_where_the_case_score_was_read():
+    """The highest-scored transaction (the earliest on a tie), or the latest when the case's model score is the
+    latest score and not the highest (a book reading each period's close)."""
+    from sectorflow_aml.workbench.contributions import scored_row
+
+    positions = {"t1": 0, "t2": 1, "t3": 2, "t4": 3, "x": 4}
+    scores = {"t1": {"A": 0.2}, "t2": {"A": 0.7, "B": 0.9}, "t3": {"A": 0.7}, "t4": {"A": 0.4}, "x": {"A": 0.99}}
+    tids = ["t1", "t2", "t3", "t4", "gone"]  # "x" is not the case's; "gone" is not in the input
+    assert scored_row(positions, scores, "A", tids) == ("t2", 0.7)  # the highest, the earliest of the tie
+    assert scored_row(positions, scores, "A", tids, 0.7) == ("t2", 0.7)
+    assert scored_row(positions, scores, "A", tids, 0.4) == ("t4", 0.4)  # the period-close score
+    assert scored_row(positions, scores, "C", tids) is None

@@ -66,6 +66,7 @@ class AccountScorer:
         self.b = float(calibration["b"])
         self.lookback_days = float(config["lookback_days"])
         self.threshold = config.get("threshold")
+        self.training_points = str(config.get("training_points", "daily"))  # bundles before 2 Dec 2026: daily
         self.feature_names = ACCOUNT_FEATURES
         path = bundle.file(config.get("model_file", "account_model.txt"))
         if config.get("model_kind") == "mlp":  # ``sectorflow aml train --model mlp`` or a federated run

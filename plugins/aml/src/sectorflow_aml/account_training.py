@@ -4,8 +4,14 @@
   :class:`~sectorflow_aml.window.TransactionWindow` and
   :class:`~sectorflow_aml.account_features.AccountFeatureExtractor` that serve ``Taskflow("aml")``: every row the
   pipeline would score is computed (the sender's and the receiver's after each transaction).
-- Training rows: one snapshot per account per day it is active (its row after its last transaction of that UTC
-  day), labelled with the account's label; accounts without a label are left out.
+- Training points (``points``, :data:`POINTS`): ``"daily"`` (the default, the shipped bundle's): one snapshot per
+  account per day it is active (its row after its last transaction of that UTC day), or ``"month_end"``: each
+  account's row after its last transaction of each UTC calendar month (:func:`month_end_rows`: the month-close row;
+  a bundle trained so has its cases read at each period's close, :mod:`sectorflow_aml.cases`). Rows are labelled
+  with the account's label; accounts without a label are left out. The points decide the validation rows too:
+  ``"daily"`` validates on every row of the validation accounts (account score = max over every row),
+  ``"month_end"`` on their month-end rows (account score = max over its month-close scores), so early stopping,
+  calibration and the threshold are chosen where the model is read.
 - Split (:func:`split_accounts`): a seeded, stratified share of the labelled accounts is held out for validation
   (model choice, early stopping, calibration, metrics), and of the training accounts only the days before the last
   ``time_holdout`` share of the period are trained on, so validation is later in time and on other accounts.
@@ -15,9 +21,11 @@
   (:func:`fewest_trees`): scoring cost grows with the trees (about 1.5 us a row per 100 trees), and a smaller AP
   difference than that is far below the validation AP's own sampling noise.
 - Calibration: Platt scaling (logistic on the raw tree margin) fitted on the validation accounts' **period
-  scores** (the max of an account's raw margins over each calendar month, the case score), so the calibrated
-  probability is the probability that an account-month is laundering. Stored in the bundle as JSON.
-- Account-level evaluation (:func:`account_max`): an account's score is the max of its scores over all its rows.
+  scores** (per calendar month: the month-close margin with ``"month_end"``, the max of the month's raw margins
+  with ``"daily"``), so the calibrated probability is the probability that an account-month is laundering. Stored
+  in the bundle as JSON.
+- Account-level evaluation (:func:`account_max`, :func:`evaluate_replay`): an account's score is the max of its
+  scores over its scoring rows (every row, or its month-end rows).
 """
 
 from __future__ import annotations
@@ -114,6 +122,46 @@ def _months(days: np.ndarray) -> np.ndarray:
             m = cache[d] = when.year * 12 + when.month - 1
         out[i] = m
     return out
+
+
+POINTS = ("month_end", "daily")
+"""Training (and validation) points of :func:`train`: see the module docstring."""
+
+DEFAULT_POINTS = "daily"
+"""The points the shipped bundle and ``sectorflow aml train`` use by default. Month ends gained on the validation
+accounts where they were found, but not on AMLSim and not beyond noise on warm windows (docs/aml.md, "The case
+score: highest or month close"), so the default stayed."""
+
+
+def month_end_rows(rep: Replay) -> np.ndarray:
+    """Bool ``[n]``: each account's last row (in arrival order) of each UTC calendar month of ``rep``: its row after
+    its last transaction of the month, the month-close row."""
+    n = rep.account.size
+    out = np.zeros(n, dtype=bool)
+    if not n:
+        return out
+    key = rep.account.astype(np.int64) * 100_000 + (rep.month - rep.month.min())
+    rev = key[::-1]
+    _, first_rev = np.unique(rev, return_index=True)
+    out[n - 1 - first_rev] = True
+    return out
+
+
+def scoring_rows(rep: Replay, points: str) -> np.ndarray:
+    """Bool ``[n]``: the rows an account is scored at under ``points`` (``"daily"``: every row; ``"month_end"``: its
+    month-end rows).
+
+    Raises:
+        ValueError: unknown ``points``.
+    """
+    check_points(points)
+    return np.ones(rep.account.size, dtype=bool) if points == "daily" else month_end_rows(rep)
+
+
+def check_points(points: str) -> None:
+    """Raise ``ValueError`` unless ``points`` is one of :data:`POINTS`."""
+    if points not in POINTS:
+        raise ValueError(f"training points {points!r}: give one of {', '.join(POINTS)}")
 
 
 def labels_of(rep: Replay, labels: Labels) -> np.ndarray:
@@ -243,18 +291,21 @@ def fewest_trees(history: Sequence[tuple[int, float]], tolerance: float = TREE_T
 
 
 def _stack(reps: Sequence[Replay], ys: Sequence[np.ndarray], vals: Sequence[np.ndarray],
-           time_holdout: float) -> tuple[np.ndarray, ...]:
-    """Training snapshot rows / labels and validation rows (all rows of validation accounts) over replays."""
+           time_holdout: float, points: str = "daily") -> tuple[np.ndarray, ...]:
+    """Training rows / labels and validation rows over replays: ``points="daily"``: the training accounts' daily
+    snapshots and every row of the validation accounts; ``"month_end"``: both accounts' month-end rows."""
+    check_points(points)
     xt, yt, xv, av, mv, yv_acc = [], [], [], [], [], []
     offset = 0
     for rep, y_acc, val in zip(reps, ys, vals):
         labelled = y_acc[rep.account] >= 0
         is_val = val[rep.account]
         cut = rep.day.min() + (1 - time_holdout) * (rep.day.max() - rep.day.min() + 1) if rep.day.size else 0
-        train = rep.snapshot & labelled & ~is_val & (rep.day < cut)
+        at = scoring_rows(rep, points)
+        train = rep.snapshot & at & labelled & ~is_val & (rep.day < cut)
         xt.append(rep.x[train])
         yt.append(y_acc[rep.account[train]])
-        vrows = is_val & labelled
+        vrows = is_val & labelled & at
         xv.append(rep.x[vrows])
         av.append(rep.account[vrows] + offset)
         mv.append(rep.month[vrows])
@@ -268,13 +319,15 @@ def _stack(reps: Sequence[Replay], ys: Sequence[np.ndarray], vals: Sequence[np.n
 
 def train(reps: Sequence[Replay], labels: Sequence[Labels], *, seed: int = 20211, val_share: float = 0.25,
           time_holdout: float = 0.2, rounds: int = 600, params: dict[str, Any] | None = None,
-          log: Any = None, tree_tolerance: float = TREE_TOLERANCE) -> Trained:
+          log: Any = None, tree_tolerance: float = TREE_TOLERANCE, points: str = DEFAULT_POINTS) -> Trained:
     """Train, early-stop, calibrate and measure the account model on replays with their labels.
 
-    Validation account AP is measured every 25 trees; training stops 150 trees after the last gain (or at
-    ``rounds``), and the model keeps :func:`fewest_trees` of that history (``tree_tolerance`` 0: the best count).
+    ``points``: the training and validation rows (:data:`POINTS`, the module docstring). Validation account AP is
+    measured every 25 trees; training stops 150 trees after the last gain (or at ``rounds``), and the model keeps
+    :func:`fewest_trees` of that history (``tree_tolerance`` 0: the best count).
 
     Raises:
+        ValueError: unknown ``points``.
         InvalidInputError: (from :mod:`sectorflow_aml.labels` users) no labelled positive or negative account in the
             training or validation split.
     """
@@ -286,7 +339,7 @@ def train(reps: Sequence[Replay], labels: Sequence[Labels], *, seed: int = 20211
     for i, (rep, lab) in enumerate(zip(reps, labels)):
         check_overlap(lab, set(rep.accounts), f"training file {i + 1}")
     vals = [split_accounts(y, val_share, seed + i) for i, y in enumerate(ys)]
-    xt, yt, xv, av, mv, yv_acc = _stack(reps, ys, vals, time_holdout)
+    xt, yt, xv, av, mv, yv_acc = _stack(reps, ys, vals, time_holdout, points)
     if yt.sum() == 0 or yt.sum() == yt.size:
         raise InvalidInputError("The training split has labelled accounts of one class only: label laundering (1) "
                                 "and legitimate (0) accounts that transact in the files.")
@@ -333,11 +386,16 @@ def train(reps: Sequence[Replay], labels: Sequence[Labels], *, seed: int = 20211
     metrics.update(train_rows=int(yt.size), train_positive_rows=int(pos), validation_rows=int(xv.shape[0]),
                    rounds=best_iter, rounds_best_validation_ap=best_ap_iter,
                    validation_ap_of_rounds=dict(history).get(best_iter), best_validation_ap=round(best_ap, 6),
-                   tree_tolerance=tree_tolerance, history=history,
+                   tree_tolerance=tree_tolerance, history=history, points=points,
                    split=f"seeded stratified {val_share:.0%} of labelled accounts per file held out; training "
-                         f"rows: the other accounts' daily snapshots before the last {time_holdout:.0%} of each "
-                         f"file's period")
+                         f"rows: the other accounts' {POINT_WORDS[points]} before the last {time_holdout:.0%} of "
+                         f"each file's period; validation: the held-out accounts' {VAL_WORDS[points]}")
     return Trained(text, (a, b), metrics, p, best_iter)
+
+
+POINT_WORDS = {"daily": "daily snapshots", "month_end": "month-end rows (last row of each UTC calendar month)"}
+VAL_WORDS = {"daily": "every row (account score = max over every row)",
+             "month_end": "month-end rows (account score = max over its month-close scores)"}
 
 
 def score_replay(model_text: str, ab: tuple[float, float], rep: Replay) -> np.ndarray:
@@ -349,10 +407,21 @@ def score_replay(model_text: str, ab: tuple[float, float], rep: Replay) -> np.nd
         if rep.x.shape[0] else np.zeros(0)
 
 
-def evaluate_replay(model_text: str, ab: tuple[float, float], rep: Replay, labels: Labels) -> dict[str, Any]:
-    """Account-level metrics of a model on a replay (account score = max over its rows); unlabelled accounts and
-    labelled accounts that never transact are counted (the latter with score 0)."""
-    s = account_max(score_replay(model_text, ab, rep), rep.account, len(rep.accounts))
+def account_scores(model_text: str, ab: tuple[float, float], rep: Replay, points: str = DEFAULT_POINTS
+                   ) -> np.ndarray:
+    """Each account's score on a replay (float64 ``[len(rep.accounts)]``): the max of its calibrated scores over its
+    scoring rows (:func:`scoring_rows`: every row for ``"daily"``, its month-close rows for ``"month_end"``)."""
+    rows = scoring_rows(rep, points)
+    scores = score_replay(model_text, ab, rep)
+    return account_max(scores[rows], rep.account[rows], len(rep.accounts))
+
+
+def evaluate_replay(model_text: str, ab: tuple[float, float], rep: Replay, labels: Labels,
+                    points: str = DEFAULT_POINTS) -> dict[str, Any]:
+    """Account-level metrics of a model on a replay (account score: :func:`account_scores` under ``points``, as
+    ``sectorflow aml evaluate`` reads results: max over month-close scores, or with ``"daily"`` over every row);
+    unlabelled accounts and labelled accounts that never transact are counted (the latter with score 0)."""
+    s = account_scores(model_text, ab, rep, points)
     index = {a: i for i, a in enumerate(rep.accounts)}
     accounts = sorted(labels.label)
     scores = np.asarray([s[index[a]] if a in index else 0.0 for a in accounts])

@@ -17,9 +17,15 @@ What a case holds (account ``A``, period ``P``):
   deposit or withdrawal, the till or walk-in id the bank books it against, is no party and gets no case), and the
   transactions of every alert whose *subject* is ``A`` (:data:`SUBJECTS`);
 - the typologies and alert ids of those alerts, their scores (strongest per typology), the counterparties;
-- ``model_score``: the highest account risk the account-level model gave ``A`` within ``P`` (the result field
-  ``account_scores``: ``{account: calibrated risk in [0, 1]}`` after each transaction, written by the account model;
-  ``None`` while no such model runs);
+- ``model_score``: what the account-level model says of ``A`` within ``P``, from the result field
+  ``account_scores`` (``{account: calibrated risk in [0, 1]}`` after each transaction, written by the account model;
+  ``None`` while no such model runs), read one of two ways (option ``case_model_score``, :data:`MODEL_SCORES`):
+  ``"max"``, the highest of ``A``'s scores within ``P`` (the default with a bundle trained on daily snapshots, as the
+  shipped one), or ``"close"``, ``A``'s score after its **latest** transaction within ``P`` (the default with a
+  bundle trained on month-end rows, ``sectorflow aml train --points month_end``): once ``P`` is over this is the
+  **period-close score** (for a month, the month-close score, the row such a model is trained and calibrated on);
+  while ``P`` is open it is the latest, so it can go down as well as up (docs/aml.md, "The case score: highest or
+  month close");
 - ``score`` = :func:`case_score` ``(model_score, evidence_score)``: the one place the two are combined;
 - graph evidence (:mod:`sectorflow_aml.case_graph`): ``counterparty_score`` (the highest account-model score among
   ``A``'s counterparties in ``P``, floored to a tenth), ``risky_counterparties`` (those scoring at least 0.5) and
@@ -108,7 +114,13 @@ OPTIONS: dict[str, str] = {
                     "accounts (0.01, the default; or '1%'), or a score threshold ('score>=0.7')",
     "case_min_model_score": "account-model score at or above which a case opens without a typology hit (default 0.05)",
     "case_mandatory": "typologies whose cases are always within the budget (default ['structuring'])",
+    "case_model_score": "how a case reads the account model's scores in its period: max (the highest; default with a "
+                        "bundle trained on daily snapshots) or close (the latest, at the period's close its "
+                        "period-close score; default with a bundle trained on month-end rows)",
 }
+
+MODEL_SCORES = ("max", "close")
+"""Values of option ``case_model_score`` (the module docstring, ``model_score``)."""
 
 
 def case_score(model_score: float | None, evidence_score: float) -> float:
@@ -225,6 +237,7 @@ class CaseBook:
         budget: an :class:`AlertBudget` or what :meth:`AlertBudget.parse` takes.
         min_model_score: account-model score that opens a case without a typology hit.
         mandatory: typologies whose cases are always within the budget.
+        model_score: ``"max"`` or ``"close"`` (:data:`MODEL_SCORES`).
 
     Raises:
         ConfigError: an unknown period, budget or score.
@@ -232,7 +245,7 @@ class CaseBook:
 
     def __init__(self, zone: tzinfo = timezone.utc, period: str = "month", budget: Any = None,
                  min_model_score: float = DEFAULT_MIN_MODEL_SCORE, mandatory: Iterable[str] = DEFAULT_MANDATORY,
-                 ) -> None:
+                 model_score: str = "max") -> None:
         if period not in PERIODS:
             raise ConfigError(f"case_period={period!r}: give one of {', '.join(PERIODS)}.")
         if isinstance(min_model_score, bool) or not isinstance(min_model_score, (int, float)) \
@@ -240,6 +253,10 @@ class CaseBook:
             raise ConfigError(f"case_min_model_score={min_model_score!r}: give a number from 0 to 1.")
         if isinstance(mandatory, str) or not all(isinstance(t, str) for t in mandatory):
             raise ConfigError(f"case_mandatory={mandatory!r}: give a list of typology names.")
+        if model_score not in MODEL_SCORES:
+            raise ConfigError(f"case_model_score={model_score!r}: give {' or '.join(MODEL_SCORES)}.")
+        self.model_score = model_score
+        self.model_close = model_score == "close"
         self.zone, self.period_kind = zone, period
         self.budget = AlertBudget.parse(budget)
         self.min_model_score = float(min_model_score)
@@ -247,15 +264,17 @@ class CaseBook:
         self.reset()
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any], zone: tzinfo) -> CaseBook:
-        """The book for the pipeline's options (:data:`OPTIONS`)."""
+    def from_options(cls, options: Mapping[str, Any], zone: tzinfo, model_score: str = "max") -> CaseBook:
+        """The book for the pipeline's options (:data:`OPTIONS`); ``model_score``: the default of
+        ``case_model_score`` (the pipeline's: ``"close"`` for a bundle trained on month-end rows)."""
         return cls(zone, options.get("case_period", "month"), options.get("alert_budget"),
                    options.get("case_min_model_score", DEFAULT_MIN_MODEL_SCORE),
-                   options.get("case_mandatory", DEFAULT_MANDATORY))
+                   options.get("case_mandatory", DEFAULT_MANDATORY), options.get("case_model_score", model_score))
 
     def spawn(self) -> CaseBook:
         """An empty book with this one's settings (another tenant's: ``AMLPipeline.spawn``)."""
-        return CaseBook(self.zone, self.period_kind, self.budget, self.min_model_score, sorted(self.mandatory))
+        return CaseBook(self.zone, self.period_kind, self.budget, self.min_model_score, sorted(self.mandatory),
+                        self.model_score)
 
     def reset(self) -> None:
         """Forget every case and period."""
@@ -398,7 +417,7 @@ class CaseBook:
                     if other != account:
                         self._add(case.counterparties, other, added_c)
             if model is not None:
-                case.model = model if case.model is None else max(case.model, model)
+                case.model = model if case.model is None or self.model_close else max(case.model, model)
             case.updated = ts
             rank = self._rescore(case)
             ev = evidence_score(case.strongest)
@@ -424,7 +443,7 @@ class CaseBook:
 
     def _rescore(self, case: _Open) -> int:
         """Recompute ``case.score``, move it in its period's ranking; returns its rank (1 = first). A case whose
-        ranking key is unchanged (most updates: no new evidence, no higher model score) stays where it is, and its
+        ranking key is unchanged (most updates: no new evidence, no new model score) stays where it is, and its
         rank is looked up (the same rank the move would give)."""
         ranks = self._ranks[case.period]
         case.score = case_score(case.model, evidence_score(case.strongest))
@@ -466,7 +485,7 @@ class CaseBook:
         with their active accounts, and every open case. :meth:`load_state_dict` restores it exactly."""
         return {"version": 1, "period": self.period_kind, "budget": self.budget.model_dump(),
                 "min_model_score": self.min_model_score, "mandatory": sorted(self.mandatory),
-                "active": {p: sorted(a) for p, a in self._active.items()},
+                "model_score": self.model_score, "active": {p: sorted(a) for p, a in self._active.items()},
                 "graphs": {p: g.state() for p, g in self._graphs.items()},
                 "cases": [c.state() for c in self._open.values()]}
 
@@ -483,6 +502,10 @@ class CaseBook:
             self.budget = AlertBudget.parse(state["budget"])
             self.min_model_score = float(state["min_model_score"])
             self.mandatory = frozenset(state["mandatory"])
+            model_score = state.get("model_score", "max")  # a state written before the option: the highest
+            if model_score not in MODEL_SCORES:
+                raise ValueError(f"model_score {model_score!r}")
+            self.model_score, self.model_close = model_score, model_score == "close"
             self.reset()
             graphs = state.get("graphs", {})  # a state written before the graph evidence has none
             for p, accounts in state["active"].items():

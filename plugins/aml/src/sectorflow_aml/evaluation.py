@@ -1,7 +1,11 @@
 """Account-level evaluation of ``sectorflow run aml`` results against account labels (``sectorflow aml evaluate``).
 
-An account's score is the max of its ``account_scores`` over the results (:func:`account_scores_of`); labelled
-accounts that never appear score 0. Metrics (:func:`evaluate_scores`, numpy only, from :mod:`sectorflow_aml.metrics`):
+An account's score is the max of its ``account_scores`` over the results (:func:`account_scores_of`; with
+``account_score="close"``, for a bundle trained on month-end rows, the max over its calendar months of its
+**month-close score**, its ``account_scores`` entry after its last transaction of the month: where such a bundle's
+cases are read, docs/aml.md "The case score: highest or month close"); labelled accounts that never appear score 0.
+Months are those of the run's input (``--transactions``); without it the whole run is one period. Metrics
+(:func:`evaluate_scores`, numpy only, from :mod:`sectorflow_aml.metrics`):
 
 - ``average_precision``, ``precision_at_k`` (K = labelled laundering accounts), ``recall_at_1pct_fpr``, base rate;
 - ``budget``: each calendar month, the ``budget_share`` (1 %) highest-scored active accounts of the month (active:
@@ -23,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from sectorflow import InvalidInputError, open_text
+from sectorflow import ConfigError, InvalidInputError, open_text
 
 from .labels import MIN_LABEL_OVERLAP, Labels, LabelsError, check_overlap
 from .metrics import average_precision, precision_at_k, recall_at_fpr
@@ -53,13 +57,26 @@ def read_results(path: str | Path) -> Iterable[dict[str, Any]]:
             yield item
 
 
-def account_scores_of(results: Iterable[Mapping[str, Any]], months: Mapping[str, int] | None = None
-                      ) -> tuple[dict[str, float], dict[tuple[str, int], float], set[str]]:
-    """``(account -> max score, (account, month) -> max score, alerted accounts)`` over results.
+ACCOUNT_SCORES = ("max", "close")
+"""How :func:`account_scores_of` reads an account's scores (``sectorflow aml evaluate --account-score``)."""
 
-    ``months``: transaction id -> month number; without it every result is month 0.
+
+def account_scores_of(results: Iterable[Mapping[str, Any]], months: Mapping[str, int] | None = None,
+                      account_score: str = "max",
+                      ) -> tuple[dict[str, float], dict[tuple[str, int], float], set[str]]:
+    """``(account -> score, (account, month) -> period score, alerted accounts)`` over results, in their order.
+
+    ``account_score="max"``: the period score is the max of the account's scores in the month, the account's score
+    the max over all; ``"close"``: the period score is the account's last score of the month (its month-close score),
+    the account's score the max of those. ``months``: transaction id -> month number; without it every result is
+    month 0 (one period).
+
+    Raises:
+        ConfigError: an unknown ``account_score``.
     """
-    best: dict[str, float] = {}
+    if account_score not in ACCOUNT_SCORES:
+        raise ConfigError(f"--account-score {account_score!r}: give {' or '.join(ACCOUNT_SCORES)}.")
+    close = account_score == "close"
     period: dict[tuple[str, int], float] = {}
     alerted: set[str] = set()
     for item in results:
@@ -67,16 +84,18 @@ def account_scores_of(results: Iterable[Mapping[str, Any]], months: Mapping[str,
         month = months.get(item.get("transaction_id"), 0) if months else 0
         for account, score in scores.items():
             score = float(score)
-            if score > best.get(account, -1.0):
-                best[account] = score
             key = (account, month)
-            if score > period.get(key, -1.0):
+            if close or score > period.get(key, -1.0):
                 period[key] = score
         if item.get("flagged") if "flagged" in item else item.get("alert"):  # a rule or model hit (older results:
             # ``alert`` meant that)
             alerted.update(scores)
             for alert in item.get("alerts") or ():
                 alerted.update(alert.get("accounts") or ())
+    best: dict[str, float] = {}
+    for (account, _), score in period.items():
+        if score > best.get(account, -1.0):
+            best[account] = score
     return best, period, alerted
 
 
@@ -189,22 +208,23 @@ def check_results_match(results: Iterable[Mapping[str, Any]], index: Mapping[str
 def evaluate_results(results: str | Path, labels: Labels, months: Mapping[str, int] | None = None,
                      budget_share: float = 0.01,
                      transactions: Mapping[str, tuple[int, str, str]] | None = None,
-                     transactions_name: str = "the transactions") -> dict[str, Any]:
+                     transactions_name: str = "the transactions", account_score: str = "max") -> dict[str, Any]:
     """:func:`evaluate_scores` of a results file (see the module docstring).
 
     ``transactions``: the run's input as :func:`transaction_index` reads it (named ``transactions_name`` in
     messages): the results are checked against it (:func:`check_results_match`) and its months are the budget's
-    periods (``months`` is then ignored).
+    periods (``months`` is then ignored). ``account_score``: as :func:`account_scores_of`.
 
     Raises:
-        InvalidInputError: a missing or malformed results file, results without ``account_scores``, results of
-            another transaction file. LabelsError: fewer than :data:`~sectorflow_aml.labels.MIN_LABEL_OVERLAP` of the
-            labelled accounts are among the results' accounts (labels of another dataset).
+        ConfigError: an unknown ``account_score``. InvalidInputError: a missing or malformed results file, results
+            without ``account_scores``, results of another transaction file. LabelsError: fewer than
+            :data:`~sectorflow_aml.labels.MIN_LABEL_OVERLAP` of the labelled accounts are among the results'
+            accounts (labels of another dataset).
     """
     if transactions is not None:
         check_results_match(read_results(results), transactions, str(results), transactions_name)
         months = {tid: row[0] for tid, row in transactions.items()}
-    best, period, alerted = account_scores_of(read_results(results), months)
+    best, period, alerted = account_scores_of(read_results(results), months, account_score)
     if not best:
         raise InvalidInputError(f"{results} holds no account_scores: run `sectorflow run aml` with a bundle that has an "
                                 "account model (the shipped one, or one from `sectorflow aml train`).")

@@ -26,11 +26,21 @@ from sectorflow import ConfigError, __version__ as core_version, write_manifest
 from . import __version__
 from .account_features import ACCOUNT_FEATURES
 from .account_scorer import ACCOUNT_CONFIG
-from .account_training import Replay, Trained, replay, train
+from .account_training import DEFAULT_POINTS, POINTS, Replay, Trained, replay, train
 from .labels import MIN_LABEL_OVERLAP, Labels, LabelsError, read_labels
 from .loaders import guess_format, load_transactions
 
 MODEL_FILE = "account_model.txt"
+
+FITTED_ON = {"month_end": "validation account-month month-close scores (each account's last row of each UTC month)",
+             "daily": "validation account-month maxima"}
+"""What the bundle's Platt scaling was fitted on, by training points (``account_model.json`` ``calibration``)."""
+
+TRAINING_ROWS = {
+    "month_end": "one row per account per UTC calendar month it is active (its row after its last transaction of the "
+                 "month, the month-close row), labelled with the account label",
+    "daily": "one snapshot per account per UTC day it is active (its row after its last transaction that day), "
+             "labelled with the account label"}
 SHIPPED_BUNDLE = Path(__file__).resolve().parent / "bundle"
 """The plugin's shipped bundle folder (``plugin.BUNDLE_DIR``): ``aml train`` never writes there."""
 
@@ -107,11 +117,13 @@ def write_account_bundle(out: str | Path, trained: Trained, *, lookback_days: fl
     if out.exists() and any(out.iterdir()) and not (out / ACCOUNT_CONFIG).is_file():
         raise ConfigError(f"--out {out} exists and is not an account model bundle: give a new or empty folder.")
     out.mkdir(parents=True, exist_ok=True)
+    points = trained.metrics.get("points", "daily")
     (out / MODEL_FILE).write_text(trained.model_text, encoding="utf-8")
     config = {"feature_names": list(ACCOUNT_FEATURES), "lookback_days": float(lookback_days),
               "model_file": MODEL_FILE, "calibration": {"method": "platt", "a": trained.platt[0], "b": trained.platt[1],
-                                                        "fitted_on": "validation account-month maxima"},
-              "threshold": trained.metrics.get("threshold_best_f1"), "num_trees": trained.num_trees}
+                                                        "fitted_on": FITTED_ON[points]},
+              "threshold": trained.metrics.get("threshold_best_f1"), "num_trees": trained.num_trees,
+              "training_points": points}
     (out / ACCOUNT_CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     try:
         import lightgbm
@@ -125,8 +137,7 @@ def write_account_bundle(out: str | Path, trained: Trained, *, lookback_days: fl
         features=list(ACCOUNT_FEATURES),
         provenance={"command": command, "datasets": datasets, "lookback_days": float(lookback_days),
                     "params": {k: v for k, v in trained.params.items() if k != "verbose"},
-                    "training_rows": "one snapshot per account per UTC day it is active (its row after its last "
-                                     "transaction that day), labelled with the account label",
+                    "training_rows": TRAINING_ROWS[points],
                     "versions": {"sectorflow": core_version, "sectorflow_aml": __version__, "lightgbm": lgb_version,
                                  "python": platform.python_version()},
                     "trained_at": datetime.now(timezone.utc).replace(microsecond=0).isoformat(),
@@ -137,7 +148,7 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
                  fmt: str | None = None, lookback_days: float = 30.0, seed: int = 20211, val_share: float = 0.25,
                  command: str | None = None, log: Callable[[str], None] | None = None,
                  model: str = "gbdt", force: bool = False, name: str | None = None,
-                 version: str | None = None) -> dict[str, Any]:
+                 version: str | None = None, points: str | None = None) -> dict[str, Any]:
     """Train an account model on labelled transaction files and write its bundle; returns the manifest.
 
     ``model``: ``gbdt`` (LightGBM, a ``lightgbm`` bundle) or ``mlp`` (the network of
@@ -149,12 +160,18 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
     the training data's digest).
 
     Raises:
-        ConfigError: neither one labels file nor one per source, an unknown ``model``, or an ``--out`` that
+        ConfigError: neither one labels file nor one per source, an unknown ``model`` or ``points`` (``mlp``: daily
+            only), or an ``--out`` that
             :func:`check_out_folder` refuses.
         LabelsError: a bad labels file, or labels of which fewer than 50 % of the accounts transact in their file(s)
             (:func:`check_label_overlap`).
         InvalidInputError: a split without both classes.
     """
+    if points is not None and points not in POINTS:
+        raise ConfigError(f"--points {points!r}: give {' or '.join(POINTS)}.", details={"points": points})
+    if model == "mlp" and points not in (None, "daily"):
+        raise ConfigError(f"--points {points}: the mlp model trains on daily snapshots only (give --points daily "
+                          "or leave it out, or use --model gbdt).", details={"points": points})
     if model not in ("gbdt", "mlp"):
         raise ConfigError(f"--model {model!r}: give gbdt (LightGBM) or mlp (a network that federated training "
                           "can average).")
@@ -190,11 +207,13 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
     if model == "mlp":
         from .account_mlp import train_mlp, write_mlp_bundle
 
+
         mlp = train_mlp(reps, [lab for _, lab in pairs], seed=seed, val_share=val_share, log=log)
         manifest_path = write_mlp_bundle(out, mlp, lookback_days=lookback_days, datasets=datasets, command=command,
                                          name=name, version=version)
         return json.loads(manifest_path.read_text(encoding="utf-8"))
-    trained = train(reps, [lab for _, lab in pairs], seed=seed, val_share=val_share, log=log)
+    trained = train(reps, [lab for _, lab in pairs], seed=seed, val_share=val_share, log=log,
+                    points=points or DEFAULT_POINTS)
     manifest_path = write_account_bundle(out, trained, lookback_days=lookback_days, datasets=datasets,
                                          command=command, name=name, version=version)
     return json.loads(manifest_path.read_text(encoding="utf-8"))
@@ -219,12 +238,16 @@ def train_command(
         seed: int = typer.Option(20211, "--seed", help="Seed of the validation split and the trees."),
         model: str = typer.Option("gbdt", "--model", help="gbdt (LightGBM) or mlp (a network; the kind "
                                   "`sectorflow federate` averages across banks)."),
+        points: Optional[str] = typer.Option(None, "--points", help="Training points of the gbdt: daily (default: "
+                                             "daily snapshots) or month_end (each account's row at its last "
+                                             "transaction of each UTC month; the bundle's cases are then read at "
+                                             "each period's close)."),
 ) -> None:
     """Train the account risk model on labelled transactions and write a bundle (use it with --task-path)."""
     manifest = train_bundle(transactions, labels, out, fmt=fmt, lookback_days=lookback_days, seed=seed,
                             command=" ".join(["sectorflow aml train", *sys.argv[3:]]) if len(sys.argv) > 3 else None,
                             log=lambda m: typer.echo(m, err=True), model=model, force=force, name=name,
-                            version=version)
+                            version=version, points=points)
     v = manifest["metrics"]["account_level"]["validation"]
     typer.echo(f"wrote {out} ({manifest['name']} {manifest['version']}): validation account AP {v['average_precision']}, precision at K {v['precision_at_k']} "
                f"(K={v['k']}), recall at 1% FPR {v['recall_at_1pct_fpr']} (base rate {v['base_rate']})")
@@ -240,6 +263,10 @@ def evaluate_command(
         budget: str = typer.Option("1%", "--budget", help="Share of active accounts flagged per month: 1% or 0.01 "
                                    "(as `aml cases --budget` writes a share)."),
         as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
+        account_score: str = typer.Option("max", "--account-score", help="An account's score: max (the highest of "
+                                          "its scores, default) or close (the max over months of its month-close "
+                                          "score, its score after its last transaction of the month: for a bundle "
+                                          "trained with --points month_end)."),
 ) -> None:
     """Account-level average precision, precision at K, recall at 1% FPR, budget precision, alert rate."""
     from .evaluation import evaluate_results
@@ -252,7 +279,7 @@ def evaluate_command(
         typer.echo("note: without --transactions the results are not checked against the run's input (results of "
                    "another AMLGentex bank have the same account ids) and the run is one budget period.", err=True)
     metrics = evaluate_results(results, read_labels(labels), None, budget, transactions=index,
-                               transactions_name=str(transactions))
+                               transactions_name=str(transactions), account_score=account_score)
     if as_json:
         typer.echo(json.dumps(metrics, indent=2))
         return

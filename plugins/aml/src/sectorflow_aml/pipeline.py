@@ -368,7 +368,10 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         self._home = {"CN": "CNY", "US": "USD"}[self.jurisdiction]
         self.window = TransactionWindow(self.lookback_days, rate=self._rate, dormancy_days=self._dormancy)
         self._model_alerted: dict[tuple[str, str], float] = {}
-        self.case_book = CaseBook.from_options(opts, self.reports_engine.timezone)
+        # a bundle trained on month-end rows is read at each period's close (sectorflow_aml.cases, "model_score")
+        points = getattr(self.account_scorer, "training_points", "daily")
+        self.case_book = CaseBook.from_options(opts, self.reports_engine.timezone,
+                                               "close" if points == "month_end" else "max")
 
     def _rule_defaults(self) -> dict[str, dict[str, Any]]:
         """Structuring's thresholds, day and customers from the report engine (single source of truth): the

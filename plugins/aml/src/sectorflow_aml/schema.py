@@ -379,7 +379,10 @@ class CaseUpdate(BaseModel):
     account: str
     period: str = Field(description="'2023-01' (month), '2023-W05' (ISO week) or '2023-01-15' (day), bank time.")
     score: float = Field(ge=0, le=1, description="case_score(model_score, evidence_score).")
-    model_score: float | None = Field(default=None, description="Highest account-model score in the period.")
+    model_score: float | None = Field(default=None, description=(
+        "Highest account-model score in the period; with case_model_score='close' (a bundle trained on month-end "
+        "rows) the score after the account's latest transaction in the period (at its close the period-close score; "
+        "while the period is open it can go down)."))
     evidence_score: float = Field(ge=0, le=1)
     typologies: list[str] = Field(default_factory=list, description="Every typology of the case so far.")
     mandatory: bool = False
@@ -425,6 +428,8 @@ class TransactionAssessment(TaskResult):
         default_factory=dict, description="Calibrated account risk in [0, 1] of the sender and the receiver after this "
                                           "transaction (account id -> score; one entry when both are the same "
                                           "account), from the bundle's account model; empty without one. A case's "
-                                          "model score is the max of its account's scores over the review period.")
+                                          "model score is the max of its account's scores over the review period "
+                                          "(with case_model_score='close': the latest, at the period's close its "
+                                          "period-close score).")
     cases: list[CaseUpdate] = Field(default_factory=list, description="Cases this transaction updated (its sender's, "
                                     "receiver's, and its alerts' subjects'): sectorflow_aml.cases.")

@@ -1,7 +1,10 @@
 """The account model's top feature contributions for a case, computed when its page is opened (one row, cheap).
 
-**Which row.** The case's account's feature row at the transaction where the account model scored it highest in
-the case (``account_scores`` of the results; the earliest such transaction on a tie). The row is rebuilt by
+**Which row.** The row the case's model score comes from (:mod:`~sectorflow_aml.cases`, ``model_score``): the
+case's account's feature row at its **latest** transaction in the case that the account model scored, when that
+score is the case's model score (a book reading each period's close, ``case_model_score="close"``); otherwise at the
+transaction where the model scored the account highest in the case (the earliest such transaction on a tie)
+(``account_scores`` of the results; latest and earliest in the workbench's time order). The row is rebuilt by
 replaying the input's transactions from ``lookback + 1 day`` before that transaction up to it (in time order, ties
 by id, as the workbench loads them) through a fresh window and :class:`~sectorflow_aml.account_features.
 AccountFeatureExtractor`: the features are window-exact (docs/aml.md "Features"), so this is the row the run
@@ -157,9 +160,30 @@ def replay_row(ordered: list[Transaction], times: list[float], index: int, accou
     return None
 
 
+def scored_row(positions: dict[str, int], account_scores: dict[str, dict[str, float]], account: str,
+               transaction_ids: list[str], model_score: float | None = None) -> tuple[str, float] | None:
+    """``(transaction id, score)`` of the row a case's model score was read at (the module docstring, "Which row"):
+    the latest scored transaction when its score is the case's ``model_score`` and the highest is not (a book
+    reading each period's close), else the highest-scored one (the earliest on a tie); ``None`` when the model
+    scored none of ``transaction_ids`` found in ``positions``."""
+    best = latest = None
+    for tid in transaction_ids:
+        score = (account_scores.get(tid) or {}).get(account)
+        if score is not None and tid in positions:
+            if best is None or (score, -positions[tid]) > best[:2]:
+                best = (score, -positions[tid], tid)
+            if latest is None or positions[tid] > latest[0]:
+                latest = (positions[tid], score, tid)
+    if best is None or latest is None:
+        return None
+    if model_score is not None and latest[1] == model_score and best[0] != model_score:
+        return latest[2], latest[1]  # a period-close score (case_model_score="close")
+    return best[2], best[0]
+
+
 def case_contributions(scorer: Any, ordered: list[Transaction], times: list[float], positions: dict[str, int],
                        account_scores: dict[str, dict[str, float]], account: str,
-                       transaction_ids: list[str]) -> dict[str, Any]:
+                       transaction_ids: list[str], model_score: float | None = None) -> dict[str, Any]:
     """The top contributions of a case (see the module docstring).
 
     Args:
@@ -168,6 +192,7 @@ def case_contributions(scorer: Any, ordered: list[Transaction], times: list[floa
         positions: transaction id -> index in ``ordered``.
         account_scores: transaction id -> the results' ``account_scores``.
         account, transaction_ids: the case's account and transactions.
+        model_score: the case's model score (tells a period-close score from the highest; ``None``: the highest).
 
     Returns:
         ``{"available": False, "why": str}``, or ``{"available": True, "method" ("TreeSHAP" or "gradient x
@@ -181,15 +206,11 @@ def case_contributions(scorer: Any, ordered: list[Transaction], times: list[floa
     mlp = getattr(scorer, "_margin", None) if booster is None else None
     if booster is None and not hasattr(mlp, "layers"):
         return {"available": False, "why": "feature contributions are not available for this model kind"}
-    best = None
-    for tid in transaction_ids:
-        score = (account_scores.get(tid) or {}).get(account)
-        if score is not None and tid in positions and (best is None or (score, -positions[tid]) > best[:2]):
-            best = (score, -positions[tid], tid)
-    if best is None:
+    found = scored_row(positions, account_scores, account, transaction_ids, model_score)
+    if found is None:
         return {"available": False, "why": "the account model scored none of the case's transactions found in the "
                                            "input"}
-    score, _, tid = best
+    tid, score = found
     row = replay_row(ordered, times, positions[tid], account, scorer.lookback_days)
     if row is None:
         return {"available": False, "why": f"transaction {tid} does not touch account {account}"}

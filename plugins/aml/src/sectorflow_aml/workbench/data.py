@@ -153,7 +153,7 @@ class TenantData:
         """The account model's top feature contributions for ``case``
         (:func:`~sectorflow_aml.workbench.contributions.case_contributions`)."""
         return case_contributions(self.account_scorer(), self.ordered, self.times, self.positions,
-                                  self.account_scores, case.account, case.transaction_ids)
+                                  self.account_scores, case.account, case.transaction_ids, case.model_score)
 
     def graph(self, case: Case) -> dict[str, Any]:
         """The case's fund-flow graph as JSON-ready data: ``nodes`` (``id``, ``role``: ``subject``, ``typology``
