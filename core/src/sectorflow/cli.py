@@ -100,7 +100,8 @@ def schema_command(task: str) -> None:
 def run_command(
     task: str = typer.Argument(..., help="Task name, e.g. aml.", autocompletion=complete_task_names),
     source: str = typer.Argument(..., help="Input file (JSON lines, CSV or a task format; .gz ok) or - for stdin."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write JSON lines here (default stdout)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write JSON lines here (default stdout); "
+                                          "gzip-compressed when the name ends in .gz."),
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format: jsonl, csv, or a task's own (any case). Default: by "
                                        "the file's suffix (.csv; .jsonl, .json, .ndjson or none: jsonl; a task "
                                        "format's name); another suffix (.txt) needs --format."),
