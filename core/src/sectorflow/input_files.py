@@ -497,7 +497,8 @@ def plan_reader(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping:
             naming a field the task's input model lacks (the message lists its fields); ``defaults`` for one of
             the task's :attr:`~TaskSpec.id_fields` (the message says to map the file's id column instead);
             ``mapping`` or ``defaults`` for a format without a factory (the message lists the formats that take
-            them).
+            them); ``mapping`` reading one column into two fields, a ``defaults`` value the input model refuses
+            (:func:`check_mapping_and_defaults`).
     """
     encoding = check_encoding(encoding)
     known = _formats(spec)
@@ -531,11 +532,46 @@ def plan_reader(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping:
         constant = [name for name in spec.id_fields if name in (defaults or {})]
         if constant:
             raise ConfigError(id_default_problem(constant[0], spec.name), details={"field": constant[0]})
+        check_mapping_and_defaults(spec, mapping or {}, defaults or {})
         if known[fmt].factory is None:
             takes = ", ".join(sorted(name for name, made in known.items() if made.factory is not None)) or "none"
             raise ConfigError(f"Format {fmt!r} of task {spec.name!r} has fixed columns: it takes no "
                               f"--column/--default. Formats that do: {takes}.")
     return ReaderPlan(spec, fmt, mapping, defaults, encoding)
+
+
+def check_mapping_and_defaults(spec: TaskSpec, mapping: Mapping[str, str], defaults: Mapping[str, Any]) -> None:
+    """Refuse, once before any row is read, a ``--column`` mapping that reads one column into two fields, and a
+    ``--default`` value that the task's input model refuses (``--default currency=yen``: before 2 Dec 2026 every row
+    failed with the same error). Each default is validated alone by ``spec.input_model`` (its field validators
+    included; errors for the fields not given are ignored).
+
+    Raises:
+        ConfigError: naming both fields and the column, or the option, the field, the value and the model's reason.
+    """
+    fields_of: dict[str, list[str]] = {}
+    for field, column in mapping.items():
+        fields_of.setdefault(column, []).append(field)
+    for column, fields in fields_of.items():
+        if len(fields) > 1:
+            raise ConfigError(f"--column maps the column {column!r} to {len(fields)} fields ("
+                              f"{', '.join(f'{field}={column}' for field in fields)}): a column is read into one "
+                              "field; map each field to its own column.", details={"column": column, "fields": fields})
+    if not defaults:
+        return
+    from pydantic import ValidationError
+
+    try:
+        spec.input_model.model_validate(dict(defaults))
+    except ValidationError as exc:
+        for problem in exc.errors():
+            field = str(problem["loc"][0]) if problem.get("loc") else None
+            if field in defaults and problem.get("type") != "missing":
+                reason = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
+                raise ConfigError(f"--default {field}={defaults[field]}: {reason}. Fix the value of --default "
+                                  f"{field}=VALUE (it would be refused on every row that lacks {field}).",
+                                  details={"option": "--default", "field": field, "value": defaults[field],
+                                           "reason": reason}) from None
 
 
 def id_default_problem(field: str, task: str) -> str:
