@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import stat
 import sys
 from pathlib import Path
@@ -184,3 +185,66 @@ def test_a_bundle_shipped_with_a_task_is_never_the_output(tmp_path):
         assert isinstance(result.exception, ConfigError), result.output
         assert "is the bundle shipped with task 'aml'" in str(result.exception)
     assert {p.name: p.stat().st_mtime_ns for p in shipped.iterdir()} == before
+
+
+
+def _exporting_toy(registry, monkeypatch):
+    """Task ``toyx``: the toy trainable with an export writing ``manifest.json``, and a run that is not under test."""
+    import dataclasses
+
+    import numpy as np
+    import toy_trainable
+    from sectorflow import hookimpl
+    from sectorflow.federated import simulation
+    from sectorflow.federated.strategy import RunReport
+
+    def export(arrays, run, out):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "manifest.json").write_text(json.dumps({"run": run["run_id"]}))
+        return out / "manifest.json"
+
+    class Exporting:
+        @hookimpl
+        def sectorflow_register_trainables(self, register) -> None:
+            register(dataclasses.replace(toy_trainable.SPEC, task="toyx", export=export))
+
+    registry({"toy": toy_trainable.ToyPlugin(), "toyx": Exporting()})
+    done = RunReport(run_id="r2", task="toyx", model="linear", strategy="fedavg",
+                     weights=[np.ones(1, np.float32), np.full(4, 2.0, np.float32)], model_sha256="ab")
+    monkeypatch.setattr(simulation, "simulate", lambda cfg, spec=None, **kw: done)
+
+
+def test_an_out_folder_holding_a_bundle_needs_force(tmp_path, registry, monkeypatch):
+    """`federate --out DIR` replaced a bundle already in DIR without asking (fresh-user report): refused before
+    anything starts unless --force, as `sectorflow aml train --out` refuses."""
+    _exporting_toy(registry, monkeypatch)
+    config = tmp_path / "federation.toml"
+    config.write_text('task = "toyx"\nrounds = 1\n[strategy]\nmin_fit_clients = 2\nmin_available_clients = 2\n'
+                      '[[institutions]]\nn = 8\n[[institutions]]\nn = 8\n')
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "manifest.json").write_text('{"name": "my-bundle"}')
+    args = ["federate", "toyx", "--config", str(config), "--out", str(out)]
+    result = CliRunner().invoke(_app(), args)
+    assert isinstance(result.exception, ConfigError), result.output
+    assert str(result.exception) == (f"--out / bundle = {out} already holds a bundle (1 file(s), e.g. manifest.json): "
+                                     "give a new or empty folder, or add --force to replace the bundle in it.")
+    assert (out / "manifest.json").read_text() == '{"name": "my-bundle"}'
+    result = CliRunner().invoke(_app(), [*args, "--force"])
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "manifest.json").read_text()) == {"run": "r2"}
+
+
+def test_with_report_stdout_gets_one_line_not_the_report_again(tmp_path, registry, monkeypatch):
+    """`federate --report FILE` also printed the whole report JSON to stdout (fresh-user report)."""
+    _exporting_toy(registry, monkeypatch)
+    config = tmp_path / "federation.toml"
+    config.write_text('task = "toyx"\nrounds = 1\n[strategy]\nmin_fit_clients = 2\nmin_available_clients = 2\n'
+                      '[[institutions]]\nn = 8\n[[institutions]]\nn = 8\n')
+    report = tmp_path / "run.json"
+    result = CliRunner().invoke(_app(), ["federate", "toyx", "--config", str(config), "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(report.read_text())["run_id"] == "r2"
+    assert result.stdout == f"run r2: 0 round(s); report written to {report}\n"
+    result = CliRunner().invoke(_app(), ["federate", "toyx", "--config", str(config)])
+    assert json.loads(result.stdout)["run_id"] == "r2"  # without --report: the report on stdout, as before

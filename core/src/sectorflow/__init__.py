@@ -46,7 +46,7 @@ from .spec import (AccessDecision, CallContext, InputFormat, Int8Spec, ResultMet
 from .taskflow import Taskflow
 from .state_admin import export_state, reset_stored_state, state_summary
 from .state_keeper import StateKeeper
-from .state_lock import state_lock
+from .state_lock import state_lock, state_lock_holder
 from .state_store import StateStore, default_state_path, open_state_store
 from .trainable import Trainable, TrainableSpec
 
@@ -63,5 +63,5 @@ __all__ = [
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
     "option_values", "read_text",
     "StateStore", "StateKeeper", "open_state_store", "default_state_path", "state_summary", "export_state",
-    "reset_stored_state", "state_lock", "gc_frozen", "gc_frozen_by_host", "declare_gc_frozen", "withdraw_gc_frozen",
+    "reset_stored_state", "state_lock", "state_lock_holder", "gc_frozen", "gc_frozen_by_host", "declare_gc_frozen", "withdraw_gc_frozen",
 ]

@@ -43,6 +43,7 @@ from rich.markup import escape
 from . import plugins
 from .errors import ConfigError, InvalidInputError, SectorflowError
 from .input_files import GZIP_MAGIC, gzip_on_stdin, plan_reader
+from .output_files import compressed, open_results
 from .progress import RunProgress
 from .spec import CallContext
 from .state_lock import state_lock
@@ -321,18 +322,20 @@ def _open_results(output: Optional[Path], on_error: OnError) -> tuple[IO[str], O
     run that fails part-way (a missing FX rate on row 3,001) or is rejected leaves no truncated results file, and an
     earlier file at that path is kept, not emptied. Standard output, a device or a pipe (/dev/null, a FIFO) is
     written directly in skip mode; in reject mode through a spool in the temporary folder, copied there at the end.
+    An ``--output`` whose name ends in ``.gz`` is written gzip-compressed (:mod:`sectorflow.output_files`).
     """
     target = output.resolve() if output is not None else None  # through a symlink to the file it names
     atomic = target is not None and (target.is_file() or not target.exists())
+    gz = compressed(output)  # results.jsonl.gz: gzip data (sectorflow.output_files)
     if atomic:
         partial = target.with_name(f".{target.name}.partial-{os.getpid()}")  # type: ignore[union-attr]
         try:
-            return open(partial, "w", encoding="utf-8"), partial, target, None
+            return open_results(partial, gz), partial, target, None
         except OSError as exc:
             raise ConfigError(f"Cannot write --output {output}: {exc.strerror}. Choose a path in an existing, "
                               "writable folder.") from exc
     try:
-        final = open(output, "w", encoding="utf-8") if output else _utf8_stdout()
+        final = open_results(output) if output else _utf8_stdout()
     except OSError as exc:
         raise ConfigError(f"Cannot write --output {output}: {exc.strerror}. Choose a path in an existing, "
                           "writable folder.") from exc

@@ -100,7 +100,8 @@ def schema_command(task: str) -> None:
 def run_command(
     task: str = typer.Argument(..., help="Task name, e.g. aml.", autocompletion=complete_task_names),
     source: str = typer.Argument(..., help="Input file (JSON lines, CSV or a task format; .gz ok) or - for stdin."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write JSON lines here (default stdout)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write JSON lines here (default stdout); "
+                                          "gzip-compressed when the name ends in .gz."),
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="Input format: jsonl, csv, or a task's own (any case). Default: by "
                                        "the file's suffix (.csv; .jsonl, .json, .ndjson or none: jsonl; a task "
                                        "format's name); another suffix (.txt) needs --format."),
@@ -185,6 +186,15 @@ def _literal_help(command: Any) -> None:
         _literal_help(sub)
 
 
+def _ended_early(cause: EOFError) -> str:
+    """What the CLI says for an ``EOFError`` that escaped a command (click turns it into ``Abort``, which was
+    reported as "stopped by SIGINT", exit 130): an input ended before it was complete, not a signal. Files opened
+    with :func:`sectorflow.open_text` raise a typed error naming the file instead; this is for any other reader."""
+    reason = str(cause).rstrip(". ") or "EOFError"
+    return (f"An input ended before it was complete ({reason}); no signal stopped the command. Check the input files "
+            "(a truncated .gz file: gzip -t FILE) and give complete ones.")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``sectorflow`` script. A ``SectorflowError`` prints its message and exits with 2."""
     try:
@@ -204,7 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     except Stopped as stop:  # SIGTERM / SIGINT during a command that stops cleanly (sectorflow.stopping)
         err.print(escape(stop.message()), highlight=False)
         return stop.exit_code
-    except (typer.Abort, KeyboardInterrupt):  # Ctrl-C outside a command that stops cleanly (e.g. while loading)
+    except (typer.Abort, KeyboardInterrupt) as exc:  # Ctrl-C outside a command that stops cleanly (e.g. loading)
+        if isinstance(exc.__cause__, EOFError):  # click makes an EOFError escaping a command an Abort too
+            err.print(f"[red]error[/]: {escape(_ended_early(exc.__cause__))}")
+            return 2
         err.print("stopped by SIGINT.", highlight=False)
         return 130
     except SystemExit as exc:

@@ -4,7 +4,8 @@ the end, and survives being killed.
 The run reads the file in chunks of ``--checkpoint-rows`` items (default 8,192). After each chunk its results are written to
 ``.<output>.partial-state`` (a fixed name next to ``--output``), flushed and fsync'd, and then ONE store transaction
 journals the chunk's validated inputs together with the run's progress (rows consumed, output byte offset; see
-:mod:`sectorflow.state_store`). Killed at any point (``kill -9``, power loss), the same command resumes: the state
+:mod:`sectorflow.state_store`). An ``--output`` ending in ``.gz`` gets one gzip member per chunk
+(:mod:`sectorflow.output_files`), so the offset still falls between whole members. Killed at any point (``kill -9``, power loss), the same command resumes: the state
 is restored to the last commit (snapshot + journal), the partial output is cut back to the recorded offset and the
 consumed rows are skipped, so the results file ends byte-identical to an uninterrupted run's: nothing lost,
 nothing counted twice. No snapshot is taken while the run is unfinished, so ``--discard-unfinished`` can put the
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Optional
 
 from .errors import ConfigError
+from .output_files import compressed, gzip_member
 from .state_keeper import StateKeeper, context_tenant
 from .state_store import RunProgress, open_state_store
 from .taskflow import Taskflow
@@ -166,6 +168,7 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
             yield row, record
 
     out, offset = _open_output(output, run, stdout)
+    gz = compressed(output)
     tf = keeper.taskflow
     tenant = context_tenant(keeper.tenant)
     context = replace(context, tenant=tenant)  # the audit records name the tenant; the calls run on its pipeline
@@ -179,6 +182,8 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
             start = time.perf_counter()
             chunk, results = run_chunk(chunk, context) if run_chunk else (chunk, tf.run(chunk, context=context))
             data = "".join(result.model_dump_json() + "\n" for result in results).encode()
+            if gz:
+                data = gzip_member(data)  # one gzip member per checkpoint: the offset cuts between members
             seconds = time.perf_counter() - start
             out.write(data)
             out.flush()

@@ -21,6 +21,7 @@ Factories without the parameter are called exactly as before.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import difflib
 import functools
@@ -28,7 +29,6 @@ import gzip
 import io
 import logging
 import sys
-import zlib
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -40,6 +40,7 @@ from typing import IO, Any
 from .encodings import INPUT_ENCODING, SAMPLE_BYTES, decode_problem, resolve
 from .encodings import check as check_encoding
 from .errors import ConfigError, InvalidInputError, SectorflowError
+from .input_damage import GZIP_ERRORS, gzip_problem, raw_cause, read_problem
 from .jsonlines import parse_json_line
 from .spec import InputFormat, Reader, ReaderFactory, TaskSpec, takes_context  # noqa: F401 (takes_context: public here)
 
@@ -59,17 +60,22 @@ def gzip_on_stdin() -> InvalidInputError:
                              "TASK - --format FORMAT.", details={"source": "-"})
 
 
-@contextmanager
-def open_text(source: str | Path, encoding: str | None = None) -> Iterator[IO[str]]:
+def open_text(source: str | Path, encoding: str | None = None) -> contextlib.AbstractContextManager[IO[str]]:
     """Open a path (``.gz`` transparently) or ``-`` (standard input) as text, in ``encoding``.
 
     ``encoding``: a Python codec name (``gbk``, ``gb18030``, ``utf-16``, ...); ``None`` or ``"auto"``: the one set
     for this run (``sectorflow run --encoding``, :data:`sectorflow.encodings.INPUT_ENCODING`), else detected from
     the first 64 KiB (UTF-8, a UTF-8 or UTF-16 byte-order mark, else charset-normalizer's guess, GB18030 for
     Chinese text; :func:`sectorflow.encodings.resolve`, which says a non-UTF-8 choice once per file). UTF-8 is read
-    as ``utf-8-sig``: a leading byte-order mark (Excel's "CSV UTF-8" writes one) is dropped. A byte that does not
-    decode raises ``UnicodeDecodeError`` while reading; :func:`sectorflow.encodings.decode_problem` words it with
-    the file's line (readers made by :func:`reader_for` do so).
+    as ``utf-8-sig``: a leading byte-order mark (Excel's "CSV UTF-8" writes one) is dropped.
+
+    A file that cannot be read through raises :class:`InvalidInputError` where the reading fails, inside the
+    ``with`` block (:mod:`sectorflow.input_damage`): a byte that does not decode (the message names the file's
+    line and the byte and points to ``--encoding``, :func:`sectorflow.encodings.decode_problem`), a ``.gz`` file
+    that is not gzip, is corrupt or is truncated (the message names the lines and bytes that could be read and says
+    to copy the file again). Its ``__cause__`` is Python's exception (``UnicodeDecodeError``, ``gzip.BadGzipFile``,
+    ``zlib.error``, ``EOFError``). Before 2 Dec 2026 these escaped as tracebacks, and a truncated ``.gz`` given to
+    ``sectorflow aml train`` / ``evaluate`` / ``cases`` was reported as "stopped by SIGINT" (exit 130).
 
     Raises:
         ConfigError: ``source`` is a directory, does not exist, or is not a regular file (a named pipe such as
@@ -77,8 +83,17 @@ def open_text(source: str | Path, encoding: str | None = None) -> Iterator[IO[st
             and to stdout checks it before running, which a pipe cannot give; standard input (``-``) is kept in a
             temporary file for that. An unknown ``encoding``.
         InvalidInputError: standard input begins with gzip's magic bytes (``1f 8b``, RFC 1952): it is read as text,
-            not decompressed (:func:`gzip_on_stdin`).
+            not decompressed (:func:`gzip_on_stdin`). While reading: a damaged ``.gz`` file or undecodable text
+            (above).
     """
+    return _opened(source, encoding)
+
+
+@contextmanager
+def _opened(source: str | Path, encoding: str | None = None, what: str = "Input file",
+            error: type[SectorflowError] = InvalidInputError) -> Iterator[IO[str]]:
+    """:func:`open_text`, with ``what`` and ``error`` for the errors of a damaged or undecodable file (as
+    :func:`read_text` gives them)."""
     if str(source) == "-":
         peek = getattr(sys.stdin.buffer, "peek", None)  # a BufferedReader shows its next bytes without taking them
         head = peek(SAMPLE_BYTES) if peek is not None else b""
@@ -96,8 +111,16 @@ def open_text(source: str | Path, encoding: str | None = None) -> Iterator[IO[st
                               "TASK - --format jsonl).", details={"source": str(source)})
         raise ConfigError(f"Input file {source} does not exist.")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding=resolve(path, encoding), newline="") as handle:  # type: ignore[operator]
-        yield handle
+    chosen: str | None = None
+    try:
+        chosen = resolve(path, encoding)  # reads the first 64 KiB when detecting: a damaged .gz can fail here
+        with opener(path, "rt", encoding=chosen, newline="") as handle:  # type: ignore[operator]
+            yield handle
+    except (UnicodeDecodeError, *GZIP_ERRORS) as exc:  # raised by the handle while the caller read it
+        problem = read_problem(source, exc, chosen, what=what, error=error)
+        if problem is None:  # not about this file (the caller's own decoding of something else)
+            raise
+        raise problem from exc
 
 
 def read_text(source: str | Path, what: str = "Input file", *, encoding: str | None = None,
@@ -111,11 +134,8 @@ def read_text(source: str | Path, what: str = "Input file", *, encoding: str | N
             option names) for a byte the encoding cannot decode, naming the file's line and the byte
             (:func:`sectorflow.encodings.decode_problem`); :class:`ConfigError` from :func:`open_text`.
     """
-    try:
-        with open_text(source, encoding) as handle:
-            return handle.read()
-    except UnicodeDecodeError as exc:
-        raise decode_problem(source, exc, what, error=error) from exc
+    with _opened(source, encoding, what, error) as handle:
+        return handle.read()
 
 
 def read_jsonl(source: str | Path, *, mapping: Mapping[str, str] | None = None,
@@ -477,7 +497,8 @@ def plan_reader(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping:
             naming a field the task's input model lacks (the message lists its fields); ``defaults`` for one of
             the task's :attr:`~TaskSpec.id_fields` (the message says to map the file's id column instead);
             ``mapping`` or ``defaults`` for a format without a factory (the message lists the formats that take
-            them).
+            them); ``mapping`` reading one column into two fields, a ``defaults`` value the input model refuses
+            (:func:`check_mapping_and_defaults`).
     """
     encoding = check_encoding(encoding)
     known = _formats(spec)
@@ -511,11 +532,46 @@ def plan_reader(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping:
         constant = [name for name in spec.id_fields if name in (defaults or {})]
         if constant:
             raise ConfigError(id_default_problem(constant[0], spec.name), details={"field": constant[0]})
+        check_mapping_and_defaults(spec, mapping or {}, defaults or {})
         if known[fmt].factory is None:
             takes = ", ".join(sorted(name for name, made in known.items() if made.factory is not None)) or "none"
             raise ConfigError(f"Format {fmt!r} of task {spec.name!r} has fixed columns: it takes no "
                               f"--column/--default. Formats that do: {takes}.")
     return ReaderPlan(spec, fmt, mapping, defaults, encoding)
+
+
+def check_mapping_and_defaults(spec: TaskSpec, mapping: Mapping[str, str], defaults: Mapping[str, Any]) -> None:
+    """Refuse, once before any row is read, a ``--column`` mapping that reads one column into two fields, and a
+    ``--default`` value that the task's input model refuses (``--default currency=yen``: before 2 Dec 2026 every row
+    failed with the same error). Each default is validated alone by ``spec.input_model`` (its field validators
+    included; errors for the fields not given are ignored).
+
+    Raises:
+        ConfigError: naming both fields and the column, or the option, the field, the value and the model's reason.
+    """
+    fields_of: dict[str, list[str]] = {}
+    for field, column in mapping.items():
+        fields_of.setdefault(column, []).append(field)
+    for column, fields in fields_of.items():
+        if len(fields) > 1:
+            raise ConfigError(f"--column maps the column {column!r} to {len(fields)} fields ("
+                              f"{', '.join(f'{field}={column}' for field in fields)}): a column is read into one "
+                              "field; map each field to its own column.", details={"column": column, "fields": fields})
+    if not defaults:
+        return
+    from pydantic import ValidationError
+
+    try:
+        spec.input_model.model_validate(dict(defaults))
+    except ValidationError as exc:
+        for problem in exc.errors():
+            field = str(problem["loc"][0]) if problem.get("loc") else None
+            if field in defaults and problem.get("type") != "missing":
+                reason = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
+                raise ConfigError(f"--default {field}={defaults[field]}: {reason}. Fix the value of --default "
+                                  f"{field}=VALUE (it would be refused on every row that lacks {field}).",
+                                  details={"option": "--default", "field": field, "value": defaults[field],
+                                           "reason": reason}) from None
 
 
 def id_default_problem(field: str, task: str) -> str:
@@ -588,18 +644,29 @@ def checked_reader(reader: Reader, encoding: str | None = None) -> Reader:
                 finally:
                     INPUT_ENCODING.reset(token)
                 yield row, record
-        except UnicodeDecodeError as exc:
-            raise decode_problem(source, exc, name=shown) from exc
-        except (gzip.BadGzipFile, zlib.error) as exc:
-            raise _unreadable(shown, row, "is not a valid gzip file", str(exc)) from exc
-        except EOFError as exc:
-            raise _unreadable(shown, row, "is truncated (the gzip file ends early)", str(exc)) from exc
+        except InvalidInputError as exc:  # open_text's error for this file: worded again with the row and name
+            cause = raw_cause(exc, source)
+            if cause is None:
+                raise
+            raise _reworded(source, cause, shown, row) from cause
+        except (UnicodeDecodeError, *GZIP_ERRORS) as exc:  # a reader that opens its file itself
+            raise _reworded(source, exc, shown, row) from exc
         except csv.Error as exc:  # a NUL byte, a broken quote in strict dialects: the file, not one row
             raise _unreadable(shown, row, "is not valid CSV", str(exc)) from exc
         except OSError as exc:  # corrupt compressed data in a Parquet file (pyarrow), a disk read error, no access
             raise _unreadable(shown, row, "could not be read", exc.strerror or str(exc) or type(exc).__name__) from exc
 
     return read
+
+
+def _reworded(source: Any, exc: BaseException, shown: Any, row: int) -> SectorflowError:
+    """The error for ``exc`` (a ``UnicodeDecodeError`` or one of :data:`~sectorflow.input_damage.GZIP_ERRORS`)
+    raised while ``source`` was read, naming it ``shown`` and, for gzip damage, the last row read."""
+    if isinstance(exc, UnicodeDecodeError):
+        return decode_problem(source, exc, name=shown)
+    if str(source).endswith(".gz"):
+        return gzip_problem(source, exc, name=shown, row=row)
+    return _unreadable(shown, row, "could not be decompressed", str(exc) or type(exc).__name__)
 
 
 def _unreadable(source: Any, row: int, what: str, reason: str) -> InvalidInputError:

@@ -79,3 +79,29 @@ def state_lock(state: str | Path | None, *, what: str = "run") -> Iterator[None]
             os.ftruncate(fd, 0)  # released below; a reader between the two finds no pid, not a wrong one
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def state_lock_holder(state: str | Path | None) -> dict[str, object] | None:
+    """Who holds the lock of the state store ``state`` now: ``{"pid": N or None, "doing": "run" | "reset" | ...}``,
+    or ``None`` when nobody does (also for a PostgreSQL URL, a platform without ``fcntl``, or no lock file yet).
+    ``sectorflow aml state show`` uses it to tell a run in progress from one that was killed (both leave an
+    unfinished run in the store). The probe takes a shared lock for an instant, without creating the file; a run
+    that starts in that instant is refused as if another held the store (it says so; run it again).
+    """
+    path = state_lock_path(state)
+    if path is None or fcntl is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").split()
+            return {"pid": int(holder[0]) if holder and holder[0].isdigit() else None,
+                    "doing": holder[1] if len(holder) > 1 else "run"}
+        return None
+    finally:
+        os.close(fd)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from sectorflow import ConfigError
 from sectorflow_aml.account_federated import check, load_view
+from sectorflow_aml.labels import LabelsError
 
 ROWS = [  # a bank export with its own column names: A1, A2 at bank_a; B1 at bank_b; C1 at bank_c
     ("t1", "2026-01-05T09:00:00Z", "A1", "A2", "100.00"),
@@ -54,3 +55,37 @@ def test_checks_name_what_is_wrong(bank_files, tmp_path):
     with pytest.raises(ConfigError, match="No account of bank 'bank_z'"):
         check(dict(bank_files, bank="bank_z"))
     check(dict(bank_files, bank="bank_c"))  # passes
+
+
+def test_labels_of_another_dataset_are_refused_before_flower_starts(bank_files, tmp_path):
+    """`sectorflow federate aml` took labels of which no account transacts in the institution's file (fresh-user
+    report); refused in `check` (run before any Flower process) with `aml train`'s own check and message."""
+    other = tmp_path / "other-labels.csv"
+    other.write_text("account_id,label\nX1,1\nX2,0\nX3,0\n")
+    with pytest.raises(LabelsError, match=r"^Only 0 of the 3 labelled accounts of .*other-labels\.csv \(0 %; at "
+                                          r"least 50% needed\) transact in .*export\.csv \(4 accounts\): are these "
+                                          r"the labels of another dataset\?") as got:
+        check({k: v for k, v in dict(bank_files, labels=str(other)).items() if k != "bank_accounts"})
+    assert got.value.details == {"labelled": 3, "found": 0, "transaction_accounts": 4}
+
+
+def test_a_federated_bundle_has_its_own_identity(bank_files, tmp_path):
+    """The bundle `federate aml` writes is named aml-account-mlp-federated with a version of its data (date +
+    digest), never the shipped model's identity nor a fixed 1.0.0."""
+    import json
+    import re
+
+    import numpy as np
+    from sectorflow_aml.account_federated import export, names
+    from sectorflow_aml.account_mlp import N_ACCOUNT_FEATURES, make_net, net_weights
+    from sectorflow_aml.learn_cli import shipped_identities
+
+    weights = {**net_weights(make_net()), "input.mean": np.zeros(N_ACCOUNT_FEATURES, np.float32),
+               "input.sq": np.full(N_ACCOUNT_FEATURES, 0.1, np.float32)}
+    counts = {"count.pos.3": 2, "count.neg.1": 3, "count.accounts": 4, "count.laundering": 2}
+    run = {"rounds": [{"round": 1, "eval_metrics": {"average_precision": 0.5, **counts}}],
+           "institutions": [{"institution": "a", "data_sha256": "ab" * 32, "num_examples": 4}], "seed": 1}
+    manifest = json.loads(export([weights[n] for n in names()], run, tmp_path / "fed").read_text())
+    assert manifest["name"] == "aml-account-mlp-federated"
+    assert re.fullmatch(r"\d{4}\.\d{2}\.\d{2}\+[0-9a-f]{12}", manifest["version"]), manifest["version"]
+    assert (manifest["name"], manifest["version"]) not in shipped_identities()

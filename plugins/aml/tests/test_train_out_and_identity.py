@@ -87,3 +87,14 @@ def test_a_trained_bundle_has_its_own_name_and_version_in_results(tmp_path):
     assert "wrote " + str(out) + " (bank-a-model 7)" in forced.stdout
     (named,) = Taskflow("aml", task_path=str(out))([txn])
     assert (named.meta.model_name, named.meta.model_version) == ("bank-a-model", "7")
+
+
+@pytest.mark.parametrize(("name", "version"), [("aml-account-gbdt", "1.0.0"), ("aml-risk-mlp", "2.1.0")])
+def test_the_shipped_identity_is_refused_before_anything_is_read(tmp_path, name, version):
+    """`aml train --name aml-account-gbdt --version 1.0.0` was accepted (fresh-user report): its results read as the
+    shipped model's. Refused, exit 2, before the files are read; another version of that name is fine."""
+    out = tmp_path / "b"
+    done = train(str(tmp_path / "no-labels.csv"), "--out", str(out), "--name", name, "--version", version)
+    assert done.returncode == 2, done.stderr
+    assert f"--name/--version {name} {version} is the identity of the model shipped with sectorflow-aml" in done.stderr
+    assert "no-labels.csv" not in done.stderr and not out.exists()

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .. import SectorflowError, TaskSpec, Taskflow
+from ..state_lock import state_lock
 from . import gcfreeze
 from .auth import KeyStore
 from .batching import TaskBatcher
@@ -44,6 +46,13 @@ class ServerState:
     """The port the gRPC service (Open Inference Protocol) listens on; ``None``: no gRPC."""
     aliases: dict[str, str] = field(default_factory=dict)
     """Every name a task answers to (its name and aliases) -> the task name."""
+    held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    """The state store's lock (:func:`sectorflow.state_lock`, ``serve`` in its file), held from the first stateful
+    task's load to :meth:`shutdown`, so that a ``sectorflow run --state`` on the same SQLite store is refused while
+    the server writes it (before 2 Dec 2026 both wrote it). ``locked``: whether it is held; ``lock_problem``: why
+    it could not be taken (another holder, named), then the stateful tasks fail to load with it (``/readyz``)."""
+    locked: bool = False
+    lock_problem: str | None = None
 
     def __post_init__(self) -> None:
         for name, spec in self.specs.items():
@@ -70,8 +79,12 @@ class ServerState:
         for name in self.specs:
             task_config = self.config.task(name)
             start = time.perf_counter()
+            durable = self.config.server.state_store if self.specs[name].stateful else None
+            if durable is not None and not self._lock(durable):
+                self.failed[name] = f"ConfigError: {self.lock_problem}"
+                log.error("task %s failed to load: %s", name, self.lock_problem)
+                continue
             try:
-                durable = self.config.server.state_store if self.specs[name].stateful else None
                 taskflow = await loop.run_in_executor(self.reload_executor, lambda c=task_config, n=name, d=durable: Taskflow(
                     n, device=c.device, precision=c.precision, batch_size=c.batch_size, num_threads=c.num_threads,
                     task_path=c.task_path, state_store=d, **c.options))
@@ -100,9 +113,26 @@ class ServerState:
             gcfreeze.hold()  # the loaded models and libraries leave the full collections (see gcfreeze)
             self.frozen = True
 
+    def _lock(self, store: str) -> bool:
+        """Take the state store's lock once (see :attr:`held`); whether this server holds it. Another holder (a
+        ``sectorflow run --state``, a ``state reset``, another server) is named in :attr:`lock_problem`."""
+        if self.lock_problem is not None:
+            return False
+        if self.locked:
+            return True
+        try:
+            self.held.enter_context(state_lock(store, what="serve"))
+        except SectorflowError as exc:
+            self.lock_problem = (f"[server] state_store {store}: {exc} The server does not serve its stateful tasks "
+                                 "while another process writes the store: stop that process, then restart the server.")
+            return False
+        self.locked = True
+        return True
+
     async def shutdown(self) -> None:
-        """Stop every batcher (running calls finish), then the thread pools."""
+        """Stop every batcher (running calls finish), then the thread pools; release the state store's lock."""
         await asyncio.gather(*(b.stop() for b in self.batchers.values()), return_exceptions=True)
+        self.held.close()
         self.executor.shutdown(wait=True, cancel_futures=True)
         self.reload_executor.shutdown(wait=False, cancel_futures=True)
         if self.observer_executor is not None:

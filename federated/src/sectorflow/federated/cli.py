@@ -65,7 +65,10 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
                 out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the global model as a bundle "
                                                    "here (simulation; default: `bundle` of the config; Taskflow, "
                                                    "run --task-path and serve load it)."),
-                report: Optional[Path] = typer.Option(None, help="Write the run report (JSON) here (simulation)."),
+                force: bool = typer.Option(False, "--force", help="Replace the bundle that --out / bundle = "
+                                           "already holds (as `sectorflow aml train --force`)."),
+                report: Optional[Path] = typer.Option(None, help="Write the run report (JSON) here (simulation); "
+                                                      "stdout then gets one line, not the report."),
                 weights: Optional[Path] = typer.Option(None, help="Write the global weights (.npz) here "
                                                        "(simulation)."),
                 dp_baseline: bool = typer.Option(True, "--dp-baseline/--no-dp-baseline",
@@ -102,6 +105,12 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
     if out is not None and out.exists() and (out.is_file() or any(out.iterdir())) \
             and not (out / "manifest.json").is_file():
         raise ConfigError(f"--out / bundle = {out} exists and is not a bundle folder: give a new or empty folder.")
+    if out is not None and (out / "manifest.json").is_file() and not force:
+        # a bank's earlier bundle (a trained or federated model in use) was replaced without a word (fresh-user)
+        held = sorted(p.name for p in out.iterdir())
+        raise ConfigError(f"--out / bundle = {out} already holds a bundle ({len(held)} file(s), e.g. {held[0]}): give a "
+                          "new or empty folder, or add --force to replace the bundle in it.",
+                          details={"out": str(out), "entries": len(held)})
     preflight(cfg, spec)
 
     def say(message: str) -> None:
@@ -151,7 +160,10 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
                 + f"keep = {cfg.keep!r}: {chosen['why']})")
         say(f"bundle written to {out} ({manifest.name}); serve it with Taskflow({cfg.task!r}, task_path=...) or "
             f"sectorflow run {cfg.task} --task-path {out}")
-    typer.echo(json.dumps(summary, indent=2))
+    if report:  # the report is in its file: one line on stdout, not the JSON again (fresh-user report)
+        typer.echo(f"run {summary.get('run_id')}: {len(result.rounds)} round(s); report written to {report}")
+    else:
+        typer.echo(json.dumps(summary, indent=2))
 
 
 @federate_app.command("app")

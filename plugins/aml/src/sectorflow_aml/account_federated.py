@@ -46,6 +46,11 @@ from .account_mlp import (HIDDEN, MLP_PARAMS, MLPMargin, TrainedMLP, make_net, m
                           pos_weight_of, set_net_weights, std_of, train_epochs, transform, write_mlp_bundle)
 from .account_training import Replay, _stack, account_max, fit_platt, labels_of, period_max, replay, split_accounts
 from .labels import Labels, read_labels
+from .learn_cli import bundle_identity, check_label_overlap
+
+FEDERATED_NAME = "aml-account-mlp-federated"
+"""The model name of a bundle ``sectorflow federate aml`` writes (results' ``meta.model_name``); its version is
+``<UTC date>+<digest>`` as for ``aml train``'s own bundles (:func:`sectorflow_aml.learn_cli.bundle_identity`)."""
 from .metrics import average_precision
 
 BINS = np.linspace(-16.0, 16.0, 65)
@@ -89,11 +94,21 @@ def _mapping(partition: Mapping[str, Any]) -> dict[str, str] | None:
 
 
 def check(partition: Mapping[str, Any]) -> None:
-    """Cheap checks before any Flower process starts: required keys, files exist, the labels file reads.
+    """Checks before any Flower process starts: required keys, files exist, the labels file reads; then the
+    institution's view is read (:func:`load_view`, cached for the run's clients) so that labels of another dataset
+    are refused here, as ``aml train`` refuses them, not inside a Flower client.
 
     Raises:
-        ConfigError: a missing key or file, an unknown format. LabelsError: a labels file that cannot be read.
+        ConfigError: a missing key or file, an unknown format. LabelsError: a labels file that cannot be read, or
+            labels of which fewer than half of the accounts transact in the file
+            (:func:`sectorflow_aml.learn_cli.check_label_overlap`).
     """
+    _check_files(partition)
+    load_view(partition)
+
+
+def _check_files(partition: Mapping[str, Any]) -> None:
+    """The cheap part of :func:`check` (no transaction read)."""
     from .loaders import READERS
 
     for key in ("transactions", "labels"):
@@ -117,12 +132,14 @@ def load_view(partition: Mapping[str, Any]) -> tuple[Replay, Labels]:
     """The institution's replay and labels (cached as ``.npz`` by the file's size, time and the settings).
 
     Raises:
-        ConfigError / LabelsError / InvalidInputError: as :func:`check` and the loaders.
+        ConfigError / LabelsError / InvalidInputError: as :func:`check` and the loaders. LabelsError: labels of
+            another dataset, fewer than half of them transact in the file (as ``aml train`` refuses them,
+            :func:`sectorflow_aml.learn_cli.check_label_overlap`).
     """
     from .account_features import ACCOUNT_FEATURES
     from .loaders import guess_format, load_transactions
 
-    check(partition)
+    _check_files(partition)
     path = Path(str(partition["transactions"]))
     labels = read_labels(str(partition["labels"]))
     bank = str(partition.get("bank") or "")
@@ -144,6 +161,7 @@ def load_view(partition: Mapping[str, Any]) -> tuple[Replay, Labels]:
         with np.load(file, allow_pickle=False) as z:
             rep = Replay(str(path), z["x"], z["account"], z["day"], z["month"], z["snapshot"],
                          [str(a) for a in z["accounts"]], int(z["n"]), 0.0, str(z["digest"]))
+        check_label_overlap(labels, set(rep.accounts), str(path), str(partition["labels"]))
         return rep, labels
     fmt = partition.get("format") or guess_format(path)
     options: dict[str, Any] = {}
@@ -161,6 +179,7 @@ def load_view(partition: Mapping[str, Any]) -> tuple[Replay, Labels]:
     np.savez(tmp, x=rep.x, account=rep.account, day=rep.day, month=rep.month, snapshot=rep.snapshot,
              accounts=np.asarray(rep.accounts, dtype=str), n=rep.n_transactions, digest=rep.digest)
     os.replace(tmp, file)
+    check_label_overlap(labels, set(rep.accounts), str(path), str(partition["labels"]))
     return rep, labels
 
 
@@ -336,9 +355,12 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
     trained = TrainedMLP(net, mean, std, ab, validation, params)
     datasets = [{"institution": p.get("institution"), "sha256_as_read": p.get("data_sha256"),
                  "training_rows": p.get("num_examples")} for p in run.get("institutions", [])]
+    # the identity of aml train's own bundles (aml-account-mlp-own), for a federated one: never the shipped
+    # model's, and a version per data (date + digest of the institutions' data digests), not a fixed 1.0.0
+    name, version = bundle_identity("mlp", datasets, FEDERATED_NAME)
     return write_mlp_bundle(out, trained, lookback_days=float(run.get("lookback_days", 30.0)), datasets=datasets,
                             command=str(run.get("command", "sectorflow federate aml")),
-                            name="aml-account-mlp-federated", extra={"federation": run})
+                            name=name, version=version, extra={"federation": run})
 
 
 def trainable_spec() -> TrainableSpec:

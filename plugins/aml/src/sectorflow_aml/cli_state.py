@@ -20,7 +20,7 @@ from typing import Any, Optional
 import typer
 
 from sectorflow import (Taskflow, export_state, open_state_store, option_values, reset_stored_state, state_lock,
-                        state_summary)
+                        state_lock_holder, state_summary)
 
 state_app = typer.Typer(help="The AML state kept across runs and server restarts: show, export, reset.",
                         no_args_is_help=True)
@@ -51,8 +51,10 @@ def show_command(tenant: Optional[str] = typer.Option(None, "--tenant", help="On
     """Tenants with AML state: snapshot and journal sizes, last commit, an unfinished run's progress."""
     store = open_state_store(state)
     rows = state_summary(store, "aml", tenant)
+    holder = state_lock_holder(state)  # a run holding the store's lock is live, not a killed one
     for row in rows:
         row.update(_window_summary(store.load("aml", row["tenant"])[0]))
+        row["in_progress"] = holder if row["run"] else None
     if as_json:
         for row in rows:
             typer.echo(json.dumps(row, ensure_ascii=False))
@@ -74,7 +76,19 @@ def _show_line(row: dict[str, Any]) -> str:
             f"{row['bytes']:,} bytes (snapshot {row['snapshot_bytes']:,} of "
             f"{row['snapshot_time'] or 'never'}; journal after it {row['journal_calls']} call(s), "
             f"{row['journal_items']:,} item(s), replayed on load); last commit {row['last_commit'] or 'none'}"
-            + (f"; UNFINISHED run of {run['input']}: {run['rows_done']} row(s) done" if run else ""))
+            + (_run_text(run, row.get("in_progress")) if run else ""))
+
+
+def _run_text(run: dict[str, Any], holder: dict[str, Any] | None) -> str:
+    """The unfinished run of ``state show``: in progress while a process holds the store's lock (``holder``, from
+    ``sectorflow.state_lock_holder``), else UNFINISHED (killed or stopped: the same command resumes it). Before 2 Dec
+    2026 a live run was shown as UNFINISHED too."""
+    if holder is not None:
+        pid = holder.get("pid")
+        return (f"; run of {run['input']} IN PROGRESS: {run['rows_done']} row(s) done at its last checkpoint (the "
+                f"store's lock is held by {holder.get('doing') or 'run'} pid {pid if pid is not None else 'unknown'})")
+    return (f"; UNFINISHED run of {run['input']}: {run['rows_done']} row(s) done (no process holds the store: run the "
+            "same command again to resume it)")
 
 
 @state_app.command("export")

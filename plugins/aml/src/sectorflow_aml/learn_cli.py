@@ -76,13 +76,44 @@ def check_out_folder(out: str | Path, force: bool = False) -> Path:
     return out
 
 
+def shipped_identities() -> set[tuple[str, str]]:
+    """``(name, version)`` of the models in the shipped bundle (:data:`SHIPPED_BUNDLE`): the manifest's own
+    (``aml-risk-mlp`` ``2.1.0``) and its ``account_model`` section's (``aml-account-gbdt`` ``1.0.0``), as results'
+    ``meta.model_name``/``model_version`` show them."""
+    try:
+        manifest = json.loads((SHIPPED_BUNDLE / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    out = {(str(manifest.get("name")), str(manifest.get("version")))}
+    section = manifest.get("account_model")
+    if isinstance(section, dict) and section.get("name"):
+        out.add((str(section["name"]), str(section.get("version") or manifest.get("version"))))
+    return out
+
+
+def check_identity(name: str, version: str, option: str = "--name/--version") -> None:
+    """Refuse a trained bundle's identity that is a shipped model's (:func:`shipped_identities`): its results would
+    read as the shipped model's (fresh-user report: ``aml train --name aml-account-gbdt --version 1.0.0`` was
+    accepted).
+
+    Raises:
+        ConfigError: naming the identity and what to give.
+    """
+    if (name, version) in shipped_identities():
+        raise ConfigError(f"{option} {name} {version} is the identity of the model shipped with sectorflow-aml: "
+                          "results of this bundle could not be told from the shipped model's (meta.model_name, "
+                          "model_version). Give another --name or --version, or leave them out (default "
+                          f"aml-account-<model>{OWN_SUFFIX} and the date with the training data's digest).",
+                          details={"name": name, "version": version})
+
+
 def bundle_identity(model: str, datasets: Sequence[dict[str, Any]], name: str | None = None,
                     version: str | None = None) -> tuple[str, str]:
     """``(name, version)`` of a trained bundle: ``name`` or ``aml-account-<model>-own``; ``version`` or
     ``<UTC date>+<first 12 hex of the sha256 of the training files' digests>`` (e.g. ``2026.12.02+3f0c2a9b51de``), so
     that results' ``meta.model_name``/``model_version`` tell it from the shipped bundle and from a bundle of other
     data."""
-    digest = hashlib.sha256("\n".join(d["sha256_as_read"] for d in datasets).encode()).hexdigest()
+    digest = hashlib.sha256("\n".join(str(d.get("sha256_as_read")) for d in datasets).encode()).hexdigest()
     return (name or f"aml-account-{model}{OWN_SUFFIX}",
             version or f"{datetime.now(timezone.utc):%Y.%m.%d}+{digest[:12]}")
 
@@ -161,8 +192,8 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
 
     Raises:
         ConfigError: neither one labels file nor one per source, an unknown ``model`` or ``points`` (``mlp``: daily
-            only), or an ``--out`` that
-            :func:`check_out_folder` refuses.
+            only), an ``--out`` that :func:`check_out_folder` refuses, or ``name`` and ``version`` of a shipped model
+            (:func:`check_identity`).
         LabelsError: a bad labels file, or labels of which fewer than 50 % of the accounts transact in their file(s)
             (:func:`check_label_overlap`).
         InvalidInputError: a split without both classes.
@@ -179,6 +210,8 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
         raise ConfigError(f"Give one --labels file for all transaction files or one per file ({len(sources)}); got "
                           f"{len(labels)}.")
     check_out_folder(out, force)
+    if name is not None and version is not None:
+        check_identity(name, version)
     read = [read_labels(p) for p in labels]
     if len(read) == 1 and len(sources) > 1:  # one bank's files: one replay of all of them, in the order given
         txns = []
