@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .. import SectorflowError, TaskSpec, Taskflow
-from ..state_lock import state_lock
+from .. import state_lock
 from . import gcfreeze
 from .auth import KeyStore
 from .batching import TaskBatcher
