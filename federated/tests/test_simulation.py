@@ -146,3 +146,49 @@ def test_local_differential_privacy_noises_each_update_under_secagg_plus(registr
     assert gap.max() > 5.0
     started = [e for e in recorder.events if e.kind == "training_run_started"]
     assert started[0].details["privacy"]["per_round"] == {"epsilon": 2.0, "delta": 1e-5}
+
+
+
+class _SilentGrid:
+    """A grid whose nodes never answer (what Flower's in-memory grid is once the simulation engine has failed)."""
+
+    pull_interval = 0.01
+
+    def __init__(self, answer_after: int | None = None) -> None:
+        self.pulls, self.answer_after = 0, answer_after
+
+    def push_messages(self, messages):
+        return ["m1", "m2"]
+
+    def pull_messages(self, ids):
+        self.pulls += 1
+        if self.answer_after is not None and self.pulls >= self.answer_after:
+            from types import SimpleNamespace
+            return [SimpleNamespace(metadata=SimpleNamespace(reply_to_message_id=i)) for i in sorted(ids)]
+        return []
+
+    def get_node_ids(self):
+        return [1, 2]
+
+
+def test_the_server_app_grid_gives_up_once_the_simulation_engine_stopped():
+    """Ray's node start can time out on 2 busy cores: Flower's ``run_simulation`` then raises and, before the fix,
+    left its non-daemon ServerApp thread in ``send_and_receive`` pulling replies forever, so the process never exited
+    (a fresh-clone CI's pytest hung after its summary, in exactly that frame). The grid the ServerApp gets now ends
+    that wait once the caller sets ``stop``, and otherwise behaves as Flower's (replies, timeout, other attributes)."""
+    import threading
+    import time
+
+    from sectorflow.federated.server import SimulationStopped, StoppableGrid
+
+    stop = threading.Event()
+    answering = StoppableGrid(_SilentGrid(answer_after=3), stop)
+    assert [m.metadata.reply_to_message_id for m in answering.send_and_receive([object(), object()])] == ["m1", "m2"]
+    assert answering.get_node_ids() == [1, 2]
+    silent = StoppableGrid(_SilentGrid(), stop)
+    started = time.monotonic()
+    assert silent.send_and_receive([object()], timeout=0.2) == []
+    assert 0.2 <= time.monotonic() - started < 5
+    threading.Timer(0.3, stop.set).start()
+    with pytest.raises(SimulationStopped):
+        silent.send_and_receive([object()])  # no timeout: before the fix this never returned

@@ -4,6 +4,7 @@ SecAgg+ when asked, and records the run (``training_run_started`` / ``training_r
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -92,21 +93,64 @@ def run_workflow(grid: Any, context: Any, cfg: FederationConfig, report: RunRepo
     return report
 
 
+class SimulationStopped(RuntimeError):
+    """The simulation engine stopped (Ray failed to start, or the run ended) while the ServerApp waited for replies."""
+
+
+class StoppableGrid:
+    """Flower's grid whose ``send_and_receive`` gives up once ``stop`` is set (every other attribute is the grid's).
+
+    Flower 1.42's simulation starts the ServerApp in a non-daemon thread and, when the simulation engine fails
+    (Ray's "The current node timed out during startup"), sets its own stop event, raises, and leaves that thread in
+    ``InMemoryGrid.send_and_receive``, which pulls replies forever when no timeout is given: the process then never
+    exits (a fresh-clone CI's pytest hung at exit so). Same loop as Flower's (push, pull every ``pull_interval`` s,
+    until every reply or ``timeout`` s), plus the ``stop`` check: raises :class:`SimulationStopped`."""
+
+    def __init__(self, grid: Any, stop: threading.Event) -> None:
+        self._grid, self._stop = grid, stop
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._grid, name)
+
+    def send_and_receive(self, messages: Any, *, timeout: float | None = None) -> list:
+        pending = set(self._grid.push_messages(messages))
+        end = None if timeout is None else time.time() + timeout
+        replies: list = []
+        while end is None or time.time() < end:
+            if self._stop.is_set():
+                raise SimulationStopped(f"the simulation engine stopped with {len(pending)} replies outstanding "
+                                        "(its error is above)")
+            got = list(self._grid.pull_messages(pending))
+            replies.extend(got)
+            pending.difference_update({m.metadata.reply_to_message_id for m in got})
+            if not pending:
+                break
+            time.sleep(getattr(self._grid, "pull_interval", 0.1))
+        return replies
+
+
 def make_server_app(cfg: FederationConfig, report: RunReport | None = None, plugin: str = "",
                     on_round: Callable[[RoundRecord], None] | None = None,
-                    on_finish: Callable[[RunReport], None] | None = None) -> Any:
+                    on_finish: Callable[[RunReport], None] | None = None,
+                    stop: threading.Event | None = None, finished: threading.Event | None = None) -> Any:
     """A Flower ``ServerApp`` running :func:`run_workflow`. ``report`` (simulation: same process) receives the
     rounds and final weights; in deployment each run gets a fresh report in the ServerApp's process, and
-    ``on_finish`` (deployment: write the bundle named by ``cfg.bundle``) gets it when the run finished."""
+    ``on_finish`` (deployment: write the bundle named by ``cfg.bundle``) gets it when the run finished. ``stop``
+    (simulation): set by the caller once Flower's ``run_simulation`` has returned or raised, it ends a ServerApp
+    still waiting for replies (:class:`StoppableGrid`); ``finished`` is set when the ServerApp's main has ended."""
     from flwr.server import ServerApp
 
     app = ServerApp()
 
     @app.main()
     def main(grid: Any, context: Any) -> None:
-        done = run_workflow(grid, context, cfg, report if report is not None else new_report(cfg), plugin,
-                            on_round)
-        if on_finish is not None:
-            on_finish(done)
+        try:
+            done = run_workflow(grid if stop is None else StoppableGrid(grid, stop), context, cfg,
+                                report if report is not None else new_report(cfg), plugin, on_round)
+            if on_finish is not None:
+                on_finish(done)
+        finally:
+            if finished is not None:
+                finished.set()
 
     return app

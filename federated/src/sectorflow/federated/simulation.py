@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -66,6 +67,14 @@ def check_institutions(cfg: FederationConfig, spec: TrainableSpec, cause: BaseEx
                               ) from (cause or exc)
 
 
+def _stop_server_app(stop: threading.Event, finished: threading.Event, timeout: float = 10.0) -> None:
+    """End a ServerApp thread that Flower's ``run_simulation`` left waiting for replies (the engine failed), and
+    wait up to ``timeout`` s for it to record the failure; at once when it has finished or never started."""
+    stop.set()
+    if any(t.is_alive() and "server_th" in t.name for t in threading.enumerate()):
+        finished.wait(timeout)
+
+
 def check_simulation_config(cfg: FederationConfig) -> None:
     """Raise :class:`ConfigError` when ``cfg`` has no ``[[institutions]]`` or fewer than
     ``min_available_clients``."""
@@ -106,15 +115,18 @@ def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cp
                                              "num_gpus": 0, "include_dashboard": False,
                                              "logging_level": logging.INFO if verbose else logging.ERROR,
                                              "log_to_driver": verbose}}
+    stop, finished = threading.Event(), threading.Event()
+    server_app = make_server_app(cfg, report, spec.plugin, on_round, stop=stop, finished=finished)
     try:
         with _flower_logs(verbose):
-            run_simulation(server_app=make_server_app(cfg, report, spec.plugin, on_round),
-                           client_app=make_client_app(cfg, spec), num_supernodes=n, backend_config=backend,
-                           verbose_logging=verbose)
+            run_simulation(server_app=server_app, client_app=make_client_app(cfg, spec), num_supernodes=n,
+                           backend_config=backend, verbose_logging=verbose)
     except Exception as exc:
+        _stop_server_app(stop, finished)
         if report.weights is None:
             check_institutions(cfg, spec, exc)
         raise
+    _stop_server_app(stop, finished)
     if report.weights is None:
         check_institutions(cfg, spec)
     if report.error:
