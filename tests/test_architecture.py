@@ -28,9 +28,9 @@ SERVING_THIRD_PARTY = CORE_THIRD_PARTY | {"fastapi", "fastapi_offline", "starlet
 ONNX_MODULES = {"sectorflow.models.export", "sectorflow.models.quantize", "sectorflow.onnx_runtime",
                 "sectorflow.models.weight_only", "sectorflow.models.onnx_compact"}
 ONNX_THIRD_PARTY = CORE_THIRD_PARTY | {"onnx", "onnxruntime", "paddle2onnx"}
-# The PostgreSQL state store (sectorflow.state_store_pg) uses psycopg (the compliance extra), imported only for a
-# postgresql:// store.
-POSTGRES_MODULES = {"sectorflow.state_store_pg"}
+# The PostgreSQL state store (sectorflow.state_store_pg) and its lock (.state_lock_pg) use psycopg (the compliance
+# extra), imported only for a postgresql:// store.
+POSTGRES_MODULES = {"sectorflow.state_store_pg", "sectorflow.state_lock_pg"}
 POSTGRES_THIRD_PARTY = CORE_THIRD_PARTY | {"psycopg"}
 # sectorflow modules and subpackages that are public API for plugins and layers: the host API (core/.../host.py) and the
 # layers, each documented (docs/architecture.md).

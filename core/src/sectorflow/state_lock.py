@@ -2,11 +2,15 @@
 (and of a ``state reset``), so that a second run on the same file is refused at once instead of taking the first
 one's unfinished run for a stale one (``--discard-unfinished`` then threw away a run that was still going).
 
-The lock is ``fcntl.flock`` on a sibling file ``STATE.lock`` (``state.sqlite.lock``
+SQLite: the lock is ``fcntl.flock`` on a sibling file ``STATE.lock`` (``state.sqlite.lock``
 next to ``state.sqlite``), which also holds the holder's process id for the message. The operating system releases
 it when the holder exits, however it exits (``kill -9`` included), so there is never a stale lock to clear by hand;
-the file itself stays (deleting a lock file races with a process opening it). PostgreSQL stores
-(``postgresql://``) are not locked here, nor is anything on a platform without ``fcntl`` (Windows).
+the file itself stays (deleting a lock file races with a process opening it). Nothing is locked on a platform
+without ``fcntl`` (Windows).
+
+PostgreSQL (``postgresql://``, since 3 Dec 2026; before, a server and a ``run --state`` on the same database both
+wrote it): a session-level advisory lock on the store's schema (:mod:`sectorflow.state_lock_pg`), exclusive for a
+run or reset, shared for ``sectorflow serve`` (replicas share one PostgreSQL store, docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 
 from .errors import ConfigError
 from .state_store import default_state_path
+
 
 try:
     import fcntl
@@ -41,14 +46,21 @@ def state_lock_path(state: str | Path | None) -> Path | None:
 
 @contextmanager
 def state_lock(state: str | Path | None, *, what: str = "run") -> Iterator[None]:
-    """Hold the exclusive lock of the state store ``state`` for the block (see the module docstring); nothing for a
-    PostgreSQL URL. ``what`` names this process's action in the lock file (``run``, ``reset``).
+    """Hold the exclusive lock of the state store ``state`` (a SQLite path or ``sqlite:///`` URL, ``None`` for the
+    default file, or a ``postgresql://`` URL) for the block (see the module docstring). ``what`` names this
+    process's action in the lock file or the lock's connection (``run``, ``reset``, ``serve``).
 
     Raises:
         ConfigError: another process holds it: "another run (pid N) is using STATE; wait for it to finish or use
             another --state" (``details``: ``{"state": ..., "pid": N or None}``); the lock file cannot be created
-            (a folder that does not exist or is not writable).
+            (a folder that does not exist or is not writable); the PostgreSQL server cannot be reached.
     """
+    if _is_postgres(state):
+        from .state_lock_pg import pg_state_lock
+
+        with pg_state_lock(str(state), what):
+            yield
+        return
     path = state_lock_path(state)
     if path is None or fcntl is None:
         yield
@@ -83,11 +95,16 @@ def state_lock(state: str | Path | None, *, what: str = "run") -> Iterator[None]
 
 def state_lock_holder(state: str | Path | None) -> dict[str, object] | None:
     """Who holds the lock of the state store ``state`` now: ``{"pid": N or None, "doing": "run" | "reset" | ...}``,
-    or ``None`` when nobody does (also for a PostgreSQL URL, a platform without ``fcntl``, or no lock file yet).
+    or ``None`` when nobody does (also on a platform without ``fcntl``, or with no lock file yet). For a PostgreSQL
+    URL it asks the server (``pg_locks``); a server that cannot be reached raises ``ConfigError``.
     ``sectorflow aml state show`` uses it to tell a run in progress from one that was killed (both leave an
     unfinished run in the store). The probe takes a shared lock for an instant, without creating the file; a run
     that starts in that instant is refused as if another held the store (it says so; run it again).
     """
+    if _is_postgres(state):
+        from .state_lock_pg import pg_state_lock_holder
+
+        return pg_state_lock_holder(str(state))
     path = state_lock_path(state)
     if path is None or fcntl is None:
         return None
@@ -105,3 +122,8 @@ def state_lock_holder(state: str | Path | None) -> dict[str, object] | None:
         return None
     finally:
         os.close(fd)
+
+
+
+def _is_postgres(state: str | Path | None) -> bool:
+    return state is not None and str(state).startswith(("postgresql://", "postgres://"))

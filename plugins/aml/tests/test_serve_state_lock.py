@@ -42,6 +42,24 @@ def test_a_server_holds_the_store_and_a_run_on_it_is_refused(tmp_path):
     assert run.returncode == 0, run.stderr
 
 
+def test_a_server_on_a_postgresql_store_refuses_a_run_on_it(tmp_path):
+    import pytest
+
+    dsn = os.environ.get("SECTORFLOW_TEST_POSTGRES_DSN")
+    if not dsn:
+        pytest.skip("SECTORFLOW_TEST_POSTGRES_DSN is not set (bash scripts/start_postgres.sh)")
+    proc, url = _start(_config(tmp_path / "serve.toml", dsn))  # before 3 Dec 2026 PostgreSQL stores had no lock
+    try:
+        run = subprocess.run([sys.executable, "-m", "sectorflow.cli", "run", "aml", str(SAMPLE), "--format", "amlsim",
+                              "-O", "model=false", "--state", dsn, "-o", str(tmp_path / "r.jsonl"), "--no-progress"],
+                             env=ENV, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 2, run.stderr
+        assert f"another serve (pid {proc.pid}) is using postgresql://" in run.stderr, run.stderr
+        assert not (tmp_path / "r.jsonl").exists()
+    finally:
+        _stop(proc)
+
+
 def test_a_server_started_while_a_run_holds_the_store_does_not_serve_aml(tmp_path):
     import socket
     import time
