@@ -403,6 +403,13 @@ _REDACTED_END = re.compile(r"(?:\bthrough|\bthru|\buntil|\btill|\bto|\bending|\b
 """An end that the filed copy blanks out ("through [*****]", "terminating the [*****] day of [*****]")."""
 
 
+_START_EVENT = re.compile(r"(?:\bcommenc\w*|\bbegin\w*|\bstart\w*|\bfrom)\s+(?:on\s+|upon\s+|as\s+of\s+|with\s+)?"
+                          r"(?:the\s+)?(?P<e>(?:[\"“]?[A-Z][\w-]*[\"”]?\s+){0,3}?(?i:date(?:\s+of\s+(?:execution|signing))?|"
+                          r"execution|signing)(?:\s+hereof|\s+of\s+this\s+Agreement)?)\b")
+"""A start the term sentence names by an event, not a date: "commence on the Effective Date", "from the date of
+execution" (kept only with a redacted end, which would otherwise leave the sentence without a reading)."""
+
+
 def _term_parts(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> dict | None:
     """The first term sentence's reading: ``{"duration": (s, e, iso)?, "start": (s, e, raw, iso)?, "end": (...)?,
     "redacted_end": bool}`` with offsets in ``text``; ``None`` when no term sentence gives a duration or a date
@@ -431,8 +438,12 @@ def _term_parts(text: str, spans: list[tuple[int, int]], date_order: str = "MDY"
                                                      rest[e:dates[n + 1][0]], re.I):
                 found.setdefault("start", (at + s, at + e, raw, iso))  # "shall be June 1, 2019 to May 31, 2020"
             previous = e
-        found["redacted_end"] = "end" not in found and bool(_REDACTED_END.search(rest))
-        if any(k in found for k in ("duration", "start", "end")):
+        redacted = None if "end" in found else _REDACTED_END.search(rest)
+        found["redacted_end"] = redacted is not None
+        anchor = _START_EVENT.search(rest[:redacted.start()]) if redacted and "start" not in found else None
+        if anchor:  # "shall commence on the Effective Date and continue through [*****]": no date, the end redacted
+            found["start_event"] = (at + anchor.start("e"), at + anchor.end("e"), anchor.group("e"))
+        if any(k in found for k in ("duration", "start", "end", "start_event")):
             return found
     return None
 
@@ -444,13 +455,17 @@ def term(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> li
     "beginning" / "starting" / "effective" / "from" / "as of", the end after "through" / "until" / "to" /
     "ending" / "expiring" / "terminating" ("from September 1, 2004 through December 31, 2006"); a date named
     neither is not taken, and an end the filed copy redacts ("through [*****]") is left out with a warning, never
-    read from the start. The span covers what was read. Developed on CUAD train, validation and contracts_more."""
+    read from the start; with such an end, a start named by an event ("commence on the Effective Date") is kept as
+    ``start_event`` ("Effective Date"). The span covers what was read. Developed on CUAD train, validation and contracts_more."""
     found = _term_parts(text, spans, date_order)
     if found is None:
         return []
     value = {"duration": found["duration"][2]} if "duration" in found else {}
     value.update({k: found[k][3] for k in ("start", "end") if k in found})
-    parts = [found[k] for k in ("duration", "start", "end") if k in found]
+    if "start_event" in found:
+        value["start_event"] = re.sub(r"[\"“”]|\s+", lambda m: "" if m.group()[0] in "\"“”" else " ",
+                                      found["start_event"][2])
+    parts = [found[k] for k in ("duration", "start", "end", "start_event") if k in found]
     b, e = min(p[0] for p in parts), max(p[1] for p in parts)
     warnings = [nz.REDACTED_TERM_END] if found["redacted_end"] else []
     return [Extraction(text=text[b:e], start=b, end=e, value=value, confidence=0.7 if "duration" in found else 0.65,
