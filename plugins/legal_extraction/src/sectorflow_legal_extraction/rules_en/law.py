@@ -179,18 +179,24 @@ _OTHER_LAW = re.compile(r"\bcompl(?:y|ies|iance)\b|\bexport|securities\s+laws|\b
                         r"\bpatents?\b|\bopinions?\b", re.I)
 
 
+_NAMES_CONTRACT = re.compile(r"\b(?:this|the)\s+(?:[\w-]+\s+){0,3}?(?:agreement|amendment|contract|lease)\b", re.I)
+"""The law's own sentence names the contract ("... of this Contract ... shall be governed by"), not only what it
+sets up ("The activities of the Joint Venture Company shall be governed by the laws ... of China")."""
+
+
 def _own_law(text: str, found: list[Extraction]) -> Extraction:
     """Of the laws several sentences name, the one the contract is governed by: a sentence that says "this
     Agreement ... governed / construed" (or "governing law") before another, one whose own sentence is about
     compliance, export, securities law, tax, patents or the laws a legal opinion covers after the rest, and a US
-    state before "the United States" (federal law named beside the state's, or in a patent clause); the first in
-    the contract among equals."""
+    state before "the United States" (federal law named beside the state's, or in a patent clause), one whose own
+    sentence names the contract before one about something else (a joint venture company's activities); the first
+    in the contract among equals."""
 
     def score(e: Extraction) -> float:
         sentence = text[max(0, e.start - 250):e.end]
         own = re.split(r"(?<=[.;])\s+(?=[A-Z(])|\n\s*\n", sentence)[-1]  # the law's own sentence
         return (2.0 * bool(_OWN_LAW.search(sentence)) - 1.5 * bool(_OTHER_LAW.search(own))
-                - 1.0 * e.value.lower().startswith("united states"))
+                - 1.0 * e.value.lower().startswith("united states") + 0.5 * bool(_NAMES_CONTRACT.search(own)))
 
     return max(found, key=lambda e: (score(e), -e.start))
 
