@@ -88,3 +88,15 @@ def test_the_law_whose_own_sentence_names_the_contract():
             "validity, interpretation and implementation of this Contract shall be governed by the published laws of "
             "the People's Republic of China.")
     assert _law(text) == "People's Republic of China"
+
+
+def test_a_law_named_by_where_something_is():
+    # it gave "State" (the word after "laws of the"): a rule, not a place, kept as the contract words it
+    assert _law("THIS AGREEMENT SHALL BE CONSTRUED UNDER THE LAWS OF THE STATE IN WHICH THE FRANCHISED STORE IS "
+                "LOCATED, EXCEPT AS OTHERWISE PROVIDED.") == "the state in which the franchised store is located"
+    assert _law("This Guarantee shall be governed by the laws of the jurisdiction where the Lender has its principal "
+                "office, without regard to conflicts of law.") == "the jurisdiction where the Lender has its principal office"
+    # a named place, or a choice of two, as before
+    assert _law("This Agreement will be governed by the laws of the state where a suit is filed, being either Ohio "
+                "or Texas.") == "Ohio; Texas"
+    assert _law("This Agreement shall be governed by the laws of the State of Oregon.") == "Oregon"

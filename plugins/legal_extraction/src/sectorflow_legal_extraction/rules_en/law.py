@@ -88,6 +88,13 @@ def jurisdiction(place: str) -> str:
                   r"regardless|other|for|notwithstanding|with)\b.*$", "", place, flags=re.I)
 
 
+_UNNAMED = re.compile(r"(?:the\s+)?(state|commonwealth|province|country|jurisdiction)(\s+(?:in\s+which|where)\s+"
+                      r"[^,.;:()]{3,80}?)(?=\s*(?:[,.;:()]|$|\s+(?:without|excluding|except|as\s+(?:applied|such)|"
+                      r"shall|will)\b))", re.I)
+"""A law named by where something is, not by a place ("the laws of the State in which the Franchised Restaurant is
+located"): CUAD writes the phrase itself."""
+
+
 def _places_after(sentence: str, at: int) -> tuple[list[str], int]:
     """Places named at ``sentence[at:]`` (after "laws of"), with the offset where the last one ends.
     "England and Wales" gives both; "the State of California and the laws of Hong Kong" gives both."""
@@ -103,6 +110,9 @@ def _places_after(sentence: str, at: int) -> tuple[list[str], int]:
     if either and known_place(either.group(1)) and known_place(either.group(2)):
         # "the state where a suit is filed, being either Illinois or New York"
         return [known_place(either.group(1)), known_place(either.group(2))], at + either.end()
+    unnamed = _UNNAMED.match(rest)
+    if unnamed:  # "the laws of the State in which the Franchised Restaurant is located": a rule, no named place
+        return ["the " + re.sub(r"\s+", " ", unnamed.group(1).lower() + unnamed.group(2))], at + unnamed.end()
     if not place or not place.group(1).strip():
         return [], at
     name = re.sub(r"(?:\s+(?:and|the|of))+$", "", place.group(1))
@@ -128,7 +138,8 @@ def _places_after(sentence: str, at: int) -> tuple[list[str], int]:
 
 
 def _value(values: list[str], sentence: str) -> str | None:
-    values = [v for v in dict.fromkeys(values) if v and v[0].isupper() and v.lower() not in _NOT_PLACES]
+    values = [v for v in dict.fromkeys(values) if v and (v[0].isupper() or v.startswith("the ")) and
+              v.lower() not in _NOT_PLACES]
     if not values:
         return None
     if values[0].lower() in {"united states", "united states of america", "u.s.a", "usa"}:
