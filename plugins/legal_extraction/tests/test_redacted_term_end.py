@@ -63,3 +63,18 @@ def test_the_warning_reaches_the_result(taskflow_factory):
     (term,) = result.fields["合同期限"]
     assert term.value == {"start": "2023-03-01"} and term.warnings == [WARNING]
     assert WARNING in result.warnings
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # issue 27: the start named by an event, the end redacted: the warning (there was no term and no warning)
+    ("2. Term. This Agreement shall commence on the Effective Date and continue through [*****], unless terminated "
+     "sooner as set out below.", [({"start_event": "Effective Date"}, [WARNING])]),
+    ("The term of this Agreement shall begin on the date of execution hereof and end on [***].",
+     [({"start_event": "date of execution hereof"}, [WARNING])]),
+    ("The term of this Agreement shall commence upon the signing hereof and terminate on the [*****] day of "
+     "[*****].", [({"start_event": "signing hereof"}, [WARNING])]),
+    # the same start with the end written out or left open: as before (no reading without a date or duration)
+    ("This Agreement shall commence on the Effective Date and continue until terminated by either party.", []),
+])
+def test_english_event_start_and_redacted_end(text, expected):
+    assert _en(text) == expected

@@ -12,6 +12,8 @@ import re
 from decimal import Decimal
 
 from .. import normalize as nz
+from .date_cues import (MADE_CUE, OTHER_AGREEMENT, before_appendix, event_date, late_preamble_date,
+                        made_after_contents, side_by_side_latest)
 from .law import governing_law, jurisdiction  # noqa: F401  (the task's governing-law rule)
 from .party_rules import PREAMBLE_CHARS, _clean_name, looks_like_party, parties  # noqa: F401  (re-exported)
 from ..schema import Extraction
@@ -20,26 +22,6 @@ from ..schema import Extraction
 _STRONG_CUE = re.compile(r"(?:\bdated|\bmade|\bentered\s+(?:into|on|upon)|\bexecuted|\bas\s+of|\beffective|\bsigned)\W+"
                          r"(?:\w+\W+){0,6}$", re.I)
 _WEAK_CUE = re.compile(r"(?:\bon|\bthis)\W+(?:\w+\W+){0,6}$", re.I)
-_OTHER_AGREEMENT = re.compile(r"(?:\bto|\bof|\bunder|\bin|\bthat|\band)\s+(?:the|that|a|certain)\s+[^.()]{0,80}?"
-                              r"(?:agreement|contract|lease)\b[^.;]{0,120}?\b(?:dated|entered\s+into\s+(?:on|as\s+of))\s+(?:as\s+of\s+)?$|"
-                              r"WHEREAS\b[^;]{0,400}$|\b(?:letter|notice|memorandum|e-?mail|fax|proposal|offer)\s+"
-                              r"(?:dated|of)\s+$|(?:before|after|prior\s+to|until|through|later\s+than|\bby|ending|"
-                              r"amended)\s+(?:the\s+)?$|(?:commenc|begin|start|end|expir|terminat)\w*\s+(?:on|as\s+of)\s+"
-                              r"(?:the\s+)?$", re.I)
-
-
-_EVENT = re.compile(r"\b(?:due|deliver\w*|pay\w*|paid|begin\w*|commenc\w*|start\w*|end|ends|ending|expir\w*|"
-                    r"terminat\w*|later\s+than|before|after|until|through|within|vacate|complet\w*|ship\w*|"
-                    r"install\w*|deadline)\b", re.I)
-
-
-def _event_date(head: str, at: int) -> bool:
-    """Whether the date at ``at`` is the date of an event the sentence sets (a payment due, a delivery, a start or
-    an end: "The first rent payment is due on March 1, 2024", "no later than May 5, 2021"), not the agreement's."""
-    sentence = re.split(r"[.;]\s|\n\s*\n", head[max(0, at - 200):at])[-1]
-    return bool(_EVENT.search(sentence))
-
-
 _SHORT_HYPHEN_DATE = re.compile(r"(?<![\w./\-])\d{1,2}-\d{1,2}-\d{2}(?![\w\-])")
 """``3-31-16``: a signature block's date with a two-digit year and hyphens (read only in signature blocks)."""
 
@@ -90,7 +72,7 @@ def _signature_dates(text: str, date_order: str = "MDY") -> list[tuple[int, int,
 _SALUTATION = re.compile(r"\b(?:(?i:Ladies\s+and\s+Gentlemen)|(?i:Dear)\s+(?:(?i:Sirs?|Madam|Mr|Ms|Mrs)|"
                          r"[A-Z][a-z]+))\b")
 _LINE_DATE = re.compile(r"(?:^|\n|\s{3,}|AGREEMENT\s+)[ \t]*([A-Z](?:[a-z]{2,8}|[A-Z]{2,8})\.?\s+\d{1,2},?\s+"
-                        r"(?:19|20)\d{2}|,\s*(?:19|20)\d{2})"
+                        r"(?:19|20)\d{2}|[_ \t]*,\s*(?:19|20)\d{2})"
                         r"[ \t]*(?=\n|\s{3,}|$)")
 
 
@@ -102,7 +84,7 @@ def _letter_date(head: str, date_order: str) -> tuple[int, int, str, str] | None
         return None
     for match in reversed(list(_LINE_DATE.finditer(head, 0, salutation.start()))):
         raw = match.group(1)
-        year = re.fullmatch(r",\s*((?:19|20)\d{2})", raw)
+        year = re.fullmatch(r"[_ \t]*,\s*((?:19|20)\d{2})", raw)
         iso = year.group(1) if year else nz.parse_date(raw, date_order)
         if iso:
             return match.start(1), match.end(1), raw, iso
@@ -113,10 +95,6 @@ def _letter_date(head: str, date_order: str) -> tuple[int, int, str, str] | None
             at = chunk.start() + chunk.group().find(raw)
             return at, at + len(raw), raw, found[0][3]
     return None
-
-
-_MADE_CUE = re.compile(r"(?:\bmade|\bentered\s+(?:into|on|upon)|\bexecuted|\bsigned)(?!\s+effective)\W+"
-                       r"(?:\w+\W+){0,6}$", re.I)
 
 
 def _only_effective(cue_text: str) -> bool:
@@ -150,7 +128,9 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     it); "This Agreement is dated ..." anywhere; the first full date of the first 1,500 characters (not one a term
     runs to or from: "extended to January 20, 2012", "TERM: ..."); the witness clause ("executed this Agreement as
     of this 4th day of April, 2003"); the latest signature-block date (those labelled "Date:" first: the last party
-    to sign dates the agreement). Partly blank dates keep only what is given ("[___], 2020" -> ``2020``); numeric
+    to sign dates the agreement; not those after an appendix that follows them); a preamble that a cover page or a
+    table of contents pushed further (:func:`late_preamble_date`). Partly blank dates keep only what is given
+    ("[___], 2020" -> ``2020``); numeric
     ones are read in ``date_order`` (``"MDY"``: 01/03/2024 is 3 January; ``"DMY"``: 1 March)."""
     head = text[:_head_end(text)]
     dates = [d for d in nz.dates_in(head, date_order)  # not a filing's "Source: X, 8-K, 1/1/2020" (the 60 characters
@@ -170,8 +150,8 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     for cue, score in ((_STRONG_CUE, 0.85), (_WEAK_CUE, 0.75)):
         for n, date in enumerate(dates):
             before = re.sub(r"\s+", " ", head[max(0, date[0] - 400):date[0]])  # spacing and line breaks vary
-            if chosen is None and cue.search(before[-60:]) and not _OTHER_AGREEMENT.search(before) and not (
-                    cue is _WEAK_CUE and _event_date(head, date[0])):  # "the first payment is due on March 1"
+            if chosen is None and cue.search(before[-60:]) and not OTHER_AGREEMENT.search(before) and not (
+                    cue is _WEAK_CUE and event_date(head, date[0])):  # "the first payment is due on March 1"
                 chosen, confidence = date, score
                 # "dated as of this ____ day of ______, 2012, but made effective as of February 20, 2012": the full
                 # date the same sentence gives next
@@ -184,10 +164,10 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
                     # "shall be effective as of May 1, 2020 ... and is made and entered into this 10th day of
                     # January, 2020": the date it is made on, when the preamble gives one next, is the agreement's
                     made = next((d for d in dates[n + 1:] if d[0] - date[1] < 1500 and len(d[3]) == 10 and
-                                 _MADE_CUE.search(re.sub(r"\s+", " ", head[max(0, d[0] - 60):d[0]])) and
-                                 not _OTHER_AGREEMENT.search(re.sub(r"\s+", " ", head[max(0, d[0] - 400):d[0]]))),
+                                 MADE_CUE.search(re.sub(r"\s+", " ", head[max(0, d[0] - 60):d[0]])) and
+                                 not OTHER_AGREEMENT.search(re.sub(r"\s+", " ", head[max(0, d[0] - 400):d[0]]))),
                                 None)
-                    chosen = made or chosen
+                    chosen = made or made_after_contents(text, date, date_order) or chosen
                 break
         if chosen:
             break
@@ -210,21 +190,23 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
                 s, e, raw, iso = found[0]
                 chosen, confidence = (match.end() + s, match.end() + e, raw, iso), 0.8
                 break
-    early = [d for d in dates if d[0] < 1500 and not _OTHER_AGREEMENT.search(head[max(0, d[0] - 400):d[0]])
+    early = [d for d in dates if d[0] < 1500 and not OTHER_AGREEMENT.search(head[max(0, d[0] - 400):d[0]])
              and not re.search(r"(?:\bto|\bterm\s*:|\bfrom)\s*$", head[max(0, d[0] - 30):d[0]], re.I)
-             and not _event_date(head, d[0])]
+             and not event_date(head, d[0])]
     if chosen is None and early and len(early[0][3]) == 10:
-        chosen, confidence = early[0], 0.4
+        chosen, confidence = side_by_side_latest(head, early[0], dates), 0.4
     if chosen is None:
         for match in re.finditer(r"(?:IN\s+WITNESS\s+WHEREOF[^.]{0,200}?(?:as\s+of|on|AS\s+OF|ON)|(?:Signed|Executed|"
                                  r"Dated|SIGNED|EXECUTED|DATED)(?:\s+and\s+effective|\s+AND\s+EFFECTIVE)?)\s+"
                                  r"(?:this\s+|the\s+|THIS\s+|THE\s+)?", text):
             found = nz.dates_in(text[match.end():match.end() + 60], date_order)
-            if found and found[0][0] <= 2:
-                s, e, raw, iso = found[0]
+            if found and found[0][0] <= 2 and not OTHER_AGREEMENT.search(
+                    re.sub(r"\s+", " ", text[max(0, match.end() - 400):match.end()])):
+                s, e, raw, iso = found[0]  # not "UNDER THAT CERTAIN LEASE DATED DECEMBER ___, 2009": another document
                 chosen, confidence = (match.end() + s, match.end() + e, raw, iso), 0.6
+                break
     if chosen is None:
-        signed = [d for d in _signature_dates(text, date_order) if not _event_date(text, d[0])]
+        signed = [d for d in _signature_dates(text, date_order) if not event_date(text, d[0])]
         signed = [d for d in signed if len(d[3]) == 10] or signed  # a partly blank "April ____, 2003" last
         # dates labelled "Date:" / "Dated:" before any other date of the tail (a rate table's dates are no signature)
         labelled = [d for d in signed if re.search(r"\b(?:Dated?|DATED?)\s*:?\s*$", text[max(0, d[0] - 12):d[0]])
@@ -233,11 +215,14 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
         # "Date:   Date:\n3-29-2016   3-31-16": a date right after a labelled one, blanks between, is the next signer's
         labelled += [d for d in signed if d not in labelled and any(0 < d[0] - x[1] <= 12 and not text[x[1]:d[0]].strip()
                                                                      for x in labelled)]
-        signed = labelled or signed
+        signed = before_appendix(text, labelled or signed)
         if signed:
             chosen, confidence = max(signed, key=lambda d: d[3]), 0.45
-    if chosen is None and dates and dates[0][0] < 1500 and not _event_date(head, dates[0][0]):
+    if chosen is None and dates and dates[0][0] < 1500 and not event_date(head, dates[0][0]):
         chosen, confidence = dates[0], 0.35
+    if chosen is None:
+        chosen = late_preamble_date(text, len(head), date_order)
+        confidence = 0.3
     if chosen is None:
         return []
     start, end, raw, iso = chosen
@@ -403,6 +388,13 @@ _REDACTED_END = re.compile(r"(?:\bthrough|\bthru|\buntil|\btill|\bto|\bending|\b
 """An end that the filed copy blanks out ("through [*****]", "terminating the [*****] day of [*****]")."""
 
 
+_START_EVENT = re.compile(r"(?:\bcommenc\w*|\bbegin\w*|\bstart\w*|\bfrom)\s+(?:on\s+|upon\s+|as\s+of\s+|with\s+)?"
+                          r"(?:the\s+)?(?P<e>(?:[\"“]?[A-Z][\w-]*[\"”]?\s+){0,3}?(?i:date(?:\s+of\s+(?:execution|signing))?|"
+                          r"execution|signing)(?:\s+hereof|\s+of\s+this\s+Agreement)?)\b")
+"""A start the term sentence names by an event, not a date: "commence on the Effective Date", "from the date of
+execution" (kept only with a redacted end, which would otherwise leave the sentence without a reading)."""
+
+
 def _term_parts(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> dict | None:
     """The first term sentence's reading: ``{"duration": (s, e, iso)?, "start": (s, e, raw, iso)?, "end": (...)?,
     "redacted_end": bool}`` with offsets in ``text``; ``None`` when no term sentence gives a duration or a date
@@ -431,8 +423,12 @@ def _term_parts(text: str, spans: list[tuple[int, int]], date_order: str = "MDY"
                                                      rest[e:dates[n + 1][0]], re.I):
                 found.setdefault("start", (at + s, at + e, raw, iso))  # "shall be June 1, 2019 to May 31, 2020"
             previous = e
-        found["redacted_end"] = "end" not in found and bool(_REDACTED_END.search(rest))
-        if any(k in found for k in ("duration", "start", "end")):
+        redacted = None if "end" in found else _REDACTED_END.search(rest)
+        found["redacted_end"] = redacted is not None
+        anchor = _START_EVENT.search(rest[:redacted.start()]) if redacted and "start" not in found else None
+        if anchor:  # "shall commence on the Effective Date and continue through [*****]": no date, the end redacted
+            found["start_event"] = (at + anchor.start("e"), at + anchor.end("e"), anchor.group("e"))
+        if any(k in found for k in ("duration", "start", "end", "start_event")):
             return found
     return None
 
@@ -444,13 +440,17 @@ def term(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> li
     "beginning" / "starting" / "effective" / "from" / "as of", the end after "through" / "until" / "to" /
     "ending" / "expiring" / "terminating" ("from September 1, 2004 through December 31, 2006"); a date named
     neither is not taken, and an end the filed copy redacts ("through [*****]") is left out with a warning, never
-    read from the start. The span covers what was read. Developed on CUAD train, validation and contracts_more."""
+    read from the start; with such an end, a start named by an event ("commence on the Effective Date") is kept as
+    ``start_event`` ("Effective Date"). The span covers what was read. Developed on CUAD train, validation and contracts_more."""
     found = _term_parts(text, spans, date_order)
     if found is None:
         return []
     value = {"duration": found["duration"][2]} if "duration" in found else {}
     value.update({k: found[k][3] for k in ("start", "end") if k in found})
-    parts = [found[k] for k in ("duration", "start", "end") if k in found]
+    if "start_event" in found:
+        value["start_event"] = re.sub(r"[\"“”]|\s+", lambda m: "" if m.group()[0] in "\"“”" else " ",
+                                      found["start_event"][2])
+    parts = [found[k] for k in ("duration", "start", "end", "start_event") if k in found]
     b, e = min(p[0] for p in parts), max(p[1] for p in parts)
     warnings = [nz.REDACTED_TERM_END] if found["redacted_end"] else []
     return [Extraction(text=text[b:e], start=b, end=e, value=value, confidence=0.7 if "duration" in found else 0.65,

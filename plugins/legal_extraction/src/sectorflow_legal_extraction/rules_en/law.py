@@ -88,6 +88,13 @@ def jurisdiction(place: str) -> str:
                   r"regardless|other|for|notwithstanding|with)\b.*$", "", place, flags=re.I)
 
 
+_UNNAMED = re.compile(r"(?:the\s+)?(state|commonwealth|province|country|jurisdiction)(\s+(?:in\s+which|where)\s+"
+                      r"[^,.;:()]{3,80}?)(?=\s*(?:[,.;:()]|$|\s+(?:without|excluding|except|as\s+(?:applied|such)|"
+                      r"shall|will)\b))", re.I)
+"""A law named by where something is, not by a place ("the laws of the State in which the Franchised Restaurant is
+located"): CUAD writes the phrase itself."""
+
+
 def _places_after(sentence: str, at: int) -> tuple[list[str], int]:
     """Places named at ``sentence[at:]`` (after "laws of"), with the offset where the last one ends.
     "England and Wales" gives both; "the State of California and the laws of Hong Kong" gives both."""
@@ -103,6 +110,9 @@ def _places_after(sentence: str, at: int) -> tuple[list[str], int]:
     if either and known_place(either.group(1)) and known_place(either.group(2)):
         # "the state where a suit is filed, being either Illinois or New York"
         return [known_place(either.group(1)), known_place(either.group(2))], at + either.end()
+    unnamed = _UNNAMED.match(rest)
+    if unnamed:  # "the laws of the State in which the Franchised Restaurant is located": a rule, no named place
+        return ["the " + re.sub(r"\s+", " ", unnamed.group(1).lower() + unnamed.group(2))], at + unnamed.end()
     if not place or not place.group(1).strip():
         return [], at
     name = re.sub(r"(?:\s+(?:and|the|of))+$", "", place.group(1))
@@ -128,7 +138,8 @@ def _places_after(sentence: str, at: int) -> tuple[list[str], int]:
 
 
 def _value(values: list[str], sentence: str) -> str | None:
-    values = [v for v in dict.fromkeys(values) if v and v[0].isupper() and v.lower() not in _NOT_PLACES]
+    values = [v for v in dict.fromkeys(values) if v and (v[0].isupper() or v.startswith("the ")) and
+              v.lower() not in _NOT_PLACES]
     if not values:
         return None
     if values[0].lower() in {"united states", "united states of america", "u.s.a", "usa"}:
@@ -179,18 +190,24 @@ _OTHER_LAW = re.compile(r"\bcompl(?:y|ies|iance)\b|\bexport|securities\s+laws|\b
                         r"\bpatents?\b|\bopinions?\b", re.I)
 
 
+_NAMES_CONTRACT = re.compile(r"\b(?:this|the)\s+(?:[\w-]+\s+){0,3}?(?:agreement|amendment|contract|lease)\b", re.I)
+"""The law's own sentence names the contract ("... of this Contract ... shall be governed by"), not only what it
+sets up ("The activities of the Joint Venture Company shall be governed by the laws ... of China")."""
+
+
 def _own_law(text: str, found: list[Extraction]) -> Extraction:
     """Of the laws several sentences name, the one the contract is governed by: a sentence that says "this
     Agreement ... governed / construed" (or "governing law") before another, one whose own sentence is about
     compliance, export, securities law, tax, patents or the laws a legal opinion covers after the rest, and a US
-    state before "the United States" (federal law named beside the state's, or in a patent clause); the first in
-    the contract among equals."""
+    state before "the United States" (federal law named beside the state's, or in a patent clause), one whose own
+    sentence names the contract before one about something else (a joint venture company's activities); the first
+    in the contract among equals."""
 
     def score(e: Extraction) -> float:
         sentence = text[max(0, e.start - 250):e.end]
         own = re.split(r"(?<=[.;])\s+(?=[A-Z(])|\n\s*\n", sentence)[-1]  # the law's own sentence
         return (2.0 * bool(_OWN_LAW.search(sentence)) - 1.5 * bool(_OTHER_LAW.search(own))
-                - 1.0 * e.value.lower().startswith("united states"))
+                - 1.0 * e.value.lower().startswith("united states") + 0.5 * bool(_NAMES_CONTRACT.search(own)))
 
     return max(found, key=lambda e: (score(e), -e.start))
 
