@@ -248,3 +248,32 @@ def test_an_unevaluated_run_keeps_its_last_round():
         strategy.aggregate_fit(rnd, [(_Proxy("1"), _fit_res([np.full(2, rnd, dtype=np.float32)], 5, "a"))], [])
     assert report.selection["round"] == 2 and "no round was evaluated" in report.selection["why"]
     assert np.all(report.kept_weights()[0] == 2)
+
+
+def test_a_misspelt_key_is_refused_naming_where_it_is_the_closest_key_and_the_accepted_ones():
+    """Fresh-user finding: unknown keys inside [[institutions]] were ignored (a typo'd ``max_transaction`` trained on
+    every row). Each trainable now declares its partition keys; the tables of the config name the closest key."""
+    from sectorflow.federated.registry import check_partition_keys
+    from sectorflow.federated.runner import preflight
+    from sectorflow_aml.account_federated import trainable_spec
+
+    cfg = parse_config({"task": "aml", "institutions": [
+        {"transactions": "/srv/a.csv", "labels": "/srv/a_labels.csv", "column_sender_account": "from"},
+        {"transactions": "/srv/b.csv", "labels": "/srv/b_labels.csv", "max_transaction": 500}]})
+    with pytest.raises(ConfigError, match=r"^Unknown key 'max_transaction' \(did you mean 'max_transactions'\?\) in "
+                                          r"institution 2 of 2 in the federation config .* for aml/account_mlp") as info:
+        preflight(cfg, trainable_spec())  # before any file is read: the first institution's paths do not exist
+    assert "Accepted keys: bank, bank_accounts, cache_dir, column_*, columns," in str(info.value)
+    assert info.value.details["unknown"] == ["max_transaction"]
+    with pytest.raises(ConfigError, match=r"'fail_in_rnd' \(did you mean 'fail_in_round'\?\) in this SuperNode's"):
+        check_partition_keys(toy_trainable.SPEC, partition_for({"fail-in-rnd": 2, "n": 3}, parse_config(
+            {"task": "toy"})), "this SuperNode's --node-config")
+    check_partition_keys(toy_trainable.SPEC, {"n": 3, "partition_id": 0, "num_partitions": 2, "name": "b"}, "x")
+    with pytest.raises(ConfigError, match=r"strategy\.min_fit_client: unknown key 'min_fit_client' in the strategy "
+                                          r"table \(did you mean 'min_fit_clients'\?\); accepted keys: "
+                                          r"fraction_evaluate, fraction_fit, min_available_clients"):
+        parse_config({"task": "toy", "strategy": {"min_fit_client": 2}})
+    with pytest.raises(ConfigError, match=r"unknown key 'institution' at the top level \(did you mean "
+                                          r"'institutions'\?\)"):
+        parse_config({"task": "toy", "institution": [{"n": 3}]})
+

@@ -57,7 +57,8 @@ class ToyTrainable:
         return len(self.y), mse, {"mse": mse}
 
 
-SPEC = TrainableSpec(task="toy", name="linear", build=ToyTrainable, description="least squares (tests)")
+SPEC = TrainableSpec(task="toy", name="linear", build=ToyTrainable, description="least squares (tests)",
+                     keys=("n", "fail_in_round", "sleep"))
 
 
 class ToyPlugin:

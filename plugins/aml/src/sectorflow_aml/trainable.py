@@ -315,9 +315,14 @@ def check(partition: dict[str, Any]) -> None:
         raise ConfigError(f"bank must be in [0, num_banks={num_banks}), got {bank}.")
 
 
+KEYS = ("data", "bank", "num_banks", "own_run_weight", "runs", "max_transactions", "seed", "cache_dir")
+"""The partition keys ``build`` reads (module docstring); ``sectorflow federate`` refuses any other
+(``partition_id``, ``num_partitions``, ``name`` and ``institution`` are always accepted)."""
+
+
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers: task ``aml``, name ``risk_mlp``."""
-    return TrainableSpec(task="aml", name="risk_mlp", build=build, check=check,
+    return TrainableSpec(task="aml", name="risk_mlp", build=build, check=check, keys=KEYS,
                          description="AML risk-scorer MLP over one bank's AMLSim accounts (features from its own "
                                      "transaction window)")
 
