@@ -214,7 +214,9 @@ class AMLTrainable:
         batch_size = int(config.get("batch_size", 512))
         mu = float(config.get("proximal_mu", 0.0))
         self._round += 1
-        seed = int(config.get("seed", self.seed)) + self._round
+        # the round the server names, not this object's count: a simulated bank may be served by a fresh process
+        # in any round, and the same seed and data must give the same model (docs/federated.md, reproducible)
+        seed = int(config.get("seed", self.seed)) + int(config.get("server_round", self._round))
         paddle.seed(seed)
         rng = np.random.default_rng(seed)
         rows = self.train_rows
