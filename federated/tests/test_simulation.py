@@ -192,3 +192,72 @@ def test_the_server_app_grid_gives_up_once_the_simulation_engine_stopped():
     threading.Timer(0.3, stop.set).start()
     with pytest.raises(SimulationStopped):
         silent.send_and_receive([object()])  # no timeout: before the fix this never returned
+
+
+ENGINE_FAILURE = Path(__file__).resolve().parent / "engine_failure.py"
+
+
+@pytest.mark.parametrize("scenario", ["before-nodes", "ray-timeout", "interrupt"])
+def test_a_failed_engine_start_ends_the_server_app_and_the_process_exits(scenario):
+    """Flower 1.42's run_simulation leaves its non-daemon ServerApp thread running when its engine fails. Before the
+    fix a ServerApp still waiting for its first institutions (Flower's client manager waits up to a day) or a run
+    interrupted with Ctrl-C (KeyboardInterrupt skipped the stop) kept that thread, so the process never exited.
+    Each scenario runs in a child process (the failure is injected into Flower's own engine code; Ray never
+    starts), which must exit by itself with the run recorded as failed and a typed error saying what to do."""
+    import json
+    import subprocess
+
+    try:
+        done = subprocess.run([sys.executable, str(ENGINE_FAILURE), scenario], capture_output=True, text=True,
+                              timeout=240)
+    except subprocess.TimeoutExpired as exc:  # the hang this test is about
+        pytest.fail(f"the process did not exit: {scenario}\n{(exc.stderr or b'')[-3000:]!r}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["threads"] == [] and out["closed"] is True
+    assert out["recorded"].startswith("SimulationStopped: the simulation engine stopped")
+    if scenario == "interrupt":
+        assert out["error"] == "KeyboardInterrupt"
+        return
+    assert out["error"] == "FederatedEngineError" and out["sectorflow_error"] is True
+    assert "Flower's simulation engine (Ray) failed" in out["message"] and "What to do:" in out["message"]
+    if scenario == "before-nodes":
+        assert "waited for 1 institution(s) to connect (0 had)" in out["recorded"]
+        assert "injected: the simulation engine failed before registering its nodes" in out["message"]
+    else:
+        assert "timed out during startup" in out["message"] and "load is lower" in out["message"]
+
+
+def test_the_same_seed_and_data_give_the_same_global_model_twice():
+    """Fresh-user report: the same federation run twice gave other round APs and another model_sha256. Flower drew
+    the institution that sends the initial weights with the unseeded ``random`` module (here the institutions start
+    from different weights, as the account MLP's standardisation moments do) and aggregated replies in arrival
+    order. Now: institutions in configured order, seeded draws, replies sorted and summed in float64."""
+    from sectorflow.federated.ordering import seeded_draw
+    from sectorflow.federated.server import new_report
+
+    n = 4
+    cfg = parse_config({"task": "toy", "rounds": 2, "lr": 0.1, "seed": 7,
+                        "strategy": {"min_fit_clients": n, "min_evaluate_clients": n, "min_available_clients": n},
+                        "institutions": [{"partition_id": i, "n": 32, "init_scale": 0.5} for i in range(n)]})
+    runs = []
+    for _ in range(2):
+        report, after_round = new_report(cfg, toy_trainable.SPEC), []
+        simulate(cfg, toy_trainable.SPEC, report=report,
+                 on_round=lambda record, report=report, kept=after_round: kept.append(list(report.weights)))
+        runs.append((report, after_round))
+    (first, first_rounds), (second, _) = runs
+    assert first.model_sha256 == second.model_sha256
+    assert [r.model_sha256 for r in first.rounds] == [r.model_sha256 for r in second.rounds]
+    assert [r.eval_loss for r in first.rounds] == [r.eval_loss for r in second.rounds]
+    # round 1 in the clear: every institution trains from the initial weights of the seeded draw's institution
+    (starter,) = seeded_draw(cfg.seed, 1, list(range(n)), 1)
+    init = toy_trainable.ToyTrainable(cfg.institutions[starter]).get_weights()
+    trained = []
+    for i in range(n):
+        t = toy_trainable.ToyTrainable(cfg.institutions[i])
+        t.set_weights(init)
+        t.fit(epochs=1, lr=0.1, server_round=1)
+        trained.append(t.get_weights())
+    for got, name in zip(first_rounds[0], ("b", "w")):
+        assert np.allclose(got, np.mean([w[name] for w in trained], axis=0), atol=1e-6), name

@@ -248,3 +248,90 @@ def test_an_unevaluated_run_keeps_its_last_round():
         strategy.aggregate_fit(rnd, [(_Proxy("1"), _fit_res([np.full(2, rnd, dtype=np.float32)], 5, "a"))], [])
     assert report.selection["round"] == 2 and "no round was evaluated" in report.selection["why"]
     assert np.all(report.kept_weights()[0] == 2)
+
+
+def test_a_misspelt_key_is_refused_naming_where_it_is_the_closest_key_and_the_accepted_ones():
+    """Fresh-user finding: unknown keys inside [[institutions]] were ignored (a typo'd ``max_transaction`` trained on
+    every row). Each trainable now declares its partition keys; the tables of the config name the closest key."""
+    from sectorflow.federated.registry import check_partition_keys
+    from sectorflow.federated.runner import preflight
+    from sectorflow_aml.account_federated import trainable_spec
+
+    cfg = parse_config({"task": "aml", "institutions": [
+        {"transactions": "/srv/a.csv", "labels": "/srv/a_labels.csv", "column_sender_account": "from"},
+        {"transactions": "/srv/b.csv", "labels": "/srv/b_labels.csv", "max_transaction": 500}]})
+    with pytest.raises(ConfigError, match=r"^Unknown key 'max_transaction' \(did you mean 'max_transactions'\?\) in "
+                                          r"institution 2 of 2 in the federation config .* for aml/account_mlp") as info:
+        preflight(cfg, trainable_spec())  # before any file is read: the first institution's paths do not exist
+    assert "Accepted keys: bank, bank_accounts, cache_dir, column_*, columns," in str(info.value)
+    assert info.value.details["unknown"] == ["max_transaction"]
+    with pytest.raises(ConfigError, match=r"'fail_in_rnd' \(did you mean 'fail_in_round'\?\) in this SuperNode's"):
+        check_partition_keys(toy_trainable.SPEC, partition_for({"fail-in-rnd": 2, "n": 3}, parse_config(
+            {"task": "toy"})), "this SuperNode's --node-config")
+    check_partition_keys(toy_trainable.SPEC, {"n": 3, "partition_id": 0, "num_partitions": 2, "name": "b"}, "x")
+    with pytest.raises(ConfigError, match=r"strategy\.min_fit_client: unknown key 'min_fit_client' in the strategy "
+                                          r"table \(did you mean 'min_fit_clients'\?\); accepted keys: "
+                                          r"fraction_evaluate, fraction_fit, min_available_clients"):
+        parse_config({"task": "toy", "strategy": {"min_fit_client": 2}})
+    with pytest.raises(ConfigError, match=r"unknown key 'institution' at the top level \(did you mean "
+                                          r"'institutions'\?\)"):
+        parse_config({"task": "toy", "institution": [{"n": 3}]})
+
+
+class _NodeProxy:
+    def __init__(self, node_id: int) -> None:
+        self.node_id, self.cid = node_id, str(node_id)
+
+
+class _LinkState:
+    def __init__(self, node_ids):
+        from types import SimpleNamespace
+
+        self.nodes = [SimpleNamespace(node_id=i) for i in node_ids]
+
+    def get_node_info(self):
+        return self.nodes
+
+
+def test_institutions_are_ordered_as_configured_sampled_with_the_seed_and_aggregated_whatever_the_arrival():
+    """Flower's client manager samples with the unseeded ``random`` module over random node ids, and FedAvg sums
+    replies in arrival order (float32): the same federation gave another model run to run."""
+    import threading
+    from types import SimpleNamespace
+
+    from flwr.common import parameters_to_ndarrays
+
+    from sectorflow.federated.errors import SimulationStopped
+    from sectorflow.federated.ordering import make_client_manager, node_order
+
+    registered = [9_000_000_123, 17, 4_400_000_001, 250]  # registration order = the institutions' order
+    grid = SimpleNamespace(state=_LinkState(registered))
+    draws = []
+    for _ in range(2):
+        manager = make_client_manager(node_order(grid), seed=3)
+        for node_id in sorted(registered):  # registered with the manager in another order
+            manager.register(_NodeProxy(node_id))
+        assert [p.node_id for p in manager.sample(4)] == registered
+        draws.append([[p.node_id for p in manager.sample(2)] for _ in range(5)])
+    assert draws[0] == draws[1] and len({tuple(d) for d in draws[0]}) > 1  # seeded, and still a draw
+
+    stop = threading.Event()
+    waiting = make_client_manager(node_order(grid), seed=3, stop=stop)
+    threading.Timer(0.3, stop.set).start()
+    with pytest.raises(SimulationStopped, match="waited for 2 institution"):
+        waiting.wait_for(2)  # Flower's waits up to a day
+
+    rng = np.random.default_rng(0)
+    updates = [([rng.normal(size=1000).astype(np.float32)], n, f"bank_{i}") for i, n in enumerate((7, 11, 13))]
+    aggregated = []
+    for order in ((0, 1, 2), (2, 0, 1), (1, 2, 0)):
+        cfg = parse_config({"task": "toy"})
+        report = RunReport(run_id="r5", task="toy", model="linear", strategy="fedavg")
+        strategy = make_audited_strategy(cfg, report, lambda kind, **kw: None)
+        results = [(_Proxy(str(i)), _fit_res(*updates[i])) for i in order]
+        params, _ = strategy.aggregate_fit(1, results, [])
+        aggregated.append(parameters_to_ndarrays(params)[0])
+        assert aggregated[-1].dtype == np.float32
+    assert all(np.array_equal(aggregated[0], a) for a in aggregated[1:])
+    exact = sum(np.float64(n) * w[0].astype(np.float64) for w, n, _ in updates) / 31
+    assert np.array_equal(aggregated[0], exact.astype(np.float32))

@@ -3,7 +3,8 @@ institution's own synthetic rows (the institutions share ``w_true``, so the glob
 
 Partition keys: ``partition_id`` (seed of the institution's rows), ``n`` rows (default 64), ``fail_in_round``
 (raise in ``fit`` of that round: an institution that drops out mid-round), ``sleep`` (seconds ``fit`` waits: a slow
-round, to interrupt).
+round, to interrupt), ``init_scale`` (initial weights ``init_scale * (partition_id + 1)``: institutions that start
+from different weights, as the account MLP's standardisation moments do).
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ class ToyTrainable:
         n = int(partition.get("n", 64))
         self.x = rng.normal(size=(n, 4)).astype(np.float32)
         self.y = self.x @ W_TRUE + rng.normal(scale=0.1, size=n).astype(np.float32)
-        self.w = np.zeros(4, dtype=np.float32)
-        self.b = np.zeros(1, dtype=np.float32)
+        start = float(partition.get("init_scale", 0.0)) * (int(partition.get("partition_id", 0)) + 1)
+        self.w = np.full(4, start, dtype=np.float32)
+        self.b = np.full(1, start, dtype=np.float32)
         self.fail_in_round = int(partition.get("fail_in_round", 0))
         self.sleep = float(partition.get("sleep", 0.0))
 
@@ -57,7 +59,8 @@ class ToyTrainable:
         return len(self.y), mse, {"mse": mse}
 
 
-SPEC = TrainableSpec(task="toy", name="linear", build=ToyTrainable, description="least squares (tests)")
+SPEC = TrainableSpec(task="toy", name="linear", build=ToyTrainable, description="least squares (tests)",
+                     keys=("n", "fail_in_round", "sleep", "init_scale"))
 
 
 class ToyPlugin:

@@ -52,6 +52,16 @@ class TrainableSpec:
             order, as the federated layer sends them) as a bundle the task's pipeline loads
             (``Taskflow(task, task_path=out)``); ``run`` is the federation's record for the manifest (rounds,
             strategy, privacy, institutions, audit event ids). Returns the manifest path.
+        keys: optional, the partition keys ``build`` and ``check`` read (a name ending in ``*`` is a prefix:
+            ``"column_*"``). With it, ``sectorflow federate`` refuses a partition (an ``[[institutions]]`` table, a
+            SuperNode's ``--node-config``) holding any other key, naming it and the closest accepted one, before
+            anything trains: a misspelt key is otherwise silently ignored (``max_transaction = 500`` trained on all
+            rows). ``None``: keys not declared, not checked. ``partition_id``, ``num_partitions`` (set by the
+            simulation), ``name`` and ``institution`` (the institution's name in the records) are always accepted.
+
+    ``build``'s trainable must depend only on the partition, the weights it is given and each call's config
+    (``server_round``, ``seed``): in simulation a fresh process may serve an institution in any round, and the
+    same seed and data must give the same model (docs/federated.md).
     """
 
     task: str
@@ -61,3 +71,4 @@ class TrainableSpec:
     plugin: str = ""
     check: Callable[[dict[str, Any]], None] | None = None
     export: Callable[[list[np.ndarray], dict[str, Any], Path], Path] | None = None
+    keys: tuple[str, ...] | None = None

@@ -95,8 +95,14 @@ def make_numpy_client(trainable: Trainable, institution: str, max_weight: float 
 def client_mods(cfg: FederationConfig) -> list[Any]:
     """Flower client mods for the configured protections: ``secaggplus_mod`` (SecAgg+), ``fixedclipping_mod``
     (DP with client-side clipping; the server adds the noise) or ``LocalDpMod`` (local DP). Flower's DP mods act
-    on training messages only."""
+    on training messages only. Without DP, :func:`~sectorflow.federated.ordering.seeded_rounding_mod` comes first:
+    SecAgg+'s stochastic rounding then depends on the run's seed only (with DP, NumPy's generator, which draws the
+    noise too, is left unseeded)."""
     mods: list[Any] = []
+    if cfg.dp.mode == "off":
+        from .ordering import seeded_rounding_mod
+
+        mods.append(seeded_rounding_mod(cfg.seed))
     if cfg.secagg.enabled:
         from flwr.client.mod import secaggplus_mod
 
@@ -121,8 +127,13 @@ def make_client_app(cfg: FederationConfig, spec: TrainableSpec | None = None) ->
     def client_fn(context: Any) -> Any:
         from .registry import find_trainable
 
+        from .registry import check_partition_keys
+
         the_spec = spec or find_trainable(cfg.task, cfg.model)
-        partition = partition_for(dict(context.node_config), cfg)
+        node_config = dict(context.node_config)
+        partition = partition_for(node_config, cfg)
+        if not (cfg.institutions and "partition-id" in node_config):  # simulation: checked before Flower started
+            check_partition_keys(the_spec, partition, "this SuperNode's --node-config")
         trainable = trainable_for(the_spec, partition)
         cap = cfg.secagg.max_weight if cfg.secagg.enabled else None
         return make_numpy_client(trainable, _institution(partition), cap).to_client()

@@ -53,6 +53,7 @@ Raises :class:`sectorflow.ConfigError` naming the key on anything it cannot use.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -154,8 +155,25 @@ def parse_config(data: dict[str, Any], where: str = "federation config") -> Fede
     try:
         return FederationConfig.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(_problem(e) for e in exc.errors())
         raise ConfigError(f"{where}: {problems}", details={"errors": exc.errors(include_url=False)}) from None
+
+
+TABLES: dict[str, type[BaseModel]] = {"strategy": StrategyConfig, "secagg": SecAggConfig, "dp": DPConfig}
+
+
+def _problem(error: Any) -> str:
+    """One validation error as text; an unknown key names its table, the closest accepted key and all of them."""
+    loc = [str(p) for p in error["loc"]]
+    where = ".".join(loc) or "(top)"
+    if error["type"] != "extra_forbidden":
+        return f"{where}: {error['msg']}"
+    model = TABLES.get(loc[0], FederationConfig) if len(loc) > 1 else FederationConfig
+    place = f"in the {loc[0]} table" if len(loc) > 1 else "at the top level"
+    accepted = sorted(model.model_fields)
+    close = difflib.get_close_matches(loc[-1], accepted, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"{where}: unknown key {loc[-1]!r} {place}{hint}; accepted keys: {', '.join(accepted)}"
 
 
 def load_config(path: str | Path) -> FederationConfig:

@@ -33,11 +33,19 @@ from .strategy import COUNT_PREFIX, RoundRecord, RunReport, lower_is_better, met
 
 
 def preflight(cfg: FederationConfig, spec: TrainableSpec) -> None:
-    """Run the trainable's ``check`` on every configured institution (nothing when it offers none).
+    """Check every configured institution's keys against those the trainable declares
+    (:func:`~sectorflow.federated.registry.check_partition_keys`), then run its ``check`` on each (when it offers
+    one).
 
     Raises:
-        ConfigError: naming the first institution whose partition fails, with the trainable's message.
+        ConfigError: naming the first institution with an unknown key (the key, the closest accepted one, all
+            accepted ones) or whose partition fails, with the trainable's message.
     """
+    from .registry import check_partition_keys
+
+    for index, institution in enumerate(cfg.institutions):
+        check_partition_keys(spec, institution, f"institution {index + 1} of {len(cfg.institutions)} in the "
+                                                "federation config (an institutions table)")
     if spec.check is None:
         return
     for index in range(len(cfg.institutions)):

@@ -14,8 +14,17 @@ from sectorflow import TrainableSpec
 
 from .audit import emit_training
 from .config import FederationConfig
+from .errors import SimulationStopped
+from .ordering import make_client_manager, node_order
 from .privacy import privacy_budget
 from .strategy import RoundRecord, RunReport, make_audited_strategy
+
+__all__ = ["SimulationStopped", "StoppableGrid", "make_server_app", "new_report", "record_abort", "run_workflow"]
+
+WAIT_POLL_S = 0.2
+STOP_GRACE_S = 10.0
+"""Once the simulation engine has stopped, how long the ServerApp's work may take to end (recording the failure)
+before Flower's ServerApp thread returns without it."""
 
 
 def new_report(cfg: FederationConfig, spec: TrainableSpec | None = None, run_id: str | None = None) -> RunReport:
@@ -48,9 +57,14 @@ def record_abort(cfg: FederationConfig, report: RunReport, plugin: str = "",
 
 
 def run_workflow(grid: Any, context: Any, cfg: FederationConfig, report: RunReport, plugin: str = "",
-                 on_round: Callable[[RoundRecord], None] | None = None) -> RunReport:
+                 on_round: Callable[[RoundRecord], None] | None = None,
+                 stop: threading.Event | None = None) -> RunReport:
     """Run the whole federated training on ``grid`` (Flower's ``DefaultWorkflow``, with ``SecAggPlusWorkflow`` as
-    its fit step when SecAgg+ is on), recording the run and each round. Exceptions are recorded and re-raised."""
+    its fit step when SecAgg+ is on), recording the run and each round. Exceptions are recorded and re-raised.
+
+    Institutions are ordered and sampled by :func:`~sectorflow.federated.ordering.make_client_manager` (configured
+    order, samples seeded by ``cfg.seed``); its wait for institutions to connect ends with
+    :class:`SimulationStopped` once ``stop`` is set."""
     from flwr.server import LegacyContext, ServerConfig
     from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
 
@@ -60,7 +74,9 @@ def run_workflow(grid: Any, context: Any, cfg: FederationConfig, report: RunRepo
                                           "secagg": cfg.secagg.enabled, "dp": cfg.dp.model_dump(),
                                           "local_epochs": cfg.local_epochs, "privacy": report.privacy})
     strategy = make_audited_strategy(cfg, report, emit, on_round)
-    legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=cfg.rounds), strategy=strategy)
+    manager = make_client_manager(node_order(grid), cfg.seed, stop)
+    legacy = LegacyContext(context=context, config=ServerConfig(num_rounds=cfg.rounds), strategy=strategy,
+                           client_manager=manager)
     fit_workflow = None
     if cfg.secagg.enabled:
         fit_workflow = SecAggPlusWorkflow(num_shares=cfg.secagg.num_shares,
@@ -91,10 +107,6 @@ def run_workflow(grid: Any, context: Any, cfg: FederationConfig, report: RunRepo
                                            "selection": report.selection},
          model_sha256=report.model_sha256, duration_ms=report.seconds * 1000)
     return report
-
-
-class SimulationStopped(RuntimeError):
-    """The simulation engine stopped (Ray failed to start, or the run ended) while the ServerApp waited for replies."""
 
 
 class StoppableGrid:
@@ -135,22 +147,49 @@ def make_server_app(cfg: FederationConfig, report: RunReport | None = None, plug
                     stop: threading.Event | None = None, finished: threading.Event | None = None) -> Any:
     """A Flower ``ServerApp`` running :func:`run_workflow`. ``report`` (simulation: same process) receives the
     rounds and final weights; in deployment each run gets a fresh report in the ServerApp's process, and
-    ``on_finish`` (deployment: write the bundle named by ``cfg.bundle``) gets it when the run finished. ``stop``
-    (simulation): set by the caller once Flower's ``run_simulation`` has returned or raised, it ends a ServerApp
-    still waiting for replies (:class:`StoppableGrid`); ``finished`` is set when the ServerApp's main has ended."""
+    ``on_finish`` (deployment: write the bundle named by ``cfg.bundle``) gets it when the run finished.
+
+    ``stop`` (simulation): set by the caller once Flower's ``run_simulation`` has returned or raised. It ends a
+    ServerApp still waiting for institutions to connect or for replies (:class:`SimulationStopped`), and whatever
+    the ServerApp is doing, Flower's (non-daemon) ServerApp thread returns at most :data:`STOP_GRACE_S` s after
+    it: the work runs in a daemon thread that thread waits on, so a stuck wait can never keep the process from
+    exiting. ``finished`` is set when the work has ended."""
     from flwr.server import ServerApp
 
     app = ServerApp()
 
-    @app.main()
-    def main(grid: Any, context: Any) -> None:
+    def work(grid: Any, context: Any) -> None:
         try:
             done = run_workflow(grid if stop is None else StoppableGrid(grid, stop), context, cfg,
-                                report if report is not None else new_report(cfg), plugin, on_round)
+                                report if report is not None else new_report(cfg), plugin, on_round, stop)
             if on_finish is not None:
                 on_finish(done)
         finally:
             if finished is not None:
                 finished.set()
+
+    @app.main()
+    def main(grid: Any, context: Any) -> None:
+        if stop is None:  # deployment: the ServerApp has its own process
+            work(grid, context)
+            return
+        outcome: dict[str, BaseException] = {}
+
+        def guarded() -> None:
+            try:
+                work(grid, context)
+            except BaseException as exc:  # noqa: BLE001 - handed to Flower's thread below
+                outcome["error"] = exc
+
+        worker = threading.Thread(target=guarded, name="sectorflow-server-app", daemon=True)
+        worker.start()
+        while worker.is_alive() and not stop.is_set():
+            worker.join(WAIT_POLL_S)
+        worker.join(STOP_GRACE_S)
+        if worker.is_alive():
+            raise SimulationStopped(f"the simulation engine stopped and the ServerApp's work did not end within "
+                                    f"{STOP_GRACE_S:.0f} s; it is left in a daemon thread")
+        if "error" in outcome:
+            raise outcome["error"]
 
     return app

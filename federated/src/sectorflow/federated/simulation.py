@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -15,8 +16,9 @@ from sectorflow import ConfigError, TrainableSpec
 
 from .client import make_client_app, partition_for
 from .config import FederationConfig
+from .errors import FederatedEngineError
 from .registry import find_trainable
-from .server import make_server_app, new_report
+from .server import STOP_GRACE_S, make_server_app, new_report
 from .strategy import RoundRecord, RunReport
 
 FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1", "RAY_DEDUP_LOGS": "0",
@@ -67,12 +69,50 @@ def check_institutions(cfg: FederationConfig, spec: TrainableSpec, cause: BaseEx
                               ) from (cause or exc)
 
 
-def _stop_server_app(stop: threading.Event, finished: threading.Event, timeout: float = 10.0) -> None:
-    """End a ServerApp thread that Flower's ``run_simulation`` left waiting for replies (the engine failed), and
-    wait up to ``timeout`` s for it to record the failure; at once when it has finished or never started."""
+def _server_app_threads() -> list[threading.Thread]:
+    """Flower's ServerApp thread(s) of ``run_simulation`` (target ``server_th_with_start_checks``) still running."""
+    return [t for t in threading.enumerate() if t.is_alive() and "server_th" in t.name]
+
+
+def _stop_server_app(stop: threading.Event, finished: threading.Event, timeout: float = STOP_GRACE_S + 5) -> bool:
+    """End the ServerApp thread that Flower's ``run_simulation`` leaves running when its engine fails (waiting for
+    institutions to connect, or for their replies), and wait up to ``timeout`` s for it (it records the failure
+    first); at once when it has finished or never started. Returns whether no ServerApp thread is left."""
     stop.set()
-    if any(t.is_alive() and "server_th" in t.name for t in threading.enumerate()):
-        finished.wait(timeout)
+    deadline = time.monotonic() + timeout
+    for thread in _server_app_threads():
+        thread.join(max(0.0, deadline - time.monotonic()))
+    finished.wait(max(0.0, min(1.0, deadline - time.monotonic())))
+    return not _server_app_threads()
+
+
+ENGINE_FAILED = "An error was encountered. Ending simulation."
+"""The message of Flower 1.42's ``RuntimeError`` when its simulation engine (not the ServerApp) raised."""
+
+
+def _chain(exc: BaseException) -> str:
+    parts, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        parts.append(f"{type(exc).__name__}: {exc}")
+        exc = exc.__cause__ or exc.__context__
+    return " <- ".join(parts)
+
+
+def engine_error(exc: BaseException, cfg: FederationConfig, report: RunReport) -> FederatedEngineError:
+    """The typed error for a failure of Flower's simulation engine (``exc``: Flower's ``RuntimeError``), saying
+    what happened to the run and what to do."""
+    chain = _chain(exc)
+    timed_out = "timed out" in chain
+    advice = ("Ray's node start has a fixed 30 s timeout, which a loaded machine misses: run it again when the "
+              "load is lower, or with fewer institutions per machine" if timed_out else
+              "run it again with --verbose to see Ray's log (and /tmp/ray/session_latest/logs); if it fails the "
+              "same way, check that Ray starts on this machine: python -c 'import ray; ray.init()'")
+    return FederatedEngineError(
+        f"Flower's simulation engine (Ray) failed: {chain.rstrip('.')}. Run {report.run_id} stopped after "
+        f"{len(report.rounds)} of {cfg.rounds} rounds and is recorded as failed; nothing in the federation config "
+        f"is wrong. What to do: {advice}.",
+        details={"run_id": report.run_id, "rounds_done": len(report.rounds), "cause": chain})
 
 
 def check_simulation_config(cfg: FederationConfig) -> None:
@@ -98,7 +138,12 @@ def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cp
         ConfigError: no ``[[institutions]]``, fewer than ``min_available_clients`` of them, no trainable for the
             task, an institution its trainable's ``check`` refuses (before Flower starts), or (after a run without
             a global model) an institution whose trainable cannot be built.
-            RuntimeError: the run failed (recorded as ``training_run_failed`` first).
+        FederatedEngineError: Flower's simulation engine (Ray) failed to start or crashed (the run is recorded as
+            failed; the message says what to do).
+        RuntimeError: the run failed otherwise (recorded as ``training_run_failed`` first).
+
+    Whatever ends the run (an engine failure, an exception, Ctrl-C), Flower's ServerApp thread has ended when this
+    returns or raises (within :data:`~sectorflow.federated.server.STOP_GRACE_S` s of the end).
     """
     quiet_flower()
     check_simulation_config(cfg)
@@ -123,8 +168,13 @@ def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cp
                            backend_config=backend, verbose_logging=verbose)
     except Exception as exc:
         _stop_server_app(stop, finished)
+        if isinstance(exc, RuntimeError) and str(exc) == ENGINE_FAILED:
+            raise engine_error(exc, cfg, report) from exc
         if report.weights is None:
             check_institutions(cfg, spec, exc)
+        raise
+    except BaseException:  # KeyboardInterrupt, SystemExit: the ServerApp thread must end with the run
+        _stop_server_app(stop, finished)
         raise
     _stop_server_app(stop, finished)
     if report.weights is None:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .config import FederationConfig
+from .ordering import ordered_results
 from .weights import model_sha256
 
 
@@ -200,13 +201,26 @@ def _participant(proxy: Any, res: Any) -> dict[str, Any]:
     return out
 
 
+def as_float64(res: Any) -> Any:
+    """A copy of the fit reply ``res`` whose arrays are float64: Flower's FedAvg sums in the arrays' dtype, and in
+    float64 the example-weighted mean of equal float32 arrays is exactly them again (after the cast back), so an
+    institution that starts afresh in another process (simulation) gets the very values the others kept."""
+    import copy
+
+    from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
+
+    out = copy.copy(res)
+    out.parameters = ndarrays_to_parameters([np.asarray(a, np.float64) for a in parameters_to_ndarrays(res.parameters)])
+    return out
+
+
 def make_audited_strategy(cfg: FederationConfig, report: RunReport, emit: Any,
                           on_round: Callable[[RoundRecord], None] | None = None) -> Any:
     """Wrap :func:`base_strategy` so each round is recorded through ``emit(kind, details=..., model_sha256=...)``
     and passed to ``on_round`` (progress display)."""
     import time
 
-    from flwr.common import parameters_to_ndarrays
+    from flwr.common import ndarrays_to_parameters, parameters_to_ndarrays
     from flwr.server.strategy import Strategy
 
     inner = base_strategy(cfg)
@@ -235,7 +249,10 @@ def make_audited_strategy(cfg: FederationConfig, report: RunReport, emit: Any,
             return inner.configure_fit(server_round, parameters, client_manager)
 
         def aggregate_fit(self, server_round: int, results: list, failures: list) -> Any:
-            params, metrics = inner.aggregate_fit(server_round, results, failures)
+            results = ordered_results(results)
+            params, metrics = inner.aggregate_fit(server_round, [(p, as_float64(r)) for p, r in results], failures)
+            if params is not None:  # summed in float64, sent back as float32 (what the institutions load)
+                params = ndarrays_to_parameters([np.asarray(a, np.float32) for a in parameters_to_ndarrays(params)])
             participants = [_participant(proxy, res) for proxy, res in results]
             arrays = parameters_to_ndarrays(params) if params is not None else None
             self.pending = RoundRecord(
@@ -253,6 +270,7 @@ def make_audited_strategy(cfg: FederationConfig, report: RunReport, emit: Any,
             return inner.configure_evaluate(server_round, parameters, client_manager)
 
         def aggregate_evaluate(self, server_round: int, results: list, failures: list) -> Any:
+            results = ordered_results(results)
             loss, metrics = inner.aggregate_evaluate(server_round, results, failures)
             if self.pending is not None and self.pending.round == server_round:
                 self.pending.eval_loss = None if loss is None else float(loss)

@@ -363,8 +363,14 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
                             name=name, version=version, extra={"federation": run})
 
 
+KEYS = ("transactions", "labels", "format", "columns", "column_*", "defaults", "input_timezone",
+        "lookback_days", "seed", "val_share", "bank", "bank_accounts", "max_transactions", "cache_dir")
+"""The partition keys ``build`` reads (module docstring); ``sectorflow federate`` refuses any other
+(``partition_id``, ``num_partitions``, ``name`` and ``institution`` are always accepted)."""
+
+
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers: task ``aml``, name ``account_mlp``."""
-    return TrainableSpec(task="aml", name="account_mlp", build=build, check=check, export=export,
+    return TrainableSpec(task="aml", name="account_mlp", build=build, check=check, export=export, keys=KEYS,
                          description="account risk MLP over one bank's own transaction and label files (same "
                                      "trainer as `sectorflow aml train --model mlp`; ends in a servable bundle)")

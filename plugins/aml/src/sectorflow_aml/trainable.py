@@ -214,7 +214,9 @@ class AMLTrainable:
         batch_size = int(config.get("batch_size", 512))
         mu = float(config.get("proximal_mu", 0.0))
         self._round += 1
-        seed = int(config.get("seed", self.seed)) + self._round
+        # the round the server names, not this object's count: a simulated bank may be served by a fresh process
+        # in any round, and the same seed and data must give the same model (docs/federated.md, reproducible)
+        seed = int(config.get("seed", self.seed)) + int(config.get("server_round", self._round))
         paddle.seed(seed)
         rng = np.random.default_rng(seed)
         rows = self.train_rows
@@ -315,9 +317,14 @@ def check(partition: dict[str, Any]) -> None:
         raise ConfigError(f"bank must be in [0, num_banks={num_banks}), got {bank}.")
 
 
+KEYS = ("data", "bank", "num_banks", "own_run_weight", "runs", "max_transactions", "seed", "cache_dir")
+"""The partition keys ``build`` reads (module docstring); ``sectorflow federate`` refuses any other
+(``partition_id``, ``num_partitions``, ``name`` and ``institution`` are always accepted)."""
+
+
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers: task ``aml``, name ``risk_mlp``."""
-    return TrainableSpec(task="aml", name="risk_mlp", build=build, check=check,
+    return TrainableSpec(task="aml", name="risk_mlp", build=build, check=check, keys=KEYS,
                          description="AML risk-scorer MLP over one bank's AMLSim accounts (features from its own "
                                      "transaction window)")
 

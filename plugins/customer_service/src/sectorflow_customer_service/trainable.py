@@ -297,10 +297,15 @@ def export(arrays: list[np.ndarray], run: dict[str, Any], out: Path) -> Path:
     return write_manifest(out, **manifest)
 
 
+KEYS = ("data", "banking77", "max_examples", "seed", "init")
+"""The partition keys ``build`` reads (module docstring); ``sectorflow federate`` refuses any other
+(``partition_id``, ``num_partitions``, ``name`` and ``institution`` are always accepted)."""
+
+
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers through ``sectorflow_register_trainables``."""
     return TrainableSpec(task="customer_service", name="intent-head", build=IntentHeadTrainable, check=check,
-                         export=export,
+                         export=export, keys=KEYS,
                          description="the shipped bundle's banking77 head over the frozen MiniLM pooled vectors; "
                                      "partitions: a branch's labelled messages (jsonl/csv) or a slice of banking77 "
                                      "train; ends in a servable bundle")

@@ -201,8 +201,14 @@ def check(partition: Mapping[str, Any]) -> None:
         raise InvalidInputError(f"partition_id {pid} must be in [0, num_partitions={n})")
 
 
+KEYS = ("data", "n_reports", "seed", "init")
+"""The partition keys ``build`` reads (module docstring); ``sectorflow federate`` refuses any other
+(``partition_id``, ``num_partitions``, ``name`` and ``institution`` are always accepted)."""
+
+
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers through ``sectorflow_register_trainables``."""
     return TrainableSpec(task="medical_report", name="span-tagger", build=TaggerTrainable, check=check, export=export,
+                         keys=KEYS,
                          description="Character BiGRU tagger of anatomy and finding spans in radiology reports "
                                      "(zh + en); partitions: a hospital's jsonl or one generated writing style.")
