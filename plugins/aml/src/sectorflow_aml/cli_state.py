@@ -25,7 +25,8 @@ from sectorflow import (ConfigError, StateStore, Taskflow, default_state_path, e
 
 state_app = typer.Typer(help="The AML state kept across runs and server restarts: show, export, reset.",
                         no_args_is_help=True)
-STATE_HELP = "The state store: a SQLite file or a postgresql:// URL (default $SECTORFLOW_HOME/state.sqlite)."
+STATE_HELP = ("The state store: an existing SQLite file (a missing one is refused, not created) or a postgresql:// "
+              "URL (default $SECTORFLOW_HOME/state.sqlite).")
 
 
 def open_existing_store(state: str | None) -> StateStore:
