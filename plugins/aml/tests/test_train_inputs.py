@@ -114,3 +114,9 @@ def test_column_and_default_options_are_checked_before_reading(tmp_path, options
     assert message in run.stderr and message in done.stderr
     if "yen" in message:
         assert "ISO 4217" in done.stderr
+
+
+def test_column_and_default_options_for_a_fixed_format_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="Format 'amlsim' has fixed columns: it takes no --column/--default"):
+        train_bundle([SAMPLE], [NODES], tmp_path / "b", fmt="amlsim", defaults={"currency": "USD"})
+    assert not (tmp_path / "b").exists()

@@ -28,7 +28,7 @@ from .account_features import ACCOUNT_FEATURES
 from .account_scorer import ACCOUNT_CONFIG
 from .account_training import DEFAULT_POINTS, POINTS, Replay, Trained, replay, train
 from .labels import MIN_LABEL_OVERLAP, Labels, LabelsError, read_labels
-from .loaders import _check_mapping, guess_format, load_transactions
+from .loaders import READER_FACTORIES, _check_mapping, guess_format, load_transactions
 from .outputs import SHIPPED_BUNDLE, check_out_folder
 
 MODEL_FILE = "account_model.txt"
@@ -139,10 +139,14 @@ def _read_training_file(source: str | Path, fmt: str | None, on_error: str, log:
     """The transactions of one training file, validated as ``sectorflow run aml`` validates them: with ``on_error``
     ``reject`` a bad row raises (every bad row listed, each with its row and field), with ``skip`` the bad rows are
     left out and counted in ``log``."""
+    fmt = fmt or guess_format(source)
+    if (mapping or defaults) and fmt not in READER_FACTORIES:
+        raise ConfigError(f"Format {fmt!r} has fixed columns: it takes no --column/--default. Formats that do: "
+                          f"{', '.join(sorted(READER_FACTORIES))}.")
     options: dict[str, Any] = {}
     if defaults:
         options["defaults"] = dict(defaults)
-    txns, problems = load_transactions(source, format=fmt or guess_format(source),
+    txns, problems = load_transactions(source, format=fmt,
                                        mapping=dict(mapping) if mapping else None, on_error="skip",
                                        input_timezone=input_timezone, **options)
     rows = sorted({p["row"] for p in problems if p.get("row") is not None})
