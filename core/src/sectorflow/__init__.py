@@ -37,7 +37,7 @@ from .errors import (
 )
 from .hookspecs import hookimpl, may_block
 from .cli_args import field_pairs, option_values
-from .input_files import csv_file_records, csv_records, open_text, parse_json_line, read_text, whole_file_reader
+from .input_files import check_columns_and_defaults, csv_file_records, csv_records, open_text, parse_json_line, read_text, whole_file_reader
 from .items import TextItem
 from .paths import writable_file
 from .pipeline import Pipeline
@@ -61,7 +61,7 @@ __all__ = [
     "DeviceUnavailableError", "UnsupportedPrecisionError", "BundleError", "BundleIntegrityError", "UnsafePickleError",
     "ConfigError", "PathNotWritableError", "writable_file", "import_paddle", "paddle_notes_filtered", "open_text", "csv_records", "csv_file_records", "parse_json_line", "__version__",
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
-    "option_values", "read_text",
+    "option_values", "read_text", "check_columns_and_defaults",
     "StateStore", "StateKeeper", "open_state_store", "default_state_path", "state_summary", "export_state",
     "reset_stored_state", "state_lock", "state_lock_holder", "gc_frozen", "gc_frozen_by_host", "declare_gc_frozen", "withdraw_gc_frozen",
 ]

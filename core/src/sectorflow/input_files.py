@@ -541,16 +541,24 @@ def plan_reader(spec: TaskSpec, fmt: str | None, source: str | Path, *, mapping:
 
 
 def check_mapping_and_defaults(spec: TaskSpec, mapping: Mapping[str, str], defaults: Mapping[str, Any]) -> None:
+    """:func:`check_columns_and_defaults` for ``spec``'s input model (``sectorflow run``'s check)."""
+    check_columns_and_defaults(spec.input_model, mapping, defaults)
+
+
+def check_columns_and_defaults(model: Any, mapping: Mapping[str, str] | None,
+                               defaults: Mapping[str, Any] | None) -> None:
     """Refuse, once before any row is read, a ``--column`` mapping that reads one column into two fields, and a
-    ``--default`` value that the task's input model refuses (``--default currency=yen``: before 2 Dec 2026 every row
-    failed with the same error). Each default is validated alone by ``spec.input_model`` (its field validators
-    included; errors for the fields not given are ignored).
+    ``--default`` value that the input model ``model`` (a pydantic model class) refuses (``--default currency=yen``:
+    before 2 Dec 2026 every row failed with the same error). Each default is validated alone by ``model`` (its field
+    validators included; errors for the fields not given are ignored). Public (``sectorflow.check_columns_and_defaults``)
+    so that a plugin's own commands that read input files as ``sectorflow run`` does (``sectorflow aml explain``,
+    ``aml train``) refuse the same options the same way.
 
     Raises:
         ConfigError: naming both fields and the column, or the option, the field, the value and the model's reason.
     """
     fields_of: dict[str, list[str]] = {}
-    for field, column in mapping.items():
+    for field, column in (mapping or {}).items():
         fields_of.setdefault(column, []).append(field)
     for column, fields in fields_of.items():
         if len(fields) > 1:
@@ -562,7 +570,7 @@ def check_mapping_and_defaults(spec: TaskSpec, mapping: Mapping[str, str], defau
     from pydantic import ValidationError
 
     try:
-        spec.input_model.model_validate(dict(defaults))
+        model.model_validate(dict(defaults))
     except ValidationError as exc:
         for problem in exc.errors():
             field = str(problem["loc"][0]) if problem.get("loc") else None

@@ -68,6 +68,36 @@ def test_explain_reads_a_bank_csv_with_the_runs_column_and_default_options(
     assert "--column 'transaction_id': write FIELD=COLUMN" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(("options", "message"), [
+    (["--default", "currency=yen"], "--default currency=yen: "),
+    (["--column", "receiver_account=Debit Acct"],
+     "--column maps the column 'Debit Acct' to 2 fields (sender_account=Debit Acct, receiver_account=Debit Acct)"),
+])
+def test_explain_checks_column_and_default_options_as_run_does(
+        bank_run: tuple[Path, Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str], cli_main,
+        options: list[str], message: str) -> None:
+    """Fresh-user report (3 Dec 2026): `sectorflow run` refuses these options up front (exit 2; an ISO 4217 hint for
+    the currency), `aml explain` read the file with them (the alert's transactions then failed, or were taken for
+    changed ones)."""
+    source, results, alert_id = bank_run
+    mapping = {**MAPPING, "receiver_account": "Credit Acct"}
+    columns = [arg for field, column in mapping.items() if not (field == "receiver_account" and "--column" in options)
+               for arg in ("--column", f"{field}={column}")]
+    given = columns + (options if "--column" in options else [*options])
+    if "--default" not in options:
+        given += ["--default", "currency=CNY"]
+    run = cli_main(["run", "aml", str(source), "--format", "csv", *given, "--output", str(tmp_path / "r.jsonl")])
+    run_err = capsys.readouterr().err
+    png = tmp_path / "x.png"
+    assert cli_main(["aml", "explain", alert_id, "--results", str(results), "--input", str(source), "--format", "csv",
+                     *given, "--png", str(png)]) == 2
+    err = capsys.readouterr().err
+    assert run == 2 and message in run_err and message in err, err
+    if "yen" in message:
+        assert "ISO 4217" in err
+    assert not png.exists()
+
+
 def test_explain_alert_takes_mapping_and_defaults(bank_run: tuple[Path, Path, str], tmp_path: Path) -> None:
     source, results, alert_id = bank_run
     png = explain_alert(alert_id, results, source, tmp_path / "py.png", "csv", mapping=MAPPING,

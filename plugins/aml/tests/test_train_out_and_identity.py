@@ -73,7 +73,10 @@ def test_a_trained_bundle_has_its_own_name_and_version_in_results(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     data = manifest["provenance"]["datasets"][0]["sha256_as_read"]
     assert manifest["name"] == "aml-account-gbdt-own"
-    assert manifest["version"].endswith("+" + hashlib.sha256(data.encode()).hexdigest()[:12])
+    options = manifest["provenance"]["training_options"]
+    assert options == {"model": "gbdt", "points": "daily", "lookback_days": 30.0, "seed": 3, "val_share": 0.25}
+    identity = data + "\n" + json.dumps(options, sort_keys=True, separators=(",", ":"))
+    assert manifest["version"].endswith("+" + hashlib.sha256(identity.encode()).hexdigest()[:12])
     txn = {"transaction_id": "t1", "timestamp": "2017-01-05T00:00:00Z", "sender_account": "78",
            "receiver_account": "19972", "amount": "192.33", "currency": "CNY"}
     (own,) = Taskflow("aml", task_path=str(out))([txn])

@@ -273,3 +273,38 @@ def test_decisions_survive_a_restart_and_export_as_labels(store, tmp_path, cli_m
         from sectorflow_aml.labels import read_labels  # what `sectorflow aml train --labels` reads
 
         assert read_labels(out).label == {"A1": 0, "A2": 1}
+
+
+@pytest.mark.parametrize("damage", ["truncated_gz", "cut_line"])
+def test_a_damaged_results_file_is_a_clear_503_and_a_preload_warning_not_a_500(results, tmp_path, caplog, damage):
+    """Fresh-user report (3 Dec 2026): a truncated .gz results file gave HTTP 500 (the preload thread died of an
+    EOFError). `sectorflow.open_text` now raises InvalidInputError for it: the preload logs one warning naming the
+    file, and the tenant's pages answer 503 (its data cannot be shown; the request itself is fine) with that message."""
+    import gzip
+    import logging
+
+    from sectorflow_aml.workbench.data import Catalogue, Source
+
+    data = results.read_bytes()
+    if damage == "truncated_gz":
+        packed = gzip.compress(data)
+        bad = tmp_path / "results.jsonl.gz"
+        bad.write_bytes(packed[: len(packed) // 2])
+        said = f"Input file {bad} is truncated (the gzip file ends early"
+    else:
+        bad = tmp_path / "results.jsonl"
+        bad.write_bytes(data[: len(data) // 2])
+        said = f"{bad}, line "
+    source = {"tenant": "bank-1", "results": str(bad), "transactions": str(SAMPLE), "format": "amlsim"}
+    with caplog.at_level(logging.WARNING, logger="sectorflow_aml.workbench"):
+        Catalogue([Source.model_validate(source)]).preload()  # what the preload thread runs at start
+    assert [r.getMessage() for r in caplog.records if said in r.getMessage()], caplog.text
+    cfg = ServeConfig.model_validate({
+        "keys": [{"id": "ana", "sha256": hash_key("secret-ana"), "tenant": "bank-1", "scopes": ["role:analyst"]}],
+        "web": {"aml": {"state_store": str(tmp_path / "state.sqlite"), "preload": False, "sources": [source]}}})
+    client = TestClient(web_app(cfg), raise_server_exceptions=False)
+    client.post("/ui/login", data={"key": "secret-ana", "csrf": login_token(client)}, follow_redirects=False)
+    for page in ("/ui/", "/ui/cases/case-2017-01-000000000000"):
+        answer = client.get(page)
+        assert answer.status_code == 503, answer.text
+        assert said in answer.text.replace("&#39;", "'")

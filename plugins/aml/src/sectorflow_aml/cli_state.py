@@ -15,16 +15,37 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from sectorflow import (Taskflow, export_state, open_state_store, option_values, reset_stored_state, state_lock,
-                        state_lock_holder, state_summary)
+from sectorflow import (ConfigError, StateStore, Taskflow, default_state_path, export_state, open_state_store,
+                        option_values, reset_stored_state, state_lock, state_lock_holder, state_summary)
 
 state_app = typer.Typer(help="The AML state kept across runs and server restarts: show, export, reset.",
                         no_args_is_help=True)
-STATE_HELP = "The state store: a SQLite file or a postgresql:// URL (default $SECTORFLOW_HOME/state.sqlite)."
+STATE_HELP = ("The state store: an existing SQLite file (a missing one is refused, not created) or a postgresql:// "
+              "URL (default $SECTORFLOW_HOME/state.sqlite).")
+
+
+def open_existing_store(state: str | None) -> StateStore:
+    """The state store ``--state`` names (default :func:`sectorflow.default_state_path`), which must exist: these
+    commands read a store, and opening a SQLite file that is not there creates an empty one (a mistyped ``--state
+    typo.sqlite`` was shown as "no AML state" and left an empty store behind). PostgreSQL URLs are opened as given.
+
+    Raises:
+        ConfigError: naming the missing file and what makes one.
+    """
+    text = None if state is None else str(state)
+    if text is None or not text.startswith(("postgresql://", "postgres://")):
+        path = default_state_path() if text is None else Path(text.removeprefix("sqlite://")).expanduser()
+        if not Path(path).is_file():
+            where = f"--state {text}" if text is not None else "the default state store"
+            raise ConfigError(f"{where}: no state store at {path} (nothing was created). Give the --state that "
+                              "`sectorflow run aml --state` or the server's state store wrote (a SQLite file or a "
+                              "postgresql:// URL).", details={"state": str(path)})
+    return open_state_store(state)
 
 
 def _window_summary(snapshot: dict[str, Any] | None) -> dict[str, Any]:
@@ -49,7 +70,7 @@ def show_command(tenant: Optional[str] = typer.Option(None, "--tenant", help="On
                  state: Optional[str] = typer.Option(None, "--state", help=STATE_HELP),
                  as_json: bool = typer.Option(False, "--json", help="One JSON object per tenant.")) -> None:
     """Tenants with AML state: snapshot and journal sizes, last commit, an unfinished run's progress."""
-    store = open_state_store(state)
+    store = open_existing_store(state)
     rows = state_summary(store, "aml", tenant)
     holder = state_lock_holder(state)  # a run holding the store's lock is live, not a killed one
     for row in rows:
@@ -98,7 +119,7 @@ def export_command(tenant: str = typer.Option("default", "--tenant", help="Whose
                                                     "with (KEY=VALUE, e.g. model=false), repeatable.")) -> None:
     """Print the tenant's state as JSON (AMLPipeline.state_dict: window, report aggregates, feature state, ...):
     window span and counts are in it; it loads with AMLPipeline.load_state_dict."""
-    store = open_state_store(state)
+    store = open_existing_store(state)
     tf = Taskflow("aml", **option_values(option))
     typer.echo(json.dumps(export_state(tf, store, tenant), ensure_ascii=False, allow_nan=False))
 
@@ -111,6 +132,7 @@ def reset_command(tenant: str = typer.Option(..., "--tenant", help="Whose state 
     """Forget one tenant's AML state (its next run or call starts with an empty window)."""
     if not yes:
         raise typer.BadParameter("reset forgets the tenant's 30-day window and open report aggregates: add --yes.")
+    open_existing_store(state).close()  # before the lock, whose STATE.lock file would be made next to a typo
     with state_lock(state, what="reset"):  # never under a run that is still going (sectorflow.state_lock)
         store = open_state_store(state)
         had = reset_stored_state(store, "aml", tenant)

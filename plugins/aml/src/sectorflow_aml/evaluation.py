@@ -99,6 +99,33 @@ def account_scores_of(results: Iterable[Mapping[str, Any]], months: Mapping[str,
     return best, period, alerted
 
 
+def case_reading(results: Iterable[Mapping[str, Any]]) -> str | None:
+    """How the run's case book read the account scores (its ``case_model_score``): ``"close"``, ``"max"``, or
+    ``None`` when the results cannot tell (no case's account score ever fell in its period, or no cases).
+
+    Results do not record the option, but their case updates show it: a case's ``model_score`` after a transaction
+    of its account is the account's score then (``close``, a bundle trained with ``--points month_end``) or the
+    highest score of the account in the period so far (``max``); the two differ once a score falls below the
+    period's highest. ``sectorflow aml evaluate`` reads accounts the same way by default.
+    """
+    highest: dict[str, float] = {}
+    seen_close = seen_max = False
+    for item in results:
+        scores = item.get("account_scores") or {}
+        for case in item.get("cases") or ():
+            account, model_score = case.get("account"), case.get("model_score")
+            if account not in scores or model_score is None:
+                continue  # an update of an alert's subject, or no account model yet
+            now = float(scores[account])
+            top = highest[case["case_id"]] = max(highest.get(case["case_id"], now), now)
+            if top > now + 1e-9:
+                seen_close |= abs(float(model_score) - now) <= 1e-9
+                seen_max |= abs(float(model_score) - top) <= 1e-9
+    if seen_max:
+        return "max"
+    return "close" if seen_close else None
+
+
 def evaluate_scores(best: Mapping[str, float], period: Mapping[tuple[str, int], float], alerted: set[str],
                     labels: Labels, budget_share: float = 0.01) -> dict[str, Any]:
     """The metrics of the module docstring."""

@@ -14,21 +14,22 @@ import hashlib
 import json
 import platform
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
-from sectorflow import ConfigError, __version__ as core_version, write_manifest
+from sectorflow import ConfigError, InvalidInputError, __version__ as core_version, field_pairs, write_manifest
 
 from . import __version__
 from .account_features import ACCOUNT_FEATURES
 from .account_scorer import ACCOUNT_CONFIG
 from .account_training import DEFAULT_POINTS, POINTS, Replay, Trained, replay, train
 from .labels import MIN_LABEL_OVERLAP, Labels, LabelsError, read_labels
-from .loaders import guess_format, load_transactions
+from .loaders import READER_FACTORIES, _check_mapping, guess_format, load_transactions
+from .outputs import SHIPPED_BUNDLE, check_out_folder
 
 MODEL_FILE = "account_model.txt"
 
@@ -41,39 +42,9 @@ TRAINING_ROWS = {
                  "month, the month-close row), labelled with the account label",
     "daily": "one snapshot per account per UTC day it is active (its row after its last transaction that day), "
              "labelled with the account label"}
-SHIPPED_BUNDLE = Path(__file__).resolve().parent / "bundle"
-"""The plugin's shipped bundle folder (``plugin.BUNDLE_DIR``): ``aml train`` never writes there."""
-
 OWN_SUFFIX = "-own"
 """Added to the model kind for the default ``--name`` of a trained bundle (``aml-account-gbdt-own``), so that results
 (``meta.model_name``) tell a bank's own bundle from the shipped one (``aml-account-gbdt`` in the shipped manifest)."""
-
-
-def check_out_folder(out: str | Path, force: bool = False) -> Path:
-    """Refuse an ``--out`` that would overwrite something: the plugin's shipped bundle folder (:data:`SHIPPED_BUNDLE`, or
-    a folder inside it) always; an existing folder that holds files unless ``force``; a file.
-
-    Found by a fresh-user test: ``--out plugins/aml/src/sectorflow_aml/bundle`` replaced the shipped model without a
-    word, and every later default run used the new one.
-
-    Raises:
-        ConfigError: what to give instead (a new or empty folder, ``--force``).
-    """
-    out = Path(out)
-    target = out.resolve()
-    shipped = SHIPPED_BUNDLE
-    if target == shipped or shipped in target.parents:
-        raise ConfigError(f"--out {out} is the bundle shipped with sectorflow-aml ({shipped}); it is never "
-                          "overwritten, not even with --force: pick another folder (e.g. --out my-bundle) and run "
-                          "with --task-path my-bundle.", details={"out": str(out), "shipped": str(shipped)})
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file: give a new or empty folder.", details={"out": str(out)})
-    held = [p for p in out.iterdir()] if out.is_dir() else []
-    if held and not force:
-        raise ConfigError(f"--out {out} already holds {len(held)} file(s) or folder(s) (e.g. {held[0].name}): give a "
-                          "new or empty folder, or add --force to replace the bundle in it.",
-                          details={"out": str(out), "entries": len(held)})
-    return out
 
 
 def shipped_identities() -> set[tuple[str, str]]:
@@ -108,14 +79,86 @@ def check_identity(name: str, version: str, option: str = "--name/--version") ->
 
 
 def bundle_identity(model: str, datasets: Sequence[dict[str, Any]], name: str | None = None,
-                    version: str | None = None) -> tuple[str, str]:
+                    version: str | None = None, options: Mapping[str, Any] | None = None) -> tuple[str, str]:
     """``(name, version)`` of a trained bundle: ``name`` or ``aml-account-<model>-own``; ``version`` or
-    ``<UTC date>+<first 12 hex of the sha256 of the training files' digests>`` (e.g. ``2026.12.02+3f0c2a9b51de``), so
-    that results' ``meta.model_name``/``model_version`` tell it from the shipped bundle and from a bundle of other
-    data."""
-    digest = hashlib.sha256("\n".join(str(d.get("sha256_as_read")) for d in datasets).encode()).hexdigest()
+    ``<UTC date>+<first 12 hex of a sha256>`` (e.g. ``2026.12.02+3f0c2a9b51de``) of the training files' digests and,
+    when given, the training ``options`` that change the model (:func:`training_options`: model kind, points,
+    lookback, seed, validation share; as sorted JSON on a last line), so that results' ``meta.model_name`` /
+    ``model_version`` tell it from the shipped bundle, from a bundle of other data and from a bundle of the same
+    data trained otherwise (before 3 Dec 2026 two bundles of one file trained with ``--points daily`` and
+    ``month_end`` had the same identity). ``sectorflow federate aml`` gives no ``options``: its digest is of the
+    institutions' data digests alone, as before."""
+    lines = [str(d.get("sha256_as_read")) for d in datasets]
+    if options:
+        lines.append(json.dumps(dict(options), sort_keys=True, separators=(",", ":")))
+    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
     return (name or f"aml-account-{model}{OWN_SUFFIX}",
             version or f"{datetime.now(timezone.utc):%Y.%m.%d}+{digest[:12]}")
+
+
+def training_options(model: str, points: str | None, lookback_days: float, seed: int,
+                     val_share: float) -> dict[str, Any]:
+    """The options of ``aml train`` that change the model trained on the same data, as the bundle's identity
+    (:func:`bundle_identity`) and its manifest (``provenance.training_options``) record them."""
+    return {"model": model, "points": points or DEFAULT_POINTS, "lookback_days": float(lookback_days),
+            "seed": int(seed), "val_share": float(val_share)}
+
+
+def check_distinct_sources(sources: Sequence[str | Path]) -> None:
+    """Refuse the same transaction file given twice (by resolved path, or by the SHA-256 of its bytes): its
+    transactions would be trained on twice (a fresh user's ``aml train a.csv a.csv`` was accepted).
+
+    Raises:
+        ConfigError: naming both arguments.
+    """
+    seen: dict[Path, str] = {}
+    for source in sources:
+        path = Path(source)
+        key = path.resolve()
+        if key in seen:
+            raise ConfigError(f"The transaction file {source} is given twice ({seen[key]} and {source}): its "
+                              "transactions would be trained on twice. Give each file once.",
+                              details={"files": [seen[key], str(source)]})
+        seen[key] = str(source)
+    digests: dict[str, str] = {}
+    for key, source in seen.items():
+        if not key.is_file():
+            continue  # the reader says what is missing
+        with key.open("rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        if digest in digests:
+            raise ConfigError(f"The transaction files {digests[digest]} and {source} have the same content (SHA-256 "
+                              f"{digest[:12]}...): its transactions would be trained on twice. Give each file once.",
+                              details={"files": [digests[digest], source], "sha256": digest})
+        digests[digest] = source
+
+
+def _read_training_file(source: str | Path, fmt: str | None, on_error: str, log: Callable[[str], None] | None,
+                        mapping: Mapping[str, str] | None, defaults: Mapping[str, Any] | None,
+                        input_timezone: str | None) -> list[Any]:
+    """The transactions of one training file, validated as ``sectorflow run aml`` validates them: with ``on_error``
+    ``reject`` a bad row raises (every bad row listed, each with its row and field), with ``skip`` the bad rows are
+    left out and counted in ``log``."""
+    fmt = fmt or guess_format(source)
+    if (mapping or defaults) and fmt not in READER_FACTORIES:
+        raise ConfigError(f"Format {fmt!r} has fixed columns: it takes no --column/--default. Formats that do: "
+                          f"{', '.join(sorted(READER_FACTORIES))}.")
+    options: dict[str, Any] = {}
+    if defaults:
+        options["defaults"] = dict(defaults)
+    txns, problems = load_transactions(source, format=fmt,
+                                       mapping=dict(mapping) if mapping else None, on_error="skip",
+                                       input_timezone=input_timezone, **options)
+    rows = sorted({p["row"] for p in problems if p.get("row") is not None})
+    if problems and on_error == "reject":  # worded as `sectorflow run` words a rejected input
+        raise InvalidInputError(f"{len(rows) or len(problems)} bad row(s) in {source}"
+                                + (f" (first: row {rows[0]})" if rows else "") + "; nothing was trained. Fix them, "
+                                "or pass --on-error skip to train on the good rows.", details=problems)
+    if problems and log:
+        first = problems[0]
+        log(f"{source}: skipped {len(rows) or len(problems):,} bad row(s) (--on-error skip; first: row "
+            f"{first.get('row')}: " + (f"{first['field']}: " if first.get("field") else "") + f"{first['reason']})")
+    return txns
 
 
 def check_label_overlap(labels: Labels, accounts: set[str], name: str, labels_name: str) -> None:
@@ -179,24 +222,34 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
                  fmt: str | None = None, lookback_days: float = 30.0, seed: int = 20211, val_share: float = 0.25,
                  command: str | None = None, log: Callable[[str], None] | None = None,
                  model: str = "gbdt", force: bool = False, name: str | None = None,
-                 version: str | None = None, points: str | None = None) -> dict[str, Any]:
+                 version: str | None = None, points: str | None = None, on_error: str = "reject",
+                 mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None,
+                 input_timezone: str | None = None) -> dict[str, Any]:
     """Train an account model on labelled transaction files and write its bundle; returns the manifest.
 
     ``model``: ``gbdt`` (LightGBM, a ``lightgbm`` bundle) or ``mlp`` (the network of
     :mod:`sectorflow_aml.account_mlp`, an ``account-mlp`` bundle): same rows, split and calibration.
 
     ``labels``: one file for all ``sources`` (one bank's files), or one per source (separate runs whose account ids
-    may repeat). ``out``: checked first by :func:`check_out_folder` (``force`` replaces a bundle there). ``name`` and
-    ``version``: the bundle's identity (:func:`bundle_identity`; default ``aml-account-<model>-own`` and the date with
-    the training data's digest).
+    may repeat). ``out``: checked first by :func:`check_out_folder` (``force`` replaces a bundle there, never other
+    files). ``name`` and ``version``: the bundle's identity (:func:`bundle_identity`; default
+    ``aml-account-<model>-own`` and the date with a digest of the training data and :func:`training_options`).
+
+    The files are read and validated as ``sectorflow run aml`` reads them: ``mapping`` / ``defaults`` are its
+    ``--column`` / ``--default`` (checked before any row is read), ``input_timezone`` its ``-O input_timezone``, and
+    ``on_error`` its ``--on-error``: ``reject`` (default) raises on a bad row, ``skip`` leaves bad rows out and says
+    how many (``log``). Before 3 Dec 2026 bad rows (an amount ``notanumber`` or ``-7``, a cut last row) were left out
+    without a word.
 
     Raises:
-        ConfigError: neither one labels file nor one per source, an unknown ``model`` or ``points`` (``mlp``: daily
-            only), an ``--out`` that :func:`check_out_folder` refuses, or ``name`` and ``version`` of a shipped model
-            (:func:`check_identity`).
+        ConfigError: neither one labels file nor one per source, the same file twice (:func:`check_distinct_sources`),
+            an unknown ``model``, ``points`` or ``on_error`` (``mlp``: daily only), an ``--out`` that
+            :func:`check_out_folder` refuses, ``name`` and ``version`` of a shipped model (:func:`check_identity`),
+            a bad ``mapping`` or ``defaults``.
         LabelsError: a bad labels file, or labels of which fewer than 50 % of the accounts transact in their file(s)
             (:func:`check_label_overlap`).
-        InvalidInputError: a split without both classes.
+        InvalidInputError: a bad row (with ``on_error="reject"``: every bad row, naming the file, row and field); a
+            split without both classes.
     """
     if points is not None and points not in POINTS:
         raise ConfigError(f"--points {points!r}: give {' or '.join(POINTS)}.", details={"points": points})
@@ -206,21 +259,28 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
     if model not in ("gbdt", "mlp"):
         raise ConfigError(f"--model {model!r}: give gbdt (LightGBM) or mlp (a network that federated training "
                           "can average).")
+    if on_error not in ("reject", "skip"):
+        raise ConfigError(f"--on-error {on_error!r}: give reject (a bad row stops the training) or skip.")
     if len(labels) not in (1, len(sources)):
         raise ConfigError(f"Give one --labels file for all transaction files or one per file ({len(sources)}); got "
                           f"{len(labels)}.")
     check_out_folder(out, force)
     if name is not None and version is not None:
         check_identity(name, version)
+    check_distinct_sources(sources)
+    _check_mapping(mapping, defaults)  # before any file is read, as `sectorflow run` checks them
+
+    def read_file(source: str | Path) -> list[Any]:
+        return _read_training_file(source, fmt, on_error, log, mapping, defaults, input_timezone)
+
     read = [read_labels(p) for p in labels]
     if len(read) == 1 and len(sources) > 1:  # one bank's files: one replay of all of them, in the order given
         txns = []
         for source in sources:
-            txns.extend(load_transactions(source, format=fmt or guess_format(source))[0])
+            txns.extend(read_file(source))
         groups = [("+".join(str(s) for s in sources), txns, read[0])]
     else:
-        groups = [(str(source), load_transactions(source, format=fmt or guess_format(source))[0], lab)
-                  for source, lab in zip(sources, read)]
+        groups = [(str(source), read_file(source), lab) for source, lab in zip(sources, read)]
     for (group, txns, lab), path in zip(groups, labels):
         check_label_overlap(lab, {a for t in txns for a in (t.sender_account, t.receiver_account)}, group, str(path))
     reps: list[Replay] = []
@@ -236,19 +296,20 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
                  "labelled_accounts": len(lab), "laundering_accounts": lab.positives,
                  "labels": lab.source} for (source, lab), rep in zip(pairs, reps)]
     command = command or " ".join(["sectorflow", "aml", "train", *map(str, sources)])
-    name, version = bundle_identity(model, datasets, name, version)
+    options = training_options(model, points, lookback_days, seed, val_share)
+    name, version = bundle_identity(model, datasets, name, version, options)
     if model == "mlp":
         from .account_mlp import train_mlp, write_mlp_bundle
 
-
         mlp = train_mlp(reps, [lab for _, lab in pairs], seed=seed, val_share=val_share, log=log)
         manifest_path = write_mlp_bundle(out, mlp, lookback_days=lookback_days, datasets=datasets, command=command,
-                                         name=name, version=version)
+                                         name=name, version=version, extra={"training_options": options})
         return json.loads(manifest_path.read_text(encoding="utf-8"))
     trained = train(reps, [lab for _, lab in pairs], seed=seed, val_share=val_share, log=log,
                     points=points or DEFAULT_POINTS)
     manifest_path = write_account_bundle(out, trained, lookback_days=lookback_days, datasets=datasets,
-                                         command=command, name=name, version=version)
+                                         command=command, name=name, version=version,
+                                         extra={"training_options": options})
     return json.loads(manifest_path.read_text(encoding="utf-8"))
 
 
@@ -275,12 +336,29 @@ def train_command(
                                              "daily snapshots) or month_end (each account's row at its last "
                                              "transaction of each UTC month; the bundle's cases are then read at "
                                              "each period's close)."),
+        on_error: str = typer.Option("reject", "--on-error", help="Bad rows, as for `sectorflow run aml`: reject "
+                                     "(default: the training stops, naming the file, row and field of every bad row) "
+                                     "or skip (left out, and counted on stderr)."),
+        column: list[str] = typer.Option([], "--column", help="As for `sectorflow run aml`: read field FIELD from the "
+                                         "file's column COLUMN, FIELD=COLUMN, repeatable (csv, jsonl, parquet)."),
+        default: list[str] = typer.Option([], "--default", help="As for `sectorflow run aml`: value of FIELD where "
+                                          "the file has no such column or the cell is empty, FIELD=VALUE, "
+                                          "repeatable."),
+        input_timezone: Optional[str] = typer.Option(None, "--input-timezone", help="As the run's -O "
+                                                     "input_timezone=ZONE: the time zone of timestamps without a "
+                                                     "UTC offset (default UTC)."),
 ) -> None:
-    """Train the account risk model on labelled transactions and write a bundle (use it with --task-path)."""
+    """Train the account risk model on labelled transactions and write a bundle (use it with --task-path).
+
+    The files are read and validated as `sectorflow run aml` reads them (--format, --column, --default,
+    --input-timezone, --on-error); each file once (the same path or content twice is refused). --out is checked
+    before anything is read: a new or empty folder, or with --force a folder holding an account model bundle."""
     manifest = train_bundle(transactions, labels, out, fmt=fmt, lookback_days=lookback_days, seed=seed,
                             command=" ".join(["sectorflow aml train", *sys.argv[3:]]) if len(sys.argv) > 3 else None,
                             log=lambda m: typer.echo(m, err=True), model=model, force=force, name=name,
-                            version=version, points=points)
+                            version=version, points=points, on_error=on_error,
+                            mapping=field_pairs("--column", "COLUMN", column),
+                            defaults=field_pairs("--default", "VALUE", default), input_timezone=input_timezone)
     v = manifest["metrics"]["account_level"]["validation"]
     typer.echo(f"wrote {out} ({manifest['name']} {manifest['version']}): validation account AP {v['average_precision']}, precision at K {v['precision_at_k']} "
                f"(K={v['k']}), recall at 1% FPR {v['recall_at_1pct_fpr']} (base rate {v['base_rate']})")
@@ -296,17 +374,31 @@ def evaluate_command(
         budget: str = typer.Option("1%", "--budget", help="Share of active accounts flagged per month: 1% or 0.01 "
                                    "(as `aml cases --budget` writes a share)."),
         as_json: bool = typer.Option(False, "--json", help="Print the metrics as JSON."),
-        account_score: str = typer.Option("max", "--account-score", help="An account's score: max (the highest of "
-                                          "its scores, default) or close (the max over months of its month-close "
-                                          "score, its score after its last transaction of the month: for a bundle "
-                                          "trained with --points month_end)."),
+        account_score: Optional[str] = typer.Option(None, "--account-score", help="An account's score: max (the "
+                                                    "highest of its scores) or close (the max over months of its "
+                                                    "month-close score, its score after its last transaction of the "
+                                                    "month; needs --transactions for the months). Default: as the "
+                                                    "run's cases read the scores (close for a bundle trained with "
+                                                    "--points month_end, else max)."),
 ) -> None:
     """Account-level average precision, precision at K, recall at 1% FPR, budget precision, alert rate."""
-    from .evaluation import evaluate_results
-
-    from .evaluation import transaction_index
+    from .evaluation import case_reading, evaluate_results, read_results, transaction_index
 
     budget = _budget_share(budget)
+    chosen = account_score
+    if account_score is None:
+        account_score = case_reading(read_results(results)) or "max"
+    if account_score == "close" and transactions is None:
+        why = ("--account-score close" if chosen else
+               f"{results} are of a run whose cases read each account's score at the period's close (a bundle trained "
+               "with --points month_end), so the default is --account-score close, which")
+        raise ConfigError(f"{why} reads each account's score at the close of each month: give the run's input with "
+                          "--transactions (and --format) for the months, or --account-score max for the highest "
+                          "score. Without the months the whole run would be one period and an account's score its "
+                          "last one.", details={"account_score": "close"})
+    if chosen is None and account_score == "close":
+        typer.echo("note: --account-score close (the run's cases read each account's score at the period's close); "
+                   "give --account-score max for the highest score.", err=True)
     index = transaction_index(transactions, fmt) if transactions is not None else None
     if index is None:
         typer.echo("note: without --transactions the results are not checked against the run's input (results of "
@@ -321,7 +413,7 @@ def evaluate_command(
                f"(base rate {metrics['base_rate']})")
     typer.echo(f"average precision {metrics['average_precision']}, precision at K={metrics['k']} "
                f"{metrics['precision_at_k']}, recall at 1% FPR {metrics['recall_at_1pct_fpr']}")
-    typer.echo(f"budget {b['share']:.0%} of active accounts per period ({b['periods']} periods): precision "
+    typer.echo(f"budget {b['share']:.0%} of active accounts per period ({b['periods']} period{'' if b['periods'] == 1 else 's'}): precision "
                f"{b['precision']}, recall {b['recall']}; alert rate {metrics['alert_rate']} (share of active accounts named by "
                "any rule alert or flagged transaction, not by a case: the cases are what the budget keeps)")
     for t, v in metrics["recall_by_typology"].items():

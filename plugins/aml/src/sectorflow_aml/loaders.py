@@ -28,7 +28,8 @@ from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from sectorflow import ConfigError, InvalidInputError, csv_file_records, csv_records, open_text, parse_json_line
+from sectorflow import (ConfigError, InvalidInputError, check_columns_and_defaults, csv_file_records, csv_records,
+                        open_text, parse_json_line)
 
 from .formats import (  # noqa: F401 (names of sectorflow_aml.loaders before these readers moved)
     AMLSIM_BASE_DATE,
@@ -188,6 +189,15 @@ ID_COLUMN_FIX = ("map the file's transaction id column with --column transaction
 
 
 def _check_mapping(mapping: Mapping[str, str] | None, defaults: Mapping[str, Any] | None = None) -> None:
+    """Refuse, before any row is read, ``--column``/``--default`` options as ``sectorflow run aml`` refuses them: a key
+    that is not a :class:`Transaction` field, a default ``transaction_id``, one column read into two fields, a
+    default value ``Transaction`` refuses (``--default currency=yen``: :func:`sectorflow.check_columns_and_defaults`,
+    the check ``sectorflow run`` makes). Every reader factory calls it, so ``aml explain`` and ``aml train`` refuse them
+    too (before 3 Dec 2026 they read every row and failed on each, or drew nothing).
+
+    Raises:
+        ConfigError: naming the option and the fix.
+    """
     unknown = (set(mapping or {}) | set(defaults or {})) - set(FIELDS)
     if unknown:
         raise ConfigError(f"Column mapping and default keys must be Transaction fields ({', '.join(FIELDS)}); "
@@ -196,6 +206,7 @@ def _check_mapping(mapping: Mapping[str, str] | None, defaults: Mapping[str, Any
         value = (defaults or {})["transaction_id"]
         raise ConfigError(f"A default transaction_id ({value!r}) would give every row the same id: {ID_COLUMN_FIX}.",
                           details={"field": "transaction_id"})
+    check_columns_and_defaults(Transaction, mapping, defaults)
 
 
 def csv_reader(mapping: Mapping[str, str] | None = None, defaults: Mapping[str, Any] | None = None, *,

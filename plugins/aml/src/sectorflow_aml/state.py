@@ -163,7 +163,10 @@ def state_header(pipeline: Any) -> dict[str, Any]:
     ``model=False``), bundle SHA-256, window length in days, feature names, jurisdiction."""
     scorer = pipeline.scorer
     return {"format": FORMAT, "version": VERSION, "task": pipeline.spec.name, "model": pipeline.model_source,
-            "bundle_sha256": pipeline.bundle.sha256 if scorer is not None and pipeline.bundle is not None else None,
+            # the bundle either model is read from (before 3 Dec 2026 null when only the account model ran: the
+            # default since 1 Dec 2026)
+            "bundle_sha256": pipeline.bundle.sha256 if pipeline.bundle is not None and (
+                scorer is not None or getattr(pipeline, "account_scorer", None) is not None) else None,
             "lookback_days": pipeline.lookback_days,
             "features": list(scorer.feature_names) if scorer is not None else None,
             "account_features": (list(pipeline.account_scorer.feature_names)

@@ -3,7 +3,7 @@
 ::
 
     sectorflow workbench --config serve.toml [--host 127.0.0.1] [--port 8867]
-    sectorflow aml dispositions export --out labels.csv [--tenant bank-1] [--state STORE]
+    sectorflow aml dispositions export --out labels.csv [--tenant bank-1] [--state STORE] [--force]
 """
 
 from __future__ import annotations
@@ -13,25 +13,42 @@ from typing import Any, Optional
 
 import typer
 
-from sectorflow import ConfigError, open_state_store
+from sectorflow import ConfigError
 
-from .decisions import DecisionBook, write_labels
+from ..cli_state import open_existing_store
+from ..outputs import check_out_file
+from .decisions import TASK, DecisionBook, write_labels
 
 dispositions_app = typer.Typer(help="Analysts' case decisions (the workbench's): export them as a labels file.",
                                no_args_is_help=True)
 
 
 @dispositions_app.command("export")
-def export_command(out: Path = typer.Option(..., "--out", "-o", help="The labels CSV to write."),
+def export_command(out: Path = typer.Option(..., "--out", "-o", help="The labels CSV to write: a new file (or "
+                                            "--force)."),
                    tenant: str = typer.Option("default", "--tenant", help="Whose decisions."),
-                   state: Optional[str] = typer.Option(None, "--state", help="The state store: a SQLite file or a "
-                                                       "postgresql:// URL (default $SECTORFLOW_HOME/state.sqlite).")
+                   state: Optional[str] = typer.Option(None, "--state", help="The state store: an existing SQLite "
+                                                       "file or a postgresql:// URL (default "
+                                                       "$SECTORFLOW_HOME/state.sqlite)."),
+                   force: bool = typer.Option(False, "--force", help="Replace the file --out names.")
                    ) -> None:
     """Write the tenant's decided cases as `case_id,account_id,period,disposition,reason,decided_by,decided_at`
-    (disposition true_positive, false_positive, escalated or str_approved), for `sectorflow aml train --labels`."""
-    store = open_state_store(state)
+    (disposition true_positive, false_positive, escalated or str_approved), for `sectorflow aml train --labels`.
+
+    An existing --out is refused unless --force; a tenant with no decided case is an error (exit 2, naming the
+    tenants that have decisions) that writes nothing."""
+    check_out_file(out, force, what="labels file")
+    store = open_existing_store(state)
     try:
-        n = write_labels(DecisionBook(store, tenant).labels(), out)
+        rows = DecisionBook(store, tenant).labels()
+        if not rows:
+            tenants = sorted(store.tenants(TASK))
+            raise ConfigError(f"No decided cases of tenant {tenant!r} in {store.url}: nothing written to {out}. "
+                              + (f"Tenants with decisions there: {', '.join(tenants)}; give one with --tenant."
+                                 if tenants else "No tenant has decisions there: decide cases in the workbench "
+                                 "first, or give the --state the workbench uses."),
+                              details={"tenant": tenant, "tenants": tenants})
+        n = write_labels(rows, out)
     finally:
         store.close()
     typer.echo(f"{n} decided cases of tenant {tenant} -> {out}", err=True)

@@ -18,6 +18,8 @@ case, as ``case_id,account_id,period,disposition,reason,decided_by,decided_at`` 
 from __future__ import annotations
 
 import csv
+import gzip
+import os
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -182,14 +184,23 @@ class DecisionBook:
 
 
 def write_labels(rows: Iterable[dict[str, str]], out: str | Path) -> int:
-    """Write label rows as CSV (header :data:`LABEL_HEADER`, UTF-8); returns the rows written."""
+    """Write label rows as CSV (header :data:`LABEL_HEADER`, UTF-8; gzip-compressed when the name ends in ``.gz``,
+    as ``read_labels`` reads such a name); returns the rows written. Written to a temporary file next to ``out`` and
+    renamed into place, so a failure leaves ``out`` as it was."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = 0
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=LABEL_HEADER, lineterminator="\n")
-        writer.writeheader()
-        for row in rows:
-            writer.writerow(row)
-            n += 1
+    temp = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        opened = gzip.open(temp, "wt", newline="", encoding="utf-8") if path.name.lower().endswith(".gz") \
+            else temp.open("w", newline="", encoding="utf-8")
+        with opened as handle:
+            writer = csv.DictWriter(handle, fieldnames=LABEL_HEADER, lineterminator="\n")
+            writer.writeheader()
+            for row in rows:
+                writer.writerow(row)
+                n += 1
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
     return n
