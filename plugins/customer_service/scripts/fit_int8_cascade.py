@@ -6,7 +6,8 @@ multilingual-e5-small (fp32 Paddle predictor) on the messages whose MiniLM top p
 quantization, ``sectorflow.models.quantize.quantize_onnx``, as ``sectorflow models quantize`` builds it) is the
 candidate. This script measures, on validation splits only (the test splits are never read):
 
-- each encoder variant (MiniLM: fp32, INT8 ``MatMul,Gather``, INT8 ``MatMul``; e5: fp32, INT8 ``MatMul``): the
+- each encoder variant (MiniLM: fp32 on Paddle, fp32 on ONNX Runtime (``fp32-onnx``), INT8 ``MatMul,Gather``, INT8
+  ``MatMul``; e5: fp32, INT8 ``MatMul``): the largest logit difference to Paddle fp32, the
   MiniLM banking77 head's validation accuracy and its ratio to fp32 (the INT8 rule of ``sectorflow models quantize``:
   >= 99.5 % of fp32's metric, relative);
 - the cascade for each pair and gate (0.50 ... 1.01): top-intent accuracy and the share of messages sent to e5,
@@ -143,7 +144,7 @@ def main() -> None:
     minilm = {"fp32": encode_minilm(rows, cache, BUNDLE_DIR)}
     e5 = {"fp32": encode_e5(rows, cache)}
     models = onnx_models(cache, args.threads)
-    for tag in MINILM_VARIANTS:
+    for tag in ("fp32-onnx", *MINILM_VARIANTS):
         minilm[tag] = encode_minilm_onnx(rows, cache, models[f"minilm/{tag}"], tag, args.threads)
     for tag in E5_VARIANTS:
         e5[tag] = encode_e5_onnx(rows, cache, models[f"e5/{tag}"], tag, args.threads)
@@ -185,6 +186,8 @@ def main() -> None:
                                    "off_domain_recall": round(float(flags("clinc_val", off).mean()), 4)}}
         fp = report["minilm"]["fp32"]
         report["minilm"][tag]["relative_to_fp32"] = round(acc_b / fp["banking77_val_head_accuracy"], 4)
+        report["minilm"][tag]["largest_logit_difference_to_fp32"] = round(float(max(
+            np.abs(m[s][k].astype(np.float64) - minilm["fp32"][s][k]).max() for s in rows for k in ("b77", "clinc"))), 6)
         for etag, v in e5.items():
             key = f"minilm {tag} + e5 {etag}"
             rb = cascade(heads, "banking77", m["b77_val"]["b77"], v["b77_val"], yb)
