@@ -31,6 +31,7 @@ al. 2025, arXiv:2506.13989: in/out degree, sums, counts, spans per window).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import deque
 from typing import TYPE_CHECKING
@@ -481,7 +482,9 @@ def feature_matrix(snapshots: list[tuple]) -> np.ndarray:
     9e11 currency units summed over an account's window)."""
     if not snapshots:
         return np.zeros((0, N_ACCOUNT_FEATURES), dtype=np.float32)
-    s = np.array(snapshots, dtype=np.float64)
+    # one flat pass over the tuples (np.array of a list of tuples first discovers the nesting: about a quarter slower)
+    s = np.fromiter(itertools.chain.from_iterable(snapshots), dtype=np.float64,
+                    count=len(snapshots) * N_SNAPSHOT).reshape(len(snapshots), N_SNAPSHOT)
     (n_tin, n_tout, n_cin, n_cout, t_in, t_out, c_in, c_out, l_tin, l_tout, l_cin, l_cout, v_in, v_out, deg_in,
      deg_out, ones_in, ones_out, recip, sq_in, sq_out, fast, equal, n_days, n_tdays, span, burst_max, burst_today,
      tout_today, tin_today, peer_n, peer_sum, has_cp, cp_deg_in, cp_deg_out, cp_tout, cp_inflow) = s.T
