@@ -500,3 +500,27 @@ def test_models_commands_refuse_an_empty_out(cli, tmp_path, monkeypatch, command
     assert f"--out {value!r} is {'empty' if not value else 'blank'}: give the folder to write the bundle to, or " \
            "leave the option out for the default" in err
     assert [p.name for p in tmp_path.iterdir()] == ["manifest.json"]
+
+
+def test_a_killed_runs_partial_output_is_removed_by_the_next_run_and_a_live_ones_is_kept(cli, tmp_path):
+    """A run killed with SIGKILL leaves its ``.<output>.partial-<pid>`` (fresh-user report, 2 Dec 2026: 73 MB that
+    nothing removed); the next run to that ``--output`` deletes it and says so, leaving a live process's file."""
+    source, target = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_jsonl(source, ITEMS)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        stale, running = tmp_path / f".out.jsonl.partial-{gone.pid}", tmp_path / f".out.jsonl.partial-{live.pid}"
+        stale.write_text('{"cut": ')
+        running.write_text('{"still": "writing"}\n')
+        other = tmp_path / f".other.jsonl.partial-{gone.pid}"  # another output's: not this run's business
+        other.write_text("x")
+        code, _, err = cli("run", "echo", str(source), "--output", str(target))
+        assert code == 0
+        assert f"removed {stale} (8 bytes), the partial output of an earlier run that was killed" in " ".join(err.split())
+        assert not stale.exists() and running.read_text() == '{"still": "writing"}\n' and other.exists()
+        assert [json.loads(line) for line in target.read_text().splitlines()] == expected_lines(ITEMS)
+    finally:
+        live.kill()
+        live.wait()

@@ -43,7 +43,7 @@ from rich.markup import escape
 from . import plugins
 from .errors import ConfigError, InvalidInputError, SectorflowError
 from .input_files import GZIP_MAGIC, gzip_on_stdin, plan_reader
-from .output_files import compressed, open_results
+from .output_files import compressed, open_results, partial_path, remove_stale_partials
 from .progress import RunProgress
 from .spec import CallContext
 from .state_lock import state_lock
@@ -328,7 +328,10 @@ def _open_results(output: Optional[Path], on_error: OnError) -> tuple[IO[str], O
     atomic = target is not None and (target.is_file() or not target.exists())
     gz = compressed(output)  # results.jsonl.gz: gzip data (sectorflow.output_files)
     if atomic:
-        partial = target.with_name(f".{target.name}.partial-{os.getpid()}")  # type: ignore[union-attr]
+        for stale, size in remove_stale_partials(target):  # type: ignore[arg-type]
+            err.print(f"removed {escape(str(stale))} ({size:,} bytes), the partial output of an earlier run that was "
+                      "killed")
+        partial = partial_path(target)  # type: ignore[arg-type]
         try:
             return open_results(partial, gz), partial, target, None
         except OSError as exc:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
+import re
 from pathlib import Path
 from typing import IO
 
@@ -54,3 +56,47 @@ def open_results(path: str | Path, compress: bool | None = None) -> IO[str]:
         return open(path, "w", encoding="utf-8")
     raw = open(path, "wb")
     return io.TextIOWrapper(_GzipWriter(raw), encoding="utf-8")  # type: ignore[arg-type]
+
+
+def partial_path(target: Path, pid: int | None = None) -> Path:
+    """The temporary name a run writes ``target`` under until it completes: ``.<name>.partial-<pid>`` beside it."""
+    return target.with_name(f".{target.name}.partial-{os.getpid() if pid is None else pid}")
+
+
+def remove_stale_partials(target: Path) -> list[tuple[Path, int]]:
+    """Delete the partial outputs of ``target`` (:func:`partial_path`) left by runs whose process no longer exists
+    (killed with SIGKILL, or by a power cut: a stopped or failed run removes its own); a live process's file (another
+    run writing the same ``--output`` now) is left alone. Returns ``[(path, size in bytes)]`` of those deleted.
+
+    Before 3 Dec 2026 every killed run left its hidden file (73 MB for one AMLGentex month) that nothing removed.
+    """
+    removed: list[tuple[Path, int]] = []
+    pattern = re.compile(re.escape(f".{target.name}.partial-") + r"(\d+)")
+    try:
+        names = os.listdir(target.parent)
+    except OSError:
+        return removed
+    for name in names:
+        found = pattern.fullmatch(name)
+        if found is None or _alive(int(found.group(1))):
+            continue
+        path = target.parent / name
+        try:
+            size = path.stat().st_size
+            path.unlink()
+        except OSError:
+            continue
+        removed.append((path, size))
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
