@@ -242,7 +242,7 @@ def train_mlp(reps: Sequence[Replay], labels: Sequence[Labels], *, seed: int = 2
     vmask = yv_acc >= 0
     if yv_acc[vmask].sum() == 0:
         raise InvalidInputError("The validation split holds no laundering account: label more laundering accounts "
-                                "(at least 4) or pass a larger validation share.")
+                                "(at least 4 in the validation split; from Python, or a larger val_share).")
     mean, second = moments(xt)
     std = std_of(mean, second)
     zt = (transform(xt) - mean) / std
