@@ -335,3 +335,18 @@ def test_institutions_are_ordered_as_configured_sampled_with_the_seed_and_aggreg
     assert all(np.array_equal(aggregated[0], a) for a in aggregated[1:])
     exact = sum(np.float64(n) * w[0].astype(np.float64) for w, n, _ in updates) / 31
     assert np.array_equal(aggregated[0], exact.astype(np.float32))
+
+
+def test_more_cpus_per_client_than_the_machine_has_is_refused_before_ray(monkeypatch):
+    """Fresh-user report, 3 Dec 2026: ``num_cpus_per_client = 64`` on 2 cores was an engine error with Ray's
+    tracebacks that said nothing in the config was wrong."""
+    from sectorflow.federated import simulation
+
+    monkeypatch.setattr(simulation.os, "cpu_count", lambda: 2)
+    institutions = [{"n": 3}, {"n": 3}]
+    with pytest.raises(ConfigError, match=r"^num_cpus_per_client = 64 exceeds the 2 CPU\(s\) of this machine: Ray "
+                                          r"could place no institution\. Give at most 2"):
+        simulation.check_simulation_config(parse_config({"task": "toy", "num_cpus_per_client": 64,
+                                                         "institutions": institutions}))
+    simulation.check_simulation_config(parse_config({"task": "toy", "num_cpus_per_client": 2,
+                                                     "institutions": institutions}))

@@ -47,7 +47,7 @@ from .taskflow import Taskflow
 from .state_admin import export_state, reset_stored_state, state_summary
 from .state_keeper import StateKeeper
 from .state_lock import state_lock, state_lock_holder
-from .state_store import StateStore, default_state_path, open_state_store
+from .state_store import StateStore, default_state_path, open_state_store, shown_store
 from .trainable import Trainable, TrainableSpec
 
 __version__ = "0.1.0"
@@ -62,6 +62,6 @@ __all__ = [
     "ConfigError", "PathNotWritableError", "writable_file", "import_paddle", "paddle_notes_filtered", "open_text", "csv_records", "csv_file_records", "parse_json_line", "__version__",
     "ValidationSet", "QuantizationError", "ExportMismatchError", "TextItem", "whole_file_reader", "field_pairs",
     "option_values", "read_text", "check_columns_and_defaults",
-    "StateStore", "StateKeeper", "open_state_store", "default_state_path", "state_summary", "export_state",
+    "StateStore", "StateKeeper", "open_state_store", "shown_store", "default_state_path", "state_summary", "export_state",
     "reset_stored_state", "state_lock", "state_lock_holder", "gc_frozen", "gc_frozen_by_host", "declare_gc_frozen", "withdraw_gc_frozen",
 ]

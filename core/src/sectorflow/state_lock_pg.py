@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .errors import ConfigError
+from .state_store import shown_store
 
 _CLASS = 0x5346  # first key of the two-key advisory lock ("SF"); the second is hashtext of the schema's name
 _SCHEMA = "sectorflow_state"  # the schema open_state_store uses for a postgresql:// URL
@@ -27,7 +28,7 @@ _SHARED = {"serve"}
 
 
 def _shown(dsn: str) -> str:
-    return re.sub(r"//[^@/]*@", "//***@", dsn)  # no password in messages, as the store's own
+    return shown_store(dsn)  # no password in messages, as the store's own
 
 
 def _connect(dsn: str, what: str) -> Any:

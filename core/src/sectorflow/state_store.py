@@ -27,6 +27,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -321,6 +322,14 @@ class SQLiteStateStore(StateStore):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def shown_store(url: str | Path | None) -> str:
+    """``url`` as messages, logs and HTTP answers may show it: a ``postgresql://user:secret@host/db`` URL without
+    its user and password (``postgresql://***@host/db``); a path as it is; ``None`` as the default file's path."""
+    if url is None:
+        return str(default_state_path())
+    return re.sub(r"//[^@/]*@", "//***@", str(url))
 
 
 def open_state_store(url: str | Path | None = None, *, synchronous: str | None = None) -> StateStore:

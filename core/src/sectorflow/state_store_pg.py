@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from .errors import ConfigError
-from .state_store import _SCHEMA, StateStore
+from .state_store import _SCHEMA, StateStore, shown_store
 
 
 class PostgresStateStore(StateStore):
@@ -27,7 +27,7 @@ class PostgresStateStore(StateStore):
         if not re.fullmatch(r"[a-z_][a-z0-9_]{0,62}", schema):
             raise ConfigError(f"PostgreSQL schema {schema!r}: use lower-case letters, digits and _.")
         self.schema = schema
-        self.url = re.sub(r"//[^@/]*@", "//***@", dsn)  # no password in messages
+        self.url = shown_store(dsn)  # no password in messages
         try:
             self._conn = psycopg.connect(dsn, autocommit=True)
             with self.transaction():

@@ -76,3 +76,23 @@ def test_a_missing_store_is_refused_and_not_created(tmp_path, cli_main, capsys):
     err = capsys.readouterr().err
     assert f"--state {missing}: no state store at {missing}" in err
     assert not missing.exists() and not out.exists()
+
+
+def test_the_store_itself_is_refused_as_out_even_with_force(tmp_path, cli_main, capsys, monkeypatch):
+    """Fresh-user report, 3 Dec 2026: ``--out dec.sqlite --state dec.sqlite --force`` replaced the store holding
+    every decision with a 251-byte CSV."""
+    db = _store_with_decisions(tmp_path / "dec.sqlite")
+    before = db.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    for out in ("dec.sqlite", str(db), "./dec.sqlite-wal"):
+        assert cli_main(["aml", "dispositions", "export", "--out", out, "--tenant", "bank-1", "--state", str(db),
+                         "--force"]) == 2, out
+        assert "is the state store" in " ".join(capsys.readouterr().err.split())
+    assert db.read_bytes() == before
+    assert read_labels(_export_ok(tmp_path, db, cli_main)).label == {"A": 1, "B": 0}
+
+
+def _export_ok(tmp_path, db, cli_main):
+    out = tmp_path / "labels.csv"
+    assert cli_main(["aml", "dispositions", "export", "--out", str(out), "--tenant", "bank-1", "--state", str(db)]) == 0
+    return out

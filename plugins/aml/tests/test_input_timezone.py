@@ -139,7 +139,8 @@ def test_a_given_zone_silences_the_read_as_utc_warning_in_run_load_and_explain(
     ((level, message),) = _offset_lines(caplog)
     assert level == "WARNING" and message == (f"{plain}: 2 of 2 timestamps carry no UTC offset (e.g. row 2: "
                                               "'2026-11-03 09:10:00'): read as UTC; if local, give -O "
-                                              "input_timezone=ZONE (e.g. Asia/Shanghai).")
+                                              "input_timezone=ZONE (sectorflow run) or --input-timezone ZONE "
+                                              "(sectorflow aml commands), e.g. Asia/Shanghai.")
     capsys.readouterr()
     caplog.clear()
     # aml explain with the run's zone (a new file identity: the message is once per file)
@@ -180,7 +181,8 @@ def test_the_reader_words_its_note_from_the_context_it_is_given_not_from_validat
     lines = _offset_lines(caplog)
     assert [level for level, _ in lines] == ["INFO", "WARNING", "WARNING"]
     assert lines[0][1].endswith("read as local times in Asia/Shanghai (input_timezone).")
-    assert lines[1][1].endswith("read as UTC; if local, give -O input_timezone=ZONE (e.g. Asia/Shanghai).")
+    assert lines[1][1].endswith("read as UTC; if local, give -O input_timezone=ZONE (sectorflow run) or "
+                                "--input-timezone ZONE (sectorflow aml commands), e.g. Asia/Shanghai.")
     assert lines[2][1].endswith("read in the zone input_timezone names, else UTC; if local, give input_timezone=ZONE "
                                 "(e.g. Asia/Shanghai).")
     caplog.clear()

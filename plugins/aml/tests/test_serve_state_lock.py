@@ -12,6 +12,7 @@ import textwrap
 from pathlib import Path
 
 import httpx
+import pytest
 from test_state_server import _start, _stop
 
 SAMPLE = Path(__file__).resolve().parents[3] / "samples" / "aml" / "transactions.csv.gz"
@@ -43,8 +44,6 @@ def test_a_server_holds_the_store_and_a_run_on_it_is_refused(tmp_path):
 
 
 def test_a_server_on_a_postgresql_store_refuses_a_run_on_it(tmp_path):
-    import pytest
-
     dsn = os.environ.get("SECTORFLOW_TEST_POSTGRES_DSN")
     if not dsn:
         pytest.skip("SECTORFLOW_TEST_POSTGRES_DSN is not set (bash scripts/start_postgres.sh)")
@@ -60,11 +59,21 @@ def test_a_server_on_a_postgresql_store_refuses_a_run_on_it(tmp_path):
         _stop(proc)
 
 
-def test_a_server_started_while_a_run_holds_the_store_does_not_serve_aml(tmp_path):
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_server_started_while_a_run_holds_the_store_does_not_serve_aml(tmp_path, kind):
+    """... and says so without the store URL's password (fresh-user report, 3 Dec 2026: the unauthenticated
+    /readyz and the log showed a PostgreSQL URL's password in clear)."""
+    import re
     import socket
     import time
 
-    store = tmp_path / "state.sqlite"
+    store, shown = tmp_path / "state.sqlite", None
+    if kind == "postgresql":
+        dsn = os.environ.get("SECTORFLOW_TEST_POSTGRES_DSN")
+        if not dsn:
+            pytest.skip("SECTORFLOW_TEST_POSTGRES_DSN is not set (bash scripts/start_postgres.sh)")
+        store = re.sub(r"//([^@/:]*)@", r"//\1:S3cretPW@", dsn, count=1)  # trust authentication ignores it
+        shown = re.sub(r"//[^@/]*@", "//***@", dsn)
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys
         from sectorflow import state_lock
@@ -80,7 +89,7 @@ def test_a_server_started_while_a_run_holds_the_store_does_not_serve_aml(tmp_pat
         proc = subprocess.Popen([sys.executable, "-m", "sectorflow.cli", "serve", "--port", str(port), "--config",
                                  str(_config(tmp_path / "serve.toml", store)), "--log-level", "warning"],
                                 env={**ENV, "SECTORFLOW_LOAD_PLUGINS": "serve,aml"}, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+                                stderr=(tmp_path / "serve.log").open("w"))
         try:
             deadline, body = time.monotonic() + 120, None
             while time.monotonic() < deadline and proc.poll() is None:
@@ -94,9 +103,11 @@ def test_a_server_started_while_a_run_holds_the_store_does_not_serve_aml(tmp_pat
                 time.sleep(0.2)
             assert body is not None and body.status_code == 503, body
             failed = body.json()["failed"]["aml"]
-            assert failed.startswith(f"ConfigError: [server] state_store {store}: another run (pid {holder.pid}) "
-                                     f"is using {store}"), failed
+            shown = shown or store
+            assert failed.startswith(f"ConfigError: [server] state_store {shown}: another run (pid {holder.pid}) "
+                                     f"is using {shown}"), failed
         finally:
             _stop(proc)
+        assert "S3cretPW" not in body.text and "S3cretPW" not in (tmp_path / "serve.log").read_text()
     finally:
         holder.communicate("", timeout=30)

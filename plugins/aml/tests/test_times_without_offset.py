@@ -35,7 +35,8 @@ def test_a_us_file_of_dates_only_is_warned_about_and_its_ctr_found_with_the_zone
     ((level, message),) = _offset_lines(caplog)
     assert level == "WARNING"
     assert message.startswith(f"{source}: 2 of 2 timestamps carry no UTC offset (e.g. row 2: '2026-11-07'): "
-                              "read as UTC; if local, give -O input_timezone=ZONE (e.g. Asia/Shanghai).")
+                              "read as UTC; if local, give -O input_timezone=ZONE (sectorflow run) or "
+                              "--input-timezone ZONE (sectorflow aml commands), e.g. Asia/Shanghai.")
     caplog.clear()
     source = tmp_path / "dates_ny.csv"  # another file: the note is said once per file
     source.write_text(_HEADER + _DATES, encoding="utf-8")

@@ -79,6 +79,37 @@ def test_the_same_file_twice_is_refused(tmp_path):
     assert not (tmp_path / "b").exists()
 
 
+def _read(path):
+    from sectorflow_aml.learn_cli import _read_training_file
+
+    return _read_training_file(path, "amlsim", "reject", None, None, None, None)
+
+
+def test_a_decompressed_copy_or_overlapping_files_are_refused(tmp_path):
+    """The .csv.gz and its decompressed copy differ in bytes but hold the same transactions (fresh-user report, 3
+    Dec 2026: trained on 7,153 of 2 x 3,814, exit 0); so do two exports sharing some days."""
+    plain = tmp_path / "sample.csv"
+    text = gzip.decompress(SAMPLE.read_bytes()).decode()
+    plain.write_text(text)
+    with pytest.raises(ConfigError, match=r"^3,814 of the 3,814 transactions of .*sample\.csv are in "
+                                          r".*transactions\.csv\.gz too \(same time, accounts, amount and "
+                                          r"currency\): the files overlap"):
+        train_bundle([SAMPLE, plain], [NODES], tmp_path / "b", fmt="amlsim")
+    lines = text.splitlines(keepends=True)
+    head, rows = lines[0], lines[1:]
+    (tmp_path / "a.csv").write_text(head + "".join(rows[:2000]))
+    (tmp_path / "b.csv").write_text(head + "".join(rows[500:2500]))  # 1,500 of its 2,000 rows repeated: refused
+    with pytest.raises(ConfigError, match=r"^1,500 of the 2,000 transactions of .*b\.csv are in .*a\.csv too"):
+        train_bundle([tmp_path / "a.csv", tmp_path / "b.csv"], [NODES], tmp_path / "b", fmt="amlsim")
+    assert not (tmp_path / "b").exists()
+    from sectorflow_aml.learn_cli import _refuse_overlapping_file
+
+    seen: dict = {}
+    _refuse_overlapping_file(_read(tmp_path / "a.csv"), "a.csv", seen)
+    _refuse_overlapping_file(_read(tmp_path / "b.csv")[1500:], "b-rest.csv", seen)  # disjoint rows: accepted
+    assert set(seen.values()) == {"a.csv", "b-rest.csv"}  # AMLSim repeats some (day, accounts, amount): not refused
+
+
 def test_force_on_a_folder_without_a_bundle_is_refused_before_reading(tmp_path):
     out = tmp_path / "notes"
     out.mkdir()

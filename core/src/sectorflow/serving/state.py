@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .. import SectorflowError, TaskSpec, Taskflow
-from .. import state_lock
+from .. import shown_store, state_lock
 from . import gcfreeze
 from .auth import KeyStore
 from .batching import TaskBatcher
@@ -123,7 +123,7 @@ class ServerState:
         try:
             self.held.enter_context(state_lock(store, what="serve"))
         except SectorflowError as exc:
-            self.lock_problem = (f"[server] state_store {store}: {exc} The server does not serve its stateful tasks "
+            self.lock_problem = (f"[server] state_store {shown_store(store)}: {exc} The server does not serve its stateful tasks "
                                  "while another process writes the store: stop that process, then restart the server.")
             return False
         self.locked = True

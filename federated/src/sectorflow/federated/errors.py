@@ -11,8 +11,8 @@ class SimulationStopped(SectorflowError, RuntimeError):
 
 
 class FederatedEngineError(SectorflowError, RuntimeError):
-    """Flower's simulation engine (Ray) failed to start or crashed: nothing in the federation config is wrong. The
-    message carries the engine's own error chain and what to do; ``details`` holds ``{"run_id", "rounds_done",
+    """Flower's simulation engine (Ray) failed to start or crashed, after the federation config passed its checks.
+    The message carries the engine's own error chain and what to do; ``details`` holds ``{"run_id", "rounds_done",
     "cause"}``. A ``RuntimeError`` too, so callers that retried on Flower's ``RuntimeError`` still do."""
 
     http_status = 503

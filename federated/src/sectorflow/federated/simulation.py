@@ -110,20 +110,26 @@ def engine_error(exc: BaseException, cfg: FederationConfig, report: RunReport) -
               "same way, check that Ray starts on this machine: python -c 'import ray; ray.init()'")
     return FederatedEngineError(
         f"Flower's simulation engine (Ray) failed: {chain.rstrip('.')}. Run {report.run_id} stopped after "
-        f"{len(report.rounds)} of {cfg.rounds} rounds and is recorded as failed; nothing in the federation config "
-        f"is wrong. What to do: {advice}.",
+        f"{len(report.rounds)} of {cfg.rounds} rounds and is recorded as failed (the federation config passed its "
+        f"checks). What to do: {advice}.",
         details={"run_id": report.run_id, "rounds_done": len(report.rounds), "cause": chain})
 
 
 def check_simulation_config(cfg: FederationConfig) -> None:
-    """Raise :class:`ConfigError` when ``cfg`` has no ``[[institutions]]`` or fewer than
-    ``min_available_clients``."""
+    """Raise :class:`ConfigError` when ``cfg`` has no ``[[institutions]]``, fewer than ``min_available_clients``, or
+    a ``num_cpus_per_client`` above this machine's CPUs (fresh-user report, 3 Dec 2026: 64 on 2 cores was an engine
+    error that said nothing in the config was wrong)."""
     if not cfg.institutions:
         raise ConfigError("A simulation needs [[institutions]] entries in the federation config (one per "
                           "institution: the partition its trainable is built on).")
     if len(cfg.institutions) < cfg.strategy.min_available_clients:
         raise ConfigError(f"strategy.min_available_clients = {cfg.strategy.min_available_clients} but only "
                           f"{len(cfg.institutions)} institutions are configured.")
+    cpus = os.cpu_count() or 1
+    if cfg.num_cpus_per_client > cpus:  # Ray would place no client and Flower fails with an engine error
+        raise ConfigError(f"num_cpus_per_client = {cfg.num_cpus_per_client:g} exceeds the {cpus} CPU(s) of this "
+                          f"machine: Ray could place no institution. Give at most {cpus} (default 1).",
+                          details={"num_cpus_per_client": cfg.num_cpus_per_client, "cpus": cpus})
 
 
 def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cpus: int | None = None,

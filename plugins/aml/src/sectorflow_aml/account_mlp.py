@@ -242,7 +242,7 @@ def train_mlp(reps: Sequence[Replay], labels: Sequence[Labels], *, seed: int = 2
     vmask = yv_acc >= 0
     if yv_acc[vmask].sum() == 0:
         raise InvalidInputError("The validation split holds no laundering account: label more laundering accounts "
-                                "(at least 4) or pass a larger validation share.")
+                                "(at least 4 in the validation split; from Python, or a larger val_share).")
     mean, second = moments(xt)
     std = std_of(mean, second)
     zt = (transform(xt) - mean) / std
@@ -273,6 +273,16 @@ def train_mlp(reps: Sequence[Replay], labels: Sequence[Labels], *, seed: int = 2
 
 # --- bundle ------------------------------------------------------------------------------------------------------
 
+def save_weights(tensors: dict[str, np.ndarray], path: Path) -> None:
+    """Write ``tensors`` to ``path`` (safetensors) with one metadata entry, ``format``: safetensors keeps header
+    metadata in a hash map whose order changes from process to process, so two entries made identical trainings
+    give files of different bytes and bundle digests (fresh-user report, 3 Dec 2026); the input transform is in
+    the bundle's config instead."""
+    from safetensors.numpy import save_file
+
+    save_file(tensors, str(path), metadata={"format": FORMAT})
+
+
 def write_mlp_bundle(out: str | Path, trained: TrainedMLP, *, lookback_days: float, datasets: list[dict[str, Any]],
                      command: str, name: str = "aml-account-mlp", version: str = "1.0.0",
                      metrics: dict[str, Any] | None = None, extra: dict[str, Any] | None = None) -> Path:
@@ -284,8 +294,6 @@ def write_mlp_bundle(out: str | Path, trained: TrainedMLP, *, lookback_days: flo
     Raises:
         ConfigError: ``out`` exists and is not an empty folder or an account bundle (never overwrites other files).
     """
-    from safetensors.numpy import save_file
-
     from sectorflow import ConfigError, __version__ as core_version, write_manifest
 
     from . import __version__
@@ -300,13 +308,13 @@ def write_mlp_bundle(out: str | Path, trained: TrainedMLP, *, lookback_days: flo
     tensors = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in trained.weights.items()}
     tensors["input.mean"] = np.ascontiguousarray(trained.mean, np.float32)
     tensors["input.std"] = np.ascontiguousarray(trained.std, np.float32)
-    save_file(tensors, str(out / WEIGHTS_FILE), metadata={"format": FORMAT, "input": "signed log1p, standardised"})
+    save_weights(tensors, out / WEIGHTS_FILE)
     config = {"feature_names": list(ACCOUNT_FEATURES), "lookback_days": float(lookback_days), "model_kind": "mlp",
               "model_file": WEIGHTS_FILE, "hidden": [int(trained.weights[f"l{i}.bias"].shape[0])
                                                      for i in range(len(trained.weights) // 2 - 1)],
               "calibration": {"method": "platt", "a": trained.platt[0], "b": trained.platt[1],
                               "fitted_on": "validation account-month maxima"},
-              "threshold": trained.metrics.get("threshold_best_f1")}
+              "threshold": trained.metrics.get("threshold_best_f1"), "input": "signed log1p, standardised"}
     (out / ACCOUNT_CONFIG).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     try:
         import paddle

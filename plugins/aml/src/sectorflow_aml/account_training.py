@@ -347,7 +347,7 @@ def train(reps: Sequence[Replay], labels: Sequence[Labels], *, seed: int = 20211
     vmask = yv_acc >= 0
     if yv_acc[vmask].sum() == 0:
         raise InvalidInputError("The validation split holds no laundering account: label more laundering accounts "
-                                "(at least 4) or pass a larger validation share.")
+                                "(at least 4 in the validation split; from Python, or a larger val_share).")
     p = dict(PARAMS, seed=seed, **(params or {}))
     pos = yt.sum()
     weight = np.where(yt > 0, (yt.size - pos) / pos, 1.0)

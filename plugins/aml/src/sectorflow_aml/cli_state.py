@@ -71,6 +71,9 @@ def show_command(tenant: Optional[str] = typer.Option(None, "--tenant", help="On
                  as_json: bool = typer.Option(False, "--json", help="One JSON object per tenant.")) -> None:
     """Tenants with AML state: snapshot and journal sizes, last commit, an unfinished run's progress."""
     store = open_existing_store(state)
+    if tenant is not None and tenant not in store.tenants("aml"):  # was: a row of zeros, as if its state were empty
+        raise ConfigError(f"The store {store.url} holds no aml state for tenant {tenant!r}; tenants: "
+                          f"{', '.join(store.tenants('aml')) or 'none'}.", details={"tenant": tenant})
     rows = state_summary(store, "aml", tenant)
     holder = state_lock_holder(state)  # a run holding the store's lock is live, not a killed one
     for row in rows:

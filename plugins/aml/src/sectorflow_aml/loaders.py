@@ -175,7 +175,8 @@ def _noting_naive_times(source: Any, rows: Iterator[tuple[int, Any]],
     if zone is not None:
         log.info("%s: read as local times in %s (input_timezone).", head, zone)
     elif context is not None:
-        log.warning("%s: read as UTC; if local, give -O input_timezone=ZONE (e.g. Asia/Shanghai).", head)
+        log.warning("%s: read as UTC; if local, give -O input_timezone=ZONE (sectorflow run) or --input-timezone ZONE "
+                    "(sectorflow aml commands), e.g. Asia/Shanghai.", head)
     else:
         log.warning("%s: read in the zone input_timezone names, else UTC; if local, give input_timezone=ZONE (e.g. "
                     "Asia/Shanghai).", head)

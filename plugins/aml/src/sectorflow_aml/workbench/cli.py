@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import typer
 
-from sectorflow import ConfigError
+from sectorflow import ConfigError, default_state_path
 
 from ..cli_state import open_existing_store
 from ..outputs import check_out_file
@@ -37,6 +37,7 @@ def export_command(out: Path = typer.Option(..., "--out", "-o", help="The labels
 
     An existing --out is refused unless --force; a tenant with no decided case is an error (exit 2, naming the
     tenants that have decisions) that writes nothing."""
+    _refuse_the_store_itself(out, state)
     check_out_file(out, force, what="labels file")
     store = open_existing_store(state)
     try:
@@ -52,6 +53,20 @@ def export_command(out: Path = typer.Option(..., "--out", "-o", help="The labels
     finally:
         store.close()
     typer.echo(f"{n} decided cases of tenant {tenant} -> {out}", err=True)
+
+
+def _refuse_the_store_itself(out: Path, state: Optional[str]) -> None:
+    """``--out`` naming the SQLite store it reads (or its -wal, -shm, -journal or .lock file) is refused even with
+    --force (fresh-user report, 3 Dec 2026: ``--out dec.sqlite --state dec.sqlite --force`` replaced every decision
+    with a 251-byte CSV)."""
+    if state is not None and str(state).startswith(("postgresql://", "postgres://")):
+        return
+    store = default_state_path() if state is None else Path(str(state).removeprefix("sqlite://")).expanduser()
+    target = Path(out).expanduser().resolve()
+    base = Path(store).resolve()
+    if target in {base, *(base.with_name(base.name + end) for end in ("-wal", "-shm", "-journal", ".lock"))}:
+        raise ConfigError(f"--out {out} is the state store {store} (or one of its files) that the decisions are read "
+                          "from: give another file name.", details={"out": str(out), "state": str(store)})
 
 
 def workbench_command(config: Path = typer.Option(..., "--config", "-c", help="Server configuration (TOML/JSON) "
