@@ -17,7 +17,9 @@ test that changes what every test sees, such as installing a plugin into the sha
 
 from __future__ import annotations
 
+import ast
 import fcntl
+import functools
 import os
 import shutil
 import tempfile
@@ -56,21 +58,28 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "changes what every test sees, e.g. the installed plugins)")
 
 
-def _declared_groups(config: pytest.Config) -> dict[str, str]:
-    """``{module path relative to the rootdir: group}`` from the ``XDIST_GROUPS = {group: [module file names]}`` of
-    the conftest files this run loaded (names relative to the conftest's folder), groups in the order declared."""
-    groups: dict[str, str] = {}
-    for plugin in config.pluginmanager.get_plugins():
-        declared = getattr(plugin, "XDIST_GROUPS", None)
-        where = getattr(plugin, "__file__", None)
-        if not isinstance(declared, dict) or not where or Path(where).name != "conftest.py":
-            continue
-        for group, names in declared.items():
-            for name in names:
-                module = (Path(where).parent / name).resolve()
-                if module.is_relative_to(config.rootpath):
-                    groups[module.relative_to(config.rootpath).as_posix()] = str(group)
-    return groups
+@functools.cache
+def _groups_declared_in(folder: Path) -> dict[str, str]:
+    """``{file name: group}`` from ``XDIST_GROUPS = {group: [test module file names]}`` in ``folder/conftest.py``
+    (a literal, read without importing the conftest: the controller of a parallel run does not load every conftest)."""
+    conftest = folder / "conftest.py"
+    if not conftest.is_file():
+        return {}
+    for node in ast.parse(conftest.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "XDIST_GROUPS" for t in node.targets):
+            return {name: str(group) for group, names in ast.literal_eval(node.value).items() for name in names}
+    return {}
+
+
+def _group_of(rootpath: Path, module: str) -> str | None:
+    """The group a conftest in the module's folder or above declares for ``module`` (a path relative to the
+    rootdir), or ``None``."""
+    path = rootpath / module
+    for folder in path.parents:
+        group = _groups_declared_in(folder).get(path.relative_to(folder).as_posix())
+        if group is not None or folder == rootpath:
+            return group
+    return None
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)  # before xdist's own choice by --dist; optional: `-p no:xdist`
@@ -83,14 +92,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    groups = _declared_groups(config)
-
     class GroupedFileScheduling(LoadFileScheduling):
         ordered = False
 
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            return f"group:{groups[module]}" if module in groups else module
+            group = _group_of(config.rootpath, module)
+            return module if group is None else f"group:{group}"
 
         def _assign_work_unit(self, node: object) -> None:
             if not self.ordered:  # the first assignment: the work queue is complete, groups go to its front
