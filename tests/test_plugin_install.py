@@ -14,6 +14,8 @@ import shutil
 import subprocess
 import textwrap
 
+import pytest
+
 from core_support import ECHO_DIR, PYTHON, child_env
 from sectorflow import Taskflow
 
@@ -57,6 +59,7 @@ def installed() -> bool:
     return True
 
 
+@pytest.mark.exclusive  # while it is installed every process of the run sees the plugin (conftest.py)
 def test_installed_plugin_appears_runs_and_disappears_when_uninstalled(tmp_path, echo_registry):
     expected = Taskflow("echo")({"text": "installed?"}).model_dump(mode="json")  # in-process, from the source tree
     source = tmp_path / "src-copy"

@@ -28,7 +28,10 @@ def registry() -> Iterator[Callable[..., pluggy.PluginManager]]:
 # any other failure, or the same one twice, fails the test.
 RAY_START_FAILED = [r"An error was encountered\. Ending simulation", r"Simulation Runtime crashed",
                     r"timed out during startup"]
-SIMULATION_MODULES = {"test_simulation.py", "test_bank_bundle.py", "test_text_bundles.py"}
+# Under pytest-xdist (scripts/test.sh) these modules are one unit of work: one worker runs them one after another, so
+# two Ray clusters never start at once (the root conftest.py reads XDIST_GROUPS, a literal).
+XDIST_GROUPS = {"ray": ["test_simulation.py", "test_bank_bundle.py", "test_text_bundles.py"]}
+SIMULATION_MODULES = set(XDIST_GROUPS["ray"])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

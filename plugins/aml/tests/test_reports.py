@@ -276,15 +276,13 @@ def test_suspicious_report_draft_carries_alert_elements() -> None:
     assert "Art. 15" in unconfirmed.elements["due_rule"]
 
 
-def test_reports_command_shows_the_suspicious_report_deadline(tmp_path, capsys) -> None:
-    from sectorflow.cli import main
-
+def test_reports_command_shows_the_suspicious_report_deadline(tmp_path, capsys, cli_main) -> None:
     alert = Alert(alert_id="structuring-1", typology="structuring", accounts=["acct-A"], transaction_ids=["s0"],
                   score=0.9, fired_by="test", time=datetime(2024, 3, 5, 3, tzinfo=timezone.utc), reasons=[])
     draft = suspicious_report(alert, [txn("s0", "49900", when="2024-03-05T01:00:00")])
     results = tmp_path / "results.jsonl"
     results.write_text(json.dumps({"transaction_id": "s0", "reports": [draft.model_dump(mode="json")]}) + "\n")
-    assert main(["aml", "reports", "--results", str(results)]) == 0
+    assert cli_main(["aml", "reports", "--results", str(results)]) == 0
     line = capsys.readouterr().out.strip()
     assert line.endswith("due 2024-03-12 if confirmed on the detection day (5 working days after the internal "
                          "procedure confirms the suspicion (PBOC Order 2016 No. 3 Art. 15; read in secondary sources, "
