@@ -30,6 +30,10 @@ from pathlib import Path
 import pytest
 
 TEST_HOME_PREFIX = "sectorflow-test-home-"
+# Modules that take the lock of the one PostgreSQL state store the tests share (SECTORFLOW_TEST_POSTGRES_DSN's default
+# schema: sectorflow.state_lock_pg): beside each other a run would find another's server or run holding it.
+XDIST_GROUPS = {"postgres-state": ["tests/test_state_lock_pg.py", "tests/serving/test_replicas.py",
+                                   "plugins/aml/tests/test_serve_state_lock.py"]}
 
 
 @pytest.fixture(scope="session", autouse=True)
