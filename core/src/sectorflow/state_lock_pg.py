@@ -27,10 +27,6 @@ _SCHEMA = "sectorflow_state"  # the schema open_state_store uses for a postgresq
 _SHARED = {"serve"}
 
 
-def _shown(dsn: str) -> str:
-    return shown_store(dsn)  # no password in messages, as the store's own
-
-
 def _connect(dsn: str, what: str) -> Any:
     try:
         import psycopg
@@ -39,7 +35,7 @@ def _connect(dsn: str, what: str) -> Any:
     try:
         return psycopg.connect(dsn, autocommit=True, application_name=f"sectorflow {what} pid {os.getpid()}")
     except psycopg.Error as exc:
-        raise ConfigError(f"Cannot open the PostgreSQL state store {_shown(dsn)} to take its lock: {exc}.") from exc
+        raise ConfigError(f"Cannot open the PostgreSQL state store {shown_store(dsn)} to take its lock: {exc}.") from exc
 
 
 def _holder(conn: Any) -> dict[str, object] | None:
@@ -83,7 +79,7 @@ def pg_state_lock(dsn: str, what: str) -> Iterator[None]:
         take = "pg_try_advisory_lock_shared" if what in _SHARED else "pg_try_advisory_lock"
         if not conn.execute(f"SELECT {take}(%s, hashtext(%s))", (_CLASS, _SCHEMA)).fetchone()[0]:
             holder = _holder(conn) or {"pid": None, "doing": "run"}
-            pid, shown = holder["pid"], _shown(dsn)
+            pid, shown = holder["pid"], shown_store(dsn)
             raise ConfigError(f"another {holder['doing']} (pid {pid if pid is not None else 'unknown'}) is using "
                               f"{shown}; wait for it to finish or use another --state.",
                               details={"state": shown, "pid": pid, "lock": f"advisory lock on schema {_SCHEMA}"})

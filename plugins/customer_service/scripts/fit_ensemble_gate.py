@@ -69,14 +69,14 @@ def softmax(x: np.ndarray) -> np.ndarray:
 
 
 def gated_accuracy(heads: E5Heads, name: str, logits: np.ndarray, vectors: np.ndarray, y: np.ndarray) -> list[dict]:
-    """Accuracy of the top intent and share of messages sent to e5, per gate."""
+    """Accuracy of the top intent (and the number right) and share of messages sent to e5, per gate."""
     minilm = softmax(logits)
     ensemble = softmax(heads.combine(name, logits, vectors))
     out = []
     for gate in GATES:
         unsure = minilm.max(1) < gate
         pred = np.where(unsure, ensemble.argmax(1), minilm.argmax(1))
-        out.append({"gate": gate, "e5_share": round(float(unsure.mean()), 4),
+        out.append({"gate": gate, "e5_share": round(float(unsure.mean()), 4), "right": int(np.sum(pred == y)),
                     "accuracy": round(float(np.mean(pred == y)), 4)})
     return out
 

@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from compare_stacked import encode_e5, encode_minilm, splits  # noqa: E402
-from fit_ensemble_gate import GATES, softmax  # noqa: E402
+from fit_ensemble_gate import gated_accuracy, softmax  # noqa: E402
 from sectorflow import load_bundle  # noqa: E402
 from sectorflow_customer_service import datasets as data  # noqa: E402
 from sectorflow_customer_service.ensemble import E5Heads  # noqa: E402
@@ -118,15 +118,8 @@ def encode_e5_onnx(rows: dict, cache: Path, model: Path, tag: str, threads: int)
 
 
 def cascade(heads: E5Heads, name: str, logits: np.ndarray, vectors: np.ndarray, y: np.ndarray) -> list[dict]:
-    minilm = softmax(logits.astype(np.float64))
-    ensemble = softmax(heads.combine(name, logits, vectors))
-    out = []
-    for gate in GATES:
-        unsure = minilm.max(1) < gate
-        pred = np.where(unsure, ensemble.argmax(1), minilm.argmax(1))
-        out.append({"gate": gate, "e5_share": round(float(unsure.mean()), 4),
-                    "right": int(np.sum(pred == y)), "accuracy": round(float(np.mean(pred == y)), 4)})
-    return out
+    """fit_ensemble_gate's gated accuracy per gate, MiniLM's probabilities in float64 (INT8 logits vary more)."""
+    return gated_accuracy(heads, name, logits.astype(np.float64), vectors, y)
 
 
 def main() -> None:
