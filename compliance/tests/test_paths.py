@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -118,61 +120,74 @@ def test_writable_file_names_the_cause() -> None:
         writable_file(Path(tempfile.gettempdir()) / "sf-no-such-dir-xyz" / "f", create_parents=False)
 
 
+_AS_NOBODY = r"""
+import json, logging, os, sys, tempfile, shutil
+from sectorflow import Taskflow, plugins
+from sectorflow.compliance import AuditConfigError, generate_key_file, runtime
+from sectorflow.compliance import plugin as audit_plugin
+from audit_support import TinyPlugin
+
+uid, gid, env = int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
+TXNS = [{"customer_id": "c-100", "amount": 5.0}]
+
+def tasks():
+    runtime.reset()
+    plugins.reset()
+    pm = plugins.get_plugin_manager()
+    pm.register(audit_plugin, name="audit")
+    pm.register(TinyPlugin(), name="tiny")
+
+# Once as root in a folder of its own, so that every module the calls import lazily is loaded before the drop: the
+# interpreter's files are where 'nobody' cannot read them.
+warm = tempfile.mkdtemp(prefix="sf-perm-warm-")
+os.environ.update({"SECTORFLOW_AUDIT_DB": f"{warm}/audit.db", "SECTORFLOW_AUDIT_KEY": f"{warm}/key.json",
+                   "SECTORFLOW_HOME": warm})
+generate_key_file(f"{warm}/key.json")
+tasks()
+Taskflow("plain")(TXNS)
+Taskflow("score")(TXNS)
+runtime.reset()
+shutil.rmtree(warm)
+
+os.setgroups([])
+os.setgid(gid)
+os.setuid(uid)
+os.environ.update(env)
+seen = []
+handler = logging.Handler()
+handler.emit = lambda record: seen.append(record.getMessage())
+logging.getLogger("sectorflow.audit").addHandler(handler)
+out = {"uid": os.geteuid()}
+try:
+    generate_key_file(env["KEYGEN_AT"])
+    out["keygen"] = "ok"
+except Exception as exc:
+    out["keygen"] = f"{type(exc).__name__}: {exc}"
+tasks()
+out["plain"] = [o.score for o in Taskflow("plain")(TXNS)]
+out["lost"] = runtime.failures["lost"]
+try:
+    Taskflow("score")(TXNS)
+    out["score"] = "ran"
+except AuditConfigError as exc:
+    out["score"] = f"AuditConfigError: {exc}"
+out["log"] = seen
+print(json.dumps(out))
+"""
+
+
 def _as_nobody(uid: int, gid: int, env: dict[str, str]) -> dict[str, Any]:
-    """Fork, drop to ``uid``/``gid`` with ``os.setuid``, try keygen and two tasks (unregulated ``plain``, regulated
-    ``score``) in the child, and return what it saw. Forked rather than exec'd: this interpreter lies under /root,
-    which ``nobody`` cannot read, so everything the child needs is imported here first."""
-    import logging
-
-    from sectorflow import plugins
-    from sectorflow.compliance import generate_key_file, log as _log, store as _store, keys as _keys  # noqa: F401
-
-    from audit_support import TinyPlugin
-
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns into pytest
-        code = 0
-        try:
-            os.close(read_fd)
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-            os.environ.update(env)
-            seen: list[str] = []
-            handler = logging.Handler()
-            handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
-            logging.getLogger("sectorflow.audit").addHandler(handler)
-            out: dict[str, Any] = {"uid": os.geteuid()}
-            try:
-                generate_key_file(env["KEYGEN_AT"])
-                out["keygen"] = "ok"
-            except Exception as exc:
-                out["keygen"] = f"{type(exc).__name__}: {exc}"
-            runtime.reset()
-            plugins.reset()
-            pm = plugins.get_plugin_manager()
-            pm.register(audit_plugin, name="audit")
-            pm.register(TinyPlugin(), name="tiny")
-            out["plain"] = [o.score for o in Taskflow("plain")(TXNS)]
-            out["lost"] = runtime.failures["lost"]
-            try:
-                Taskflow("score")(TXNS)
-                out["score"] = "ran"
-            except AuditConfigError as exc:
-                out["score"] = f"AuditConfigError: {exc}"
-            out["log"] = seen
-            os.write(write_fd, json.dumps(out).encode())
-        except BaseException as exc:  # noqa: BLE001 - reported to the parent
-            os.write(write_fd, json.dumps({"error": repr(exc)}).encode())
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as fh:
-        data = fh.read()
-    os.waitpid(pid, 0)
-    return json.loads(data)
+    """Start a fresh interpreter as root that imports what it needs (and calls the tasks once in a folder of its own,
+    loading every lazily imported module), drops to ``uid``/``gid`` with ``os.setuid``, tries keygen and two tasks
+    (unregulated ``plain``, regulated ``score``), and prints what it saw. Not a fork of this process: a worker of a
+    parallel run has other threads (Paddle's, Ray's), and a child forked from it can block forever on a lock one of
+    them held; a fresh interpreter has none."""
+    support = str(Path(__file__).parent)
+    child_env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [support, os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", _AS_NOBODY, str(uid), str(gid), json.dumps(env)], env=child_env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.skipif(os.name != "posix" or not hasattr(os, "setuid"), reason="POSIX users")

@@ -42,6 +42,22 @@ def test_parallel_scan_matches_on_a_clean_log(big: Any, keyfile: Any, monkeypatc
     assert report.ok and report.size == 1000 and report.checkpoints == 16
 
 
+def test_the_scan_workers_are_fresh_processes_not_forks_of_this_one(big: Any, keyfile: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker forked from this process would see the scan patched here and fail; a fresh worker (``forkserver``
+    or ``spawn``) imports its own. A fork of a process with other threads (a server's, Paddle's, Ray's: a parallel
+    test run's worker after the federated tests) can block forever on a lock one of them held at the fork."""
+    expected = verify_log(big.store, keyfile.trusted_keys(), workers=1).to_json()
+
+    def forked(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a worker forked from the verifying process ran its patched scan")
+
+    monkeypatch.setattr(verify_scan, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(verify_scan, "scan_range", forked)
+    assert verify_scan.worker_context().get_start_method() in ("forkserver", "spawn")
+    assert verify_log(big.store, keyfile.trusted_keys(), workers=3).to_json() == expected
+
+
 @pytest.mark.parametrize("tamper, first_bad", [
     ("UPDATE records SET event = 'x.y' WHERE seq = 700", 700),
     ("DELETE FROM records WHERE seq >= 380 AND seq < 390", 380),  # the end of the first of three ranges (0..383)

@@ -9,12 +9,13 @@ mistakes; deliberate tampering is caught by ``verify``.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,9 +130,15 @@ class Store:
     def close(self) -> None:
         raise NotImplementedError
 
-    def open_reader(self) -> Store:
-        """A second, independent connection to the same store for reading (the verifier's worker processes)."""
+    def reader_factory(self) -> Callable[[], Store]:
+        """A picklable callable that opens a second, independent connection to the same store for reading: the
+        verifier's worker processes call it (they are started fresh, not forked, so they get the callable, not
+        this object's connection)."""
         raise NotImplementedError
+
+    def open_reader(self) -> Store:
+        """A second, independent connection to the same store for reading (``reader_factory()()``)."""
+        return self.reader_factory()()
 
     # --- common SQL ---------------------------------------------------------------------------------------------
     def _q(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
@@ -369,8 +376,8 @@ class SQLiteStore(Store):
                 if relaxed:
                     self._conn.execute("PRAGMA synchronous=FULL")
 
-    def open_reader(self) -> Store:
-        return _SQLiteReader(self.path)
+    def reader_factory(self) -> Callable[[], Store]:
+        return functools.partial(_SQLiteReader, self.path)
 
     @contextmanager
     def guards_lifted(self) -> Iterator[None]:
@@ -398,6 +405,9 @@ class _SQLiteReader(Store):
 
     def _execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
         return self._conn.execute(sql, params)
+
+    def reader_factory(self) -> Callable[[], Store]:
+        return functools.partial(_SQLiteReader, self.path)
 
     def close(self) -> None:
         self._conn.close()

@@ -6,8 +6,9 @@ default: a commit that returned is on disk).
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -85,8 +86,8 @@ class PostgresStore(Store):
         # CREATE OR REPLACE / DROP IF EXISTS: also puts back a guard an attacker dropped
         self._conn.execute(_PG_TRIGGERS.format(schema=self.schema, guard=_GUARD))
 
-    def open_reader(self) -> PostgresStore:
-        return PostgresStore(self._dsn, schema=self.schema)
+    def reader_factory(self) -> Callable[[], PostgresStore]:
+        return functools.partial(PostgresStore, self._dsn, schema=self.schema)
 
     def close(self) -> None:
         with self._lock:

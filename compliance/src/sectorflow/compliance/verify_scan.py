@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import re
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from . import merkle
@@ -26,7 +27,7 @@ from .store import Store
 BLOCK = 64
 """Leaves per block: a power of two; checkpoints are signed every 64 records by default."""
 PARALLEL_FROM = 200_000
-"""Records from which ``verify_log`` scans in worker processes (fork start method only)."""
+"""Records from which ``verify_log`` scans in worker processes (started with :func:`worker_context`)."""
 
 _SPECIAL = frozenset({"audit.archived", "key.rotated", "config.changed"})
 _SEQ_KEY = b'"seq":'
@@ -218,45 +219,47 @@ def check_signatures(items: list[tuple[int, bytes, bytes, bytes]]) -> list[int]:
     return [size for size, key, sig, msg in items if verify_signature(key, sig, msg)]
 
 
-_STORE: Store | None = None  # the store being verified, for the forked workers
-
-
-def _scan_in_worker(args: tuple[int, int | None]) -> Scan:
-    assert _STORE is not None
-    reader = _STORE.open_reader()
+def _scan_in_worker(args: tuple[Callable[[], Store], int, int | None]) -> Scan:
+    open_reader, start, end = args
+    reader = open_reader()
     try:
-        return scan_range(reader, *args)
+        return scan_range(reader, start, end)
     finally:
         reader.close()
 
 
+def worker_context() -> multiprocessing.context.BaseContext:
+    """The start method of the scan's worker processes: ``forkserver`` where the platform has it, else ``spawn``;
+    never ``fork``, since the verifier runs inside processes with other threads (a server, Ray, Paddle), and a child
+    forked from them can block forever on a lock another thread held at the fork (the Python docs,
+    multiprocessing "Contexts and start methods")."""
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
 def scan_all(store: Store, signatures: list[tuple[int, bytes, bytes, bytes]],
              workers: int | None = None) -> tuple[list[Scan], set[int]]:
-    """Scan every record (in ``workers`` forked processes for large logs) and check ``signatures`` alongside.
-    Returns the scans in order, up to and including the first with a gap, and the sizes whose signature verified."""
-    global _STORE
+    """Scan every record (in ``workers`` worker processes for large logs, each with its own read connection from
+    ``store.reader_factory()``) and check ``signatures`` alongside. Returns the scans in order, up to and including
+    the first with a gap, and the sizes whose signature verified."""
     try:
         top = store._q("SELECT MAX(seq) FROM records").fetchone()[0]
     except Exception:  # noqa: BLE001 - an unreadable store: the plain scan reports what it can
         top = None
     n = top + 1 if type(top) is int else 0
     workers = workers if workers is not None else (os.cpu_count() or 1)
-    forkable = "fork" in multiprocessing.get_all_start_methods()
-    if workers < 2 or n < PARALLEL_FROM or not forkable or type(top) is not int:
+    if workers < 2 or n < PARALLEL_FROM or type(top) is not int:
         return [scan_range(store, 0, None)], set(check_signatures(signatures))
     step = -(-n // workers)
     step += (-step) % BLOCK
-    ranges: list[tuple[int, int | None]] = [(a, a + step) for a in range(0, n, step)]
-    ranges[-1] = (ranges[-1][0], None)
-    _STORE = store
-    try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            half = len(signatures) // 2
-            sig_jobs = [pool.apply_async(check_signatures, (part,)) for part in (signatures[:half], signatures[half:])]
-            scans = pool.map(_scan_in_worker, ranges, chunksize=1)
-            good = {size for job in sig_jobs for size in job.get()}
-    finally:
-        _STORE = None
+    open_reader = store.reader_factory()
+    ranges: list[tuple[Callable[[], Store], int, int | None]] = [(open_reader, a, a + step) for a in range(0, n, step)]
+    ranges[-1] = (open_reader, ranges[-1][1], None)
+    with worker_context().Pool(workers) as pool:
+        half = len(signatures) // 2
+        sig_jobs = [pool.apply_async(check_signatures, (part,)) for part in (signatures[:half], signatures[half:])]
+        scans = pool.map(_scan_in_worker, ranges, chunksize=1)
+        good = {size for job in sig_jobs for size in job.get()}
     out = []
     for scan in scans:
         out.append(scan)
