@@ -99,3 +99,40 @@ def test_an_exclusive_test_never_runs_beside_another_test(tmp_path):
         """})
     assert sorted(row["test"] for row in ran) == ["alone", "beside"]
     assert {row["worker"] for row in ran} == {"gw0", "gw1"}  # two workers, one after the other
+
+
+def test_a_hanging_test_fails_with_its_stack_and_the_run_goes_on(tmp_path):
+    """pyproject.toml's pytest-timeout settings (its method, a 3 s limit here instead of its 900 s): the hanging test
+    fails with its stack, its worker is replaced and every other test still runs."""
+    import tomllib
+
+    options = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["pytest"]["ini_options"]
+    assert options["timeout"] >= 600  # the longest module fixture (a Ray simulation) needs minutes
+    shutil.copy(REPO_ROOT / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "record_support.py").write_text(RECORD, encoding="utf-8")
+    (tmp_path / "test_hang.py").write_text(textwrap.dedent("""
+        import threading
+
+        def test_hangs():
+            threading.Event().wait()  # forever
+    """), encoding="utf-8")
+    (tmp_path / "test_after.py").write_text(textwrap.dedent("""
+        import pytest
+        from record_support import record
+
+        @pytest.mark.parametrize("i", range(6))
+        def test_it(i):
+            record(f"after-{i}")
+    """), encoding="utf-8")
+    env = child_env(PYTEST_ADDOPTS=None, PYTEST_XDIST_WORKER=None, PYTEST_XDIST_TESTRUNUID=None,
+                    PYTEST_XDIST_WORKER_COUNT=None, PYTHONPATH=str(tmp_path))
+    done = subprocess.run([PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
+                           "-o", "timeout=3", "-o", f"timeout_method={options['timeout_method']}",
+                           "--rootdir", str(tmp_path), str(tmp_path)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out[-3000:]
+    assert "Timeout" in out and "test_hangs" in out and "threading.Event().wait()" in out, out[-3000:]
+    assert "6 passed" in out and "1 failed" in out, out[-3000:]
+    ran = [json.loads(line)["test"] for line in (tmp_path / "ran.jsonl").read_text().splitlines()]
+    assert sorted(ran) == [f"after-{i}" for i in range(6)]
