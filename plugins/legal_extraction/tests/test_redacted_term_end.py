@@ -70,7 +70,7 @@ def test_the_warning_reaches_the_result(taskflow_factory):
     ("2. Term. This Agreement shall commence on the Effective Date and continue through [*****], unless terminated "
      "sooner as set out below.", [({"start_event": "Effective Date"}, [WARNING])]),
     ("The term of this Agreement shall begin on the date of execution hereof and end on [***].",
-     [({"start_event": "date of execution hereof"}, [WARNING])]),
+     [({"start_event": "execution hereof"}, [WARNING])]),  # the event, "the date of" dropped
     ("The term of this Agreement shall commence upon the signing hereof and terminate on the [*****] day of "
      "[*****].", [({"start_event": "signing hereof"}, [WARNING])]),
     # the same start with the end written out or left open: as before (no reading without a date or duration)

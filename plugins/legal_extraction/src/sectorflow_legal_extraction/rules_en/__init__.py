@@ -120,9 +120,17 @@ def _head_end(text: str, chars: int = PREAMBLE_CHARS) -> int:
     return len(text)
 
 
+def _other_agreements(text: str, at: int) -> bool:
+    """Whether the date at ``at`` is another agreement's or a recital's (:data:`OTHER_AGREEMENT` over the 400
+    characters before it, spacing and line breaks made one space)."""
+    return bool(OTHER_AGREEMENT.search(re.sub(r"\s+", " ", text[max(0, at - 400):at])))
+
+
 def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
     """The agreement's date, in this order: a preamble date after "dated" / "made" / "entered into" / "as of" /
-    "effective" (not the date of another agreement it amends: "to the Distribution Agreement dated ..."; a date
+    "effective" (not the date of another agreement it amends: "to the Distribution Agreement dated ...", "amends
+    the License Agreement dated ...", "The Supply Agreement dated ... is hereby amended"; an amendment that gives no
+    date of its own gets none, never the amended agreement's; a date
     named only effective gives way to the date the same preamble says it is made / entered into on), then one
     after "on" / "this" (a date named only effective gives way to the latest signature date in the 60 days after
     it); "This Agreement is dated ..." anywhere; the first full date of the first 1,500 characters (not one a term
@@ -206,7 +214,8 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
                 chosen, confidence = (match.end() + s, match.end() + e, raw, iso), 0.6
                 break
     if chosen is None:
-        signed = [d for d in _signature_dates(text, date_order) if not event_date(text, d[0])]
+        signed = [d for d in _signature_dates(text, date_order) if not event_date(text, d[0])
+                  and not _other_agreements(text, d[0])]  # a short amendment's "amends the ... Agreement dated"
         signed = [d for d in signed if len(d[3]) == 10] or signed  # a partly blank "April ____, 2003" last
         # dates labelled "Date:" / "Dated:" before any other date of the tail (a rate table's dates are no signature)
         labelled = [d for d in signed if re.search(r"\b(?:Dated?|DATED?)\s*:?\s*$", text[max(0, d[0] - 12):d[0]])
@@ -218,8 +227,9 @@ def agreement_date(text: str, date_order: str = "MDY") -> list[Extraction]:
         signed = before_appendix(text, labelled or signed)
         if signed:
             chosen, confidence = max(signed, key=lambda d: d[3]), 0.45
-    if chosen is None and dates and dates[0][0] < 1500 and not event_date(head, dates[0][0]):
-        chosen, confidence = dates[0], 0.35
+    if chosen is None and dates and dates[0][0] < 1500 and not event_date(head, dates[0][0]) \
+            and not _other_agreements(head, dates[0][0]):
+        chosen, confidence = dates[0], 0.35  # (an amendment without a date of its own gives none)
     if chosen is None:
         chosen = late_preamble_date(text, len(head), date_order)
         confidence = 0.3
@@ -388,11 +398,18 @@ _REDACTED_END = re.compile(r"(?:\bthrough|\bthru|\buntil|\btill|\bto|\bending|\b
 """An end that the filed copy blanks out ("through [*****]", "terminating the [*****] day of [*****]")."""
 
 
+_EVENT_STOP = (r"(?:and|or|but|unless|through|thru|until|to|for|shall|will|continu\w*|end\w*|expir\w*|terminat\w*|"
+               r"on|upon|as|with|of)\b")
 _START_EVENT = re.compile(r"(?:\bcommenc\w*|\bbegin\w*|\bstart\w*|\bfrom)\s+(?:on\s+|upon\s+|as\s+of\s+|with\s+)?"
-                          r"(?:the\s+)?(?P<e>(?:[\"“]?[A-Z][\w-]*[\"”]?\s+){0,3}?(?i:date(?:\s+of\s+(?:execution|signing))?|"
-                          r"execution|signing)(?:\s+hereof|\s+of\s+this\s+Agreement)?)\b")
+                          r"(?:the\s+)?(?P<e>(?:[\"“]?[A-Z][\w-]*[\"”]?\s+){1,3}?(?i:date)\b|(?i:date\s+hereof)\b|"
+                          r"(?i:(?:date\s+(?:of|on\s+which)\s+)?(?P<ev>(?:(?!" + _EVENT_STOP + r")[\w'-]+(?:\s+|(?=[,;.(]|$)))"
+                          r"{1,12}(?=[,;.(]|$|" + _EVENT_STOP + r"))))")
 """A start the term sentence names by an event, not a date: "commence on the Effective Date", "from the date of
-execution" (kept only with a redacted end, which would otherwise leave the sentence without a reading)."""
+execution", "on the date of first shipment" (kept only with a redacted end, which would otherwise leave the sentence
+without a reading). ``ev`` is the event ("first shipment", "execution hereof", "signing hereof") when the start is
+"the date of" one or the event itself; a bare "date" is never one."""
+
+_GENERIC_EVENT = re.compile(r"(?i:date|day|time|the|this|such|said|a|an)", re.I)
 
 
 def _term_parts(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> dict | None:
@@ -426,8 +443,11 @@ def _term_parts(text: str, spans: list[tuple[int, int]], date_order: str = "MDY"
         redacted = None if "end" in found else _REDACTED_END.search(rest)
         found["redacted_end"] = redacted is not None
         anchor = _START_EVENT.search(rest[:redacted.start()]) if redacted and "start" not in found else None
-        if anchor:  # "shall commence on the Effective Date and continue through [*****]": no date, the end redacted
-            found["start_event"] = (at + anchor.start("e"), at + anchor.end("e"), anchor.group("e"))
+        group = "ev" if anchor and anchor.group("ev") else "e"
+        if anchor and not _GENERIC_EVENT.fullmatch(anchor.group(group).strip()):
+            # "shall commence on the Effective Date and continue through [*****]": no date, the end redacted
+            b, e = at + anchor.start(group), at + anchor.start(group) + len(anchor.group(group).rstrip())
+            found["start_event"] = (b, e, text[b:e])
         if any(k in found for k in ("duration", "start", "end", "start_event")):
             return found
     return None
@@ -440,8 +460,9 @@ def term(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> li
     "beginning" / "starting" / "effective" / "from" / "as of", the end after "through" / "until" / "to" /
     "ending" / "expiring" / "terminating" ("from September 1, 2004 through December 31, 2006"); a date named
     neither is not taken, and an end the filed copy redacts ("through [*****]") is left out with a warning, never
-    read from the start; with such an end, a start named by an event ("commence on the Effective Date") is kept as
-    ``start_event`` ("Effective Date"). The span covers what was read. Developed on CUAD train, validation and contracts_more."""
+    read from the start; with such an end, a start named by an event is kept as ``start_event``: a defined date
+    ("commence on the Effective Date" -> "Effective Date") or the event itself ("on the date of first shipment" ->
+    "first shipment"; never a bare "date"). The span covers what was read. Developed on CUAD train, validation and contracts_more."""
     found = _term_parts(text, spans, date_order)
     if found is None:
         return []

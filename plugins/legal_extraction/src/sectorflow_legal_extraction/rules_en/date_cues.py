@@ -11,8 +11,26 @@ import re
 
 from .. import normalize as nz
 
-OTHER_AGREEMENT = re.compile(r"(?:\bto|\bof|\bunder|\bin|\bthat|\band)\s+(?:the|that|a|certain)\s+[^.()]{0,80}?"
-                             r"(?:agreement|contract|lease)\b[^.;]{0,120}?\b(?:dated|entered\s+into\s+(?:on|as\s+of))\s+(?:as\s+of\s+)?$|"
+OTHER_AGREEMENT = re.compile(r"(?:(?:\bto|\bof|\bunder|\bin|\bthat|\band|\bmeans)\s+(?:the|that|a|certain)|"
+                             # an amendment's verb: "amends the License Agreement dated March 3, 2010" (not the
+                             # adjectives "Amended and Restated Agreement", "Amending Agreement": an article follows)
+                             r"\b(?:amend|amends|amending|supplements?|supplementing|modif(?:y|ies|ying)|"
+                             r"restates?|restating|extends?|extending)\s+(?:and\s+restates?\s+)?"
+                             r"(?:the|that|a|certain|said|each|its)(?:\s+certain)?|"
+                             # a sentence that starts with another agreement: "The Supply Agreement dated March 3,
+                             # 2010 between ... is hereby amended" (a contract calls itself "this Agreement")
+                             r"(?-i:\b(?:The|THE))(?=\s+(?-i:[A-Z]))(?:\s+[\w&\-]+){0,6}?(?=\s+(?:agreement|contract|"
+                             r"lease)\b))\s+(?:(?!\bthis\s)[^.()]){0,80}?"
+                             # (not across "This ... Agreement": a title above the preamble, "... UNDER THE
+                             # SECURITIES EXCHANGE ACT OF 1934, AS AMENDED SUPPLY AGREEMENT This Supply Agreement is
+                             # entered into as of"; across a party's "Inc." / "Ltd." / "Co." / "Corp.")
+                             r"(?:agreement|contract|lease)\b(?:(?!\bthis\s)(?:[^.;]|(?<=\bInc)\.|(?<=\bLtd)\.|(?<=\bCo)\.|"
+                             r"(?<=\bCorp)\.)){0,120}?\b(?:dated|entered\s+into\s+"
+                             r"(?:on|as\s+of))\s+(?:as\s+of\s+)?$|"
+                             # a definition of another agreement, any date of it: ""MTA" shall mean the Material
+                             # Transfer Agreement entered into by Acme and Beta on June 28, 2011"
+                             r"\bmeans?\s+(?:the|that|a|certain)\s+(?:(?!\bthis\s)[^.()]){0,80}?(?:agreement|contract|"
+                             r"lease)\b(?:[^.;]|(?<=\bInc)\.|(?<=\bLtd)\.|(?<=\bCo)\.|(?<=\bCorp)\.){0,200}$|"
                              r"WHEREAS\b[^;]{0,400}$|\b(?:letter|notice|memorandum|e-?mail|fax|proposal|offer)\s+"
                              r"(?:dated|of)\s+$|(?:before|after|prior\s+to|until|through|later\s+than|\bby|ending|"
                              r"amended)\s+(?:the\s+)?$|(?:commenc|begin|start|end|expir|terminat)\w*\s+(?:on|as\s+of)\s+"

@@ -153,6 +153,13 @@ def _value(values: list[str], sentence: str) -> str | None:
     return "; ".join(dict.fromkeys(values))
 
 
+_EXCEPT_LAW = re.compile(r"[^.;]{0,60}?\bexcept\b(?:[^.;]|(?<=\d)\.(?=\d)){0,250}?\b(?:governed|construed|interpreted)\s+"
+                         r"(?:(?:in\s+accordance\s+with|and\s+\w+|by|under)\s+){1,4}the\s+laws?\s+of\s+", re.I)
+"""A second law the same sentence names for a part of the contract, after "except" ("except Section 25, which shall
+be governed by the laws of the Commonwealth of Massachusetts"; "Section 20.1" keeps its full stop); not a kind of law ("except with respect to issues
+governed by the copyright laws of the United States": the words before "laws" are no "the")."""
+
+
 def _law_sentences(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str], source: str,
                    confidence: float, every: bool = False) -> list[Extraction]:
     """The first sentence's law (or, with ``every``, the first law of every sentence that names one)."""
@@ -174,6 +181,14 @@ def _law_sentences(text: str, spans: list[tuple[int, int]], cue: re.Pattern[str]
             if value is None or (match.group().lower().startswith("regulations") and not (known_place(value) or re.match(
                     r"\s*(?:the\s+)?(?:Republic|State|Commonwealth|Kingdom|Province)\s+of\b", sentence[match.end():]))):
                 continue  # "the rules and regulations of MICOA" is no governing law
+            but = _EXCEPT_LAW.match(sentence, raw_end)
+            if but and source == "rule:en_governing_law":
+                # "... the laws of such state, except that Section 20.1 shall be governed by the laws of the state in
+                # which the breach occurs": a second law for a part, which CUAD lists after the first
+                extra, extra_end = _places_after(sentence, but.end())
+                if _value(extra, sentence):
+                    value = _value(values + extra, sentence) or value
+                    raw_end = extra_end
             b = start + match.start()
             out.append(Extraction(text=text[b:start + raw_end], start=b, end=start + raw_end, value=value,
                                   confidence=confidence, source=source))
