@@ -233,8 +233,11 @@ def worker_context() -> multiprocessing.context.BaseContext:
     never ``fork``, since the verifier runs inside processes with other threads (a server, Ray, Paddle), and a child
     forked from them can block forever on a lock another thread held at the fork (the Python docs,
     multiprocessing "Contexts and start methods")."""
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])  # the server imports this module once; each worker is a fork of it
+    return context
 
 
 def scan_all(store: Store, signatures: list[tuple[int, bytes, bytes, bytes]],
