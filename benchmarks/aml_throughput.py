@@ -22,6 +22,11 @@ case book).
   the per-transaction stages alone (window, the rules, the account feature snapshots, the report engine; no model)
   over the first ``--n-instr`` transactions, for the plugin at ``REV`` and the working tree, each minus the same
   process without the loop; prints the ratio old/new. Needs ``valgrind`` on the PATH (minutes per run).
+- ``--input FILE --input-format FMT``: another transaction file than the AMLSim run (e.g. an AMLGentex run,
+  ``--input-format amlgentex``) for the batch, breakdown, file and ``--compare`` figures; its bad rows are skipped
+  (the file figure runs ``sectorflow run aml FILE --format FMT --on-error skip`` on its first ``--n`` rows and
+  counts the results it wrote: an AMLGentex head has opening-balance rows, which are not transactions). The
+  streaming figure stays on the AMLSim run.
 - ``--compare REV``: the batch (whole file and steady state) and file figures of the plugin as it was at git revision
   ``REV`` (its ``plugins/aml/src`` extracted with ``git archive``; the same core, venv and data) and of the working
   tree, measured back to back in fresh subprocesses, alternating, ``--reps`` times each; prints medians and the
@@ -34,6 +39,7 @@ Usage::
 
     .venv/bin/python benchmarks/aml_throughput.py [--run 20K_fanin200cycle200] [--n 60000] [--fill 30000]
         [--batch-size 1024] [--compare 1c73f84 --reps 3] [--instructions 116f132 --n-instr 20000]
+        [--input ../shared/data/amlgentex_dev/dev_s303/transactions.csv.gz --input-format amlgentex]
 """
 
 from __future__ import annotations
@@ -203,23 +209,34 @@ def case_book_cost(txns: list, batch_size: int) -> float:
     return 1e6 * spent / len(txns)
 
 
-def measure(source: Path, n: int, fill: int, batch_size: int) -> dict[str, float]:
-    """:func:`batch_figures` of the run ``source`` and the CLI's wall and CPU seconds over its first ``n`` rows."""
+def file_figure(source: Path, fmt: str, n: int, batch_size: int) -> tuple[int, float, float]:
+    """``sectorflow run aml`` (the CLI's ``main``, in-process) on the first ``n`` rows of ``source`` in format
+    ``fmt``, bad rows skipped: ``(results written, wall seconds, CPU seconds)``."""
     from sectorflow.cli import main as cli_main
 
-    txns, problems = load_transactions(source, "amlsim")
-    assert not problems and len(txns) >= fill + n, (len(txns), problems[:3])
-    out = batch_figures(txns, n, fill, batch_size)
-    del txns
-    gc.collect()
     with tempfile.TemporaryDirectory() as tmp:
         head = head_file(source, n, Path(tmp))
         target = Path(tmp) / "out.jsonl"
         wall, cpu = time.perf_counter(), time.process_time()
-        code = cli_main(["run", "aml", str(head), "--format", "amlsim", "--output", str(target),
-                         "--batch-size", str(batch_size), "--num-threads", "1"])
-        out.update(file_wall=time.perf_counter() - wall, file_cpu=time.process_time() - cpu)
-        assert code == 0 and sum(1 for _ in open(target, encoding="utf-8")) == n
+        code = cli_main(["run", "aml", str(head), "--format", fmt, "--output", str(target), "--on-error", "skip",
+                         "--batch-size", str(batch_size), "--num-threads", "1", "--no-progress"])
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        assert code == 0
+        written = sum(1 for _ in open(target, encoding="utf-8"))
+    return written, wall, cpu
+
+
+def measure(source: Path, n: int, fill: int, batch_size: int, fmt: str = "amlsim") -> dict[str, float]:
+    """:func:`batch_figures` of the run ``source`` and the CLI's wall and CPU seconds per result over its first
+    ``n`` rows (``file_*``: seconds scaled to ``n`` results)."""
+    txns, problems = load_transactions(source, fmt)
+    assert (fmt != "amlsim" or not problems) and len(txns) >= fill + n, (len(txns), problems[:3])
+    out = batch_figures(txns, n, fill, batch_size)
+    del txns
+    gc.collect()
+    written, wall, cpu = file_figure(source, fmt, n, batch_size)
+    assert fmt != "amlsim" or written == n
+    out.update(file_wall=wall * n / written, file_cpu=cpu * n / written)
     return out
 
 
@@ -233,7 +250,7 @@ def extract_plugin(rev: str, old_root: Path) -> Path:
     return old_root
 
 
-def compare(rev: str, source: Path, n: int, fill: int, batch_size: int, reps: int) -> None:
+def compare(rev: str, source: Path, n: int, fill: int, batch_size: int, reps: int, fmt: str = "amlsim") -> None:
     """Batch and file figures of the plugin at ``rev`` and of the working tree, alternating in fresh processes."""
     with tempfile.TemporaryDirectory() as tmp:
         old_root = extract_plugin(rev, Path(tmp) / "old")
@@ -245,14 +262,16 @@ def compare(rev: str, source: Path, n: int, fill: int, batch_size: int, reps: in
                     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(old_root / "plugins/aml/src"),
                                                                       env.get("PYTHONPATH")]))
                 done = subprocess.run([sys.executable, __file__, "--measure-only", str(source), "--n", str(n),
-                                       "--fill", str(fill), "--batch-size", str(batch_size)], env=env,
+                                       "--fill", str(fill), "--batch-size", str(batch_size), "--input-format", fmt],
+                                      env=env,
                                       capture_output=True, text=True, check=True)
                 runs[which].append(json.loads(done.stdout.strip().splitlines()[-1]))
     print(f"compare: plugin at {rev} (old) vs working tree (new), {n} transactions, {reps} alternating runs each in "
-          f"fresh processes, default options; medians (load average now {os.getloadavg()[0]:.1f}):")
+          f"fresh processes, default options, {source.name} ({fmt}); medians (load average now "
+          f"{os.getloadavg()[0]:.1f}):")
     for key, label in (("whole", "batch call, whole file from empty"),
                        ("steady", f"batch call, steady state (after {fill} transactions)"),
-                       ("file", "sectorflow run aml FILE --format amlsim (read, validate, score, write)")):
+                       ("file", f"sectorflow run aml FILE --format {fmt} (read, validate, score, write)")):
         parts = []
         for unit in ("wall", "cpu"):
             old = statistics.median(r[f"{key}_{unit}"] for r in runs["old"])
@@ -336,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3, help="alternating runs per side for --compare")
     parser.add_argument("--instructions", metavar="REV", help="callgrind instruction counts at REV and now (see above)")
     parser.add_argument("--n-instr", type=int, default=20000, help="transactions for --instructions")
+    parser.add_argument("--input", type=Path, help="transaction file for the batch, breakdown, file and --compare "
+                        "figures instead of the AMLSim run (bad rows skipped; see above)")
+    parser.add_argument("--input-format", default="amlsim", help="format of --input (default amlsim)")
     parser.add_argument("--measure-only", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--stages-only", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--loop", default="1", help=argparse.SUPPRESS)
@@ -348,16 +370,22 @@ def main(argv: list[str] | None = None) -> int:
         instructions(args.instructions, source, args.n_instr)
         return 0
     if args.measure_only:
-        print(json.dumps(measure(args.measure_only, args.n, args.fill, args.batch_size)))
+        print(json.dumps(measure(args.measure_only, args.n, args.fill, args.batch_size, args.input_format)))
         return 0
 
-    txns, problems = load_transactions(source, "amlsim")
+    stream_txns, problems = load_transactions(source, "amlsim")
     assert not problems, problems[:3]
+    fmt = "amlsim"
+    txns = stream_txns
+    if args.input is not None:  # the batch, breakdown, file and --compare figures on this file, bad rows skipped
+        source, fmt = args.input, args.input_format
+        txns, problems = load_transactions(source, fmt)
+        print(f"input: {source} ({fmt}): {len(txns):,} transactions, {len(problems)} bad row(s) skipped")
     if args.fill + args.n > len(txns):
         parser.error(f"--fill {args.fill} + --n {args.n} exceed the run's {len(txns):,} transactions")
-    if args.stream_after + STREAM_WARMUP + args.n_stream > len(txns):
+    if args.stream_after + STREAM_WARMUP + args.n_stream > len(stream_txns):
         parser.error(f"--stream-after {args.stream_after} + {STREAM_WARMUP} warm-up calls + --n-stream "
-                     f"{args.n_stream} exceed the run's {len(txns):,} transactions")
+                     f"{args.n_stream} exceed the run's {len(stream_txns):,} transactions")
     load_start = os.getloadavg()[0]
     on = batch_figures(txns, args.n, args.fill, args.batch_size)
     off = batch_figures(txns, args.n, args.fill, args.batch_size, account_model=False)
@@ -366,11 +394,11 @@ def main(argv: list[str] | None = None) -> int:
     # call; the state equals feeding them one at a time), 200 one-transaction calls are not counted, then --n-stream
     # one-transaction calls are timed
     tf = Taskflow("aml", batch_size=args.batch_size, num_threads=1)
-    tf(txns[: args.stream_after])
-    for t in txns[args.stream_after: args.stream_after + STREAM_WARMUP]:
+    tf(stream_txns[: args.stream_after])
+    for t in stream_txns[args.stream_after: args.stream_after + STREAM_WARMUP]:
         tf(t)
     latencies, cpu_latencies = [], []
-    for t in txns[args.stream_after + STREAM_WARMUP: args.stream_after + STREAM_WARMUP + args.n_stream]:
+    for t in stream_txns[args.stream_after + STREAM_WARMUP: args.stream_after + STREAM_WARMUP + args.n_stream]:
         start, cpu = time.perf_counter(), time.process_time()
         tf(t)
         latencies.append(time.perf_counter() - start)
@@ -382,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
           f"Taskflow num_threads=1, batch_size={args.batch_size}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}; "
-          f"run {args.run}; default options (every rule, the account model, the case book); load average "
+          f"{'run ' + args.run if args.input is None else f'input {source.name} ({fmt})'}; default options (every rule, the account model, the case book); load average "
           f"{load_start:.1f} at start, {os.getloadavg()[0]:.1f} after the batch figures")
     for key, label in (("whole", f"batch, whole file ({args.n} from empty)"),
                        ("steady", f"batch, steady state ({args.n} after {args.fill})")):
@@ -403,20 +431,12 @@ def main(argv: list[str] | None = None) -> int:
           f"transaction, {parts['trees']} trees); case book (updates replayed alone) {parts['cases']:.1f}; garbage "
           f"collection {gc_us:.1f} ({on['whole_gc_full']} full); rest (typology rules, reports, result objects) "
           f"{total - sum(parts[k] for k in ('window', 'features', 'matrix', 'model', 'cases')) - gc_us:.1f}")
-    with tempfile.TemporaryDirectory() as tmp:
-        head = head_file(source, args.n, Path(tmp))
-        from sectorflow.cli import main as cli_main
-
-        target = Path(tmp) / "out.jsonl"
-        wall, cpu = time.perf_counter(), time.process_time()
-        assert cli_main(["run", "aml", str(head), "--format", "amlsim", "--output", str(target), "--batch-size",
-                         str(args.batch_size), "--num-threads", "1"]) == 0
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        print(f"file:      sectorflow run aml (first {args.n} rows, --format amlsim, --batch-size {args.batch_size}): "
-              f"{args.n / wall:,.0f} tx/s wall, {args.n / cpu:,.0f} tx/s CPU (reading, validation, scoring and "
-              f"JSON-lines writing)")
+    written, wall, cpu = file_figure(source, fmt, args.n, args.batch_size)
+    print(f"file:      sectorflow run aml (first {args.n} rows, --format {fmt} --on-error skip, --batch-size "
+          f"{args.batch_size}; {written} results): {written / wall:,.0f} tx/s wall, {written / cpu:,.0f} tx/s CPU "
+          f"(reading, validation, scoring and JSON-lines writing)")
     if args.compare:
-        compare(args.compare, source, args.n, args.fill, args.batch_size, args.reps)
+        compare(args.compare, source, args.n, args.fill, args.batch_size, args.reps, fmt)
     if args.profile:
         tf.reset_state()
         prof = cProfile.Profile()

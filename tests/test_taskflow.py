@@ -611,3 +611,33 @@ def test_a_key_that_a_lenient_input_model_ignores_is_named_once_with_the_closest
         "amount, sender_country, bank.",
         "Payment: 'memo' is not a field and was ignored; its fields: amount, sender_country, bank.",
     ]
+
+
+def test_instances_are_taken_without_the_model_key_lookup_and_a_later_dict_is_still_checked(caplog, monkeypatch):
+    """``sectorflow run`` validates each row alone and the typed aml readers yield model instances: the lookup of
+    the model's keys (for the ignored-key warning) ran once per row, about 3 % of a run. It now runs at the first
+    item that is no instance; the warning for a dict after instances is unchanged."""
+    from pydantic import BaseModel
+
+    from sectorflow import validation
+
+    class Payment(BaseModel):
+        amount: float
+        sender_country: str | None = None
+
+    given = [Payment(amount=1), Payment(amount=2)]
+    real = validation._known_keys
+
+    def refused(model):  # noqa: ANN001, ANN202
+        raise AssertionError("the keys of a model were looked up for instances alone")
+
+    monkeypatch.setattr(validation, "_known_keys", refused)
+    out = validation.validate_items(Payment, given)
+    assert out == given and all(a is b for a, b in zip(out, given))
+    monkeypatch.setattr(validation, "_known_keys", real)
+    with caplog.at_level("WARNING", logger="sectorflow.taskflow"):
+        mixed = validation.validate_items(Payment, [given[0], {"amount": 3, "sender_contry": "KP"}])
+    assert mixed[0] is given[0] and mixed[1].amount == 3.0 and mixed[1].sender_country is None
+    assert [r.getMessage() for r in caplog.records] == [
+        "Payment: 'sender_contry' (did you mean 'sender_country'?) is not a field and was ignored; its fields: "
+        "amount, sender_country."]

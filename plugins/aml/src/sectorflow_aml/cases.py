@@ -336,7 +336,8 @@ class CaseBook:
     def update(self, txn: Any, amount: float, alerts: Iterable[Alert],
                account_scores: Mapping[str, float] | None = None,
                cash_alerts: Collection[str] | None = None) -> list[CaseUpdate]:
-        """Update the cases one transaction touches; returns their :class:`CaseUpdate` entries (empty for most).
+        """Update the cases one transaction touches; returns their :class:`CaseUpdate` entries (empty for most), in
+        a new list each call (a result keeps it as its ``cases``).
 
         Args:
             txn: the :class:`~sectorflow_aml.schema.Transaction` (not a repeated id: those update nothing).
@@ -360,10 +361,17 @@ class CaseBook:
             active.add(dst)
         open_ = self._open
         graph = self._graphs[period]
-        touched: list[str] = graph.link(src, dst) if payer and payee and src != dst else []
+        touched: list[str] = []
+        if payer and payee and src != dst:
+            linked = graph.links.get(src)
+            if linked is None or dst not in linked:  # a pair already linked in the period changes nothing
+                touched = graph.link(src, dst)
         if account_scores:
+            best = graph.best
             for account, s in account_scores.items():
-                touched += graph.score(account, s)
+                old = best.get(account)
+                if old is None or not s <= old:  # at or below the period's maximum: graph.score changes nothing
+                    touched += graph.score(account, s)
         if touched:
             touched = [a for a in touched if (period, a) in open_]
         if not alerts and not account_scores and not touched and (not payer or (period, src) not in open_) \
@@ -419,8 +427,8 @@ class CaseBook:
             if model is not None:
                 case.model = model if case.model is None or self.model_close else max(case.model, model)
             case.updated = ts
-            rank = self._rescore(case)
             ev = evidence_score(case.strongest)
+            rank = self._rescore(case, ev)
             n_active = len(active)
             top, risky, n_links = graph.evidence(account)
             out.append(_case_update({
@@ -441,12 +449,13 @@ class CaseBook:
             seen[value] = None
             added.append(value)
 
-    def _rescore(self, case: _Open) -> int:
-        """Recompute ``case.score``, move it in its period's ranking; returns its rank (1 = first). A case whose
-        ranking key is unchanged (most updates: no new evidence, no new model score) stays where it is, and its
-        rank is looked up (the same rank the move would give)."""
+    def _rescore(self, case: _Open, evidence: float | None = None) -> int:
+        """Recompute ``case.score`` (``evidence``: :func:`evidence_score` of the case, when the caller has it), move
+        it in its period's ranking; returns its rank (1 = first). A case whose ranking key is unchanged (most
+        updates: no new evidence, no new model score) stays where it is, and its rank is looked up (the same rank
+        the move would give)."""
         ranks = self._ranks[case.period]
-        case.score = case_score(case.model, evidence_score(case.strongest))
+        case.score = case_score(case.model, evidence_score(case.strongest) if evidence is None else evidence)
         key = (not case.mandatory, -round(case.score, 6), case.account)
         if key == case.key:
             return bisect.bisect_left(ranks, key) + 1

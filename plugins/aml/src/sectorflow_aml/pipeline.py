@@ -682,20 +682,18 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
             if not alerts and model_risk < a and item.notes is None and not item.duplicate:
                 # the common case, nothing to explain: an unflagged result built like model_construct does (every
                 # field given, values already checked), without its per-call overhead
+                scores = item.account_scores
+                cases = update_cases(txn, item.edge.amount, _NO_ALERTS, scores)  # a new list, empty for most
                 out = new(assessment)
                 setattr_(out, "__dict__", {
                     "meta": None, "transaction_id": txn.transaction_id, "risk_score": round(model_risk, 6),
-                    "model_score": None if model_score is None else round(model_score, 6), "alert": False,
+                    "model_score": None if model_score is None else round(model_score, 6),
+                    "alert": _in_budget(txn, cases) if cases else False,
                     "flagged": False, "typologies": [], "reasons": [], "alerts": [], "reports": item.reports,
-                    "account_scores": item.account_scores, "cases": []})
+                    "account_scores": scores, "cases": cases})
                 setattr_(out, "__pydantic_fields_set__", set(fields_set))
                 setattr_(out, "__pydantic_extra__", None)
                 setattr_(out, "__pydantic_private__", None)
-                scores = out.__dict__.get("account_scores")
-                cases = update_cases(txn, item.edge.amount, _NO_ALERTS, scores)
-                if cases:
-                    out.__dict__["cases"] = cases
-                    out.__dict__["alert"] = _in_budget(txn, cases)
                 append(out)
                 continue
             if item.duplicate:
