@@ -32,7 +32,7 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
 from typing import IO, Any, Optional
@@ -213,11 +213,15 @@ def _check_state(spec: Any, state: str, history: list[Path]) -> None:
 
 
 def _validated(spec: Any, rows: Iterator[tuple[int, Any]], on_error: OnError, problems: list[dict[str, Any]],
-               context: dict[str, Any] | None = None, numbers: list[int] | None = None) -> Iterator[Any]:
+               context: dict[str, Any] | None = None, numbers: list[int] | None = None,
+               refusals: Callable[[list[Any]], list[dict[str, Any]]] | None = None,
+               check_all: bool = False) -> Iterator[Any]:
     """Validated input items. A bad row (a reader's ``InvalidInputError`` or a model mismatch) is added to
     ``problems``; with ``OnError.reject`` no item is yielded after the first one, but the rest of the rows are still
     validated, so that ``problems`` ends up listing every bad row. ``numbers``: the row number of each item yielded
-    is appended there."""
+    is appended there. ``refusals`` (the pipeline's :meth:`~sectorflow.Pipeline.refusals`): what the task would
+    refuse of an item that does not run (rejected already, or every item with ``check_all``) is a bad row too (aml:
+    a transaction without an FX rate)."""
     for row, record in rows:
         if isinstance(record, InvalidInputError):
             problems.extend(record.details or [{"row": row, "field": None, "reason": record.message}])
@@ -227,11 +231,26 @@ def _validated(spec: Any, rows: Iterator[tuple[int, Any]], on_error: OnError, pr
         except InvalidInputError as exc:
             problems.extend(exc.details or [])
             continue
+        if refusals is not None and (check_all or (on_error is OnError.reject and problems)):
+            problems.extend(_refused_rows(refusals, [item], [row]))
         if on_error is OnError.reject and problems:
             continue  # rejected already: validate only, nothing more runs
         if numbers is not None:
             numbers.append(row)
         yield item
+
+
+def _refused_rows(refusals: Callable[[list[Any]], list[dict[str, Any]]], items: list[Any],
+                  numbers: list[int]) -> list[dict[str, Any]]:
+    """The bad rows (``{"row", "field", "reason"}``) of what ``refusals(items)`` refuses; ``numbers``: the items' rows."""
+    return [{"row": numbers[entry["item"]], "field": entry.get("field"), "reason": entry.get("reason")}
+            for entry in refusals(items) if isinstance(entry, dict) and isinstance(entry.get("item"), int)
+            and 0 <= entry["item"] < len(items)]
+
+
+def _refusals(tf: Taskflow) -> Callable[[list[Any]], list[dict[str, Any]]]:
+    """The task pipeline's :meth:`~sectorflow.Pipeline.refusals` (configuration only: the default pipeline's)."""
+    return tf._current[0].refusals
 
 
 def _run_chunk(tf: Taskflow, chunk: list[Any], numbers: list[int], context: CallContext, on_error: OnError,
@@ -253,17 +272,21 @@ def _run_kept(tf: Taskflow, chunk: list[Any], numbers: list[int], context: CallC
             refused = exc.details.get("items") if isinstance(exc.details, dict) else None
             bad = {entry["item"]: entry for entry in refused or () if isinstance(entry, dict)
                    and isinstance(entry.get("item"), int) and 0 <= entry["item"] < len(chunk)}
-            if on_error is not OnError.skip or not bad:
+            if not bad or on_error not in (OnError.skip, OnError.reject):
                 raise
             problems.extend({"row": numbers[i], "field": entry.get("field"), "reason": entry.get("reason")}
                             for i, entry in sorted(bad.items()))
+            if on_error is OnError.reject:  # bad rows too, listed with the others; nothing more runs
+                return [], []
             keep = [i for i in range(len(chunk)) if i not in bad]
             chunk, numbers = [chunk[i] for i in keep], [numbers[i] for i in keep]
     return [], []
 
 
 def _rejected(problems: list[dict[str, Any]], name: str) -> InvalidInputError:
-    """The error of a rejected input, listing its bad rows."""
+    """The error of a rejected input, listing its bad rows (in row order: the rows the task refused, e.g. without an
+    FX rate, are found after the rows that do not validate)."""
+    problems = sorted(problems, key=lambda p: (p.get("row") is None, p.get("row") or 0))
     rows = sorted({p["row"] for p in problems if p.get("row") is not None})
     first = f" (first: row {rows[0]})" if rows else ""
     return InvalidInputError(f"{len(rows) or len(problems)} bad row(s) in {name}{first}; nothing was written. "
@@ -277,9 +300,11 @@ def _chunks(tf: Taskflow, reader: Any, source: str, name: str, batch_size: int, 
 
     Raises (while iterating, after the last row): InvalidInputError listing every bad row, in reject mode."""
     numbers: list[int] = []
-    items = _validated(tf.spec, reader(source, name=name), on_error, problems, tf.input_context, numbers)
+    refusals = _refusals(tf) if on_error is OnError.reject else None
+    items = _validated(tf.spec, reader(source, name=name), on_error, problems, tf.input_context, numbers, refusals)
     while chunk := list(itertools.islice(items, max(batch_size, CHUNK_ITEMS))):
-        if on_error is OnError.reject and problems:
+        if on_error is OnError.reject and problems:  # read, never run: what the task would refuse of it is listed too
+            problems.extend(_refused_rows(refusals, chunk, numbers[:len(chunk)]))  # type: ignore[arg-type]
             break
         rows = numbers[:len(chunk)]
         del numbers[:len(chunk)]
@@ -297,7 +322,8 @@ def _check_rows(tf: Taskflow, reader: Any, source: str, name: str) -> None:
         InvalidInputError: listing the bad rows of ``name``.
     """
     problems: list[dict[str, Any]] = []
-    for _ in _validated(tf.spec, reader(source, name=name), OnError.skip, problems, tf.input_context):
+    for _ in _validated(tf.spec, reader(source, name=name), OnError.skip, problems, tf.input_context,
+                        refusals=_refusals(tf), check_all=True):
         pass
     if problems:
         raise _rejected(problems, name)
@@ -443,14 +469,19 @@ def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optiona
         del numbers[:len(chunk)]
         return _run_kept(tf, chunk, rows, context, on_error, skipped)
 
+    refusals = _refusals(tf)
+
+    def unrun(chunk: list[Any]) -> None:  # rejected: a chunk read but not run; what the task refuses of it is listed
+        skipped.extend(_refused_rows(refusals, chunk, numbers[:len(chunk)]))
+
     try:
         with RunProgress(_label(tf, name), Path(source), err, enabled=progress) as shown:
             count = run_with_state(
                 keeper, run, reader(source, name=name),
                 lambda rows: _validated(tf.spec, rows, OnError.reject if once else OnError.skip, skipped,
-                                        tf.input_context, numbers), output,
+                                        tf.input_context, numbers, refusals if once else None), output,
                 checkpoint_rows, cli_context(), _utf8_stdout, lambda n: (shown.update(n), check_stopped()),
-                rejected=lambda: once and bool(skipped), run_chunk=run_chunk)
+                rejected=lambda: once and bool(skipped), run_chunk=run_chunk, unrun=unrun)
     except Stopped as stop:
         progress_now = keeper.store.run(keeper.task, tenant)
         rows = progress_now.rows_done if progress_now is not None else 0

@@ -148,7 +148,8 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
                    chunk_size: int, context: Any, stdout: Callable[[], Any],
                    progress: Callable[[int], None] = lambda n: None,
                    rejected: Callable[[], bool] = lambda: False,
-                   run_chunk: Callable[[list[Any], Any], tuple[list[Any], list[Any]]] | None = None) -> int | None:
+                   run_chunk: Callable[[list[Any], Any], tuple[list[Any], list[Any]]] | None = None,
+                   unrun: Callable[[list[Any]], None] = lambda chunk: None) -> int | None:
     """Process the rows not yet consumed, chunk by chunk, committing after each; finish the run. Returns the number
     of items processed by this process, or ``None`` when ``rejected()`` turned true (``--on-error reject`` met a bad
     row): then no chunk after it ran, the output is left unrenamed and the run unfinished, for the caller to discard
@@ -156,7 +157,8 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
     empty or header-only input, every row skipped) leaves ``output`` as it was (absent, or the earlier results) and
     is discarded, not recorded as an input fed into the state. ``run_chunk(chunk, context)``: how a
     chunk runs, ``(the items that ran, their results)`` (default: all of them, ``tf.run``); the journal records the
-    items that ran."""
+    items that ran. ``unrun(chunk)``: called with the chunk read when ``rejected()`` turned true, which does not run
+    (so that what the task would refuse of it is listed with the bad rows)."""
     done = run.rows_done if run else 0
     last = [done]
 
@@ -178,9 +180,12 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
         items = validated(fresh())
         while chunk := list(itertools.islice(items, chunk_size)):
             if rejected():
+                unrun(chunk)
                 break
             start = time.perf_counter()
             chunk, results = run_chunk(chunk, context) if run_chunk else (chunk, tf.run(chunk, context=context))
+            if rejected():  # the chunk was refused (a row the task refuses): nothing of it is written or journalled
+                break
             data = "".join(result.model_dump_json() + "\n" for result in results).encode()
             if gz:
                 data = gzip_member(data)  # one gzip member per checkpoint: the offset cuts between members

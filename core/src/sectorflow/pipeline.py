@@ -161,6 +161,14 @@ class Pipeline(Generic[In, Out]):
         raise ConfigError(f"Task {self.spec.name!r}'s pipeline ({type(self).__name__}) does not implement "
                           "load_state_dict(): its state cannot be restored.")
 
+    def refusals(self, items: Sequence[In]) -> list[dict[str, Any]]:
+        """The validated items a call with ``items`` would refuse before changing any state, as the entries of such a
+        refusal's ``details["items"]``: ``{"item": index in items, "field", "reason"}`` (aml: a transaction in a
+        currency with no FX rate). Reads configuration only, never state. ``sectorflow run --on-error reject`` calls it
+        on the rows that do not run once the input is rejected, so that its error lists them with the other bad
+        rows. Default: none."""
+        return []
+
     def journal_rows(self, items: Sequence[In]) -> list[Any]:
         """The validated input items of one call as JSON values, for a state store's journal
         (:mod:`sectorflow.state_store`). Default: ``model_dump(mode="json")`` of each item; a task with a cheaper exact

@@ -442,6 +442,21 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                                                 "transaction_id": first.transaction_id, "date": day}) from exc
         self.reports_engine.check_rates(txns)  # and the report totals' rates, on each transaction's local day
 
+    def _lacking_rates(self, txns: Sequence[Transaction]) -> list[dict[str, Any]]:
+        """``{"item", "field": "currency", "reason"}`` of each transaction of ``txns`` that fails :meth:`_check_rates`
+        on its own."""
+        return [{"item": i, "field": "currency", "reason": reason} for i, txn in enumerate(txns)
+                for reason in [self._missing_rate(txn)] if reason is not None]
+
+    def refusals(self, items: Sequence[Transaction]) -> list[dict[str, Any]]:
+        """The transactions of ``items`` a call would refuse before changing any state: those without an FX rate
+        (:meth:`_check_rates`; the rate tables are configuration, shared by every tenant's pipeline)."""
+        try:
+            self._check_rates(items)
+        except MissingRateError:
+            return self._lacking_rates(items)
+        return []
+
     def _missing_rate(self, txn: Transaction) -> str | None:
         """Why ``txn`` fails :meth:`_check_rates` on its own, or ``None`` when it passes."""
         try:
@@ -552,8 +567,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         try:  # a missing FX rate fails the call before any state changes
             self._check_rates(items)
         except MissingRateError as exc:  # which of the call's transactions lack a rate: --on-error skip skips those
-            bad = [{"item": i, "field": "currency", "reason": reason} for i, txn in enumerate(items)
-                   for reason in [self._missing_rate(txn)] if reason is not None]
+            bad = self._lacking_rates(items)
             raise MissingRateError(exc.message + (f" ({len(bad)} of the call's {len(items)} transactions lack a "
                                                   "rate.)" if len(items) > 1 else ""),
                                    details={**(exc.details if isinstance(exc.details, dict) else {}),
