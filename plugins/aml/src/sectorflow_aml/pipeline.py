@@ -235,6 +235,15 @@ def _gc_paused() -> Iterator[None]:
                     gc.enable()
 
 
+def transaction_key(txn: Transaction, ids_by_row: bool = False) -> str:
+    """:meth:`AMLPipeline.item_keys` of one transaction: ``id:<transaction_id>``, or, with ``ids_by_row``,
+    ``tx:<UTC time>|<sender>|<receiver>|<amount>|<currency>``."""
+    if ids_by_row:
+        return (f"tx:{txn.timestamp.isoformat()}|{txn.sender_account}|{txn.receiver_account}|"
+                f"{format(txn.amount.normalize(), 'f')}|{txn.currency}")
+    return f"id:{txn.transaction_id}"
+
+
 def _duplicate_note(txn: Transaction, first: Transaction) -> Reason:
     same = txn.model_dump(exclude={"transaction_id"}) == first.model_dump(exclude={"transaction_id"})
     if same:
@@ -541,6 +550,16 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         """
         with _gc_paused():
             load_pipeline_state(self, state)
+
+    ITEM_KEY_TEXT = "transaction id, or time, accounts, amount and currency for the formats that number ids by row"
+    """How :meth:`item_keys` identifies a transaction, for ``sectorflow run --state``'s messages."""
+
+    def item_keys(self, items: Sequence[Transaction], ids_by_row: bool = False) -> list[str]:
+        """What identifies each transaction across the files fed into one state (``sectorflow run --state`` runs
+        none of a later file again, :mod:`sectorflow.cli_state`): its id for this tenant; with ``ids_by_row`` (the
+        amlsim and amlworld formats number ids by row in each file: ``amlsim-12`` is another transaction in the
+        next file) its time, accounts, amount and currency (as ``aml train`` compares files)."""
+        return [transaction_key(txn, ids_by_row) for txn in items]
 
     def journal_rows(self, items: Sequence[Transaction]) -> list[Any]:
         """Each transaction as its JSON row (:func:`~sectorflow_aml.state.transaction_row`: 12 values, no pydantic
