@@ -136,19 +136,28 @@ class FedItems:
     def __init__(self, keeper: StateKeeper, pipeline: Any, start_seq: int, ids_by_row: bool = False) -> None:
         self.store, self.task, self.tenant = keeper.store, keeper.task, keeper.tenant
         self.pipeline, self.start_seq, self.ids_by_row = pipeline, start_seq, ids_by_row
+        self._last: dict[int, str] = {}  # id(item) -> key of the chunk :meth:`seen` looked at last
 
     def keys(self, items: list[Any]) -> list[str] | None:
-        """The stored keys of ``items`` (``None``: the task's items have none)."""
-        keys = self.pipeline.item_keys(items, ids_by_row=self.ids_by_row) if items else None
+        """The stored keys of ``items`` (``None``: the task's items have none); those :meth:`seen` just computed
+        are not computed again."""
+        if not items:
+            return None
+        last = self._last
+        if last and all(id(item) in last for item in items):
+            return [last[id(item)] for item in items]
+        keys = self.pipeline.item_keys(items, ids_by_row=self.ids_by_row)
         if keys is None:
             return None
         return [hashlib.blake2b(key.encode(), digest_size=12).hexdigest() for key in keys]
 
     def seen(self, items: list[Any]) -> list[int]:
         """The indices of the items of ``items`` an earlier run fed."""
+        self._last = {}
         keys = self.keys(items)
         if not keys:
             return []
+        self._last = {id(item): key for item, key in zip(items, keys)}  # the chunk stays alive until it is recorded
         found = self.store.seen_keys(self.task, self.tenant, keys, upto_seq=self.start_seq)
         return [i for i, key in enumerate(keys) if key in found] if found else []
 

@@ -73,9 +73,9 @@ _SCHEMA = [
     "seq BIGINT NOT NULL, PRIMARY KEY (task, tenant, item_key))",
 ]
 
-KEY_BATCH = 200
-"""Item keys per statement of :meth:`StateStore.seen_keys` and :meth:`StateStore.append` (SQLite's default limit is
-999 parameters a statement)."""
+KEY_BATCH = 900
+"""Item keys per statement of :meth:`StateStore.seen_keys`, and a quarter of that (rows of 4 values) per statement
+of :meth:`StateStore.append` (SQLite's limit was 999 parameters a statement before 3.32)."""
 
 
 @contextmanager
@@ -241,8 +241,9 @@ class StateStore:
         self._q("INSERT INTO state_journal (task, tenant, seq, items, n, bytes, time) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (task, tenant, seq, text, len(items), size, _now()))
         unique = list(dict.fromkeys(keys or ()))
-        for begin in range(0, len(unique), KEY_BATCH):
-            part = unique[begin:begin + KEY_BATCH]
+        rows = KEY_BATCH // 4
+        for begin in range(0, len(unique), rows):
+            part = unique[begin:begin + rows]
             self._q("INSERT INTO state_items (task, tenant, item_key, seq) VALUES "
                     + ", ".join(["(?, ?, ?, ?)"] * len(part)) + " ON CONFLICT DO NOTHING",
                     tuple(value for key in part for value in (task, tenant, key, seq)))
