@@ -524,3 +524,33 @@ def test_a_killed_runs_partial_output_is_removed_by_the_next_run_and_a_live_ones
     finally:
         live.kill()
         live.wait()
+
+
+CTRL_C_WHILE_IMPORTING = """
+import builtins, os, signal, sys
+real = builtins.__import__
+def hook(name, *args, **kwargs):
+    if name == "sectorflow.cli" and sys.argv[1] == "signal":  # Ctrl-C while the package loads
+        os.kill(os.getpid(), signal.SIGINT)
+    if name == "sectorflow.cli" and sys.argv[1] == "raise":  # ... arriving before the handler was in place
+        raise KeyboardInterrupt
+    return real(name, *args, **kwargs)
+builtins.__import__ = hook
+import sectorflow_cli
+sys.exit(sectorflow_cli.main(["tasks"]))
+"""
+
+
+@pytest.mark.parametrize("how", ["signal", "raise"])
+def test_ctrl_c_while_the_package_is_imported_is_one_line_and_exit_130(how):
+    """Fresh-user report: Ctrl-C in the first ~0.5 s of ``sectorflow run`` (importing the package, before
+    ``sectorflow.cli.main`` runs) printed a KeyboardInterrupt traceback; later it is one line and exit 130. The
+    script's entry point is now ``sectorflow_cli:main``, which imports the package inside its own handling."""
+    from importlib.metadata import entry_points
+
+    (script,) = [point for point in entry_points(group="console_scripts") if point.name == "sectorflow"]
+    assert script.value == "sectorflow_cli:main"
+    done = subprocess.run([PYTHON, "-c", CTRL_C_WHILE_IMPORTING, how], capture_output=True, text=True, timeout=120,
+                          env=child_env())
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "stopped by SIGINT.\n" and done.stdout == ""

@@ -7,6 +7,8 @@ the interpreter exits, which it can only do once Flower's ServerApp thread (non-
     python engine_failure.py ray-timeout    # Ray's node start times out (nodes registered: the ServerApp waits for
                                             # the initial weights' reply)
     python engine_failure.py interrupt      # Ctrl-C (KeyboardInterrupt) while Ray starts
+    python engine_failure.py cli DIR [--verbose]   # before-nodes through `sectorflow federate toy -c DIR/fed.toml`:
+                                                   # prints {"exit": code}; the CLI's stderr is the test's to read
 """
 
 from __future__ import annotations
@@ -25,6 +27,28 @@ from sectorflow.federated.server import new_report  # noqa: E402
 
 RAY_TIMEOUT = ("The current node timed out during startup. This could happen because some of the Ray processes "
                "failed to startup.")
+
+
+def cli(folder: str, *extra: str) -> int:
+    """``sectorflow federate toy`` (the CLI's ``main``) on a federation whose engine fails before its nodes exist."""
+    from flwr.server.superlink.fleet.vce import vce_api
+
+    from sectorflow.cli import main as sectorflow_main
+    from sectorflow.federated import registry
+
+    found = registry.find_trainable
+    registry.find_trainable = lambda task, model="": toy_trainable.SPEC if task == "toy" else found(task, model)
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("injected: the simulation engine failed before registering its nodes")
+
+    vce_api._register_nodes = fail
+    config = Path(folder) / "fed.toml"
+    config.write_text('task = "toy"\nrounds = 1\n[strategy]\nmin_available_clients = 2\n'
+                      '[[institutions]]\npartition_id = 0\n[[institutions]]\npartition_id = 1\n')
+    code = sectorflow_main(["federate", "toy", "-c", str(config), *extra])
+    print(json.dumps({"exit": code}), flush=True)
+    return 0
 
 
 def main(scenario: str) -> int:
@@ -58,4 +82,4 @@ def main(scenario: str) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1]))
+    raise SystemExit(cli(*sys.argv[2:]) if sys.argv[1] == "cli" else main(sys.argv[1]))

@@ -228,6 +228,26 @@ def test_a_failed_engine_start_ends_the_server_app_and_the_process_exits(scenari
         assert "timed out during startup" in out["message"] and "load is lower" in out["message"]
 
 
+def test_an_engine_failure_through_the_cli_prints_the_typed_message_only(tmp_path):
+    """Fresh-user report: ``sectorflow federate`` on an engine failure printed Flower's ERROR lines and traceback
+    (and its INFO lines as the ServerApp ended) before the FederatedEngineError's message, without --verbose. Now
+    only the message (and the run's failed event line); --verbose still shows Flower's log, traceback included."""
+    import json
+    import subprocess
+
+    runs = {}
+    for extra in ((), ("--verbose",)):
+        done = subprocess.run([sys.executable, str(ENGINE_FAILURE), "cli", str(tmp_path), *extra], capture_output=True,
+                              text=True, timeout=240)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert json.loads(done.stdout.strip().splitlines()[-1]) == {"exit": 2}
+        runs[extra] = done.stderr
+    quiet, verbose = runs[()], runs[("--verbose",)]
+    assert "error: Flower's simulation engine (Ray) failed" in quiet and "--verbose" in quiet
+    assert "Traceback" not in quiet and "An exception occurred" not in quiet and "INFO" not in quiet, quiet
+    assert "Traceback" in verbose and "error: Flower's simulation engine (Ray) failed" in verbose
+
+
 def test_the_same_seed_and_data_give_the_same_global_model_twice():
     """Fresh-user report: the same federation run twice gave other round APs and another model_sha256. Flower drew
     the institution that sends the initial weights with the unseeded ``random`` module (here the institutions start

@@ -350,3 +350,39 @@ def test_more_cpus_per_client_than_the_machine_has_is_refused_before_ray(monkeyp
                                                          "institutions": institutions}))
     simulation.check_simulation_config(parse_config({"task": "toy", "num_cpus_per_client": 2,
                                                      "institutions": institutions}))
+
+
+def test_relative_paths_in_a_federation_toml_are_taken_relative_to_its_folder(tmp_path, monkeypatch):
+    """Fresh-user report: the paths of a federation.toml were taken relative to the current directory, so the same
+    file named other data (or none) when run from another folder. Now ``bundle`` and the trainable's path keys
+    (:attr:`TrainableSpec.path_keys`) are relative to the file's folder; absolute and ``~`` paths, other keys and a
+    config given as a mapping are left as they are."""
+    import dataclasses
+
+    from sectorflow.federated.runner import preflight
+
+    folder = tmp_path / "fed"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "bank_a.csv").write_text("x\n")
+    config = folder / "federation.toml"
+    config.write_text('task = "toy"\nbundle = "out/bundle"\n[[institutions]]\ndata = "data/bank_a.csv"\nn = 8\n'
+                      'name = "data/not-a-path"\n[[institutions]]\ndata = "/srv/bank_b.csv"\n'
+                      '[[institutions]]\ndata = "~/bank_c.csv"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    seen = []
+    spec = dataclasses.replace(toy_trainable.SPEC, keys=("data", "n"), path_keys=("data",),
+                               check=lambda partition: seen.append(partition["data"]))
+    cfg = load_config(Path("..") / "fed" / "federation.toml")
+    assert Path(cfg.bundle) == (folder / "out" / "bundle").absolute()
+    preflight(cfg, spec)
+    assert [Path(p) for p in seen] == [folder / "data" / "bank_a.csv", Path("/srv/bank_b.csv"),
+                                       Path("~/bank_c.csv").expanduser()]
+    assert Path(seen[0]).read_text() == "x\n"
+    assert cfg.institutions[0]["name"] == "data/not-a-path" and cfg.institutions[0]["n"] == 8
+    preflight(cfg, spec)  # a second time: the same paths
+    assert seen[3:] == seen[:3]
+    mapping = parse_config({"task": "toy", "bundle": "b", "institutions": [{"data": "d.csv"}]})
+    preflight(mapping, spec)
+    assert seen[-1] == "d.csv" and mapping.bundle == "b"

@@ -32,7 +32,7 @@ import shutil
 import socket
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import Enum
 from pathlib import Path
 from typing import IO, Any, Optional
@@ -65,6 +65,15 @@ class OnError(str, Enum):
     reject = "reject"
 
 
+class AlreadySeen(str, Enum):
+    """What a ``sectorflow run --state`` does with an item an earlier run already fed into the state (its
+    :meth:`~sectorflow.Pipeline.item_keys` key is there: aml's transaction id): ``skip`` it (not run, not written,
+    counted at the end) or ``refuse`` the input before anything runs."""
+
+    skip = "skip"
+    refuse = "refuse"
+
+
 def cli_context() -> CallContext:
     """Who runs this command: the OS user (``getpass.getuser()``, else ``"unknown"``) on this host's name.
 
@@ -81,7 +90,7 @@ def run_batch(task: str, source: str, *, output: Optional[Path], fmt: Optional[s
               batch_size: int, num_threads: Optional[int], task_path: Optional[str], on_error: OnError,
               options: dict[str, Any], mapping: dict[str, str], defaults: dict[str, str], encoding: Optional[str],
               history: list[Path], state: Optional[str], tenant: str, checkpoint_rows: int,
-              discard_unfinished: bool, progress: bool = True) -> int:
+              discard_unfinished: bool, progress: bool = True, already_seen: AlreadySeen = AlreadySeen.skip) -> int:
     """Run ``task`` over ``source`` (a path or ``-`` for standard input) as ``sectorflow run`` does; the exit code
     (0, or 1 when every row was skipped). Arguments are the command's options, parsed (``options`` from ``-O``,
     ``mapping``/``defaults`` from ``--column``/``--default``, ``progress=False`` from ``--no-progress``: no progress
@@ -99,7 +108,7 @@ def run_batch(task: str, source: str, *, output: Optional[Path], fmt: Optional[s
                           batch_size=batch_size, num_threads=num_threads, task_path=task_path, on_error=on_error,
                           options=options, mapping=mapping, defaults=defaults, encoding=encoding, history=history,
                           state=state, tenant=tenant, checkpoint_rows=checkpoint_rows,
-                          discard_unfinished=discard_unfinished, progress=progress)
+                          discard_unfinished=discard_unfinished, progress=progress, already_seen=already_seen)
 
 
 def _run_batch(held: contextlib.ExitStack, task: str, source: str, *, output: Optional[Path], fmt: Optional[str],
@@ -107,7 +116,7 @@ def _run_batch(held: contextlib.ExitStack, task: str, source: str, *, output: Op
                on_error: OnError,
                options: dict[str, Any], mapping: dict[str, str], defaults: dict[str, str], encoding: Optional[str],
                history: list[Path], state: Optional[str], tenant: str, checkpoint_rows: int,
-               discard_unfinished: bool, progress: bool) -> int:
+               discard_unfinished: bool, progress: bool, already_seen: AlreadySeen = AlreadySeen.skip) -> int:
     _check_output(source, output)
     if task_path is not None and not task_path.strip():
         # typer would make Path("") of it, the current folder, reported as ". is not a model bundle"
@@ -121,8 +130,9 @@ def _run_batch(held: contextlib.ExitStack, task: str, source: str, *, output: Op
         _check_history(spec, history, source, output)
     if state is not None:
         _check_state(spec, state, history)
-    elif tenant != "default" or discard_unfinished:
-        raise ConfigError("--tenant and --discard-unfinished apply to a run with --state STATE; add it or drop them.")
+    elif tenant != "default" or discard_unfinished or already_seen is not AlreadySeen.skip:
+        raise ConfigError("--tenant, --discard-unfinished and --already-seen apply to a run with --state STATE; add it "
+                          "or drop them.")
     if state is not None:
         held.enter_context(state_lock(state))  # one run at a time on a state file, until run_batch returns
     earlier_plans = [(str(path), plan_reader(spec, fmt, path, mapping=mapping, defaults=defaults, encoding=encoding))
@@ -151,8 +161,9 @@ def _run_batch(held: contextlib.ExitStack, task: str, source: str, *, output: Op
         if state is not None:
             if on_error is OnError.reject and output is None:  # stdout cannot be taken back: check every row first
                 _check_rows(tf, reader, source, name)
+            ids_by_row = bool(getattr(spec.formats.get(plan.fmt), "ids_by_row", False))  # (aml: amlsim-<row>)
             return _run_file_with_state(tf, reader, source, output, checkpoint_rows, on_error, name, state, tenant,
-                                        discard_unfinished, progress)
+                                        discard_unfinished, progress, already_seen, ids_by_row)
         for path, read in earlier:
             _replay(tf, read, path, batch_size, on_error)
         return _run_file(tf, reader, source, output, batch_size, on_error, name=name, progress=progress)
@@ -213,11 +224,15 @@ def _check_state(spec: Any, state: str, history: list[Path]) -> None:
 
 
 def _validated(spec: Any, rows: Iterator[tuple[int, Any]], on_error: OnError, problems: list[dict[str, Any]],
-               context: dict[str, Any] | None = None, numbers: list[int] | None = None) -> Iterator[Any]:
+               context: dict[str, Any] | None = None, numbers: list[int] | None = None,
+               refusals: Callable[[list[Any]], list[dict[str, Any]]] | None = None,
+               check_all: bool = False) -> Iterator[Any]:
     """Validated input items. A bad row (a reader's ``InvalidInputError`` or a model mismatch) is added to
     ``problems``; with ``OnError.reject`` no item is yielded after the first one, but the rest of the rows are still
     validated, so that ``problems`` ends up listing every bad row. ``numbers``: the row number of each item yielded
-    is appended there."""
+    is appended there. ``refusals`` (the pipeline's :meth:`~sectorflow.Pipeline.refusals`): what the task would
+    refuse of an item that does not run (rejected already, or every item with ``check_all``) is a bad row too (aml:
+    a transaction without an FX rate)."""
     for row, record in rows:
         if isinstance(record, InvalidInputError):
             problems.extend(record.details or [{"row": row, "field": None, "reason": record.message}])
@@ -227,11 +242,26 @@ def _validated(spec: Any, rows: Iterator[tuple[int, Any]], on_error: OnError, pr
         except InvalidInputError as exc:
             problems.extend(exc.details or [])
             continue
+        if refusals is not None and (check_all or (on_error is OnError.reject and problems)):
+            problems.extend(_refused_rows(refusals, [item], [row]))
         if on_error is OnError.reject and problems:
             continue  # rejected already: validate only, nothing more runs
         if numbers is not None:
             numbers.append(row)
         yield item
+
+
+def _refused_rows(refusals: Callable[[list[Any]], list[dict[str, Any]]], items: list[Any],
+                  numbers: list[int]) -> list[dict[str, Any]]:
+    """The bad rows (``{"row", "field", "reason"}``) of what ``refusals(items)`` refuses; ``numbers``: the items' rows."""
+    return [{"row": numbers[entry["item"]], "field": entry.get("field"), "reason": entry.get("reason")}
+            for entry in refusals(items) if isinstance(entry, dict) and isinstance(entry.get("item"), int)
+            and 0 <= entry["item"] < len(items)]
+
+
+def _refusals(tf: Taskflow) -> Callable[[list[Any]], list[dict[str, Any]]]:
+    """The task pipeline's :meth:`~sectorflow.Pipeline.refusals` (configuration only: the default pipeline's)."""
+    return tf._current[0].refusals
 
 
 def _run_chunk(tf: Taskflow, chunk: list[Any], numbers: list[int], context: CallContext, on_error: OnError,
@@ -253,17 +283,21 @@ def _run_kept(tf: Taskflow, chunk: list[Any], numbers: list[int], context: CallC
             refused = exc.details.get("items") if isinstance(exc.details, dict) else None
             bad = {entry["item"]: entry for entry in refused or () if isinstance(entry, dict)
                    and isinstance(entry.get("item"), int) and 0 <= entry["item"] < len(chunk)}
-            if on_error is not OnError.skip or not bad:
+            if not bad or on_error not in (OnError.skip, OnError.reject):
                 raise
             problems.extend({"row": numbers[i], "field": entry.get("field"), "reason": entry.get("reason")}
                             for i, entry in sorted(bad.items()))
+            if on_error is OnError.reject:  # bad rows too, listed with the others; nothing more runs
+                return [], []
             keep = [i for i in range(len(chunk)) if i not in bad]
             chunk, numbers = [chunk[i] for i in keep], [numbers[i] for i in keep]
     return [], []
 
 
 def _rejected(problems: list[dict[str, Any]], name: str) -> InvalidInputError:
-    """The error of a rejected input, listing its bad rows."""
+    """The error of a rejected input, listing its bad rows (in row order: the rows the task refused, e.g. without an
+    FX rate, are found after the rows that do not validate)."""
+    problems = sorted(problems, key=lambda p: (p.get("row") is None, p.get("row") or 0))
     rows = sorted({p["row"] for p in problems if p.get("row") is not None})
     first = f" (first: row {rows[0]})" if rows else ""
     return InvalidInputError(f"{len(rows) or len(problems)} bad row(s) in {name}{first}; nothing was written. "
@@ -277,9 +311,11 @@ def _chunks(tf: Taskflow, reader: Any, source: str, name: str, batch_size: int, 
 
     Raises (while iterating, after the last row): InvalidInputError listing every bad row, in reject mode."""
     numbers: list[int] = []
-    items = _validated(tf.spec, reader(source, name=name), on_error, problems, tf.input_context, numbers)
+    refusals = _refusals(tf) if on_error is OnError.reject else None
+    items = _validated(tf.spec, reader(source, name=name), on_error, problems, tf.input_context, numbers, refusals)
     while chunk := list(itertools.islice(items, max(batch_size, CHUNK_ITEMS))):
-        if on_error is OnError.reject and problems:
+        if on_error is OnError.reject and problems:  # read, never run: what the task would refuse of it is listed too
+            problems.extend(_refused_rows(refusals, chunk, numbers[:len(chunk)]))  # type: ignore[arg-type]
             break
         rows = numbers[:len(chunk)]
         del numbers[:len(chunk)]
@@ -297,7 +333,8 @@ def _check_rows(tf: Taskflow, reader: Any, source: str, name: str) -> None:
         InvalidInputError: listing the bad rows of ``name``.
     """
     problems: list[dict[str, Any]] = []
-    for _ in _validated(tf.spec, reader(source, name=name), OnError.skip, problems, tf.input_context):
+    for _ in _validated(tf.spec, reader(source, name=name), OnError.skip, problems, tf.input_context,
+                        refusals=_refusals(tf), check_all=True):
         pass
     if problems:
         raise _rejected(problems, name)
@@ -425,32 +462,51 @@ def _nothing_processed(name: str, skipped: bool) -> str:
 
 def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optional[Path], checkpoint_rows: int,
                          on_error: OnError, name: str, state: str, tenant: str, discard_unfinished: bool,
-                         progress: bool = True) -> int:
-    """:func:`_run_file` with the state kept in a store, checkpointed after each chunk (:mod:`sectorflow.cli_state`)."""
-    from .cli_state import prepare, run_with_state
+                         progress: bool = True, already_seen: AlreadySeen = AlreadySeen.skip,
+                         ids_by_row: bool = False) -> int:
+    """:func:`_run_file` with the state kept in a store, checkpointed after each chunk (:mod:`sectorflow.cli_state`).
+    Items an earlier run fed into the state (:class:`~sectorflow.cli_state.FedItems`) are skipped, or with
+    ``AlreadySeen.refuse`` the input is refused before anything runs."""
+    from .cli_state import FedItems, prepare, run_with_state
 
     kept = _earlier_results(output.resolve() if output is not None else None)
     keeper, run, _ = prepare(tf, state, tenant, source, name, output, discard_unfinished)
+    started = keeper.store.run(keeper.task, tenant)
+    fed = FedItems(keeper, tf._current[0], started.start_seq if started is not None else 0, ids_by_row)
+    seen = fed.seen
+    if already_seen is AlreadySeen.refuse:
+        _refuse_already_seen(tf, reader, source, name, seen, keeper, discard=run is None)
     if run is not None:
         err.print(f"resuming the unfinished run of {escape(name)} from row {run.rows_done + 1} (last commit "
                   f"{run.time}); {run.items} item(s) already done.")
     skipped: list[dict[str, Any]] = []
+    already: list[int] = []  # rows of items an earlier run fed: not run again
     once = on_error is OnError.reject and output is not None  # else checked before (stdout) or skip mode
     numbers: list[int] = []
 
     def run_chunk(chunk: list[Any], context: CallContext) -> tuple[list[Any], list[Any]]:
         rows = numbers[:len(chunk)]
         del numbers[:len(chunk)]
+        drop = set(seen(chunk))
+        if drop:
+            already.extend(rows[i] for i in sorted(drop))
+            keep = [i for i in range(len(chunk)) if i not in drop]
+            chunk, rows = [chunk[i] for i in keep], [rows[i] for i in keep]
         return _run_kept(tf, chunk, rows, context, on_error, skipped)
+
+    refusals = _refusals(tf)
+
+    def unrun(chunk: list[Any]) -> None:  # rejected: a chunk read but not run; what the task refuses of it is listed
+        skipped.extend(_refused_rows(refusals, chunk, numbers[:len(chunk)]))
 
     try:
         with RunProgress(_label(tf, name), Path(source), err, enabled=progress) as shown:
             count = run_with_state(
                 keeper, run, reader(source, name=name),
                 lambda rows: _validated(tf.spec, rows, OnError.reject if once else OnError.skip, skipped,
-                                        tf.input_context, numbers), output,
+                                        tf.input_context, numbers, refusals if once else None), output,
                 checkpoint_rows, cli_context(), _utf8_stdout, lambda n: (shown.update(n), check_stopped()),
-                rejected=lambda: once and bool(skipped), run_chunk=run_chunk)
+                rejected=lambda: once and bool(skipped), run_chunk=run_chunk, unrun=unrun, fed=fed)
     except Stopped as stop:
         progress_now = keeper.store.run(keeper.task, tenant)
         rows = progress_now.rows_done if progress_now is not None else 0
@@ -468,12 +524,57 @@ def _run_file_with_state(tf: Taskflow, reader: Any, source: str, output: Optiona
     for problem in skipped:
         err.print(f"[yellow]skipped row {problem['row']}[/]: {escape(problem_text(problem))}")
     nothing = count == 0 and (run is None or run.output_offset == 0)  # no result at all: the run was discarded
-    err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped; state "
+    if already:
+        err.print(f"[yellow]{len(already):,} item(s) already in the state skipped[/] (first: row {already[0]}): an "
+                  f"earlier run fed them into {escape(keeper.store.url)} (tenant {escape(tenant)}; same "
+                  f"{escape(_what_identifies(tf))}), so they are not run or written again (--already-seen refuse "
+                  "makes such an input an error).")
+    err.print(f"{count} item(s) processed, {len({p['row'] for p in skipped})} row(s) skipped"
+              + (f", {len(already):,} already in the state" if already else "") + "; state "
               f"{'unchanged in' if nothing else 'saved to'} {escape(keeper.store.url)} (tenant {escape(tenant)}).")
     if nothing:
+        if already and not skipped:
+            err.print(f"[red]error[/]: every item of {escape(name)} is already in the state; nothing was processed"
+                      + (f"; --output {escape(str(output))} was not written" if output is not None and kept is None
+                         else f"; --output {escape(str(output))} was left as it was" if output is not None else "")
+                      + ". Give the next input.")
+            return 1
         _say_nothing_processed(name, bool(skipped), output, kept)
         return 1
     return 0
+
+
+def _what_identifies(tf: Taskflow) -> str:
+    """How the task identifies an item across inputs, for messages (aml: its pipeline's ``item_keys`` docstring's
+    short form)."""
+    return getattr(tf._current[0], "ITEM_KEY_TEXT", None) or (", ".join(tf.spec.id_fields) or "key")
+
+
+def _refuse_already_seen(tf: Taskflow, reader: Any, source: str, name: str, seen: Any, keeper: Any,
+                         discard: bool) -> None:
+    """``--already-seen refuse``: read the input once, before anything runs, and refuse it when an item of it is
+    already in the state (the run just begun is discarded when ``discard``).
+
+    Raises:
+        InvalidInputError: listing the rows (and the count).
+    """
+    rows: list[int] = []
+    numbers: list[int] = []
+    items = _validated(tf.spec, reader(source, name=name), OnError.skip, [], tf.input_context, numbers)
+    while chunk := list(itertools.islice(items, CHUNK_ITEMS)):
+        rows.extend(numbers[i] for i in seen(chunk))
+        del numbers[:len(chunk)]
+    if not rows:
+        return
+    if discard:
+        with keeper.store.transaction():
+            keeper.store.discard_run(keeper.task, keeper.tenant)
+    what = _what_identifies(tf)
+    raise InvalidInputError(
+        f"{len(rows):,} item(s) of {name} (first: row {rows[0]}) are already in the state {keeper.store.url} (tenant "
+        f"{keeper.tenant!r}; same {what}): an earlier run fed them, and --already-seen refuse was given; nothing was "
+        "run. Leave them out of the input, or drop --already-seen refuse to skip them.",
+        details=[{"row": row, "field": None, "reason": "already in the state"} for row in rows])
 
 
 def _label(tf: Taskflow, name: str) -> str:

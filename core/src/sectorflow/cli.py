@@ -16,7 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 
 from . import plugins
-from .batch import OnError, problem_text, run_batch
+from .batch import AlreadySeen, OnError, problem_text, run_batch
 from .cli_args import complete_task_names, field_pairs, option_values
 from .errors import InvalidInputError, SectorflowError
 from .models.cli import register as register_models_commands
@@ -135,6 +135,10 @@ def run_command(
     discard_unfinished: bool = typer.Option(False, "--discard-unfinished", help="With --state: drop an unfinished "
                                             "run's changes (the state goes back to where it started) and start "
                                             "this one."),
+    already_seen: AlreadySeen = typer.Option(AlreadySeen.skip, "--already-seen", help="With --state: an item an "
+                                             "earlier run already fed into the state (aml: the same transaction "
+                                             "id) is skipped, not run or written again, and counted at the end; "
+                                             "refuse: the input is refused before anything runs."),
     no_progress: bool = typer.Option(False, "--no-progress", help="Show no progress on stderr (by default a bar on "
                                      "a terminal, else a plain line every SECTORFLOW_PROGRESS_INTERVAL seconds, "
                                      "default 5)."),
@@ -155,7 +159,7 @@ def run_command(
                      options=option_values(option), mapping=field_pairs("--column", "COLUMN", column),
                      defaults=field_pairs("--default", "VALUE", default), encoding=encoding, history=history,
                      state=state, tenant=tenant, checkpoint_rows=checkpoint_rows,
-                     discard_unfinished=discard_unfinished, progress=not no_progress)
+                     discard_unfinished=discard_unfinished, progress=not no_progress, already_seen=already_seen)
     if code:
         raise typer.Exit(code=code)
 

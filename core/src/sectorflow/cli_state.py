@@ -123,6 +123,45 @@ def prepare(tf: Taskflow, state: str, tenant: str, source: str, name: str, outpu
     return keeper, run, digest
 
 
+class FedItems:
+    """Which items of a ``sectorflow run --state`` earlier runs already fed into the keeper's state.
+
+    Keys are the pipeline's :meth:`~sectorflow.Pipeline.item_keys` (``ids_by_row``: the input's format numbers
+    ids by row), stored as 24-digit hex BLAKE2b digests (a fixed size whatever the key). :meth:`seen` compares with
+    the keys of the runs before the current one (journal position ``start_seq`` and earlier): a file fed again under
+    another name (a copy, its ``.gz``) or overlapping the last one. The running run's own items are not counted (a
+    repeat within the input is the task's to handle: aml's window marks it ``input.duplicate_id``), so a resumed run
+    finds what the uninterrupted one found."""
+
+    def __init__(self, keeper: StateKeeper, pipeline: Any, start_seq: int, ids_by_row: bool = False) -> None:
+        self.store, self.task, self.tenant = keeper.store, keeper.task, keeper.tenant
+        self.pipeline, self.start_seq, self.ids_by_row = pipeline, start_seq, ids_by_row
+        self._last: dict[int, str] = {}  # id(item) -> key of the chunk :meth:`seen` looked at last
+
+    def keys(self, items: list[Any]) -> list[str] | None:
+        """The stored keys of ``items`` (``None``: the task's items have none); those :meth:`seen` just computed
+        are not computed again."""
+        if not items:
+            return None
+        last = self._last
+        if last and all(id(item) in last for item in items):
+            return [last[id(item)] for item in items]
+        keys = self.pipeline.item_keys(items, ids_by_row=self.ids_by_row)
+        if keys is None:
+            return None
+        return [hashlib.blake2b(key.encode(), digest_size=12).hexdigest() for key in keys]
+
+    def seen(self, items: list[Any]) -> list[int]:
+        """The indices of the items of ``items`` an earlier run fed."""
+        self._last = {}
+        keys = self.keys(items)
+        if not keys:
+            return []
+        self._last = {id(item): key for item, key in zip(items, keys)}  # the chunk stays alive until it is recorded
+        found = self.store.seen_keys(self.task, self.tenant, keys, upto_seq=self.start_seq)
+        return [i for i, key in enumerate(keys) if key in found] if found else []
+
+
 def _open_output(output: Optional[Path], run: RunProgress | None, stdout: Callable[[], Any]) -> tuple[BinaryIO, int]:
     """The partial output file (cut back to the run's last committed offset) or stdout's bytes, and the offset."""
     if output is None:  # standard output cannot be cut back: a resumed run writes the rest of the results only
@@ -148,7 +187,9 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
                    chunk_size: int, context: Any, stdout: Callable[[], Any],
                    progress: Callable[[int], None] = lambda n: None,
                    rejected: Callable[[], bool] = lambda: False,
-                   run_chunk: Callable[[list[Any], Any], tuple[list[Any], list[Any]]] | None = None) -> int | None:
+                   run_chunk: Callable[[list[Any], Any], tuple[list[Any], list[Any]]] | None = None,
+                   unrun: Callable[[list[Any]], None] = lambda chunk: None,
+                   fed: FedItems | None = None) -> int | None:
     """Process the rows not yet consumed, chunk by chunk, committing after each; finish the run. Returns the number
     of items processed by this process, or ``None`` when ``rejected()`` turned true (``--on-error reject`` met a bad
     row): then no chunk after it ran, the output is left unrenamed and the run unfinished, for the caller to discard
@@ -156,7 +197,9 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
     empty or header-only input, every row skipped) leaves ``output`` as it was (absent, or the earlier results) and
     is discarded, not recorded as an input fed into the state. ``run_chunk(chunk, context)``: how a
     chunk runs, ``(the items that ran, their results)`` (default: all of them, ``tf.run``); the journal records the
-    items that ran."""
+    items that ran. ``unrun(chunk)``: called with the chunk read when ``rejected()`` turned true, which does not run
+    (so that what the task would refuse of it is listed with the bad rows). ``fed``: the journal remembers the keys
+    of the items that ran (:class:`FedItems`)."""
     done = run.rows_done if run else 0
     last = [done]
 
@@ -178,11 +221,14 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
         items = validated(fresh())
         while chunk := list(itertools.islice(items, chunk_size)):
             if rejected():
+                unrun(chunk)
                 break
             start = time.perf_counter()
             chunk, results = run_chunk(chunk, context) if run_chunk else (chunk, tf.run(chunk, context=context))
+            if rejected():  # the chunk was refused (a row the task refuses): nothing of it is written or journalled
+                break
             data = "".join(result.model_dump_json() + "\n" for result in results).encode()
-            if gz:
+            if gz and data:  # (a chunk whose every item an earlier run fed: no result, no empty member)
                 data = gzip_member(data)  # one gzip member per checkpoint: the offset cuts between members
             seconds = time.perf_counter() - start
             out.write(data)
@@ -190,7 +236,8 @@ def run_with_state(keeper: StateKeeper, run: RunProgress | None, rows: Iterator[
             if output is not None:
                 os.fsync(out.fileno())
             offset += len(data)
-            keeper.record(pipeline, chunk, seconds=seconds, rows_done=last[0], output_offset=offset)
+            keeper.record(pipeline, chunk, seconds=seconds, rows_done=last[0], output_offset=offset,
+                          keys=fed.keys(chunk) if fed is not None else None)
             count += len(chunk)
             progress(count)
         for _ in items:  # rejected: the rest of the rows validated only, so that every bad row is listed

@@ -161,6 +161,27 @@ class Pipeline(Generic[In, Out]):
         raise ConfigError(f"Task {self.spec.name!r}'s pipeline ({type(self).__name__}) does not implement "
                           "load_state_dict(): its state cannot be restored.")
 
+    def item_keys(self, items: Sequence[In], ids_by_row: bool = False) -> list[str] | None:
+        """One key per validated item that identifies it across inputs, or ``None`` (items not identified): a
+        ``sectorflow run --state`` remembers the keys of the items it fed, and does not run again an item of a later
+        input whose key is already in the state (a file fed twice under another name, or overlapping the last
+        one). ``ids_by_row``: the items come from a format whose ids are row numbers
+        (:attr:`~sectorflow.InputFormat.ids_by_row`), so an id does not identify an item across files. Default: the
+        values of the task's :attr:`~sectorflow.TaskSpec.id_fields` (aml: the transaction id; the AML pipeline
+        keys row-numbered ids by content); ``None`` without them, or with ``ids_by_row``."""
+        fields = self.spec.id_fields
+        if not fields or ids_by_row:
+            return None
+        return ["\x1f".join(str(getattr(item, name)) for name in fields) for item in items]
+
+    def refusals(self, items: Sequence[In]) -> list[dict[str, Any]]:
+        """The validated items a call with ``items`` would refuse before changing any state, as the entries of such a
+        refusal's ``details["items"]``: ``{"item": index in items, "field", "reason"}`` (aml: a transaction in a
+        currency with no FX rate). Reads configuration only, never state. ``sectorflow run --on-error reject`` calls it
+        on the rows that do not run once the input is rejected, so that its error lists them with the other bad
+        rows. Default: none."""
+        return []
+
     def journal_rows(self, items: Sequence[In]) -> list[Any]:
         """The validated input items of one call as JSON values, for a state store's journal
         (:mod:`sectorflow.state_store`). Default: ``model_dump(mode="json")`` of each item; a task with a cheaper exact

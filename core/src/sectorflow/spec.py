@@ -155,6 +155,9 @@ class InputFormat:
             read-only, ``{}`` for a task without one) as ``context=``; it then reads the format on every run,
             options or not, so that the reader knows how its rows will be read (aml's ``input_timezone``). Default:
             whether ``factory`` declares a keyword parameter named ``context`` (``**kwargs`` does not count).
+        ids_by_row: its readers make each item's id of its row number in the file (aml's ``amlsim``: ``amlsim-12``),
+            so an id names another item in the next file: ``sectorflow run --state`` then asks
+            :meth:`~sectorflow.Pipeline.item_keys` for keys that do not rest on the ids.
 
     Raises:
         ValueError: neither ``read`` nor ``factory``.
@@ -163,6 +166,7 @@ class InputFormat:
     read: Reader | None = None
     factory: ReaderFactory | None = None
     takes_context: bool | None = None
+    ids_by_row: bool = False
 
     def __post_init__(self) -> None:
         if self.read is None and self.factory is None:

@@ -99,14 +99,17 @@ class StateKeeper:
         return replayed
 
     def record(self, pipeline: Pipeline, items: Sequence[BaseModel], *, seconds: float = 0.0,
-               rows_done: int | None = None, output_offset: int | None = None) -> None:
+               rows_done: int | None = None, output_offset: int | None = None,
+               keys: Sequence[str] | None = None) -> None:
         """Journal one call's validated inputs (and the run's progress) in one store transaction; ``seconds``: how
-        long the call took (what replaying it will take). Then snapshot ``pipeline`` (the tenant's, after the call)
-        if :meth:`maybe_snapshot` says so."""
+        long the call took (what replaying it will take); ``keys``: also remember these keys of the items
+        (``sectorflow run --state``: :class:`~sectorflow.cli_state.FedItems`). Then snapshot ``pipeline`` (the
+        tenant's, after the call) if :meth:`maybe_snapshot` says so."""
         self._replay_s += seconds
         rows = pipeline.journal_rows(items)
         with self.store.transaction():
-            size = self.store.append(self.task, self.tenant, rows, rows_done=rows_done, output_offset=output_offset)
+            size = self.store.append(self.task, self.tenant, rows, rows_done=rows_done, output_offset=output_offset,
+                                     keys=keys)
         if self._journal_bytes is not None:
             self._journal_bytes += size
         if not self.snapshots_paused:

@@ -8,7 +8,12 @@ wall-clock reads: the AML window's clock is the transactions' own time). So the 
 - ``state_journal``: each call's validated inputs after that snapshot (``model_dump(mode="json")`` of the items,
   one row per call or ``sectorflow run`` chunk, one store transaction each);
 - ``state_runs``: the progress of an unfinished ``sectorflow run --state`` (input SHA-256, rows consumed, output
-  byte offset, journal position at its start), written in the same transaction as the chunk's journal row.
+  byte offset, journal position at its start), written in the same transaction as the chunk's journal row;
+- ``state_inputs``: the SHA-256 of every input a finished ``sectorflow run --state`` fed (the same file again is
+  refused);
+- ``state_items``: the key of every item such a run fed (:meth:`~sectorflow.Pipeline.item_keys`: aml's transaction
+  id), with the journal position that brought it, written with the chunk's journal row: an item of another file
+  already in the state is not run again (:mod:`sectorflow.cli_state`). Snapshots keep them; ``reset`` forgets them.
 
 Restore (``StateKeeper.restore``) = load the snapshot, then replay the journal rows through the pipeline, one
 call per row as they first ran (results discarded), so a restart resumes exactly where the last commit left it.
@@ -62,7 +67,15 @@ _SCHEMA = [
     # every input a finished ``sectorflow run --state`` fed into (task, tenant): feeding one again is refused
     "CREATE TABLE IF NOT EXISTS state_inputs (task TEXT NOT NULL, tenant TEXT NOT NULL, input_sha256 TEXT NOT NULL, "
     "input TEXT NOT NULL, items BIGINT NOT NULL, time TEXT NOT NULL, PRIMARY KEY (task, tenant, input_sha256))",
+    # the key of every item a ``sectorflow run --state`` fed into (task, tenant) (Pipeline.item_keys: aml's
+    # transaction id), with the journal position that brought it: an item fed again is not run twice
+    "CREATE TABLE IF NOT EXISTS state_items (task TEXT NOT NULL, tenant TEXT NOT NULL, item_key TEXT NOT NULL, "
+    "seq BIGINT NOT NULL, PRIMARY KEY (task, tenant, item_key))",
 ]
+
+KEY_BATCH = 900
+"""Item keys per statement of :meth:`StateStore.seen_keys`, and a quarter of that (rows of 4 values) per statement
+of :meth:`StateStore.append` (SQLite's limit was 999 parameters a statement before 3.32)."""
 
 
 @contextmanager
@@ -173,6 +186,21 @@ class StateStore:
                       (task, tenant, input_sha256)).fetchone()
         return (row[0], int(row[1]), row[2]) if row else None
 
+    def seen_keys(self, task: str, tenant: str, keys: Sequence[str], upto_seq: int | None = None) -> set[str]:
+        """Those of ``keys`` recorded for (task, tenant) (by :meth:`append`), at journal positions up to
+        ``upto_seq`` when given (the items earlier runs fed, not the running one's)."""
+        found: set[str] = set()
+        unique = list(dict.fromkeys(keys))
+        bound = "" if upto_seq is None else " AND seq <= ?"
+        for begin in range(0, len(unique), KEY_BATCH):
+            part = unique[begin:begin + KEY_BATCH]
+            marks = ", ".join("?" * len(part))
+            params = (task, tenant, *part) + (() if upto_seq is None else (upto_seq,))
+            found.update(row[0] for row in self._q(
+                f"SELECT item_key FROM state_items WHERE task = ? AND tenant = ? AND item_key IN ({marks}){bound}",
+                params).fetchall())
+        return found
+
     def tenants(self, task: str) -> list[str]:
         """Tenants with state of ``task``, sorted."""
         rows = self._q("SELECT tenant FROM state_snapshots WHERE task = ? UNION SELECT tenant FROM state_journal "
@@ -203,14 +231,22 @@ class StateStore:
     # --- writing (inside transaction()) -------------------------------------------------------------------------
 
     def append(self, task: str, tenant: str, items: Sequence[Any], *, rows_done: int | None = None,
-               output_offset: int | None = None) -> int:
-        """Journal one call's validated inputs (JSON values); with ``rows_done``, also advance the unfinished run.
-        Returns the bytes journalled. Inside :meth:`transaction`."""
+               output_offset: int | None = None, keys: Sequence[str] | None = None) -> int:
+        """Journal one call's validated inputs (JSON values); with ``rows_done``, also advance the unfinished run;
+        with ``keys`` (the items' :meth:`~sectorflow.Pipeline.item_keys`), remember them (see :meth:`seen_keys`; a
+        key already there keeps its first position). Returns the bytes journalled. Inside :meth:`transaction`."""
         seq = self.last_seq(task, tenant) + 1
         text = json.dumps(list(items), ensure_ascii=False, separators=(",", ":"))
         size = len(text.encode())
         self._q("INSERT INTO state_journal (task, tenant, seq, items, n, bytes, time) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (task, tenant, seq, text, len(items), size, _now()))
+        unique = list(dict.fromkeys(keys or ()))
+        rows = KEY_BATCH // 4
+        for begin in range(0, len(unique), rows):
+            part = unique[begin:begin + rows]
+            self._q("INSERT INTO state_items (task, tenant, item_key, seq) VALUES "
+                    + ", ".join(["(?, ?, ?, ?)"] * len(part)) + " ON CONFLICT DO NOTHING",
+                    tuple(value for key in part for value in (task, tenant, key, seq)))
         if rows_done is not None:
             self._q("UPDATE state_runs SET rows_done = ?, output_offset = ?, items = items + ?, time = ? "
                     "WHERE task = ? AND tenant = ?", (rows_done, output_offset or 0, len(items), _now(), task, tenant))
@@ -251,13 +287,14 @@ class StateStore:
         run = self.run(task, tenant)
         if run is not None:
             self._q("DELETE FROM state_journal WHERE task = ? AND tenant = ? AND seq > ?", (task, tenant, run.start_seq))
+            self._q("DELETE FROM state_items WHERE task = ? AND tenant = ? AND seq > ?", (task, tenant, run.start_seq))
             self.end_run(task, tenant)
         return run
 
     def reset(self, task: str, tenant: str) -> bool:
         """Forget everything of (task, tenant); whether there was anything."""
         had = tenant in self.tenants(task)
-        for table in ("state_snapshots", "state_journal", "state_runs", "state_inputs"):
+        for table in ("state_snapshots", "state_journal", "state_runs", "state_inputs", "state_items"):
             self._q(f"DELETE FROM {table} WHERE task = ? AND tenant = ?", (task, tenant))
         return had
 

@@ -58,6 +58,9 @@ class TrainableSpec:
             anything trains: a misspelt key is otherwise silently ignored (``max_transaction = 500`` trained on all
             rows). ``None``: keys not declared, not checked. ``partition_id``, ``num_partitions`` (set by the
             simulation), ``name`` and ``institution`` (the institution's name in the records) are always accepted.
+        path_keys: the partition keys whose values name files or folders (aml: ``transactions``, ``labels``): in a
+            ``federation.toml`` a relative one is taken relative to that file's folder, as users expect of a
+            configuration file (``sectorflow.federated.load_config``), not to the current directory.
 
     ``build``'s trainable must depend only on the partition, the weights it is given and each call's config
     (``server_round``, ``seed``): in simulation a fresh process may serve an institution in any round, and the
@@ -72,3 +75,4 @@ class TrainableSpec:
     check: Callable[[dict[str, Any]], None] | None = None
     export: Callable[[list[np.ndarray], dict[str, Any], Path], Path] | None = None
     keys: tuple[str, ...] | None = None
+    path_keys: tuple[str, ...] = ()

@@ -96,3 +96,17 @@ def _export_ok(tmp_path, db, cli_main):
     out = tmp_path / "labels.csv"
     assert cli_main(["aml", "dispositions", "export", "--out", str(out), "--tenant", "bank-1", "--state", str(db)]) == 0
     return out
+
+
+def test_a_failed_export_creates_no_folder(tmp_path, cli_main, capsys):
+    """Fresh-user report: ``--out newdir/x.csv`` with a bad --state failed (exit 2) but left newdir behind; so did a
+    tenant without decisions. Now a failed export creates nothing; a good one makes the folder."""
+    db = _store_with_decisions(tmp_path / "wb.sqlite")
+    out = tmp_path / "newdir" / "deeper" / "x.csv"
+    assert cli_main(["aml", "dispositions", "export", "--out", str(out), "--state", str(tmp_path / "nope.sqlite")]) == 2
+    assert "no state store at" in capsys.readouterr().err
+    assert not (tmp_path / "newdir").exists()
+    assert cli_main(["aml", "dispositions", "export", "--out", str(out), "--tenant", "nobody", "--state", str(db)]) == 2
+    assert not (tmp_path / "newdir").exists()
+    assert cli_main(["aml", "dispositions", "export", "--out", str(out), "--tenant", "bank-1", "--state", str(db)]) == 0
+    assert read_labels(out).label == {"A": 1, "B": 0}

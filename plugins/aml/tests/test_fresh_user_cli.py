@@ -228,3 +228,31 @@ def test_the_plain_cases_listing_starts_with_a_header_and_json_has_none(cli_main
     assert lines[1].split("\t")[:2] == [read_cases(results)[0].case_id, "2024-03"] and len(lines) == 2
     assert cli_main(["aml", "cases", "--results", str(results), "--json"]) == 0
     assert json.loads(capsys.readouterr().out.splitlines()[0])["account"] == "H1"
+
+
+def test_on_error_reject_lists_rows_without_an_fx_rate_with_the_other_bad_rows(cli_main, capsys,
+                                                                                 tmp_path: Path) -> None:
+    """Fresh-user report: under ``--on-error reject`` (the default) a row in a currency without an FX rate was not
+    listed with the rows that do not validate (only those were, or only the FX error when it came first). Now one
+    error lists every bad row, in row order, in each way a run goes (plain, --state to a file, --state to stdout,
+    one checkpoint per row)."""
+    rows = [rec(0, "A", "B"), rec(1, "B", "C", currency="EUR", hours=1), rec(2, "C", "D", "abc", hours=2),
+            rec(3, "D", "E", currency="EUR", hours=3), rec(4, "E", "F", hours=4)]
+    source = write_jsonl(tmp_path / "in.jsonl", rows)
+    state = str(tmp_path / "bank.sqlite")
+    for extra in ([], ["--state", state], ["--state", state, "--checkpoint-rows", "1"]):
+        for output in (["--output", str(tmp_path / "out.jsonl")], []):
+            code = cli_main(["run", "aml", str(source), "--no-progress", "-O", "model=false", *output, *extra])
+            captured = capsys.readouterr()
+            err = " ".join(captured.err.split())
+            assert code == 2, (extra, output, err)
+            assert "3 bad row(s) in" in err and "(first: row 2)" in err, err
+            listed = [line.split(":")[0].strip() for line in captured.err.splitlines() if line.startswith("  row ")]
+            assert listed == ["row 2", "row 3", "row 4"], (extra, output, captured.err)
+            assert "row 2: currency: Transaction c1" in err and "row 4: currency: Transaction c3" in err
+            assert "row 3: amount:" in err and "-O fx_rates=FILE" in err
+            assert captured.out == "" and not (tmp_path / "out.jsonl").exists()
+    fine = write_jsonl(tmp_path / "fine.jsonl", [rows[0], rows[4]])  # the state was put back each time: still empty
+    assert cli_main(["run", "aml", str(fine), "--no-progress", "-O", "model=false", "--state", state,
+                     "--output", str(tmp_path / "fine-out.jsonl")]) == 0
+    assert len((tmp_path / "fine-out.jsonl").read_text().splitlines()) == 2

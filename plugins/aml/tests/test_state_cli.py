@@ -221,3 +221,40 @@ def test_a_rejected_day_leaves_the_state_and_the_output_as_they_were(tmp_path, c
         assert cli_main(["run", "aml", str(tmp_path / "day3.csv"), "--state", str(tmp_path / store), *run, "-o",
                          str(tmp_path / f"{store}.day3.jsonl")]) == 0
     assert (tmp_path / "rejected.sqlite.day3.jsonl").read_bytes() == (tmp_path / "clean.sqlite.day3.jsonl").read_bytes()
+
+
+def test_an_overlapping_day_killed_and_resumed_skips_the_same_transactions_as_an_uninterrupted_run(amlsim_slice,
+                                                                                                 tmp_path):
+    """Day 2 repeats the second half of day 1 (a re-export): its repeated transactions are skipped as already in the
+    state (not counted twice); killed after two checkpoints and started again, day 2 ends with the results file and
+    the stored state of an uninterrupted day 2, and days 1 + 2 equal one run over their union, byte for byte."""
+    txns = [t for _, t in itertools.islice(READERS["amlsim"](amlsim_slice), 9_000)]  # as csv: the ids are ids
+    _write_csv(tmp_path / "day1.csv", txns[:6_000])
+    _write_csv(tmp_path / "day2.csv", txns[3_000:])
+    _write_csv(tmp_path / "union.csv", txns)
+    fast = ["-O", "model=false", "--checkpoint-rows", "512"]
+    _sectorflow("run", "aml", str(tmp_path / "union.csv"), *fast[:2], "-o", str(tmp_path / "union.jsonl"))
+    outs = {}
+    for name in ("clean", "killed"):
+        db = tmp_path / f"{name}.sqlite"
+        _sectorflow("run", "aml", str(tmp_path / "day1.csv"), *fast, "--state", str(db), "-o",
+                    str(tmp_path / f"{name}-1.jsonl"))
+        day2 = ["run", "aml", str(tmp_path / "day2.csv"), *fast, "--state", str(db), "-o", str(tmp_path / f"{name}-2.jsonl")]
+        if name == "killed":  # two checkpoints into the repeated half
+            proc = subprocess.Popen([SECTORFLOW, *day2], env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and proc.poll() is None and (_progress(db) or 0) < 2 * 512:
+                time.sleep(0.002)
+            assert proc.poll() is None, f"the run ended before the kill: {proc.stderr.read()[-2000:]}"
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            assert 2 * 512 <= (_progress(db) or 0) < 9_000
+        done = _sectorflow(*day2)
+        if name == "clean":
+            assert "3,000 item(s) already in the state skipped (first: row 2)" in done.stderr, done.stderr
+        else:  # the resumed run counts the rows it read: those after the last checkpoint
+            assert "resuming the unfinished run" in done.stderr and "already in the state skipped" in done.stderr
+        outs[name] = (tmp_path / f"{name}-2.jsonl").read_bytes()
+    assert outs["killed"] == outs["clean"] and outs["clean"].count(b"\n") == 3_000
+    assert _stored_state(tmp_path / "killed.sqlite") == _stored_state(tmp_path / "clean.sqlite")
+    assert (tmp_path / "clean-1.jsonl").read_bytes() + outs["clean"] == (tmp_path / "union.jsonl").read_bytes()

@@ -151,3 +151,33 @@ def test_column_and_default_options_for_a_fixed_format_are_refused(tmp_path):
     with pytest.raises(ConfigError, match="Format 'amlsim' has fixed columns: it takes no --column/--default"):
         train_bundle([SAMPLE], [NODES], tmp_path / "b", fmt="amlsim", defaults={"currency": "USD"})
     assert not (tmp_path / "b").exists()
+
+
+def test_an_empty_training_set_says_what_happened(tmp_path):
+    """Fresh-user report: a file whose every row --on-error skip left out, or a header-only file, was answered
+    "0 of the 3 labelled accounts ... are these the labels of another dataset?". Now the error says no transaction
+    was left, how many rows were skipped and in which fields, and what to do; nothing is written."""
+    header = "transaction_id,timestamp,sender_account,receiver_account,amount\n"
+    bad = tmp_path / "bad.csv"
+    bad.write_text(header + "t1,2024-01-02T09:00:00Z,A,B,abc\nt2,nope,A,C,-5\nt3,2024-01-02T10:00:00Z,B,C,x\n")
+    empty = tmp_path / "empty.csv"
+    empty.write_text(header)
+    labels = tmp_path / "labels.csv"
+    labels.write_text("account_id,label\nA,1\nB,0\nC,0\n")
+    done = sectorflow("aml", "train", str(bad), "--labels", str(labels), "--out", str(tmp_path / "b1"),
+                      "--on-error", "skip")
+    err = " ".join(done.stderr.split())
+    assert done.returncode == 2, err
+    assert "No transactions left to train on in" in err and "skipped all 3 of its row(s) as bad" in err
+    assert "fields: amount (3), timestamp (1)" in err and "--column FIELD=COLUMN" in err
+    assert "labels of another dataset" not in err
+    assert not (tmp_path / "b1").exists()
+    done = sectorflow("aml", "train", str(empty), "--labels", str(labels), "--out", str(tmp_path / "b2"))
+    err = " ".join(done.stderr.split())
+    assert done.returncode == 2 and "No transactions to train on in" in err and "only a header" in err, err
+    assert "labels of another dataset" not in err
+    # one bank's two files: the error is about the two together (a good file among them trains)
+    done = sectorflow("aml", "train", str(empty), str(bad), "--labels", str(labels), "--out", str(tmp_path / "b3"),
+                      "--on-error", "skip")
+    err = " ".join(done.stderr.split())
+    assert done.returncode == 2 and "skipped all 3 of its row(s)" in err and "labels of another dataset" not in err

@@ -54,11 +54,12 @@ Raises :class:`sectorflow.ConfigError` naming the key on anything it cannot use.
 from __future__ import annotations
 
 import difflib
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from sectorflow import ConfigError
 
@@ -130,6 +131,9 @@ class FederationConfig(BaseModel):
     metric: str = ""
     bundle: str = ""
     keep: Literal["best", "last"] = "best"
+    _folder: Path | None = PrivateAttr(default=None)
+    """The folder of the ``federation.toml`` it was read from (:func:`load_config`), which relative paths in it
+    are taken relative to; ``None`` (a mapping given to :func:`parse_config`): the current directory."""
 
     @model_validator(mode="after")
     def _consistent(self) -> FederationConfig:
@@ -177,7 +181,10 @@ def _problem(error: Any) -> str:
 
 
 def load_config(path: str | Path) -> FederationConfig:
-    """Read and validate ``federation.toml``.
+    """Read and validate ``federation.toml``. Relative paths in it are taken relative to the file's folder, as
+    users expect of a configuration file (until 3 Dec 2026: to the current directory, so the same file named other
+    data when run from elsewhere): ``bundle`` here, the institutions' file keys (the trainable's
+    :attr:`~sectorflow.TrainableSpec.path_keys`) by :func:`resolve_paths` once the trainable is known.
 
     Raises:
         ConfigError: missing file, invalid TOML, or an invalid key (named in the message).
@@ -189,4 +196,27 @@ def load_config(path: str | Path) -> FederationConfig:
         raise ConfigError(f"Federation config {path} not found.") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
-    return parse_config(data, str(path))
+    cfg = parse_config(data, str(path))
+    cfg._folder = Path(os.path.abspath(path)).parent  # ../fed/federation.toml: without the ..
+    if cfg.bundle:
+        cfg.bundle = str(_against(cfg._folder, cfg.bundle))
+    return cfg
+
+
+def _against(folder: Path, value: str) -> Path:
+    """``value`` (a path as written in the config) taken relative to ``folder`` unless absolute (``~`` expanded)."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else folder / path
+
+
+def resolve_paths(cfg: FederationConfig, path_keys: tuple[str, ...]) -> None:
+    """Make the relative paths under ``path_keys`` of each ``[[institutions]]`` table relative to the folder of the
+    ``federation.toml`` ``cfg`` was read from (in place; nothing for a config given as a mapping). Values that are
+    not text (a table, a number) or are empty are left as they are."""
+    if cfg._folder is None:
+        return
+    for institution in cfg.institutions:
+        for key in path_keys:
+            value = institution.get(key)
+            if isinstance(value, str) and value.strip():
+                institution[key] = str(_against(cfg._folder, value))

@@ -33,16 +33,19 @@ from .strategy import COUNT_PREFIX, RoundRecord, RunReport, lower_is_better, met
 
 
 def preflight(cfg: FederationConfig, spec: TrainableSpec) -> None:
-    """Check every configured institution's keys against those the trainable declares
-    (:func:`~sectorflow.federated.registry.check_partition_keys`), then run its ``check`` on each (when it offers
-    one).
+    """Take the institutions' relative file paths relative to the federation.toml's folder
+    (:func:`~sectorflow.federated.config.resolve_paths`), check every configured institution's keys against those
+    the trainable declares (:func:`~sectorflow.federated.registry.check_partition_keys`), then run its ``check`` on
+    each (when it offers one).
 
     Raises:
         ConfigError: naming the first institution with an unknown key (the key, the closest accepted one, all
             accepted ones) or whose partition fails, with the trainable's message.
     """
+    from .config import resolve_paths
     from .registry import check_partition_keys
 
+    resolve_paths(cfg, spec.path_keys)  # relative to the federation.toml's folder (load_config)
     for index, institution in enumerate(cfg.institutions):
         check_partition_keys(spec, institution, f"institution {index + 1} of {len(cfg.institutions)} in the "
                                                 "federation config (an institutions table)")

@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from sectorflow import ConfigError, TrainableSpec
+from sectorflow import ConfigError, SectorflowError, TrainableSpec
 
 from .client import make_client_app, partition_for
 from .config import FederationConfig
@@ -32,22 +32,62 @@ def quiet_flower() -> None:
         os.environ.setdefault(key, value)
 
 
+class _Held(logging.Handler):
+    """Keeps the log records it is given (see :func:`_flower_logs`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+HELD_LOGGERS = ("flwr", "ray")
+"""The loggers whose records :func:`_flower_logs` holds back without ``verbose``."""
+
+
 @contextlib.contextmanager
 def _flower_logs(verbose: bool) -> Iterator[None]:
     """Without ``verbose``, Flower's per-round INFO lines, its deprecation notice for ``run_simulation`` and Ray's
-    accelerator ``FutureWarning`` are not printed (errors still are); the run report carries the rounds."""
+    accelerator ``FutureWarning`` are not printed; the run report carries the rounds. Flower's and Ray's error
+    records (Flower logs a failed engine as its traceback) are held back until the block ends: printed then as
+    before, unless the block raised a typed error (:class:`~sectorflow.SectorflowError`: a
+    :class:`FederatedEngineError`, an institution that cannot be built), whose message says what happened and
+    that ``--verbose`` shows the engine's log (fresh-user report, 3 Dec 2026: an engine failure printed Flower's
+    traceback before the message)."""
     if verbose:
         yield
         return
     logger = logging.getLogger("flwr")
     level = logger.level
     logger.setLevel(logging.ERROR)
+    held = _Held()
+    saved = {}
+    for name in HELD_LOGGERS:
+        log = logging.getLogger(name)
+        saved[name] = (log.handlers[:], log.propagate)
+        log.handlers[:] = [held]
+        log.propagate = False
+    typed = False
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", category=FutureWarning, module=r"ray\.")
             yield
+    except SectorflowError:
+        typed = True
+        raise
     finally:
         logger.setLevel(level)
+        for name, (handlers, propagate) in saved.items():
+            log = logging.getLogger(name)
+            log.handlers[:], log.propagate = handlers, propagate
+        if not typed:  # success or an untyped error: what Flower and Ray logged is shown, as it was before
+            for record in held.records:
+                handlers, propagate = saved.get(record.name.split(".")[0], ([], True))
+                for handler in handlers or (logging.getLogger().handlers if propagate else []):
+                    if record.levelno >= handler.level:
+                        handler.handle(record)
 
 
 def check_institutions(cfg: FederationConfig, spec: TrainableSpec, cause: BaseException | None = None) -> None:
@@ -168,21 +208,21 @@ def simulate(cfg: FederationConfig, spec: TrainableSpec | None = None, *, num_cp
                                              "log_to_driver": verbose}}
     stop, finished = threading.Event(), threading.Event()
     server_app = make_server_app(cfg, report, spec.plugin, on_round, stop=stop, finished=finished)
-    try:
-        with _flower_logs(verbose):
+    with _flower_logs(verbose):  # also while the ServerApp thread ends: it logs on its way out
+        try:
             run_simulation(server_app=server_app, client_app=make_client_app(cfg, spec), num_supernodes=n,
                            backend_config=backend, verbose_logging=verbose)
-    except Exception as exc:
+        except Exception as exc:
+            _stop_server_app(stop, finished)
+            if isinstance(exc, RuntimeError) and str(exc) == ENGINE_FAILED:
+                raise engine_error(exc, cfg, report) from exc
+            if report.weights is None:
+                check_institutions(cfg, spec, exc)
+            raise
+        except BaseException:  # KeyboardInterrupt, SystemExit: the ServerApp thread must end with the run
+            _stop_server_app(stop, finished)
+            raise
         _stop_server_app(stop, finished)
-        if isinstance(exc, RuntimeError) and str(exc) == ENGINE_FAILED:
-            raise engine_error(exc, cfg, report) from exc
-        if report.weights is None:
-            check_institutions(cfg, spec, exc)
-        raise
-    except BaseException:  # KeyboardInterrupt, SystemExit: the ServerApp thread must end with the run
-        _stop_server_app(stop, finished)
-        raise
-    _stop_server_app(stop, finished)
     if report.weights is None:
         check_institutions(cfg, spec)
     if report.error:

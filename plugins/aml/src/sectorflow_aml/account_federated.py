@@ -372,5 +372,6 @@ KEYS = ("transactions", "labels", "format", "columns", "column_*", "defaults", "
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers: task ``aml``, name ``account_mlp``."""
     return TrainableSpec(task="aml", name="account_mlp", build=build, check=check, export=export, keys=KEYS,
+                         path_keys=("transactions", "labels", "bank_accounts", "cache_dir"),
                          description="account risk MLP over one bank's own transaction and label files (same "
                                      "trainer as `sectorflow aml train --model mlp`; ends in a servable bundle)")

@@ -156,10 +156,10 @@ def _refuse_overlapping_file(txns: Sequence[Any], source: str, seen: dict[tuple,
 
 def _read_training_file(source: str | Path, fmt: str | None, on_error: str, log: Callable[[str], None] | None,
                         mapping: Mapping[str, str] | None, defaults: Mapping[str, Any] | None,
-                        input_timezone: str | None) -> list[Any]:
+                        input_timezone: str | None, skipped: dict[str, list[dict[str, Any]]] | None = None) -> list[Any]:
     """The transactions of one training file, validated as ``sectorflow run aml`` validates them: with ``on_error``
     ``reject`` a bad row raises (every bad row listed, each with its row and field), with ``skip`` the bad rows are
-    left out and counted in ``log``."""
+    left out and counted in ``log`` (and put in ``skipped[str(source)]``)."""
     fmt = fmt or guess_format(source)
     if (mapping or defaults) and fmt not in READER_FACTORIES:
         raise ConfigError(f"Format {fmt!r} has fixed columns: it takes no --column/--default. Formats that do: "
@@ -175,11 +175,45 @@ def _read_training_file(source: str | Path, fmt: str | None, on_error: str, log:
         raise InvalidInputError(f"{len(rows) or len(problems)} bad row(s) in {source}"
                                 + (f" (first: row {rows[0]})" if rows else "") + "; nothing was trained. Fix them, "
                                 "or pass --on-error skip to train on the good rows.", details=problems)
+    if skipped is not None:
+        skipped[str(source)] = problems
     if problems and log:
         first = problems[0]
         log(f"{source}: skipped {len(rows) or len(problems):,} bad row(s) (--on-error skip; first: row "
             f"{first.get('row')}: " + (f"{first['field']}: " if first.get("field") else "") + f"{first['reason']})")
     return txns
+
+
+def refuse_empty_training_set(txns: Sequence[Any], group: str, sources: Sequence[str | Path],
+                              skipped: Mapping[str, list[dict[str, Any]]]) -> None:
+    """Refuse a training set with no transaction, saying why (fresh-user report, 3 Dec 2026: an empty file, or one
+    whose every row ``--on-error skip`` left out, was answered "0 of the N labelled accounts transact in it: are
+    these the labels of another dataset?").
+
+    Raises:
+        InvalidInputError: naming the file(s), how many rows were skipped and in which fields, and what to do.
+    """
+    if txns:
+        return
+    problems = [p for source in sources for p in skipped.get(str(source), [])]
+    rows = {(str(source), p.get("row")) for source in sources for p in skipped.get(str(source), [])}
+    if not problems:
+        raise InvalidInputError(f"No transactions to train on in {group}: no rows (the file is empty or has only a "
+                                "header). Give the transaction file(s) the labels belong to.",
+                                details={"files": [str(s) for s in sources], "skipped": 0})
+    fields: dict[str, int] = {}
+    for problem in problems:
+        key = str(problem.get("field") or "the row")
+        fields[key] = fields.get(key, 0) + 1
+    first = problems[0]
+    named = ", ".join(f"{field} ({n:,})" for field, n in sorted(fields.items(), key=lambda kv: (-kv[1], kv[0])))
+    raise InvalidInputError(
+        f"No transactions left to train on in {group}: --on-error skip skipped all {len(rows):,} of its row(s) as "
+        f"bad (fields: {named}; first: row {first.get('row')}: "
+        + (f"{first['field']}: " if first.get("field") else "") + f"{first.get('reason')}). Fix those rows, or map "
+        "the file's columns to the fields (--column FIELD=COLUMN, --default FIELD=VALUE), and train again (the "
+        "labels were not compared with anything: no transaction was read).",
+        details=problems)
 
 
 def check_label_overlap(labels: Labels, accounts: set[str], name: str, labels_name: str) -> None:
@@ -270,7 +304,7 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
         LabelsError: a bad labels file, or labels of which fewer than 50 % of the accounts transact in their file(s)
             (:func:`check_label_overlap`).
         InvalidInputError: a bad row (with ``on_error="reject"``: every bad row, naming the file, row and field); a
-            split without both classes.
+            file with no transaction left (:func:`refuse_empty_training_set`); a split without both classes.
     """
     if points is not None and points not in POINTS:
         raise ConfigError(f"--points {points!r}: give {' or '.join(POINTS)}.", details={"points": points})
@@ -291,8 +325,10 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
     check_distinct_sources(sources)
     _check_mapping(mapping, defaults)  # before any file is read, as `sectorflow run` checks them
 
+    skipped: dict[str, list[dict[str, Any]]] = {}
+
     def read_file(source: str | Path) -> list[Any]:
-        return _read_training_file(source, fmt, on_error, log, mapping, defaults, input_timezone)
+        return _read_training_file(source, fmt, on_error, log, mapping, defaults, input_timezone, skipped)
 
     read = [read_labels(p) for p in labels]
     if len(read) == 1 and len(sources) > 1:  # one bank's files: one replay of all of them, in the order given
@@ -303,8 +339,11 @@ def train_bundle(sources: Sequence[str | Path], labels: Sequence[str | Path], ou
             _refuse_overlapping_file(got, str(source), seen)
             txns.extend(got)
         groups = [("+".join(str(s) for s in sources), txns, read[0])]
+        refuse_empty_training_set(txns, groups[0][0], sources, skipped)
     else:
         groups = [(str(source), read_file(source), lab) for source, lab in zip(sources, read)]
+        for (group, txns, _), source in zip(groups, sources):
+            refuse_empty_training_set(txns, group, [source], skipped)
     for (group, txns, lab), path in zip(groups, labels):
         check_label_overlap(lab, {a for t in txns for a in (t.sender_account, t.receiver_account)}, group, str(path))
     reps: list[Replay] = []

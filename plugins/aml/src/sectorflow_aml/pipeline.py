@@ -235,6 +235,15 @@ def _gc_paused() -> Iterator[None]:
                     gc.enable()
 
 
+def transaction_key(txn: Transaction, ids_by_row: bool = False) -> str:
+    """:meth:`AMLPipeline.item_keys` of one transaction: ``id:<transaction_id>``, or, with ``ids_by_row``,
+    ``tx:<UTC time>|<sender>|<receiver>|<amount>|<currency>``."""
+    if ids_by_row:
+        return (f"tx:{txn.timestamp.isoformat()}|{txn.sender_account}|{txn.receiver_account}|"
+                f"{format(txn.amount.normalize(), 'f')}|{txn.currency}")
+    return f"id:{txn.transaction_id}"
+
+
 def _duplicate_note(txn: Transaction, first: Transaction) -> Reason:
     same = txn.model_dump(exclude={"transaction_id"}) == first.model_dump(exclude={"transaction_id"})
     if same:
@@ -442,6 +451,21 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
                                                 "transaction_id": first.transaction_id, "date": day}) from exc
         self.reports_engine.check_rates(txns)  # and the report totals' rates, on each transaction's local day
 
+    def _lacking_rates(self, txns: Sequence[Transaction]) -> list[dict[str, Any]]:
+        """``{"item", "field": "currency", "reason"}`` of each transaction of ``txns`` that fails :meth:`_check_rates`
+        on its own."""
+        return [{"item": i, "field": "currency", "reason": reason} for i, txn in enumerate(txns)
+                for reason in [self._missing_rate(txn)] if reason is not None]
+
+    def refusals(self, items: Sequence[Transaction]) -> list[dict[str, Any]]:
+        """The transactions of ``items`` a call would refuse before changing any state: those without an FX rate
+        (:meth:`_check_rates`; the rate tables are configuration, shared by every tenant's pipeline)."""
+        try:
+            self._check_rates(items)
+        except MissingRateError:
+            return self._lacking_rates(items)
+        return []
+
     def _missing_rate(self, txn: Transaction) -> str | None:
         """Why ``txn`` fails :meth:`_check_rates` on its own, or ``None`` when it passes."""
         try:
@@ -527,6 +551,16 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         with _gc_paused():
             load_pipeline_state(self, state)
 
+    ITEM_KEY_TEXT = "transaction id, or time, accounts, amount and currency for the formats that number ids by row"
+    """How :meth:`item_keys` identifies a transaction, for ``sectorflow run --state``'s messages."""
+
+    def item_keys(self, items: Sequence[Transaction], ids_by_row: bool = False) -> list[str]:
+        """What identifies each transaction across the files fed into one state (``sectorflow run --state`` runs
+        none of a later file again, :mod:`sectorflow.cli_state`): its id for this tenant; with ``ids_by_row`` (the
+        amlsim and amlworld formats number ids by row in each file: ``amlsim-12`` is another transaction in the
+        next file) its time, accounts, amount and currency (as ``aml train`` compares files)."""
+        return [transaction_key(txn, ids_by_row) for txn in items]
+
     def journal_rows(self, items: Sequence[Transaction]) -> list[Any]:
         """Each transaction as its JSON row (:func:`~sectorflow_aml.state.transaction_row`: 12 values, no pydantic
         dump), for the state store's journal."""
@@ -552,8 +586,7 @@ class AMLPipeline(Pipeline[Transaction, TransactionAssessment]):
         try:  # a missing FX rate fails the call before any state changes
             self._check_rates(items)
         except MissingRateError as exc:  # which of the call's transactions lack a rate: --on-error skip skips those
-            bad = [{"item": i, "field": "currency", "reason": reason} for i, txn in enumerate(items)
-                   for reason in [self._missing_rate(txn)] if reason is not None]
+            bad = self._lacking_rates(items)
             raise MissingRateError(exc.message + (f" ({len(bad)} of the call's {len(items)} transactions lack a "
                                                   "rate.)" if len(items) > 1 else ""),
                                    details={**(exc.details if isinstance(exc.details, dict) else {}),

@@ -28,6 +28,17 @@ EXAMPLES: tuple[dict[str, Any], ...] = (
 """Valid sample inputs (the first two are same-day cash deposits just under RMB 50,000: a structuring alert)."""
 
 
+def _formats() -> dict[str, Any]:
+    """The task's input formats; the amlsim and amlworld readers number ids by row (``amlsim-<row>``)."""
+    import dataclasses
+
+    formats = input_formats(READERS, READER_FACTORIES)
+    for name in ("amlsim", "amlworld"):
+        if name in formats:
+            formats[name] = dataclasses.replace(formats[name], ids_by_row=True)
+    return formats
+
+
 def spec() -> TaskSpec:
     """The ``aml`` task spec."""
     bundle = BUNDLE_DIR if (BUNDLE_DIR / "manifest.json").is_file() else None
@@ -37,7 +48,7 @@ def spec() -> TaskSpec:
         description="Anti-money-laundering: typology rules + learned risk score over a sliding transaction window; "
                     "alerts with zh/en reasons, large-value/CTR and suspicious transaction report drafts.",
         default_bundle=bundle, devices=("cpu", "gpu", "npu", "xpu", "mlu"), precisions=("fp32", "int8"),
-        languages=("zh", "en"), formats=input_formats(READERS, READER_FACTORIES),
+        languages=("zh", "en"), formats=_formats(),
         options=dict(OPTIONS), examples=EXAMPLES, stateful=True,
         model_switch="model", context_from_options=input_context, id_fields=("transaction_id",),
         state_reset="sectorflow aml state reset",

@@ -325,6 +325,7 @@ KEYS = ("data", "bank", "num_banks", "own_run_weight", "runs", "max_transactions
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers: task ``aml``, name ``risk_mlp``."""
     return TrainableSpec(task="aml", name="risk_mlp", build=build, check=check, keys=KEYS,
+                         path_keys=("data", "cache_dir"),
                          description="AML risk-scorer MLP over one bank's AMLSim accounts (features from its own "
                                      "transaction window)")
 

@@ -305,7 +305,7 @@ KEYS = ("data", "banking77", "max_examples", "seed", "init")
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers through ``sectorflow_register_trainables``."""
     return TrainableSpec(task="customer_service", name="intent-head", build=IntentHeadTrainable, check=check,
-                         export=export, keys=KEYS,
+                         export=export, keys=KEYS, path_keys=("data", "banking77"),
                          description="the shipped bundle's banking77 head over the frozen MiniLM pooled vectors; "
                                      "partitions: a branch's labelled messages (jsonl/csv) or a slice of banking77 "
                                      "train; ends in a servable bundle")

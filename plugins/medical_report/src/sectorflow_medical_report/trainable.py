@@ -209,6 +209,6 @@ KEYS = ("data", "n_reports", "seed", "init")
 def trainable_spec() -> TrainableSpec:
     """The spec the plugin registers through ``sectorflow_register_trainables``."""
     return TrainableSpec(task="medical_report", name="span-tagger", build=TaggerTrainable, check=check, export=export,
-                         keys=KEYS,
+                         keys=KEYS, path_keys=("data",),
                          description="Character BiGRU tagger of anatomy and finding spans in radiology reports "
                                      "(zh + en); partitions: a hospital's jsonl or one generated writing style.")

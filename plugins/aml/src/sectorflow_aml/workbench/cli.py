@@ -35,10 +35,11 @@ def export_command(out: Path = typer.Option(..., "--out", "-o", help="The labels
     """Write the tenant's decided cases as `case_id,account_id,period,disposition,reason,decided_by,decided_at`
     (disposition true_positive, false_positive, escalated or str_approved), for `sectorflow aml train --labels`.
 
-    An existing --out is refused unless --force; a tenant with no decided case is an error (exit 2, naming the
-    tenants that have decisions) that writes nothing."""
+    An existing --out is refused unless --force; a tenant with no decided case, or a --state that is not there, is
+    an error (exit 2, naming the tenants that have decisions) that writes nothing: no file, no folder."""
     _refuse_the_store_itself(out, state)
-    check_out_file(out, force, what="labels file")
+    if Path(out).expanduser().is_file() and not force:  # refused before the store is opened, as before
+        check_out_file(out, force, what="labels file")
     store = open_existing_store(state)
     try:
         rows = DecisionBook(store, tenant).labels()
@@ -49,6 +50,9 @@ def export_command(out: Path = typer.Option(..., "--out", "-o", help="The labels
                                  if tenants else "No tenant has decisions there: decide cases in the workbench "
                                  "first, or give the --state the workbench uses."),
                               details={"tenant": tenant, "tenants": tenants})
+        # only now (the store opened, decisions read): a failed export creates nothing, not even --out's folder
+        # (fresh-user report: a bad --state left --out newdir/x.csv's newdir behind)
+        check_out_file(out, force, what="labels file")
         n = write_labels(rows, out)
     finally:
         store.close()
