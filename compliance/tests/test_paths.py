@@ -96,15 +96,15 @@ def test_aml_explain_png_under_a_file_is_an_error(blocker: Path, tmp_path: Path,
     assert code == 2 and "Cannot write the PNG file" in out and "--png" in out and "a parent is a file" in out
 
 
-def test_federate_report_and_weights_under_a_file_are_errors_before_the_run(blocker: Path, tmp_path: Path) -> None:
+def test_federate_report_weights_and_out_under_a_file_are_errors_before_the_run(blocker: Path, tmp_path: Path) -> None:
     pytest.importorskip("flwr")
     from typer.testing import CliRunner
 
     from sectorflow.federated.cli import federate_app
 
     config = tmp_path / "federation.toml"
-    config.write_text('task = "aml"\nrounds = 1\n[[institutions]]\nn = 8\n[[institutions]]\nn = 8\n')
-    for flag in ("--report", "--weights"):
+    config.write_text('task = "aml"\nmodel = "account_mlp"\nrounds = 1\n[[institutions]]\nn = 8\n[[institutions]]\nn = 8\n')
+    for flag in ("--report", "--weights", "--out"):
         result = CliRunner().invoke(federate_app, ["aml", "--config", str(config), flag, str(blocker / "out.x")])
         exc = result.exception
         if isinstance(exc, ConfigError) and "trains task" in str(exc):  # pragma: no cover - no aml plugin

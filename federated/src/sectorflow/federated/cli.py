@@ -111,6 +111,8 @@ def run_command(task: str = typer.Argument(..., help="Task whose trainable model
         raise ConfigError(f"--out / bundle = {out} already holds a bundle ({len(held)} file(s), e.g. {held[0]}): give a "
                           "new or empty folder, or add --force to replace the bundle in it.",
                           details={"out": str(out), "entries": len(held)})
+    if out is not None:  # a parent that is a file, no permission: said now, not as a traceback after the training
+        writable_file(out / "manifest.json", what="bundle", setting="--out / bundle =")
     preflight(cfg, spec)
 
     def say(message: str) -> None:
