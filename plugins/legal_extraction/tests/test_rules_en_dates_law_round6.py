@@ -72,6 +72,23 @@ def test_a_start_named_by_an_event_is_the_event(text, event):
     assert value == {"start_event": event} and span == event and warnings == [REDACTED_TERM_END]
 
 
+@pytest.mark.parametrize(("text", "value"), [
+    # fresh-user report: with an end that is a date, the event start was dropped (only the redacted end kept it)
+    ("The term of this Agreement shall commence on the date of first shipment and continue through December 31, 2023.",
+     {"start_event": "first shipment", "end": "2023-12-31"}),
+    ("The term of this Agreement shall commence upon first shipment of Product and shall continue through "
+     "December 31, 2023.", {"start_event": "first shipment", "end": "2023-12-31"}),
+    ("The term of this Agreement shall commence on the date of execution hereof and continue through June 30, 2025.",
+     {"start_event": "execution hereof", "end": "2025-06-30"}),
+    # a start date wins over any event words
+    ("The term of this Agreement shall commence on January 1, 2019 and continue through June 30, 2025.",
+     {"start": "2019-01-01", "end": "2025-06-30"}),
+])
+def test_a_start_named_by_an_event_is_kept_beside_an_end_date(text, value):
+    ((found, _, warnings),) = _term(text)
+    assert found == value and warnings == []
+
+
 @pytest.mark.parametrize("text", [
     "The Term shall commence on the date and continue through [***].",  # a bare "date" is no event
     "The Term shall commence on [***] and continue through [***].",

@@ -405,8 +405,7 @@ _START_EVENT = re.compile(r"(?:\bcommenc\w*|\bbegin\w*|\bstart\w*|\bfrom)\s+(?:o
                           r"(?i:(?:date\s+(?:of|on\s+which)\s+)?(?P<ev>(?:(?!" + _EVENT_STOP + r")[\w'-]+(?:\s+|(?=[,;.(]|$)))"
                           r"{1,12}(?=[,;.(]|$|" + _EVENT_STOP + r"))))")
 """A start the term sentence names by an event, not a date: "commence on the Effective Date", "from the date of
-execution", "on the date of first shipment" (kept only with a redacted end, which would otherwise leave the sentence
-without a reading). ``ev`` is the event ("first shipment", "execution hereof", "signing hereof") when the start is
+execution", "on the date of first shipment" (read before the end, redacted or a date, when no start date is given). ``ev`` is the event ("first shipment", "execution hereof", "signing hereof") when the start is
 "the date of" one or the event itself; a bare "date" is never one."""
 
 _GENERIC_EVENT = re.compile(r"(?i:date|day|time|the|this|such|said|a|an)", re.I)
@@ -442,7 +441,10 @@ def _term_parts(text: str, spans: list[tuple[int, int]], date_order: str = "MDY"
             previous = e
         redacted = None if "end" in found else _REDACTED_END.search(rest)
         found["redacted_end"] = redacted is not None
-        anchor = _START_EVENT.search(rest[:redacted.start()]) if redacted and "start" not in found else None
+        # the start an event names, read before the end: a redacted one ("through [*****]") or a date found as the
+        # end ("continue through December 31, 2023"), when no start date was found
+        until = redacted.start() if redacted else (found["end"][0] - at if "end" in found else None)
+        anchor = _START_EVENT.search(rest[:until]) if until is not None and "start" not in found else None
         group = "ev" if anchor and anchor.group("ev") else "e"
         if anchor and not _GENERIC_EVENT.fullmatch(anchor.group(group).strip()):
             # "shall commence on the Effective Date and continue through [*****]": no date, the end redacted
@@ -460,7 +462,8 @@ def term(text: str, spans: list[tuple[int, int]], date_order: str = "MDY") -> li
     "beginning" / "starting" / "effective" / "from" / "as of", the end after "through" / "until" / "to" /
     "ending" / "expiring" / "terminating" ("from September 1, 2004 through December 31, 2006"); a date named
     neither is not taken, and an end the filed copy redacts ("through [*****]") is left out with a warning, never
-    read from the start; with such an end, a start named by an event is kept as ``start_event``: a defined date
+    read from the start; with such an end or an end date and no start date, a start named by an event is kept as
+    ``start_event``: a defined date
     ("commence on the Effective Date" -> "Effective Date") or the event itself ("on the date of first shipment" ->
     "first shipment"; never a bare "date"). The span covers what was read. Developed on CUAD train, validation and contracts_more."""
     found = _term_parts(text, spans, date_order)
